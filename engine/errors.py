@@ -1,0 +1,51 @@
+"""Errors the engine raises on bad input or impossible schedules.
+
+Every error here is meant to be shown to a person as one line: the CLI prints ``str(err)`` and exits 2,
+the app shows it inline. None of them should ever surface as a traceback.
+"""
+
+from __future__ import annotations
+
+
+class EngineError(Exception):
+    """Base class: a problem with the user's input or with a scheduler's decisions."""
+
+
+class ClusterSpecError(EngineError, ValueError):
+    """A cluster specification (shorthand or JSON) is invalid; the message names the bad part."""
+
+
+class TraceError(EngineError, ValueError):
+    """A trace file is malformed.
+
+    ``line`` is the 1-based line number in the file (``None`` when the problem is not tied to one line),
+    ``column`` the column name; the message says what was expected.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 column: str | None = None) -> None:
+        where = []
+        if path:
+            where.append(str(path))
+        if line is not None:
+            where.append(f"line {line}")
+        if column:
+            where.append(f"column {column!r}")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+        self.path, self.line, self.column, self.reason = path, line, column, message
+
+
+class InvalidDecision(EngineError):
+    """A scheduler returned a decision that breaks a constraint; the message names job and constraint."""
+
+
+class StallError(EngineError):
+    """Jobs are waiting, nothing runs, nothing can start and no event is pending: the run cannot progress."""
+
+
+class UnknownNameError(EngineError, KeyError):
+    """A registry lookup failed; the message lists the valid names."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])

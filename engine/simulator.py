@@ -1,0 +1,645 @@
+"""The discrete-event simulator: the only place where simulated time moves.
+
+``Simulation`` owns all mutable state. Time advances only in :meth:`Simulation.advance`, which pops events
+from one heap in a total order: by time, then completions before wake-ups before arrivals, then by sequence
+number (so simultaneous events are always handled the same way, and runs are bit-for-bit repeatable).
+A *decision point* is an event time after which at least one job waits; there the scheduler is asked for
+decisions, which :meth:`Simulation.apply` validates and applies one at a time.
+
+``simulate(cluster, jobs, scheduler)`` is that loop and nothing more; the Gymnasium environment drives the
+same ``Simulation`` one decision at a time.
+
+Work and speed: a job carries ``duration_s`` seconds of *reference work*. While it runs it does ``rate``
+units of work per second, where ``rate`` is the product of the GPU-type speed, the communication factor of
+its placement and, for shared GPUs, the co-location factor (see :mod:`engine.cluster`). Co-location rates
+change when tenants come and go; the simulator then re-times the affected completions.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from array import array
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from .cluster import Cluster
+from .errors import InvalidDecision, StallError
+from .job import Job
+from .state import FRACTION_EPS, ClusterState, Decision, Preempt, RunningJob, Scheduler, Start, Wake
+
+# Job lifecycle states (internal).
+_PENDING, _QUEUED, _RUNNING, _DONE, _UNSCHEDULABLE = range(5)
+# Event kinds, in the order they are handled at equal times.
+_COMPLETION, _WAKE = 0, 1
+# Consecutive decision points at which nothing runs, nothing starts and no job will ever arrive again:
+# only wake-ups keep such a run going, so after this many the run is declared stalled.
+_MAX_IDLE_WAKES = 1000
+
+#: Status codes in :attr:`Result.status`.
+COMPLETED, UNSCHEDULABLE = 0, 1
+
+
+@dataclass(frozen=True)
+class PreemptionModel:
+    """What a preempted job loses.
+
+    Attributes:
+        checkpoint_interval_s: the job checkpoints every this many seconds of reference work; on preemption
+            it keeps only the work up to its last checkpoint. ``None`` means it checkpoints at the moment it is
+            preempted and loses nothing.
+        restart_overhead_s: seconds of extra reference work each restart after a preemption costs (reloading
+            data and model state).
+    """
+
+    checkpoint_interval_s: float | None = None
+    restart_overhead_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.checkpoint_interval_s is not None and not self.checkpoint_interval_s > 0:
+            raise ValueError("checkpoint_interval_s must be > 0 or None")
+        if not (math.isfinite(self.restart_overhead_s) and self.restart_overhead_s >= 0):
+            raise ValueError("restart_overhead_s must be a number >= 0")
+
+
+@dataclass(frozen=True, eq=False)
+class Result:
+    """Everything a run produced. Arrays are indexed by ``job_id`` unless said otherwise.
+
+    Attributes:
+        scheduler: the scheduler's name.
+        cluster, jobs, seed: the inputs.
+        status: ``COMPLETED`` (0) or ``UNSCHEDULABLE`` (1) per job.
+        unschedulable_reasons: ``job_id -> why it can never run on this cluster``.
+        first_start_s, end_s: first start and final end, seconds (NaN for unschedulable jobs).
+        run_s: total time the job ran, all segments.
+        preemptions: times each job was preempted.
+        comm_overhead_gpu_s: extra GPU-seconds spent because the job was spread over nodes or racks.
+        lost_gpu_s: GPU-seconds of work lost to preemptions (rolled back to a checkpoint).
+        gpu_ids: GPUs of each job's last run segment (``()`` when it never ran).
+        seg_job, seg_start_s, seg_end_s: one entry per run segment (a job preempted twice has three).
+        seg_gpu_ptr, seg_gpu_ids: the GPUs of segment ``i`` are ``seg_gpu_ids[seg_gpu_ptr[i]:seg_gpu_ptr[i+1]]``.
+        seg_fraction: the GPU share each segment held on each of its GPUs.
+        series_t: times at which the state changed; the following arrays hold the state right after each:
+        series_queue, series_running: jobs waiting, jobs running.
+        series_busy_gpus: GPUs in use (fractions count as fractions).
+        series_stranded_gpus: free GPU capacity on partly used GPUs (fragmented capacity).
+        decision_points: how many times the scheduler was consulted.
+    """
+
+    scheduler: str
+    cluster: Cluster
+    jobs: tuple[Job, ...]
+    seed: int
+    status: np.ndarray
+    unschedulable_reasons: dict[int, str]
+    first_start_s: np.ndarray
+    end_s: np.ndarray
+    run_s: np.ndarray
+    preemptions: np.ndarray
+    comm_overhead_gpu_s: np.ndarray
+    lost_gpu_s: np.ndarray
+    gpu_ids: tuple[tuple[int, ...], ...]
+    seg_job: np.ndarray
+    seg_start_s: np.ndarray
+    seg_end_s: np.ndarray
+    seg_gpu_ptr: np.ndarray
+    seg_gpu_ids: np.ndarray
+    seg_fraction: np.ndarray
+    series_t: np.ndarray
+    series_queue: np.ndarray
+    series_running: np.ndarray
+    series_busy_gpus: np.ndarray
+    series_stranded_gpus: np.ndarray
+    decision_points: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n_jobs(self) -> int:
+        return len(self.jobs)
+
+    def segment_gpus(self, i: int) -> np.ndarray:
+        return self.seg_gpu_ids[self.seg_gpu_ptr[i]:self.seg_gpu_ptr[i + 1]]
+
+
+class Simulation:
+    """A resumable simulation: ``reset()``, then ``apply(decisions)`` / ``advance()`` until ``done``.
+
+    Args:
+        cluster: the cluster to simulate.
+        jobs: the workload; ``jobs[i].job_id`` must be ``i``. Order of submission is by ``(submit_s, job_id)``.
+        preemption: what preempted jobs lose.
+        seed: handed to schedulers through ``ClusterState.seed``; the simulator itself draws no randomness.
+        scheduler_name: used in error messages and in the result.
+        on_progress: called as ``on_progress(finished_jobs, total_jobs)`` about every 1 % of jobs.
+    """
+
+    def __init__(self, cluster: Cluster, jobs: Sequence[Job], *, preemption: PreemptionModel | None = None,
+                 seed: int = 0, scheduler_name: str = "",
+                 on_progress: Callable[[int, int], None] | None = None) -> None:
+        self.cluster = cluster
+        self.jobs = tuple(jobs)
+        for i, job in enumerate(self.jobs):
+            if job.job_id != i:
+                raise ValueError(f"jobs[{i}] has job_id {job.job_id}; job ids must be 0..n-1 in order")
+        self.preemption = preemption or PreemptionModel()
+        self.seed = int(seed)
+        self.scheduler_name = scheduler_name
+        self._on_progress = on_progress
+        lay = cluster.layout
+        self._lay = lay
+        self._gpu_node = lay.gpu_node.tolist()
+        self._gpu_type = lay.gpu_type.tolist()
+        self._node_rack = lay.node_rack.tolist()
+        self._type_vram = lay.type_vram_gib.tolist()
+        self._speed_cache: dict[tuple[str, int], float] = {}
+        self._build_shapes()
+        self._reset_state()
+
+    # ------------------------------------------------------------------ setup
+    def _build_shapes(self) -> None:
+        """Group jobs by resource shape and precompute where each shape may run."""
+        lay = self._lay
+        type_total = np.bincount(lay.gpu_type, minlength=len(lay.type_names))
+        shape_ids: dict[tuple, int] = {}
+        self._job_shape: list[int] = []
+        self._shape_types: list[np.ndarray] = []
+        self._shape_nodes: list[np.ndarray] = []
+        self._shape_gpus: list[np.ndarray] = []
+        self._shape_reason: list[str | None] = []
+        for job in self.jobs:
+            key = (job.gpus, job.gpu_fraction, job.vram_gib, job.allowed_types)
+            sid = shape_ids.get(key)
+            if sid is None:
+                sid = len(shape_ids)
+                shape_ids[key] = sid
+                allowed = np.array([not job.allowed_types or t in job.allowed_types for t in lay.type_names])
+                mem_ok = lay.type_vram_gib >= job.vram_gib
+                types = allowed & mem_ok
+                self._shape_types.append(_ro(types))
+                self._shape_nodes.append(_ro(types[lay.node_type]))
+                self._shape_gpus.append(_ro(types[lay.gpu_type]))
+                if not allowed.any():
+                    reason = f"no GPU of an allowed type ({', '.join(sorted(job.allowed_types))}) in the cluster"
+                elif not types.any():
+                    reason = f"needs {job.vram_gib:g} GiB per GPU; no allowed GPU type has that much memory"
+                elif job.gpus > int(type_total[types].max()):
+                    reason = (f"needs {job.gpus} GPUs of one type; the most any allowed type has is "
+                              f"{int(type_total[types].max())}")
+                else:
+                    reason = None
+                self._shape_reason.append(reason)
+            self._job_shape.append(sid)
+
+    def _reset_state(self) -> None:
+        n, lay = len(self.jobs), self._lay
+        self.now_s = 0.0
+        self.done = False
+        self._heap: list[tuple] = []
+        self._seq = 0
+        self._arrival_order = sorted(range(n), key=lambda j: (self.jobs[j].submit_s, j))
+        self._next_arrival = 0
+        self._queue: dict[int, None] = {}
+        self._queue_shapes: dict[int, int] = {}
+        self._running: dict[int, RunningJob] = {}
+        self._user_gpus: dict[str, float] = {}
+        self._gpu_free = np.ones(lay.n_gpus)
+        self._gpu_free_vram = lay.type_vram_gib[lay.gpu_type].astype(float)
+        self._gpu_tenants = np.zeros(lay.n_gpus, dtype=np.int64)
+        self._node_free = lay.node_gpus.copy()
+        self._free_gpus = lay.n_gpus
+        self._busy = 0.0
+        self._shared: dict[int, set[int]] = {}  # gpu -> fractional jobs on it
+        self._state = [_PENDING] * n
+        self._work_left = [j.duration_s for j in self.jobs]
+        self._last_update = [0.0] * n
+        self._comm = [1.0] * n  # communication factor of the current segment
+        self._attained = [0.0] * n
+        self._version = [0] * n
+        self._first_start = [math.nan] * n
+        self._end = [math.nan] * n
+        self._run = [0.0] * n
+        self._preemptions = [0] * n
+        self._comm_gpu_s = [0.0] * n
+        self._lost_gpu_s = [0.0] * n
+        self._last_gpus: list[tuple[int, ...]] = [()] * n
+        self._reasons: dict[int, str] = {}
+        self._finished = 0
+        self._progress_every = max(1, n // 100)
+        self._seg_job, self._seg_start, self._seg_end, self._seg_frac = array("q"), array("d"), array("d"), array("d")
+        self._seg_ptr, self._seg_gpus = array("q", [0]), array("q")
+        self._s_t, self._s_busy, self._s_strand = array("d"), array("d"), array("d")
+        self._s_queue, self._s_running = array("q"), array("q")
+        self._decision_points = 0
+        self._idle_wakes = 0
+        self.state = ClusterState(self)
+
+    def reset(self) -> ClusterState:
+        """Start over and run to the first decision point; returns the live view."""
+        self._reset_state()
+        self.advance()
+        return self.state
+
+    # ------------------------------------------------------------------ queries
+    def attained_gpu_s(self, j: int) -> float:
+        a = self._attained[j]
+        r = self._running.get(j)
+        if r is not None:
+            a += self.jobs[j].gpus * self.jobs[j].gpu_fraction * (self.now_s - r.start_s)
+        return a
+
+    def _speed(self, job_type: str, t: int) -> float:
+        key = (job_type, t)
+        s = self._speed_cache.get(key)
+        if s is None:
+            s = self._speed_cache[key] = self.cluster.speed(job_type, self._lay.type_names[t])
+        return s
+
+    def placement_rate(self, job: Job, gpus: tuple[int, ...]) -> float:
+        """Work rate of ``job`` on ``gpus`` if started now (GPU speed x communication x co-location)."""
+        rate, _ = self._rate(job, gpus, joining=True)
+        return rate
+
+    def _rate(self, job: Job, gpus: tuple[int, ...], joining: bool) -> tuple[float, float]:
+        """(rate, communication factor); ``joining`` counts the job as a new tenant of its GPU."""
+        speed = self._speed(job.job_type, self._gpu_type[gpus[0]])
+        if len(gpus) == 1:
+            comm = 1.0
+        else:
+            nodes = {self._gpu_node[g] for g in gpus}
+            racks = {self._node_rack[n] for n in nodes} if len(nodes) > 1 else ()
+            comm = self.cluster.comm_factor(job.job_type, len(nodes), len(racks))
+        rate = speed * comm
+        if job.gpu_fraction < 1.0:
+            k = int(self._gpu_tenants[gpus[0]]) + (1 if joining else 0)
+            if k > 1:
+                rate /= 1.0 + self.cluster.colocation_slowdown * (k - 1)
+        return rate, comm
+
+    def _memory(self, job: Job, g: int) -> float:
+        """GiB a fractional job holds on GPU ``g`` (its request, or its share of the GPU's memory)."""
+        return job.vram_gib if job.vram_gib > 0 else job.gpu_fraction * self._type_vram[self._gpu_type[g]]
+
+    def can_host(self, job: Job) -> np.ndarray:
+        elig = self._shape_gpus[self._job_shape[job.job_id]]
+        if job.gpu_fraction >= 1.0:
+            return elig & (self._gpu_tenants == 0)
+        need_vram = job.vram_gib if job.vram_gib > 0 else job.gpu_fraction * self._lay.type_vram_gib[self._lay.gpu_type]
+        return elig & (self._gpu_free >= job.gpu_fraction - FRACTION_EPS) & (self._gpu_free_vram >= need_vram - FRACTION_EPS)
+
+    def check(self, d: Decision) -> str | None:
+        """Why decision ``d`` is invalid now, or None."""
+        if isinstance(d, Start):
+            return self._check_start(d.job_id, d.gpu_ids)
+        if isinstance(d, Preempt):
+            if not (isinstance(d.job_id, (int, np.integer)) and 0 <= d.job_id < len(self.jobs)):
+                return f"job {d.job_id!r} does not exist"
+            if self._state[d.job_id] != _RUNNING:
+                return f"job {d.job_id} cannot be preempted: it is not running ({self._describe(d.job_id)})"
+            return None
+        if isinstance(d, Wake):
+            if not (isinstance(d.at_s, (int, float)) and d.at_s > self.now_s and math.isfinite(d.at_s)):
+                return f"wake-up time {d.at_s!r} must be a finite time after now ({self.now_s:g} s)"
+            return None
+        return f"unknown decision {d!r}; expected Start, Preempt or Wake"
+
+    def _describe(self, j: int) -> str:
+        return ("not yet submitted", "waiting", "running", "finished", "unschedulable")[self._state[j]]
+
+    def _check_start(self, j, gpus) -> str | None:
+        if not (isinstance(j, (int, np.integer)) and 0 <= j < len(self.jobs)):
+            return f"job {j!r} does not exist"
+        if self._state[j] != _QUEUED:
+            return f"job {j} cannot start: it is not waiting ({self._describe(j)})"
+        job = self.jobs[j]
+        if len(gpus) != job.gpus:
+            return f"job {j} asks for {job.gpus} GPU(s) but was given {len(gpus)}"
+        n = self._lay.n_gpus
+        for g in gpus:
+            if not (isinstance(g, (int, np.integer)) and 0 <= g < n):
+                return f"job {j}: GPU id {g!r} does not exist (cluster has GPUs 0..{n - 1})"
+        if len(set(gpus)) != len(gpus):
+            return f"job {j}: GPU ids {tuple(gpus)} repeat a GPU"
+        t = self._gpu_type[gpus[0]]
+        names = self._lay.type_names
+        for g in gpus:
+            if self._gpu_type[g] != t:
+                return f"job {j}: GPUs mix types {names[t]} and {names[self._gpu_type[g]]}; a job runs on one type"
+        if job.allowed_types and names[t] not in job.allowed_types:
+            return f"job {j}: GPU type {names[t]} is not among its allowed types {sorted(job.allowed_types)}"
+        if job.vram_gib > self._type_vram[t] + FRACTION_EPS:
+            return f"job {j}: needs {job.vram_gib:g} GiB per GPU but {names[t]} has {self._type_vram[t]:g} GiB"
+        if job.gpu_fraction >= 1.0:
+            for g in gpus:
+                if self._gpu_tenants[g] != 0:
+                    return f"job {j}: GPU {g} is not free (whole-GPU jobs never share)"
+        else:
+            g = gpus[0]
+            if self._gpu_free[g] < job.gpu_fraction - FRACTION_EPS:
+                return (f"job {j}: GPU {g} has {self._gpu_free[g]:.3g} of a GPU free, "
+                        f"job needs {job.gpu_fraction:g}")
+            mem = self._memory(job, g)
+            if self._gpu_free_vram[g] < mem - FRACTION_EPS:
+                return f"job {j}: GPU {g} has {self._gpu_free_vram[g]:.3g} GiB free, job needs {mem:g} GiB"
+        return None
+
+    # ------------------------------------------------------------------ decisions
+    def step(self, decisions: Iterable[Decision]) -> bool:
+        """Apply ``decisions``, then advance to the next decision point. Returns False when the run is over."""
+        self.apply(decisions)
+        return self.advance()
+
+    def apply(self, decisions: Iterable[Decision]) -> None:
+        """Validate and apply decisions one by one at the current time (``InvalidDecision`` on the first bad one)."""
+        self._decision_points += 1
+        started = False
+        for d in decisions:
+            kind = type(d)
+            if kind is Start:
+                reason = self._check_start(d.job_id, d.gpu_ids)
+                if reason is not None:
+                    raise InvalidDecision(f"scheduler {self.scheduler_name!r}: {reason}")
+                self._start(int(d.job_id), tuple(int(g) for g in d.gpu_ids))
+                started = True
+            else:
+                reason = self.check(d)
+                if reason is not None:
+                    raise InvalidDecision(f"scheduler {self.scheduler_name!r}: {reason}")
+                if kind is Preempt:
+                    self._preempt(int(d.job_id))
+                else:
+                    self._push(float(d.at_s), _WAKE, -1, 0)
+        self.state.entered = []
+        if self._queue and not self._running and not started and self._next_arrival >= len(self.jobs):
+            self._idle_wakes += 1
+            if self._idle_wakes > _MAX_IDLE_WAKES:
+                self._raise_stall()
+        else:
+            self._idle_wakes = 0
+        self._record()
+
+    def _push(self, t: float, kind: int, j: int, version: int) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, kind, self._seq, j, version))
+
+    def _start(self, j: int, gpus: tuple[int, ...]) -> None:
+        job, now = self.jobs[j], self.now_s
+        frac = job.gpu_fraction
+        node_free, gpu_node = self._node_free, self._gpu_node
+        if frac >= 1.0:
+            for g in gpus:
+                self._gpu_free[g] = 0.0
+                self._gpu_free_vram[g] = 0.0
+                self._gpu_tenants[g] = 1
+                node_free[gpu_node[g]] -= 1
+            self._free_gpus -= len(gpus)
+            rate, comm = self._rate(job, gpus, joining=True)
+        else:
+            g = gpus[0]
+            rate, comm = self._rate(job, gpus, joining=True)
+            if self._gpu_tenants[g] == 0:
+                node_free[gpu_node[g]] -= 1
+                self._free_gpus -= 1
+            self._gpu_free[g] -= frac
+            self._gpu_free_vram[g] -= self._memory(job, g)
+            self._gpu_tenants[g] += 1
+            self._retime_tenants(g)
+            self._shared.setdefault(g, set()).add(j)
+        del self._queue[j]
+        sid = self._job_shape[j]
+        c = self._queue_shapes[sid] - 1
+        if c:
+            self._queue_shapes[sid] = c
+        else:
+            del self._queue_shapes[sid]
+        demand = job.gpus * frac
+        self._busy += demand
+        self._user_gpus[job.user] = self._user_gpus.get(job.user, 0.0) + demand
+        self._state[j] = _RUNNING
+        if math.isnan(self._first_start[j]):
+            self._first_start[j] = now
+        self._comm[j] = comm
+        self._last_update[j] = now
+        work_done = job.duration_s - self._work_left[j]
+        est_left = max(job.estimate_s - work_done, 0.0)
+        nodes = {gpu_node[g] for g in gpus}
+        racks = {self._node_rack[n] for n in nodes}
+        self._running[j] = RunningJob(job, gpus, now, rate, now + est_left / rate, len(nodes), len(racks),
+                                      self._gpu_type[gpus[0]])
+        self._last_gpus[j] = gpus
+        self._version[j] += 1
+        self._push(now + self._work_left[j] / rate, _COMPLETION, j, self._version[j])
+
+    def _retime_tenants(self, g: int) -> None:
+        """Recompute rates and completion times of the fractional jobs on GPU ``g`` (its tenancy changed)."""
+        jobs_on = self._shared.get(g)
+        if not jobs_on:
+            return
+        now = self.now_s
+        for k in sorted(jobs_on):
+            r = self._running[k]
+            self._work_left[k] -= (now - self._last_update[k]) * r.rate
+            self._last_update[k] = now
+            job = self.jobs[k]
+            rate, _ = self._rate(job, r.gpu_ids, joining=False)
+            if rate != r.rate:
+                work_done = job.duration_s - self._work_left[k]
+                r.rate = rate
+                r.est_end_s = now + max(job.estimate_s - work_done, 0.0) / rate
+                self._version[k] += 1
+                self._push(now + self._work_left[k] / rate, _COMPLETION, k, self._version[k])
+
+    def _stop(self, j: int) -> RunningJob:
+        """Release job ``j``'s GPUs and close its run segment (shared by completion and preemption)."""
+        r = self._running.pop(j)
+        job, now = self.jobs[j], self.now_s
+        gpus = r.gpu_ids
+        frac = job.gpu_fraction
+        self._work_left[j] -= (now - self._last_update[j]) * r.rate
+        self._last_update[j] = now
+        if frac >= 1.0:
+            for g in gpus:
+                self._gpu_free[g] = 1.0
+                self._gpu_free_vram[g] = self._type_vram[self._gpu_type[g]]
+                self._gpu_tenants[g] = 0
+                self._node_free[self._gpu_node[g]] += 1
+            self._free_gpus += len(gpus)
+        else:
+            g = gpus[0]
+            self._shared[g].discard(j)
+            self._gpu_tenants[g] -= 1
+            if self._gpu_tenants[g] == 0:
+                self._gpu_free[g] = 1.0  # exact reset: no drift from summed fractions
+                self._gpu_free_vram[g] = self._type_vram[self._gpu_type[g]]
+                self._node_free[self._gpu_node[g]] += 1
+                self._free_gpus += 1
+                del self._shared[g]
+            else:
+                self._gpu_free[g] += frac
+                self._gpu_free_vram[g] += self._memory(job, g)
+                self._retime_tenants(g)
+        demand = job.gpus * frac
+        self._busy -= demand
+        self._user_gpus[job.user] -= demand
+        elapsed = now - r.start_s
+        self._run[j] += elapsed
+        self._attained[j] += demand * elapsed
+        self._comm_gpu_s[j] += demand * elapsed * (1.0 - self._comm[j])
+        self._seg_job.append(j)
+        self._seg_start.append(r.start_s)
+        self._seg_end.append(now)
+        self._seg_frac.append(frac)
+        self._seg_gpus.extend(gpus)
+        self._seg_ptr.append(len(self._seg_gpus))
+        return r
+
+    def _preempt(self, j: int) -> None:
+        job = self.jobs[j]
+        self._stop(j)
+        done = job.duration_s - self._work_left[j]
+        interval = self.preemption.checkpoint_interval_s
+        kept = done if interval is None else math.floor(done / interval + 1e-9) * interval
+        self._lost_gpu_s[j] += (done - kept) * job.gpus * job.gpu_fraction
+        self._work_left[j] = job.duration_s - kept + self.preemption.restart_overhead_s
+        self._preemptions[j] += 1
+        self._version[j] += 1
+        self._enqueue(j)
+
+    def _enqueue(self, j: int) -> None:
+        self._state[j] = _QUEUED
+        self._queue[j] = None
+        sid = self._job_shape[j]
+        self._queue_shapes[sid] = self._queue_shapes.get(sid, 0) + 1
+        self.state.entered.append(j)
+
+    # ------------------------------------------------------------------ time
+    def advance(self) -> bool:
+        """Process events until the next decision point (returns True) or the end of the run (False).
+
+        Raises :class:`StallError` when jobs wait but no event is left that could ever let them start.
+        """
+        heap, jobs = self._heap, self.jobs
+        n = len(jobs)
+        order = self._arrival_order
+        while True:
+            t_arr = jobs[order[self._next_arrival]].submit_s if self._next_arrival < n else math.inf
+            t_evt = heap[0][0] if heap else math.inf
+            now = t_arr if t_arr < t_evt else t_evt
+            if now == math.inf:
+                if self._queue:
+                    self._raise_stall()
+                self.done = True
+                self.state.now_s = self.now_s
+                return False
+            self.now_s = now
+            self.state.now_s = now
+            changed = False
+            while heap and heap[0][0] == now:
+                _, kind, _, j, version = heapq.heappop(heap)
+                if kind == _COMPLETION:
+                    if version != self._version[j] or self._state[j] != _RUNNING:
+                        continue  # superseded by a re-timing or a preemption
+                    self._complete(j)
+                changed = True
+            while self._next_arrival < n and jobs[order[self._next_arrival]].submit_s == now:
+                j = order[self._next_arrival]
+                self._next_arrival += 1
+                reason = self._shape_reason[self._job_shape[j]]
+                if reason is None:
+                    self._enqueue(j)
+                else:
+                    self._state[j] = _UNSCHEDULABLE
+                    self._reasons[j] = reason
+                    self._finished += 1
+                changed = True
+            if not changed:
+                continue
+            if self._queue:
+                return True
+            self._record()
+
+    def _complete(self, j: int) -> None:
+        self._stop(j)
+        self._work_left[j] = 0.0
+        self._state[j] = _DONE
+        self._end[j] = self.now_s
+        self._finished += 1
+        if self._on_progress is not None and self._finished % self._progress_every == 0:
+            self._on_progress(self._finished, len(self.jobs))
+
+    def _raise_stall(self) -> None:
+        waiting = list(self._queue)
+        j = waiting[0]
+        job = self.jobs[j]
+        raise StallError(
+            f"scheduler {self.scheduler_name!r} stalled at t={self.now_s:g} s: {len(waiting)} job(s) wait, "
+            f"nothing runs, nothing starts and no event is pending (first waiting: job {j}, "
+            f"{job.gpus} GPU(s) x {job.gpu_fraction:g}, {job.vram_gib:g} GiB)")
+
+    def _record(self) -> None:
+        t = self.now_s
+        busy = self._busy
+        strand = self._lay.n_gpus - busy - self._free_gpus
+        if self._s_t and self._s_t[-1] == t:
+            self._s_queue[-1], self._s_running[-1] = len(self._queue), len(self._running)
+            self._s_busy[-1], self._s_strand[-1] = busy, strand
+            return
+        self._s_t.append(t)
+        self._s_queue.append(len(self._queue))
+        self._s_running.append(len(self._running))
+        self._s_busy.append(busy)
+        self._s_strand.append(strand)
+
+    # ------------------------------------------------------------------ result
+    def result(self) -> Result:
+        """The run's outcome; call once ``done`` is True."""
+        if not self.done:
+            raise RuntimeError("the simulation has not finished")
+        status = np.array([UNSCHEDULABLE if s == _UNSCHEDULABLE else COMPLETED for s in self._state], dtype=np.int8)
+        return Result(
+            scheduler=self.scheduler_name,
+            cluster=self.cluster,
+            jobs=self.jobs,
+            seed=self.seed,
+            status=status,
+            unschedulable_reasons=dict(self._reasons),
+            first_start_s=np.array(self._first_start),
+            end_s=np.array(self._end),
+            run_s=np.array(self._run),
+            preemptions=np.array(self._preemptions, dtype=np.int64),
+            comm_overhead_gpu_s=np.array(self._comm_gpu_s),
+            lost_gpu_s=np.array(self._lost_gpu_s),
+            gpu_ids=tuple(self._last_gpus),
+            seg_job=np.frombuffer(self._seg_job, dtype=np.int64).copy(),
+            seg_start_s=np.frombuffer(self._seg_start, dtype=float).copy(),
+            seg_end_s=np.frombuffer(self._seg_end, dtype=float).copy(),
+            seg_gpu_ptr=np.frombuffer(self._seg_ptr, dtype=np.int64).copy(),
+            seg_gpu_ids=np.frombuffer(self._seg_gpus, dtype=np.int64).copy(),
+            seg_fraction=np.frombuffer(self._seg_frac, dtype=float).copy(),
+            series_t=np.frombuffer(self._s_t, dtype=float).copy(),
+            series_queue=np.frombuffer(self._s_queue, dtype=np.int64).copy(),
+            series_running=np.frombuffer(self._s_running, dtype=np.int64).copy(),
+            series_busy_gpus=np.frombuffer(self._s_busy, dtype=float).copy(),
+            series_stranded_gpus=np.frombuffer(self._s_strand, dtype=float).copy(),
+            decision_points=self._decision_points,
+        )
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+def simulate(cluster: Cluster, jobs: Sequence[Job], scheduler: Scheduler, *, seed: int = 0,
+             preemption: PreemptionModel | None = None,
+             on_progress: Callable[[int, int], None] | None = None) -> Result:
+    """Run ``scheduler`` on ``jobs`` over ``cluster`` to the end and return the :class:`Result`."""
+    sim = Simulation(cluster, jobs, preemption=preemption, seed=seed,
+                     scheduler_name=getattr(scheduler, "name", type(scheduler).__name__), on_progress=on_progress)
+    state = sim.reset()
+    scheduler.reset(state)
+    while not sim.done:
+        sim.step(scheduler.decide(state))
+    return sim.result()
