@@ -3,8 +3,8 @@
 ``Simulation`` owns all mutable state. Time advances only in :meth:`Simulation.advance`, which pops events
 from one heap in a total order: by time, then completions before wake-ups before arrivals, then by sequence
 number (so simultaneous events are always handled the same way, and runs are bit-for-bit repeatable).
-A *decision point* is an event time after which at least one job waits; there the scheduler is asked for
-decisions, which :meth:`Simulation.apply` validates and applies one at a time.
+A *decision point* is an event time after which at least one job waits, or a wake-up time a scheduler
+asked for; there the scheduler is asked for decisions, which :meth:`Simulation.apply` validates and applies one at a time.
 
 ``simulate(cluster, jobs, scheduler)`` is that loop and nothing more; the Gymnasium environment drives the
 same ``Simulation`` one decision at a time.
@@ -535,13 +535,15 @@ class Simulation:
                 return False
             self.now_s = now
             self.state.now_s = now
-            changed = False
+            changed = woke = False
             while heap and heap[0][0] == now:
                 _, kind, _, j, version = heapq.heappop(heap)
                 if kind == _COMPLETION:
                     if version != self._version[j] or self._state[j] != _RUNNING:
                         continue  # superseded by a re-timing or a preemption
                     self._complete(j)
+                else:
+                    woke = True
                 changed = True
             while self._next_arrival < n and jobs[order[self._next_arrival]].submit_s == now:
                 j = order[self._next_arrival]
@@ -556,7 +558,7 @@ class Simulation:
                 changed = True
             if not changed:
                 continue
-            if self._queue:
+            if self._queue or woke:  # a scheduler that asked to be woken is asked even with an empty queue
                 return True
             self._record()
 
