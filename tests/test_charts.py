@@ -1,0 +1,139 @@
+"""Chart data shaping and figure specs (no streamlit needed)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine import Job, make_scheduler, parse_cluster, simulate
+from engine import charts
+
+
+@pytest.fixture(scope="module")
+def runs():
+    cluster = parse_cluster("2x4:A100-80,1x2:V100-32")
+    jobs = tuple(Job(i, submit_s=30.0 * i, duration_s=400.0 + 50 * (i % 5), gpus=(1, 2, 4)[i % 3],
+                     user=f"u{i % 3}", job_type=("training", "inference")[i % 2]) for i in range(24))
+    return {name: simulate(cluster, jobs, make_scheduler(name)) for name in ("fifo", "best-fit")}
+
+
+def test_time_scale_picks_readable_units():
+    assert charts.time_scale(50) == ("s", 1.0)
+    assert charts.time_scale(600) == ("min", 60.0)
+    assert charts.time_scale(5 * 3600) == ("h", 3600.0)
+    assert charts.time_scale(10 * 86400) == ("d", 86400.0)
+    assert charts.time_scale(math.nan) == ("s", 1.0)
+
+
+def test_segments_frame_has_one_row_per_segment_gpu(runs):
+    r = runs["fifo"]
+    seg = charts.segments_frame(r)
+    assert len(seg) == len(r.seg_gpu_ids) == sum(j.gpus for j in r.jobs)
+    four = seg[seg["job_id"] == 2]  # job 2 asks for 4 GPUs
+    assert len(four) == 4 and four["gpu"].nunique() == 4 and four["start_s"].nunique() == 1
+    assert (seg["end_s"] > seg["start_s"]).all()
+    assert set(seg["user"]) == {"u0", "u1", "u2"}
+
+
+def test_step_at_and_cdf_points():
+    t, v = np.array([0.0, 10.0, 20.0]), np.array([1, 3, 0])
+    assert charts.step_at(t, v, np.array([-1.0, 0.0, 5.0, 10.0, 25.0])).tolist() == [0, 1, 1, 3, 0]
+    x, p = charts.cdf_points([3.0, np.nan, 1.0, 2.0])
+    assert x.tolist() == [1.0, 2.0, 3.0] and p.tolist() == pytest.approx([1 / 3, 2 / 3, 1.0])
+
+
+def test_category_colours_groups_the_rare_ones_as_other():
+    values = [f"u{i}" for i in range(20) for _ in range(20 - i)]
+    colours = charts.category_colours(values, limit=5)
+    assert sum(c != charts.OTHER_COLOUR for c in colours.values()) == 4
+    assert colours["u0"] != charts.OTHER_COLOUR and colours["u19"] == charts.OTHER_COLOUR
+    assert charts.category_colours(values, limit=5) == colours
+
+
+def test_busy_grid_integrates_segments_exactly():
+    seg = pd.DataFrame({"gpu": [0, 1, 1], "start_s": [1.0, 0.0, 9.0], "end_s": [7.0, 2.0, 10.0],
+                        "fraction": [1.0, 0.5, 1.0]})
+    grid = charts.busy_grid(seg, n_gpus=2, edges_s=np.array([0.0, 2.0, 4.0, 6.0, 8.0, 10.0]), rows=2)
+    assert grid[0].tolist() == pytest.approx([0.5, 1.0, 1.0, 0.5, 0.0])
+    assert grid[1].tolist() == pytest.approx([0.5, 0.0, 0.0, 0.0, 0.5])
+    # Bands: 2 GPUs in one row average their busy shares.
+    band = charts.busy_grid(seg, n_gpus=2, edges_s=np.array([0.0, 10.0]), rows=1)
+    assert band[0, 0] == pytest.approx((6.0 + 0.5 * 2 + 1.0) / 20)
+
+
+@pytest.mark.parametrize("color_by", ["user", "job_type"])
+def test_timeline_figure_side_by_side_with_animation(runs, color_by):
+    fig = charts.timeline_figure(runs, color_by=color_by, frames=50)
+    assert fig.layout.meta["mode"] == "bars" and fig.layout.meta["frames"] == 50
+    spec = fig.to_dict()  # frames are attached unvalidated; read them from the spec the browser gets
+    assert len(spec["frames"]) == 50
+    xs = [fr["data"][0]["x"][0] for fr in spec["frames"]]
+    assert xs[0] == 0 and xs == sorted(xs) and xs[-1] > xs[0]  # the cursor sweeps forward
+    assert [a.text for a in fig.layout.annotations][:2] == ["fifo", "best-fit"]
+    legend = {t.name for t in fig.data if t.showlegend}
+    expected = {"u0", "u1", "u2"} if color_by == "user" else {"training", "inference"}
+    assert legend == expected
+    assert fig.layout.updatemenus[0].buttons[0].method == "animate"
+    assert len(fig.layout.sliders[0].steps) == 50
+    titles = [ax.title.text for name, ax in fig.layout.to_plotly_json().items() if name.startswith("xaxis")
+              for ax in [fig.layout[name]] if ax.title.text]
+    assert titles and all(t == "time (min)" for t in titles)
+
+
+def test_timeline_frames_are_capped_and_large_runs_switch_mode(runs, monkeypatch):
+    assert charts.timeline_figure(runs, frames=10_000).layout.meta["frames"] == charts.MAX_FRAMES
+    monkeypatch.setattr(charts, "WEBGL_JOBS", 10)
+    assert charts.timeline_mode(list(runs.values())) == "webgl"
+    fig = charts.timeline_figure(runs, animate=False)
+    assert any(t.type == "scattergl" for t in fig.data) and not fig.frames
+    monkeypatch.setattr(charts, "HEATMAP_SEGMENTS", 10)
+    fig = charts.timeline_figure(runs)
+    assert fig.layout.meta["mode"] == "heatmap"
+    heat = [t for t in fig.data if t.type == "heatmap"]
+    assert len(heat) == 2 and 0 < np.max(heat[0].z) <= 100
+
+
+def test_series_cdf_and_box_figures(runs):
+    fig = charts.series_figure(runs)
+    assert fig.layout.yaxis.title.text == "queue (jobs)" and fig.layout.yaxis2.title.text == "busy GPUs (%)"
+    assert max(max(t.y) for t in fig.data if t.yaxis == "y2") <= 100
+    frames = {name: pd.DataFrame({"wait_s": r.first_start_s - np.array([j.submit_s for j in r.jobs]),
+                                  "user": [j.user for j in r.jobs]}) for name, r in runs.items()}
+    cdf = charts.cdf_figure(frames, "wait_s", "wait")
+    assert [t.name for t in cdf.data] == ["fifo", "best-fit"] and cdf.data[0].y[-1] == pytest.approx(100)
+    assert "(" in cdf.layout.xaxis.title.text
+    box = charts.user_box_figure(frames, {"fifo": (0.25, 0.8)})
+    assert box.data[0].name == "fifo (Gini 0.25, Jain 0.80)" and "nan" in box.data[1].name
+
+
+def test_best_mask_respects_direction_and_ties():
+    table = pd.DataFrame({"a": [1.0, 0.5, 3.0], "b": [2.0, 0.9, 3.0]}, index=["mean_wait_s", "utilization", "x"])
+    mask = charts.best_mask(table, {"mean_wait_s": "lower", "utilization": "higher", "x": "lower"})
+    assert mask.loc["mean_wait_s"].tolist() == [True, False]
+    assert mask.loc["utilization"].tolist() == [False, True]
+    assert mask.loc["x"].tolist() == [True, True]
+
+
+def test_workload_figures_and_offered_load():
+    jobs = tuple(Job(i, submit_s=100.0 * i, duration_s=50.0 * (1 + i % 4), gpus=1 + (i % 2),
+                     gpu_fraction=0.5 if i % 7 == 0 and i % 2 == 0 else 1.0, user=f"u{i % 4}") for i in range(40))
+    df = charts.jobs_frame(jobs)
+    centres, load = charts.offered_load(df, n_gpus=4, bins=10)
+    width = (df["submit_s"].max()) / 10
+    assert (load * 4 * width).sum() == pytest.approx(df["gpu_s"].sum())
+    assert "<1" in list(charts.gpu_count_figure(df).data[0].x)
+    for fig in (charts.arrivals_figure(df), charts.duration_figure(df), charts.user_volume_figure(df),
+                charts.offered_load_figure(df, 4)):
+        assert "(" in fig.layout.yaxis.title.text
+        assert fig.layout.xaxis.title.text
+
+
+def test_cluster_frame_and_figure():
+    cluster = parse_cluster({"groups": [{"gpu_type": "A100-80", "nodes": 2, "gpus_per_node": 4, "rack": "a"},
+                                        {"gpu_type": "T4", "nodes": 1, "gpus_per_node": 2, "rack": "b"}]})
+    df = charts.cluster_frame(cluster)
+    assert len(df) == 10 and df["x"].tolist() == [0] * 4 + [1] * 4 + [3] * 2  # one gap column before rack b
+    fig = charts.cluster_figure(cluster)
+    assert {t.name for t in fig.data} == {"A100-80", "T4"}
+    assert [a.text for a in fig.layout.annotations] == ["a", "b"]
