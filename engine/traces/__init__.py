@@ -1,0 +1,152 @@
+"""Trace loading: every supported format into one tuple of :class:`~engine.job.Job`, plus a report.
+
+    from engine.traces import load_trace
+    trace = load_trace("philly.csv")             # format auto-detected
+    trace.jobs, trace.report.dropped              # jobs 0..n-1 in submit order, first submit at 0
+
+Each format is one module with ``read(ctx)``; :data:`TRACE_FORMATS` is the registry. Readers stream their
+file row by row (memory grows with the jobs kept, not with the file) and report rows they drop by reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..errors import TraceError, UnknownNameError
+from ..job import Job
+from . import csv as _csv
+from . import swf as _swf
+from .base import DROP_REASONS, ReadContext
+from .csv import write_csv
+from .report import TraceReport, make_report
+
+__all__ = ["DROP_REASONS", "TRACE_FORMATS", "Trace", "TraceError", "TraceFormat", "TraceReport", "load_trace",
+           "trace_format", "write_csv"]
+
+
+@dataclass(frozen=True)
+class TraceFormat:
+    """A registered trace format.
+
+    Attributes:
+        name: what ``--format`` takes.
+        read: fills a :class:`~engine.traces.base.ReadContext` from its file.
+        summary: one line for ``python -m engine list``.
+        options: which of ``time_unit`` and ``column_map`` the format accepts.
+    """
+
+    name: str
+    read: Callable[[ReadContext], None]
+    summary: str
+    options: frozenset[str] = frozenset()
+
+
+TRACE_FORMATS: dict[str, TraceFormat] = {
+    f.name: f
+    for f in (
+        TraceFormat("csv", _csv.read, "the project's canonical CSV (submit_s, duration_s, gpus, ...)"),
+        TraceFormat("swf", _swf.read, "Standard Workload Format, Parallel Workloads Archive (.swf, .swf.gz)"),
+    )
+}
+
+
+def trace_format(name: str) -> TraceFormat:
+    """The registered format ``name``; ``UnknownNameError`` lists the valid names."""
+    fmt = TRACE_FORMATS.get(name)
+    if fmt is None:
+        raise UnknownNameError(f"unknown trace format {name!r}; valid: {', '.join(TRACE_FORMATS)}")
+    return fmt
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A loaded trace: jobs numbered ``0..n-1`` in submit order with the first submit at 0, and its report."""
+
+    jobs: tuple[Job, ...]
+    report: TraceReport
+    format: str
+    source: str
+
+
+def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = False,
+               time_unit: str | None = None, column_map: dict[str, str] | None = None, first: int | None = None,
+               window: tuple[float, float] | None = None, load_scale: float | None = None) -> Trace:
+    """Load a trace file of any registered format.
+
+    Args:
+        path: the file (gzipped files are read transparently).
+        format: a name in :data:`TRACE_FORMATS`; ``None`` detects it from the file's first lines.
+        skip_bad: skip rows with unreadable fields (counted as ``malformed``) instead of raising.
+        time_unit: ``"s"`` or ``"ms"``, for formats whose time unit is not fixed (tiresias, mapped).
+        column_map: ``canonical column -> file column``, for the ``mapped`` format.
+        first: keep only the first N jobs (in submit order, after ``window``).
+        window: ``(start_s, end_s)``: keep jobs submitted in ``[start_s, end_s)`` seconds after the first
+            arrival, then shift again so the first kept job arrives at 0.
+        load_scale: divide all submit times by this factor (2 = arrivals twice as dense = twice the load).
+
+    Raises:
+        TraceError: a missing, unreadable or malformed file (the message names line, column and expectation),
+            or invalid options.
+        UnknownNameError: an unknown ``format``.
+    """
+    path = Path(path)
+    if format is None:
+        from .detect import detect_format
+
+        format = detect_format(path)
+    fmt = trace_format(format)
+    given = {k for k, v in (("time_unit", time_unit), ("column_map", column_map)) if v is not None}
+    if given - fmt.options:
+        opt = sorted(given - fmt.options)[0]
+        users = [f.name for f in TRACE_FORMATS.values() if opt in f.options]
+        raise TraceError(f"option {opt} does not apply to format {fmt.name!r} (only to: {', '.join(users)})",
+                         path=str(path))
+    if time_unit is not None and time_unit not in ("s", "ms"):
+        raise TraceError(f"time unit {time_unit!r}: expected 's' or 'ms'", path=str(path))
+    if first is not None and first < 0:
+        raise TraceError(f"first must be >= 0, got {first}", path=str(path))
+    if window is not None and not (window[0] <= window[1]):
+        raise TraceError(f"window {window[0]}:{window[1]}: expected START <= END", path=str(path))
+    if load_scale is not None and not (math.isfinite(load_scale) and load_scale > 0):
+        raise TraceError(f"load scale must be a number > 0, got {load_scale}", path=str(path))
+    ctx = ReadContext(path=path, skip_bad=skip_bad, time_unit=time_unit, column_map=column_map)
+    fmt.read(ctx)
+    jobs, trimmed = _build_jobs(ctx, first=first, window=window, load_scale=load_scale)
+    report = make_report(jobs, rows=ctx.n_rows, dropped=ctx.dropped, trimmed=trimmed, examples=ctx.examples)
+    return Trace(jobs=jobs, report=report, format=fmt.name, source=str(path))
+
+
+def _build_jobs(ctx: ReadContext, *, first: int | None, window: tuple[float, float] | None,
+                load_scale: float | None) -> tuple[tuple[Job, ...], int]:
+    """Sort the kept rows by submit time (stable), shift, trim, scale and number them: ``(jobs, trimmed)``."""
+    rows = ctx.rows
+    n = len(rows)
+    if n == 0:
+        return (), 0
+    submit = np.frombuffer(rows.submit_s, dtype=np.float64)
+    order = np.argsort(submit, kind="stable")
+    times = submit[order] - submit[order[0]]
+    if window is not None:
+        keep = (times >= window[0]) & (times < window[1])
+        order, times = order[keep], times[keep]
+        if len(times):
+            times = times - times[0]
+    if first is not None:
+        order, times = order[:first], times[:first]
+    if load_scale is not None:
+        times = times / load_scale
+    dur, gpus, frac = rows.duration_s, rows.gpus, rows.gpu_fraction
+    vram, prio, est, name = rows.vram_gib, rows.priority, rows.estimate_s, rows.name
+    user, jtype, allowed = rows.user, rows.job_type, rows.allowed
+    users, types, allowed_sets = rows.user_names, rows.job_types, rows.allowed_sets
+    jobs = tuple(
+        Job(i, t, dur[k], gpus[k], frac[k], vram[k], users[user[k]], types[jtype[k]], prio[k],
+            allowed_sets[allowed[k]], est[k], name[k])
+        for i, (k, t) in enumerate(zip(order.tolist(), times.tolist()))
+    )
+    return jobs, n - len(jobs)

@@ -1,0 +1,243 @@
+"""Plumbing shared by every trace reader: opening files, per-row errors, the columnar row store.
+
+A reader walks its file one row at a time (memory stays proportional to the jobs kept, never to the file),
+converts fields with the helpers here, and either adds a job to :class:`Rows` or counts a drop by reason.
+A field it cannot read raises :class:`BadField`; :class:`ReadContext` turns that into a
+:class:`~engine.errors.TraceError` naming the line, the column and what was expected, or, with
+``skip_bad``, counts the row as ``malformed`` and moves on.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import math
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Iterator
+
+from ..errors import TraceError
+
+#: Drop reasons a reader may count, with what each means (the keys of ``TraceReport.dropped``).
+DROP_REASONS: dict[str, str] = {
+    "non_positive_duration": "run time is zero or negative (or -1 = unknown)",
+    "no_gpu": "asks for no GPU (or a non-positive processor/GPU count)",
+    "unknown_gpu_type": "asks only for GPU types the format's tables do not know",
+    "missing_time": "submit time (or another time the duration needs) is missing",
+    "malformed": "a field could not be read (only counted with skip_bad; otherwise an error)",
+}
+
+#: Longest line a reader accepts; a longer one is an error, so a file without newlines cannot fill memory.
+MAX_LINE_CHARS = 1 << 20
+
+#: How many example messages of skipped malformed rows a report keeps.
+MAX_EXAMPLES = 5
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+class BadField(Exception):
+    """A field of the current row could not be read: ``column`` and what was ``expected``."""
+
+    def __init__(self, column: str, expected: str, value: object = None) -> None:
+        super().__init__(column, expected, value)
+        self.column, self.expected, self.value = column, expected, value
+
+
+def open_text(path: Path) -> IO[str]:
+    """Open ``path`` as UTF-8 text, transparently un-gzipping it when it starts with the gzip magic."""
+    try:
+        with open(path, "rb") as raw:
+            magic = raw.read(2)
+        if magic == GZIP_MAGIC:
+            return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+        return open(path, encoding="utf-8", newline="")
+    except FileNotFoundError:
+        raise TraceError("file not found", path=str(path)) from None
+    except IsADirectoryError:
+        raise TraceError("is a directory, expected a trace file", path=str(path)) from None
+    except OSError as exc:
+        raise TraceError(f"cannot open ({exc.strerror or exc})", path=str(path)) from None
+
+
+def iter_raw_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` of a text file (1-based, newline kept), with bounded line length."""
+    line_no = 0
+    with open_text(path) as f:
+        try:
+            while True:
+                text = f.readline(MAX_LINE_CHARS + 1)
+                if not text:
+                    return
+                line_no += 1
+                if len(text) > MAX_LINE_CHARS and not text.endswith("\n"):
+                    raise TraceError(f"line longer than {MAX_LINE_CHARS} characters; is this a trace file?",
+                                     path=str(path), line=line_no)
+                if "\x00" in text:
+                    raise TraceError("contains NUL bytes; expected a text file", path=str(path), line=line_no)
+                yield line_no, text
+        except UnicodeDecodeError:
+            raise TraceError("not UTF-8 text; expected a text trace file", path=str(path),
+                             line=line_no + 1) from None
+        except (EOFError, OSError, gzip.BadGzipFile) as exc:
+            raise TraceError(f"cannot read ({exc})", path=str(path), line=line_no + 1) from None
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Like :func:`iter_raw_lines`, without the line endings."""
+    for line_no, text in iter_raw_lines(path):
+        yield line_no, text.rstrip("\r\n")
+
+
+def iter_csv(path: Path, delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(line_number, fields)`` for each non-blank CSV record (line number of the record's start)."""
+    reader = csv.reader((text for _, text in iter_raw_lines(path)), delimiter=delimiter, strict=True)
+    start = 1
+    try:
+        for fields in reader:
+            line_no, start = start, reader.line_num + 1
+            if not fields or (len(fields) == 1 and not fields[0].strip()):
+                continue
+            yield line_no, fields
+    except csv.Error as exc:
+        raise TraceError(f"not valid CSV ({exc})", path=str(path), line=start) from None
+
+
+# ----------------------------------------------------------------------------------------- field readers
+def to_float(text: str, column: str) -> float:
+    """A finite number; ``BadField`` otherwise."""
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        raise BadField(column, "a number", text) from None
+    if not math.isfinite(v):
+        raise BadField(column, "a finite number", text)
+    return v
+
+
+#: Largest magnitude of a time or duration in seconds (about 31,700 years): keeps shifted times finite.
+MAX_TIME_S = 1e12
+
+
+def to_time(text: str, column: str, scale: float = 1.0) -> float:
+    """A time or duration in seconds (``text`` in units of ``scale`` seconds), within ``MAX_TIME_S``."""
+    v = to_float(text, column) * scale
+    if abs(v) > MAX_TIME_S:
+        raise BadField(column, f"a time within +-{MAX_TIME_S:.0e} seconds", text)
+    return v
+
+
+def to_int(text: str, column: str) -> int:
+    """An integer (``"4"`` or ``"4.0"``); ``BadField`` otherwise."""
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        pass
+    v = to_float(text, column)
+    if v != int(v) or abs(v) > 2**53:
+        raise BadField(column, "an integer", text)
+    return int(v)
+
+
+def describe(value: object, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ----------------------------------------------------------------------------------------------- rows
+@dataclass
+class Rows:
+    """Kept rows, stored column by column (compact: about 60 bytes a row plus the strings)."""
+
+    submit_s: array = field(default_factory=lambda: array("d"))
+    duration_s: array = field(default_factory=lambda: array("d"))
+    gpus: array = field(default_factory=lambda: array("q"))
+    gpu_fraction: array = field(default_factory=lambda: array("d"))
+    vram_gib: array = field(default_factory=lambda: array("d"))
+    priority: array = field(default_factory=lambda: array("q"))
+    estimate_s: array = field(default_factory=lambda: array("d"))
+    user: array = field(default_factory=lambda: array("l"))  # index into user_names
+    job_type: array = field(default_factory=lambda: array("l"))  # index into job_types
+    allowed: array = field(default_factory=lambda: array("l"))  # index into allowed_sets
+    name: list = field(default_factory=list)
+    user_names: list = field(default_factory=list)
+    job_types: list = field(default_factory=list)
+    allowed_sets: list = field(default_factory=list)
+    _user_ix: dict = field(default_factory=dict)
+    _type_ix: dict = field(default_factory=dict)
+    _allowed_ix: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.submit_s)
+
+    def add(self, submit_s: float, duration_s: float, *, gpus: int = 1, gpu_fraction: float = 1.0,
+            vram_gib: float = 0.0, user: str = "user0", job_type: str = "batch", priority: int = 0,
+            allowed_types: frozenset[str] = frozenset(), estimate_s: float = math.nan, name: str = "") -> None:
+        """Store one job; the values must already satisfy :class:`~engine.job.Job`'s rules (see ``check``)."""
+        self.submit_s.append(submit_s)
+        self.duration_s.append(duration_s)
+        self.gpus.append(gpus)
+        self.gpu_fraction.append(gpu_fraction)
+        self.vram_gib.append(vram_gib)
+        self.priority.append(priority)
+        self.estimate_s.append(estimate_s)
+        self.user.append(_intern(self._user_ix, self.user_names, user))
+        self.job_type.append(_intern(self._type_ix, self.job_types, job_type))
+        self.allowed.append(_intern(self._allowed_ix, self.allowed_sets, allowed_types))
+        self.name.append(name)
+
+
+def _intern(index: dict, values: list, value: object) -> int:
+    i = index.get(value)
+    if i is None:
+        i = index[value] = len(values)
+        values.append(value)
+    return i
+
+
+def check_shape(gpus: int, gpu_fraction: float, vram_gib: float, estimate_s: float,
+                columns: tuple[str, str, str, str] = ("gpus", "gpu_fraction", "vram_gib", "estimate_s")) -> None:
+    """Raise ``BadField`` for values a :class:`~engine.job.Job` would reject (named by the file's columns)."""
+    c_gpus, c_frac, c_vram, c_est = columns
+    if not 0 < gpu_fraction <= 1:
+        raise BadField(c_frac, "a GPU fraction in (0, 1]", gpu_fraction)
+    if gpu_fraction < 1 and gpus != 1:
+        raise BadField(c_frac, "1 when more than one GPU is requested (fractions need exactly 1 GPU)", gpu_fraction)
+    if not vram_gib >= 0:
+        raise BadField(c_vram, "GPU memory >= 0", vram_gib)
+    if not (math.isnan(estimate_s) or estimate_s > 0):
+        raise BadField(c_est, "an estimate > 0 seconds (or empty)", estimate_s)
+    if gpus > 1_000_000:
+        raise BadField(c_gpus, "a GPU count below 1,000,000", gpus)
+
+
+@dataclass
+class ReadContext:
+    """What a reader needs besides the path: options, the row store and the drop counters."""
+
+    path: Path
+    skip_bad: bool = False
+    time_unit: str | None = None
+    column_map: dict[str, str] | None = None
+    rows: Rows = field(default_factory=Rows)
+    n_rows: int = 0
+    dropped: Counter = field(default_factory=Counter)
+    examples: list = field(default_factory=list)
+
+    def error(self, message: str, line: int | None = None, column: str | None = None) -> TraceError:
+        return TraceError(message, path=str(self.path), line=line, column=column)
+
+    def bad(self, line: int, exc: BadField) -> None:
+        """A row had an unreadable field: raise, or count it as malformed when skipping bad rows."""
+        message = f"expected {exc.expected}, got {describe(exc.value)}"
+        if not self.skip_bad:
+            raise self.error(message, line, exc.column)
+        self.dropped["malformed"] += 1
+        if len(self.examples) < MAX_EXAMPLES:
+            self.examples.append(f"line {line}, column {exc.column!r}: {message}")
+
+    def drop(self, reason: str) -> None:
+        self.dropped[reason] += 1

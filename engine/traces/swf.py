@@ -1,0 +1,71 @@
+"""Standard Workload Format (Parallel Workloads Archive), plain or gzipped (``.swf.gz``).
+
+One job a line, 18 whitespace-separated numbers, ``-1`` meaning unknown; lines starting with ``;`` are
+header comments. Fields used (1-based): 1 job id, 2 submit time (s), 4 run time (s), 5 allocated
+processors, 8 requested processors, 9 requested time (s), 12 user id.
+
+Mapping to jobs (one processor = one GPU; a reference-speed GPU, so run times are kept as they are):
+
+* GPUs = requested processors (field 8) when > 0, else allocated processors (field 5); when neither is
+  > 0 the row is dropped as ``no_gpu``.
+* duration = run time (field 4); a run time <= 0 (including -1, unknown) drops the row as
+  ``non_positive_duration``. A submit time of -1 drops it as ``missing_time``.
+* estimate = requested time (field 9) when > 0, else the run time. Users' estimates can be shorter than the
+  run time (KTH: 475 jobs ran longer than requested); they are kept as given.
+* user = ``u<field 12>`` (``unknown`` for -1); job type ``batch``; name = the job id (field 1).
+
+Cite the archive and the site named in the file's ``; Acknowledge:`` line (see ``sample_traces/README.md``).
+"""
+
+from __future__ import annotations
+
+from .base import BadField, ReadContext, iter_lines, to_int, to_time
+
+N_FIELDS = 18
+FIELD_NAMES = ("job_id", "submit", "wait", "run_time", "allocated_processors", "avg_cpu_time", "used_memory",
+               "requested_processors", "requested_time", "requested_memory", "status", "user", "group",
+               "app", "queue", "partition", "preceding_job", "think_time")
+
+
+def _col(i: int) -> str:
+    """Column label used in errors: ``field 4 (run_time)``."""
+    return f"field {i + 1} ({FIELD_NAMES[i]})"
+
+
+def read(ctx: ReadContext) -> None:
+    """Read an SWF file into ``ctx``."""
+    for line, text in iter_lines(ctx.path):
+        stripped = text.strip()
+        if not stripped or stripped.startswith(";"):
+            continue
+        ctx.n_rows += 1
+        try:
+            _row(ctx, stripped.split(), line)
+        except BadField as exc:
+            ctx.bad(line, exc)
+
+
+def _row(ctx: ReadContext, f: list[str], line: int) -> None:
+    if len(f) != N_FIELDS:
+        col = _col(min(len(f), N_FIELDS - 1)) if len(f) < N_FIELDS else f"field {N_FIELDS + 1}"
+        raise BadField(col, f"{N_FIELDS} whitespace-separated numbers, got {len(f)} fields", " ".join(f[:4]))
+    submit = to_time(f[1], _col(1))
+    run = to_time(f[3], _col(3))
+    allocated = to_int(f[4], _col(4))
+    requested = to_int(f[7], _col(7))
+    req_time = to_time(f[8], _col(8))
+    user = to_int(f[11], _col(11))
+    if submit < 0:
+        ctx.drop("missing_time")
+        return
+    if run <= 0:
+        ctx.drop("non_positive_duration")
+        return
+    gpus = requested if requested > 0 else allocated
+    if gpus <= 0:
+        ctx.drop("no_gpu")
+        return
+    if gpus > 1_000_000:
+        raise BadField(_col(7 if requested > 0 else 4), "a processor count below 1,000,000", gpus)
+    ctx.rows.add(submit, run, gpus=gpus, user="unknown" if user < 0 else f"u{user}",
+                 estimate_s=req_time if req_time > 0 else run, name=f[0])
