@@ -1,0 +1,14 @@
+"""Learned schedulers: the shared encoding, training (MaskablePPO), policies and the ``rl:<name>`` plug-in.
+
+Importing this package imports neither torch nor gymnasium; :func:`rl_scheduler` imports torch only when a
+model is actually loaded.
+"""
+
+from __future__ import annotations
+
+
+def rl_scheduler(name: str):
+    """Build the scheduler ``rl:<name>`` from ``models/<name>.json`` (the ``rl`` prefix factory)."""
+    from .agent import load_agent
+
+    return load_agent(name)

@@ -1,0 +1,316 @@
+"""What a learned scheduler sees and how its choice becomes a decision: ``encode``, ``action_mask``, ``decode``.
+
+These three pure functions are shared by the Gymnasium environment (:mod:`engine.env`) and by the ``rl:<name>``
+scheduler at inference, so training and deployment cannot drift apart. They import numpy only.
+
+Action space (``Discrete(window * max_types * len(rules) + 1)``)
+    Action ``a < n - 1`` means: take the job in window slot ``a // (max_types * len(rules))``, put it on GPU type
+    slot ``(a // len(rules)) % max_types`` (the cluster's GPU types in the order they first appear in the
+    cluster spec) using packing rule ``rules[a % len(rules)]`` (names of :data:`engine.schedulers.placement.
+    PLACEMENTS`, applied to the GPUs of that type only). The last action, ``n - 1``, is *wait*: start nothing
+    more now and let time run to the next event. Actions never name GPU indices, so a model trained on one
+    cluster runs on any other with at most ``max_types`` GPU types.
+
+Mask
+    ``action_mask(state)[a]`` is true exactly when the action is feasible now: the slot holds a job and the
+    rule finds GPUs of that type for it (all rules here take idle GPUs of one type, so a whole-GPU job fits a
+    type iff the type's eligible nodes have ``gpus`` idle GPUs in total, and a fractional job iff one GPU of
+    the type can host it). *Wait* is allowed whenever a job is running; when nothing runs it is masked, so an
+    agent can never idle an empty cluster while a job could start.
+
+Job window
+    ``window_order="arrival"``: the first ``window`` waiting jobs in queue order (slot 0 = the oldest job, the
+    one FIFO would start). ``"mixed"``: the first half in queue order, the rest the waiting jobs with the
+    smallest estimated GPU-time (``estimate_s * gpus * gpu_fraction``) among those that can start now.
+
+Observation (a dict of float32 arrays, all features roughly in [0, 1])
+    ``jobs`` (window x 12): present, log2(gpus)/6, demand / free capacity (clipped at 2, halved), gpu_fraction,
+    vram_gib/80, log1p(wait/60 s)/10, log1p(estimate/60 s)/10, log1p(estimated GPU-time/60 s)/12, rank of the
+    estimated GPU-time within the window (0 = shortest), the user's current GPU share of the cluster,
+    can-start-now, the job type's communication sensitivity.
+    ``groups`` (max_types x 8): present, share of the cluster's GPUs, idle GPUs / GPUs of the type, largest
+    idle block on one node / GPUs per node, speed/4, vram/80, free capacity (fractions counted) / GPUs of the
+    type, fully idle nodes / nodes of the type.
+    ``global`` (8): log1p(queue length)/6, free capacity / cluster GPUs, running jobs / cluster GPUs (clipped
+    at 1), log1p(oldest job's wait / 60 s)/10, oldest job's demand / cluster GPUs, oldest job can start now,
+    log1p(waiting jobs outside the window)/6, waiting demand / cluster GPUs / 4 (clipped at 1).
+    ``action_mask`` (n actions, int8): the mask above, for libraries that read masks from observations.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import EngineError
+from ..job import Job
+from ..schedulers.placement import PLACEMENTS
+from ..state import ClusterState, Start
+
+JOB_FEATURES = 12
+GROUP_FEATURES = 8
+GLOBAL_FEATURES = 8
+WINDOW_ORDERS = ("arrival", "mixed")
+#: Packing rules an encoding may use: each takes only idle GPUs of one type (the mask relies on it).
+RULES = ("first-fit", "best-fit", "least-loaded")
+
+
+@dataclass(frozen=True)
+class EncodingConfig:
+    """The shape of observations and actions; a model only runs with the encoding it was trained with.
+
+    Attributes:
+        window: number of job slots the agent chooses from.
+        max_types: number of GPU-type slots; clusters with more GPU types are refused.
+        rules: packing rules offered per (job, type), names from :data:`RULES`.
+        window_order: how the window is filled, ``"arrival"`` or ``"mixed"`` (see the module docstring).
+    """
+
+    window: int = 8
+    max_types: int = 4
+    rules: tuple[str, ...] = ("first-fit", "best-fit")
+    window_order: str = "arrival"
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.window, int) and 1 <= self.window <= 256):
+            raise EngineError(f"encoding.window must be an integer from 1 to 256, got {self.window!r}")
+        if not (isinstance(self.max_types, int) and 1 <= self.max_types <= 32):
+            raise EngineError(f"encoding.max_types must be an integer from 1 to 32, got {self.max_types!r}")
+        object.__setattr__(self, "rules", tuple(self.rules))
+        if not self.rules or any(r not in RULES for r in self.rules) or len(set(self.rules)) != len(self.rules):
+            raise EngineError(f"encoding.rules {list(self.rules)!r}: expected distinct names from {list(RULES)}")
+        if self.window_order not in WINDOW_ORDERS:
+            raise EngineError(f"encoding.window_order {self.window_order!r}: expected one of {list(WINDOW_ORDERS)}")
+
+    @property
+    def n_actions(self) -> int:
+        return self.window * self.max_types * len(self.rules) + 1
+
+    @property
+    def wait_action(self) -> int:
+        return self.n_actions - 1
+
+    def action(self, slot: int, type_slot: int, rule: int) -> int:
+        """The action index of (job slot, GPU-type slot, rule index)."""
+        return (slot * self.max_types + type_slot) * len(self.rules) + rule
+
+    def unpack(self, action: int) -> tuple[int, int, int]:
+        """(job slot, GPU-type slot, rule index) of a non-wait action."""
+        r = len(self.rules)
+        return action // (self.max_types * r), (action // r) % self.max_types, action % r
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"window": self.window, "max_types": self.max_types, "rules": list(self.rules),
+                "window_order": self.window_order}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "EncodingConfig":
+        known = {"window", "max_types", "rules", "window_order"}
+        unknown = set(data) - known
+        if unknown:
+            raise EngineError(f"encoding: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
+        return cls(**{k: (tuple(v) if k == "rules" else v) for k, v in data.items()})
+
+
+class _TypeView:
+    """``state`` seen through one GPU type: placement rules only find GPUs of type ``t``."""
+
+    def __init__(self, state: ClusterState, t: int) -> None:
+        self._s = state
+        self._t = t
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._s, name)
+
+    def eligible_types(self, job: Job) -> np.ndarray:
+        out = np.zeros(len(self._s.layout.type_names), dtype=bool)
+        out[self._t] = self._s.eligible_types(job)[self._t]
+        return out
+
+    def eligible_nodes(self, job: Job) -> np.ndarray:
+        return self._s.eligible_nodes(job) & (self._s.layout.node_type == self._t)
+
+    def eligible_gpus(self, job: Job) -> np.ndarray:
+        return self._s.eligible_gpus(job) & (self._s.layout.gpu_type == self._t)
+
+    def can_host(self, job: Job) -> np.ndarray:
+        return self._s.can_host(job) & (self._s.layout.gpu_type == self._t)
+
+
+@dataclass
+class Snapshot:
+    """Everything ``encode``/``action_mask``/``decode`` derive from one state (computed once per decision).
+
+    Attributes:
+        window: job ids in the slots (may be shorter than the window).
+        fits: per slot, boolean per cluster GPU type: the job can start on that type now.
+        mask: the action mask (bool, ``n_actions``).
+    """
+
+    window: list[int]
+    fits: list[np.ndarray]
+    mask: np.ndarray
+    type_fits_cache: dict[int, np.ndarray] = field(default_factory=dict)
+
+
+def _type_fits(state: ClusterState, job: Job, n_types: int) -> np.ndarray:
+    """Boolean per GPU type: can ``job`` start on idle (or, if fractional, shareable) GPUs of that type now."""
+    lay = state.layout
+    if job.gpu_fraction < 1.0:
+        hosts = state.can_host(job)
+        return np.bincount(lay.gpu_type[hosts], minlength=n_types) > 0
+    if state.free_gpus < job.gpus:
+        return np.zeros(n_types, dtype=bool)
+    free = np.where(state.eligible_nodes(job), state.node_free, 0)
+    return np.bincount(lay.node_type, weights=free, minlength=n_types) >= job.gpus
+
+
+def _check_cluster(state: ClusterState, cfg: EncodingConfig) -> int:
+    n_types = len(state.layout.type_names)
+    if n_types > cfg.max_types:
+        raise EngineError(f"this model handles clusters with at most {cfg.max_types} GPU types; the cluster has "
+                          f"{n_types} ({', '.join(state.layout.type_names)})")
+    return n_types
+
+
+def snapshot(state: ClusterState, cfg: EncodingConfig) -> Snapshot:
+    """Choose the window, find where each of its jobs fits and build the mask."""
+    n_types = _check_cluster(state, cfg)
+    jobs, shapes = state.jobs, state.job_shape
+    cache: dict[int, np.ndarray] = {}
+
+    def fits_of(j: int) -> np.ndarray:
+        sid = shapes[j]
+        f = cache.get(sid)
+        if f is None:
+            f = cache[sid] = _type_fits(state, jobs[j], n_types)
+        return f
+
+    if cfg.window_order == "arrival":
+        window = list(islice(state.queue, cfg.window))
+    else:
+        head = (cfg.window + 1) // 2
+        window = list(islice(state.queue, head))
+        rest = cfg.window - len(window)
+        if rest and len(state.queue) > len(window):
+            taken = set(window)
+            cand = (j for j in state.queue if j not in taken and fits_of(j).any())
+            window += heapq.nsmallest(rest, cand, key=lambda j: (_gpu_time(jobs[j]), j))
+    fits = [fits_of(j) for j in window]
+    n_rules = len(cfg.rules)
+    mask = np.zeros(cfg.n_actions, dtype=bool)
+    block = cfg.max_types * n_rules
+    for slot, f in enumerate(fits):
+        if f.any():
+            row = np.zeros((cfg.max_types, n_rules), dtype=bool)
+            row[:n_types] = f[:, None]
+            mask[slot * block:(slot + 1) * block] = row.ravel()
+    mask[-1] = bool(state.running)
+    return Snapshot(window, fits, mask, cache)
+
+
+def _gpu_time(job: Job) -> float:
+    return job.estimate_s * job.gpus * job.gpu_fraction
+
+
+def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Snapshot | None = None
+           ) -> dict[str, np.ndarray]:
+    """The observation dict for ``state`` (see the module docstring for every feature)."""
+    snap = snap or snapshot(state, cfg)
+    lay, now, jobs = state.layout, state.now_s, state.jobs
+    n_gpus = lay.n_gpus
+    n_types = len(lay.type_names)
+    free_cap = max(state.free_capacity, 0.0)
+    comm = state.cluster.communication
+
+    jf = np.zeros((cfg.window, JOB_FEATURES), dtype=np.float32)
+    gpu_times = [_gpu_time(jobs[j]) for j in snap.window]
+    ranks = np.argsort(np.argsort(gpu_times, kind="stable"), kind="stable") if gpu_times else []
+    denom = max(len(snap.window) - 1, 1)
+    for slot, j in enumerate(snap.window):
+        job = jobs[j]
+        demand = job.gpus * job.gpu_fraction
+        jf[slot] = (
+            1.0,
+            math.log2(job.gpus) / 6.0,
+            min(demand / free_cap, 2.0) / 2.0 if free_cap > 0 else 1.0,
+            job.gpu_fraction,
+            min(job.vram_gib / 80.0, 1.0),
+            math.log1p(max(now - job.submit_s, 0.0) / 60.0) / 10.0,
+            math.log1p(job.estimate_s / 60.0) / 10.0,
+            math.log1p(gpu_times[slot] / 60.0) / 12.0,
+            ranks[slot] / denom,
+            min(state.user_gpus.get(job.user, 0.0) / n_gpus, 1.0),
+            float(snap.fits[slot].any()),
+            min(comm.get(job.job_type, comm.get("batch", 0.3)), 1.0),
+        )
+
+    gf = np.zeros((cfg.max_types, GROUP_FEATURES), dtype=np.float32)
+    total_t = np.bincount(lay.gpu_type, minlength=n_types).astype(float)
+    idle_t = np.bincount(lay.node_type, weights=state.node_free, minlength=n_types)
+    freecap_t = np.bincount(lay.gpu_type, weights=state.gpu_free, minlength=n_types)
+    nodes_t = np.bincount(lay.node_type, minlength=n_types).astype(float)
+    idle_nodes_t = np.bincount(lay.node_type, weights=(state.node_free == lay.node_gpus), minlength=n_types)
+    for t in range(n_types):
+        on_t = lay.node_type == t
+        gf[t] = (
+            1.0,
+            total_t[t] / n_gpus,
+            idle_t[t] / total_t[t],
+            state.node_free[on_t].max() / lay.node_gpus[on_t].max(),
+            min(lay.type_speed[t] / 4.0, 1.0),
+            min(lay.type_vram_gib[t] / 80.0, 1.0),
+            freecap_t[t] / total_t[t],
+            idle_nodes_t[t] / nodes_t[t],
+        )
+
+    queue = state.queue
+    n_queue = len(queue)
+    head = next(iter(queue), None)
+    waiting_demand = sum(jobs[j].gpus * jobs[j].gpu_fraction for j in queue)
+    glob = np.zeros(GLOBAL_FEATURES, dtype=np.float32)
+    glob[0] = math.log1p(n_queue) / 6.0
+    glob[1] = free_cap / n_gpus
+    glob[2] = min(len(state.running) / n_gpus, 1.0)
+    if head is not None:
+        hj = jobs[head]
+        glob[3] = math.log1p(max(now - hj.submit_s, 0.0) / 60.0) / 10.0
+        glob[4] = min(hj.gpus * hj.gpu_fraction / n_gpus, 1.0)
+        glob[5] = float(snap.fits[0].any()) if snap.window and snap.window[0] == head else 0.0
+    glob[6] = math.log1p(max(n_queue - len(snap.window), 0)) / 6.0
+    glob[7] = min(waiting_demand / n_gpus / 4.0, 1.0)
+    return {"jobs": jf, "groups": gf, "global": glob, "action_mask": snap.mask.astype(np.int8)}
+
+
+def action_mask(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Snapshot | None = None
+                ) -> np.ndarray:
+    """Boolean mask over actions: true exactly for the feasible ones (see the module docstring)."""
+    return (snap or snapshot(state, cfg)).mask
+
+
+def decode(state: ClusterState, action: int, cfg: EncodingConfig = EncodingConfig(),
+           snap: Snapshot | None = None) -> Start | None:
+    """The decision ``action`` stands for: a ``Start`` on concrete GPUs, or ``None`` for *wait*.
+
+    Raises ``EngineError`` if the action is masked out (not feasible now).
+    """
+    snap = snap or snapshot(state, cfg)
+    action = int(action)
+    if not (0 <= action < cfg.n_actions):
+        raise EngineError(f"action {action} is out of range 0..{cfg.n_actions - 1}")
+    if not snap.mask[action]:
+        raise EngineError(f"action {action} is not feasible now (masked out)")
+    if action == cfg.wait_action:
+        return None
+    slot, t, rule = cfg.unpack(action)
+    job = state.jobs[snap.window[slot]]
+    gpus = PLACEMENTS[cfg.rules[rule]]()(_TypeView(state, t), job)
+    if gpus is None:  # the mask promised a fit: a placement rule broke the "idle GPUs of one type" contract
+        raise EngineError(f"rule {cfg.rules[rule]!r} found no GPUs of type slot {t} for job {job.job_id} "
+                          "although the mask allowed it")
+    return Start(job.job_id, gpus)

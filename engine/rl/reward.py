@@ -1,0 +1,130 @@
+"""The objective a learned scheduler is trained for, computed from a finished run's :class:`~engine.Result`.
+
+The environment pays rewards whose sum over an episode equals ``-objective(result, weights)`` exactly (up to
+floating-point rounding; ``tests/rl/test_reward.py`` checks it). The objective is a weighted sum of costs,
+each over the jobs that completed (unschedulable jobs never ran and are left out):
+
+* ``wait``: mean wait, ``mean(first_start_s - submit_s) / wait_scale_s``. Paid densely: after every step
+  the environment charges the wait that accrued since the previous step (jobs still queued wait on).
+* ``bounded_slowdown``: mean of ``max(1, (end_s - submit_s) / max(run_s, bsld_tau_s))``; paid at the end.
+* ``utilization_band``: time-weighted mean, over ``[0, makespan]``, of how far the busy share of GPUs is
+  outside the target band ``[band_low, band_high]`` (0 inside the band); paid at the end.
+* ``fairness``: Gini coefficient of the users' mean waits (0 = equal, towards 1 = one user bears all the
+  waiting); paid at the end.
+* ``comm``: communication overhead, GPU-hours per job lost to placements spread over nodes or racks
+  (``Result.comm_overhead_gpu_s``); paid at the end.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import EngineError
+from ..simulator import COMPLETED, Result
+
+
+@dataclass(frozen=True)
+class RewardWeights:
+    """Weights of the objective's terms (see the module docstring); 0 switches a term off.
+
+    Attributes:
+        wait: weight of the mean wait, measured in units of ``wait_scale_s``.
+        bounded_slowdown: weight of the mean bounded slowdown.
+        utilization_band: weight of the mean distance of utilisation from the target band.
+        fairness: weight of the Gini coefficient of per-user mean waits.
+        comm: weight of the communication overhead in GPU-hours per job.
+        wait_scale_s: seconds that count as one unit of wait.
+        bsld_tau_s: run time floor of the bounded slowdown, seconds.
+        band_low, band_high: the target utilisation band, as shares of the cluster's GPUs.
+    """
+
+    wait: float = 1.0
+    bounded_slowdown: float = 0.0
+    utilization_band: float = 0.0
+    fairness: float = 0.0
+    comm: float = 0.0
+    wait_scale_s: float = 3600.0
+    bsld_tau_s: float = 10.0
+    band_low: float = 0.6
+    band_high: float = 0.8
+
+    def __post_init__(self) -> None:
+        for k, v in asdict(self).items():
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise EngineError(f"reward.{k} must be a number >= 0, got {v!r}")
+        if self.wait_scale_s <= 0 or self.bsld_tau_s <= 0:
+            raise EngineError("reward.wait_scale_s and reward.bsld_tau_s must be > 0")
+        if not self.band_low <= self.band_high <= 1:
+            raise EngineError(f"reward band [{self.band_low}, {self.band_high}] must satisfy low <= high <= 1")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RewardWeights":
+        valid = set(cls.__dataclass_fields__)
+        unknown = set(data) - valid
+        if unknown:
+            raise EngineError(f"reward: unknown keys {sorted(unknown)}; valid keys: {sorted(valid)}")
+        return cls(**data)
+
+
+def objective_terms(result: Result, weights: RewardWeights = RewardWeights()) -> dict[str, float]:
+    """The unweighted terms of the objective for one run (``wait`` in seconds); ``weights`` supplies only the
+    slowdown floor and the utilisation band."""
+    done = result.status == COMPLETED
+    if not done.any():
+        return {"wait": 0.0, "bounded_slowdown": 0.0, "utilization_band": 0.0, "fairness": 0.0, "comm": 0.0}
+    submit = np.array([j.submit_s for j in result.jobs])[done]
+    wait = result.first_start_s[done] - submit
+    return {
+        "wait": float(wait.mean()),
+        "bounded_slowdown": _bsld(result, done, submit, weights.bsld_tau_s),
+        "utilization_band": _band_distance(result, done, weights.band_low, weights.band_high),
+        "fairness": gini(_user_means(result, done, wait)),
+        "comm": float(result.comm_overhead_gpu_s[done].sum() / 3600.0 / done.sum()),
+    }
+
+
+def objective(result: Result, weights: RewardWeights) -> float:
+    """The weighted cost of a run (lower is better); the episode return is its negative."""
+    t = objective_terms(result, weights)
+    return (weights.wait * t["wait"] / weights.wait_scale_s + weights.bounded_slowdown * t["bounded_slowdown"]
+            + weights.utilization_band * t["utilization_band"] + weights.fairness * t["fairness"]
+            + weights.comm * t["comm"])
+
+
+def terminal_cost(result: Result, weights: RewardWeights) -> float:
+    """The part of the objective paid at the end of an episode (everything but the dense wait term)."""
+    return objective(result, weights) - weights.wait * objective_terms(result, weights)["wait"] / weights.wait_scale_s
+
+
+def _bsld(result: Result, done: np.ndarray, submit: np.ndarray, tau: float) -> float:
+    jct = result.end_s[done] - submit
+    return float(np.maximum(1.0, jct / np.maximum(result.run_s[done], tau)).mean())
+
+
+def _band_distance(result: Result, done: np.ndarray, low: float, high: float) -> float:
+    makespan = float(np.nanmax(result.end_s[done]))
+    t, busy = result.series_t, result.series_busy_gpus / result.cluster.n_gpus
+    if makespan <= 0 or t.size == 0:
+        return 0.0
+    # The busy share is a step function: series value i holds from t[i] to t[i + 1] (the last one to makespan).
+    edges = np.clip(np.append(t, makespan), 0.0, makespan)
+    dist = np.maximum(low - busy, 0.0) + np.maximum(busy - high, 0.0)
+    return float((dist * np.diff(edges)).sum() / makespan)
+
+
+def _user_means(result: Result, done: np.ndarray, wait: np.ndarray) -> np.ndarray:
+    users = np.array([j.user for j in result.jobs], dtype=object)[done]
+    _, inv = np.unique(users.astype(str), return_inverse=True)
+    return np.bincount(inv, weights=wait) / np.bincount(inv)
+
+
+def gini(x: np.ndarray) -> float:
+    """Gini coefficient of non-negative values: mean absolute difference / (2 * mean); 0 when all are 0."""
+    x = np.asarray(x, dtype=float)
+    if x.size == 0 or x.mean() <= 0:
+        return 0.0
+    return float(np.abs(x[:, None] - x[None, :]).mean() / (2.0 * x.mean()))

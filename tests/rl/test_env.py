@@ -1,0 +1,159 @@
+"""The environment contract: checkers, exact masks, one engine (env == simulate(fifo)), reward identity."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from engine import Start, make_scheduler, parse_cluster, simulate
+from engine.env import ENV_ID, EnvConfig, GpuSchedulingEnv
+from engine.errors import EngineError
+from engine.job import Job
+from engine.rl.encoding import EncodingConfig, decode, snapshot
+from engine.rl.reward import RewardWeights, objective, objective_terms
+from engine.rl.workload import make_jobs
+from engine.schedulers.placement import first_fit
+
+MIXED = "2x4:A100-80,3x4:V100-32,2x2:T4"
+
+
+def _env(**kw) -> GpuSchedulingEnv:
+    return GpuSchedulingEnv(EnvConfig(**{"clusters": (MIXED,), "loads": (1.2,), "n_jobs": 40, **kw}))
+
+
+def test_registered_and_passes_gymnasium_checker():
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make(ENV_ID, config={"clusters": ["2x4:V100-32"], "n_jobs": 20})
+    check_env(env.unwrapped, skip_render_check=True)
+
+
+def test_passes_sb3_checker():
+    from stable_baselines3.common.env_checker import check_env
+
+    check_env(_env(n_jobs=20), warn=True)
+
+
+def test_seeded_episodes_repeat_bit_for_bit():
+    def run(seed):
+        env = _env()
+        obs, _ = env.reset(seed=seed)
+        rng = np.random.default_rng(seed)
+        trace, done = [obs["jobs"].tobytes()], False
+        while not done:
+            obs, r, done, _, _ = env.step(rng.choice(np.flatnonzero(env.action_masks())))
+            trace.append((obs["groups"].tobytes(), r))
+        return trace, env.result.first_start_s.tobytes()
+
+    assert run(3) == run(3)
+    assert run(3) != run(4)
+
+
+@pytest.mark.parametrize("window_order", ["arrival", "mixed"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_masked_play_keeps_every_constraint_and_ends(seed, window_order):
+    rules = ("first-fit", "best-fit", "least-loaded")
+    env = _env(encoding=EncodingConfig(window=6, max_types=3, rules=rules, window_order=window_order))
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    state, steps, done = env.simulation.state, 0, False
+    while not done:
+        mask = env.action_masks()
+        assert mask.any()
+        assert mask[-1] == bool(state.running)  # wait: allowed exactly while something runs
+        # Exactness: every allowed action decodes to a start the engine accepts.
+        for a in np.flatnonzero(mask[:-1]):
+            d = decode(state, int(a), env.config.encoding)
+            assert isinstance(d, Start) and state.validate(d) is None
+        _, _, done, truncated, info = env.step(rng.choice(np.flatnonzero(mask)))
+        assert not truncated and not info["invalid_action"]
+        steps += 1
+        assert steps < 10 * env.config.n_jobs
+    res = env.result
+    assert (res.status == 0).all() and np.isfinite(res.end_s).all()
+
+
+def test_masked_out_action_becomes_wait_and_is_reported():
+    env = _env()
+    env.reset(seed=0)
+    while env.action_masks()[-1] == 0 or env.action_masks()[:-1].all():
+        env.step(int(np.flatnonzero(env.action_masks())[0]))
+    bad = int(np.flatnonzero(~env.action_masks())[0])
+    with pytest.raises(EngineError, match="not feasible"):
+        decode(env.simulation.state, bad, env.config.encoding)
+    _, _, _, _, info = env.step(bad)
+    assert info["invalid_action"] and "started" not in info
+
+
+def _fifo_action(env: GpuSchedulingEnv) -> int:
+    """The action that reproduces FIFO: start the oldest job where first-fit puts it, else wait."""
+    state, enc = env.simulation.state, env.config.encoding
+    head = next(iter(state.queue))
+    gpus = first_fit(state, state.jobs[head])
+    if gpus is None:
+        return enc.wait_action
+    return enc.action(0, int(state.layout.gpu_type[gpus[0]]), enc.rules.index("first-fit"))
+
+
+@pytest.mark.parametrize("cluster,load,seed", [(MIXED, 1.3, 0), ("4x8:V100-32", 0.9, 5), ("2x8:A100-80,4x2:T4", 2.0, 7)])
+def test_env_driven_by_fifo_choices_equals_simulate_fifo(cluster, load, seed):
+    c = parse_cluster(cluster)
+    jobs = make_jobs(c, 80, load, seed)
+    ref = simulate(c, jobs, make_scheduler("fifo"))
+    env = GpuSchedulingEnv(EnvConfig(clusters=(cluster,)))
+    env.reset(seed=seed, options={"cluster": c, "jobs": jobs})
+    done = False
+    while not done:
+        _, _, done, _, info = env.step(_fifo_action(env))
+        assert not info["invalid_action"]
+    res = env.result
+    np.testing.assert_array_equal(res.first_start_s, ref.first_start_s)
+    np.testing.assert_array_equal(res.end_s, ref.end_s)
+    assert res.gpu_ids == ref.gpu_ids
+
+
+@pytest.mark.parametrize("weights", [
+    RewardWeights(),
+    RewardWeights(wait=0.5, bounded_slowdown=0.1, utilization_band=2.0, fairness=1.0, comm=3.0),
+    RewardWeights(wait=0.0, fairness=1.0, band_low=0.7, band_high=0.9, bsld_tau_s=60.0, bounded_slowdown=1.0),
+])
+def test_episode_return_equals_the_objective(weights):
+    env = _env(reward=weights)
+    env.reset(seed=11)
+    rng = np.random.default_rng(11)
+    total, done = 0.0, False
+    while not done:
+        _, r, done, _, _ = env.step(rng.choice(np.flatnonzero(env.action_masks())))
+        total += r
+    assert total == pytest.approx(-objective(env.result, weights), rel=1e-9, abs=1e-12)
+
+
+def test_objective_terms_by_hand():
+    # Two 1-GPU jobs of 100 s on one GPU, both at t=0: waits 0 and 100, one user each.
+    c = parse_cluster("1x1:V100-32")
+    jobs = (Job(0, 0.0, 100.0, user="a"), Job(1, 0.0, 100.0, user="b"))
+    res = simulate(c, jobs, make_scheduler("fifo"))
+    t = objective_terms(res)
+    assert t["wait"] == 50.0
+    assert t["bounded_slowdown"] == pytest.approx((1.0 + 2.0) / 2)
+    assert t["fairness"] == pytest.approx(0.5)  # Gini of (0, 100)
+    # Utilisation is 100 % for the whole makespan: 0.2 above the 80 % band top.
+    assert t["utilization_band"] == pytest.approx(0.2)
+    assert t["comm"] == 0.0
+
+
+def test_env_refuses_cluster_with_too_many_types():
+    with pytest.raises(EngineError, match="max_types"):
+        GpuSchedulingEnv(EnvConfig(clusters=(MIXED,), encoding=EncodingConfig(max_types=2)))
+
+
+def test_snapshot_window_orders():
+    c = parse_cluster("1x8:V100-32")
+    jobs = tuple(Job(i, 0.0, 1000.0 * (10 - i), gpus=8 if i == 0 else 1) for i in range(10))
+    env = GpuSchedulingEnv(EnvConfig(clusters=("1x8:V100-32",), encoding=EncodingConfig(window=4, window_order="mixed")))
+    env.reset(seed=0, options={"cluster": c, "jobs": jobs})
+    # Job 0 took the whole node at t=0; at its end the window holds the 2 oldest, then the 2 shortest that fit.
+    env.step(env.config.encoding.action(0, 0, 0))
+    snap = snapshot(env.simulation.state, env.config.encoding)
+    assert snap.window == [1, 2, 9, 8]
