@@ -375,20 +375,6 @@ def user_box_figure(job_frames: Mapping[str, pd.DataFrame], fairness: Mapping[st
     return fig
 
 
-def best_mask(table: pd.DataFrame, better: Mapping[str, str]) -> pd.DataFrame:
-    """Boolean frame, True where a cell holds its row's best value (``better[row]`` is "lower" or "higher";
-    rows not in ``better`` or without finite values get no best; ties are all best)."""
-    mask = pd.DataFrame(False, index=table.index, columns=table.columns)
-    for row in table.index:
-        direction = better.get(row)
-        vals = pd.to_numeric(table.loc[row], errors="coerce").to_numpy(dtype=float)
-        if direction not in ("lower", "higher") or not np.isfinite(vals).any() or len(vals) < 2:
-            continue
-        best = np.nanmin(vals) if direction == "lower" else np.nanmax(vals)
-        mask.loc[row] = np.isclose(vals, best, rtol=1e-9, atol=1e-12)
-    return mask
-
-
 # ----------------------------------------------------------------------------- workload charts
 def jobs_frame(jobs: Sequence[Job]) -> pd.DataFrame:
     """The workload as a table: ``job_id, submit_s, duration_s, gpus, gpu_fraction, gpu_demand, user,

@@ -48,6 +48,7 @@ class WorkloadSpec:
         time_unit: ``"s"``, ``"ms"``, ... or ``""`` for the format's default.
         column_map: canonical column -> column in the file, for the ``mapped`` format.
         first: keep only the first N jobs of the trace (0 = all).
+        skip_bad: skip malformed rows (the trace report counts them) instead of refusing the file.
     """
 
     source: str = "generate"
@@ -63,6 +64,7 @@ class WorkloadSpec:
     time_unit: str = ""
     column_map: tuple[tuple[str, str], ...] = ()
     first: int = 0
+    skip_bad: bool = False
 
     def __post_init__(self) -> None:
         # Pairs are kept sorted so that equal mappings give equal (and equally hashed) specs.
@@ -78,6 +80,8 @@ class WorkloadSpec:
             raise ScenarioError(f"workload.users must be an integer from 1 to 10000, got {self.users!r}")
         if self.arrival not in ARRIVALS:
             raise ScenarioError(f"workload.arrival {self.arrival!r}: expected one of {', '.join(ARRIVALS)}")
+        if not isinstance(self.skip_bad, bool):
+            raise ScenarioError(f"workload.skip_bad must be true or false, got {self.skip_bad!r}")
         if not (isinstance(self.first, int) and self.first >= 0):
             raise ScenarioError(f"workload.first must be an integer >= 0, got {self.first!r}")
         for name, weight in self.mix:
@@ -241,6 +245,8 @@ class Scenario:
                         raise ScenarioError(f"link parameter {key}: expected NAME:VALUE pairs, got {part!r}")
                     pairs[k] = _coerce(v, float, key) if f.name == "mix" else v
                 wl[f.name] = pairs
+            elif f.name == "skip_bad":
+                wl[f.name] = text == "True"
             else:
                 wl[f.name] = text
         data["workload"] = wl
@@ -264,7 +270,7 @@ def load_trace_bytes(data: bytes, workload: WorkloadSpec):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"trace{suffix}"
         path.write_bytes(data)
-        trace = load_trace(path, workload.trace_format or None, skip_bad=True,
+        trace = load_trace(path, workload.trace_format or None, skip_bad=workload.skip_bad,
                            time_unit=workload.time_unit or None,
                            column_map=dict(workload.column_map) or None, first=workload.first or None)
     return trace

@@ -107,14 +107,6 @@ def test_series_cdf_and_box_figures(runs):
     assert box.data[0].name == "fifo (Gini 0.25, Jain 0.80)" and "nan" in box.data[1].name
 
 
-def test_best_mask_respects_direction_and_ties():
-    table = pd.DataFrame({"a": [1.0, 0.5, 3.0], "b": [2.0, 0.9, 3.0]}, index=["mean_wait_s", "utilization", "x"])
-    mask = charts.best_mask(table, {"mean_wait_s": "lower", "utilization": "higher", "x": "lower"})
-    assert mask.loc["mean_wait_s"].tolist() == [True, False]
-    assert mask.loc["utilization"].tolist() == [False, True]
-    assert mask.loc["x"].tolist() == [True, True]
-
-
 def test_workload_figures_and_offered_load():
     jobs = tuple(Job(i, submit_s=100.0 * i, duration_s=50.0 * (1 + i % 4), gpus=1 + (i % 2),
                      gpu_fraction=0.5 if i % 7 == 0 and i % 2 == 0 else 1.0, user=f"u{i % 4}") for i in range(40))

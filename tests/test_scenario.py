@@ -11,7 +11,7 @@ TRACE = Scenario(
     cluster='{"groups": [{"gpu_type": "T4", "nodes": 2, "gpus_per_node": 4, "rack": "r1"}]}',
     workload=WorkloadSpec(source="trace", trace_sha256=content_hash(b"abc"), trace_name="jobs.swf",
                           trace_format="swf", time_unit="ms", column_map=(("submit", "t0"), ("gpus", "n")),
-                          first=50),
+                          first=50, skip_bad=True),
     schedulers=("fifo", "sjf+best-fit"), seed=7, name="mine")
 GENERATED = Scenario(workload=WorkloadSpec(n_jobs=1234, load=1.25, seed=3, arrival="diurnal", users=9,
                                            mix=(("training", 0.5), ("inference", 0.25))))
