@@ -225,7 +225,7 @@ def format_value(value: float | None, unit: str) -> str:
         return f"{value:,.1f}"
     if unit == "GPU-h":
         return f"{value:,.2f}"
-    return f"{value:.3f}"
+    return f"{value:,.3f}"
 
 
 def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -274,11 +274,13 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=output_path, metavar="FILE", help="write the summary {metric: value} as JSON")
     parser.add_argument("--jobs-csv", type=output_path, metavar="FILE",
                         help="write one row per job (wait, JCT, GPUs, ...) as CSV")
+    parser.add_argument("--users-csv", type=output_path, metavar="FILE",
+                        help="write one row per user (jobs, mean wait, GPU-hours, share, ...) as CSV")
 
 
 def run_simulate(args: argparse.Namespace) -> int:
     from .cluster import parse_cluster
-    from .metrics import METRICS, job_frame, summarize
+    from .metrics import METRICS, job_frame, summarize, user_frame
 
     cluster = parse_cluster(args.cluster)
     trace = load_trace_arg(args)
@@ -295,6 +297,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         write_json(args.json, values)
     if args.jobs_csv:
         job_frame(result).to_csv(args.jobs_csv, index=False)
+    if args.users_csv:
+        user_frame(result).to_csv(args.users_csv, index=False)
     return 0
 
 

@@ -40,9 +40,9 @@ def run_cli(capsys, *argv):
 
 
 def test_simulate_prints_table_and_writes_json_and_jobs_csv(capsys, trace, tmp_path):
-    js, jobs_csv = tmp_path / "s.json", tmp_path / "jobs.csv"
+    js, jobs_csv, users_csv = tmp_path / "s.json", tmp_path / "jobs.csv", tmp_path / "users.csv"
     code, out, err = run_cli(capsys, "simulate", "--cluster", CLUSTER, "--trace", trace, "--scheduler", "fifo",
-                             "--json", str(js), "--jobs-csv", str(jobs_csv))
+                             "--json", str(js), "--jobs-csv", str(jobs_csv), "--users-csv", str(users_csv))
     assert code == 0, err
     assert "Mean wait (s)" in out and "69.0" in out  # (0 + 99 + 108) / 3
     summary = json.loads(js.read_text())
@@ -51,6 +51,9 @@ def test_simulate_prints_table_and_writes_json_and_jobs_csv(capsys, trace, tmp_p
     frame = pd.read_csv(jobs_csv)
     assert frame["wait_s"].tolist() == pytest.approx([0, 99, 108])
     assert frame["user"].tolist() == ["user0", "user0", "b"]
+    users = pd.read_csv(users_csv)
+    assert users["user"].tolist() == ["b", "user0"]
+    assert users["mean_wait_s"].tolist() == pytest.approx([108, 49.5])
 
 
 def test_compare_marks_best_values_and_writes_json(capsys, trace, tmp_path):
@@ -79,6 +82,19 @@ def test_same_seed_same_json(capsys, trace, tmp_path):
                      "--seed", "7", "--json", str(path)]) == 0
         outs.append(path.read_text())
     assert outs[0] == outs[1]
+
+
+def test_real_swf_trace_through_the_cli(capsys, traces_dir, tmp_path):
+    # KTH SP2 (100 processors = 100 one-GPU nodes), first 2,000 jobs: skipping blocked jobs must cut mean wait.
+    js = tmp_path / "kth.json"
+    code, out, err = run_cli(capsys, "compare", "--cluster", "100x1:generic", "--format", "swf", "--first", "2000",
+                             "--trace", str(traces_dir / "swf-kth-sp2" / "KTH-SP2-1996-2.1-cln.swf"),
+                             "--schedulers", "fifo,first-fit", "--json", str(js))
+    assert code == 0, err
+    data = json.loads(js.read_text())
+    assert data["fifo"]["jobs"] == data["first-fit"]["jobs"] == 2000
+    assert data["first-fit"]["mean_wait_s"] < data["fifo"]["mean_wait_s"]
+    assert "swf, 2,000 jobs" in out
 
 
 def test_list_shows_every_scheduler_and_trace_format(capsys):
