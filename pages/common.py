@@ -1,0 +1,223 @@
+"""What every page shares: the current scenario, uploaded traces, cached runs, the sidebar, error display.
+
+Pages stay thin: they read and write the scenario through :func:`scenario` / :func:`set_scenario`, get jobs
+and results through the cached functions here, and hand them to :mod:`engine.charts`. Nothing here
+schedules anything.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable, Iterator
+
+import streamlit as st
+
+from engine import EngineError, Job, Result, make_scheduler, simulate
+from engine.cluster import Cluster
+from engine.scenario import Scenario, content_hash
+
+REPO = Path(__file__).resolve().parents[1]
+#: Largest trace file the app accepts, MiB (``.streamlit/config.toml`` sets ``server.maxUploadSize`` to match).
+MAX_UPLOAD_MB = 50
+#: Trained agents live here as ``<name>.json`` model cards (``rl:<name>`` schedulers).
+MODELS_DIR = REPO / "models"
+
+_SCENARIO, _RESULTS = "scenario", "results"
+
+
+# ----------------------------------------------------------------------------- errors
+@contextmanager
+def engine_errors(what: str = "") -> Iterator[None]:
+    """Show an :class:`EngineError` (bad input) as one inline error line instead of a traceback."""
+    try:
+        yield
+    except EngineError as exc:
+        st.error(f"{what}: {exc}" if what else str(exc), icon="⚠️")
+        st.stop()
+
+
+def engine_call(fn: Callable, *args, what: str = "", **kwargs):
+    """``fn(*args, **kwargs)``; on bad input an inline error and ``None``, and the page goes on."""
+    try:
+        return fn(*args, **kwargs)
+    except EngineError as exc:
+        st.error(f"{what}: {exc}" if what else str(exc), icon="⚠️")
+        return None
+
+
+# ----------------------------------------------------------------------------- scenario
+def scenario() -> Scenario:
+    """The current scenario: from the session, else from the link's query parameters, else the default."""
+    sc = st.session_state.get(_SCENARIO)
+    if sc is None:
+        sc = Scenario()
+        params = st.query_params.to_dict()
+        if "cluster" in params:
+            try:
+                sc = Scenario.from_query(params)
+            except EngineError as exc:
+                st.warning(f"The link's scenario could not be read ({exc}); using the default.")
+        st.session_state[_SCENARIO] = sc
+    return sc
+
+
+def set_scenario(sc: Scenario) -> None:
+    """Make ``sc`` current and mirror it into the URL so the link reproduces it."""
+    st.session_state[_SCENARIO] = sc
+    sync_query_params(sc)
+
+
+def sync_query_params(sc: Scenario) -> None:
+    query = sc.to_query()
+    if st.query_params.to_dict() != query:
+        st.query_params.from_dict(query)
+
+
+def update_workload(**changes) -> None:
+    sc = scenario()
+    set_scenario(replace(sc, workload=replace(sc.workload, **changes)))
+
+
+# ----------------------------------------------------------------------------- traces and jobs
+@st.cache_resource
+def _trace_store() -> dict[str, bytes]:
+    """Uploaded trace files by SHA-256, shared by the sessions of this server (so links work here)."""
+    return {}
+
+
+def store_trace(data: bytes) -> str:
+    digest = content_hash(data)
+    _trace_store()[digest] = data
+    return digest
+
+
+def trace_bytes(digest: str) -> bytes | None:
+    return _trace_store().get(digest)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _cluster(spec: str) -> Cluster:
+    return Scenario(cluster=spec).build_cluster()
+
+
+def cluster_of(sc: Scenario) -> Cluster:
+    """The scenario's cluster (cached; raises ``EngineError`` when the spec is invalid)."""
+    return _cluster(sc.cluster)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _jobs(workload_key: str) -> tuple[Job, ...]:
+    sc = Scenario.from_dict(json.loads(workload_key))
+    return sc.build_jobs(cluster_of(sc), trace_bytes(sc.workload.trace_sha256) if sc.workload.trace_sha256 else None)
+
+
+def jobs_of(sc: Scenario) -> tuple[Job, ...]:
+    """The scenario's jobs (cached by everything that determines them; raises ``EngineError``)."""
+    return _jobs(sc.workload_key())
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def trace_report(workload_key: str) -> dict:
+    """The trace report (``TraceReport.to_dict()``) of the scenario's uploaded trace."""
+    from engine.scenario import load_trace_bytes
+
+    sc = Scenario.from_dict(json.loads(workload_key))
+    data = trace_bytes(sc.workload.trace_sha256)
+    if data is None:
+        raise EngineError("the trace is no longer held by the server: upload it again")
+    return load_trace_bytes(data, sc.workload).report.to_dict()
+
+
+# ----------------------------------------------------------------------------- runs
+_agent_locks: dict[str, threading.Lock] = {}
+
+
+@st.cache_resource(show_spinner=False)
+def _agent(name: str):
+    """A trained agent, loaded once per server (its weights are read-only; runs are serialised by a lock)."""
+    _agent_locks[name] = threading.Lock()
+    return make_scheduler(name)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _run(workload_key: str, scheduler: str) -> Result:
+    sc = Scenario.from_dict(json.loads(workload_key))
+    cluster, jobs = cluster_of(sc), jobs_of(sc)
+    if scheduler.startswith("rl:"):
+        agent = _agent(scheduler)
+        with _agent_locks[scheduler]:
+            return simulate(cluster, jobs, agent, seed=sc.seed)
+    return simulate(cluster, jobs, make_scheduler(scheduler), seed=sc.seed)
+
+
+def run_one(sc: Scenario, scheduler: str) -> Result:
+    """One scheduler on the scenario, cached by (scenario's workload key, scheduler): changing the list of
+    schedulers reruns only the new ones."""
+    return _run(sc.workload_key(), scheduler)
+
+
+def save_results(sc: Scenario, results: dict[str, Result]) -> None:
+    """Keep a comparison across reruns and widget changes, with the scenario it was computed for."""
+    st.session_state[_RESULTS] = {"scenario": sc, "results": results}
+
+
+def saved_results() -> tuple[Scenario, dict[str, Result]] | None:
+    saved = st.session_state.get(_RESULTS)
+    return None if saved is None else (saved["scenario"], saved["results"])
+
+
+def trained_agents() -> list[str]:
+    """``rl:<name>`` for each model card in ``models/`` when the RL plug-in is installed, else empty."""
+    from engine.schedulers import PREFIXES
+
+    if "rl" not in PREFIXES:
+        return []
+    return sorted(f"rl:{p.stem}" for p in MODELS_DIR.glob("*.json"))
+
+
+# ----------------------------------------------------------------------------- sidebar
+def sidebar() -> None:
+    """The current scenario, in a few lines, with its JSON and a way to load one."""
+    sc = scenario()
+    side = st.sidebar
+    side.markdown("### Current scenario")
+    if sc.name:
+        side.caption(f"preset: **{sc.name}**")
+    try:
+        cluster = cluster_of(sc)
+        types = ", ".join(f"{n}× {t}" for t, n in cluster.gpus_by_type().items())
+        side.markdown(f"**Cluster** · {cluster.n_nodes} nodes, {cluster.n_gpus} GPUs  \n{types}")
+    except EngineError as exc:
+        side.error(f"Cluster: {exc}")
+    w = sc.workload
+    if w.source == "generate":
+        side.markdown(f"**Workload** · {w.n_jobs} generated jobs, load {w.load:g}, {w.users} users, "
+                      f"{w.arrival} arrivals, seed {w.seed}")
+    else:
+        side.markdown(f"**Workload** · trace `{w.trace_name}` ({w.trace_format or 'auto-detected'}, "
+                      f"sha256 {w.trace_sha256[:10]}…)")
+    side.markdown("**Schedulers** · " + (", ".join(f"`{s}`" for s in sc.schedulers) or "none"))
+    side.download_button("Scenario JSON", sc.to_json(), file_name="scenario.json", mime="application/json",
+                         key="sidebar_scenario_json", width="stretch")
+    up = side.file_uploader("Open a scenario JSON", type=["json"], key="sidebar_scenario_upload")
+    if up is not None and st.session_state.get("_opened_scenario") != up.file_id:
+        st.session_state["_opened_scenario"] = up.file_id
+        loaded = engine_call(Scenario.from_json, up.getvalue(), what="scenario file")
+        if loaded is not None:
+            set_scenario(loaded)
+            st.rerun()
+    side.caption("The page's link (address bar) also reproduces this scenario.")
+
+
+def fmt_seconds(s: float) -> str:
+    """A duration for people: ``42 s``, ``3.5 min``, ``2.1 h``."""
+    if s != s:  # NaN
+        return "–"
+    for unit, div in (("d", 86400), ("h", 3600), ("min", 60)):
+        if abs(s) >= 2 * div:
+            return f"{s / div:.3g} {unit}"
+    return f"{s:.3g} s"
