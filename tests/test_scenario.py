@@ -74,3 +74,13 @@ def test_trace_bytes_must_match_the_hash():
         TRACE.build_jobs(cluster, None)
     with pytest.raises(ScenarioError, match="do not match"):
         TRACE.build_jobs(cluster, b"abd")
+
+
+def test_worked_example_separates_the_basic_schedulers():
+    from engine import make_scheduler, simulate
+    from engine.metrics import summarize
+    from engine.scenario import worked_example
+
+    cluster, jobs = worked_example()
+    waits = {n: summarize(simulate(cluster, jobs, make_scheduler(n))).mean_wait_s for n in ("fifo", "first-fit", "sjf")}
+    assert waits["sjf"] < waits["first-fit"] < waits["fifo"]
