@@ -190,14 +190,15 @@ def preemption_arg(args: argparse.Namespace):
 
 
 @contextmanager
-def progress(desc: str, *, quiet: bool = False) -> Iterator[Callable[[int, int], None] | None]:
+def progress(desc: str, total: int | None = None, *,
+             quiet: bool = False) -> Iterator[Callable[[int, int], None] | None]:
     """A tqdm bar on stderr as an ``on_progress(done, total)`` callback; ``None`` when quiet or not a terminal."""
     if quiet or not sys.stderr.isatty():
         yield None
         return
     from tqdm import tqdm
 
-    bar = tqdm(desc=desc, unit="job", file=sys.stderr, leave=False, dynamic_ncols=True)
+    bar = tqdm(desc=desc, total=total, unit="job", file=sys.stderr, leave=False, dynamic_ncols=True)
 
     def update(done: int, total: int) -> None:
         bar.total = total
@@ -260,7 +261,7 @@ def _run_one(name: str, cluster, jobs, args: argparse.Namespace):
     from .simulator import simulate
 
     scheduler = make_scheduler(name)
-    with progress(name, quiet=args.quiet) as on_progress:
+    with progress(name, len(jobs), quiet=args.quiet) as on_progress:
         return simulate(cluster, jobs, scheduler, seed=args.seed, preemption=preemption_arg(args),
                         on_progress=on_progress)
 

@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine import Job, Preempt, PreemptionModel, Simulation, Start, make_scheduler, parse_cluster, simulate
 from engine.metrics import (METRICS, Summary, best_columns, compare, fragmentation, gini, gpu_busy_s, jain,
@@ -153,6 +155,20 @@ def test_gini_and_jain_on_known_vectors(values, g, j):
     assert gini(values) == pytest.approx(g)
     assert jain(values) == pytest.approx(j)
     assert gini(values[::-1]) == pytest.approx(g)  # order does not matter
+
+
+@given(st.lists(st.one_of(st.just(0.0), st.floats(1e-3, 1e6)), min_size=1, max_size=40), st.floats(1e-3, 1e3))
+def test_gini_and_jain_bounds_and_scale_invariance(values, scale):
+    n = len(values)
+    g, j = gini(values), jain(values)
+    assert -1e-12 <= g <= (n - 1) / n + 1e-12
+    assert 1 / n - 1e-12 <= j <= 1 + 1e-12
+    assert gini([v * scale for v in values]) == pytest.approx(g, abs=1e-9)
+    assert jain([v * scale for v in values]) == pytest.approx(j, abs=1e-9)
+    # the O(n log n) Gini equals the definition sum |xi - xj| / (2 n^2 mean)
+    x = np.array(values)
+    if x.sum() > 0:
+        assert g == pytest.approx(np.abs(x[:, None] - x[None, :]).sum() / (2 * n * n * x.mean()), abs=1e-9)
 
 
 def test_gini_and_jain_of_nothing_are_undefined():
