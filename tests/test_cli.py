@@ -74,6 +74,17 @@ def test_compare_marks_best_values_and_writes_json(capsys, trace, tmp_path):
     assert data["first-fit"]["mean_wait_s"] == pytest.approx(33.0)
 
 
+def test_unschedulable_jobs_are_reported_and_undefined_metrics_are_null(capsys, tmp_path):
+    trace = str(write_csv([Job(0, 0.0, 10.0, gpus=2), Job(1, 1.0, 10.0, gpus=4)], tmp_path / "big.csv"))
+    js = tmp_path / "s.json"
+    code, out, err = run_cli(capsys, "simulate", "--cluster", "1x1:generic", "--trace", trace,
+                             "--scheduler", "fifo", "--json", str(js))
+    assert code == 0, err
+    assert "2 job(s) can never run on this cluster, e.g. job 0: needs 2 GPUs" in out
+    data = json.loads(js.read_text())
+    assert data["unschedulable"] == 2 and data["mean_wait_s"] is None and data["utilization"] == 0
+
+
 def test_same_seed_same_json(capsys, trace, tmp_path):
     outs = []
     for i in range(2):
