@@ -11,7 +11,8 @@ Both are ``"module:function"`` strings, imported only when that command is the o
 imports (torch, gymnasium) in one command never slow down or break another (``python -m engine list``
 imports neither). Raise :class:`~engine.errors.EngineError` (or let ``OSError``/``ValueError`` escape) for
 bad input: :func:`main` prints it as one line on stderr and exits with status 2. Argument errors are one line
-and status 2 too. ``python -m engine --traceback COMMAND ...`` shows the full traceback instead.
+and status 2 too; a command whose module cannot be imported (a missing optional dependency) is one line and
+status 1. ``python -m engine --traceback COMMAND ...`` shows the full traceback instead.
 
 Helpers other commands can reuse: :func:`add_cluster_argument`, :func:`add_trace_arguments` /
 :func:`load_trace_arg`, :func:`add_run_arguments` / :func:`preemption_arg`, :func:`progress`,
@@ -82,11 +83,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(command if command in COMMANDS else None)
     try:
+        parser = build_parser(command if command in COMMANDS else None)
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2), already printed
         return exc.code if isinstance(exc.code, int) else 2
+    except ImportError as exc:  # a command whose optional dependencies are missing
+        print(f"error: command {command!r} cannot be loaded: {_one_line(exc)}", file=sys.stderr)
+        return 1
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
@@ -100,6 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except ImportError as exc:
+        if args.traceback:
+            raise
+        print(f"error: command {command!r} needs a module that cannot be loaded: {_one_line(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from engine import SCHEDULERS, Job
-from engine.cli import COMMANDS, _resolve, format_table, format_value, main, progress
+from engine.cli import COMMANDS, Command, _resolve, format_table, format_value, main, progress
 from engine.metrics import METRICS
 from engine.traces import TRACE_FORMATS, write_csv
 
@@ -170,6 +170,13 @@ def test_every_command_resolves(name):
     cmd = COMMANDS[name]
     assert cmd.help
     assert callable(_resolve(cmd.add_arguments)) and callable(_resolve(cmd.run))
+
+
+def test_a_command_that_cannot_load_is_one_line(capsys, monkeypatch):
+    monkeypatch.setitem(COMMANDS, "broken", Command("needs a missing module", "engine.no_such_module:add_arguments",
+                                                    "engine.no_such_module:run"))
+    code, _, err = run_cli(capsys, "broken")
+    assert code == 1 and len(err.splitlines()) == 1 and "no_such_module" in err and "Traceback" not in err
 
 
 def python_m_engine(*argv, code=None):
