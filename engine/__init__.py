@@ -2,7 +2,8 @@
 
 Importable without Streamlit or torch. The public API::
 
-    from engine import parse_cluster, make_scheduler, simulate, summarize
+    from engine import parse_cluster, make_scheduler, simulate
+    from engine.metrics import summarize
     cluster = parse_cluster("4x8:A100-80,2x4:V100-32")
     result = simulate(cluster, jobs, make_scheduler("easy-backfill"), seed=0)
 """
