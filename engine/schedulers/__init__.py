@@ -1,6 +1,6 @@
 """Scheduler plug-ins. Importing this package registers every built-in scheduler."""
 
-from . import backfill, drf, fgd, heuristics, topo  # noqa: F401  (registers)
+from . import backfill, drf, fgd, heuristics, tiresias, topo  # noqa: F401  (registers)
 from .registry import PREFIXES, SCHEDULERS, SchedulerSpec, make_scheduler, register, scheduler_names
 
 __all__ = ["PREFIXES", "SCHEDULERS", "SchedulerSpec", "make_scheduler", "register", "scheduler_names"]

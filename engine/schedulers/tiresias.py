@@ -1,0 +1,301 @@
+"""Tiresias: discretised two-dimensional least-attained-service (Gu et al., NSDI'19).
+
+Run times of deep-learning jobs are unknown in advance, so Tiresias prioritises by what it can see: the
+service a job has already received, in GPU-seconds (GPUs x time run: the "two dimensions"). Jobs that have
+received little service are likely short and go first. Service is discretised into a few queues by
+thresholds (default: below 1 GPU-hour, below 10 GPU-hours, the rest); inside a queue jobs run in arrival
+order, which avoids the constant switching of pure least-attained-service.
+
+* **Preemptive.** A waiting job in a higher queue preempts running jobs of lower queues (lowest priority
+  first) when that lets it start; jobs in the same queue never preempt each other.
+* **Demotion.** A running job moves down a queue when its service crosses a threshold; the scheduler asks
+  to be woken (``Wake``) at that moment, since the crossing may let a waiting job preempt it.
+* **Starvation guard.** A preempted job that has waited longer than ``promote_knob`` times its last run
+  is promoted to the top queue and its service count starts again from zero.
+
+Only a queued job's key changes through promotion: queued jobs receive no service, so a static key per
+queued job (queue, submit time, id) keeps the waiting list sorted.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_right, insort
+from typing import Iterator
+
+import numpy as np
+
+from ..job import Job
+from ..state import FRACTION_EPS, ClusterState, Decision, Preempt, Start, Wake
+from .placement import PLACEMENTS, Placement
+from .registry import SchedulerSpec, register
+
+#: Default queue thresholds in GPU-seconds: 1 GPU-hour and 10 GPU-hours (three queues).
+DEFAULT_THRESHOLDS_GPU_S = (3600.0, 36000.0)
+
+
+class Tiresias:
+    """Discretised 2D-LAS with preemption and a starvation guard.
+
+    Args:
+        name: the name results carry.
+        thresholds_gpu_s: increasing service thresholds (GPU-seconds) between consecutive queues.
+        promote_knob: a preempted job waiting longer than this many times its last run goes to the top queue
+            (``math.inf`` disables promotion).
+        placement: name of the placement rule in ``PLACEMENTS``.
+    """
+
+    def __init__(self, name: str = "tiresias", thresholds_gpu_s=DEFAULT_THRESHOLDS_GPU_S,
+                 promote_knob: float = 8.0, placement: str = "first-fit") -> None:
+        thresholds = tuple(float(t) for t in thresholds_gpu_s)
+        if not thresholds or any(not (t > 0 and math.isfinite(t)) for t in thresholds) or any(
+                b <= a for a, b in zip(thresholds, thresholds[1:])):
+            raise ValueError(f"thresholds_gpu_s must be finite, positive and increasing, got {thresholds_gpu_s!r}")
+        if not promote_knob > 0:
+            raise ValueError("promote_knob must be > 0")
+        self.name = name
+        self.thresholds = thresholds
+        self.promote_knob = promote_knob
+        self.place: Placement = PLACEMENTS[placement]()
+        self._reset_memory()
+
+    def _reset_memory(self) -> None:
+        self._waiting: list[tuple[int, float, int, int]] = []  # sorted (queue, submit_s, job, version)
+        self._version: dict[int, int] = {}  # job -> version of its valid entry in _waiting
+        self._listed: set[int] = set()  # jobs with a valid entry in _waiting
+        self._base: dict[int, float] = {}  # job -> service forgotten at its last promotion
+        self._last_run_s: dict[int, float] = {}
+        self._promotions: list[tuple[float, int, int]] = []  # heap (time, job, version)
+        self._crossings: list[tuple[float, int, int, int]] = []  # heap (time, job, run, new queue)
+        self._run_id: dict[int, int] = {}  # running job -> number of its current run
+        self._started_s: dict[int, float] = {}
+        self._running: list[dict[int, None]] = [{} for _ in range(len(self.thresholds) + 1)]  # per queue
+        self._run_queue: dict[int, int] = {}  # running job -> its queue
+        self._runs = 0
+
+    def reset(self, state: ClusterState) -> None:
+        reset = getattr(self.place, "reset", None)
+        if reset is not None:
+            reset(state)
+        self._reset_memory()
+
+    # ----------------------------------------------------------------- bookkeeping
+    def queue_of(self, service_gpu_s: float) -> int:
+        """Queue index (0 = highest priority) for this much attained service."""
+        return bisect_right(self.thresholds, service_gpu_s)
+
+    def _service(self, state: ClusterState, j: int) -> float:
+        return state.attained_gpu_s(j) - self._base.get(j, 0.0)
+
+    def _enqueue(self, state: ClusterState, j: int, queue: int | None = None) -> None:
+        v = self._version.get(j, 0) + 1
+        self._version[j] = v
+        q = self.queue_of(self._service(state, j)) if queue is None else queue
+        job = state.jobs[j]
+        insort(self._waiting, (q, job.submit_s, j, v))
+        self._listed.add(j)
+        last = self._last_run_s.get(j, 0.0)
+        if last > 0 and q > 0 and math.isfinite(self.promote_knob):
+            heapq.heappush(self._promotions, (state.now_s + self.promote_knob * last, j, v))
+
+    def _started(self, state: ClusterState, j: int) -> None:
+        self._listed.discard(j)
+        self._runs += 1
+        run = self._runs
+        self._run_id[j] = run
+        self._started_s[j] = state.now_s
+        service = self._service(state, j)
+        q = self.queue_of(service)
+        self._running[q][j] = None
+        self._run_queue[j] = q
+        self._push_crossing(state.now_s, state.jobs[j], service, q, run)
+
+    def _push_crossing(self, now: float, job: Job, service: float, q: int, run: int) -> None:
+        if q < len(self.thresholds):
+            t = now + (self.thresholds[q] - service) / job.gpu_demand
+            heapq.heappush(self._crossings, (t, job.job_id, run, q + 1))
+
+    def _stopped(self, j: int) -> None:
+        q = self._run_queue.pop(j)
+        self._running[q].pop(j, None)
+        del self._run_id[j]
+
+    def _is_running(self, state: ClusterState, j: int) -> bool:
+        """Whether job ``j`` still runs; forgets it if it has ended since we last looked."""
+        if j in state.running:
+            return True
+        if j in self._run_queue:
+            self._stopped(j)
+        return False
+
+    def _catch_up(self, state: ClusterState) -> None:
+        """Apply arrivals, promotions and demotions due by now."""
+        now = state.now_s
+        for j in state.entered:
+            if j not in self._listed:  # jobs this scheduler preempted are already listed
+                self._enqueue(state, j)
+        promotions = self._promotions
+        while promotions and promotions[0][0] <= now:
+            _, j, v = heapq.heappop(promotions)
+            if self._version.get(j) == v and j in state.queue:
+                self._base[j] = state.attained_gpu_s(j)
+                self._enqueue(state, j, queue=0)
+        crossings = self._crossings
+        while crossings and crossings[0][0] <= now:
+            t, j, run, q = heapq.heappop(crossings)
+            if self._run_id.get(j) == run and self._is_running(state, j):
+                self._running[q - 1].pop(j, None)
+                self._running[q][j] = None
+                self._run_queue[j] = q
+                job = state.jobs[j]
+                self._push_crossing(t, job, self.thresholds[q - 1], q, run)
+
+    # ----------------------------------------------------------------- decisions
+    def decide(self, state: ClusterState) -> Iterator[Decision]:
+        self._catch_up(state)
+        preempted: list[int] = []
+        yield from self._pass(state, preempted)
+        for j in preempted:
+            self._enqueue(state, j)
+        if len(self._waiting) > 2 * len(state.queue) + 64:  # drop entries of started jobs (amortised)
+            self._waiting = [e for e in self._waiting if self._version.get(e[2]) == e[3] and e[2] in state.queue]
+        if state.queue:
+            wake = self._next_wake(state)
+            if wake < math.inf:
+                yield Wake(wake)
+
+    def _next_wake(self, state: ClusterState) -> float:
+        crossings, promotions = self._crossings, self._promotions
+        while crossings and (self._run_id.get(crossings[0][1]) != crossings[0][2]
+                             or crossings[0][1] not in state.running):
+            heapq.heappop(crossings)
+        while promotions and (self._version.get(promotions[0][1]) != promotions[0][2]
+                              or promotions[0][1] not in state.queue):
+            heapq.heappop(promotions)
+        t = min(crossings[0][0] if crossings else math.inf, promotions[0][0] if promotions else math.inf)
+        return t if t > state.now_s else math.inf
+
+    def _lowest_running_queue(self, state: ClusterState) -> int:
+        """Index of the lowest-priority queue that has a running job (-1 if none runs)."""
+        for q in range(len(self._running) - 1, -1, -1):
+            jobs = self._running[q]
+            while jobs:
+                if self._is_running(state, next(iter(jobs))):
+                    return q
+        return -1
+
+    def _pass(self, state: ClusterState, preempted: list[int]) -> Iterator[Decision]:
+        jobs, queue, job_shape, place = state.jobs, state.queue, state.job_shape, self.place
+        failed: dict[int, int] = {}  # shape -> lowest queue at which it could not start, even by preempting
+        shapes = state.queue_shape_counts
+        lowest = self._lowest_running_queue(state)
+        version = self._version
+        for q, _, j, v in self._waiting:  # not modified during the pass: preempted jobs are listed after it
+            if version.get(j) != v or j not in queue:
+                continue
+            no_room = state.free_capacity <= 1e-9
+            if lowest <= q and (no_room or len(failed) >= len(shapes)):
+                return  # nothing can start and no running job has lower priority than what is left
+            sid = job_shape[j]
+            if failed.get(sid, math.inf) <= q:
+                continue
+            job = jobs[j]
+            gpus = None if no_room else place(state, job)
+            if gpus is None and lowest > q:
+                victims = self._victims(state, job, q)
+                if victims:
+                    for k in victims:
+                        yield Preempt(k)
+                        self._last_run_s[k] = state.now_s - self._started_s[k]
+                        self._stopped(k)
+                        preempted.append(k)
+                    failed.clear()  # GPUs were freed: shapes that failed may fit now
+                    gpus = place(state, job)
+                    lowest = self._lowest_running_queue(state)
+            if gpus is None:
+                failed[sid] = q
+                continue
+            yield Start(j, gpus)
+            self._started(state, j)
+            lowest = max(lowest, q)
+
+    def _victims(self, state: ClusterState, job: Job, q: int) -> list[int]:
+        """Fewest running jobs of queues below ``q`` whose preemption lets ``job`` start (lowest priority
+        first: lowest queue, then latest submitted); empty if no such set exists."""
+        cands: list[int] = []
+        for lower in range(len(self._running) - 1, q, -1):
+            live = [k for k in list(self._running[lower]) if self._is_running(state, k)]
+            live.sort(key=lambda k: (state.jobs[k].submit_s, k), reverse=True)
+            cands.extend(live)
+        if not cands:
+            return []
+        lay = state.layout
+        running = state.running
+        if job.gpu_fraction >= 1.0:
+            return self._whole_victims(state, job, cands, running, lay)
+        return self._fraction_victims(state, job, cands, running, lay)
+
+    @staticmethod
+    def _whole_victims(state, job, cands, running, lay) -> list[int]:
+        tenants = np.asarray(state.gpu_tenants)
+        idle = tenants == 0
+        best: list[int] | None = None
+        for t in np.flatnonzero(state.eligible_types(job)).tolist():
+            have = int((idle & (lay.gpu_type == t)).sum())
+            gone: dict[int, int] = {}  # GPU -> tenants preempted so far
+            chosen: list[int] = []
+            for k in cands:
+                r = running[k]
+                if r.gpu_type != t:
+                    continue
+                chosen.append(k)
+                for g in r.gpu_ids:
+                    gone[g] = gone.get(g, 0) + 1
+                    if gone[g] == tenants[g]:
+                        have += 1
+                if have >= job.gpus:
+                    break
+            if have >= job.gpus:
+                # Keep only victims whose GPUs all end up idle (a shared GPU frees when all tenants go).
+                chosen = [k for k in chosen if all(gone[g] == tenants[g] for g in running[k].gpu_ids)]
+                if best is None or len(chosen) < len(best):
+                    best = chosen
+        return best or []
+
+    @staticmethod
+    def _fraction_victims(state, job, cands, running, lay) -> list[int]:
+        elig = np.asarray(state.eligible_gpus(job))
+        free, free_mem = state.gpu_free, state.gpu_free_vram_gib
+        vram = lay.type_vram_gib[lay.gpu_type]
+        on_gpu: dict[int, list[int]] = {}
+        for k in cands:  # victims by GPU, in preemption order
+            for g in running[k].gpu_ids:
+                if elig[g]:
+                    on_gpu.setdefault(g, []).append(k)
+        best: list[int] | None = None
+        for g, ks in sorted(on_gpu.items()):
+            need_mem = job.vram_gib if job.vram_gib > 0 else job.gpu_fraction * vram[g]
+            share, mem = float(free[g]), float(free_mem[g])
+            chosen: list[int] = []
+            for k in ks:
+                kj = running[k].job
+                chosen.append(k)
+                if kj.gpu_fraction >= 1.0:
+                    share, mem = 1.0, float(vram[g])
+                else:
+                    share += kj.gpu_fraction
+                    mem += kj.vram_gib if kj.vram_gib > 0 else kj.gpu_fraction * vram[g]
+                if share >= job.gpu_fraction - FRACTION_EPS and mem >= need_mem - FRACTION_EPS:
+                    if best is None or len(chosen) < len(best):
+                        best = list(chosen)
+                    break
+        return best or []
+
+
+register(SchedulerSpec(
+    "tiresias", Tiresias,
+    "Least attained service, Tiresias style: jobs that have used few GPU-seconds so far go first, in a few "
+    "queues (under 1 GPU-hour, under 10, the rest), first come first served within a queue. A newcomer "
+    "preempts jobs that have already had much service, so short jobs finish fast without knowing run times.",
+    preemptive=True))
