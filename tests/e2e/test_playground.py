@@ -1,0 +1,73 @@
+"""The playground in a real browser: preset -> run -> play -> download, then a trace upload."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from benchmarks.app_compare import CHARTS_DRAWN, COMPARE_CHARTS, wait_idle
+from engine.traces import write_csv
+from engine.traces.generator import generate
+
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOT = REPO / "docs" / "screenshot-compare.png"
+#: Streamlit reruns, the first import of the engine and chromium's start are slow on a busy CI machine.
+SLOW_MS = 120_000
+
+pytestmark = pytest.mark.e2e
+
+
+def test_preset_compare_play_download(page: Page, app_url: str, tmp_path: Path):
+    page.goto(app_url)
+    expect(page.get_by_role("heading", name="GPU scheduling playground")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_text("Current scenario")).to_be_visible()
+
+    # One click on a preset opens Compare with its scenario.
+    page.get_by_role("button", name="Open in Compare").first.click()
+    expect(page.get_by_role("heading", name="Compare schedulers")).to_be_visible(timeout=SLOW_MS)
+    expect(page).to_have_url(lambda url: "/compare" in url and "cluster=" in url)
+    page.get_by_role("button", name="Run comparison").click()
+    expect(page.get_by_text("Key metrics")).to_be_visible(timeout=SLOW_MS)
+    page.wait_for_function(CHARTS_DRAWN, arg=COMPARE_CHARTS, timeout=SLOW_MS)
+    wait_idle(page)
+
+    # Play the timeline: the slider's time label moves on.
+    timeline = page.locator('[data-testid="stPlotlyChart"]').first
+    label = timeline.locator(".slider-current-value")
+    start = label.text_content()
+    timeline.locator(".updatemenu-button").first.click()
+    expect(label).not_to_have_text(start, timeout=30_000)
+
+    timeline.scroll_into_view_if_needed()
+    page.mouse.move(5, 5)  # no hover label in the picture
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT))
+
+    # Download the per-job results.
+    with page.expect_download(timeout=SLOW_MS) as info:
+        page.get_by_role("button", name="Results (CSV, one row per job)").click()
+    path = tmp_path / "results.csv"
+    info.value.save_as(path)
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and {"scheduler", "job_id", "wait_s", "jct_s"} <= set(rows[0])
+    assert len({r["scheduler"] for r in rows}) >= 2
+
+
+def test_upload_a_trace_and_see_its_report(page: Page, app_url: str, tmp_path: Path):
+    trace = write_csv(generate("2x4:V100-32", 60, load=0.9, seed=11), tmp_path / "my_trace.csv")
+    page.goto(f"{app_url}/workload")
+    expect(page.get_by_role("heading", name="Workload")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_text("Current scenario")).to_be_visible()
+    page.get_by_role("tab", name="Upload a trace").click()
+    uploader = page.locator('[data-testid="stFileUploader"]').filter(has_text="Trace file")
+    uploader.locator('input[type="file"]').set_input_files(str(trace))
+    expect(page.get_by_text("my_trace.csv").first).to_be_visible(timeout=SLOW_MS)
+    wait_idle(page)
+    page.get_by_role("button", name="Load trace").click()
+    expect(page.get_by_text("Loaded 60 jobs from my_trace.csv")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_text("Trace report: my_trace.csv")).to_be_visible()
+    expect(page).to_have_url(lambda url: "w.trace_sha256=" in url)
