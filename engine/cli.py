@@ -52,6 +52,10 @@ COMMANDS: dict[str, Command] = {
                        "engine.cli:add_compare_arguments", "engine.cli:run_compare"),
     "list": Command("list schedulers, trace formats and GPU types",
                     "engine.cli:add_list_arguments", "engine.cli:run_list"),
+    "train": Command("train an RL scheduler (MaskablePPO) from a config file or preset",
+                     "engine.rl.train:add_arguments", "engine.rl.train:run"),
+    "evaluate": Command("run schedulers on seeded workloads: mean, 95 % CI and paired differences",
+                        "engine.evaluate:add_arguments", "engine.evaluate:run"),
 }
 
 

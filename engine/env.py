@@ -28,13 +28,14 @@ Episode end
     step starts a job or moves time to the next event, and the workload is finite. Never truncated.
 Reset
     ``reset(seed=...)`` draws a cluster, a load and a workload seed from the sampling lists
-    (:class:`EnvConfig`); ``options={"cluster": ..., "jobs": [...]}`` runs a given workload instead, and
+    (:class:`EnvConfig`; workload seeds are drawn at or above ``TRAIN_SEED_MIN`` = 2**20, so evaluations on
+    seeds below it never meet a training workload); ``options={"cluster": ..., "jobs": [...]}`` runs a given workload instead, and
     ``options={"cluster": ..., "load": ..., "n_jobs": ..., "workload_seed": ...}`` a given generated one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import gymnasium as gym
@@ -47,7 +48,7 @@ from .job import Job
 from .rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, JOB_FEATURES, EncodingConfig, Snapshot, decode, encode, \
     snapshot
 from .rl.reward import RewardWeights, terminal_cost
-from .rl.workload import make_jobs
+from .rl.workload import TRAIN_SEED_MIN, make_jobs
 from .simulator import Result, Simulation
 
 ENV_ID = "engine/GpuScheduling-v0"
@@ -61,6 +62,7 @@ class EnvConfig:
         clusters: cluster specs (shorthand, JSON path) an episode draws from, uniformly.
         loads: offered loads an episode draws from, uniformly.
         n_jobs: jobs per generated episode.
+        workload: extra keyword arguments of the workload generator (``mix``, ``users``, ``arrival``, ...).
         encoding: observation/action layout.
         reward: objective weights.
     """
@@ -68,6 +70,7 @@ class EnvConfig:
     clusters: tuple[str, ...] = ("4x8:V100-32",)
     loads: tuple[float, ...] = (0.9,)
     n_jobs: int = 100
+    workload: Mapping[str, Any] = field(default_factory=dict)
     encoding: EncodingConfig = field(default_factory=EncodingConfig)
     reward: RewardWeights = field(default_factory=RewardWeights)
 
@@ -78,24 +81,37 @@ class EnvConfig:
             raise EngineError("env config needs at least one cluster and one load")
         if not (isinstance(self.n_jobs, int) and self.n_jobs >= 1):
             raise EngineError(f"env n_jobs must be an integer >= 1, got {self.n_jobs!r}")
+        if not isinstance(self.workload, Mapping):
+            raise EngineError("env workload must be an object of generator arguments")
 
     def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
         return {"clusters": list(self.clusters), "loads": list(self.loads), "n_jobs": self.n_jobs,
-                "encoding": self.encoding.to_dict(), "reward": asdict(self.reward)}
+                "workload": dict(self.workload), "encoding": self.encoding.to_dict(), "reward": asdict(self.reward)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "EnvConfig":
-        known = {"clusters", "loads", "n_jobs", "encoding", "reward"}
+        known = {"clusters", "loads", "n_jobs", "workload", "encoding", "reward"}
         unknown = set(data) - known
         if unknown:
             raise EngineError(f"env: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
-        kw: dict[str, Any] = {k: data[k] for k in ("clusters", "loads", "n_jobs") if k in data}
+        kw: dict[str, Any] = {k: data[k] for k in ("clusters", "loads", "n_jobs", "workload") if k in data}
         if "encoding" in data:
             kw["encoding"] = EncodingConfig.from_dict(data["encoding"])
         if "reward" in data:
             kw["reward"] = RewardWeights.from_dict(data["reward"])
         return cls(**kw)
+
+
+def observation_space(enc: EncodingConfig) -> tuple[spaces.Dict, spaces.Discrete]:
+    """The (observation, action) spaces of an encoding (the datasheet above)."""
+    box = lambda *shape: spaces.Box(0.0, 4.0, shape=shape, dtype=np.float32)  # noqa: E731
+    obs = spaces.Dict({
+        "jobs": box(enc.window, JOB_FEATURES),
+        "groups": box(enc.max_types, GROUP_FEATURES),
+        "global": box(GLOBAL_FEATURES),
+        "action_mask": spaces.MultiBinary(enc.n_actions),
+    })
+    return obs, spaces.Discrete(enc.n_actions)
 
 
 class GpuSchedulingEnv(gym.Env):
@@ -112,17 +128,8 @@ class GpuSchedulingEnv(gym.Env):
         self.config = config
         enc = config.encoding
         self._clusters = [parse_cluster(c) for c in config.clusters]
-        for c in self._clusters:
-            if len(c.layout.type_names) > enc.max_types:
-                raise EngineError(f"cluster {c.to_shorthand()} has more GPU types than encoding.max_types")
-        self.action_space = spaces.Discrete(enc.n_actions)
-        box = lambda *shape: spaces.Box(0.0, 4.0, shape=shape, dtype=np.float32)  # noqa: E731
-        self.observation_space = spaces.Dict({
-            "jobs": box(enc.window, JOB_FEATURES),
-            "groups": box(enc.max_types, GROUP_FEATURES),
-            "global": box(GLOBAL_FEATURES),
-            "action_mask": spaces.MultiBinary(enc.n_actions),
-        })
+        self._check_types(self._clusters)
+        self.observation_space, self.action_space = observation_space(enc)
         self._sim: Simulation | None = None
         self._snap: Snapshot | None = None
         self._result: Result | None = None
@@ -133,7 +140,15 @@ class GpuSchedulingEnv(gym.Env):
         """Change what later episodes draw from (a curriculum calls this between stages)."""
         cfg = replace(self.config, **{k: v for k, v in (("clusters", clusters), ("loads", loads),
                                                          ("n_jobs", n_jobs)) if v is not None})
-        self.__init__(cfg)
+        clusters_ = [parse_cluster(c) for c in cfg.clusters]
+        self._check_types(clusters_)
+        self.config, self._clusters = cfg, clusters_
+
+    def _check_types(self, clusters: Sequence[Cluster]) -> None:
+        for c in clusters:
+            if len(c.layout.type_names) > self.config.encoding.max_types:
+                raise EngineError(f"cluster {c.to_shorthand()} has {len(c.layout.type_names)} GPU types; "
+                                  f"encoding.max_types is {self.config.encoding.max_types}")
 
     def _episode(self, options: Mapping[str, Any]) -> tuple[Cluster, tuple[Job, ...]]:
         rng = self.np_random
@@ -145,8 +160,8 @@ class GpuSchedulingEnv(gym.Env):
             return cluster, tuple(options["jobs"])
         load = float(options.get("load", self.config.loads[int(rng.integers(len(self.config.loads)))]))
         n_jobs = int(options.get("n_jobs", self.config.n_jobs))
-        seed = int(options.get("workload_seed", rng.integers(2**31 - 1)))
-        return cluster, make_jobs(cluster, n_jobs, load, seed)
+        seed = int(options.get("workload_seed", rng.integers(TRAIN_SEED_MIN, 2**31 - 1)))
+        return cluster, make_jobs(cluster, n_jobs, load, seed, self.config.workload)
 
     # ----------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):

@@ -9,7 +9,7 @@ each over the jobs that completed (unschedulable jobs never ran and are left out
 * ``bounded_slowdown``: mean of ``max(1, (end_s - submit_s) / max(run_s, bsld_tau_s))``; paid at the end.
 * ``utilization_band``: time-weighted mean, over ``[0, makespan]``, of how far the busy share of GPUs is
   outside the target band ``[band_low, band_high]`` (0 inside the band); paid at the end.
-* ``fairness``: Gini coefficient of the users' mean waits (0 = equal, towards 1 = one user bears all the
+* ``fairness``: Gini coefficient (:func:`engine.metrics.gini`) of the users' mean waits (0 = equal, towards 1 = one user bears all the
   waiting); paid at the end.
 * ``comm``: communication overhead, GPU-hours per job lost to placements spread over nodes or racks
   (``Result.comm_overhead_gpu_s``); paid at the end.
@@ -24,6 +24,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import EngineError
+from ..metrics import gini
 from ..simulator import COMPLETED, Result
 
 
@@ -120,11 +121,3 @@ def _user_means(result: Result, done: np.ndarray, wait: np.ndarray) -> np.ndarra
     users = np.array([j.user for j in result.jobs], dtype=object)[done]
     _, inv = np.unique(users.astype(str), return_inverse=True)
     return np.bincount(inv, weights=wait) / np.bincount(inv)
-
-
-def gini(x: np.ndarray) -> float:
-    """Gini coefficient of non-negative values: mean absolute difference / (2 * mean); 0 when all are 0."""
-    x = np.asarray(x, dtype=float)
-    if x.size == 0 or x.mean() <= 0:
-        return 0.0
-    return float(np.abs(x[:, None] - x[None, :]).mean() / (2.0 * x.mean()))

@@ -1,0 +1,322 @@
+"""Train a learned scheduler with MaskablePPO, CleanRL-style: one config, one file, top to bottom.
+
+``python -m engine train --config FILE`` (or ``--config NAME`` for a preset in ``engine/rl/presets/``) runs:
+
+1. build ``n_envs`` copies of :class:`engine.env.GpuSchedulingEnv` (``DummyVecEnv``, ``Monitor``-wrapped);
+2. build the policy network in code from the config (:mod:`engine.rl.policies`);
+3. train with sb3-contrib's ``MaskablePPO``: TensorBoard logs, a progress bar, plain-weight checkpoints, a
+   maskable evaluation callback that keeps the best policy, and a curriculum that changes the clusters,
+   loads and episode lengths the environments draw from as training goes on;
+4. export ``models/<name>.pt`` (a plain ``state_dict``, loadable with ``torch.load(weights_only=True)``) and
+   the card ``models/<name>.json`` with the config, time steps, wall time, library versions and SHA-256.
+
+Everything written during training goes under ``runs/<name>/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..env import EnvConfig, GpuSchedulingEnv
+from ..errors import EngineError
+from .policies import PolicySpec
+
+PRESETS_DIR = Path(__file__).resolve().parent / "presets"
+MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One curriculum stage: from ``start_step`` on, episodes draw from these lists.
+
+    Attributes:
+        start_step: total environment steps after which this stage begins.
+        clusters: cluster specs of this stage (``None`` keeps the previous ones).
+        loads: offered loads of this stage (``None`` keeps the previous ones).
+        n_jobs: jobs per episode in this stage (``None`` keeps the previous value).
+    """
+
+    start_step: int
+    clusters: tuple[str, ...] | None = None
+    loads: tuple[float, ...] | None = None
+    n_jobs: int | None = None
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a training run (a model card stores it verbatim).
+
+    Attributes:
+        name: model name; the weights go to ``models/<name>.pt`` and the card to ``models/<name>.json``.
+        description: one sentence for the model card: what the agent is for.
+        env: the episodes (clusters, loads, jobs, encoding, reward) of the first stage and of evaluation.
+        policy: the network (``mlp`` or ``attention``).
+        curriculum: later stages, each changing what episodes draw from at a given step.
+        total_timesteps: environment steps to train for, all environments together.
+        n_envs: parallel environments (``DummyVecEnv``).
+        n_steps: steps per environment per PPO rollout.
+        batch_size: minibatch size of PPO updates.
+        n_epochs: passes over each rollout.
+        learning_rate: Adam step size.
+        gamma: discount factor (close to 1: the objective is an undiscounted episode sum).
+        gae_lambda: GAE smoothing.
+        ent_coef: entropy bonus (exploration).
+        clip_range: PPO clipping.
+        vf_coef: weight of the value loss.
+        seed: seeds the environments, the network initialisation and PPO's sampling.
+        eval_freq: evaluate the deterministic policy every this many steps (all environments together).
+        eval_episodes: episodes per evaluation (fixed seeds; the best mean return is kept).
+        checkpoint_freq: save plain weights every this many steps.
+        torch_threads: CPU threads torch may use.
+        progress_bar: show a tqdm/rich progress bar.
+        runs_dir: where logs and checkpoints go (``runs/<name>/``).
+    """
+
+    name: str
+    description: str = ""
+    env: EnvConfig = field(default_factory=EnvConfig)
+    policy: PolicySpec = field(default_factory=PolicySpec)
+    curriculum: tuple[Stage, ...] = ()
+    total_timesteps: int = 100_000
+    n_envs: int = 4
+    n_steps: int = 256
+    batch_size: int = 256
+    n_epochs: int = 4
+    learning_rate: float = 3e-4
+    gamma: float = 0.995
+    gae_lambda: float = 0.95
+    ent_coef: float = 0.01
+    clip_range: float = 0.2
+    vf_coef: float = 0.5
+    seed: int = 0
+    eval_freq: int = 10_000
+    eval_episodes: int = 5
+    checkpoint_freq: int = 25_000
+    torch_threads: int = 1
+    progress_bar: bool = True
+    runs_dir: str = "runs"
+
+    def __post_init__(self) -> None:
+        if not self.name or not all(c.isalnum() or c in "-_." for c in self.name):
+            raise EngineError(f"train config: name {self.name!r} must use letters, digits, '-', '_' or '.'")
+        for k in ("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "eval_freq", "eval_episodes",
+                  "checkpoint_freq", "torch_threads"):
+            v = getattr(self, k)
+            if not (isinstance(v, int) and v >= 1):
+                raise EngineError(f"train config: {k} must be an integer >= 1, got {v!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["env"] = self.env.to_dict()
+        d["policy"] = self.policy.to_dict()
+        d["curriculum"] = [{k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(s).items()
+                            if v is not None} for s in self.curriculum]
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "train config") -> "TrainConfig":
+        valid = set(cls.__dataclass_fields__)
+        unknown = set(data) - valid
+        if unknown:
+            raise EngineError(f"{where}: unknown keys {sorted(unknown)}; valid keys: {sorted(valid)}")
+        kw = dict(data)
+        try:
+            if "env" in kw:
+                kw["env"] = EnvConfig.from_dict(kw["env"])
+            if "policy" in kw:
+                kw["policy"] = PolicySpec.from_dict(kw["policy"])
+            kw["curriculum"] = tuple(
+                Stage(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in s.items()})
+                for s in kw.get("curriculum", ()))
+            return cls(**kw)
+        except TypeError as exc:
+            raise EngineError(f"{where}: {exc}") from None
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.json"))
+
+
+def load_config(name_or_path: str) -> TrainConfig:
+    """A training config from a JSON file, or from a preset name (``engine/rl/presets/<name>.json``)."""
+    path = Path(name_or_path)
+    if not path.is_file():
+        preset = PRESETS_DIR / f"{name_or_path}.json"
+        if not preset.is_file():
+            raise EngineError(f"train config {name_or_path!r}: no such file and no such preset; "
+                              f"presets: {', '.join(preset_names())}")
+        path = preset
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EngineError(f"train config {path}: not readable JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise EngineError(f"train config {path}: expected a JSON object")
+    return TrainConfig.from_dict(data, where=f"train config {path}")
+
+
+def library_versions() -> dict[str, str]:
+    import gymnasium
+    import numpy
+    import sb3_contrib
+    import stable_baselines3
+    import torch
+
+    return {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
+            "gymnasium": gymnasium.__version__, "stable_baselines3": stable_baselines3.__version__,
+            "sb3_contrib": sb3_contrib.__version__}
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _make_env(cfg: EnvConfig, seed: int):
+    from stable_baselines3.common.monitor import Monitor
+
+    def thunk():
+        env = Monitor(GpuSchedulingEnv(cfg))
+        env.reset(seed=seed)
+        return env
+
+    return thunk
+
+
+def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = True) -> dict[str, Any]:
+    """Run the training ``cfg`` describes; returns the card written to ``models_dir`` (default ``models/``)."""
+    import torch
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
+    from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    torch.set_num_threads(cfg.torch_threads)
+    run_dir = Path(cfg.runs_dir) / cfg.name
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    # 1. environments: training copies seeded seed..seed+n-1, evaluation on its own seed.
+    venv = DummyVecEnv([_make_env(cfg.env, cfg.seed + i) for i in range(cfg.n_envs)])
+    final_env = _stage_env(cfg)
+    eval_env = DummyVecEnv([_make_env(final_env, cfg.seed + 10_000)])
+
+    # 2. the agent.
+    model = MaskablePPO(
+        "MultiInputPolicy", venv, n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
+        learning_rate=cfg.learning_rate, gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef,
+        clip_range=cfg.clip_range, vf_coef=cfg.vf_coef, seed=cfg.seed, policy_kwargs=cfg.policy.policy_kwargs(),
+        tensorboard_log=str(run_dir / "tb"), device="cpu", verbose=0)
+
+    # 3. callbacks: curriculum, plain-weight checkpoints, best-model evaluation.
+    class Curriculum(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.next = 0
+
+        def _on_step(self) -> bool:
+            stages = cfg.curriculum
+            while self.next < len(stages) and self.num_timesteps >= stages[self.next].start_step:
+                s = stages[self.next]
+                self.training_env.env_method("set_sampling", s.clusters, s.loads, s.n_jobs)
+                self.logger.record("curriculum/stage", self.next + 1)
+                self.next += 1
+            return True
+
+    class SaveWeights(BaseCallback):
+        """Saves the policy's plain state_dict (never a pickled SB3 zip) to ``path``."""
+
+        def __init__(self, path_fmt: str, every: int = 0) -> None:
+            super().__init__()
+            self.path_fmt, self.every = path_fmt, every
+
+        def _on_step(self) -> bool:
+            if self.every == 0 or self.num_timesteps % self.every < cfg.n_envs:
+                torch.save(self.model.policy.state_dict(), self.path_fmt.format(step=self.num_timesteps))
+            return True
+
+    best_path = run_dir / "best_policy.pt"
+    evaluator = MaskableEvalCallback(
+        eval_env, n_eval_episodes=cfg.eval_episodes, eval_freq=max(cfg.eval_freq // cfg.n_envs, 1),
+        deterministic=True, log_path=str(run_dir / "eval"), best_model_save_path=None,
+        callback_on_new_best=SaveWeights(str(best_path)), verbose=0)
+    callbacks = CallbackList([Curriculum(), SaveWeights(str(run_dir / "checkpoint_{step}.pt"), cfg.checkpoint_freq),
+                              evaluator])
+
+    t0 = time.perf_counter()
+    model.learn(total_timesteps=cfg.total_timesteps, callback=callbacks, progress_bar=cfg.progress_bar,
+                tb_log_name="ppo")
+    wall_s = time.perf_counter() - t0
+    final_path = run_dir / "final_policy.pt"
+    torch.save(model.policy.state_dict(), final_path)
+
+    chosen = best_path if best_path.exists() else final_path
+    card = {
+        "name": cfg.name,
+        "description": cfg.description,
+        "format": "torch-state-dict",
+        "weights": f"{cfg.name}.pt",
+        "policy": cfg.policy.to_dict(),
+        "encoding": cfg.env.encoding.to_dict(),
+        "reward": cfg.env.to_dict()["reward"],
+        "training": {
+            "config": cfg.to_dict(),
+            "timesteps": int(model.num_timesteps),
+            "wall_time_s": round(wall_s, 1),
+            "kept": "best evaluation" if chosen == best_path else "final",
+            "best_eval_mean_return": float(evaluator.best_mean_reward) if best_path.exists() else None,
+            "libraries": library_versions(),
+            "machine": f"{platform.machine()} CPU, torch threads {cfg.torch_threads}",
+        },
+    }
+    if export:
+        out = Path(models_dir or MODELS_DIR)
+        out.mkdir(parents=True, exist_ok=True)
+        weights = out / card["weights"]
+        weights.write_bytes(chosen.read_bytes())
+        card["sha256"] = sha256_file(weights)
+        (out / f"{cfg.name}.json").write_text(json.dumps(card, indent=2) + "\n")
+    venv.close()
+    eval_env.close()
+    return card
+
+
+def _stage_env(cfg: TrainConfig) -> EnvConfig:
+    """The episode distribution of the last curriculum stage (what evaluation during training uses)."""
+    env = cfg.env
+    for s in cfg.curriculum:
+        env = replace(env, **{k: v for k, v in (("clusters", s.clusters), ("loads", s.loads),
+                                                 ("n_jobs", s.n_jobs)) if v is not None})
+    return env
+
+
+def add_arguments(parser) -> None:
+    """Arguments of ``python -m engine train``."""
+    parser.add_argument("--config", required=True, metavar="FILE|PRESET",
+                        help=f"a JSON training config or a preset: {', '.join(preset_names())}")
+    parser.add_argument("--timesteps", type=int, metavar="N", help="override total_timesteps")
+    parser.add_argument("--name", help="override the model name")
+    parser.add_argument("--models-dir", default=str(MODELS_DIR), metavar="DIR",
+                        help="where to write <name>.pt and <name>.json (default: models/)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args) -> int:
+    """``python -m engine train``: train from a config file or preset, export weights and card."""
+    cfg = load_config(args.config)
+    over: dict[str, Any] = {}
+    if args.timesteps is not None:
+        over["total_timesteps"] = args.timesteps
+    if args.name:
+        over["name"] = args.name
+    if args.quiet:
+        over["progress_bar"] = False
+    cfg = replace(cfg, **over)
+    card = train(cfg, models_dir=Path(args.models_dir))
+    print(f"trained {card['name']}: {card['training']['timesteps']} steps in {card['training']['wall_time_s']} s; "
+          f"weights {Path(args.models_dir) / card['weights']} (sha256 {card['sha256'][:12]}...)")
+    return 0
