@@ -1,4 +1,4 @@
-"""Hand-worked checks of topology-aware packing (``topo-pack``)."""
+"""Hand-worked checks of topology-aware packing (``topo-pack``); see also test_heuristics.py."""
 
 from __future__ import annotations
 
@@ -10,24 +10,6 @@ from engine.schedulers.topo import topo_pack
 
 # Four 2-GPU nodes, two per rack: rack0 = nodes 0, 1 (GPUs 0-3), rack1 = nodes 2, 3 (GPUs 4-7).
 RACKED = {"groups": [{"gpu_type": "generic", "nodes": 4, "gpus_per_node": 2}], "nodes_per_rack": 2}
-
-
-def test_topo_pack_keeps_a_four_gpu_job_on_one_node_where_first_fit_spreads(run):
-    jobs = [
-        Job(0, 0.0, 10.0, gpus=4),  # fills node 0 until t=10
-        Job(1, 0.0, 100.0, gpus=2),  # node 1, GPUs 4, 5
-        Job(2, 20.0, 100.0),  # first-fit: GPU 0 (node 0); topo-pack: fullest node 1, GPU 6
-        Job(3, 30.0, 100.0, gpus=4, job_type="training"),
-    ]
-    ff = run("2x4:generic", jobs, "first-fit")
-    tp = run("2x4:generic", jobs, "topo-pack")
-    assert ff.gpu_ids[2] == (0,) and tp.gpu_ids[2] == (6,)
-    # first-fit must spread job 3 over both nodes (one rack): 1 / (1 + 1.0 * 0.25) = 0.8 of full speed.
-    assert ff.gpu_ids[3] == (1, 2, 3, 6)
-    assert ff.end_s[3] == pytest.approx(30 + 100 / 0.8)
-    assert tp.gpu_ids[3] == (0, 1, 2, 3)
-    assert tp.end_s[3] == pytest.approx(130.0)
-    assert tp.comm_overhead_gpu_s[3] == 0 and ff.comm_overhead_gpu_s[3] > 0
 
 
 @pytest.fixture
