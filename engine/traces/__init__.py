@@ -20,8 +20,14 @@ import numpy as np
 from ..errors import TraceError, UnknownNameError
 from ..job import Job
 from . import csv as _csv
+from . import gavel as _gavel
+from . import mapped as _mapped
+from . import openb as _openb
+from . import philly as _philly
 from . import swf as _swf
+from . import tiresias as _tiresias
 from .base import DROP_REASONS, ReadContext
+from .fast import Fallback
 from .csv import write_csv
 from .report import TraceReport, make_report
 
@@ -38,19 +44,31 @@ class TraceFormat:
         read: fills a :class:`~engine.traces.base.ReadContext` from its file.
         summary: one line for ``python -m engine list``.
         options: which of ``time_unit`` and ``column_map`` the format accepts.
+        fast: an optional vectorised reader for clean files (see :mod:`engine.traces.fast`); ``read`` is the
+            reference it falls back to.
     """
 
     name: str
     read: Callable[[ReadContext], None]
     summary: str
     options: frozenset[str] = frozenset()
+    fast: Callable[[ReadContext], None] | None = None
 
 
 TRACE_FORMATS: dict[str, TraceFormat] = {
     f.name: f
     for f in (
-        TraceFormat("csv", _csv.read, "the project's canonical CSV (submit_s, duration_s, gpus, ...)"),
+        TraceFormat("csv", _csv.read, "the project's canonical CSV (submit_s, duration_s, gpus, ...)",
+                    fast=_csv.fast),
         TraceFormat("swf", _swf.read, "Standard Workload Format, Parallel Workloads Archive (.swf, .swf.gz)"),
+        TraceFormat("philly", _philly.read, "Microsoft Philly (Pollux CSV: timestamp, duration, num_gpus, cluster)",
+                    fast=_philly.fast),
+        TraceFormat("openb", _openb.read, "Alibaba openb pod list (gpu_milli fractions, gpu_spec types)",
+                    fast=_openb.fast),
+        TraceFormat("tiresias", _tiresias.read, "Tiresias/Muri CSV (--time-unit s|ms)", frozenset({"time_unit"})),
+        TraceFormat("gavel", _gavel.read, "Gavel TSV (durations from steps and a throughput table)"),
+        TraceFormat("mapped", _mapped.read, "any CSV through --map submit=COL,duration=COL,... (--time-unit)",
+                    frozenset({"time_unit", "column_map"})),
     )
 }
 
@@ -114,11 +132,25 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
         raise TraceError(f"window {window[0]}:{window[1]}: expected START <= END", path=str(path))
     if load_scale is not None and not (math.isfinite(load_scale) and load_scale > 0):
         raise TraceError(f"load scale must be a number > 0, got {load_scale}", path=str(path))
-    ctx = ReadContext(path=path, skip_bad=skip_bad, time_unit=time_unit, column_map=column_map)
-    fmt.read(ctx)
+    ctx = read_file(fmt, path, skip_bad=skip_bad, time_unit=time_unit, column_map=column_map)
     jobs, trimmed = _build_jobs(ctx, first=first, window=window, load_scale=load_scale)
     report = make_report(jobs, rows=ctx.n_rows, dropped=ctx.dropped, trimmed=trimmed, examples=ctx.examples)
     return Trace(jobs=jobs, report=report, format=fmt.name, source=str(path))
+
+
+def read_file(fmt: TraceFormat, path: Path, *, use_fast: bool = True, **options) -> ReadContext:
+    """Read ``path`` with ``fmt``: the fast path when it has one and the file is clean, else row by row."""
+    if use_fast and fmt.fast is not None:
+        ctx = ReadContext(path=path, **options)
+        try:
+            fmt.fast(ctx)
+            ctx.used_fast_path = True
+            return ctx
+        except Fallback:
+            pass
+    ctx = ReadContext(path=path, **options)
+    fmt.read(ctx)
+    return ctx
 
 
 def _build_jobs(ctx: ReadContext, *, first: int | None, window: tuple[float, float] | None,
@@ -140,13 +172,18 @@ def _build_jobs(ctx: ReadContext, *, first: int | None, window: tuple[float, flo
         order, times = order[:first], times[:first]
     if load_scale is not None:
         times = times / load_scale
-    dur, gpus, frac = rows.duration_s, rows.gpus, rows.gpu_fraction
-    vram, prio, est, name = rows.vram_gib, rows.priority, rows.estimate_s, rows.name
-    user, jtype, allowed = rows.user, rows.job_type, rows.allowed
-    users, types, allowed_sets = rows.user_names, rows.job_types, rows.allowed_sets
-    jobs = tuple(
-        Job(i, t, dur[k], gpus[k], frac[k], vram[k], users[user[k]], types[jtype[k]], prio[k],
-            allowed_sets[allowed[k]], est[k], name[k])
-        for i, (k, t) in enumerate(zip(order.tolist(), times.tolist()))
-    )
+    order_list = order.tolist()
+
+    def column(values) -> list:
+        return np.frombuffer(values, dtype=values.typecode == "d" and np.float64 or np.int64)[order].tolist() \
+            if len(values) else []
+
+    def strings(codes, table: list) -> list:
+        return [table[c] for c in np.frombuffer(codes, dtype=np.int64)[order].tolist()]
+
+    jobs = tuple(map(Job, range(len(order_list)), times.tolist(), column(rows.duration_s), column(rows.gpus),
+                     column(rows.gpu_fraction), column(rows.vram_gib), strings(rows.user, rows.user_names),
+                     strings(rows.job_type, rows.job_types), column(rows.priority),
+                     strings(rows.allowed, rows.allowed_sets), column(rows.estimate_s),
+                     [rows.name[k] for k in order_list]))
     return jobs, n - len(jobs)

@@ -17,7 +17,10 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Callable, Iterable, Iterator
+
+import numpy as np
+import pandas as pd
 
 from ..errors import TraceError
 
@@ -26,6 +29,7 @@ DROP_REASONS: dict[str, str] = {
     "non_positive_duration": "run time is zero or negative (or -1 = unknown)",
     "no_gpu": "asks for no GPU (or a non-positive processor/GPU count)",
     "unknown_gpu_type": "asks only for GPU types the format's tables do not know",
+    "unknown_model": "names a model the format's throughput table does not know (Gavel)",
     "missing_time": "submit time (or another time the duration needs) is missing",
     "malformed": "a field could not be read (only counted with skip_bad; otherwise an error)",
 }
@@ -136,7 +140,10 @@ def to_int(text: str, column: str) -> int:
         return int(text)
     except (TypeError, ValueError):
         pass
-    v = to_float(text, column)
+    try:
+        v = to_float(text, column)
+    except BadField:
+        raise BadField(column, "an integer", text) from None
     if v != int(v) or abs(v) > 2**53:
         raise BadField(column, "an integer", text)
     return int(v)
@@ -159,9 +166,9 @@ class Rows:
     vram_gib: array = field(default_factory=lambda: array("d"))
     priority: array = field(default_factory=lambda: array("q"))
     estimate_s: array = field(default_factory=lambda: array("d"))
-    user: array = field(default_factory=lambda: array("l"))  # index into user_names
-    job_type: array = field(default_factory=lambda: array("l"))  # index into job_types
-    allowed: array = field(default_factory=lambda: array("l"))  # index into allowed_sets
+    user: array = field(default_factory=lambda: array("q"))  # index into user_names
+    job_type: array = field(default_factory=lambda: array("q"))  # index into job_types
+    allowed: array = field(default_factory=lambda: array("q"))  # index into allowed_sets
     name: list = field(default_factory=list)
     user_names: list = field(default_factory=list)
     job_types: list = field(default_factory=list)
@@ -173,10 +180,10 @@ class Rows:
     def __len__(self) -> int:
         return len(self.submit_s)
 
-    def add(self, submit_s: float, duration_s: float, *, gpus: int = 1, gpu_fraction: float = 1.0,
-            vram_gib: float = 0.0, user: str = "user0", job_type: str = "batch", priority: int = 0,
-            allowed_types: frozenset[str] = frozenset(), estimate_s: float = math.nan, name: str = "") -> None:
-        """Store one job; the values must already satisfy :class:`~engine.job.Job`'s rules (see ``check``)."""
+    def add(self, submit_s: float, duration_s: float, gpus: int, gpu_fraction: float, vram_gib: float,
+            user: str, job_type: str, priority: int, allowed_types: frozenset[str], estimate_s: float,
+            name: str) -> None:
+        """Store one job; the values must already satisfy :class:`~engine.job.Job`'s rules."""
         self.submit_s.append(submit_s)
         self.duration_s.append(duration_s)
         self.gpus.append(gpus)
@@ -189,6 +196,23 @@ class Rows:
         self.allowed.append(_intern(self._allowed_ix, self.allowed_sets, allowed_types))
         self.name.append(name)
 
+    def extend(self, submit_s, duration_s, gpus, gpu_fraction, vram_gib, user, job_type, priority, allowed,
+               estimate_s, name) -> None:
+        """Store many valid jobs at once: numeric arguments are arrays, ``user``, ``job_type``, ``allowed``
+        (frozensets) and ``name`` are sequences of the same length."""
+        for col, values, kind in ((self.submit_s, submit_s, "d"), (self.duration_s, duration_s, "d"),
+                                  (self.gpus, gpus, "q"), (self.gpu_fraction, gpu_fraction, "d"),
+                                  (self.vram_gib, vram_gib, "d"), (self.priority, priority, "q"),
+                                  (self.estimate_s, estimate_s, "d")):
+            col.frombytes(np.ascontiguousarray(values, dtype="f8" if kind == "d" else "i8").tobytes())
+        for col, index, names, values in ((self.user, self._user_ix, self.user_names, user),
+                                          (self.job_type, self._type_ix, self.job_types, job_type),
+                                          (self.allowed, self._allowed_ix, self.allowed_sets, allowed)):
+            codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
+            remap = np.array([_intern(index, names, u) for u in uniques], dtype="i8")
+            col.frombytes(remap[codes].astype("i8").tobytes())
+        self.name.extend(name)
+
 
 def _intern(index: dict, values: list, value: object) -> int:
     i = index.get(value)
@@ -198,20 +222,20 @@ def _intern(index: dict, values: list, value: object) -> int:
     return i
 
 
-def check_shape(gpus: int, gpu_fraction: float, vram_gib: float, estimate_s: float,
-                columns: tuple[str, str, str, str] = ("gpus", "gpu_fraction", "vram_gib", "estimate_s")) -> None:
-    """Raise ``BadField`` for values a :class:`~engine.job.Job` would reject (named by the file's columns)."""
-    c_gpus, c_frac, c_vram, c_est = columns
-    if not 0 < gpu_fraction <= 1:
-        raise BadField(c_frac, "a GPU fraction in (0, 1]", gpu_fraction)
-    if gpu_fraction < 1 and gpus != 1:
-        raise BadField(c_frac, "1 when more than one GPU is requested (fractions need exactly 1 GPU)", gpu_fraction)
-    if not vram_gib >= 0:
-        raise BadField(c_vram, "GPU memory >= 0", vram_gib)
-    if not (math.isnan(estimate_s) or estimate_s > 0):
-        raise BadField(c_est, "an estimate > 0 seconds (or empty)", estimate_s)
-    if gpus > 1_000_000:
-        raise BadField(c_gpus, "a GPU count below 1,000,000", gpus)
+@dataclass(frozen=True)
+class Columns:
+    """The file's names for the fields :meth:`ReadContext.keep` checks (used in error messages)."""
+
+    gpus: str = "gpus"
+    gpu_fraction: str = "gpu_fraction"
+    vram_gib: str = "vram_gib"
+    estimate_s: str = "estimate_s"
+    duration_s: str = "duration_s"
+
+
+CANONICAL = Columns()
+#: GPU count above which a row is malformed (no cluster is that large; keeps arithmetic small).
+MAX_GPUS = 1_000_000
 
 
 @dataclass
@@ -226,6 +250,7 @@ class ReadContext:
     n_rows: int = 0
     dropped: Counter = field(default_factory=Counter)
     examples: list = field(default_factory=list)
+    used_fast_path: bool = False
 
     def error(self, message: str, line: int | None = None, column: str | None = None) -> TraceError:
         return TraceError(message, path=str(self.path), line=line, column=column)
@@ -241,3 +266,91 @@ class ReadContext:
 
     def drop(self, reason: str) -> None:
         self.dropped[reason] += 1
+
+    def keep(self, submit_s: float, duration_s: float, *, gpus: int = 1, gpu_fraction: float = 1.0,
+             vram_gib: float = 0.0, user: str = "user0", job_type: str = "batch", priority: int = 0,
+             allowed_types: frozenset[str] | None = frozenset(), estimate_s: float = math.nan, name: str = "",
+             columns: Columns = CANONICAL) -> None:
+        """Apply the drop rules every format shares, check the values, and store the job.
+
+        Drops, in this order: ``allowed_types`` is ``None`` (only unknown GPU types named) ->
+        ``unknown_gpu_type``; ``gpus <= 0`` -> ``no_gpu``; NaN submit or duration -> ``missing_time``;
+        ``duration_s <= 0`` -> ``non_positive_duration``. Values a :class:`~engine.job.Job` would reject
+        raise ``BadField`` named by ``columns``.
+        """
+        if allowed_types is None:
+            self.dropped["unknown_gpu_type"] += 1
+        elif gpus <= 0:
+            self.dropped["no_gpu"] += 1
+        elif math.isnan(submit_s) or math.isnan(duration_s):
+            self.dropped["missing_time"] += 1
+        elif duration_s <= 0:
+            self.dropped["non_positive_duration"] += 1
+        else:
+            if gpus > MAX_GPUS:
+                raise BadField(columns.gpus, f"a GPU count up to {MAX_GPUS:,}", gpus)
+            if not 0 < gpu_fraction <= 1:
+                raise BadField(columns.gpu_fraction, "a GPU fraction in (0, 1]", gpu_fraction)
+            if gpu_fraction < 1 and gpus != 1:
+                raise BadField(columns.gpu_fraction, "a whole GPU when more than one GPU is requested "
+                               "(a fraction needs exactly 1 GPU)", gpu_fraction)
+            if not vram_gib >= 0:
+                raise BadField(columns.vram_gib, "GPU memory >= 0", vram_gib)
+            if not (math.isnan(estimate_s) or estimate_s > 0):
+                raise BadField(columns.estimate_s, "an estimate > 0 seconds (or empty)", estimate_s)
+            if duration_s > MAX_TIME_S or estimate_s > MAX_TIME_S:
+                raise BadField(columns.duration_s, f"a duration up to {MAX_TIME_S:.0e} seconds", duration_s)
+            self.rows.add(submit_s, duration_s, gpus, gpu_fraction, vram_gib, user, job_type, priority,
+                          allowed_types, estimate_s, name)
+
+
+# ------------------------------------------------------------------------------------- headers and rows
+def read_header(ctx: ReadContext, valid: Iterable[str] | None, required: Iterable[str],
+                delimiter: str = ",") -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+    """Read and check a CSV header: ``(column names, remaining rows)``.
+
+    ``valid`` lists the accepted column names (``None``: any); ``required`` those that must be present.
+    """
+    rows = iter_csv(ctx.path, delimiter)
+    first = next(rows, None)
+    if first is None:
+        raise ctx.error("empty file; expected a header line naming the columns")
+    line, header = first
+    header = [h.strip() for h in header]
+    if valid is not None:
+        valid = tuple(valid)
+        unknown = [h for h in header if h not in valid]
+        if unknown:
+            raise ctx.error(f"unknown column {unknown[0]!r}; valid columns: {', '.join(valid)}", line, unknown[0])
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise ctx.error(f"missing required column {missing[0]!r}; the header has {', '.join(header)}", line)
+    dup = next((h for h in header if header.count(h) > 1), None)
+    if dup:
+        raise ctx.error(f"column {dup!r} appears twice", line, dup)
+    return header, rows
+
+
+def check_width(fields: list[str], header: list[str]) -> None:
+    """``BadField`` when a row has fewer or more fields than the header."""
+    if len(fields) < len(header):
+        raise BadField(header[len(fields)], f"{len(header)} fields as in the header, got {len(fields)}",
+                       ",".join(fields))
+    raise BadField(f"field {len(header) + 1}", f"{len(header)} fields as in the header, got {len(fields)}",
+                   fields[len(header)])
+
+
+def read_rows(ctx: ReadContext, rows: Iterable[tuple[int, list[str]]], handle: Callable[[list[str], int], None],
+              *, width: int | None = None, header: list[str] | None = None) -> None:
+    """Count each row and hand it to ``handle(fields, line)``; unreadable fields go to ``ctx.bad``.
+
+    With ``width``, a row with another number of fields is malformed (named by ``header``'s columns).
+    """
+    for line, fields in rows:
+        ctx.n_rows += 1
+        try:
+            if width is not None and len(fields) != width:
+                check_width(fields, header or [f"field {i + 1}" for i in range(width)])
+            handle(fields, line)
+        except BadField as exc:
+            ctx.bad(line, exc)

@@ -32,81 +32,70 @@ from pathlib import Path
 from typing import Iterable
 
 from ..job import Job
-from .base import BadField, ReadContext, check_shape, iter_csv, to_float, to_int, to_time
+import numpy as np
+
+from .base import ReadContext, read_header, read_rows, to_float, to_int, to_time
+from .fast import keep_frame, numbers, read_chunks, strings
 
 COLUMNS = ("job_id", "name", "submit_s", "duration_s", "gpus", "gpu_fraction", "vram_gib", "user", "job_type",
            "priority", "allowed_types", "estimate_s")
 REQUIRED = ("submit_s", "duration_s")
 
 
-def read_header(ctx: ReadContext, valid: Iterable[str], required: Iterable[str]) -> tuple[int, list[str], Iterable]:
-    """Read and check a CSV header: returns ``(line, column names, remaining rows)``."""
-    rows = iter_csv(ctx.path)
-    first = next(rows, None)
-    if first is None:
-        raise ctx.error("empty file; expected a header line naming the columns")
-    line, header = first
-    header = [h.strip() for h in header]
-    valid = tuple(valid)
-    unknown = [h for h in header if h not in valid]
-    if unknown:
-        raise ctx.error(f"unknown column {unknown[0]!r}; valid columns: {', '.join(valid)}", line, unknown[0])
-    missing = [c for c in required if c not in header]
-    if missing:
-        raise ctx.error(f"missing required column {missing[0]!r}; header is {', '.join(header)}", line)
-    dup = next((h for h in header if header.count(h) > 1), None)
-    if dup:
-        raise ctx.error(f"column {dup!r} appears twice", line, dup)
-    return line, header, rows
-
-
-def check_width(fields: list[str], header: list[str]) -> None:
-    """``BadField`` when a row has fewer or more fields than the header."""
-    if len(fields) < len(header):
-        raise BadField(header[len(fields)], f"{len(header)} fields as in the header, got {len(fields)}",
-                       ",".join(fields))
-    if len(fields) > len(header):
-        raise BadField(f"field {len(header) + 1}", f"{len(header)} fields as in the header, got {len(fields)}",
-                       fields[len(header)])
-
-
 def read(ctx: ReadContext) -> None:
-    """Read a canonical CSV into ``ctx``."""
-    _, header, rows = read_header(ctx, COLUMNS, REQUIRED)
-    ix = {c: header.index(c) for c in header}
-    for line, fields in rows:
-        ctx.n_rows += 1
-        try:
-            check_width(fields, header)
-            _row(ctx, {c: fields[i].strip() for c, i in ix.items()}, line)
-        except BadField as exc:
-            ctx.bad(line, exc)
+    """Read a canonical CSV into ``ctx``, row by row."""
+    header, rows = read_header(ctx, COLUMNS, REQUIRED)
+    read_rows(ctx, rows, lambda fields, line: _row(ctx, dict(zip(header, (f.strip() for f in fields)))),
+              width=len(header), header=header)
 
 
-def _row(ctx: ReadContext, f: dict[str, str], line: int) -> None:
+def _row(ctx: ReadContext, f: dict[str, str]) -> None:
     submit_txt, dur_txt = f["submit_s"], f["duration_s"]
+    get = f.get
     submit = to_time(submit_txt, "submit_s") if submit_txt else math.nan
     duration = to_time(dur_txt, "duration_s") if dur_txt else math.nan
-    gpus = to_int(f["gpus"], "gpus") if f.get("gpus") else 1
-    frac = to_float(f["gpu_fraction"], "gpu_fraction") if f.get("gpu_fraction") else 1.0
-    vram = to_float(f["vram_gib"], "vram_gib") if f.get("vram_gib") else 0.0
-    priority = to_int(f["priority"], "priority") if f.get("priority") else 0
-    estimate = to_time(f["estimate_s"], "estimate_s") if f.get("estimate_s") else math.nan
-    if math.isnan(submit) or math.isnan(duration):
-        ctx.drop("missing_time")
-        return
-    if duration <= 0:
-        ctx.drop("non_positive_duration")
-        return
-    if gpus <= 0:
-        ctx.drop("no_gpu")
-        return
-    check_shape(gpus, frac, vram, estimate)
-    allowed = frozenset(t.strip() for t in f.get("allowed_types", "").split("|") if t.strip())
-    job_id = f.get("job_id", "")
-    ctx.rows.add(submit, duration, gpus=gpus, gpu_fraction=frac, vram_gib=vram, user=f.get("user") or "user0",
-                 job_type=f.get("job_type") or "batch", priority=priority, allowed_types=allowed,
-                 estimate_s=estimate, name=f["name"] if "name" in f else job_id)
+    ctx.keep(submit, duration,
+             gpus=to_int(f["gpus"], "gpus") if get("gpus") else 1,
+             gpu_fraction=to_float(f["gpu_fraction"], "gpu_fraction") if get("gpu_fraction") else 1.0,
+             vram_gib=to_float(f["vram_gib"], "vram_gib") if get("vram_gib") else 0.0,
+             priority=to_int(f["priority"], "priority") if get("priority") else 0,
+             estimate_s=to_time(f["estimate_s"], "estimate_s") if get("estimate_s") else math.nan,
+             user=get("user") or "user0", job_type=get("job_type") or "batch",
+             allowed_types=split_types(get("allowed_types", "")),
+             name=f["name"] if "name" in f else get("job_id", ""))
+
+
+def split_types(text: str) -> frozenset[str]:
+    """``"A100-80|H100-80"`` -> ``frozenset({"A100-80", "H100-80"})``; empty -> any type."""
+    return frozenset(t.strip() for t in text.split("|") if t.strip())
+
+
+def fast(ctx: ReadContext) -> None:
+    """The vectorised path (see :mod:`engine.traces.fast`)."""
+    header, _ = read_header(ctx, COLUMNS, REQUIRED)
+    for chunk in read_chunks(ctx, expected=tuple(header)):
+        n = len(chunk)
+
+        def num(c, default, **kw):
+            return numbers(chunk, c, allow_missing=True, **kw) if c in chunk else np.full(n, default)
+
+        def text(c, default):
+            if c not in chunk:
+                return np.full(n, default, dtype=object)
+            values = strings(chunk, c)
+            return np.where(values == "", default, values) if default else values
+
+        gpus = num("gpus", 1.0, integer=True)
+        vram, prio = num("vram_gib", 0.0), num("priority", 0.0, integer=True)
+        frac = num("gpu_fraction", 1.0)
+        gpus, frac, vram, prio = (np.where(np.isnan(a), d, a) for a, d in ((gpus, 1.0), (frac, 1.0), (vram, 0.0),
+                                                                          (prio, 0.0)))
+        allowed = [split_types(t) for t in text("allowed_types", "")]
+        keep_frame(ctx, submit_s=num("submit_s", np.nan, time=True), duration_s=num("duration_s", np.nan, time=True),
+                   gpus=gpus, gpu_fraction=frac, vram_gib=vram, priority=prio, user=text("user", "user0"),
+                   job_type=text("job_type", "batch"), allowed=allowed,
+                   estimate_s=num("estimate_s", np.nan, time=True),
+                   name=text("name", "") if "name" in chunk else text("job_id", ""))
 
 
 def write_csv(jobs: Iterable[Job], path: str | Path) -> Path:

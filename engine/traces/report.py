@@ -7,6 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..job import Job
 
 
@@ -70,7 +72,7 @@ class TraceReport:
 
 def gpu_histogram(jobs: Sequence[Job]) -> dict[str, int]:
     """GPUs per job -> number of jobs, ordered by GPU count; fractional jobs under ``"<1"``."""
-    counts = Counter("<1" if j.gpu_fraction < 1 else j.gpus for j in jobs)
+    counts = Counter(j.gpus if j.gpu_fraction >= 1 else "<1" for j in jobs)
     out = {"<1": counts.pop("<1")} if "<1" in counts else {}
     out.update((str(k), counts[k]) for k in sorted(counts))
     return out
@@ -80,13 +82,13 @@ def make_report(jobs: Sequence[Job], *, rows: int, dropped: dict[str, int], trim
                 examples: Sequence[str] = ()) -> TraceReport:
     """Build the report of ``jobs`` (already renumbered and shifted) read from ``rows`` data rows."""
     span = (jobs[-1].submit_s - jobs[0].submit_s) if jobs else 0.0
-    gpu_s = math.fsum(j.duration_s * j.gpus * j.gpu_fraction for j in jobs)
+    gpu_s = np.array([j.duration_s * j.gpus * j.gpu_fraction for j in jobs], dtype=np.float64)
     return TraceReport(
         rows=rows,
         jobs=len(jobs),
         dropped={k: dropped[k] for k in sorted(dropped) if dropped[k]},
         span_s=float(span),
-        gpu_hours=gpu_s / 3600.0,
+        gpu_hours=float(gpu_s.sum()) / 3600.0,
         users=len({j.user for j in jobs}),
         trimmed=trimmed,
         gpu_histogram=gpu_histogram(jobs),

@@ -19,7 +19,9 @@ Cite the archive and the site named in the file's ``; Acknowledge:`` line (see `
 
 from __future__ import annotations
 
-from .base import BadField, ReadContext, iter_lines, to_int, to_time
+import math
+
+from .base import BadField, Columns, ReadContext, iter_lines, read_rows, to_int, to_time
 
 N_FIELDS = 18
 FIELD_NAMES = ("job_id", "submit", "wait", "run_time", "allocated_processors", "avg_cpu_time", "used_memory",
@@ -34,18 +36,12 @@ def _col(i: int) -> str:
 
 def read(ctx: ReadContext) -> None:
     """Read an SWF file into ``ctx``."""
-    for line, text in iter_lines(ctx.path):
-        stripped = text.strip()
-        if not stripped or stripped.startswith(";"):
-            continue
-        ctx.n_rows += 1
-        try:
-            _row(ctx, stripped.split(), line)
-        except BadField as exc:
-            ctx.bad(line, exc)
+    rows = ((line, text.split()) for line, text in iter_lines(ctx.path) if text.strip()
+            and not text.lstrip().startswith(";"))
+    read_rows(ctx, rows, lambda fields, line: _row(ctx, fields))
 
 
-def _row(ctx: ReadContext, f: list[str], line: int) -> None:
+def _row(ctx: ReadContext, f: list[str]) -> None:
     if len(f) != N_FIELDS:
         col = _col(min(len(f), N_FIELDS - 1)) if len(f) < N_FIELDS else f"field {N_FIELDS + 1}"
         raise BadField(col, f"{N_FIELDS} whitespace-separated numbers, got {len(f)} fields", " ".join(f[:4]))
@@ -55,17 +51,7 @@ def _row(ctx: ReadContext, f: list[str], line: int) -> None:
     requested = to_int(f[7], _col(7))
     req_time = to_time(f[8], _col(8))
     user = to_int(f[11], _col(11))
-    if submit < 0:
-        ctx.drop("missing_time")
-        return
-    if run <= 0:
-        ctx.drop("non_positive_duration")
-        return
     gpus = requested if requested > 0 else allocated
-    if gpus <= 0:
-        ctx.drop("no_gpu")
-        return
-    if gpus > 1_000_000:
-        raise BadField(_col(7 if requested > 0 else 4), "a processor count below 1,000,000", gpus)
-    ctx.rows.add(submit, run, gpus=gpus, user="unknown" if user < 0 else f"u{user}",
-                 estimate_s=req_time if req_time > 0 else run, name=f[0])
+    ctx.keep(submit if submit >= 0 else math.nan, run, gpus=gpus,
+             user="unknown" if user < 0 else f"u{user}", estimate_s=req_time if req_time > 0 else run, name=f[0],
+             columns=Columns(gpus=_col(7 if requested > 0 else 4), duration_s=_col(3), estimate_s=_col(8)))
