@@ -1,22 +1,24 @@
 """The GPU scheduling playground: `streamlit run app.py` (or `make run`).
 
-A router and nothing more: the pages live in ``pages/``, the shared sidebar and session helpers in
-``pages/common.py``, every computation in ``engine/``.
+A router and nothing more: the pages live in ``app_pages/``, the shared sidebar and session helpers in
+``app_pages/common.py``, every computation in ``engine/``. (The folder is not called ``pages/``: Streamlit
+treats a ``pages/`` folder beside the main script as an old-style multipage app, and a link straight to a
+page would then skip this router and its sidebar.)
 """
 
 import streamlit as st
 
-from pages import common
+from app_pages import common
 
 st.set_page_config(page_title="GPU scheduling playground", page_icon="🧮", layout="wide")
 
 PAGES = [
-    st.Page("pages/home.py", title="Home", icon="🏠", default=True),
-    st.Page("pages/cluster.py", title="Cluster", icon="🖥️"),
-    st.Page("pages/workload.py", title="Workload", icon="📥"),
-    st.Page("pages/compare.py", title="Compare", icon="📊"),
-    st.Page("pages/train.py", title="Train", icon="🎓"),
-    st.Page("pages/learn.py", title="Learn", icon="📖"),
+    st.Page("app_pages/home.py", title="Home", icon="🏠", default=True),
+    st.Page("app_pages/cluster.py", title="Cluster", icon="🖥️"),
+    st.Page("app_pages/workload.py", title="Workload", icon="📥"),
+    st.Page("app_pages/compare.py", title="Compare", icon="📊"),
+    st.Page("app_pages/train.py", title="Train", icon="🎓"),
+    st.Page("app_pages/learn.py", title="Learn", icon="📖"),
 ]
 
 page = st.navigation(PAGES)

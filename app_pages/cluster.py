@@ -8,7 +8,7 @@ import streamlit as st
 
 from engine import EngineError, charts
 from engine.cluster import CLUSTER_SOURCES, DEFAULT_CATALOG, Cluster
-from pages import common
+from app_pages import common
 
 st.title("Cluster")
 sc = common.scenario()

@@ -8,7 +8,7 @@ import streamlit as st
 
 from engine import SCHEDULERS, charts
 from engine.metrics import METRICS, best_columns, compare, job_frame, summarize
-from pages import common
+from app_pages import common
 
 st.title("Compare schedulers")
 sc = common.scenario()

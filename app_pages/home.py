@@ -3,7 +3,7 @@
 import streamlit as st
 
 from engine import SCHEDULERS
-from pages import common
+from app_pages import common
 
 st.title("GPU scheduling playground")
 st.markdown(
@@ -32,4 +32,4 @@ for key, preset in PRESETS.items():
         if right.button("Open in Compare", key=f"preset_{key}", width="stretch"):
             with common.engine_errors(f"preset {key}"):
                 common.set_scenario(common.scenario_from_preset(key, preset))
-            st.switch_page("pages/compare.py")
+            st.switch_page("app_pages/compare.py")

@@ -6,7 +6,7 @@ import streamlit as st
 from engine import SCHEDULERS, charts, make_scheduler, simulate
 from engine.metrics import METRICS, compare
 from engine.scenario import worked_example
-from pages import common
+from app_pages import common
 
 st.title("Learn")
 st.markdown("Every scheduler answers the same question at every event (a job arrives or ends): *which waiting "

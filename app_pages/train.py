@@ -10,7 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from engine import charts
-from pages import common
+from app_pages import common
 
 st.title("Train an agent")
 

@@ -9,7 +9,7 @@ from engine import charts
 from engine.scenario import ARRIVALS, WorkloadSpec, content_hash, load_trace_bytes
 from engine.traces import TRACE_FORMATS
 from engine.traces.generator import DEFAULT_MIX
-from pages import common
+from app_pages import common
 
 st.title("Workload")
 sc = common.scenario()

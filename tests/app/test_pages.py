@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import pages.common as common
+import app_pages.common as common
 from engine.traces import write_csv
 from engine.traces.generator import generate
 
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
-PAGES = ["pages/home.py", "pages/cluster.py", "pages/workload.py", "pages/compare.py", "pages/train.py",
-         "pages/learn.py"]
+PAGES = ["app_pages/home.py", "app_pages/cluster.py", "app_pages/workload.py", "app_pages/compare.py", "app_pages/train.py",
+         "app_pages/learn.py"]
 #: A small scenario so that every test runs in well under a second of simulation.
 SMALL = {"cluster": "2x4:V100-32,1x4:T4", "sched": "fifo,first-fit", "w.n_jobs": "80"}
 
@@ -66,7 +66,7 @@ def test_link_reproduces_the_scenario_and_bad_links_fall_back():
     # The shared sidebar shows the scenario from the link. (AppTest drops the sidebar, which the main script
     # draws, after switch_page; the browser test checks it on every page.)
     assert any("12 GPUs" in m.value for m in at.sidebar.markdown)
-    at.switch_page("pages/workload.py").run()
+    at.switch_page("app_pages/workload.py").run()
     assert metric(at, "Jobs") == "80"
     assert at.query_params["cluster"] == SMALL["cluster"]
     at = app(query={"cluster": "not a cluster"})
@@ -74,7 +74,7 @@ def test_link_reproduces_the_scenario_and_bad_links_fall_back():
 
 
 def test_cluster_preset_and_text_spec_change_the_totals():
-    at = app("pages/cluster.py")
+    at = app("app_pages/cluster.py")
     assert metric(at, "GPUs") == "12" and metric(at, "Racks") == "1"
     at.selectbox(key="cluster_preset").select("64 × A100 (8 nodes × 8)").run()
     at.button(key="cluster_use_preset").click().run()
@@ -88,7 +88,7 @@ def test_cluster_preset_and_text_spec_change_the_totals():
 
 
 def test_cluster_bad_spec_is_an_inline_error():
-    at = app("pages/cluster.py")
+    at = app("app_pages/cluster.py")
     next(t for t in at.text_area if t.label == "Cluster spec").set_value("4x8:NOPE-GPU").run()
     at.button(key="cluster_text_apply").click().run()
     assert not at.exception
@@ -97,7 +97,7 @@ def test_cluster_bad_spec_is_an_inline_error():
 
 
 def test_workload_generate_form_changes_the_jobs():
-    at = app("pages/workload.py")
+    at = app("app_pages/workload.py")
     at.number_input(key="gen_n_jobs").set_value(150)
     at.selectbox(key="gen_arrival").select("bursty")
     at.button(key="FormSubmitter:generate_form-Generate").click().run()
@@ -109,7 +109,7 @@ def test_workload_generate_form_changes_the_jobs():
 
 
 def test_upload_of_a_canonical_csv_trace_shows_its_report():
-    at = app("pages/workload.py")
+    at = app("app_pages/workload.py")
     at.file_uploader(key="trace_upload").upload("mine.csv", csv_trace(60), "text/csv")
     at.run()
     at.button(key="load_trace").click().run()
@@ -117,14 +117,14 @@ def test_upload_of_a_canonical_csv_trace_shows_its_report():
     assert metric(at, "Jobs kept") == "60" and metric(at, "Rows dropped") == "0"
     assert len(at.query_params["w.trace_sha256"]) == 64
     # The uploaded trace drives the comparison too.
-    at.switch_page("pages/compare.py").run()
+    at.switch_page("app_pages/compare.py").run()
     at.button(key="compare_run").click().run()
     assert not errors(at) and at.dataframe
 
 
 def test_upload_of_a_real_swf_trace(traces_dir):
     data = (traces_dir / "swf-kth-sp2" / "KTH-SP2-1996-2.1-cln.swf").read_bytes()
-    at = app("pages/workload.py")
+    at = app("app_pages/workload.py")
     at.number_input(key="up_first").set_value(300)
     at.checkbox(key="up_skip_bad").check()
     at.file_uploader(key="trace_upload").upload("KTH-SP2-1996-2.1-cln.swf", data)
@@ -140,7 +140,7 @@ def test_upload_of_a_real_swf_trace(traces_dir):
     ("bad_row.csv", b"submit_s,duration_s,gpus\n0,10,1\n5,ten,1\n", "line 3"),
 ])
 def test_bad_upload_shows_an_inline_error(name, data, words):
-    at = app("pages/workload.py")
+    at = app("app_pages/workload.py")
     at.file_uploader(key="trace_upload").upload(name, data)
     at.run()
     at.button(key="load_trace").click().run()
@@ -151,7 +151,7 @@ def test_bad_upload_shows_an_inline_error(name, data, words):
 
 def test_too_large_upload_is_refused_by_the_stated_limit(monkeypatch):
     monkeypatch.setattr(common, "MAX_UPLOAD_MB", 0.001)
-    at = app("pages/workload.py")
+    at = app("app_pages/workload.py")
     at.file_uploader(key="trace_upload").upload("big.csv", csv_trace(60))
     at.run()
     at.button(key="load_trace").click().run()
@@ -161,7 +161,7 @@ def test_too_large_upload_is_refused_by_the_stated_limit(monkeypatch):
 
 
 def test_compare_produces_kpis_charts_and_downloads():
-    at = app("pages/compare.py")
+    at = app("app_pages/compare.py")
     at.button(key="compare_run").click().run()
     assert not at.exception and not errors(at)
     kpi = at.dataframe[0].value
@@ -187,7 +187,7 @@ def test_results_persist_and_unchanged_runs_are_reused(monkeypatch):
 
     monkeypatch.setattr(common, "simulate", counting)
     common._run.clear()
-    at = app("pages/compare.py")
+    at = app("app_pages/compare.py")
     at.button(key="compare_run").click().run()
     assert sorted(calls) == ["fifo", "first-fit"]
     # A widget change keeps the results on screen without rerunning anything.
@@ -203,7 +203,7 @@ def test_results_persist_and_unchanged_runs_are_reused(monkeypatch):
 
 
 def test_learn_worked_example_follows_the_chosen_scheduler():
-    at = app("pages/learn.py")
+    at = app("app_pages/learn.py")
     before = charts_of(at)[0]["layout"]["annotations"][1]["text"]
     at.selectbox(key="learn_scheduler").select("sjf").run()
     assert not at.exception
@@ -214,7 +214,7 @@ def test_learn_worked_example_follows_the_chosen_scheduler():
 
 def test_train_page_starts_and_stops_a_training_process(tmp_path, monkeypatch):
     monkeypatch.setattr(common, "MODELS_DIR", tmp_path)
-    at = app("pages/train.py")
+    at = app("app_pages/train.py")
     at.text_input(key="train_name").set_value("apptest-stop")
     at.button(key="train_start").click().run()
     assert not at.exception and not errors(at)
