@@ -139,14 +139,16 @@ class EasyBackfill:
         failed: set[int] = set()  # shapes that fit nowhere now: resources only shrink during one decision
         limit_s: dict[int, float] = {}  # shape -> longest estimate that still ends before the shadow time
         left = math.inf if self.depth is None else self.depth
-        for j in self.order.candidates(state):
-            if state.free_capacity <= 1e-9:
+        full = state.free_capacity <= 1e-9  # changes only when a job starts
+        for j in self.order.candidates(state):  # (the ordering reads state.entered on the first step)
+            if full:
                 return
             job = jobs[j]
             if res is None:  # FIFO phase: start jobs in order until one does not fit
                 gpus = place(state, job)
                 if gpus is not None:
                     yield Start(j, gpus)
+                    full = state.free_capacity <= 1e-9
                     continue
                 res = reserve(state, job)
                 failed.add(job_shape[j])
@@ -165,12 +167,14 @@ class EasyBackfill:
                 if len(failed) >= len(shapes):
                     return
                 continue
-            end_s = state.now_s + job.estimate_s / state.placement_rate(job, gpus)
+            rate = state.placement_rate(job, gpus)
+            end_s = state.now_s + job.estimate_s / rate
             if not self._allowed(state, res, job, gpus, end_s):
                 # Same shape, same state -> same GPUs and speed: only shorter jobs of this shape can pass.
-                limit_s[sid] = (res.shadow_s - state.now_s) * state.placement_rate(job, gpus)
+                limit_s[sid] = (res.shadow_s - state.now_s) * rate
                 continue
             yield Start(j, gpus)
+            full = state.free_capacity <= 1e-9
             limit_s.clear()
             release = res.release_s
             for g in gpus:

@@ -99,6 +99,22 @@ class FgdPlacement:
     # ----------------------------------------------------------------- placement
     def __call__(self, state: ClusterState, job: Job) -> tuple[int, ...] | None:
         self._observe(state)
+        k = job.gpus
+        whole_job = job.gpu_fraction >= 1.0
+        # Candidates first (cheap): most calls find none, and a single candidate needs no gradient.
+        if whole_job:
+            if state.free_gpus < k:
+                return None
+            node_free = np.asarray(state.node_free)
+            cand = np.flatnonzero(np.asarray(state.eligible_nodes(job)) & (node_free >= k))
+            if cand.size == 0:
+                return best_fit(state, job) if k > 1 else None
+            if cand.size == 1:
+                return _node_gpus(state, int(cand[0]), k)
+        else:
+            cand = np.flatnonzero(state.can_host(job))
+            if cand.size <= 1:
+                return (int(cand[0]),) if cand.size else None
         p, share, count, whole, elig, need = self._shapes()
         lay = state.layout
         free = np.asarray(state.gpu_free)
@@ -112,18 +128,15 @@ class FgdPlacement:
         part = np.add.reduceat(np.where(usable, 0.0, free), first, axis=1)  # unusable free share
         tot = np.add.reduceat(free, first)  # all free share per node
         before = np.where(cnt >= count[:, None], part, tot)
-        if job.gpu_fraction >= 1.0:
-            return self._place_whole(state, job, p, count, elig, cnt, part, tot, before)
-        return self._place_fraction(state, job, p, share, count, whole, elig, need, usable, cnt, part, tot,
+        if whole_job:
+            return self._place_whole(state, job, cand, p, count, elig, cnt, part, tot, before)
+        return self._place_fraction(state, job, cand, p, share, count, whole, elig, need, usable, cnt, part, tot,
                                     before)
 
     @staticmethod
-    def _place_whole(state, job, p, count, elig, cnt, part, tot, before) -> tuple[int, ...] | None:
+    def _place_whole(state, job, cand, p, count, elig, cnt, part, tot, before) -> tuple[int, ...]:
         k = job.gpus
         node_free = np.asarray(state.node_free)
-        cand = np.flatnonzero(np.asarray(state.eligible_nodes(job)) & (node_free >= k))
-        if cand.size == 0:
-            return best_fit(state, job) if k > 1 else None
         # Taking k idle GPUs of node n: they were usable by shape m iff m may use n's GPU type.
         e = elig[:, state.layout.node_first_gpu[cand]]
         cnt_after = cnt[:, cand] - k * e
@@ -136,11 +149,8 @@ class FgdPlacement:
         return _node_gpus(state, int(best), k)
 
     @staticmethod
-    def _place_fraction(state, job, p, share, count, whole, elig, need, usable, cnt, part, tot,
-                        before) -> tuple[int, ...] | None:
-        cand = np.flatnonzero(state.can_host(job))
-        if cand.size == 0:
-            return None
+    def _place_fraction(state, job, cand, p, share, count, whole, elig, need, usable, cnt, part, tot,
+                        before) -> tuple[int, ...]:
         lay = state.layout
         d = job.gpu_fraction
         f = np.asarray(state.gpu_free)[cand]

@@ -191,12 +191,14 @@ class Tiresias:
         shapes = state.queue_shape_counts
         lowest = self._lowest_running_queue(state)
         version = self._version
+        no_room = state.free_capacity <= 1e-9  # changes only when jobs start or are preempted
         for q, _, j, v in self._waiting:  # not modified during the pass: preempted jobs are listed after it
             if version.get(j) != v or j not in queue:
                 continue
-            no_room = state.free_capacity <= 1e-9
-            if lowest <= q and (no_room or len(failed) >= len(shapes)):
-                return  # nothing can start and no running job has lower priority than what is left
+            if len(failed) >= len(shapes) or (no_room and lowest <= q):
+                # Every kind of waiting job failed at this queue or above (so fails below it too), or nothing
+                # is free and no running job has lower priority than what is left.
+                return
             sid = job_shape[j]
             if failed.get(sid, math.inf) <= q:
                 continue
@@ -213,12 +215,14 @@ class Tiresias:
                     failed.clear()  # GPUs were freed: shapes that failed may fit now
                     gpus = place(state, job)
                     lowest = self._lowest_running_queue(state)
+                    no_room = state.free_capacity <= 1e-9
             if gpus is None:
                 failed[sid] = q
                 continue
             yield Start(j, gpus)
             self._started(state, j)
             lowest = max(lowest, q)
+            no_room = state.free_capacity <= 1e-9
 
     def _victims(self, state: ClusterState, job: Job, q: int) -> list[int]:
         """Fewest running jobs of queues below ``q`` whose preemption lets ``job`` start (lowest priority
