@@ -30,7 +30,7 @@ from .errors import EngineError
 from .job import Job
 from .metrics import METRICS, summarize
 from .schedulers import make_scheduler
-from .simulator import simulate
+from .simulator import Result, simulate
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,9 @@ SCENARIOS: dict[str, EvalScenario] = {s.name: s for s in (
     EvalScenario("v100-64", "8x8:V100-32", 200, 1.5),
     EvalScenario("v100-128", "16x8:V100-32", 400, 1.5),
     EvalScenario("mixed-128", "8x8:A100-80,16x4:V100-32", 400, 1.5),
+    EvalScenario("hpc-32", "4x8:V100-32", 150, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
     EvalScenario("hpc-64", "8x8:V100-32", 200, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
+    EvalScenario("hpc-128", "16x8:V100-32", 400, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
     EvalScenario("philly-64", "8x8:V100-32", 300, 1.2, trace="../shared/traces/philly/philly.csv"),
 )}
 
@@ -180,7 +182,7 @@ class Evaluation:
     Attributes:
         scenario: what was run.
         seeds: workload seeds.
-        runs: scheduler -> one ``summarize(...).to_dict()`` per seed, in ``seeds`` order.
+        runs: scheduler -> one ``summarize(...).to_dict()`` per seed (plus any extra metrics), in ``seeds`` order.
         baseline: the scheduler paired differences are taken against.
     """
 
@@ -193,17 +195,23 @@ class Evaluation:
     def schedulers(self) -> list[str]:
         return list(self.runs)
 
+    @property
+    def metric_keys(self) -> list[str]:
+        """Every metric of the runs: those of :data:`engine.metrics.METRICS`, then extra ones."""
+        first = self.runs[self.baseline][0]
+        return [*METRICS, *(k for k in first if k not in METRICS)]
+
     def values(self, scheduler: str, metric: str) -> list[float]:
         return [math.nan if r[metric] is None else float(r[metric]) for r in self.runs[scheduler]]
 
     def stats(self) -> dict[str, dict[str, tuple[float, float]]]:
         """metric -> scheduler -> (mean, CI half-width)."""
-        return {m: {s: mean_ci(self.values(s, m)) for s in self.runs} for m in METRICS}
+        return {m: {s: mean_ci(self.values(s, m)) for s in self.runs} for m in self.metric_keys}
 
     def paired(self) -> dict[str, dict[str, tuple[float, float, float]]]:
         """metric -> scheduler -> (mean difference vs baseline, CI half-width, relative difference)."""
         out: dict[str, dict[str, tuple[float, float, float]]] = {}
-        for m in METRICS:
+        for m in self.metric_keys:
             base = np.array(self.values(self.baseline, m))
             row = {}
             for s in self.runs:
@@ -233,9 +241,12 @@ class Evaluation:
 
 
 def evaluate(schedulers: Sequence[str], scenario: str | EvalScenario, seeds: int | Sequence[int], *,
-             baseline: str | None = None,
+             baseline: str | None = None, extra: Mapping[str, Callable[[Result], float]] | None = None,
              on_run: Callable[[str, int], None] | None = None) -> Evaluation:
-    """Run every scheduler on the scenario's workload for each seed (``seeds=n`` means ``0..n-1``)."""
+    """Run every scheduler on the scenario's workload for each seed (``seeds=n`` means ``0..n-1``).
+
+    ``extra`` adds metrics computed from each run's :class:`~engine.simulator.Result` (e.g. a model's objective).
+    """
     sc = scenario if isinstance(scenario, EvalScenario) else parse_scenario(scenario)
     names = [s.strip() for s in schedulers if s.strip()]
     if not names:
@@ -255,7 +266,10 @@ def evaluate(schedulers: Sequence[str], scenario: str | EvalScenario, seeds: int
     for seed in seed_list:
         jobs = sc.jobs(seed)
         for n in names:
-            runs[n].append(summarize(simulate(cluster, jobs, make_scheduler(n), seed=seed)).to_dict())
+            result = simulate(cluster, jobs, make_scheduler(n), seed=seed)
+            row = summarize(result).to_dict()
+            row.update({k: float(f(result)) for k, f in (extra or {}).items()})
+            runs[n].append(row)
             if on_run is not None:
                 on_run(n, seed)
     return Evaluation(sc, seed_list, runs, baseline)

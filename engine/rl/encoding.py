@@ -218,71 +218,98 @@ def _gpu_time(job: Job) -> float:
     return job.estimate_s * job.gpus * job.gpu_fraction
 
 
+class _TypeTables:
+    """Static per-GPU-type arrays of one cluster layout (computed once per layout, see :func:`_tables`)."""
+
+    def __init__(self, lay) -> None:
+        n_types = len(lay.type_names)
+        self.n_types = n_types
+        self.total = np.bincount(lay.gpu_type, minlength=n_types).astype(float)
+        self.nodes = np.bincount(lay.node_type, minlength=n_types).astype(float)
+        self.node_order = np.argsort(lay.node_type, kind="stable")  # nodes grouped by type
+        self.starts = np.searchsorted(lay.node_type[self.node_order], np.arange(n_types))
+        self.max_node_gpus = np.maximum.reduceat(lay.node_gpus[self.node_order], self.starts).astype(float)
+        self.speed = np.minimum(lay.type_speed / 4.0, 1.0)
+        self.vram = np.minimum(lay.type_vram_gib / 80.0, 1.0)
+
+
+_TABLES: dict[int, tuple[Any, _TypeTables]] = {}
+
+
+def _tables(lay) -> _TypeTables:
+    hit = _TABLES.get(id(lay))
+    if hit is not None and hit[0] is lay:
+        return hit[1]
+    if len(_TABLES) > 64:
+        _TABLES.clear()
+    t = _TypeTables(lay)
+    _TABLES[id(lay)] = (lay, t)
+    return t
+
+
 def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Snapshot | None = None
            ) -> dict[str, np.ndarray]:
     """The observation dict for ``state`` (see the module docstring for every feature)."""
     snap = snap or snapshot(state, cfg)
     lay, now, jobs = state.layout, state.now_s, state.jobs
     n_gpus = lay.n_gpus
-    n_types = len(lay.type_names)
     free_cap = max(state.free_capacity, 0.0)
     comm = state.cluster.communication
+    user_gpus = state.user_gpus
+    log1p, log2 = math.log1p, math.log2
 
-    jf = np.zeros((cfg.window, JOB_FEATURES), dtype=np.float32)
+    rows = []
     gpu_times = [_gpu_time(jobs[j]) for j in snap.window]
-    ranks = np.argsort(np.argsort(gpu_times, kind="stable"), kind="stable") if gpu_times else []
+    ranks = np.argsort(np.argsort(gpu_times, kind="stable"), kind="stable").tolist() if gpu_times else []
     denom = max(len(snap.window) - 1, 1)
     for slot, j in enumerate(snap.window):
         job = jobs[j]
         demand = job.gpus * job.gpu_fraction
-        jf[slot] = (
+        rows.append((
             1.0,
-            math.log2(job.gpus) / 6.0,
+            log2(job.gpus) / 6.0,
             min(demand / free_cap, 2.0) / 2.0 if free_cap > 0 else 1.0,
             job.gpu_fraction,
             min(job.vram_gib / 80.0, 1.0),
-            math.log1p(max(now - job.submit_s, 0.0) / 60.0) / 10.0,
-            math.log1p(job.estimate_s / 60.0) / 10.0,
-            math.log1p(gpu_times[slot] / 60.0) / 12.0,
+            log1p(max(now - job.submit_s, 0.0) / 60.0) / 10.0,
+            log1p(job.estimate_s / 60.0) / 10.0,
+            log1p(gpu_times[slot] / 60.0) / 12.0,
             ranks[slot] / denom,
-            min(state.user_gpus.get(job.user, 0.0) / n_gpus, 1.0),
+            min(user_gpus.get(job.user, 0.0) / n_gpus, 1.0),
             float(snap.fits[slot].any()),
             min(comm.get(job.job_type, comm.get("batch", 0.3)), 1.0),
-        )
+        ))
+    jf = np.zeros((cfg.window, JOB_FEATURES), dtype=np.float32)
+    if rows:
+        jf[:len(rows)] = rows
 
-    gf = np.zeros((cfg.max_types, GROUP_FEATURES), dtype=np.float32)
-    total_t = np.bincount(lay.gpu_type, minlength=n_types).astype(float)
-    idle_t = np.bincount(lay.node_type, weights=state.node_free, minlength=n_types)
+    tab = _tables(lay)
+    n_types = tab.n_types
+    node_free = state.node_free
+    idle_t = np.bincount(lay.node_type, weights=node_free, minlength=n_types)
     freecap_t = np.bincount(lay.gpu_type, weights=state.gpu_free, minlength=n_types)
-    nodes_t = np.bincount(lay.node_type, minlength=n_types).astype(float)
-    idle_nodes_t = np.bincount(lay.node_type, weights=(state.node_free == lay.node_gpus), minlength=n_types)
-    for t in range(n_types):
-        on_t = lay.node_type == t
-        gf[t] = (
-            1.0,
-            total_t[t] / n_gpus,
-            idle_t[t] / total_t[t],
-            state.node_free[on_t].max() / lay.node_gpus[on_t].max(),
-            min(lay.type_speed[t] / 4.0, 1.0),
-            min(lay.type_vram_gib[t] / 80.0, 1.0),
-            freecap_t[t] / total_t[t],
-            idle_nodes_t[t] / nodes_t[t],
-        )
+    idle_nodes_t = np.bincount(lay.node_type, weights=(node_free == lay.node_gpus), minlength=n_types)
+    block_t = np.maximum.reduceat(node_free[tab.node_order], tab.starts)
+    gf = np.zeros((cfg.max_types, GROUP_FEATURES), dtype=np.float32)
+    gf[:n_types] = np.stack([
+        np.ones(n_types), tab.total / n_gpus, idle_t / tab.total, block_t / tab.max_node_gpus, tab.speed,
+        tab.vram, freecap_t / tab.total, idle_nodes_t / tab.nodes,
+    ], axis=1)
 
     queue = state.queue
     n_queue = len(queue)
     head = next(iter(queue), None)
     waiting_demand = sum(jobs[j].gpus * jobs[j].gpu_fraction for j in queue)
     glob = np.zeros(GLOBAL_FEATURES, dtype=np.float32)
-    glob[0] = math.log1p(n_queue) / 6.0
+    glob[0] = log1p(n_queue) / 6.0
     glob[1] = free_cap / n_gpus
     glob[2] = min(len(state.running) / n_gpus, 1.0)
     if head is not None:
         hj = jobs[head]
-        glob[3] = math.log1p(max(now - hj.submit_s, 0.0) / 60.0) / 10.0
+        glob[3] = log1p(max(now - hj.submit_s, 0.0) / 60.0) / 10.0
         glob[4] = min(hj.gpus * hj.gpu_fraction / n_gpus, 1.0)
         glob[5] = float(snap.fits[0].any()) if snap.window and snap.window[0] == head else 0.0
-    glob[6] = math.log1p(max(n_queue - len(snap.window), 0)) / 6.0
+    glob[6] = log1p(max(n_queue - len(snap.window), 0)) / 6.0
     glob[7] = min(waiting_demand / n_gpus / 4.0, 1.0)
     return {"jobs": jf, "groups": gf, "global": glob, "action_mask": snap.mask.astype(np.int8)}
 

@@ -71,7 +71,8 @@ class TrainConfig:
         vf_coef: weight of the value loss.
         seed: seeds the environments, the network initialisation and PPO's sampling.
         eval_freq: evaluate the deterministic policy every this many steps (all environments together).
-        eval_episodes: episodes per evaluation (fixed seeds; the best mean return is kept).
+        eval_episodes: episodes per evaluation, on fixed validation workloads (seeds from
+            ``VALIDATION_SEED_BASE``); the policy with the best mean return is kept.
         checkpoint_freq: save plain weights every this many steps.
         torch_threads: CPU threads torch may use.
         progress_bar: show a tqdm/rich progress bar.
@@ -177,11 +178,38 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _make_env(cfg: EnvConfig, seed: int):
+#: Workload seeds of the evaluation episodes during training (validation): below ``TRAIN_SEED_MIN`` like test
+#: seeds, but far above the ``0..n-1`` that ``engine.evaluate`` uses, so selecting the best model never sees
+#: a test workload.
+VALIDATION_SEED_BASE = 900_000
+
+
+def _make_env(cfg: EnvConfig, seed: int, validation_episodes: int = 0):
+    import gymnasium as gym
     from stable_baselines3.common.monitor import Monitor
 
+    class FixedEpisodes(gym.Wrapper):
+        """Every evaluation sees the same episodes: reset ``k`` uses workload seed ``seeds[k % len]``.
+
+        An evaluation resets once before its first episode and once after each (the vector env's auto-reset),
+        so the cycle is one longer than the number of episodes, the last entry being the unused extra reset.
+        """
+
+        def __init__(self, env: gym.Env, n: int) -> None:
+            super().__init__(env)
+            self.seeds = [VALIDATION_SEED_BASE + k for k in range(n)] + [VALIDATION_SEED_BASE]
+            self.k = 0
+
+        def reset(self, *, seed=None, options=None):
+            ws = self.seeds[self.k % len(self.seeds)]
+            self.k += 1
+            return self.env.reset(seed=ws, options={"workload_seed": ws})
+
     def thunk():
-        env = Monitor(GpuSchedulingEnv(cfg))
+        env = GpuSchedulingEnv(cfg)
+        if validation_episodes:
+            env = FixedEpisodes(env, validation_episodes)
+        env = Monitor(env)
         env.reset(seed=seed)
         return env
 
@@ -200,10 +228,10 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     run_dir = Path(cfg.runs_dir) / cfg.name
     run_dir.mkdir(parents=True, exist_ok=True)
 
-    # 1. environments: training copies seeded seed..seed+n-1, evaluation on its own seed.
+    # 1. environments: training copies seeded seed..seed+n-1; evaluation on fixed validation workloads.
     venv = DummyVecEnv([_make_env(cfg.env, cfg.seed + i) for i in range(cfg.n_envs)])
     final_env = _stage_env(cfg)
-    eval_env = DummyVecEnv([_make_env(final_env, cfg.seed + 10_000)])
+    eval_env = DummyVecEnv([_make_env(final_env, cfg.seed, validation_episodes=cfg.eval_episodes)])
 
     # 2. the agent.
     model = MaskablePPO(
