@@ -28,6 +28,7 @@ import numpy as np
 from .cluster import Cluster
 from .errors import InvalidDecision, StallError
 from .job import Job
+from .occupancy import Occupancy
 from .state import FRACTION_EPS, ClusterState, Decision, Preempt, RunningJob, Scheduler, Start, Wake
 
 # Job lifecycle states (internal).
@@ -154,7 +155,9 @@ class Simulation:
         self._gpu_type = lay.gpu_type.tolist()
         self._node_rack = lay.node_rack.tolist()
         self._type_vram = lay.type_vram_gib.tolist()
-        self._speed_cache: dict[tuple[str, int], float] = {}
+        self._n_gpus = lay.n_gpus
+        self._speeds: dict[str, list[float]] = {}  # job type -> speed on each GPU type
+        self._colocation = cluster.colocation_slowdown
         self._build_shapes()
         self._reset_state()
 
@@ -169,6 +172,8 @@ class Simulation:
         self._shape_nodes: list[np.ndarray] = []
         self._shape_gpus: list[np.ndarray] = []
         self._shape_reason: list[str | None] = []
+        self._shape_node_bits: list[int] = []  # eligible nodes as a bitmask (see engine.occupancy)
+        self._shape_type_ok: list[list[bool]] = []  # per GPU type: eligible?
         for job in self.jobs:
             key = (job.gpus, job.gpu_fraction, job.vram_gib, job.allowed_types)
             sid = shape_ids.get(key)
@@ -181,6 +186,8 @@ class Simulation:
                 self._shape_types.append(_ro(types))
                 self._shape_nodes.append(_ro(types[lay.node_type]))
                 self._shape_gpus.append(_ro(types[lay.gpu_type]))
+                self._shape_type_ok.append(types.tolist())
+                self._shape_node_bits.append(sum(1 << int(n) for n in np.flatnonzero(types[lay.node_type])))
                 if not allowed.any():
                     reason = f"no GPU of an allowed type ({', '.join(sorted(job.allowed_types))}) in the cluster"
                 elif not types.any():
@@ -200,16 +207,13 @@ class Simulation:
         self._heap: list[tuple] = []
         self._seq = 0
         self._arrival_order = sorted(range(n), key=lambda j: (self.jobs[j].submit_s, j))
+        self._arrival_s = [self.jobs[j].submit_s for j in self._arrival_order]
         self._next_arrival = 0
         self._queue: dict[int, None] = {}
         self._queue_shapes: dict[int, int] = {}
         self._running: dict[int, RunningJob] = {}
         self._user_gpus: dict[str, float] = {}
-        self._gpu_free = np.ones(lay.n_gpus)
-        self._gpu_free_vram = lay.type_vram_gib[lay.gpu_type].astype(float)
-        self._gpu_tenants = np.zeros(lay.n_gpus, dtype=np.int64)
-        self._node_free = lay.node_gpus.copy()
-        self._free_gpus = lay.n_gpus
+        self._occ = Occupancy(lay)
         self._busy = 0.0
         self._shared: dict[int, set[int]] = {}  # gpu -> fractional jobs on it
         self._state = [_PENDING] * n
@@ -250,32 +254,40 @@ class Simulation:
             a += self.jobs[j].gpus * self.jobs[j].gpu_fraction * (self.now_s - r.start_s)
         return a
 
-    def _speed(self, job_type: str, t: int) -> float:
-        key = (job_type, t)
-        s = self._speed_cache.get(key)
-        if s is None:
-            s = self._speed_cache[key] = self.cluster.speed(job_type, self._lay.type_names[t])
-        return s
+    def _type_speeds(self, job_type: str) -> list[float]:
+        """Speed of ``job_type`` on each GPU type of the cluster (cached per job type)."""
+        speeds = self._speeds.get(job_type)
+        if speeds is None:
+            speeds = self._speeds[job_type] = [self.cluster.speed(job_type, name)
+                                               for name in self._lay.type_names]
+        return speeds
 
     def placement_rate(self, job: Job, gpus: tuple[int, ...]) -> float:
         """Work rate of ``job`` on ``gpus`` if started now (GPU speed x communication x co-location)."""
-        rate, _ = self._rate(job, gpus, joining=True)
-        return rate
+        return self._rate(job, gpus, *self._spread_of(gpus), joining=True)[0]
 
-    def _rate(self, job: Job, gpus: tuple[int, ...], joining: bool) -> tuple[float, float]:
-        """(rate, communication factor); ``joining`` counts the job as a new tenant of its GPU."""
-        speed = self._speed(job.job_type, self._gpu_type[gpus[0]])
+    def _spread_of(self, gpus: tuple[int, ...]) -> tuple[int, int]:
+        """(nodes, racks) that ``gpus`` span."""
         if len(gpus) == 1:
-            comm = 1.0
-        else:
-            nodes = {self._gpu_node[g] for g in gpus}
-            racks = {self._node_rack[n] for n in nodes} if len(nodes) > 1 else ()
-            comm = self.cluster.comm_factor(job.job_type, len(nodes), len(racks))
+            return 1, 1
+        gpu_node = self._gpu_node
+        nodes = {gpu_node[g] for g in gpus}
+        if len(nodes) == 1:
+            return 1, 1
+        node_rack = self._node_rack
+        return len(nodes), len({node_rack[n] for n in nodes})
+
+    def _rate(self, job: Job, gpus: tuple[int, ...], n_nodes: int, n_racks: int,
+              joining: bool) -> tuple[float, float]:
+        """(rate, communication factor) on ``gpus`` spanning ``n_nodes`` nodes in ``n_racks`` racks;
+        ``joining`` counts the job as a new tenant of its GPU."""
+        speed = self._type_speeds(job.job_type)[self._gpu_type[gpus[0]]]
+        comm = 1.0 if n_nodes == 1 else self.cluster.comm_factor(job.job_type, n_nodes, n_racks)
         rate = speed * comm
         if job.gpu_fraction < 1.0:
-            k = int(self._gpu_tenants[gpus[0]]) + (1 if joining else 0)
+            k = self._occ.tenants[gpus[0]] + (1 if joining else 0)
             if k > 1:
-                rate /= 1.0 + self.cluster.colocation_slowdown * (k - 1)
+                rate /= 1.0 + self._colocation * (k - 1)
         return rate, comm
 
     def _memory(self, job: Job, g: int) -> float:
@@ -284,10 +296,11 @@ class Simulation:
 
     def can_host(self, job: Job) -> np.ndarray:
         elig = self._shape_gpus[self._job_shape[job.job_id]]
+        occ = self._occ
         if job.gpu_fraction >= 1.0:
-            return elig & (self._gpu_tenants == 0)
+            return elig & (occ.np_tenants == 0)
         need_vram = job.vram_gib if job.vram_gib > 0 else job.gpu_fraction * self._lay.type_vram_gib[self._lay.gpu_type]
-        return elig & (self._gpu_free >= job.gpu_fraction - FRACTION_EPS) & (self._gpu_free_vram >= need_vram - FRACTION_EPS)
+        return elig & (occ.np_free >= job.gpu_fraction - FRACTION_EPS) & (occ.np_free_vram >= need_vram - FRACTION_EPS)
 
     def check(self, d: Decision) -> str | None:
         """Why decision ``d`` is invalid now, or None."""
@@ -308,6 +321,31 @@ class Simulation:
     def _describe(self, j: int) -> str:
         return ("not yet submitted", "waiting", "running", "finished", "unschedulable")[self._state[j]]
 
+    def _valid_start(self, j, gpus) -> bool:
+        """A quick test that accepts only starts :meth:`_check_start` accepts (it may refuse more: the
+        caller then asks :meth:`_check_start`, which has the final word and the message)."""
+        if type(j) is not int or not 0 <= j < len(self.jobs) or self._state[j] != _QUEUED:
+            return False
+        job = self.jobs[j]
+        if type(gpus) is not tuple or len(gpus) != job.gpus:
+            return False
+        gpu_type, n_gpus = self._gpu_type, self._n_gpus
+        g = gpus[0]
+        if type(g) is not int or not 0 <= g < n_gpus:
+            return False
+        t = gpu_type[g]
+        if not self._shape_type_ok[self._job_shape[j]][t]:
+            return False
+        occ = self._occ
+        if job.gpu_fraction >= 1.0:
+            tenants = occ.tenants
+            for g in gpus:
+                if type(g) is not int or not 0 <= g < n_gpus or tenants[g] or gpu_type[g] != t:
+                    return False
+            return len(gpus) == 1 or len(set(gpus)) == len(gpus)
+        return (occ.free[g] >= job.gpu_fraction - FRACTION_EPS
+                and occ.free_vram[g] >= self._memory(job, g) - FRACTION_EPS)
+
     def _check_start(self, j, gpus) -> str | None:
         if not (isinstance(j, (int, np.integer)) and 0 <= j < len(self.jobs)):
             return f"job {j!r} does not exist"
@@ -316,7 +354,7 @@ class Simulation:
         job = self.jobs[j]
         if len(gpus) != job.gpus:
             return f"job {j} asks for {job.gpus} GPU(s) but was given {len(gpus)}"
-        n = self._lay.n_gpus
+        n = self._n_gpus
         for g in gpus:
             if not (isinstance(g, (int, np.integer)) and 0 <= g < n):
                 return f"job {j}: GPU id {g!r} does not exist (cluster has GPUs 0..{n - 1})"
@@ -331,18 +369,19 @@ class Simulation:
             return f"job {j}: GPU type {names[t]} is not among its allowed types {sorted(job.allowed_types)}"
         if job.vram_gib > self._type_vram[t] + FRACTION_EPS:
             return f"job {j}: needs {job.vram_gib:g} GiB per GPU but {names[t]} has {self._type_vram[t]:g} GiB"
+        occ = self._occ
         if job.gpu_fraction >= 1.0:
             for g in gpus:
-                if self._gpu_tenants[g] != 0:
+                if occ.tenants[g] != 0:
                     return f"job {j}: GPU {g} is not free (whole-GPU jobs never share)"
         else:
             g = gpus[0]
-            if self._gpu_free[g] < job.gpu_fraction - FRACTION_EPS:
-                return (f"job {j}: GPU {g} has {self._gpu_free[g]:.3g} of a GPU free, "
+            if occ.free[g] < job.gpu_fraction - FRACTION_EPS:
+                return (f"job {j}: GPU {g} has {occ.free[g]:.3g} of a GPU free, "
                         f"job needs {job.gpu_fraction:g}")
             mem = self._memory(job, g)
-            if self._gpu_free_vram[g] < mem - FRACTION_EPS:
-                return f"job {j}: GPU {g} has {self._gpu_free_vram[g]:.3g} GiB free, job needs {mem:g} GiB"
+            if occ.free_vram[g] < mem - FRACTION_EPS:
+                return f"job {j}: GPU {g} has {occ.free_vram[g]:.3g} GiB free, job needs {mem:g} GiB"
         return None
 
     # ------------------------------------------------------------------ decisions
@@ -358,10 +397,13 @@ class Simulation:
         for d in decisions:
             kind = type(d)
             if kind is Start:
-                reason = self._check_start(d.job_id, d.gpu_ids)
-                if reason is not None:
-                    raise InvalidDecision(f"scheduler {self.scheduler_name!r}: {reason}")
-                self._start(int(d.job_id), tuple(int(g) for g in d.gpu_ids))
+                j, gpus = d.job_id, d.gpu_ids
+                if not self._valid_start(j, gpus):
+                    reason = self._check_start(j, gpus)
+                    if reason is not None:
+                        raise InvalidDecision(f"scheduler {self.scheduler_name!r}: {reason}")
+                    j, gpus = int(j), tuple(int(g) for g in gpus)
+                self._start(j, gpus)
                 started = True
             else:
                 reason = self.check(d)
@@ -387,26 +429,21 @@ class Simulation:
     def _start(self, j: int, gpus: tuple[int, ...]) -> None:
         job, now = self.jobs[j], self.now_s
         frac = job.gpu_fraction
-        node_free, gpu_node = self._node_free, self._gpu_node
+        occ = self._occ
+        n_nodes, n_racks = self._spread_of(gpus)
         if frac >= 1.0:
-            for g in gpus:
-                self._gpu_free[g] = 0.0
-                self._gpu_free_vram[g] = 0.0
-                self._gpu_tenants[g] = 1
-                node_free[gpu_node[g]] -= 1
-            self._free_gpus -= len(gpus)
-            rate, comm = self._rate(job, gpus, joining=True)
+            occ.take_whole(gpus)
+            rate, comm = self._rate(job, gpus, n_nodes, n_racks, joining=True)
         else:
             g = gpus[0]
-            rate, comm = self._rate(job, gpus, joining=True)
-            if self._gpu_tenants[g] == 0:
-                node_free[gpu_node[g]] -= 1
-                self._free_gpus -= 1
-            self._gpu_free[g] -= frac
-            self._gpu_free_vram[g] -= self._memory(job, g)
-            self._gpu_tenants[g] += 1
+            rate, comm = self._rate(job, gpus, 1, 1, joining=True)
+            occ.take_share(g, frac, self._memory(job, g))
             self._retime_tenants(g)
-            self._shared.setdefault(g, set()).add(j)
+            shared = self._shared.get(g)
+            if shared is None:
+                self._shared[g] = {j}
+            else:
+                shared.add(j)
         del self._queue[j]
         sid = self._job_shape[j]
         c = self._queue_shapes[sid] - 1
@@ -418,19 +455,25 @@ class Simulation:
         self._busy += demand
         self._user_gpus[job.user] = self._user_gpus.get(job.user, 0.0) + demand
         self._state[j] = _RUNNING
-        if math.isnan(self._first_start[j]):
+        if self._first_start[j] != self._first_start[j]:  # NaN: first run
             self._first_start[j] = now
         self._comm[j] = comm
         self._last_update[j] = now
-        work_done = job.duration_s - self._work_left[j]
-        est_left = max(job.estimate_s - work_done, 0.0)
-        nodes = {gpu_node[g] for g in gpus}
-        racks = {self._node_rack[n] for n in nodes}
-        self._running[j] = RunningJob(job, gpus, now, rate, now + est_left / rate, len(nodes), len(racks),
+        work_left = self._work_left[j]
+        est_left = max(job.estimate_s - (job.duration_s - work_left), 0.0)
+        self._running[j] = RunningJob(job, gpus, now, rate, now + est_left / rate, n_nodes, n_racks,
                                       self._gpu_type[gpus[0]])
         self._last_gpus[j] = gpus
-        self._version[j] += 1
-        self._push(now + self._work_left[j] / rate, _COMPLETION, j, self._version[j])
+        v = self._version[j] + 1
+        self._version[j] = v
+        self._seq += 1
+        heapq.heappush(self._heap, (now + work_left / rate, _COMPLETION, self._seq, j, v))
+        self._sync_free()
+
+    def _sync_free(self) -> None:
+        """Refresh the free-capacity counters of the scheduler's view (plain attributes, cheap to read)."""
+        self.state.free_gpus = self._occ.idle_gpus
+        self.state.free_capacity = self._n_gpus - self._busy
 
     def _retime_tenants(self, g: int) -> None:
         """Recompute rates and completion times of the fractional jobs on GPU ``g`` (its tenancy changed)."""
@@ -443,7 +486,7 @@ class Simulation:
             self._work_left[k] -= (now - self._last_update[k]) * r.rate
             self._last_update[k] = now
             job = self.jobs[k]
-            rate, _ = self._rate(job, r.gpu_ids, joining=False)
+            rate, _ = self._rate(job, r.gpu_ids, 1, 1, joining=False)
             if rate != r.rate:
                 work_done = job.duration_s - self._work_left[k]
                 r.rate = rate
@@ -460,26 +503,16 @@ class Simulation:
         self._work_left[j] -= (now - self._last_update[j]) * r.rate
         self._last_update[j] = now
         if frac >= 1.0:
-            for g in gpus:
-                self._gpu_free[g] = 1.0
-                self._gpu_free_vram[g] = self._type_vram[self._gpu_type[g]]
-                self._gpu_tenants[g] = 0
-                self._node_free[self._gpu_node[g]] += 1
-            self._free_gpus += len(gpus)
+            self._occ.release_whole(gpus)
         else:
             g = gpus[0]
-            self._shared[g].discard(j)
-            self._gpu_tenants[g] -= 1
-            if self._gpu_tenants[g] == 0:
-                self._gpu_free[g] = 1.0  # exact reset: no drift from summed fractions
-                self._gpu_free_vram[g] = self._type_vram[self._gpu_type[g]]
-                self._node_free[self._gpu_node[g]] += 1
-                self._free_gpus += 1
-                del self._shared[g]
-            else:
-                self._gpu_free[g] += frac
-                self._gpu_free_vram[g] += self._memory(job, g)
+            shared = self._shared[g]
+            shared.discard(j)
+            self._occ.release_share(g, frac, self._memory(job, g))
+            if shared:
                 self._retime_tenants(g)
+            else:
+                del self._shared[g]
         demand = job.gpus * frac
         self._busy -= demand
         self._user_gpus[job.user] -= demand
@@ -493,6 +526,7 @@ class Simulation:
         self._seg_frac.append(frac)
         self._seg_gpus.extend(gpus)
         self._seg_ptr.append(len(self._seg_gpus))
+        self._sync_free()
         return r
 
     def _preempt(self, j: int) -> None:
@@ -520,45 +554,50 @@ class Simulation:
 
         Raises :class:`StallError` when jobs wait but no event is left that could ever let them start.
         """
-        heap, jobs = self._heap, self.jobs
-        n = len(jobs)
-        order = self._arrival_order
+        heap, state = self._heap, self._state
+        n = len(self.jobs)
+        order, arrival_s = self._arrival_order, self._arrival_s
+        version, shape_reason, job_shape = self._version, self._shape_reason, self._job_shape
+        nxt = self._next_arrival
+        inf = math.inf
         while True:
-            t_arr = jobs[order[self._next_arrival]].submit_s if self._next_arrival < n else math.inf
-            t_evt = heap[0][0] if heap else math.inf
+            t_arr = arrival_s[nxt] if nxt < n else inf
+            t_evt = heap[0][0] if heap else inf
             now = t_arr if t_arr < t_evt else t_evt
-            if now == math.inf:
+            if now == inf:
+                self._next_arrival = nxt
                 if self._queue:
                     self._raise_stall()
                 self.done = True
                 self.state.now_s = self.now_s
                 return False
             self.now_s = now
-            self.state.now_s = now
             changed = woke = False
             while heap and heap[0][0] == now:
-                _, kind, _, j, version = heapq.heappop(heap)
+                _, kind, _, j, v = heapq.heappop(heap)
                 if kind == _COMPLETION:
-                    if version != self._version[j] or self._state[j] != _RUNNING:
+                    if v != version[j] or state[j] != _RUNNING:
                         continue  # superseded by a re-timing or a preemption
                     self._complete(j)
                 else:
                     woke = True
                 changed = True
-            while self._next_arrival < n and jobs[order[self._next_arrival]].submit_s == now:
-                j = order[self._next_arrival]
-                self._next_arrival += 1
-                reason = self._shape_reason[self._job_shape[j]]
+            while nxt < n and arrival_s[nxt] == now:
+                j = order[nxt]
+                nxt += 1
+                reason = shape_reason[job_shape[j]]
                 if reason is None:
                     self._enqueue(j)
                 else:
-                    self._state[j] = _UNSCHEDULABLE
+                    state[j] = _UNSCHEDULABLE
                     self._reasons[j] = reason
                     self._finished += 1
                 changed = True
             if not changed:
                 continue
             if self._queue or woke:  # a scheduler that asked to be woken is asked even with an empty queue
+                self._next_arrival = nxt
+                self.state.now_s = now
                 return True
             self._record()
 
@@ -583,12 +622,13 @@ class Simulation:
     def _record(self) -> None:
         t = self.now_s
         busy = self._busy
-        strand = self._lay.n_gpus - busy - self._free_gpus
-        if self._s_t and self._s_t[-1] == t:
+        strand = self._n_gpus - busy - self._occ.idle_gpus
+        s_t = self._s_t
+        if s_t and s_t[-1] == t:
             self._s_queue[-1], self._s_running[-1] = len(self._queue), len(self._running)
             self._s_busy[-1], self._s_strand[-1] = busy, strand
             return
-        self._s_t.append(t)
+        s_t.append(t)
         self._s_queue.append(len(self._queue))
         self._s_running.append(len(self._running))
         self._s_busy.append(busy)

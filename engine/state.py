@@ -25,6 +25,7 @@ import numpy as np
 
 from .cluster import Cluster, Layout
 from .job import Job
+from .occupancy import Occupancy
 
 if TYPE_CHECKING:  # pragma: no cover
     from .simulator import Simulation
@@ -104,11 +105,15 @@ class ClusterState:
         gpu_tenants: number of jobs on each GPU.
         node_free: number of idle GPUs on each node.
         free_gpus: number of idle GPUs in the cluster.
+        free_capacity: free GPU capacity: idle GPUs plus the free shares of partly used ones.
+        occupancy: the engine's own bookkeeping with fast lookup indexes (:class:`engine.occupancy.Occupancy`),
+            for placement rules that need to be fast.
         job_shape: a small integer per job; jobs with equal shape ask for the same resources (GPU count,
             fraction, memory, allowed types), so a placement that fails for one fails for all of them.
         queue_shape_counts: ``shape -> number of waiting jobs`` with that shape.
         user_gpus: ``user -> GPUs in use`` (fractions count as fractions).
         seed: the run's seed; randomised schedulers derive their generator from it.
+        shape_node_bits: per job shape, its eligible nodes as a bitmask (bit ``n`` is node ``n``).
     """
 
     def __init__(self, sim: "Simulation") -> None:
@@ -121,26 +126,20 @@ class ClusterState:
         self.queue = sim._queue.keys()
         self.entered: list[int] = []
         self.running: Mapping[int, RunningJob] = sim._running
-        self.gpu_free = _readonly(sim._gpu_free)
-        self.gpu_free_vram_gib = _readonly(sim._gpu_free_vram)
-        self.gpu_tenants = _readonly(sim._gpu_tenants)
-        self.node_free = _readonly(sim._node_free)
+        occ = sim._occ
+        self.occupancy: Occupancy = occ
+        self.gpu_free = _readonly(occ.np_free)
+        self.gpu_free_vram_gib = _readonly(occ.np_free_vram)
+        self.gpu_tenants = _readonly(occ.np_tenants)
+        self.node_free = _readonly(occ.np_node_free)
+        # Kept current by the engine whenever a job starts or stops (plain attributes: read at every step).
+        self.free_gpus: int = occ.idle_gpus
+        self.free_capacity: float = self.layout.n_gpus - sim._busy
+        self.n_gpus: int = self.layout.n_gpus
         self.job_shape = sim._job_shape
+        self.shape_node_bits: Sequence[int] = sim._shape_node_bits
         self.queue_shape_counts: Mapping[int, int] = sim._queue_shapes
         self.user_gpus: Mapping[str, float] = sim._user_gpus
-
-    @property
-    def free_gpus(self) -> int:
-        return self._sim._free_gpus
-
-    @property
-    def free_capacity(self) -> float:
-        """Free GPU capacity: idle GPUs plus the free shares of partly used ones."""
-        return self.layout.n_gpus - self._sim._busy
-
-    @property
-    def n_gpus(self) -> int:
-        return self.layout.n_gpus
 
     def attained_gpu_s(self, job_id: int) -> float:
         """GPU-seconds of service the job has received so far (GPUs x run time, fractions included)."""
