@@ -135,7 +135,8 @@ class EasyBackfill:
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
         jobs, job_shape, shapes, place = state.jobs, state.job_shape, state.queue_shape_counts, self.place
-        res: _Reservation | None = None
+        head: Job | None = None  # the first job that did not fit
+        res: _Reservation | None = None  # its reservation, computed once a later job could start
         failed: set[int] = set()  # shapes that fit nowhere now: resources only shrink during one decision
         limit_s: dict[int, float] = {}  # shape -> longest estimate that still ends before the shadow time
         left = math.inf if self.depth is None else self.depth
@@ -144,13 +145,13 @@ class EasyBackfill:
             if full:
                 return
             job = jobs[j]
-            if res is None:  # FIFO phase: start jobs in order until one does not fit
+            if head is None:  # FIFO phase: start jobs in order until one does not fit
                 gpus = place(state, job)
                 if gpus is not None:
                     yield Start(j, gpus)
                     full = state.free_capacity <= 1e-9
                     continue
-                res = reserve(state, job)
+                head = job
                 failed.add(job_shape[j])
                 if len(failed) >= len(shapes):
                     return
@@ -167,6 +168,8 @@ class EasyBackfill:
                 if len(failed) >= len(shapes):
                     return
                 continue
+            if res is None:
+                res = reserve(state, head)
             rate = state.placement_rate(job, gpus)
             end_s = state.now_s + job.estimate_s / rate
             if not self._allowed(state, res, job, gpus, end_s):

@@ -158,7 +158,7 @@ class Tiresias:
         yield from self._pass(state, preempted)
         for j in preempted:
             self._enqueue(state, j)
-        if len(self._waiting) > 2 * len(state.queue) + 64:  # drop entries of started jobs (amortised)
+        if len(self._waiting) > 2 * len(state.queue) + 16:  # drop entries of started jobs (amortised)
             self._waiting = [e for e in self._waiting if self._version.get(e[2]) == e[3] and e[2] in state.queue]
         if state.queue:
             wake = self._next_wake(state)
