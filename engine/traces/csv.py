@@ -101,15 +101,26 @@ def fast(ctx: ReadContext) -> None:
 def write_csv(jobs: Iterable[Job], path: str | Path) -> Path:
     """Write ``jobs`` as a canonical CSV (every column; floats exact); returns the path.
 
+    Raises ``ValueError`` for a text field with a NUL character (no CSV reader accepts it).
+
     Reading the file back with ``load_trace(path, "csv")`` gives equal jobs when ``jobs`` are numbered
     ``0..n-1`` in submit order with the first submit at 0 (what every loader and the generator produce).
     """
     path = Path(path)
     with open(path, "w", encoding="utf-8", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(COLUMNS)
+        plain = csv.writer(f, lineterminator="\n")
+        # csv quotes fields holding the line terminator ("\n") but not a lone "\r", which readers take for a
+        # line end: rows with one are written fully quoted.
+        quoted = csv.writer(f, lineterminator="\n", quoting=csv.QUOTE_ALL)
+        plain.writerow(COLUMNS)
         for j in jobs:
+            types = "|".join(sorted(j.allowed_types))
+            text = j.name + j.user + j.job_type + types
+            if "\x00" in text:
+                raise ValueError(f"job {j.job_id}: a NUL character in its name, user, type or GPU types "
+                                 "cannot be written to CSV")
+            w = quoted if "\r" in text else plain
             w.writerow((j.job_id, j.name, repr(float(j.submit_s)), repr(float(j.duration_s)), j.gpus,
                         repr(float(j.gpu_fraction)), repr(float(j.vram_gib)), j.user, j.job_type, j.priority,
-                        "|".join(sorted(j.allowed_types)), repr(float(j.estimate_s))))
+                        types, repr(float(j.estimate_s))))
     return path
