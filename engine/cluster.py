@@ -354,9 +354,15 @@ def _numbers(value: Any, key: str, where: str) -> dict[str, float]:
     return out
 
 
+def _openb_nodes(path: str) -> "Cluster":
+    from .traces.openb import openb_cluster  # imported on use: the traces package imports this module
+
+    return openb_cluster(path)
+
+
 #: Extra ``PREFIX:ARGUMENT`` cluster sources (e.g. ``openb:PATH`` for a real node list); each takes the
 #: argument and returns a Cluster. Modules that add a source register it here.
-CLUSTER_SOURCES: dict[str, Any] = {}
+CLUSTER_SOURCES: dict[str, Any] = {"openb": _openb_nodes}
 
 
 def parse_cluster(spec: str | Mapping[str, Any] | Cluster) -> Cluster:
