@@ -118,7 +118,11 @@ class EncodingConfig:
 
 
 class _TypeView:
-    """``state`` seen through one GPU type: placement rules only find GPUs of type ``t``."""
+    """``state`` seen through one GPU type: placement rules only find GPUs of type ``t``.
+
+    Every way a rule can learn which nodes or GPUs a job may use (the eligibility masks, ``can_host`` and the
+    per-shape node bitmasks of the occupancy indexes) is narrowed to type ``t``; everything else is the state's.
+    """
 
     def __init__(self, state: ClusterState, t: int) -> None:
         self._s = state
@@ -126,6 +130,10 @@ class _TypeView:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._s, name)
+
+    @property
+    def shape_node_bits(self) -> "_NarrowedBits":
+        return _NarrowedBits(self._s.shape_node_bits, _tables(self._s.layout).node_bits[self._t])
 
     def eligible_types(self, job: Job) -> np.ndarray:
         out = np.zeros(len(self._s.layout.type_names), dtype=bool)
@@ -140,6 +148,19 @@ class _TypeView:
 
     def can_host(self, job: Job) -> np.ndarray:
         return self._s.can_host(job) & (self._s.layout.gpu_type == self._t)
+
+
+class _NarrowedBits:
+    """A per-shape sequence of node bitmasks, each ANDed with one GPU type's nodes."""
+
+    def __init__(self, bits: Any, type_bits: int) -> None:
+        self._bits, self._type_bits = bits, type_bits
+
+    def __getitem__(self, shape: int) -> int:
+        return self._bits[shape] & self._type_bits
+
+    def __len__(self) -> int:
+        return len(self._bits)
 
 
 @dataclass
@@ -231,6 +252,7 @@ class _TypeTables:
         self.max_node_gpus = np.maximum.reduceat(lay.node_gpus[self.node_order], self.starts).astype(float)
         self.speed = np.minimum(lay.type_speed / 4.0, 1.0)
         self.vram = np.minimum(lay.type_vram_gib / 80.0, 1.0)
+        self.node_bits = [sum(1 << int(n) for n in np.flatnonzero(lay.node_type == t)) for t in range(n_types)]
 
 
 _TABLES: dict[int, tuple[Any, _TypeTables]] = {}
@@ -337,7 +359,8 @@ def decode(state: ClusterState, action: int, cfg: EncodingConfig = EncodingConfi
     slot, t, rule = cfg.unpack(action)
     job = state.jobs[snap.window[slot]]
     gpus = PLACEMENTS[cfg.rules[rule]]()(_TypeView(state, t), job)
-    if gpus is None:  # the mask promised a fit: a placement rule broke the "idle GPUs of one type" contract
-        raise EngineError(f"rule {cfg.rules[rule]!r} found no GPUs of type slot {t} for job {job.job_id} "
-                          "although the mask allowed it")
+    # The mask promised a fit of this type: anything else means a placement rule escaped the type view.
+    if gpus is None or any(int(state.layout.gpu_type[g]) != t for g in gpus):
+        raise EngineError(f"rule {cfg.rules[rule]!r} returned {gpus} for job {job.job_id}, not GPUs of type "
+                          f"slot {t} as the mask promised")
     return Start(job.job_id, gpus)

@@ -50,3 +50,17 @@ def test_bad_configs_are_one_line_errors(data, match, tmp_path):
 def test_unknown_preset_lists_presets():
     with pytest.raises(EngineError, match="presets: "):
         load_config("no-such-preset")
+
+
+def test_curriculum_reaches_the_wrapped_environments():
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from engine.env import EnvConfig
+    from engine.rl.train import _make_env
+
+    venv = DummyVecEnv([_make_env(EnvConfig(clusters=("2x4:V100-32",), n_jobs=10), 0)])
+    venv.env_method("set_sampling", ("4x4:V100-32",), (1.5,), 12)
+    cfg = venv.get_attr("config")[0]
+    assert cfg.clusters == ("4x4:V100-32",) and cfg.loads == (1.5,) and cfg.n_jobs == 12
+    venv.reset()
+    assert venv.get_attr("simulation")[0].cluster.n_gpus == 16
