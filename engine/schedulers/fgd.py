@@ -41,6 +41,8 @@ class FgdPlacement:
         self._counts: dict[int, int] = {}
         self._rows: dict[int, tuple[float, int, bool, np.ndarray, np.ndarray]] = {}
         self._table: tuple | None = None
+        self._top_ids: tuple[int, ...] = ()
+        self._top_rows: tuple = ()
 
     def reset(self, state: ClusterState) -> None:
         jobs = state.jobs
@@ -49,6 +51,7 @@ class FgdPlacement:
         self._counts = {}
         self._rows = {}
         self._table = None
+        self._top_ids, self._top_rows = (), ()
 
     # ----------------------------------------------------------------- workload estimate
     def _observe(self, state: ClusterState) -> None:
@@ -80,20 +83,26 @@ class FgdPlacement:
             need = job.gpu_fraction * lay.type_vram_gib[lay.gpu_type]
         return (job.gpu_fraction, job.gpus, job.gpu_fraction >= 1.0, elig, need)
 
-    def _shapes(self) -> tuple:
-        """Stacked arrays of the ``max_shapes`` most frequent shapes: p, D, k, whole, elig, need."""
+    def _shapes(self, state: ClusterState) -> tuple:
+        """Stacked arrays of the ``max_shapes`` most frequent shapes: p, D, k, whole, elig (per GPU),
+        need, elig_node (per node)."""
         if self._table is None:
             top = sorted(self._counts.items(), key=lambda kv: (-kv[1], kv[0]))[:self.max_shapes]
-            rows = [self._rows[sid] for sid, _ in top]
+            ids = tuple(sid for sid, _ in top)
+            if ids != self._top_ids:  # the set of shapes changed: restack their rows (rare)
+                rows = [self._rows[sid] for sid in ids]
+                elig = np.stack([r[3] for r in rows])
+                self._top_ids = ids
+                self._top_rows = (
+                    np.array([r[0] for r in rows]),
+                    np.array([r[1] for r in rows]),
+                    np.array([r[2] for r in rows]),
+                    elig,
+                    np.stack([r[4] for r in rows]),
+                    elig[:, state.layout.node_first_gpu],  # a node has one GPU type
+                )
             counts = np.array([c for _, c in top], dtype=float)
-            self._table = (
-                counts / counts.sum(),
-                np.array([r[0] for r in rows]),
-                np.array([r[1] for r in rows]),
-                np.array([r[2] for r in rows]),
-                np.stack([r[3] for r in rows]),
-                np.stack([r[4] for r in rows]),
-            )
+            self._table = (counts / counts.sum(), *self._top_rows)
         return self._table
 
     # ----------------------------------------------------------------- placement
@@ -113,32 +122,50 @@ class FgdPlacement:
                 return _node_gpus(state, int(cand[0]), k)
         else:
             cand = np.flatnonzero(state.can_host(job))
+            # Idle GPUs of one node are interchangeable: keep the first (lowest id, the tie-break anyway).
+            idle = np.asarray(state.gpu_tenants)[cand] == 0
+            if idle.sum() > 1:
+                _, first = np.unique(state.layout.gpu_node[cand[idle]], return_index=True)
+                cand = np.sort(np.concatenate([cand[~idle], cand[idle][first]]))
             if cand.size <= 1:
                 return (int(cand[0]),) if cand.size else None
-        p, share, count, whole, elig, need = self._shapes()
+        p, share, count, whole, elig, need, elig_node = self._shapes(state)
         lay = state.layout
         free = np.asarray(state.gpu_free)
         vram = np.asarray(state.gpu_free_vram_gib)
-        idle = np.asarray(state.gpu_tenants) == 0
-        first = lay.node_first_gpu
-        # usable[m, g]: shape m could use (its share of) GPU g right now.
-        fits_share = (free >= share[:, None] - FRACTION_EPS) & (vram >= need - FRACTION_EPS)
-        usable = elig & np.where(whole[:, None], idle, fits_share)
-        cnt = np.add.reduceat(usable, first, axis=1)  # usable GPUs per (shape, node)
-        part = np.add.reduceat(np.where(usable, 0.0, free), first, axis=1)  # unusable free share
-        tot = np.add.reduceat(free, first)  # all free share per node
+        tenants = np.asarray(state.gpu_tenants)
+
+        def usable(g: np.ndarray) -> np.ndarray:
+            """usable[m, i]: shape m could use (its share of) GPU ``g[i]`` right now."""
+            fits_share = (free[g] >= share[:, None] - FRACTION_EPS) & (vram[g] >= need[:, g] - FRACTION_EPS)
+            return elig[:, g] & np.where(whole[:, None], tenants[g] == 0, fits_share)
+
+        # Per (shape, node): usable GPUs, free share on unusable GPUs, and all free share. An idle GPU is usable
+        # by exactly the shapes allowed on its type, a full one adds nothing, so only shared GPUs with room
+        # left need a look of their own.
+        idle_n = np.asarray(state.node_free, dtype=float)
+        cnt = elig_node * idle_n
+        part = ~elig_node * idle_n
+        tot = idle_n.copy()
+        shared = np.flatnonzero((tenants > 0) & (free > FRACTION_EPS))
+        if shared.size:
+            u = usable(shared)
+            nodes = lay.gpu_node[shared]
+            np.add.at(cnt.T, nodes, u.T)
+            np.add.at(part.T, nodes, np.where(u, 0.0, free[shared]).T)
+            np.add.at(tot, nodes, free[shared])
         before = np.where(cnt >= count[:, None], part, tot)
         if whole_job:
-            return self._place_whole(state, job, cand, p, count, elig, cnt, part, tot, before)
-        return self._place_fraction(state, job, cand, p, share, count, whole, elig, need, usable, cnt, part, tot,
-                                    before)
+            return self._place_whole(state, job, cand, p, count, elig_node, cnt, part, tot, before)
+        return self._place_fraction(state, job, cand, p, share, count, whole, elig, need, usable(cand), cnt, part,
+                                    tot, before)
 
     @staticmethod
-    def _place_whole(state, job, cand, p, count, elig, cnt, part, tot, before) -> tuple[int, ...]:
+    def _place_whole(state, job, cand, p, count, elig_node, cnt, part, tot, before) -> tuple[int, ...]:
         k = job.gpus
         node_free = np.asarray(state.node_free)
         # Taking k idle GPUs of node n: they were usable by shape m iff m may use n's GPU type.
-        e = elig[:, state.layout.node_first_gpu[cand]]
+        e = elig_node[:, cand]
         cnt_after = cnt[:, cand] - k * e
         part_after = part[:, cand] - k * ~e
         tot_after = tot[cand] - k
@@ -149,7 +176,7 @@ class FgdPlacement:
         return _node_gpus(state, int(best), k)
 
     @staticmethod
-    def _place_fraction(state, job, cand, p, share, count, whole, elig, need, usable, cnt, part, tot,
+    def _place_fraction(state, job, cand, p, share, count, whole, elig, need, u_before, cnt, part, tot,
                         before) -> tuple[int, ...]:
         lay = state.layout
         d = job.gpu_fraction
@@ -157,11 +184,10 @@ class FgdPlacement:
         v = np.asarray(state.gpu_free_vram_gib)[cand]
         mem = job.vram_gib if job.vram_gib > 0 else d * lay.type_vram_gib[lay.gpu_type[cand]]
         nodes = lay.gpu_node[cand]
-        u_before = usable[:, cand]
         # After placing, the GPU has a tenant (no whole-GPU shape can use it) and less free share and memory.
         u_after = elig[:, cand] & ~whole[:, None] & (f - d >= share[:, None] - FRACTION_EPS) & (
             v - mem >= need[:, cand] - FRACTION_EPS)
-        cnt_after = cnt[:, nodes] - u_before.astype(np.int64) + u_after
+        cnt_after = cnt[:, nodes] - u_before + u_after
         part_after = part[:, nodes] - np.where(u_before, 0.0, f) + np.where(u_after, 0.0, f - d)
         tot_after = tot[nodes] - d
         after = np.where(cnt_after >= count[:, None], part_after, tot_after)
