@@ -21,8 +21,8 @@ Masks
     action is feasible. A masked-out action passed to ``step`` is replaced by *wait* (or, when nothing runs,
     by the first allowed action) and reported as ``info["invalid_action"] = True``.
 Reward
-    ``-objective(result, reward_weights)`` of :mod:`engine.rl.reward`, paid as the wait that accrued during
-    each step (dense) plus the remaining terms at the last step; the episode return equals the objective.
+    ``-objective(result, reward_weights)`` of :mod:`engine.rl.reward`, paid as the wait and JCT that accrued
+    during each step (dense) plus the remaining terms at the last step; the episode return equals the objective.
 Episode end
     ``terminated`` when every job has finished (or can never run on the cluster). Episodes always end: each
     step starts a job or moves time to the next event, and the workload is finite. Never truncated.
@@ -172,6 +172,8 @@ class GpuSchedulingEnv(gym.Env):
         self._result = None
         state = sim.reset()
         self._started_wait_s = 0.0
+        self._run_start: dict[int, float] = {}  # started, not yet seen finished: job -> start time
+        self._finished_run_s = 0.0
         type_total = np.bincount(cluster.layout.gpu_type, minlength=len(cluster.layout.type_names))
         n_ok = 0
         for job in jobs:
@@ -203,10 +205,11 @@ class GpuSchedulingEnv(gym.Env):
         else:
             sim.apply([decision])
             self._started_wait_s += sim.now_s - sim.jobs[decision.job_id].submit_s
+            self._run_start[decision.job_id] = sim.now_s
             self._run_to_choice()
-        self._potential = self._wait_potential()
+        self._potential = self._cost_potential()
         w = cfg.reward
-        reward = -w.wait * (self._potential - before) / (self._n_schedulable * w.wait_scale_s)
+        reward = -(self._potential - before) / (self._n_schedulable * w.wait_scale_s)
         terminated = sim.done
         if terminated:
             self._result = sim.result()
@@ -245,11 +248,25 @@ class GpuSchedulingEnv(gym.Env):
             sim.advance()
         self._snap = Snapshot([], [], np.zeros(enc.n_actions, dtype=bool))
 
-    def _wait_potential(self) -> float:
-        """Wait accrued so far: finished waits of started jobs plus the running waits of queued jobs."""
-        sim = self._sim
-        jobs, now = sim.jobs, sim.now_s
-        return self._started_wait_s + sum(now - jobs[j].submit_s for j in sim.state.queue)
+    def _cost_potential(self) -> float:
+        """The dense cost accrued so far: ``wait x (wait so far) + jct x (time in the system so far)``.
+
+        Wait so far = the waits of started jobs plus the running waits of queued jobs. Time in the system adds
+        the run time of started jobs: up to now for running ones, their whole run for finished ones (the
+        environment never preempts, so a job runs in one segment and its run time is its attained GPU-seconds
+        divided by its GPU demand). At the end these are exactly the sums of waits and of JCTs.
+        """
+        sim, w = self._sim, self.config.reward
+        state, jobs, now = sim.state, sim.jobs, sim.now_s
+        wait = self._started_wait_s + sum(now - jobs[j].submit_s for j in state.queue)
+        if not w.jct:
+            return w.wait * wait
+        running = state.running
+        for j in [j for j in self._run_start if j not in running]:
+            del self._run_start[j]
+            self._finished_run_s += state.attained_gpu_s(j) / (jobs[j].gpus * jobs[j].gpu_fraction)
+        run = self._finished_run_s + sum(now - s for s in self._run_start.values())
+        return w.wait * wait + w.jct * (wait + run)
 
     def _obs(self) -> dict[str, np.ndarray]:
         if self._sim.done:

@@ -117,6 +117,8 @@ def test_env_driven_by_fifo_choices_equals_simulate_fifo(cluster, load, seed):
     RewardWeights(),
     RewardWeights(wait=0.5, bounded_slowdown=0.1, utilization_band=2.0, fairness=1.0, comm=3.0),
     RewardWeights(wait=0.0, fairness=1.0, band_low=0.7, band_high=0.9, bsld_tau_s=60.0, bounded_slowdown=1.0),
+    RewardWeights(wait=1.0, jct=0.5, comm=1.0),
+    RewardWeights(wait=0.0, jct=1.0, wait_scale_s=60.0),
 ])
 def test_episode_return_equals_the_objective(weights):
     env = _env(reward=weights)
@@ -136,6 +138,7 @@ def test_objective_terms_by_hand():
     res = simulate(c, jobs, make_scheduler("fifo"))
     t = objective_terms(res)
     assert t["wait"] == 50.0
+    assert t["jct"] == 150.0
     assert t["bounded_slowdown"] == pytest.approx((1.0 + 2.0) / 2)
     assert t["fairness"] == pytest.approx(0.5)  # Gini of (0, 100)
     # Utilisation is 100 % for the whole makespan: 0.2 above the 80 % band top.

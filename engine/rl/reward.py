@@ -6,6 +6,9 @@ each over the jobs that completed (unschedulable jobs never ran and are left out
 
 * ``wait``: mean wait, ``mean(first_start_s - submit_s) / wait_scale_s``. Paid densely: after every step
   the environment charges the wait that accrued since the previous step (jobs still queued wait on).
+* ``jct``: mean job completion time, ``mean(end_s - submit_s) / wait_scale_s``; paid densely the same way
+  (every job in the system, queued or running, accrues time), so a placement on faster GPUs pays off as
+  soon as the job runs faster.
 * ``bounded_slowdown``: mean of ``max(1, (end_s - submit_s) / max(run_s, bsld_tau_s))``; paid at the end.
 * ``utilization_band``: time-weighted mean, over ``[0, makespan]``, of how far the busy share of GPUs is
   outside the target band ``[band_low, band_high]`` (0 inside the band); paid at the end.
@@ -34,16 +37,18 @@ class RewardWeights:
 
     Attributes:
         wait: weight of the mean wait, measured in units of ``wait_scale_s``.
+        jct: weight of the mean job completion time, in units of ``wait_scale_s``.
         bounded_slowdown: weight of the mean bounded slowdown.
         utilization_band: weight of the mean distance of utilisation from the target band.
         fairness: weight of the Gini coefficient of per-user mean waits.
         comm: weight of the communication overhead in GPU-hours per job.
-        wait_scale_s: seconds that count as one unit of wait.
+        wait_scale_s: seconds that count as one unit of wait (and of JCT).
         bsld_tau_s: run time floor of the bounded slowdown, seconds.
         band_low, band_high: the target utilisation band, as shares of the cluster's GPUs.
     """
 
     wait: float = 1.0
+    jct: float = 0.0
     bounded_slowdown: float = 0.0
     utilization_band: float = 0.0
     fairness: float = 0.0
@@ -76,11 +81,12 @@ def objective_terms(result: Result, weights: RewardWeights = RewardWeights()) ->
     slowdown floor and the utilisation band."""
     done = result.status == COMPLETED
     if not done.any():
-        return {"wait": 0.0, "bounded_slowdown": 0.0, "utilization_band": 0.0, "fairness": 0.0, "comm": 0.0}
+        return dict.fromkeys(("wait", "jct", "bounded_slowdown", "utilization_band", "fairness", "comm"), 0.0)
     submit = np.array([j.submit_s for j in result.jobs])[done]
     wait = result.first_start_s[done] - submit
     return {
         "wait": float(wait.mean()),
+        "jct": float((result.end_s[done] - submit).mean()),
         "bounded_slowdown": _bsld(result, done, submit, weights.bsld_tau_s),
         "utilization_band": _band_distance(result, done, weights.band_low, weights.band_high),
         "fairness": gini(_user_means(result, done, wait)),
@@ -91,14 +97,16 @@ def objective_terms(result: Result, weights: RewardWeights = RewardWeights()) ->
 def objective(result: Result, weights: RewardWeights) -> float:
     """The weighted cost of a run (lower is better); the episode return is its negative."""
     t = objective_terms(result, weights)
-    return (weights.wait * t["wait"] / weights.wait_scale_s + weights.bounded_slowdown * t["bounded_slowdown"]
+    return ((weights.wait * t["wait"] + weights.jct * t["jct"]) / weights.wait_scale_s
+            + weights.bounded_slowdown * t["bounded_slowdown"]
             + weights.utilization_band * t["utilization_band"] + weights.fairness * t["fairness"]
             + weights.comm * t["comm"])
 
 
 def terminal_cost(result: Result, weights: RewardWeights) -> float:
-    """The part of the objective paid at the end of an episode (everything but the dense wait term)."""
-    return objective(result, weights) - weights.wait * objective_terms(result, weights)["wait"] / weights.wait_scale_s
+    """The part of the objective paid at the end of an episode (everything but the dense wait and JCT terms)."""
+    t = objective_terms(result, weights)
+    return objective(result, weights) - (weights.wait * t["wait"] + weights.jct * t["jct"]) / weights.wait_scale_s
 
 
 def _bsld(result: Result, done: np.ndarray, submit: np.ndarray, tau: float) -> float:
