@@ -14,6 +14,7 @@ only as jobs finish and new ones start.
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from typing import Iterator
 
 import numpy as np
@@ -29,7 +30,8 @@ class DrfScheduler:
     def __init__(self, name: str = "drf", placement: str = "first-fit") -> None:
         self.name = name
         self.placement: Placement = PLACEMENTS[placement]()
-        self._waiting: dict[str, list[int]] = {}  # user -> their waiting jobs, oldest first (may hold stale ids)
+        self._waiting: dict[str, dict[int, deque[int]]] = {}  # user -> shape -> waiting jobs, oldest first
+        self._share: dict[str, float] = {}  # user -> dominant share
         self._usage: dict[str, np.ndarray] = {}  # user -> held [GPUs per type..., GiB per type...]
         self._held: dict[str, dict[int, np.ndarray]] = {}  # user -> running job -> its usage vector
         self._held_gpus: dict[str, float] = {}  # user -> GPUs their tracked jobs hold
@@ -43,12 +45,14 @@ class DrfScheduler:
         n_types = len(lay.type_names)
         gpus_per_type = np.bincount(lay.gpu_type, minlength=n_types).astype(float)
         self._capacity = np.concatenate([gpus_per_type, gpus_per_type * lay.type_vram_gib])
-        self._waiting, self._usage, self._held, self._held_gpus = {}, {}, {}, {}
+        self._waiting, self._share, self._usage, self._held, self._held_gpus = {}, {}, {}, {}, {}
 
     def dominant_share(self, user: str) -> float:
         """The user's largest share of any resource, as of the last decision point."""
-        use = self._usage.get(user)
-        return 0.0 if use is None else float((use / self._capacity).max())
+        return self._share.get(user, 0.0)
+
+    def _update_share(self, user: str) -> None:
+        self._share[user] = float((self._usage[user] / self._capacity).max())
 
     def _sync(self, state: ClusterState, user: str) -> None:
         """Forget the user's jobs that have ended (only when the engine's GPU count for them disagrees)."""
@@ -59,11 +63,11 @@ class DrfScheduler:
         for j in [j for j in held if j not in running]:
             vec = held.pop(j)
             self._usage[user] -= vec
-            job = state.jobs[j]
-            self._held_gpus[user] -= job.gpus * job.gpu_fraction
+            self._held_gpus[user] -= state.jobs[j].gpu_demand
         if not held:  # exact zero: no drift from repeated float subtraction
             self._usage[user][:] = 0.0
             self._held_gpus[user] = 0.0
+        self._update_share(user)
 
     def _usage_vector(self, state: ClusterState, j: int, gpus: tuple[int, ...]) -> np.ndarray:
         lay = state.layout
@@ -80,49 +84,50 @@ class DrfScheduler:
         return vec
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
-        jobs, queue = state.jobs, state.queue
-        for j in state.entered:
-            self._waiting.setdefault(jobs[j].user, []).append(j)
+        jobs, job_shape = state.jobs, state.job_shape
+        for j in state.entered:  # arrival order, so each deque stays oldest first
+            self._waiting.setdefault(jobs[j].user, {}).setdefault(job_shape[j], deque()).append(j)
         if state.free_capacity <= 1e-9:
             return
         heap: list[tuple[float, float, str]] = []
-        for user, waiting in self._waiting.items():
-            # Drop started jobs from the front, and compact lists that are mostly stale.
-            i = 0
-            while i < len(waiting) and waiting[i] not in queue:
-                i += 1
-            if i:
-                del waiting[:i]
-            if not waiting:
-                continue
-            self._sync(state, user)
-            heap.append((self.dominant_share(user), jobs[waiting[0]].submit_s, user))
+        for user, by_shape in self._waiting.items():
+            if by_shape:
+                self._sync(state, user)
+                heap.append((self.dominant_share(user), _oldest_s(jobs, by_shape), user))
         heapq.heapify(heap)
         failed: set[int] = set()  # shapes that did not fit: resources only shrink during one decision
-        shapes, job_shape, place = state.queue_shape_counts, state.job_shape, self.placement
+        shapes, place = state.queue_shape_counts, self.placement
         while heap:
             _, _, user = heapq.heappop(heap)
-            waiting = self._waiting[user]
-            for i, j in enumerate(waiting):
-                if j not in queue or job_shape[j] in failed:
-                    continue
+            by_shape = self._waiting[user]
+            # The user's oldest waiting job that fits: try the oldest job of each shape, oldest first.
+            for _, j, sid in sorted((jobs[d[0]].submit_s, d[0], sid) for sid, d in by_shape.items()
+                                    if sid not in failed):
                 gpus = place(state, jobs[j])
                 if gpus is None:
-                    failed.add(job_shape[j])
+                    failed.add(sid)
                     if len(failed) >= len(shapes):
                         return  # no kind of waiting job fits any more
                     continue
                 yield Start(j, gpus)
+                by_shape[sid].popleft()
+                if not by_shape[sid]:
+                    del by_shape[sid]
                 vec = self._usage_vector(state, j, gpus)
                 self._held.setdefault(user, {})[j] = vec
                 self._usage[user] = self._usage.get(user, 0.0) + vec
-                self._held_gpus[user] = self._held_gpus.get(user, 0.0) + jobs[j].gpus * jobs[j].gpu_fraction
-                del waiting[i]
+                self._held_gpus[user] = self._held_gpus.get(user, 0.0) + jobs[j].gpu_demand
+                self._update_share(user)
                 if state.free_capacity <= 1e-9:
                     return
-                if waiting:
-                    heapq.heappush(heap, (self.dominant_share(user), jobs[waiting[0]].submit_s, user))
+                if by_shape:
+                    heapq.heappush(heap, (self.dominant_share(user), _oldest_s(jobs, by_shape), user))
                 break
+
+
+def _oldest_s(jobs, by_shape: dict[int, deque[int]]) -> float:
+    """Submit time of the user's oldest waiting job (the tie-break between users of equal share)."""
+    return min(jobs[d[0]].submit_s for d in by_shape.values())
 
 
 register(SchedulerSpec(
