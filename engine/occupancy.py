@@ -106,30 +106,48 @@ class Occupancy:
         self.idle_gpus += 1
 
     def take_whole(self, gpus: tuple[int, ...]) -> None:
-        """Give idle ``gpus`` to one whole-GPU job."""
+        """Give idle ``gpus`` (all of one GPU type) to one whole-GPU job."""
         free, free_vram, tenants = self.free, self.free_vram, self.tenants
         np_free, np_free_vram, np_tenants = self.np_free, self.np_free_vram, self.np_tenants
-        for g in gpus:
+        gpu_node, node_first, node_idle, node_free = self.gpu_node, self.node_first, self.node_idle, self.node_free
+        nodes_with, np_node_free = self.nodes_with, self.np_node_free
+        for g in gpus:  # _idle_to_busy inlined: this loop runs for every GPU of every job
             free[g] = 0.0
             free_vram[g] = 0.0
             tenants[g] = 1
             np_free[g] = 0.0
             np_free_vram[g] = 0.0
             np_tenants[g] = 1
-            self._idle_to_busy(g)
+            node = gpu_node[g]
+            node_idle[node] ^= 1 << (g - node_first[node])
+            c = node_free[node]
+            nodes_with[c] ^= 1 << node  # it no longer has c idle GPUs
+            node_free[node] = c - 1
+            np_node_free[node] = c - 1
+        self.type_idle[self.gpu_type[gpus[0]]] -= len(gpus)
+        self.idle_gpus -= len(gpus)
 
     def release_whole(self, gpus: tuple[int, ...]) -> None:
         """Take ``gpus`` back from a whole-GPU job; they become idle."""
         free, free_vram, tenants, gpu_vram = self.free, self.free_vram, self.tenants, self.gpu_vram
         np_free, np_free_vram, np_tenants = self.np_free, self.np_free_vram, self.np_tenants
-        for g in gpus:
+        gpu_node, node_first, node_idle, node_free = self.gpu_node, self.node_first, self.node_idle, self.node_free
+        nodes_with, np_node_free = self.nodes_with, self.np_node_free
+        for g in gpus:  # _busy_to_idle inlined
             free[g] = 1.0
             free_vram[g] = gpu_vram[g]
             tenants[g] = 0
             np_free[g] = 1.0
             np_free_vram[g] = gpu_vram[g]
             np_tenants[g] = 0
-            self._busy_to_idle(g)
+            node = gpu_node[g]
+            node_idle[node] ^= 1 << (g - node_first[node])
+            c = node_free[node] + 1
+            nodes_with[c] ^= 1 << node  # it now has c idle GPUs
+            node_free[node] = c
+            np_node_free[node] = c
+        self.type_idle[self.gpu_type[gpus[0]]] += len(gpus)
+        self.idle_gpus += len(gpus)
 
     def take_share(self, g: int, fraction: float, vram_gib: float) -> None:
         """Add a fractional tenant holding ``fraction`` of GPU ``g`` and ``vram_gib`` of its memory."""

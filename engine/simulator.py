@@ -232,10 +232,11 @@ class Simulation:
         self._reasons: dict[int, str] = {}
         self._finished = 0
         self._progress_every = max(1, n // 100)
-        self._seg_job, self._seg_start, self._seg_end, self._seg_frac = array("q"), array("d"), array("d"), array("d")
+        # Run segments, 4 numbers each: job, start, end, GPU share (one flat array: one append per segment).
+        self._segs = array("d")
         self._seg_ptr, self._seg_gpus = array("q", [0]), array("q")
-        self._s_t, self._s_busy, self._s_strand = array("d"), array("d"), array("d")
-        self._s_queue, self._s_running = array("q"), array("q")
+        # Time series, 5 numbers per time: t, queue, running, busy GPUs, stranded GPUs.
+        self._series = array("d")
         self._decision_points = 0
         self._idle_wakes = 0
         self.state = ClusterState(self)
@@ -430,12 +431,20 @@ class Simulation:
         job, now = self.jobs[j], self.now_s
         frac = job.gpu_fraction
         occ = self._occ
-        n_nodes, n_racks = self._spread_of(gpus)
         if frac >= 1.0:
             occ.take_whole(gpus)
-            rate, comm = self._rate(job, gpus, n_nodes, n_racks, joining=True)
+            # _rate without co-location, inlined: this runs once per job.
+            speed = (self._speeds.get(job.job_type) or self._type_speeds(job.job_type))[self._gpu_type[gpus[0]]]
+            if len(gpus) == 1:
+                n_nodes = n_racks = 1
+                comm = 1.0
+            else:
+                n_nodes, n_racks = self._spread_of(gpus)
+                comm = 1.0 if n_nodes == 1 else self.cluster.comm_factor(job.job_type, n_nodes, n_racks)
+            rate = speed * comm
         else:
             g = gpus[0]
+            n_nodes = n_racks = 1
             rate, comm = self._rate(job, gpus, 1, 1, joining=True)
             occ.take_share(g, frac, self._memory(job, g))
             self._retime_tenants(g)
@@ -468,12 +477,9 @@ class Simulation:
         self._version[j] = v
         self._seq += 1
         heapq.heappush(self._heap, (now + work_left / rate, _COMPLETION, self._seq, j, v))
-        self._sync_free()
-
-    def _sync_free(self) -> None:
-        """Refresh the free-capacity counters of the scheduler's view (plain attributes, cheap to read)."""
-        self.state.free_gpus = self._occ.idle_gpus
-        self.state.free_capacity = self._n_gpus - self._busy
+        view = self.state  # its free-capacity counters are plain attributes, cheap to read
+        view.free_gpus = occ.idle_gpus
+        view.free_capacity = self._n_gpus - self._busy
 
     def _retime_tenants(self, g: int) -> None:
         """Recompute rates and completion times of the fractional jobs on GPU ``g`` (its tenancy changed)."""
@@ -520,13 +526,12 @@ class Simulation:
         self._run[j] += elapsed
         self._attained[j] += demand * elapsed
         self._comm_gpu_s[j] += demand * elapsed * (1.0 - self._comm[j])
-        self._seg_job.append(j)
-        self._seg_start.append(r.start_s)
-        self._seg_end.append(now)
-        self._seg_frac.append(frac)
+        self._segs.extend((j, r.start_s, now, frac))
         self._seg_gpus.extend(gpus)
         self._seg_ptr.append(len(self._seg_gpus))
-        self._sync_free()
+        view = self.state
+        view.free_gpus = self._occ.idle_gpus
+        view.free_capacity = self._n_gpus - self._busy
         return r
 
     def _preempt(self, j: int) -> None:
@@ -622,17 +627,10 @@ class Simulation:
     def _record(self) -> None:
         t = self.now_s
         busy = self._busy
-        strand = self._n_gpus - busy - self._occ.idle_gpus
-        s_t = self._s_t
-        if s_t and s_t[-1] == t:
-            self._s_queue[-1], self._s_running[-1] = len(self._queue), len(self._running)
-            self._s_busy[-1], self._s_strand[-1] = busy, strand
-            return
-        s_t.append(t)
-        self._s_queue.append(len(self._queue))
-        self._s_running.append(len(self._running))
-        self._s_busy.append(busy)
-        self._s_strand.append(strand)
+        series = self._series
+        if series and series[-5] == t:  # the state changed again at the same time: keep the latest
+            del series[-5:]
+        series.extend((t, len(self._queue), len(self._running), busy, self._n_gpus - busy - self._occ.idle_gpus))
 
     # ------------------------------------------------------------------ result
     def result(self) -> Result:
@@ -640,6 +638,8 @@ class Simulation:
         if not self.done:
             raise RuntimeError("the simulation has not finished")
         status = np.array([UNSCHEDULABLE if s == _UNSCHEDULABLE else COMPLETED for s in self._state], dtype=np.int8)
+        segs = np.frombuffer(self._segs, dtype=float).reshape(-1, 4)
+        series = np.frombuffer(self._series, dtype=float).reshape(-1, 5)
         return Result(
             scheduler=self.scheduler_name,
             cluster=self.cluster,
@@ -654,17 +654,17 @@ class Simulation:
             comm_overhead_gpu_s=np.array(self._comm_gpu_s),
             lost_gpu_s=np.array(self._lost_gpu_s),
             gpu_ids=tuple(self._last_gpus),
-            seg_job=np.frombuffer(self._seg_job, dtype=np.int64).copy(),
-            seg_start_s=np.frombuffer(self._seg_start, dtype=float).copy(),
-            seg_end_s=np.frombuffer(self._seg_end, dtype=float).copy(),
+            seg_job=segs[:, 0].astype(np.int64),
+            seg_start_s=segs[:, 1].copy(),
+            seg_end_s=segs[:, 2].copy(),
             seg_gpu_ptr=np.frombuffer(self._seg_ptr, dtype=np.int64).copy(),
             seg_gpu_ids=np.frombuffer(self._seg_gpus, dtype=np.int64).copy(),
-            seg_fraction=np.frombuffer(self._seg_frac, dtype=float).copy(),
-            series_t=np.frombuffer(self._s_t, dtype=float).copy(),
-            series_queue=np.frombuffer(self._s_queue, dtype=np.int64).copy(),
-            series_running=np.frombuffer(self._s_running, dtype=np.int64).copy(),
-            series_busy_gpus=np.frombuffer(self._s_busy, dtype=float).copy(),
-            series_stranded_gpus=np.frombuffer(self._s_strand, dtype=float).copy(),
+            seg_fraction=segs[:, 3].copy(),
+            series_t=series[:, 0].copy(),
+            series_queue=series[:, 1].astype(np.int64),
+            series_running=series[:, 2].astype(np.int64),
+            series_busy_gpus=series[:, 3].copy(),
+            series_stranded_gpus=series[:, 4].copy(),
             decision_points=self._decision_points,
         )
 

@@ -28,22 +28,31 @@ class StaticKeyOrder:
 
     def __init__(self, key: Callable[[ClusterState, Job], Any]) -> None:
         self.key = key
-        self._items: list[tuple[Any, int, int]] = []
-        self._gen: dict[int, int] = {}
+        self._items: list[tuple[Any, int, int]] = []  # (key, job, generation), sorted
+        self._gen: list[int] = []  # per job: generation of its valid entry (it re-enters after a preemption)
 
     def reset(self, state: ClusterState) -> None:
         self._items = []
-        self._gen = {}
+        self._gen = [0] * len(state.jobs)
 
     def candidates(self, state: ClusterState) -> Iterator[int]:
-        items, gen, queue, jobs = self._items, self._gen, state.queue, state.jobs
+        items, gen, queue, jobs, key = self._items, self._gen, state.queue, state.jobs, self.key
         for j in state.entered:
-            g = gen.get(j, 0) + 1
+            g = gen[j] + 1
             gen[j] = g
-            insort(items, (self.key(state, jobs[j]), j, g))
-        # Drop entries of started jobs once they are the majority (amortised O(1) per job).
-        if len(items) > 2 * len(queue) + 64:
+            insort(items, (key(state, jobs[j]), j, g))
+        # Entries of jobs that started are dropped lazily: all of them once they outnumber the waiting jobs
+        # (amortised O(1) per job), else those in front, which every walk would step over again.
+        if len(items) > 2 * len(queue) + 8:
             self._items = items = [e for e in items if e[1] in queue and gen[e[1]] == e[2]]
+        else:
+            stale = 0
+            for _, j, g in items:
+                if g == gen[j] and j in queue:
+                    break
+                stale += 1
+            if stale:
+                del items[:stale]
         for _, j, g in items:
             if g == gen[j] and j in queue:
                 yield j

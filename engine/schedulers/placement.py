@@ -6,6 +6,11 @@ the engine applies the resulting ``Start``. Every rule returns GPUs of one type,
 
 Whole-GPU jobs are placed on one node when some eligible node has enough idle GPUs; otherwise they are
 spread over the nodes of one GPU type (slower for communication-sensitive jobs, see ``engine.cluster``).
+
+``first-fit`` and ``best-fit`` run at every decision point of most schedulers, so they answer from the
+engine's bitmask indexes (:mod:`engine.occupancy`) in time independent of the cluster size for jobs that
+fit on one node; the other rules scan numpy arrays. Each fast rule gives exactly the GPUs the plain scan
+over ``state.node_free`` / ``state.can_host`` described in its docstring would.
 """
 
 from __future__ import annotations
@@ -15,17 +20,15 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..job import Job
-from ..state import ClusterState
+from ..occupancy import Occupancy, bits, lowest_bit
+from ..state import FRACTION_EPS, ClusterState
 
 Placement = Callable[[ClusterState, Job], Optional[tuple[int, ...]]]
 
 
 def _node_gpus(state: ClusterState, node: int, k: int) -> tuple[int, ...]:
     """The first ``k`` idle GPUs of ``node``."""
-    lay = state.layout
-    first = int(lay.node_first_gpu[node])
-    idle = np.flatnonzero(state.gpu_tenants[first:first + int(lay.node_gpus[node])] == 0)
-    return tuple(int(g) + first for g in idle[:k])
+    return tuple(state.occupancy.idle_of_node(int(node), k))
 
 
 def _spread(state: ClusterState, job: Job, node_order: np.ndarray) -> tuple[int, ...] | None:
@@ -75,22 +78,102 @@ def _fractional(state: ClusterState, job: Job, pick_gpu) -> tuple[int, ...] | No
     return (int(pick_gpu(state, cand)),)
 
 
+# ----------------------------------------------------------------------- indexed (first-fit, best-fit)
+def _indexed_whole(state: ClusterState, job: Job, tightest: bool) -> tuple[int, ...] | None:
+    """``_whole`` for first-fit (``tightest=False``) and best-fit, answered from the occupancy indexes."""
+    k = job.gpus
+    if state.free_gpus < k:
+        return None
+    occ = state.occupancy
+    elig = state.shape_node_bits[state.job_shape[job.job_id]]
+    node = occ.tightest_node(k, elig) if tightest else occ.first_node(k, elig)
+    if node >= 0:
+        return tuple(occ.idle_of_node(node, k))
+    if k == 1:
+        return None
+    return _indexed_spread(occ, k, elig, tightest)
+
+
+def _indexed_spread(occ: Occupancy, k: int, elig: int, most_free_first: bool) -> tuple[int, ...] | None:
+    """``_spread`` over the eligible nodes with idle GPUs, in id order or (``most_free_first``) by idle GPUs,
+    most first, ties by id."""
+    if not any(occ.type_idle[t] >= k for t, nodes in enumerate(occ.type_nodes) if nodes & elig):
+        return None  # no eligible GPU type has k idle GPUs (all its nodes are eligible)
+    node_free, node_type = occ.node_free, occ.node_type
+    order = list(bits(occ.nodes_with[1] & elig))
+    if most_free_first:
+        order.sort(key=lambda n: -node_free[n])  # stable: ties stay in id order
+    seen: list[int] = []  # types in the order they first appear
+    for n in order:
+        if node_type[n] not in seen:
+            seen.append(node_type[n])
+    for t in seen:
+        if occ.type_idle[t] < k:  # the idle GPUs of type t are exactly those on its nodes in ``order``
+            continue
+        out: list[int] = []
+        for n in order:
+            if node_type[n] == t:
+                out.extend(occ.idle_of_node(n, k - len(out)))
+                if len(out) == k:
+                    return tuple(out)
+    return None
+
+
+def _fits_shared(occ: Occupancy, g: int, job: Job) -> bool:
+    """Whether fractional ``job`` fits beside the tenants of shared GPU ``g`` (as ``can_host`` says)."""
+    need = job.vram_gib if job.vram_gib > 0 else job.gpu_fraction * occ.gpu_vram[g]
+    return occ.free[g] >= job.gpu_fraction - FRACTION_EPS and occ.free_vram[g] >= need - FRACTION_EPS
+
+
+def _indexed_share(state: ClusterState, job: Job, fullest: bool) -> tuple[int, ...] | None:
+    """``_fractional`` for first-fit (lowest GPU that fits) and best-fit (``fullest``: least free share,
+    lowest id on ties), answered from the occupancy indexes.
+
+    The GPUs that can take a fractional job are its eligible idle GPUs (an idle GPU of an eligible type
+    always has the share and memory) and the eligible shared GPUs with room; GPUs of whole-GPU jobs have
+    no free share.
+    """
+    if job.gpu_fraction <= FRACTION_EPS:  # a share so small it "fits" even on full GPUs: scan everything
+        pick = (lambda s, c: c[np.argmin(s.gpu_free[c])]) if fullest else (lambda s, c: c[0])
+        return _fractional(state, job, pick)
+    occ = state.occupancy
+    elig = state.shape_node_bits[state.job_shape[job.job_id]]
+    gpu_node = occ.gpu_node
+    nodes = occ.nodes_with[1] & elig
+    if nodes:
+        node = lowest_bit(nodes)
+        idle = occ.node_first[node] + lowest_bit(occ.node_idle[node])
+    else:
+        idle = len(gpu_node)  # none
+    if not fullest:  # the lowest shared GPU that fits, if it comes before the lowest idle one
+        for g in bits(occ.shared & ((1 << idle) - 1)):
+            if elig >> gpu_node[g] & 1 and _fits_shared(occ, g, job):
+                return (g,)
+        return (idle,) if nodes else None
+    best = (1.0, idle) if nodes else None  # (free share, GPU): the smallest wins, like argmin
+    free = occ.free
+    for g in bits(occ.shared):
+        if (best is None or (free[g], g) < best) and elig >> gpu_node[g] & 1 and _fits_shared(occ, g, job):
+            best = (free[g], g)
+    return None if best is None else (best[1],)
+
+
 # ----------------------------------------------------------------------- first-fit
 def first_fit(state: ClusterState, job: Job) -> tuple[int, ...] | None:
-    """Lowest-numbered node (or GPU, for fractional jobs) that fits."""
+    """Lowest-numbered node (or GPU, for fractional jobs) that fits; when no single node fits a multi-GPU
+    job, idle GPUs node by node in id order, from the first GPU type that has enough."""
     if job.gpu_fraction < 1.0:
-        return _fractional(state, job, lambda s, c: c[0])
-    return _whole(state, job, lambda s, c: c[0], lambda s, nodes: nodes)
+        return _indexed_share(state, job, fullest=False)
+    return _indexed_whole(state, job, tightest=False)
 
 
 # ----------------------------------------------------------------------- best-fit
 def best_fit(state: ClusterState, job: Job) -> tuple[int, ...] | None:
     """The fitting node with the fewest idle GPUs (fractional: the fullest GPU that fits), to keep
-    large holes for large jobs."""
+    large holes for large jobs; when no single node fits, idle GPUs from the nodes with most idle GPUs."""
     if job.gpu_fraction < 1.0:
-        return _fractional(state, job, lambda s, c: c[np.argmin(s.gpu_free[c])])
-    return _whole(state, job, lambda s, c: c[np.argmin(s.node_free[c])],
-                  lambda s, nodes: nodes[np.argsort(-s.node_free[nodes], kind="stable")])
+        return _indexed_share(state, job, fullest=True)
+    return _indexed_whole(state, job, tightest=True)
 
 
 # ----------------------------------------------------------------------- least-loaded
