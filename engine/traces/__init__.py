@@ -60,7 +60,8 @@ TRACE_FORMATS: dict[str, TraceFormat] = {
     for f in (
         TraceFormat("csv", _csv.read, "the project's canonical CSV (submit_s, duration_s, gpus, ...)",
                     fast=_csv.fast),
-        TraceFormat("swf", _swf.read, "Standard Workload Format, Parallel Workloads Archive (.swf, .swf.gz)"),
+        TraceFormat("swf", _swf.read, "Standard Workload Format, Parallel Workloads Archive (.swf, .swf.gz)",
+                    fast=_swf.fast),
         TraceFormat("philly", _philly.read, "Microsoft Philly (Pollux CSV: timestamp, duration, num_gpus, cluster)",
                     fast=_philly.fast),
         TraceFormat("openb", _openb.read, "Alibaba openb pod list (gpu_milli fractions, gpu_spec types)",

@@ -18,7 +18,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from .base import MAX_GPUS, MAX_TIME_S, ReadContext, open_text
+from .base import MAX_GPUS, MAX_LINE_CHARS, MAX_TIME_S, ReadContext, open_text
 
 #: Rows per pandas chunk.
 CHUNK_ROWS = 200_000
@@ -70,6 +70,8 @@ def check_widths(ctx: ReadContext, width: int, sep: str = ",", block_bytes: int 
             stops = np.append(ends, len(data))
             line_seps = np.searchsorted(sep_at, stops) - np.searchsorted(sep_at, starts)
             line_seps[0] += carry_seps
+            if (stops - starts > MAX_LINE_CHARS).any() or carry_len > MAX_LINE_CHARS:
+                raise Fallback  # the row path refuses over-long lines without reading them whole
             for i in np.flatnonzero(line_seps[:-1] != width - 1).tolist():
                 if (i == 0 and carry_len) or block[starts[i]:stops[i]].strip():
                     raise Fallback  # a short or long row (blank lines are fine)

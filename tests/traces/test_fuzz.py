@@ -156,3 +156,16 @@ def test_fast_path_agrees_with_row_path(tmp_path, fmt, data, monkeypatch):
     spec = TRACE_FORMATS[fmt]
     monkeypatch.setitem(TRACE_FORMATS, fmt, dataclasses.replace(spec, fast=None))
     assert load_or_error(path, fmt) == fast
+
+
+SWF_NUM = st.sampled_from(["0", "1", "4", "-1", "60", "3600", "1.5", "1e3"])
+
+
+@FUZZ
+@given(rows=st.lists(st.lists(SWF_NUM, min_size=18, max_size=18), min_size=1, max_size=12))
+def test_swf_fast_path_agrees_with_row_path(tmp_path, rows, monkeypatch):
+    path = tmp_path / "t.swf"
+    path.write_text("; MaxProcs: 8\n" + "".join(" ".join(r) + "\n" for r in rows), encoding="utf-8")
+    fast = load_or_error(path, "swf")
+    monkeypatch.setitem(TRACE_FORMATS, "swf", dataclasses.replace(TRACE_FORMATS["swf"], fast=None))
+    assert load_or_error(path, "swf") == fast

@@ -87,7 +87,8 @@ def test_openb_cluster_errors(tmp_path):
         parse_cluster(f"openb:{tmp_path / 'missing.csv'}")
 
 
-@pytest.mark.parametrize("path", ["philly/philly.csv", f"{OPENB}/openb_pod_list_gpuspec33.csv",
+@pytest.mark.parametrize("path", ["philly/philly.csv", "swf-kth-sp2/KTH-SP2-1996-2.1-cln.swf",
+                                  f"{OPENB}/openb_pod_list_gpuspec33.csv",
                                   f"{OPENB}/openb_pod_list_gpushare100.csv"])
 def test_fast_path_matches_row_path(traces_dir, path, monkeypatch):
     fast = cached(traces_dir / path)
