@@ -90,22 +90,35 @@ def _column_map(text: str) -> dict[str, str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options shared by every ``trace`` action (only ``info`` for now)."""
+def add_trace_options(parser: argparse.ArgumentParser) -> None:
+    """The loader's options (``--format --skip-bad --time-unit --map --first --window --load-scale``), for any
+    command that reads a trace; :func:`trace_options` turns them into ``load_trace`` keyword arguments."""
     from . import TRACE_FORMATS
 
-    parser.add_argument("action", choices=["info"], help="info: what the loader kept and dropped, and why")
-    parser.add_argument("path", metavar="PATH", help="trace file (.gz read transparently)")
     parser.add_argument("--format", choices=list(TRACE_FORMATS), help="trace format (default: detected)")
     parser.add_argument("--skip-bad", action="store_true", help="skip malformed rows (counted) instead of failing")
     parser.add_argument("--time-unit", choices=["s", "ms"], help="time unit of tiresias and mapped traces")
     parser.add_argument("--map", type=_column_map, metavar="KEY=COL,...",
-                        help="column map for --format mapped, e.g. submit=creation_time,duration=run_s,gpus=n_gpu")
+                        help="column map (implies --format mapped), e.g. submit=creation_time,duration=run_s,gpus=n_gpu")
     parser.add_argument("--first", type=int, metavar="N", help="keep only the first N jobs")
     parser.add_argument("--window", type=_window, metavar="START:END",
                         help="keep jobs submitted START..END seconds after the first arrival")
     parser.add_argument("--load-scale", type=positive_float, metavar="X",
                         help="divide submit times by X (X > 1 compresses arrivals: more load)")
+
+
+def trace_options(args: argparse.Namespace) -> dict:
+    """``load_trace`` keyword arguments from the options of :func:`add_trace_options`."""
+    return {"format": args.format or ("mapped" if args.map else None), "skip_bad": args.skip_bad,
+            "time_unit": args.time_unit, "column_map": args.map, "first": args.first, "window": args.window,
+            "load_scale": args.load_scale}
+
+
+def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
+    """``trace ACTION PATH`` and its options (only the ``info`` action for now)."""
+    parser.add_argument("action", choices=["info"], help="info: what the loader kept and dropped, and why")
+    parser.add_argument("path", metavar="PATH", help="trace file (.gz read transparently)")
+    add_trace_options(parser)
     parser.add_argument("--cluster", metavar="SPEC", help="also report the offered load on this cluster")
     parser.add_argument("--json", type=output_path, metavar="FILE", help="write the report as JSON")
 
@@ -118,9 +131,7 @@ def run_trace(args: argparse.Namespace) -> int:
         from ..cluster import parse_cluster
 
         cluster = parse_cluster(args.cluster)
-    fmt = args.format or ("mapped" if args.map else None)
-    trace = load_trace(args.path, fmt, skip_bad=args.skip_bad, time_unit=args.time_unit, column_map=args.map,
-                       first=args.first, window=args.window, load_scale=args.load_scale)
+    trace = load_trace(args.path, **trace_options(args))
     info = {"source": trace.source, "format": trace.format, **trace.report.to_dict()}
     if cluster is not None:
         load = trace.report.offered_load(cluster.n_gpus)
