@@ -18,6 +18,7 @@ decision point, so an overloaded queue costs the same per event however long it 
 
 from __future__ import annotations
 
+import heapq
 import math
 from typing import Iterator
 
@@ -129,16 +130,28 @@ class EasyBackfill:
         self.depth = depth
         self.order = StaticKeyOrder(fifo_key)
         self.place = first_fit
+        self._estimates: dict[int, list[tuple[float, int]]] = {}  # shape -> heap of waiting (estimate, job)
 
     def reset(self, state: ClusterState) -> None:
         self.order.reset(state)
+        self._estimates = {}
+
+    def _shortest_estimate(self, state: ClusterState, sid: int) -> float:
+        """The smallest estimate among waiting jobs of shape ``sid``."""
+        heap, queue = self._estimates[sid], state.queue
+        while heap and heap[0][1] not in queue:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else math.inf
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
         jobs, job_shape, shapes, place = state.jobs, state.job_shape, state.queue_shape_counts, self.place
+        for j in state.entered:
+            heapq.heappush(self._estimates.setdefault(job_shape[j], []), (jobs[j].estimate_s, j))
         head: Job | None = None  # the first job that did not fit
         res: _Reservation | None = None  # its reservation, computed once a later job could start
         failed: set[int] = set()  # shapes that fit nowhere now: resources only shrink during one decision
         limit_s: dict[int, float] = {}  # shape -> longest estimate that still ends before the shadow time
+        bound: set[int] = set()  # shapes whose every waiting job is longer than that
         left = math.inf if self.depth is None else self.depth
         full = state.free_capacity <= 1e-9  # changes only when a job starts
         for j in self.order.candidates(state):  # (the ordering reads state.entered on the first step)
@@ -165,7 +178,7 @@ class EasyBackfill:
             gpus = place(state, job)
             if gpus is None:
                 failed.add(sid)
-                if len(failed) >= len(shapes):
+                if len(failed) + len(bound) >= len(shapes):
                     return
                 continue
             if res is None:
@@ -175,10 +188,15 @@ class EasyBackfill:
             if not self._allowed(state, res, job, gpus, end_s):
                 # Same shape, same state -> same GPUs and speed: only shorter jobs of this shape can pass.
                 limit_s[sid] = (res.shadow_s - state.now_s) * rate
+                if self._shortest_estimate(state, sid) > limit_s[sid]:
+                    bound.add(sid)
+                    if len(failed) + len(bound) >= len(shapes):
+                        return  # no waiting job can start now without delaying the head
                 continue
             yield Start(j, gpus)
             full = state.free_capacity <= 1e-9
             limit_s.clear()
+            bound.clear()
             release = res.release_s
             for g in gpus:
                 release[g] = max(release[g], end_s)
