@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -31,6 +32,8 @@ from .job import Job
 from .metrics import METRICS, summarize
 from .schedulers import make_scheduler
 from .simulator import Result, simulate
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,8 @@ class EvalScenario:
         n_jobs: jobs per workload.
         load: offered load.
         workload: extra generator arguments (``arrival``, ``users``, ``mix``, ...).
-        trace: a trace file; seeds then pick consecutive blocks of ``n_jobs`` jobs instead of generating.
+        trace: a trace file (relative paths are tried from the working directory, then from the repository);
+            seeds then pick consecutive blocks of ``n_jobs`` jobs instead of generating.
     """
 
     name: str
@@ -63,7 +67,10 @@ class EvalScenario:
             from .rl.workload import make_jobs
 
             return make_jobs(cluster, self.n_jobs, self.load, seed, self.workload)
-        return _trace_block(_load_trace(self.trace), seed, self.n_jobs, self.load, cluster.n_gpus)
+        path = Path(self.trace)
+        if not path.is_absolute() and not path.exists() and (REPO / path).exists():
+            path = REPO / path  # a path relative to the repository, e.g. ../shared/traces/...
+        return _trace_block(_load_trace(str(path)), seed, self.n_jobs, self.load, cluster.n_gpus)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "cluster": self.cluster, "n_jobs": self.n_jobs, "load": self.load,
@@ -73,13 +80,15 @@ class EvalScenario:
 #: Named evaluation scenarios (the shipped models' training scenarios and the generalisation tests).
 SCENARIOS: dict[str, EvalScenario] = {s.name: s for s in (
     EvalScenario("v100-32", "4x8:V100-32", 150, 1.5),
-    EvalScenario("mixed-32", "2x8:A100-80,4x4:V100-32", 150, 1.5),
-    EvalScenario("v100-64", "8x8:V100-32", 200, 1.5),
-    EvalScenario("v100-128", "16x8:V100-32", 400, 1.5),
-    EvalScenario("mixed-128", "8x8:A100-80,16x4:V100-32", 400, 1.5),
+    EvalScenario("mixed-32", "2x8:A100-80,4x4:V100-32", 250, 1.5),
+    EvalScenario("v100-64", "8x8:V100-32", 400, 1.5),
+    EvalScenario("v100-128", "16x8:V100-32", 800, 1.5),
+    EvalScenario("mixed-128", "8x8:A100-80,16x4:V100-32", 800, 1.5),
+    EvalScenario("a100-t4-48", "4x4:A100-80,4x8:T4", 250, 1.5),
+    EvalScenario("h100-v100-32", "2x8:H100-80,2x8:V100-32", 250, 1.5),
     EvalScenario("hpc-32", "4x8:V100-32", 150, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
-    EvalScenario("hpc-64", "8x8:V100-32", 200, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
-    EvalScenario("hpc-128", "16x8:V100-32", 400, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
+    EvalScenario("hpc-64", "8x8:V100-32", 400, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
+    EvalScenario("hpc-128", "16x8:V100-32", 800, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
     EvalScenario("philly-64", "8x8:V100-32", 300, 1.2, trace="../shared/traces/philly/philly.csv"),
 )}
 
