@@ -61,7 +61,9 @@ class Tiresias:
         self._reset_memory()
 
     def _reset_memory(self) -> None:
-        self._waiting: list[tuple[int, float, int, int]] = []  # sorted (queue, submit_s, job, version)
+        # Per queue, per job shape: waiting jobs as sorted (submit_s, job, version); stale entries (of jobs
+        # promoted since) are dropped when they reach the front.
+        self._waiting: list[dict[int, list[tuple[float, int, int]]]] = [{} for _ in range(len(self.thresholds) + 1)]
         self._version: dict[int, int] = {}  # job -> version of its valid entry in _waiting
         self._listed: set[int] = set()  # jobs with a valid entry in _waiting
         self._base: dict[int, float] = {}  # job -> service forgotten at its last promotion
@@ -93,7 +95,7 @@ class Tiresias:
         self._version[j] = v
         q = self.queue_of(self._service(state, j)) if queue is None else queue
         job = state.jobs[j]
-        insort(self._waiting, (q, job.submit_s, j, v))
+        insort(self._waiting[q].setdefault(state.job_shape[j], []), (job.submit_s, j, v))
         self._listed.add(j)
         last = self._last_run_s.get(j, 0.0)
         if last > 0 and q > 0 and math.isfinite(self.promote_knob):
@@ -158,8 +160,6 @@ class Tiresias:
         yield from self._pass(state, preempted)
         for j in preempted:
             self._enqueue(state, j)
-        if len(self._waiting) > 2 * len(state.queue) + 16:  # drop entries of started jobs (amortised)
-            self._waiting = [e for e in self._waiting if self._version.get(e[2]) == e[3] and e[2] in state.queue]
         if state.queue:
             wake = self._next_wake(state)
             if wake < math.inf:
@@ -185,44 +185,76 @@ class Tiresias:
                     return q
         return -1
 
-    def _pass(self, state: ClusterState, preempted: list[int]) -> Iterator[Decision]:
-        jobs, queue, job_shape, place = state.jobs, state.queue, state.job_shape, self.place
-        failed: dict[int, int] = {}  # shape -> lowest queue at which it could not start, even by preempting
-        shapes = state.queue_shape_counts
-        lowest = self._lowest_running_queue(state)
-        version = self._version
-        no_room = state.free_capacity <= 1e-9  # changes only when jobs start or are preempted
-        for q, _, j, v in self._waiting:  # not modified during the pass: preempted jobs are listed after it
-            if version.get(j) != v or j not in queue:
-                continue
-            if len(failed) >= len(shapes) or (no_room and lowest <= q):
-                # Every kind of waiting job failed at this queue or above (so fails below it too), or nothing
-                # is free and no running job has lower priority than what is left.
-                return
-            sid = job_shape[j]
+    def _heads(self, state: ClusterState, q: int, failed: dict[int, int]) -> list[tuple[float, int, int]]:
+        """Heap of (submit_s, job, shape): the oldest waiting job of each shape in queue ``q`` that has not
+        failed at queue ``q`` or above."""
+        heads = []
+        by_shape = self._waiting[q]
+        for sid in list(by_shape):
             if failed.get(sid, math.inf) <= q:
                 continue
-            job = jobs[j]
-            gpus = None if no_room else place(state, job)
-            if gpus is None and lowest > q:
-                victims = self._victims(state, job, q)
-                if victims:
-                    for k in victims:
-                        yield Preempt(k)
-                        self._last_run_s[k] = state.now_s - self._started_s[k]
-                        self._stopped(k)
-                        preempted.append(k)
-                    failed.clear()  # GPUs were freed: shapes that failed may fit now
-                    gpus = place(state, job)
-                    lowest = self._lowest_running_queue(state)
-                    no_room = state.free_capacity <= 1e-9
-            if gpus is None:
-                failed[sid] = q
-                continue
-            yield Start(j, gpus)
-            self._started(state, j)
-            lowest = max(lowest, q)
-            no_room = state.free_capacity <= 1e-9
+            entry = self._front(state, by_shape, sid)
+            if entry is not None:
+                heads.append((entry[0], entry[1], sid))
+        heapq.heapify(heads)
+        return heads
+
+    def _front(self, state: ClusterState, by_shape: dict, sid: int) -> tuple[float, int, int] | None:
+        """The oldest valid entry of one (queue, shape) list, dropping stale ones (and the list once empty)."""
+        entries, version, queue = by_shape[sid], self._version, state.queue
+        while entries:
+            entry = entries[0]
+            if version.get(entry[1]) == entry[2] and entry[1] in queue:
+                return entry
+            del entries[0]
+        del by_shape[sid]
+        return None
+
+    def _pass(self, state: ClusterState, preempted: list[int]) -> Iterator[Decision]:
+        """Queues in priority order; within a queue, waiting jobs in arrival order (merged over shapes, so that
+        shapes that cannot start are skipped at no cost)."""
+        jobs, place = state.jobs, self.place
+        failed: dict[int, int] = {}  # shape -> highest-priority queue at which it could not start, even by preempting
+        shapes = state.queue_shape_counts
+        lowest = self._lowest_running_queue(state)
+        no_room = state.free_capacity <= 1e-9  # changes only when jobs start or are preempted
+        for q in range(len(self._waiting)):
+            heads = self._heads(state, q, failed)
+            while heads:
+                if len(failed) >= len(shapes) or (no_room and lowest <= q):
+                    # Every kind of waiting job failed at this queue or above (so fails below it too), or
+                    # nothing is free and no running job has lower priority than what is left.
+                    return
+                _, j, sid = heapq.heappop(heads)
+                job = jobs[j]
+                gpus = None if no_room else place(state, job)
+                if gpus is None and lowest > q:
+                    victims = self._victims(state, job, q)
+                    if victims:
+                        for k in victims:
+                            yield Preempt(k)
+                            self._last_run_s[k] = state.now_s - self._started_s[k]
+                            self._stopped(k)
+                            preempted.append(k)
+                        gpus = place(state, job)
+                        lowest = self._lowest_running_queue(state)
+                        no_room = state.free_capacity <= 1e-9
+                        if failed:  # GPUs were freed: shapes that failed may fit now
+                            failed.clear()
+                            heads = [h for h in self._heads(state, q, failed) if h[2] != sid]
+                            heapq.heapify(heads)
+                if gpus is None:
+                    failed[sid] = q
+                    continue
+                yield Start(j, gpus)
+                self._started(state, j)
+                lowest = max(lowest, q)
+                no_room = state.free_capacity <= 1e-9
+                by_shape = self._waiting[q]
+                del by_shape[sid][0]  # j was the front of its list
+                entry = self._front(state, by_shape, sid)
+                if entry is not None:
+                    heapq.heappush(heads, (entry[0], entry[1], sid))
 
     def _victims(self, state: ClusterState, job: Job, q: int) -> list[int]:
         """Fewest running jobs of queues below ``q`` whose preemption lets ``job`` start (lowest priority
