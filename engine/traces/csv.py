@@ -35,7 +35,6 @@ import numpy as np
 import pandas as pd
 
 from ..job import Job
-
 from .base import ReadContext, read_header, read_rows, to_float, to_int, to_time
 from .fast import keep_frame, numbers, read_chunks, strings
 
