@@ -6,6 +6,8 @@
 
 Each format is one module with ``read(ctx)``; :data:`TRACE_FORMATS` is the registry. Readers stream their
 file row by row (memory grows with the jobs kept, not with the file) and report rows they drop by reason.
+Formats with many rows also have a vectorised ``fast(ctx)`` for clean files; anything unusual falls back to
+the row path, which names the line and column of an error (see :mod:`engine.traces.fast`).
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from . import philly as _philly
 from . import swf as _swf
 from . import tiresias as _tiresias
 from .base import DROP_REASONS, ReadContext
-from .fast import Fallback
 from .csv import write_csv
+from .fast import Fallback
 from .report import TraceReport, make_report
 
 __all__ = ["DROP_REASONS", "TRACE_FORMATS", "Trace", "TraceError", "TraceFormat", "TraceReport", "load_trace",
@@ -176,8 +178,7 @@ def _build_jobs(ctx: ReadContext, *, first: int | None, window: tuple[float, flo
     order_list = order.tolist()
 
     def column(values) -> list:
-        return np.frombuffer(values, dtype=values.typecode == "d" and np.float64 or np.int64)[order].tolist() \
-            if len(values) else []
+        return np.frombuffer(values, dtype=np.float64 if values.typecode == "d" else np.int64)[order].tolist()
 
     def strings(codes, table: list) -> list:
         return [table[c] for c in np.frombuffer(codes, dtype=np.int64)[order].tolist()]
