@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 
 import streamlit as st
 
-from engine import EngineError, Job, Result, make_scheduler, simulate
+from engine import EngineError, Job, Result, charts, make_scheduler, simulate
 from engine.cluster import Cluster
 from engine.scenario import Scenario, content_hash
 
@@ -158,6 +158,17 @@ def run_one(sc: Scenario, scheduler: str) -> Result:
     """One scheduler on the scenario, cached by (scenario's workload key, scheduler): changing the list of
     schedulers reruns only the new ones."""
     return _run(sc.workload_key(), scheduler)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _timeline(workload_key: str, names: tuple[str, ...], color_by: str, _results: dict[str, Result]):
+    return charts.timeline_figure(_results, color_by=color_by)
+
+
+def timeline_for(sc: Scenario, results: dict[str, Result], color_by: str):
+    """The animated timeline of ``results`` (runs of ``sc``), built once per (scenario, schedulers, colouring):
+    a widget change elsewhere on the page redraws without rebuilding it. Callers must not modify it."""
+    return _timeline(sc.workload_key(), tuple(results), color_by, results)
 
 
 def save_results(sc: Scenario, results: dict[str, Result]) -> None:

@@ -86,10 +86,11 @@ st.caption("Best value per metric in green (↓ lower is better, ↑ higher is b
 
 # ---------------------------------------------------------------- timelines
 st.subheader("Per-GPU timelines")
-timeline = charts.timeline_figure(results, color_by=color_by)
+timeline = common.timeline_for(ran_sc, results, color_by)
 mode = timeline.layout.meta["mode"]
 if mode == "webgl":
-    st.info(f"More than {charts.WEBGL_JOBS:,} jobs: the timeline is drawn with WebGL to stay responsive.")
+    st.info(f"More than {charts.WEBGL_JOBS:,} jobs in a run or {charts.WEBGL_BARS:,} bars in all: the timelines "
+            "are drawn with WebGL to stay responsive.")
 elif mode == "heatmap":
     st.info("A large run: each timeline is shown as a GPU × time heatmap of the busy share "
             f"(at most {charts.HEATMAP_ROWS} rows of GPUs and {charts.HEATMAP_BINS} time bins).")

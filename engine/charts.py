@@ -38,8 +38,10 @@ OTHER_COLOUR = "#BBBBBB"
 MAX_CATEGORIES = len(PALETTE)
 #: Animation frames of the timeline cursor.
 MAX_FRAMES = 200
-#: Above this many jobs (in any one run) timelines are drawn with WebGL.
+#: Above this many jobs in any one run, or this many bars (run segments x GPUs) in the whole figure, timelines
+#: are drawn with WebGL: SVG paths of that many bars take seconds to lay out in a browser.
 WEBGL_JOBS = 3000
+WEBGL_BARS = 8000
 #: Above this many run segments in total, or this many GPUs, timelines become a GPU x time heatmap.
 HEATMAP_SEGMENTS = 60_000
 HEATMAP_GPUS = 512
@@ -116,6 +118,49 @@ def cdf_points(values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     return v, np.arange(1, v.size + 1) / v.size
 
 
+#: Lines of step series and CDFs are drawn with at most this many points: a chart is about 1,000 pixels wide,
+#: and every extra point costs the browser time.
+MAX_POINTS = 600
+
+
+def binned_series(t_s: np.ndarray, values: np.ndarray, t_end_s: float, bins: int = MAX_POINTS,
+                  how: str = "max") -> tuple[np.ndarray, np.ndarray]:
+    """A step series (``values[i]`` holds from ``t_s[i]`` to the next change, 0 before the first) reduced
+    to ``bins`` equal time bins over ``[0, t_end_s]``: per bin its maximum (``how="max"``, keeps peaks such
+    as queue spikes) or its time-weighted mean (``how="mean"``). Returns ``(bin start times, values)``;
+    a series with at most ``bins`` changes is returned unchanged."""
+    t_s, values = np.asarray(t_s, dtype=float), np.asarray(values, dtype=float)
+    if len(t_s) <= bins or t_end_s <= 0:
+        return t_s, values
+    edges = np.linspace(0.0, t_end_s, bins + 1)
+    if how == "mean":
+        # Integral of the step function at each edge, then differences per bin.
+        seg_end = np.append(t_s[1:], max(t_end_s, t_s[-1]))
+        area = np.concatenate([[0.0], np.cumsum(values * (seg_end - t_s))])
+        k = np.searchsorted(t_s, edges, side="right") - 1
+        kc = np.clip(k, 0, None)
+        upto = np.where(k >= 0, area[kc] + values[kc] * (edges - t_s[kc]), 0.0)
+        return edges[:-1], np.diff(upto) / np.diff(edges)
+    if how != "max":
+        raise ValueError(f"how must be 'max' or 'mean', got {how!r}")
+    # Max per bin: the value holding at the bin start, and every change inside the bin.
+    start_val = step_at(t_s, values, edges[:-1])
+    b = np.clip(np.searchsorted(edges, t_s, side="right") - 1, 0, bins - 1)
+    out = start_val.copy()
+    np.maximum.at(out, b, values)
+    return edges[:-1], out
+
+
+def cdf_curve(values: Sequence[float], points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`cdf_points` thinned to at most ``points`` points (the value at evenly spaced ranks, always
+    including the largest), for drawing."""
+    v, p = cdf_points(values)
+    if v.size <= points:
+        return v, p
+    idx = np.unique(np.linspace(0, v.size - 1, points).round().astype(np.int64))
+    return v[idx], p[idx]
+
+
 def category_colours(values: Sequence[str], limit: int = MAX_CATEGORIES) -> dict[str, str]:
     """Colour per category: the ``limit - 1`` most frequent get palette colours (ties by name), the rest
     map to grey under the name ``"other"``. Deterministic for equal inputs."""
@@ -139,7 +184,7 @@ def timeline_mode(results: Sequence[Result]) -> str:
     jobs = max(r.n_jobs for r in results)
     if n_gpus > HEATMAP_GPUS or segs > HEATMAP_SEGMENTS:
         return "heatmap"
-    if jobs > WEBGL_JOBS:
+    if jobs > WEBGL_JOBS or segs > WEBGL_BARS:
         return "webgl"
     return "bars"
 
@@ -241,8 +286,8 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
                     hovertemplate=f"job %{{customdata}} ({cat})<br>GPU %{{y}}<br>t=%{{x:.2f}} {unit}"
                                   f"<extra>{name}</extra>"), row=1, col=col)
                 legend_done.add(cat)
-        s = series_frame(r)
-        fig.add_trace(go.Scatter(x=s["t_s"] / div, y=s["queue"], mode="lines", line=dict(shape="hv", color="#555"),
+        tq, q = binned_series(r.series_t, r.series_queue, t_end, how="max")
+        fig.add_trace(go.Scatter(x=tq / div, y=q, mode="lines", line=dict(shape="hv", color="#555"),
                                  name="queue", showlegend=False,
                                  hovertemplate=f"t=%{{x:.2f}} {unit}<br>%{{y}} jobs waiting<extra>{name}</extra>"),
                       row=2, col=col)
@@ -326,16 +371,23 @@ def series_figure(results: Mapping[str, Result]) -> go.Figure:
     for i, (name, r) in enumerate(results.items()):
         s = series_frame(r)
         colour = PALETTE[i % len(PALETTE)]
-        fig.add_trace(go.Scatter(x=s["t_s"] / div, y=s["queue"], name=name, legendgroup=name, mode="lines",
+        tq, q = binned_series(s["t_s"], s["queue"], t_end, how="max")
+        tu, u = binned_series(s["t_s"], s["utilization"], t_end, how="mean")
+        fig.add_trace(go.Scatter(x=tq / div, y=q, name=name, legendgroup=name, mode="lines",
                                  line=dict(shape="hv", color=colour)), row=1, col=1)
-        fig.add_trace(go.Scatter(x=s["t_s"] / div, y=s["utilization"] * 100, name=name, legendgroup=name,
+        fig.add_trace(go.Scatter(x=tu / div, y=u * 100, name=name, legendgroup=name,
                                  showlegend=False, mode="lines", line=dict(shape="hv", color=colour)), row=2, col=1)
-    fig.update_yaxes(title_text="queue (jobs)", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="queue (jobs; max per bin)" if _binned(results) else "queue (jobs)",
+                     rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="busy GPUs (%)", range=[0, 105], row=2, col=1)
     fig.update_xaxes(title_text=f"time ({unit})", row=2, col=1)
     fig.update_layout(height=460, template="plotly_white", margin=dict(l=60, r=20, t=40, b=40),
                       legend=dict(orientation="h", y=-0.18))
     return fig
+
+
+def _binned(results: Mapping[str, Result]) -> bool:
+    return any(len(r.series_t) > MAX_POINTS for r in results.values())
 
 
 def cdf_figure(job_frames: Mapping[str, pd.DataFrame], column: str, label: str) -> go.Figure:
@@ -346,7 +398,7 @@ def cdf_figure(job_frames: Mapping[str, pd.DataFrame], column: str, label: str) 
     unit, div = time_scale(top)
     fig = go.Figure()
     for i, (name, frame) in enumerate(job_frames.items()):
-        v, p = cdf_points(frame[column].to_numpy(dtype=float))
+        v, p = cdf_curve(frame[column].to_numpy(dtype=float))
         fig.add_trace(go.Scatter(x=v / div, y=p * 100, name=name, mode="lines", line=dict(shape="hv",
                                  color=PALETTE[i % len(PALETTE)]),
                                  hovertemplate=f"{label} ≤ %{{x:.2f}} {unit}: %{{y:.1f}}% of jobs<extra>{name}</extra>"))
@@ -354,6 +406,25 @@ def cdf_figure(job_frames: Mapping[str, pd.DataFrame], column: str, label: str) 
                       yaxis_range=[0, 101], template="plotly_white", height=340,
                       margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.25))
     return fig
+
+
+def box_stats(frame: pd.DataFrame, by: str, column: str) -> pd.DataFrame:
+    """Tukey box statistics of ``column`` per ``by`` group (finite values only): ``q1, median, q3, mean`` and
+    the whiskers ``lowerfence``/``upperfence`` (the most extreme values within 1.5 IQR of the box), as
+    Plotly's box plot computes them (quartiles by linear interpolation)."""
+    rows = {}
+    for key, part in frame.groupby(by, sort=True):
+        v = part[column].to_numpy(dtype=float)
+        v = np.sort(v[np.isfinite(v)])
+        if v.size == 0:
+            continue
+        q1, med, q3 = np.percentile(v, [25, 50, 75])
+        iqr = q3 - q1
+        lo = v[v >= q1 - 1.5 * iqr].min()
+        hi = v[v <= q3 + 1.5 * iqr].max()
+        rows[key] = (q1, med, q3, float(v.mean()), lo, hi)
+    return pd.DataFrame.from_dict(rows, orient="index",
+                                  columns=["q1", "median", "q3", "mean", "lowerfence", "upperfence"])
 
 
 def user_box_figure(job_frames: Mapping[str, pd.DataFrame], fairness: Mapping[str, tuple[float, float]],
@@ -366,7 +437,11 @@ def user_box_figure(job_frames: Mapping[str, pd.DataFrame], fairness: Mapping[st
     fig = go.Figure()
     for i, (name, frame) in enumerate(job_frames.items()):
         gini, jain = fairness.get(name, (math.nan, math.nan))
-        fig.add_trace(go.Box(x=frame["user"].astype(str), y=frame[column] / div, boxpoints=False,
+        st = box_stats(frame, "user", column)
+        # Precomputed quartiles and whiskers: the browser draws the same boxes without every job's value.
+        fig.add_trace(go.Box(x=st.index.astype(str), q1=st["q1"] / div, median=st["median"] / div,
+                             q3=st["q3"] / div, lowerfence=st["lowerfence"] / div,
+                             upperfence=st["upperfence"] / div, mean=st["mean"] / div,
                              name=f"{name} (Gini {gini:.2f}, Jain {jain:.2f})",
                              marker_color=PALETTE[i % len(PALETTE)]))
     fig.update_layout(boxmode="group", title="wait per user", xaxis_title="user",

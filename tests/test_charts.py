@@ -83,6 +83,10 @@ def test_timeline_figure_side_by_side_with_animation(runs, color_by):
 
 def test_timeline_frames_are_capped_and_large_runs_switch_mode(runs, monkeypatch):
     assert charts.timeline_figure(runs, frames=10_000).layout.meta["frames"] == charts.MAX_FRAMES
+    assert charts.timeline_mode(list(runs.values())) == "bars"
+    monkeypatch.setattr(charts, "WEBGL_BARS", 10)
+    assert charts.timeline_mode(list(runs.values())) == "webgl"
+    monkeypatch.setattr(charts, "WEBGL_BARS", 10**9)
     monkeypatch.setattr(charts, "WEBGL_JOBS", 10)
     assert charts.timeline_mode(list(runs.values())) == "webgl"
     fig = charts.timeline_figure(runs, animate=False)
@@ -129,3 +133,32 @@ def test_cluster_frame_and_figure():
     fig = charts.cluster_figure(cluster)
     assert {t.name for t in fig.data} == {"A100-80", "T4"}
     assert [a.text for a in fig.layout.annotations] == ["a", "b"]
+
+
+def test_binned_series_keeps_peaks_and_means():
+    t = np.arange(0.0, 1000.0)  # a change every second
+    v = np.zeros(1000)
+    v[500] = 7.0  # a one-second spike
+    v[600:] = 2.0
+    tb, peak = charts.binned_series(t, v, 1000.0, bins=10, how="max")
+    assert len(tb) == 10 and peak[5] == 7.0 and peak[6:].tolist() == [2.0] * 4 and peak[:5].max() == 0
+    _, mean = charts.binned_series(t, v, 1000.0, bins=10, how="mean")
+    assert mean[5] == pytest.approx(0.07) and mean[7] == pytest.approx(2.0)  # 7 for 1 s of a 100 s bin
+    # Total area is preserved by the time-weighted mean.
+    assert (mean * 100).sum() == pytest.approx(v.sum())
+    short_t, short_v = charts.binned_series(t[:5], v[:5], 5.0, bins=10)
+    assert short_t.tolist() == t[:5].tolist()
+
+
+def test_cdf_curve_thins_but_keeps_the_ends():
+    v, p = charts.cdf_curve(np.arange(10_000.0), points=100)
+    assert len(v) == 100 and v[0] == 0 and v[-1] == 9999 and p[-1] == 1.0
+    assert np.all(np.diff(v) > 0)
+
+
+def test_box_stats_match_numpy_and_tukey_whiskers():
+    frame = pd.DataFrame({"user": ["a"] * 5 + ["b"] * 3, "wait_s": [1, 2, 3, 4, 100, 5, 5, np.nan]})
+    st = charts.box_stats(frame, "user", "wait_s")
+    assert st.loc["a", ["q1", "median", "q3"]].tolist() == [2, 3, 4]
+    assert st.loc["a", "upperfence"] == 4 and st.loc["a", "lowerfence"] == 1  # 100 is an outlier
+    assert st.loc["b", "median"] == 5 and st.loc["b", "mean"] == 5
