@@ -173,16 +173,20 @@ def add_cluster_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--trace PATH`` plus every loader option (``--format --skip-bad --time-unit --map --first --window
+    --load-scale``)."""
+    from .traces.cli import add_trace_options
+
     parser.add_argument("--trace", required=True, metavar="PATH", help="workload trace file")
-    parser.add_argument("--format", metavar="F", help="trace format (default: detected; see `list`)")
-    parser.add_argument("--first", type=int, metavar="N", help="use only the first N jobs of the trace")
+    add_trace_options(parser)
 
 
 def load_trace_arg(args: argparse.Namespace):
-    """Load ``args.trace`` (``--format``, ``--first``); a trace without any job is an error."""
+    """Load ``args.trace`` with the loader options; a trace without any job is an error."""
     from .traces import load_trace
+    from .traces.cli import trace_options
 
-    trace = load_trace(args.trace, format=args.format, first=args.first)
+    trace = load_trace(args.trace, **trace_options(args))
     if not trace.jobs:
         dropped = ", ".join(f"{k} {v}" for k, v in trace.report.dropped.items() if v) or "none"
         raise TraceError(f"no jobs to simulate ({trace.report.rows} rows; dropped: {dropped})", path=args.trace)

@@ -139,7 +139,7 @@ def bad_trace_file(tmp_path):
     (lambda t, p: ["simulate", "--cluster", CLUSTER, "--trace", bad_trace_file(p), "--scheduler", "fifo"],
      "line 3"),
     (lambda t, p: ["simulate", "--cluster", CLUSTER, "--trace", t, "--scheduler", "fifo", "--format", "xyz"],
-     "unknown trace format"),
+     "invalid choice: 'xyz'"),
     (lambda t, p: ["simulate", "--cluster", CLUSTER, "--trace", t], "--scheduler"),
     (lambda t, p: ["compare", "--cluster", CLUSTER, "--trace", t, "--schedulers", "fifo,fifo"], "more than once"),
     (lambda t, p: ["simulate", "--cluster", CLUSTER, "--trace", t, "--scheduler", "fifo",
