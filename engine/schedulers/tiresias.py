@@ -74,6 +74,7 @@ class Tiresias:
         self._started_s: dict[int, float] = {}
         self._running: list[dict[int, None]] = [{} for _ in range(len(self.thresholds) + 1)]  # per queue
         self._run_queue: dict[int, int] = {}  # running job -> its queue
+        self._queue_gpus = [0] * (len(self.thresholds) + 1)  # GPUs held by the running jobs of each queue
         self._runs = 0
 
     def reset(self, state: ClusterState) -> None:
@@ -111,6 +112,7 @@ class Tiresias:
         q = self.queue_of(service)
         self._running[q][j] = None
         self._run_queue[j] = q
+        self._queue_gpus[q] += state.jobs[j].gpus
         self._push_crossing(state.now_s, state.jobs[j], service, q, run)
 
     def _push_crossing(self, now: float, job: Job, service: float, q: int, run: int) -> None:
@@ -118,9 +120,10 @@ class Tiresias:
             t = now + (self.thresholds[q] - service) / job.gpu_demand
             heapq.heappush(self._crossings, (t, job.job_id, run, q + 1))
 
-    def _stopped(self, j: int) -> None:
+    def _stopped(self, state: ClusterState, j: int) -> None:
         q = self._run_queue.pop(j)
         self._running[q].pop(j, None)
+        self._queue_gpus[q] -= state.jobs[j].gpus
         del self._run_id[j]
 
     def _is_running(self, state: ClusterState, j: int) -> bool:
@@ -128,7 +131,7 @@ class Tiresias:
         if j in state.running:
             return True
         if j in self._run_queue:
-            self._stopped(j)
+            self._stopped(state, j)
         return False
 
     def _catch_up(self, state: ClusterState) -> None:
@@ -151,6 +154,8 @@ class Tiresias:
                 self._running[q][j] = None
                 self._run_queue[j] = q
                 job = state.jobs[j]
+                self._queue_gpus[q - 1] -= job.gpus
+                self._queue_gpus[q] += job.gpus
                 self._push_crossing(t, job, self.thresholds[q - 1], q, run)
 
     # ----------------------------------------------------------------- decisions
@@ -234,7 +239,7 @@ class Tiresias:
                         for k in victims:
                             yield Preempt(k)
                             self._last_run_s[k] = state.now_s - self._started_s[k]
-                            self._stopped(k)
+                            self._stopped(state, k)
                             preempted.append(k)
                         gpus = place(state, job)
                         lowest = self._lowest_running_queue(state)
@@ -259,6 +264,9 @@ class Tiresias:
     def _victims(self, state: ClusterState, job: Job, q: int) -> list[int]:
         """Fewest running jobs of queues below ``q`` whose preemption lets ``job`` start (lowest priority
         first: lowest queue, then latest submitted); empty if no such set exists."""
+        # Quick reject: idle GPUs plus every GPU of lower queues (jobs that ended since count too: an upper bound).
+        if state.free_gpus + sum(self._queue_gpus[q + 1:]) < job.gpus:
+            return []
         cands: list[int] = []
         for lower in range(len(self._running) - 1, q, -1):
             live = [k for k in list(self._running[lower]) if self._is_running(state, k)]
