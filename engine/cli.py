@@ -81,7 +81,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--traceback", action="store_true", help="show the full traceback on errors (debugging)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for name, cmd in COMMANDS.items():
-        p = sub.add_parser(name, help=cmd.help, description=cmd.help)
+        text = cmd.help.replace("%", "%%")  # argparse %-formats help strings
+        p = sub.add_parser(name, help=text, description=text)
         if name == command:
             _resolve(cmd.add_arguments)(p)
     return parser
