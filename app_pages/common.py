@@ -208,6 +208,8 @@ def sidebar() -> None:
     if w.source == "generate":
         side.markdown(f"**Workload** · {w.n_jobs} generated jobs, load {w.load:g}, {w.users} users, "
                       f"{w.arrival} arrivals, seed {w.seed}")
+    elif w.source == "preset":
+        side.markdown(f"**Workload** · from preset `{w.preset}`, seed {w.seed}")
     else:
         side.markdown(f"**Workload** · trace `{w.trace_name}` ({w.trace_format or 'auto-detected'}, "
                       f"sha256 {w.trace_sha256[:10]}…)")

@@ -8,10 +8,14 @@ import streamlit as st
 
 from engine import SCHEDULERS, charts
 from engine.metrics import METRICS, best_columns, compare, job_frame, summarize
+from engine.presets import PRESETS
 from app_pages import common
 
 st.title("Compare schedulers")
 sc = common.scenario()
+if sc.workload.source == "preset" and sc.workload.preset in PRESETS:
+    preset = PRESETS[sc.workload.preset]
+    st.info(f"**{preset.title}**  \nWhat to look at: {preset.look_at}")
 
 heuristics = sorted(SCHEDULERS)
 agents = common.trained_agents()

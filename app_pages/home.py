@@ -3,6 +3,8 @@
 import streamlit as st
 
 from engine import SCHEDULERS
+from engine.presets import PRESETS
+from engine.scenario import scenario_from_preset
 from app_pages import common
 
 st.title("GPU scheduling playground")
@@ -18,18 +20,14 @@ c[2].markdown(f"**3 · Compare**  \n{len(SCHEDULERS)} heuristics and trained RL 
 st.subheader("Start from a preset")
 st.caption("Each preset is a small lesson: a cluster, a workload and the schedulers that show it. "
            "Choosing one opens the Compare page ready to run.")
-try:
-    from engine.presets import PRESETS
-except ImportError:
-    PRESETS = {}
-if not PRESETS:
-    st.info("No scenario presets are installed (engine/presets.py is missing). Set up a cluster and a workload "
-            "on their pages instead.")
 for key, preset in PRESETS.items():
     with st.container(border=True):
         left, right = st.columns([4, 1], vertical_alignment="center")
         left.markdown(f"**{preset.title}**  \n{preset.lesson}")
+        left.caption(f"Schedulers: {', '.join(preset.schedulers)} · what to look at: {preset.look_at}")
         if right.button("Open in Compare", key=f"preset_{key}", width="stretch"):
             with common.engine_errors(f"preset {key}"):
-                common.set_scenario(common.scenario_from_preset(key, preset))
+                common.set_scenario(scenario_from_preset(key))
             st.switch_page("app_pages/compare.py")
+if not PRESETS:
+    st.info("No scenario presets found in presets/. Set up a cluster and a workload on their pages instead.")

@@ -114,6 +114,8 @@ if w.source == "trace":
         st.table({"reason": list(report["dropped"]), "rows dropped": list(report["dropped"].values())})
     for example in report.get("examples", []):
         st.caption(f"skipped: {example}")
+elif w.source == "preset":
+    st.subheader(f"Workload of preset {w.preset}: {len(jobs):,} jobs")
 else:
     st.subheader(f"Generated workload: {len(jobs):,} jobs")
 

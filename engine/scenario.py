@@ -24,7 +24,7 @@ from .errors import EngineError
 from .job import Job
 
 #: Workload sources a scenario knows.
-WORKLOAD_SOURCES = ("generate", "trace")
+WORKLOAD_SOURCES = ("generate", "trace", "preset")
 #: Arrival patterns the generator offers.
 ARRIVALS = ("poisson", "bursty", "diurnal")
 
@@ -38,7 +38,8 @@ class WorkloadSpec:
     """Where the jobs come from.
 
     Attributes:
-        source: ``"generate"`` (the synthetic generator) or ``"trace"`` (an uploaded or shipped trace file).
+        source: ``"generate"`` (the synthetic generator), ``"trace"`` (an uploaded or shipped trace file) or
+            ``"preset"`` (the workload of a scenario preset in ``presets/``, generated with ``seed``).
         n_jobs, load, seed, arrival, users: generator arguments (jobs, offered load in (0, 4], seed, arrival
             pattern, number of users).
         mix: job type -> weight for the generator; empty means the generator's default mix.
@@ -49,6 +50,7 @@ class WorkloadSpec:
         column_map: canonical column -> column in the file, for the ``mapped`` format.
         first: keep only the first N jobs of the trace (0 = all).
         skip_bad: skip malformed rows (the trace report counts them) instead of refusing the file.
+        preset: the preset's name, for ``source="preset"``.
     """
 
     source: str = "generate"
@@ -65,6 +67,7 @@ class WorkloadSpec:
     column_map: tuple[tuple[str, str], ...] = ()
     first: int = 0
     skip_bad: bool = False
+    preset: str = ""
 
     def __post_init__(self) -> None:
         # Pairs are kept sorted so that equal mappings give equal (and equally hashed) specs.
@@ -87,6 +90,8 @@ class WorkloadSpec:
         for name, weight in self.mix:
             if not (isinstance(weight, (int, float)) and weight >= 0):
                 raise ScenarioError(f"workload.mix[{name!r}] must be a number >= 0, got {weight!r}")
+        if self.source == "preset" and not self.preset:
+            raise ScenarioError("workload.preset must name a preset when workload.source is 'preset'")
         if self.source == "trace" and len(self.trace_sha256) != 64:
             raise ScenarioError("workload.trace_sha256 must be the 64-hex-digit SHA-256 of the trace file")
 
@@ -138,6 +143,10 @@ class Scenario:
 
             return tuple(generate(cluster, w.n_jobs, load=w.load, seed=w.seed, mix=dict(w.mix) or None,
                                   users=w.users, arrival=w.arrival))
+        if w.source == "preset":
+            from .presets import load_preset
+
+            return tuple(load_preset(w.preset).build_jobs(w.seed))
         if trace_bytes is None:
             raise ScenarioError(f"the trace {w.trace_name or w.trace_sha256[:12]} is not available: upload it again")
         if content_hash(trace_bytes) != w.trace_sha256:
@@ -251,6 +260,16 @@ class Scenario:
                 wl[f.name] = text
         data["workload"] = wl
         return cls.from_dict(data)
+
+
+def scenario_from_preset(name: str) -> Scenario:
+    """The scenario of preset ``name`` (see :mod:`engine.presets`): its cluster, its workload, its schedulers."""
+    from .presets import load_preset
+
+    preset = load_preset(name)
+    cluster = preset.cluster if isinstance(preset.cluster, str) else json.dumps(preset.cluster, separators=(",", ":"))
+    return Scenario(cluster=cluster, workload=WorkloadSpec(source="preset", preset=name, seed=preset.seed),
+                    schedulers=tuple(preset.schedulers), seed=preset.seed, name=name)
 
 
 def content_hash(data: bytes) -> str:

@@ -84,3 +84,16 @@ def test_worked_example_separates_the_basic_schedulers():
     cluster, jobs = worked_example()
     waits = {n: summarize(simulate(cluster, jobs, make_scheduler(n))).mean_wait_s for n in ("fifo", "first-fit", "sjf")}
     assert waits["sjf"] < waits["first-fit"] < waits["fifo"]
+
+
+def test_every_preset_becomes_a_scenario_with_the_presets_jobs():
+    from engine.presets import PRESETS
+    from engine.scenario import scenario_from_preset
+
+    assert PRESETS
+    for name, preset in PRESETS.items():
+        sc = scenario_from_preset(name)
+        assert sc.schedulers == tuple(preset.schedulers) and sc.name == name
+        assert Scenario.from_query(sc.to_query()) == sc
+        jobs = sc.build_jobs(sc.build_cluster())
+        assert jobs == tuple(preset.build_jobs(preset.seed))

@@ -223,3 +223,16 @@ def test_train_page_starts_and_stops_a_training_process(tmp_path, monkeypatch):
     at.button(key="train_stop").click().run()
     assert job["proc"].poll() is not None
     shutil.rmtree(job["run_dir"])
+
+
+def test_home_preset_opens_compare_ready_to_run():
+    from engine.presets import PRESETS
+
+    name = next(iter(PRESETS))
+    at = app()
+    at.button(key=f"preset_{name}").click().run()
+    assert not at.exception and not errors(at)
+    assert at.title[0].value == "Compare schedulers"
+    assert at.query_params["w.preset"] == name and at.query_params["sched"] == ",".join(PRESETS[name].schedulers)
+    at.button(key="compare_run").click().run()
+    assert not errors(at) and list(at.dataframe[0].value.columns) == list(PRESETS[name].schedulers)
