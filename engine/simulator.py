@@ -159,6 +159,9 @@ class Simulation:
         self._speeds: dict[str, list[float]] = {}  # job type -> speed on each GPU type
         self._colocation = cluster.colocation_slowdown
         self._build_shapes()
+        submit = [job.submit_s for job in self.jobs]
+        self._arrival_order = sorted(range(len(submit)), key=submit.__getitem__)  # stable: ties by job id
+        self._arrival_s = [submit[j] for j in self._arrival_order]
         self._reset_state()
 
     # ------------------------------------------------------------------ setup
@@ -206,8 +209,6 @@ class Simulation:
         self.done = False
         self._heap: list[tuple] = []
         self._seq = 0
-        self._arrival_order = sorted(range(n), key=lambda j: (self.jobs[j].submit_s, j))
-        self._arrival_s = [self.jobs[j].submit_s for j in self._arrival_order]
         self._next_arrival = 0
         self._queue: dict[int, None] = {}
         self._queue_shapes: dict[int, int] = {}
@@ -330,22 +331,20 @@ class Simulation:
         job = self.jobs[j]
         if type(gpus) is not tuple or len(gpus) != job.gpus:
             return False
-        gpu_type, n_gpus = self._gpu_type, self._n_gpus
+        gpu_type, n_gpus, occ = self._gpu_type, self._n_gpus, self._occ
         g = gpus[0]
-        if type(g) is not int or not 0 <= g < n_gpus:
+        if type(g) is not int or not 0 <= g < n_gpus or not self._shape_type_ok[self._job_shape[j]][gpu_type[g]]:
             return False
-        t = gpu_type[g]
-        if not self._shape_type_ok[self._job_shape[j]][t]:
-            return False
-        occ = self._occ
-        if job.gpu_fraction >= 1.0:
-            tenants = occ.tenants
-            for g in gpus:
-                if type(g) is not int or not 0 <= g < n_gpus or tenants[g] or gpu_type[g] != t:
-                    return False
-            return len(gpus) == 1 or len(set(gpus)) == len(gpus)
-        return (occ.free[g] >= job.gpu_fraction - FRACTION_EPS
-                and occ.free_vram[g] >= self._memory(job, g) - FRACTION_EPS)
+        if job.gpu_fraction < 1.0:
+            return (occ.free[g] >= job.gpu_fraction - FRACTION_EPS
+                    and occ.free_vram[g] >= self._memory(job, g) - FRACTION_EPS)
+        if len(gpus) == 1:
+            return not occ.tenants[g]
+        t, tenants = gpu_type[g], occ.tenants
+        for g in gpus:
+            if type(g) is not int or not 0 <= g < n_gpus or tenants[g] or gpu_type[g] != t:
+                return False
+        return len(set(gpus)) == len(gpus)
 
     def _check_start(self, j, gpus) -> str | None:
         if not (isinstance(j, (int, np.integer)) and 0 <= j < len(self.jobs)):
@@ -395,6 +394,7 @@ class Simulation:
         """Validate and apply decisions one by one at the current time (``InvalidDecision`` on the first bad one)."""
         self._decision_points += 1
         started = False
+        told = len(self.state.entered)  # the scheduler reads these; jobs it preempts now are appended after
         for d in decisions:
             kind = type(d)
             if kind is Start:
@@ -414,7 +414,7 @@ class Simulation:
                     self._preempt(int(d.job_id))
                 else:
                     self._push(float(d.at_s), _WAKE, -1, 0)
-        self.state.entered = []
+        self.state.entered = self.state.entered[told:]  # preempted jobs re-entered: the next call hears of them
         if self._queue and not self._running and not started and self._next_arrival >= len(self.jobs):
             self._idle_wakes += 1
             if self._idle_wakes > _MAX_IDLE_WAKES:

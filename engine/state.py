@@ -98,7 +98,8 @@ class ClusterState:
         jobs: every job of the workload, indexed by ``job_id``.
         queue: waiting job ids in the order they entered the queue (arrival, or return after preemption);
             supports ``in``, ``len`` and iteration. Do not iterate it while yielding decisions.
-        entered: job ids that entered the queue since the previous ``decide`` call, in order.
+        entered: job ids that entered the queue since the previous ``decide`` call started, in order:
+            arrivals, and jobs preempted by that call's own decisions.
         running: ``job_id -> RunningJob`` for every running job.
         gpu_free: free share of each GPU (1.0 = idle, 0.0 = full).
         gpu_free_vram_gib: free memory of each GPU, GiB.

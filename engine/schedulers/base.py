@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..state import ClusterState, Decision, Start
-from .ordering import Order
+from .ordering import Order, StaticKeyOrder
 from .placement import Placement
 
 
@@ -21,6 +21,8 @@ class ListScheduler:
         self.order = order
         self.placement = placement
         self.blocking = blocking
+        # Orderings that can leave out shapes that failed make long non-blocking walks cheap.
+        self._skips = isinstance(order, StaticKeyOrder) and not blocking
 
     def reset(self, state: ClusterState) -> None:
         self.order.reset(state)
@@ -32,7 +34,8 @@ class ListScheduler:
         failed: set[int] = set()  # shapes that did not fit: resources only shrink during one decision
         shapes = state.queue_shape_counts
         place, jobs, job_shape = self.placement, state.jobs, state.job_shape
-        for j in self.order.candidates(state):
+        walk = self.order.candidates(state, failed) if self._skips else self.order.candidates(state)
+        for j in walk:
             if state.free_capacity <= 1e-9:
                 return
             sid = job_shape[j]
