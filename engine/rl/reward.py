@@ -4,8 +4,10 @@ The environment pays rewards whose sum over an episode equals ``-objective(resul
 floating-point rounding; ``tests/rl/test_reward.py`` checks it). The objective is a weighted sum of costs,
 each over the jobs that completed (unschedulable jobs never ran and are left out):
 
-* ``wait``: mean wait, ``mean(first_start_s - submit_s) / wait_scale_s``. Paid densely: after every step
-  the environment charges the wait that accrued since the previous step (jobs still queued wait on).
+* ``wait``: mean wait, ``mean(end_s - submit_s - run_s) / wait_scale_s``: all time spent queued, like
+  ``engine.metrics`` (for a preemptive heuristic, time back in the queue counts too; the environment never
+  preempts, so for an agent it is ``first_start_s - submit_s``). Paid densely: after every step the
+  environment charges the wait that accrued since the previous step (jobs still queued wait on).
 * ``jct``: mean job completion time, ``mean(end_s - submit_s) / wait_scale_s``; paid densely the same way
   (every job in the system, queued or running, accrues time), so a placement on faster GPUs pays off as
   soon as the job runs faster.
@@ -83,7 +85,7 @@ def objective_terms(result: Result, weights: RewardWeights = RewardWeights()) ->
     if not done.any():
         return dict.fromkeys(("wait", "jct", "bounded_slowdown", "utilization_band", "fairness", "comm"), 0.0)
     submit = np.array([j.submit_s for j in result.jobs])[done]
-    wait = result.first_start_s[done] - submit
+    wait = np.maximum(result.end_s[done] - submit - result.run_s[done], 0.0)
     return {
         "wait": float(wait.mean()),
         "jct": float((result.end_s[done] - submit).mean()),
