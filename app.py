@@ -10,15 +10,15 @@ import streamlit as st
 
 from app_pages import common
 
-st.set_page_config(page_title="GPU scheduling playground", page_icon="🧮", layout="wide")
+st.set_page_config(page_title="GPU scheduling playground", page_icon=":material/memory:", layout="wide")
 
 PAGES = [
-    st.Page("app_pages/home.py", title="Home", icon="🏠", default=True),
-    st.Page("app_pages/cluster.py", title="Cluster", icon="🖥️"),
-    st.Page("app_pages/workload.py", title="Workload", icon="📥"),
-    st.Page("app_pages/compare.py", title="Compare", icon="📊"),
-    st.Page("app_pages/train.py", title="Train", icon="🎓"),
-    st.Page("app_pages/learn.py", title="Learn", icon="📖"),
+    st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("app_pages/cluster.py", title="Cluster", icon=":material/dns:"),
+    st.Page("app_pages/workload.py", title="Workload", icon=":material/work_history:"),
+    st.Page("app_pages/compare.py", title="Compare", icon=":material/compare:"),
+    st.Page("app_pages/train.py", title="Train", icon=":material/model_training:"),
+    st.Page("app_pages/learn.py", title="Learn", icon=":material/school:"),
 ]
 
 page = st.navigation(PAGES)

@@ -256,6 +256,8 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
     line_px = max(1.0, min(18.0, 0.8 * height_px / n_gpus))
     scatter = go.Scattergl if mode == "webgl" else go.Scatter
     legend_done: set[str] = set()
+    # One queue scale for all columns, so their heights compare.
+    q_top = 1.05 * max((int(r.series_queue.max()) for r in runs if len(r.series_queue)), default=1) + 0.5
     for col, (name, r) in enumerate(zip(names, runs), start=1):
         seg = frames_seg[name]
         if mode == "heatmap":
@@ -293,13 +295,14 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
                       row=2, col=col)
         fig.update_yaxes(title_text="GPU (id)" if col == 1 else None, autorange="reversed",
                          range=None, showgrid=False, row=1, col=col)
-        fig.update_yaxes(title_text="queue (jobs)" if col == 1 else None, rangemode="tozero", row=2, col=col)
+        fig.update_yaxes(title_text="queue (jobs)" if col == 1 else None, range=[0, q_top], row=2, col=col)
         fig.update_xaxes(title_text=f"time ({unit})", range=[0, t_end / div], row=2, col=col)
     n_frames = 0
     if animate and runs:
         n_frames = _add_cursor_animation(fig, runs, t_end, div, unit, n_gpus, frames)
     fig.update_layout(
-        height=height_px + 260, margin=dict(l=60, r=20, t=50, b=40), template="plotly_white",
+        height=height_px + (330 if n_frames else 230), template="plotly_white",
+        margin=dict(l=60, r=20, t=50, b=150 if n_frames else 40),  # room for the play button and slider
         legend=dict(orientation="h", yanchor="bottom", y=1.04, x=0, title_text=color_by.replace("_", " ")),
         meta={"mode": mode, "frames": n_frames, "time_unit": unit}, hovermode="closest", uirevision="timeline")
     return fig
@@ -333,9 +336,10 @@ def _add_cursor_animation(fig: go.Figure, runs: Sequence[Result], t_end: float, 
                  args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate",
                                     transition=dict(duration=0))])
     controls = dict(
-        updatemenus=[dict(type="buttons", direction="left", buttons=[play, pause], x=0, y=-0.02,
-                          xanchor="left", yanchor="top", pad=dict(t=30, r=10), showactive=False)],
-        sliders=[dict(active=0, x=0.16, len=0.84, y=-0.02, yanchor="top", pad=dict(t=20),
+        # Below the time axes: their tick labels and titles take about 50 px.
+        updatemenus=[dict(type="buttons", direction="left", buttons=[play, pause], x=0, y=0,
+                          xanchor="left", yanchor="top", pad=dict(t=85, r=10), showactive=False)],
+        sliders=[dict(active=0, x=0.16, len=0.84, y=0, yanchor="top", pad=dict(t=60),
                       currentvalue=dict(prefix=f"time ({unit}): "),
                       steps=[dict(label=f"{t / div:.3g}", method="animate",
                                   args=[[str(k)], dict(mode="immediate", frame=dict(duration=0, redraw=False),
