@@ -4,7 +4,8 @@
 from one heap in a total order: by time, then completions before wake-ups before arrivals, then by sequence
 number (so simultaneous events are always handled the same way, and runs are bit-for-bit repeatable).
 A *decision point* is an event time after which at least one job waits, or a wake-up time a scheduler
-asked for; there the scheduler is asked for decisions, which :meth:`Simulation.apply` validates and applies one at a time.
+asked for; there the scheduler is asked for decisions, which :meth:`Simulation.apply` validates and applies
+one at a time.
 
 ``simulate(cluster, jobs, scheduler)`` is that loop and nothing more; the Gymnasium environment drives the
 same ``Simulation`` one decision at a time.

@@ -50,7 +50,8 @@ class StaticKeyOrder:
 
     def _catch_up(self, state: ClusterState) -> list[tuple[Any, int, int]]:
         """Insert the jobs that entered the queue; drop entries of started jobs (lazily). Returns the list."""
-        items, gen, queue, jobs, key, by_shape = self._items, self._gen, state.queue, state.jobs, self.key, self._by_shape
+        items, gen, queue, jobs, key = self._items, self._gen, state.queue, state.jobs, self.key
+        by_shape = self._by_shape
         for j in state.entered:
             g = gen[j] + 1
             gen[j] = g

@@ -19,7 +19,8 @@ CLUSTERS = {
 def _idle_gpus(state, node: int) -> list[int]:
     lay = state.layout
     first = int(lay.node_first_gpu[node])
-    return [first + int(i) for i in np.flatnonzero(np.asarray(state.gpu_tenants)[first:first + int(lay.node_gpus[node])] == 0)]
+    tenants = np.asarray(state.gpu_tenants)[first:first + int(lay.node_gpus[node])]
+    return [first + int(i) for i in np.flatnonzero(tenants == 0)]
 
 
 def scan(state, job: Job, best: bool) -> tuple[int, ...] | None:
