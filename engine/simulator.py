@@ -683,6 +683,8 @@ def simulate(cluster: Cluster, jobs: Sequence[Job], scheduler: Scheduler, *, see
                      scheduler_name=getattr(scheduler, "name", type(scheduler).__name__), on_progress=on_progress)
     state = sim.reset()
     scheduler.reset(state)
+    apply, advance, decide = sim.apply, sim.advance, scheduler.decide  # sim.step, minus a call per step
     while not sim.done:
-        sim.step(scheduler.decide(state))
+        apply(decide(state))
+        advance()
     return sim.result()
