@@ -12,14 +12,16 @@ So backfilling never delays the head, as long as estimates are not exceeded. Onl
 reservation (that is what makes it EASY, as opposed to conservative backfilling).
 
 The shadow time is computed once per decision point, and the extra GPUs are counted down as jobs are
-backfilled. Like Slurm's ``bf_max_job_test``, at most ``depth`` jobs behind the head are examined per
-decision point, so an overloaded queue costs the same per event however long it grows.
+backfilled. Every waiting job is a candidate (no depth limit such as Slurm's ``bf_max_job_test``), yet an
+overloaded queue costs about the same per event however long it grows (see :class:`EasyBackfill`).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+import sys
+from bisect import bisect_right
 from typing import Iterator
 
 import numpy as np
@@ -62,10 +64,45 @@ def _release_times(state: ClusterState) -> np.ndarray:
     return release
 
 
-def reserve(state: ClusterState, head: Job) -> _Reservation:
+class _ReleaseBook:
+    """The release times of :func:`_release_times`, kept as jobs start instead of rebuilt from every running
+    job: a whole-GPU job's estimated end never changes while it runs (only shared GPUs are re-timed), so only
+    the GPUs of fractional jobs are recomputed."""
+
+    def __init__(self, n_gpus: int) -> None:
+        self.whole_end_s = np.zeros(n_gpus)  # estimated end of the last whole-GPU job started on each GPU
+        self.fractional: dict[int, None] = {}  # running fractional jobs started by the scheduler
+
+    def started(self, state: ClusterState, j: int) -> None:
+        r = state.running[j]
+        if r.job.gpu_fraction >= 1.0:
+            self.whole_end_s[list(r.gpu_ids)] = r.est_end_s
+        else:
+            self.fractional[j] = None
+
+    def times(self, state: ClusterState) -> np.ndarray:
+        now = state.now_s
+        release = np.where(np.asarray(state.gpu_tenants) > 0, np.maximum(self.whole_end_s, now), 0.0)
+        running = state.running
+        shared = []
+        for j in list(self.fractional):
+            r = running.get(j)
+            if r is None:
+                del self.fractional[j]
+            else:
+                shared.append(r)
+        for r in shared:  # GPUs of fractional jobs: the last of their tenants to end
+            release[r.gpu_ids[0]] = now
+        for r in shared:
+            g = r.gpu_ids[0]
+            release[g] = max(release[g], r.est_end_s)
+        return release
+
+
+def reserve(state: ClusterState, head: Job, release: np.ndarray | None = None) -> _Reservation:
     """The earliest reservation for ``head`` (a waiting job that does not fit now) that the estimates of the
-    running jobs allow."""
-    release = _release_times(state)
+    running jobs allow; ``release`` is :func:`_release_times` if already known."""
+    release = _release_times(state) if release is None else release
     lay = state.layout
     idle = np.asarray(state.gpu_tenants) == 0
     if head.gpu_fraction >= 1.0:
@@ -115,91 +152,160 @@ def reserve(state: ClusterState, head: Job) -> _Reservation:
     return _Reservation(max(best_t, now), release, gpu=best_g)
 
 
+class _MinTree:
+    """Estimates of one shape's jobs in arrival order (``inf`` once a job has started), as a min segment tree:
+    "the first job from position ``lo`` on whose estimate is at most ``limit``" costs O(log n)."""
+
+    __slots__ = ("size", "n", "t")
+
+    def __init__(self) -> None:
+        self.size, self.n = 1, 0
+        self.t = [math.inf, math.inf]
+
+    def append(self, value: float) -> int:
+        if self.n == self.size:  # full: double the leaves and rebuild (amortised O(1) per append)
+            leaves = self.t[self.size:] + [math.inf] * self.size
+            self.size *= 2
+            self.t = [math.inf] * self.size + leaves
+            for i in range(self.size - 1, 0, -1):
+                self.t[i] = min(self.t[2 * i], self.t[2 * i + 1])
+        self.n += 1
+        self.set(self.n - 1, value)
+        return self.n - 1
+
+    def set(self, i: int, value: float) -> None:
+        t = self.t
+        i += self.size
+        t[i] = value
+        i >>= 1
+        while i:
+            t[i] = min(t[2 * i], t[2 * i + 1])
+            i >>= 1
+
+    def first_at_most(self, lo: int, limit: float) -> int:
+        """Smallest position ``>= lo`` whose value is ``<= limit``, or -1; ``inf`` (started) never matches."""
+        if lo >= self.n:
+            return -1
+        limit = min(limit, sys.float_info.max)
+        t, size = self.t, self.size
+        i = lo + size
+        while t[i] > limit:
+            while i & 1:  # a right child: everything to its left is before lo, go up
+                i >>= 1
+            if i == 0:
+                return -1
+            i += 1  # the next subtree to the right
+        while i < size:
+            i = 2 * i if t[2 * i] <= limit else 2 * i + 1
+        return i - size
+
+
 class EasyBackfill:
     """FIFO with EASY backfilling on the users' estimates; placement by ``first-fit``.
 
-    Args:
-        name: the name results carry.
-        depth: most jobs behind the head examined per decision point (``None``: the whole queue).
+    The whole queue is considered, at a cost per decision point that does not grow with it: waiting jobs are
+    also kept per shape (same GPUs, fraction, memory and types, hence the same placement), and backfilling
+    takes, among all shapes, the next job in arrival order that may start: for a shape that fits nowhere,
+    none; for one whose next job would delay the head, the next one short enough to end before the shadow
+    time (a segment-tree query over the shape's estimates).
     """
 
-    def __init__(self, name: str = "easy-backfill", depth: int | None = 500) -> None:
-        if depth is not None and depth < 1:
-            raise ValueError("depth must be >= 1 or None")
+    def __init__(self, name: str = "easy-backfill") -> None:
         self.name = name
-        self.depth = depth
         self.order = StaticKeyOrder(fifo_key)
         self.place = first_fit
-        self._estimates: dict[int, list[tuple[float, int]]] = {}  # shape -> heap of waiting (estimate, job)
+        self._keys: dict[int, list[tuple[float, int]]] = {}  # shape -> (submit_s, job) of its jobs, in arrival order
+        self._trees: dict[int, _MinTree] = {}  # shape -> estimates of those jobs (inf once started)
+        self._pos: dict[int, int] = {}  # waiting job -> its position in its shape's lists
+        self._releases = _ReleaseBook(0)
 
     def reset(self, state: ClusterState) -> None:
         self.order.reset(state)
-        self._estimates = {}
+        self._keys, self._trees, self._pos = {}, {}, {}
+        self._releases = _ReleaseBook(state.n_gpus)
 
-    def _shortest_estimate(self, state: ClusterState, sid: int) -> float:
-        """The smallest estimate among waiting jobs of shape ``sid``."""
-        heap, queue = self._estimates[sid], state.queue
-        while heap and heap[0][1] not in queue:
-            heapq.heappop(heap)
-        return heap[0][0] if heap else math.inf
+    def _started(self, state: ClusterState, j: int) -> None:
+        self._trees[state.job_shape[j]].set(self._pos.pop(j), math.inf)
+        self._releases.started(state, j)
+
+    def _next(self, sid: int, lo: int, limit: float, version: int) -> tuple | None:
+        """Heap entry for the first job of shape ``sid`` at position ``>= lo`` with estimate ``<= limit``."""
+        p = self._trees[sid].first_at_most(lo, limit)
+        return None if p < 0 else (self._keys[sid][p], sid, p, version)
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
-        jobs, job_shape, shapes, place = state.jobs, state.job_shape, state.queue_shape_counts, self.place
+        jobs, job_shape, place = state.jobs, state.job_shape, self.place
         for j in state.entered:
-            heapq.heappush(self._estimates.setdefault(job_shape[j], []), (jobs[j].estimate_s, j))
-        head: Job | None = None  # the first job that did not fit
-        res: _Reservation | None = None  # its reservation, computed once a later job could start
-        failed: set[int] = set()  # shapes that fit nowhere now: resources only shrink during one decision
-        limit_s: dict[int, float] = {}  # shape -> longest estimate that still ends before the shadow time
-        bound: set[int] = set()  # shapes whose every waiting job is longer than that
-        left = math.inf if self.depth is None else self.depth
+            sid = job_shape[j]
+            if sid not in self._trees:
+                self._keys[sid], self._trees[sid] = [], _MinTree()
+            self._keys[sid].append((jobs[j].submit_s, j))
+            self._pos[j] = self._trees[sid].append(jobs[j].estimate_s)
+        # FIFO phase: start jobs in arrival order until one does not fit: the head.
+        head: Job | None = None
         full = state.free_capacity <= 1e-9  # changes only when a job starts
-        for j in self.order.candidates(state):  # (the ordering reads state.entered on the first step)
+        for j in self.order.candidates(state):  # (the ordering reads state.entered on its first step)
             if full:
                 return
+            gpus = place(state, jobs[j])
+            if gpus is None:
+                head = jobs[j]
+                break
+            yield Start(j, gpus)
+            self._started(state, j)
+            full = state.free_capacity <= 1e-9
+        if head is None or full:
+            return
+        # Backfill phase: the next job in arrival order, over all shapes, that may start without delaying
+        # the head. heap: (key, shape, position, version); an entry is stale once its shape's version moved.
+        res: _Reservation | None = None  # computed once some later job fits
+        failed = {job_shape[head.job_id]}  # shapes that fit nowhere: resources only shrink in one decision
+        version = dict.fromkeys(state.queue_shape_counts, 0)
+        cursor = (head.submit_s, head.job_id)
+        heap = self._candidates(version, failed, cursor)
+        while heap:
+            key, sid, p, v = heapq.heappop(heap)
+            if v != version[sid]:
+                continue
+            j = key[1]
             job = jobs[j]
-            if head is None:  # FIFO phase: start jobs in order until one does not fit
-                gpus = place(state, job)
-                if gpus is not None:
-                    yield Start(j, gpus)
-                    full = state.free_capacity <= 1e-9
-                    continue
-                head = job
-                failed.add(job_shape[j])
-                if len(failed) >= len(shapes):
-                    return
-                continue
-            left -= 1
-            if left < 0:
-                return
-            sid = job_shape[j]
-            if sid in failed or job.estimate_s > limit_s.get(sid, math.inf):
-                continue
             gpus = place(state, job)
             if gpus is None:
                 failed.add(sid)
-                if len(failed) + len(bound) >= len(shapes):
-                    return
                 continue
             if res is None:
-                res = reserve(state, head)
+                res = reserve(state, head, self._releases.times(state))
             rate = state.placement_rate(job, gpus)
             end_s = state.now_s + job.estimate_s / rate
             if not self._allowed(state, res, job, gpus, end_s):
                 # Same shape, same state -> same GPUs and speed: only shorter jobs of this shape can pass.
-                limit_s[sid] = (res.shadow_s - state.now_s) * rate
-                if self._shortest_estimate(state, sid) > limit_s[sid]:
-                    bound.add(sid)
-                    if len(failed) + len(bound) >= len(shapes):
-                        return  # no waiting job can start now without delaying the head
+                version[sid] += 1
+                entry = self._next(sid, p + 1, (res.shadow_s - state.now_s) * rate, version[sid])
+                if entry is not None:
+                    heapq.heappush(heap, entry)
                 continue
             yield Start(j, gpus)
-            full = state.free_capacity <= 1e-9
-            limit_s.clear()
-            bound.clear()
-            release = res.release_s
+            self._started(state, j)
+            if state.free_capacity <= 1e-9:
+                return
             for g in gpus:
-                release[g] = max(release[g], end_s)
+                res.release_s[g] = max(res.release_s[g], end_s)
+            # The state changed: every shape's limit is void; carry on after this job in arrival order.
+            cursor = key
+            for s_ in version:
+                version[s_] += 1
+            heap = self._candidates(version, failed, cursor)
+
+    def _candidates(self, version: dict[int, int], failed: set[int], cursor: tuple[float, int]) -> list[tuple]:
+        """Heap of the first waiting job after ``cursor`` of every shape that has not failed."""
+        heap = []
+        for sid, v in version.items():
+            if sid not in failed:
+                entry = self._next(sid, bisect_right(self._keys[sid], cursor), math.inf, v)
+                if entry is not None:
+                    heap.append(entry)
+        heapq.heapify(heap)
+        return heap
 
     @staticmethod
     def _allowed(state: ClusterState, res: _Reservation, job: Job, gpus: tuple[int, ...], end_s: float) -> bool:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine import Job, Simulation, Start, parse_cluster
-from engine.schedulers.backfill import EasyBackfill, reserve
+from engine.schedulers.backfill import EasyBackfill, _MinTree, _release_times, reserve
 from engine.simulator import COMPLETED
+from engine.traces.generator import generate
 
 # One 4-GPU node. Job 0 holds GPUs 0-1 until t=100, so the 4-GPU head (job 1) is reserved for t=100.
 HEAD_WAITS = [
@@ -75,17 +80,50 @@ def test_fractional_head_reserves_the_gpu_that_frees_first(run):
     assert r.gpu_ids[2] == (1,) and r.gpu_ids[3] == (0,)
 
 
-@pytest.mark.parametrize("depth, short_start", [(1, 200.0), (2, 3.0), (None, 3.0)])
-def test_depth_limits_how_far_behind_the_head_backfilling_looks(run, depth, short_start):
-    jobs = [Job(0, 0.0, 100.0, gpus=2), Job(1, 1.0, 100.0, gpus=4), Job(2, 2.0, 500.0, gpus=2),
-            Job(3, 3.0, 10.0, gpus=2)]
-    r = run("1x4:generic", jobs, EasyBackfill(depth=depth))
-    assert r.first_start_s[1] == 100.0 and r.first_start_s[3] == short_start
+def test_a_short_job_deep_in_the_queue_is_found(run):
+    # Behind the blocked head wait 300 long jobs that must not backfill; the short one at the end may.
+    jobs = [Job(0, 0.0, 100.0, gpus=2), Job(1, 1.0, 100.0, gpus=4)]
+    jobs += [Job(i, 2.0, 500.0, gpus=2) for i in range(2, 302)]
+    jobs += [Job(302, 3.0, 10.0, gpus=2)]
+    r = run("1x4:generic", jobs, "easy-backfill")
+    assert r.first_start_s[1] == 100.0 and r.first_start_s[302] == 3.0
+    assert r.first_start_s[2] == 200.0  # the long jobs follow the head in arrival order
 
 
-def test_depth_must_be_positive():
-    with pytest.raises(ValueError, match="depth"):
-        EasyBackfill(depth=0)
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60), st.floats(0, 10) | st.just(math.inf)), max_size=40),
+       st.integers(0, 45), st.floats(0, 10) | st.just(math.inf))
+def test_min_tree_finds_the_first_small_enough_estimate(ops, lo, limit):
+    """The segment tree against a plain list: appends, then overwrites, then a query."""
+    tree, plain = _MinTree(), []
+    for i, value in ops:
+        if i < len(plain):
+            plain[i] = value
+            tree.set(i, value)
+        else:
+            plain.append(value)
+            assert tree.append(value) == len(plain) - 1
+    expected = next((i for i in range(lo, len(plain)) if plain[i] <= limit and plain[i] < math.inf), -1)
+    assert tree.first_at_most(lo, limit) == expected
+
+
+class _CheckedReleases(EasyBackfill):
+    """easy-backfill that checks its kept release times against a rebuild from all running jobs."""
+
+    checks = 0
+
+    def decide(self, state):
+        assert np.array_equal(self._releases.times(state), _release_times(state))
+        type(self).checks += 1
+        return super().decide(state)
+
+
+def test_kept_release_times_equal_a_rebuild_from_running_jobs(run):
+    cluster = parse_cluster("3x4:A100-80,2x2:T4")
+    jobs = generate(cluster, 400, load=1.2, seed=3)  # a mix of whole, multi-GPU and fractional jobs
+    assert any(j.gpu_fraction < 1 for j in jobs) and any(j.gpus > 1 for j in jobs)
+    r = run(cluster, jobs, _CheckedReleases())
+    assert _CheckedReleases.checks > 100 and (r.status == COMPLETED).all()
 
 
 @pytest.mark.slow

@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from engine import Job, PreemptionModel, make_scheduler, parse_cluster, scheduler_names, simulate
 from engine.job import JOB_TYPES
-from engine.schedulers.backfill import EasyBackfill
 from engine.schedulers.tiresias import Tiresias
 from engine.simulator import COMPLETED, UNSCHEDULABLE
 
@@ -26,7 +25,6 @@ TYPES = ("generic", "T4", "A100-80")  # 32, 16 and 80 GiB
 # Registered schedulers, plus variants that reach code paths the defaults rarely do on tiny workloads.
 VARIANTS = {
     "tiresias(thresholds 20, 200 GPU-s)": lambda: Tiresias(thresholds_gpu_s=(20.0, 200.0), promote_knob=2.0),
-    "easy-backfill(depth 2)": lambda: EasyBackfill(depth=2),
     "sjf+topo-pack": lambda: make_scheduler("sjf+topo-pack"),
     "sjf+fgd": lambda: make_scheduler("sjf+fgd"),
 }
