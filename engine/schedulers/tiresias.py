@@ -262,8 +262,9 @@ class Tiresias:
                     heapq.heappush(heads, (entry[0], entry[1], sid))
 
     def _victims(self, state: ClusterState, job: Job, q: int) -> list[int]:
-        """Fewest running jobs of queues below ``q`` whose preemption lets ``job`` start (lowest priority
-        first: lowest queue, then latest submitted); empty if no such set exists."""
+        """Running jobs of queues below ``q`` to preempt so that ``job`` can start: taken lowest priority first
+        (lowest queue, then latest submitted) until it fits, on the GPU type (whole-GPU jobs) or the GPU
+        (fractional jobs) where that takes the fewest; empty if preempting cannot make room."""
         # Quick reject: idle GPUs plus every GPU of lower queues (jobs that ended since count too: an upper bound).
         if state.free_gpus + sum(self._queue_gpus[q + 1:]) < job.gpus:
             return []

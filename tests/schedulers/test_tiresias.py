@@ -61,6 +61,21 @@ def test_only_victims_that_free_the_needed_gpus_are_preempted(run):
     assert r.preemptions.tolist() == [0, 1, 0] and r.gpu_ids[2] == (1,) and r.first_start_s[2] == 200
 
 
+def test_a_fractional_newcomer_preempts_a_whole_gpu_job(run):
+    jobs = [Job(0, 0.0, 10_000.0), Job(1, 200.0, 10.0, gpu_fraction=0.5)]
+    r = run("1x1:generic", jobs, Tiresias(thresholds_gpu_s=(50.0,)))
+    assert r.first_start_s[1] == 200.0 and r.preemptions.tolist() == [1, 0]
+
+
+def test_a_fractional_newcomer_preempts_sharers_latest_first_until_its_share_fits(run):
+    # A 0.25 job (submitted first) and a 0.75 job fill the GPU; both pass 50 GPU-seconds by t=200.
+    # Preempting the later-submitted 0.75 job frees enough for a 0.5 newcomer: the 0.25 job keeps running.
+    jobs = [Job(0, 0.0, 10_000.0, gpu_fraction=0.25), Job(1, 1.0, 10_000.0, gpu_fraction=0.75),
+            Job(2, 250.0, 10.0, gpu_fraction=0.5)]
+    r = run("1x1:generic", jobs, Tiresias(thresholds_gpu_s=(50.0,)))
+    assert r.first_start_s[2] == 250.0 and r.preemptions.tolist() == [0, 1, 0]
+
+
 def test_queue_of_uses_the_thresholds():
     t = Tiresias(thresholds_gpu_s=(10.0, 100.0))
     assert [t.queue_of(s) for s in (0.0, 9.9, 10.0, 99.0, 100.0, 1e9)] == [0, 0, 1, 1, 2, 2]
