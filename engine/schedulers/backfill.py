@@ -272,6 +272,7 @@ class EasyBackfill:
             gpus = place(state, job)
             if gpus is None:
                 failed.add(sid)
+                version[sid] += 1
                 continue
             if res is None:
                 res = reserve(state, head, self._releases.times(state))
@@ -319,8 +320,8 @@ class EasyBackfill:
         if int(lay.gpu_type[gpus[0]]) != res.gpu_type:
             return True
         # GPUs the head counts on: idle ones, and busy ones released by the shadow time.
-        idle = state.gpu_tenants
-        cost = sum(1 for g in gpus if idle[g] == 0 or res.release_s[g] <= res.shadow_s)
+        tenants = state.gpu_tenants
+        cost = sum(1 for g in gpus if tenants[g] == 0 or res.release_s[g] <= res.shadow_s)
         if cost > res.extra:
             return False
         res.extra -= cost
