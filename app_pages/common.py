@@ -161,14 +161,16 @@ def run_one(sc: Scenario, scheduler: str) -> Result:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _timeline(workload_key: str, names: tuple[str, ...], color_by: str, _results: dict[str, Result]):
-    return charts.timeline_figure(_results, color_by=color_by)
+def _timeline(workload_key: str, names: tuple[str, ...], color_by: str, mode: str | None,
+              _results: dict[str, Result]):
+    return charts.timeline_figure(_results, color_by=color_by, mode=mode)
 
 
-def timeline_for(sc: Scenario, results: dict[str, Result], color_by: str):
-    """The animated timeline of ``results`` (runs of ``sc``), built once per (scenario, schedulers, colouring):
-    a widget change elsewhere on the page redraws without rebuilding it. Callers must not modify it."""
-    return _timeline(sc.workload_key(), tuple(results), color_by, results)
+def timeline_for(sc: Scenario, results: dict[str, Result], color_by: str, mode: str | None = None):
+    """The animated timeline of ``results`` (runs of ``sc``), built once per (scenario, schedulers, colouring,
+    drawing mode; ``None`` = chosen by size): a widget change elsewhere on the page redraws without rebuilding
+    it. Callers must not modify it."""
+    return _timeline(sc.workload_key(), tuple(results), color_by, mode, results)
 
 
 def save_results(sc: Scenario, results: dict[str, Result]) -> None:

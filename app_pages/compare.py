@@ -90,11 +90,17 @@ st.caption("Best value per metric in green (↓ lower is better, ↑ higher is b
 
 # ---------------------------------------------------------------- timelines
 st.subheader("Per-GPU timelines")
-timeline = common.timeline_for(ran_sc, results, color_by)
+DRAWINGS = {"auto": None, "bars (SVG)": "bars", "bars (WebGL)": "webgl", "raster": "raster",
+            "busy-share heatmap": "heatmap"}
+drawing = st.selectbox("Timeline drawing", list(DRAWINGS), key="compare_drawing",
+                       help="auto: bars for small runs, a raster for large ones, a heatmap above "
+                            f"{charts.HEATMAP_GPUS} GPUs. Bars of many thousands of jobs are slow to draw.")
+timeline = common.timeline_for(ran_sc, results, color_by, DRAWINGS[drawing])
 mode = timeline.layout.meta["mode"]
-if mode == "webgl":
-    st.info(f"More than {charts.WEBGL_JOBS:,} jobs in a run or {charts.WEBGL_BARS:,} bars in all: the timelines "
-            "are drawn with WebGL to stay responsive.")
+if mode == "raster" and drawing == "auto":
+    st.info(f"More than {charts.WEBGL_JOBS:,} jobs in a run or {charts.WEBGL_BARS:,} bars in all: to stay "
+            f"responsive, each timeline is a raster of {charts.RASTER_BINS} time cells per GPU, coloured like the "
+            "job that holds the GPU (hover a cell for the job). Choose *bars* above to draw every job.")
 elif mode == "heatmap":
     st.info("A large run: each timeline is shown as a GPU × time heatmap of the busy share "
             f"(at most {charts.HEATMAP_ROWS} rows of GPUs and {charts.HEATMAP_BINS} time bins).")

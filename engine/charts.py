@@ -39,13 +39,15 @@ MAX_CATEGORIES = len(PALETTE)
 #: Animation frames of the timeline cursor.
 MAX_FRAMES = 200
 #: Above this many jobs in any one run, or this many bars (run segments x GPUs) in the whole figure, timelines
-#: are drawn with WebGL: SVG paths of that many bars take seconds to lay out in a browser.
+#: are drawn as a raster: one row per GPU, RASTER_BINS time cells coloured like the job holding the GPU.
+#: SVG bars of that many jobs take seconds to lay out in a browser, WebGL bars (``mode="webgl"``) about
+#: twice as long as the raster in our browser benchmark.
 WEBGL_JOBS = 3000
 WEBGL_BARS = 8000
-#: Above this many run segments in total, or this many GPUs, timelines become a GPU x time heatmap.
-HEATMAP_SEGMENTS = 60_000
+RASTER_BINS = 400
+#: Above this many GPUs, rows are grouped into bands and the timeline shows each band's busy share.
 HEATMAP_GPUS = 512
-#: Heatmap resolution: at most this many time bins and this many rows (GPUs are grouped into bands).
+#: Busy-share heatmap resolution: at most this many time bins and rows (GPUs are grouped into bands).
 HEATMAP_BINS = 300
 HEATMAP_ROWS = 256
 
@@ -175,18 +177,42 @@ def category_colours(values: Sequence[str], limit: int = MAX_CATEGORIES) -> dict
     return out
 
 
+#: How a timeline can be drawn (see :func:`timeline_figure`).
+TIMELINE_MODES = ("bars", "webgl", "raster", "heatmap")
+
+
 def timeline_mode(results: Sequence[Result]) -> str:
-    """``"bars"`` (SVG), ``"webgl"`` or ``"heatmap"``, from the size of the largest run."""
+    """The drawing the size of the runs calls for: ``"bars"`` (SVG), ``"raster"`` or ``"heatmap"``."""
     if not results:
         return "bars"
     n_gpus = max(r.cluster.n_gpus for r in results)
     segs = sum(len(r.seg_gpu_ids) for r in results)
     jobs = max(r.n_jobs for r in results)
-    if n_gpus > HEATMAP_GPUS or segs > HEATMAP_SEGMENTS:
+    if n_gpus > HEATMAP_GPUS:
         return "heatmap"
     if jobs > WEBGL_JOBS or segs > WEBGL_BARS:
-        return "webgl"
+        return "raster"
     return "bars"
+
+
+def raster_jobs(seg: pd.DataFrame, n_gpus: int, t_end_s: float, bins: int) -> np.ndarray:
+    """Which job holds each GPU in each of ``bins`` equal time cells over ``[0, t_end_s]``: an int array
+    ``(n_gpus, bins)`` of job ids, -1 where the GPU is idle. A cell belongs to the segment that covers its
+    midpoint (when fractional jobs share a GPU, the one that started last)."""
+    grid = np.full((n_gpus, bins), -1, dtype=np.int32)
+    if len(seg) == 0 or t_end_s <= 0:
+        return grid
+    width = t_end_s / bins
+    order = np.argsort(seg["start_s"].to_numpy(), kind="stable")
+    start = seg["start_s"].to_numpy()[order] / width - 0.5
+    end = seg["end_s"].to_numpy()[order] / width - 0.5
+    first = np.clip(np.ceil(start), 0, bins).astype(np.int64)  # first cell whose midpoint >= start
+    stop = np.clip(np.ceil(end), 0, bins).astype(np.int64)  # first cell whose midpoint >= end
+    for g, a, b, j in zip(seg["gpu"].to_numpy()[order].tolist(), first.tolist(), stop.tolist(),
+                          seg["job_id"].to_numpy()[order].tolist()):
+        if b > a:
+            grid[g, a:b] = j
+    return grid
 
 
 def busy_grid(seg: pd.DataFrame, n_gpus: int, edges_s: np.ndarray, rows: int) -> np.ndarray:
@@ -240,8 +266,8 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
     names = list(results)
     runs = [results[n] for n in names]
     mode = mode or timeline_mode(runs)
-    if mode not in ("bars", "webgl", "heatmap"):
-        raise ValueError(f"mode must be bars, webgl or heatmap, got {mode!r}")
+    if mode not in TIMELINE_MODES:
+        raise ValueError(f"mode must be one of {', '.join(TIMELINE_MODES)}, got {mode!r}")
     n_cols = max(len(runs), 1)
     n_gpus = max((r.cluster.n_gpus for r in runs), default=1)
     t_end = max((float(np.nanmax(r.seg_end_s)) if len(r.seg_end_s) else 0.0 for r in runs), default=0.0)
@@ -270,6 +296,8 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
                 colorscale="Blues", showscale=(col == 1), colorbar=dict(title="busy (%)", len=0.7, y=0.6),
                 hovertemplate=f"t=%{{x:.2f}} {unit}<br>row %{{y}}<br>busy %{{z:.0f}}%<extra>{name}</extra>"),
                 row=1, col=col)
+        elif mode == "raster":
+            _add_raster(fig, seg, r, col, name, color_by, colours, t_end, div, unit, legend_done)
         else:
             cats = seg[color_by].astype(str).map(lambda c: c if colours.get(c) != OTHER_COLOUR else "other")
             for cat in sorted(cats.unique(), key=lambda c: (c == "other", c)):
@@ -306,6 +334,38 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
         legend=dict(orientation="h", yanchor="bottom", y=1.04, x=0, title_text=color_by.replace("_", " ")),
         meta={"mode": mode, "frames": n_frames, "time_unit": unit}, hovermode="closest", uirevision="timeline")
     return fig
+
+
+def _add_raster(fig: go.Figure, seg: pd.DataFrame, r: Result, col: int, name: str, color_by: str,
+                colours: Mapping[str, str], t_end: float, div: float, unit: str, legend_done: set[str]) -> None:
+    """One run's timeline as a raster (:func:`raster_jobs`): a heatmap whose cells take the colour of the job's
+    category, hover naming the job; legend entries come from invisible marker traces."""
+    grid = raster_jobs(seg, r.cluster.n_gpus, t_end, RASTER_BINS)
+    cats = sorted({"other" if colour == OTHER_COLOUR else c for c, colour in colours.items()},
+                  key=lambda c: (c == "other", c))
+    index = {c: i for i, c in enumerate(cats)}
+    # Category index of every job; jobs that never ran have no cell, so their index does not matter.
+    job_cat = np.array([index.get("other" if colours.get(v) == OTHER_COLOUR else v, 0)
+                        for v in (str(getattr(j, color_by)) for j in r.jobs)], dtype=np.float32)
+    z = np.where(grid >= 0, job_cat[np.clip(grid, 0, None)] if len(job_cat) else 0, np.nan).astype(np.float32)
+    k = len(cats)
+    scale = []
+    for i, c in enumerate(cats):
+        colour = OTHER_COLOUR if c == "other" else colours[c]
+        scale += [[i / k, colour], [(i + 1) / k, colour]]
+    centres = (np.arange(RASTER_BINS) + 0.5) * (t_end / RASTER_BINS)
+    fig.add_trace(go.Heatmap(
+        z=z, x=centres / div, y=np.arange(r.cluster.n_gpus), customdata=grid, zmin=-0.5, zmax=k - 0.5,
+        colorscale=scale, showscale=False, hoverongaps=False,
+        hovertemplate=f"job %{{customdata}}<br>GPU %{{y}}<br>t=%{{x:.2f}} {unit}<extra>{name}</extra>"),
+        row=1, col=col)
+    for c in cats:
+        if c in legend_done:
+            continue
+        legend_done.add(c)
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=c, legendgroup=c, showlegend=True,
+                                 marker=dict(symbol="square", size=12,
+                                             color=OTHER_COLOUR if c == "other" else colours[c])), row=1, col=col)
 
 
 def _add_cursor_animation(fig: go.Figure, runs: Sequence[Result], t_end: float, div: float, unit: str,

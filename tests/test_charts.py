@@ -85,17 +85,19 @@ def test_timeline_frames_are_capped_and_large_runs_switch_mode(runs, monkeypatch
     assert charts.timeline_figure(runs, frames=10_000).layout.meta["frames"] == charts.MAX_FRAMES
     assert charts.timeline_mode(list(runs.values())) == "bars"
     monkeypatch.setattr(charts, "WEBGL_BARS", 10)
-    assert charts.timeline_mode(list(runs.values())) == "webgl"
+    assert charts.timeline_mode(list(runs.values())) == "raster"
     monkeypatch.setattr(charts, "WEBGL_BARS", 10**9)
     monkeypatch.setattr(charts, "WEBGL_JOBS", 10)
-    assert charts.timeline_mode(list(runs.values())) == "webgl"
-    fig = charts.timeline_figure(runs, animate=False)
+    assert charts.timeline_mode(list(runs.values())) == "raster"
+    fig = charts.timeline_figure(runs, animate=False, mode="webgl")
     assert any(t.type == "scattergl" for t in fig.data) and not fig.frames
-    monkeypatch.setattr(charts, "HEATMAP_SEGMENTS", 10)
+    monkeypatch.setattr(charts, "HEATMAP_GPUS", 4)
     fig = charts.timeline_figure(runs)
     assert fig.layout.meta["mode"] == "heatmap"
     heat = [t for t in fig.data if t.type == "heatmap"]
     assert len(heat) == 2 and 0 < np.max(heat[0].z) <= 100
+    with pytest.raises(ValueError, match="mode must be one of"):
+        charts.timeline_figure(runs, mode="3d")
 
 
 def test_series_cdf_and_box_figures(runs):
@@ -162,3 +164,27 @@ def test_box_stats_match_numpy_and_tukey_whiskers():
     assert st.loc["a", ["q1", "median", "q3"]].tolist() == [2, 3, 4]
     assert st.loc["a", "upperfence"] == 4 and st.loc["a", "lowerfence"] == 1  # 100 is an outlier
     assert st.loc["b", "median"] == 5 and st.loc["b", "mean"] == 5
+
+
+def test_raster_jobs_assigns_cells_by_midpoint():
+    seg = pd.DataFrame({"gpu": [0, 0, 1], "job_id": [4, 5, 6], "start_s": [0.0, 3.0, 2.4],
+                        "end_s": [3.0, 10.0, 2.6]})
+    grid = charts.raster_jobs(seg, n_gpus=2, t_end_s=10.0, bins=10)
+    assert grid[0].tolist() == [4, 4, 4, 5, 5, 5, 5, 5, 5, 5]
+    assert grid[1].tolist() == [-1, -1, 6, -1, -1, -1, -1, -1, -1, -1]  # covers the midpoint 2.5 only
+
+
+def test_raster_timeline_colours_cells_like_the_jobs(runs, monkeypatch):
+    monkeypatch.setattr(charts, "WEBGL_BARS", 10)
+    assert charts.timeline_mode(list(runs.values())) == "raster"
+    fig = charts.timeline_figure(runs, color_by="user")
+    assert fig.layout.meta["mode"] == "raster"
+    heat = [t for t in fig.data if t.type == "heatmap"]
+    assert len(heat) == 2
+    z, jobs = np.asarray(heat[0].z), np.asarray(heat[0].customdata)
+    users = sorted({j.user for j in runs["fifo"].jobs})
+    busy = jobs >= 0
+    assert busy.any() and np.isnan(z[~busy]).all()
+    expected = [users.index(runs["fifo"].jobs[j].user) for j in jobs[busy]]
+    assert z[busy].tolist() == expected
+    assert {t.name for t in fig.data if t.showlegend} == set(users)

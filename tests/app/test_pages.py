@@ -173,6 +173,11 @@ def test_compare_produces_kpis_charts_and_downloads():
     assert [a["text"] for a in timeline["layout"]["annotations"][:2]] == ["fifo", "first-fit"]
     titles = [s["layout"].get("title", {}).get("text") for s in specs]
     assert {"wait CDF", "JCT CDF", "wait per user"} <= set(titles)
+    # The drawing can be chosen; each choice changes the timeline's traces.
+    for drawing, mode, trace_type in (("bars (WebGL)", "webgl", "scattergl"), ("raster", "raster", "heatmap")):
+        at.selectbox(key="compare_drawing").select(drawing).run()
+        spec = charts_of(at)[0]
+        assert spec["layout"]["meta"]["mode"] == mode and any(t["type"] == trace_type for t in spec["data"])
     downloads = {d.proto.label for d in at.get("download_button")}
     assert {"Results (CSV, one row per job)", "Results (JSON, metrics)", "Scenario (JSON)"} <= downloads
 
