@@ -267,6 +267,8 @@ class Simulation:
 
     def placement_rate(self, job: Job, gpus: tuple[int, ...]) -> float:
         """Work rate of ``job`` on ``gpus`` if started now (GPU speed x communication x co-location)."""
+        if len(gpus) == 1:
+            return self._rate(job, gpus, 1, 1, joining=True)[0]
         return self._rate(job, gpus, *self._spread_of(gpus), joining=True)[0]
 
     def _spread_of(self, gpus: tuple[int, ...]) -> tuple[int, int]:
@@ -284,7 +286,7 @@ class Simulation:
               joining: bool) -> tuple[float, float]:
         """(rate, communication factor) on ``gpus`` spanning ``n_nodes`` nodes in ``n_racks`` racks;
         ``joining`` counts the job as a new tenant of its GPU."""
-        speed = self._type_speeds(job.job_type)[self._gpu_type[gpus[0]]]
+        speed = (self._speeds.get(job.job_type) or self._type_speeds(job.job_type))[self._gpu_type[gpus[0]]]
         comm = 1.0 if n_nodes == 1 else self.cluster.comm_factor(job.job_type, n_nodes, n_racks)
         rate = speed * comm
         if job.gpu_fraction < 1.0:
