@@ -83,7 +83,11 @@ def _highlight(frame: pd.DataFrame) -> pd.DataFrame:
     return styles
 
 
-st.dataframe(shown.style.apply(_highlight, axis=None).format("{:.4g}", na_rep="–"), width="stretch",
+def _number(v: float) -> str:
+    return "–" if v != v else f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+
+
+st.dataframe(shown.style.apply(_highlight, axis=None).format(_number), width="stretch",
              key="kpi_table")
 st.caption("Best value per metric in green (↓ lower is better, ↑ higher is better). "
            "Definitions are on the Learn page.")

@@ -329,8 +329,8 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
     if animate and runs:
         n_frames = _add_cursor_animation(fig, runs, t_end, div, unit, n_gpus, frames)
     fig.update_layout(
-        height=height_px + (330 if n_frames else 230), template="plotly_white",
-        margin=dict(l=60, r=20, t=50, b=150 if n_frames else 40),  # room for the play button and slider
+        height=height_px + (380 if n_frames else 230), template="plotly_white",
+        margin=dict(l=60, r=20, t=50, b=200 if n_frames else 40),  # room for the slider and the play button
         legend=dict(orientation="h", yanchor="bottom", y=1.04, x=0, title_text=color_by.replace("_", " ")),
         meta={"mode": mode, "frames": n_frames, "time_unit": unit}, hovermode="closest", uirevision="timeline")
     return fig
@@ -396,10 +396,11 @@ def _add_cursor_animation(fig: go.Figure, runs: Sequence[Result], t_end: float, 
                  args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate",
                                     transition=dict(duration=0))])
     controls = dict(
-        # Below the time axes: their tick labels and titles take about 50 px.
+        # Below the time axes (their tick labels and titles take about 50 px): a full-width slider, then the
+        # buttons on their own line, so that narrow windows keep both usable.
         updatemenus=[dict(type="buttons", direction="left", buttons=[play, pause], x=0, y=0,
-                          xanchor="left", yanchor="top", pad=dict(t=85, r=10), showactive=False)],
-        sliders=[dict(active=0, x=0.16, len=0.84, y=0, yanchor="top", pad=dict(t=60),
+                          xanchor="left", yanchor="top", pad=dict(t=150, r=10), showactive=False)],
+        sliders=[dict(active=0, x=0, len=1, y=0, yanchor="top", pad=dict(t=60),
                       currentvalue=dict(prefix=f"time ({unit}): "),
                       steps=[dict(label=f"{t / div:.3g}", method="animate",
                                   args=[[str(k)], dict(mode="immediate", frame=dict(duration=0, redraw=False),
