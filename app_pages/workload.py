@@ -8,6 +8,7 @@ import streamlit as st
 from engine import charts
 from engine.scenario import ARRIVALS, WorkloadSpec, content_hash, load_trace_bytes
 from engine.traces import TRACE_FORMATS
+from engine.traces.mapped import KEYS as MAPPED_KEYS
 from engine.traces.generator import DEFAULT_MIX
 from app_pages import common
 
@@ -61,8 +62,7 @@ with up_tab:
     if fmt == "mapped":
         st.markdown("**Column mapping**: which column of your file holds each field (leave empty if absent).")
         c = st.columns(4)
-        for i, field in enumerate(("submit", "duration", "gpus", "user", "gpu_fraction", "vram_gib", "job_type",
-                                   "estimate")):
+        for i, field in enumerate(MAPPED_KEYS):
             value = c[i % 4].text_input(field, key=f"map_{field}")
             if value.strip():
                 column_map[field] = value.strip()

@@ -135,6 +135,45 @@ def test_upload_of_a_real_swf_trace(traces_dir):
     assert int(metric(at, "Rows read").replace(",", "")) >= 300
 
 
+def test_upload_through_the_column_mapping_form_with_a_time_unit():
+    data = b"t0,run,n_gpu,team\n0,60000,1,a\n30000,120000,2,b\n90000,60000,1,a\n"
+    at = app("app_pages/workload.py")
+    at.selectbox(key="up_format").select("mapped").run()
+    at.selectbox(key="up_unit").select("ms")
+    for field, column in (("submit", "t0"), ("duration", "run"), ("gpus", "n_gpu"), ("user", "team")):
+        at.text_input(key=f"map_{field}").input(column)
+    at.file_uploader(key="trace_upload").upload("other.csv", data)
+    at.run()
+    at.button(key="load_trace").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    assert metric(at, "Jobs kept") == "3" and metric(at, "Users") == "2"
+    assert metric(at, "Span") == "90 s"  # 90,000 ms
+    assert at.query_params["w.column_map"] == "duration:run,gpus:n_gpu,submit:t0,user:team"
+
+
+def test_a_link_to_a_trace_this_server_does_not_hold_asks_for_the_upload():
+    query = {**SMALL, "w.source": "trace", "w.trace_sha256": "ab" * 32, "w.trace_name": "gone.csv"}
+    at = app("app_pages/compare.py", query=query)
+    at.button(key="compare_run").click().run()
+    assert not at.exception
+    assert any("gone.csv is not available: upload it again" in e for e in errors(at)), errors(at)
+
+
+def test_sidebar_opens_a_scenario_json():
+    from engine.scenario import Scenario, WorkloadSpec
+
+    wanted = Scenario(cluster="1x8:H100-80", workload=WorkloadSpec(n_jobs=40), schedulers=("sjf",))
+    at = app()
+    at.sidebar.file_uploader[0].upload("scenario.json", wanted.to_json().encode())
+    at.run()
+    assert not at.exception
+    assert at.query_params["cluster"] == "1x8:H100-80" and at.query_params["sched"] == "sjf"
+    assert any("8 GPUs" in m.value for m in at.sidebar.markdown)
+    at.sidebar.file_uploader[0].upload("bad.json", b'{"cluster": "1x8:H100-80", "colour": 1}')
+    at.run()
+    assert any("unknown keys ['colour']" in e for e in errors(at))
+
+
 @pytest.mark.parametrize("name, data, words", [
     ("garbage.csv", b"\x00\x01\x02 not a trace at all", "garbage.csv"),
     ("bad_row.csv", b"submit_s,duration_s,gpus\n0,10,1\n5,ten,1\n", "line 3"),
