@@ -64,3 +64,26 @@ def test_curriculum_reaches_the_wrapped_environments():
     assert cfg.clusters == ("4x4:V100-32",) and cfg.loads == (1.5,) and cfg.n_jobs == 12
     venv.reset()
     assert venv.get_attr("simulation")[0].cluster.n_gpus == 16
+
+
+def test_cli_trains_from_a_config_file(tmp_path, capsys):
+    from engine.cli import main
+
+    from .conftest import tiny_config
+
+    cfg = tiny_config(tmp_path, "cli-mlp", "mlp")
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(cfg.to_dict()))
+    assert main(["train", "--config", str(path), "--models-dir", str(tmp_path / "models"), "--quiet",
+                 "--timesteps", "128"]) == 0
+    assert "trained cli-mlp" in capsys.readouterr().out
+    card = json.loads((tmp_path / "models" / "cli-mlp.json").read_text())
+    assert card["training"]["config"]["total_timesteps"] == 128
+
+
+def test_cli_bad_config_is_one_line_exit_2(tmp_path, capsys):
+    from engine.cli import main
+
+    assert main(["train", "--config", "no-such-preset"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such preset" in err
