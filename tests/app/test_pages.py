@@ -280,3 +280,14 @@ def test_home_preset_opens_compare_ready_to_run():
     assert at.query_params["w.preset"] == name and at.query_params["sched"] == ",".join(PRESETS[name].schedulers)
     at.button(key="compare_run").click().run()
     assert not errors(at) and list(at.dataframe[0].value.columns) == list(PRESETS[name].schedulers)
+
+
+def test_compare_runs_a_trained_agent_next_to_a_heuristic():
+    agents = common.trained_agents()
+    if not agents:
+        pytest.skip("no trained agents in models/")
+    at = app("app_pages/compare.py", query={**SMALL, "sched": f"fifo,{agents[0]}"})
+    assert agents[0] in at.multiselect(key="compare_schedulers").options
+    at.button(key="compare_run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    assert list(at.dataframe[0].value.columns) == ["fifo", agents[0]]
