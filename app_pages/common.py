@@ -95,6 +95,12 @@ def store_trace(data: bytes) -> str:
     return digest
 
 
+def forget_trace(digest: str) -> None:
+    """Drop an upload that did not load (unless the current scenario uses the same bytes)."""
+    if scenario().workload.trace_sha256 != digest:
+        _trace_store().pop(digest, None)
+
+
 def trace_bytes(digest: str) -> bytes | None:
     return _trace_store().get(digest)
 
@@ -109,27 +115,28 @@ def cluster_of(sc: Scenario) -> Cluster:
     return _cluster(sc.cluster)
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def _trace(workload_key: str):
+    sc = Scenario.from_dict(json.loads(workload_key))
+    return sc.load_trace(trace_bytes(sc.workload.trace_sha256))
+
+
+def loaded_trace(sc: Scenario):
+    """The scenario's uploaded trace (jobs and report), loaded once per workload key (raises ``EngineError``)."""
+    return _trace(sc.workload_key())
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def _jobs(workload_key: str) -> tuple[Job, ...]:
     sc = Scenario.from_dict(json.loads(workload_key))
-    return sc.build_jobs(cluster_of(sc), trace_bytes(sc.workload.trace_sha256) if sc.workload.trace_sha256 else None)
+    if sc.workload.source == "trace":
+        return _trace(workload_key).jobs
+    return sc.build_jobs(cluster_of(sc))
 
 
 def jobs_of(sc: Scenario) -> tuple[Job, ...]:
     """The scenario's jobs (cached by everything that determines them; raises ``EngineError``)."""
     return _jobs(sc.workload_key())
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def trace_report(workload_key: str) -> dict:
-    """The trace report (``TraceReport.to_dict()``) of the scenario's uploaded trace."""
-    from engine.scenario import load_trace_bytes
-
-    sc = Scenario.from_dict(json.loads(workload_key))
-    data = trace_bytes(sc.workload.trace_sha256)
-    if data is None:
-        raise EngineError("the trace is no longer held by the server: upload it again")
-    return load_trace_bytes(data, sc.workload).report.to_dict()
 
 
 # ----------------------------------------------------------------------------- runs

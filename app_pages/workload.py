@@ -6,7 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from engine import charts
-from engine.scenario import ARRIVALS, WorkloadSpec, content_hash, load_trace_bytes
+from engine.scenario import ARRIVALS, WorkloadSpec
 from engine.traces import TRACE_FORMATS
 from engine.traces.mapped import KEYS as MAPPED_KEYS
 from engine.traces.generator import DEFAULT_MIX
@@ -82,18 +82,21 @@ with up_tab:
             st.error(f"{name} is {len(data) / 2**20:.1f} MiB; the limit is {common.MAX_UPLOAD_MB} MiB. "
                      "Use the command line (python -m engine) for larger traces, or keep the first N jobs.")
         else:
+            digest = common.store_trace(data)
             spec = common.engine_call(
-                WorkloadSpec, source="trace", trace_sha256=content_hash(data), trace_name=Path(name).name,
+                WorkloadSpec, source="trace", trace_sha256=digest, trace_name=Path(name).name,
                 trace_format="" if fmt == "auto-detect" else fmt, time_unit="" if unit == "format default" else unit,
                 column_map=tuple(column_map.items()), first=int(first), skip_bad=skip_bad, what=name)
-            trace = spec and common.engine_call(load_trace_bytes, data, spec, what=name)
+            new = None if spec is None else replace(sc, workload=spec, name="")
+            trace = None if new is None else common.engine_call(common.loaded_trace, new, what=name)
+            if trace is None or not trace.jobs:
+                common.forget_trace(digest)
             if trace is not None and not trace.jobs:
                 st.error(f"{name}: no usable jobs in the file (dropped: {trace.report.dropped or 'none'}).")
             elif trace is not None:
-                common.store_trace(data)
-                common.set_scenario(replace(sc, workload=spec, name=""))
+                common.set_scenario(new)
                 st.success(f"Loaded {trace.report.jobs:,} jobs from {name} (format: {trace.format}).")
-                sc, w = common.scenario(), spec
+                sc, w = new, spec
 
 # ---------------------------------------------------------------- what the workload holds
 st.divider()
@@ -103,7 +106,7 @@ with common.engine_errors("the workload could not be built"):
 if w.source == "trace":
     st.subheader(f"Trace report: {w.trace_name}")
     with common.engine_errors(w.trace_name):
-        report = common.trace_report(sc.workload_key())
+        report = common.loaded_trace(sc).report.to_dict()
     m = st.columns(5)
     m[0].metric("Rows read", f"{report['rows']:,}")
     m[1].metric("Jobs kept", f"{report['jobs']:,}")

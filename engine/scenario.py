@@ -147,11 +147,19 @@ class Scenario:
             from .presets import load_preset
 
             return tuple(load_preset(w.preset).build_jobs(w.seed))
+        return self.load_trace(trace_bytes).jobs
+
+    def load_trace(self, trace_bytes: bytes | None):
+        """The workload's trace (an ``engine.traces.Trace``: jobs and report) from the file's bytes, which must
+        match ``workload.trace_sha256``; ``None`` means the bytes are not at hand."""
+        w = self.workload
+        if w.source != "trace":
+            raise ScenarioError(f"the workload comes from {w.source!r}, not from a trace")
         if trace_bytes is None:
             raise ScenarioError(f"the trace {w.trace_name or w.trace_sha256[:12]} is not available: upload it again")
         if content_hash(trace_bytes) != w.trace_sha256:
             raise ScenarioError("the trace file's bytes do not match the scenario's trace_sha256")
-        return load_trace_bytes(trace_bytes, w).jobs
+        return load_trace_bytes(trace_bytes, w)
 
     # ------------------------------------------------------------------ identity
     def workload_key(self) -> str:

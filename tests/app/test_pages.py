@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import app_pages.common as common
+from engine.scenario import content_hash
 from engine.traces import write_csv
 from engine.traces.generator import generate
 
@@ -186,6 +187,7 @@ def test_bad_upload_shows_an_inline_error(name, data, words):
     assert not at.exception
     assert any(words in e for e in errors(at)), errors(at)
     assert "w.trace_sha256" not in at.query_params  # the scenario did not change
+    assert common.trace_bytes(content_hash(data)) is None  # and the server did not keep the bytes
 
 
 def test_too_large_upload_is_refused_by_the_stated_limit(monkeypatch):
