@@ -535,6 +535,7 @@ class Simulation:
         view = self.state
         view.free_gpus = self._occ.idle_gpus
         view.free_capacity = self._n_gpus - self._busy
+        view.stops += 1
         return r
 
     def _preempt(self, j: int) -> None:

@@ -113,6 +113,8 @@ class ClusterState:
             fraction, memory, allowed types), so a placement that fails for one fails for all of them.
         queue_shape_counts: ``shape -> number of waiting jobs`` with that shape.
         user_gpus: ``user -> GPUs in use`` (fractions count as fractions).
+        stops: how many times a running job has stopped (ended or was preempted). Resources grow only when it
+            changes, so a placement that failed cannot succeed before it does.
         seed: the run's seed; randomised schedulers derive their generator from it.
         shape_node_bits: per job shape, its eligible nodes as a bitmask (bit ``n`` is node ``n``).
     """
@@ -136,6 +138,7 @@ class ClusterState:
         # Kept current by the engine whenever a job starts or stops (plain attributes: read at every step).
         self.free_gpus: int = occ.idle_gpus
         self.free_capacity: float = self.layout.n_gpus - sim._busy
+        self.stops: int = 0
         self.n_gpus: int = self.layout.n_gpus
         self.job_shape = sim._job_shape
         self.shape_node_bits: Sequence[int] = sim._shape_node_bits

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from ..state import ClusterState, Decision, Start
 from .ordering import Order, StaticKeyOrder
-from .placement import Placement
+from .placement import FAILURES_PERSIST, Placement
 
 
 class ListScheduler:
@@ -23,30 +23,43 @@ class ListScheduler:
         self.blocking = blocking
         # Orderings that can leave out shapes that failed make long non-blocking walks cheap.
         self._skips = isinstance(order, StaticKeyOrder) and not blocking
+        # Shapes that did not fit stay unfit until a job stops, if the placement rule says so.
+        self._remember = placement in FAILURES_PERSIST and not blocking
+        self._failed: set[int] = set()
+        self._failed_at_stops = -1
 
     def reset(self, state: ClusterState) -> None:
+        self._failed, self._failed_at_stops = set(), -1
         self.order.reset(state)
         reset = getattr(self.placement, "reset", None)
         if reset is not None:
             reset(state)
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
-        failed: set[int] = set()  # shapes that did not fit: resources only shrink during one decision
         shapes = state.queue_shape_counts
+        # Shapes that did not fit: resources only shrink during one decision, and between two decisions
+        # unless a job stopped.
+        failed: set[int] = set()
+        if self._remember and state.stops == self._failed_at_stops:
+            failed = {sid for sid in self._failed if sid in shapes}
         place, jobs, job_shape = self.placement, state.jobs, state.job_shape
         walk = self.order.candidates(state, failed) if self._skips else self.order.candidates(state)
-        for j in walk:
-            if state.free_capacity <= 1e-9:
-                return
-            sid = job_shape[j]
-            if sid in failed:
-                continue
-            gpus = place(state, jobs[j])
-            if gpus is None:
-                if self.blocking:
+        try:
+            for j in walk:
+                if state.free_capacity <= 1e-9:
                     return
-                failed.add(sid)
-                if len(failed) >= len(shapes):
-                    return  # every kind of waiting job has been tried
-                continue
-            yield Start(j, gpus)
+                sid = job_shape[j]
+                if sid in failed:
+                    continue
+                gpus = place(state, jobs[j])
+                if gpus is None:
+                    if self.blocking:
+                        return
+                    failed.add(sid)
+                    if len(failed) >= len(shapes):
+                        return  # every kind of waiting job has been tried
+                    continue
+                yield Start(j, gpus)
+        finally:
+            if self._remember:
+                self._failed, self._failed_at_stops = failed, state.stops

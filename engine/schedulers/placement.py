@@ -220,6 +220,10 @@ class RandomPlacement:
         return _whole(state, job, lambda s, c: c[rng.integers(c.size)], lambda s, nodes: rng.permutation(nodes))
 
 
+#: Rules that are pure functions of the state and whose "does not fit" holds while resources only shrink:
+#: a scheduler may remember their failures until a job stops (``state.stops`` changes).
+FAILURES_PERSIST = frozenset({first_fit, best_fit, least_loaded})
+
 #: Placement rules by name; a factory per name so stateful rules get a fresh instance per scheduler.
 PLACEMENTS: dict[str, Callable[[], Placement]] = {
     "first-fit": lambda: first_fit,
