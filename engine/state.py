@@ -105,6 +105,7 @@ class ClusterState:
         gpu_free_vram_gib: free memory of each GPU, GiB.
         gpu_tenants: number of jobs on each GPU.
         node_free: number of idle GPUs on each node.
+        n_gpus: number of GPUs in the cluster.
         free_gpus: number of idle GPUs in the cluster.
         free_capacity: free GPU capacity: idle GPUs plus the free shares of partly used ones.
         occupancy: the engine's own bookkeeping with fast lookup indexes (:class:`engine.occupancy.Occupancy`),
