@@ -321,7 +321,9 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
                                  name="queue", showlegend=False,
                                  hovertemplate=f"t=%{{x:.2f}} {unit}<br>%{{y}} jobs waiting<extra>{name}</extra>"),
                       row=2, col=col)
-        fig.update_yaxes(title_text="GPU (id)" if col == 1 else None, autorange="reversed",
+        per_row = math.ceil(r.cluster.n_gpus / min(HEATMAP_ROWS, r.cluster.n_gpus)) if mode == "heatmap" else 1
+        y_title = f"GPU band (row of ≤{per_row} GPUs)" if per_row > 1 else "GPU (id)"
+        fig.update_yaxes(title_text=y_title if col == 1 else None, autorange="reversed",
                          range=None, showgrid=False, row=1, col=col)
         fig.update_yaxes(title_text="queue (jobs)" if col == 1 else None, range=[0, q_top], row=2, col=col)
         fig.update_xaxes(title_text=f"time ({unit})", range=[0, t_end / div], row=2, col=col)

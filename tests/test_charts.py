@@ -209,3 +209,13 @@ def test_training_curves_read_live_tensorboard_scalars(tmp_path):
                                                       charts.TRAINING_TAGS["eval/mean_reward"]]
     assert charts.training_curves(tmp_path / "nothing").empty
     writer.close()
+
+
+def test_clusters_above_the_gpu_limit_get_a_banded_heatmap():
+    cluster = parse_cluster("75x8:T4")  # 600 GPUs > HEATMAP_GPUS
+    jobs = tuple(Job(i, submit_s=10.0 * i, duration_s=500.0, gpus=8) for i in range(30))
+    fig = charts.timeline_figure({"fifo": simulate(cluster, jobs, make_scheduler("fifo"))})
+    assert fig.layout.meta["mode"] == "heatmap"
+    assert fig.layout.yaxis.title.text == "GPU band (row of ≤3 GPUs)"
+    heat = next(t for t in fig.data if t.type == "heatmap")
+    assert np.asarray(heat.z).shape[0] == charts.HEATMAP_ROWS
