@@ -128,7 +128,8 @@ st.caption("Gini of per-user mean wait: 0 = every user waits the same. Jain's in
 st.subheader("Downloads")
 all_jobs = pd.concat([f.assign(scheduler=name) for name, f in frames.items()], ignore_index=True)
 d1, d2, d3 = st.columns(3)
-d1.download_button("Results (CSV, one row per job)", all_jobs.to_csv(index=False), file_name="results.csv",
+# The CSV is built only when someone downloads it (it takes longer than drawing a chart).
+d1.download_button("Results (CSV, one row per job)", lambda: all_jobs.to_csv(index=False), file_name="results.csv",
                    mime="text/csv", key="download_csv", width="stretch")
 payload = {"scenario": ran_sc.to_dict(),
            "summaries": {n: {k: None if isinstance(v, float) and not math.isfinite(v) else v
