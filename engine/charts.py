@@ -473,7 +473,8 @@ def cdf_figure(job_frames: Mapping[str, pd.DataFrame], column: str, label: str) 
         v, p = cdf_curve(frame[column].to_numpy(dtype=float))
         fig.add_trace(go.Scatter(x=v / div, y=p * 100, name=name, mode="lines", line=dict(shape="hv",
                                  color=PALETTE[i % len(PALETTE)]),
-                                 hovertemplate=f"{label} ≤ %{{x:.2f}} {unit}: %{{y:.1f}}% of jobs<extra>{name}</extra>"))
+                                 hovertemplate=f"{label} ≤ %{{x:.2f}} {unit}: %{{y:.1f}}% of jobs"
+                                               f"<extra>{name}</extra>"))
     fig.update_layout(title=f"{label} CDF", xaxis_title=f"{label} ({unit})", yaxis_title="jobs (%)",
                       yaxis_range=[0, 101], template="plotly_white", height=340,
                       margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.25))
@@ -553,7 +554,8 @@ def arrivals_figure(jobs: pd.DataFrame, bins: int = 60) -> go.Figure:
     counts, edges = np.histogram(jobs["submit_s"] / div, bins=bins, range=(0, max(span / div, 1e-9)))
     fig = go.Figure(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=np.diff(edges), marker_color=PALETTE[0],
                            hovertemplate=f"t=%{{x:.2f}} {unit}: %{{y}} jobs<extra></extra>"))
-    return _small(fig, "arrivals over time", f"submit time ({unit})", f"jobs (count per {np.diff(edges)[0]:.3g} {unit})")
+    return _small(fig, "arrivals over time", f"submit time ({unit})",
+                  f"jobs (count per {np.diff(edges)[0]:.3g} {unit})")
 
 
 def gpu_count_figure(jobs: pd.DataFrame) -> go.Figure:
@@ -570,7 +572,10 @@ def duration_figure(jobs: pd.DataFrame, bins: int = 40) -> go.Figure:
     """Distribution of job durations on a log scale."""
     d = jobs["duration_s"].to_numpy(dtype=float)
     d = d[d > 0]
-    edges = np.logspace(np.log10(d.min()), np.log10(max(d.max(), d.min() * 1.01)), bins + 1) if d.size else np.array([1, 10])
+    if d.size:
+        edges = np.logspace(np.log10(d.min()), np.log10(max(d.max(), d.min() * 1.01)), bins + 1)
+    else:
+        edges = np.array([1.0, 10.0])
     counts, _ = np.histogram(d, bins=edges)
     centres = np.sqrt(edges[:-1] * edges[1:])
     fig = go.Figure(go.Bar(x=centres, y=counts, width=np.diff(edges), marker_color=PALETTE[2],
