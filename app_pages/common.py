@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import threading
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -75,11 +74,6 @@ def sync_query_params(sc: Scenario) -> None:
     query = sc.to_query()
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
-
-
-def update_workload(**changes) -> None:
-    sc = scenario()
-    set_scenario(replace(sc, workload=replace(sc.workload, **changes)))
 
 
 # ----------------------------------------------------------------------------- traces and jobs

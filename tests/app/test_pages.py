@@ -17,8 +17,7 @@ from engine.traces.generator import generate
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
 PAGES = ["app_pages/home.py", "app_pages/cluster.py", "app_pages/workload.py", "app_pages/compare.py",
-         "app_pages/train.py",
-         "app_pages/learn.py"]
+         "app_pages/train.py", "app_pages/learn.py"]
 #: A small scenario so that every test runs in well under a second of simulation.
 SMALL = {"cluster": "2x4:V100-32,1x4:T4", "sched": "fifo,first-fit", "w.n_jobs": "80"}
 
