@@ -78,57 +78,64 @@ def card_evaluation(name: str, plan: dict[str, Any], seeds: int) -> dict[str, An
     """The ``evaluation`` section of a card (tables and targets)."""
     me = f"rl:{name}"
     tables: dict[str, Any] = {}
-    evals: dict[str, Evaluation] = {}
     for sc in [*plan["train"], plan["larger"], plan["philly"]]:
         try:
             ev = evaluate_model(name, sc, seeds)
         except Exception as exc:  # e.g. the Philly trace is absent on this machine: say so in the card
             tables[sc] = {"error": str(exc)}
             continue
-        evals[sc] = ev
         stats = ev.stats()
         tables[sc] = {
             "scenario": ev.scenario.to_dict(),
             "mean_ci95": {s: {m: [_clean(stats[m][s][0]), _clean(stats[m][s][1])] for m in SHOWN} for s in ev.schedulers},
             "paired_vs_first_fit": {m: {s: [_clean(v) for v in ev.paired()[m][s]] for s in (me,)} for m in SHOWN},
         }
+    return {"seeds": f"0..{seeds - 1} (training workloads use seeds >= 2**20; validation 900000+)",
+            "baseline": "first-fit", "plan": plan, "scenarios": tables, "targets": targets(me, plan, tables)}
 
+
+def targets(me: str, plan: dict[str, Any], tables: dict[str, Any]) -> dict[str, Any]:
+    """The issue's targets, each with its numbers and whether it was met, from the evaluation tables."""
     def mean(sc: str, s: str, m: str) -> float:
-        return evals[sc].stats()[m][s][0]
+        v = tables[sc]["mean_ci95"][s][m][0]
+        return math.nan if v is None else v
 
-    targets: dict[str, Any] = {}
-    train = [sc for sc in plan["train"] if sc in evals]
+    out: dict[str, Any] = {}
+    train = [sc for sc in plan["train"] if "error" not in tables[sc]]
     for other in ("first-fit", "least-loaded"):
         cuts = {sc: _cut(mean(sc, me, "mean_wait_s"), mean(sc, other, "mean_wait_s")) for sc in train}
-        targets[f"wait_cut_vs_{other}"] = {
+        out[f"wait_cut_vs_{other}"] = {
             "target": ">= 30 % lower mean wait on every training scenario",
             "cut": {sc: _clean(round(c, 4)) for sc, c in cuts.items()},
             "met": bool(cuts) and all(c >= 0.30 for c in cuts.values()),
         }
-    best: dict[str, Any] = {}
-    for sc in train:
-        heur = {s: mean(sc, s, "objective") for s in evals[sc].schedulers if s != me}
-        b = min(heur, key=heur.get)
-        best[sc] = {"best_heuristic": b, "heuristic_objective": _clean(heur[b]),
-                    "agent_objective": _clean(mean(sc, me, "objective")),
-                    "improvement": _clean(round(_cut(mean(sc, me, "objective"), heur[b]), 4))}
-    targets["beats_best_heuristic_on_objective"] = {
-        "target": "lower objective than the best heuristic on each training scenario (aim: 10 % lower)",
-        "per_scenario": best,
-        "met": bool(best) and all((v["improvement"] or -1) > 0 for v in best.values()),
-        "met_10_percent": bool(best) and all((v["improvement"] or -1) >= 0.10 for v in best.values()),
-    }
+    preemptive = {f"{n}" for n, spec in SCHEDULERS.items() if spec.preemptive}
+    for key, label, keep in (
+            ("beats_best_heuristic_on_objective", "the best heuristic", lambda s: True),
+            ("beats_best_non_preemptive_heuristic_on_objective",
+             "the best heuristic that, like the agent, never preempts", lambda s: s not in preemptive)):
+        best: dict[str, Any] = {}
+        for sc in train:
+            heur = {s: mean(sc, s, "objective") for s in tables[sc]["mean_ci95"] if s != me and keep(s)}
+            b = min(heur, key=heur.get)
+            best[sc] = {"best_heuristic": b, "heuristic_objective": _clean(heur[b]),
+                        "agent_objective": _clean(mean(sc, me, "objective")),
+                        "improvement": _clean(round(_cut(mean(sc, me, "objective"), heur[b]), 4))}
+        out[key] = {
+            "target": f"lower objective than {label} on each training scenario (aim: 10 % lower)",
+            "per_scenario": best,
+            "met": bool(best) and all((v["improvement"] or -1) > 0 for v in best.values()),
+            "met_10_percent": bool(best) and all((v["improvement"] or -1) >= 0.10 for v in best.values()),
+        }
     for label in ("larger", "philly"):
         sc = plan[label]
-        if sc in evals:
+        if "error" not in tables[sc]:
             a, f = mean(sc, me, "mean_wait_s"), mean(sc, "first-fit", "mean_wait_s")
-            targets[f"beats_first_fit_on_{label}"] = {"scenario": sc, "agent_mean_wait_s": _clean(a),
-                                                      "first_fit_mean_wait_s": _clean(f), "met": a < f}
+            out[f"beats_first_fit_on_{label}"] = {"scenario": sc, "agent_mean_wait_s": _clean(a),
+                                                  "first_fit_mean_wait_s": _clean(f), "met": a < f}
         else:
-            targets[f"beats_first_fit_on_{label}"] = {"scenario": sc, "met": None,
-                                                      "note": tables[sc].get("error", "not run")}
-    return {"seeds": f"0..{seeds - 1} (training workloads use seeds >= 2**20; validation 900000+)",
-            "baseline": "first-fit", "scenarios": tables, "targets": targets}
+            out[f"beats_first_fit_on_{label}"] = {"scenario": sc, "met": None, "note": tables[sc]["error"]}
+    return out
 
 
 def _clean(v: float) -> float | None:
@@ -170,7 +177,9 @@ def render_markdown(card: dict[str, Any]) -> str:
     if ev:
         lines += ["## Evaluation", "",
                   f"Workload seeds {ev['seeds']}. Mean over seeds, 95 % CI in the JSON card. "
-                  "Objective = this model's objective.", ""]
+                  "Objective = this model's objective. The agent never preempts; preemptive heuristics "
+                  f"({', '.join(sorted(n for n, sp in SCHEDULERS.items() if sp.preemptive)) or 'none'}) can do "
+                  "what its action space cannot.", ""]
         for sc, t in ev["scenarios"].items():
             if "error" in t:
                 lines += [f"### {sc}", "", f"not evaluated: {t['error']}", ""]
@@ -204,6 +213,18 @@ def write_card(name: str, seeds: int = 10, plan: dict[str, Any] | None = None) -
     return card
 
 
+def rerender(name: str) -> dict[str, Any]:
+    """Recompute the targets from the card's stored tables and rewrite the card and its Markdown (no runs)."""
+    path = MODELS_DIR / f"{name}.json"
+    card = json.loads(path.read_text())
+    ev = card["evaluation"]
+    plan = ev.setdefault("plan", PLANS[name])
+    ev["targets"] = targets(f"rl:{name}", plan, ev["scenarios"])
+    path.write_text(json.dumps(card, indent=2) + "\n")
+    (MODELS_DIR / f"{name}.md").write_text(render_markdown(card))
+    return card
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m engine.rl.cards", description=__doc__.splitlines()[0])
     p.add_argument("names", nargs="+", help="model names in models/")
@@ -211,8 +232,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--train", help="comma-separated training scenarios (default: PLANS)")
     p.add_argument("--larger", help="scenario on a cluster twice as large as in training")
     p.add_argument("--philly", default="philly-64", help="a Philly-trace scenario")
+    p.add_argument("--rerender", action="store_true", help="only recompute targets and Markdown from the card")
     args = p.parse_args(argv)
     for name in args.names:
+        if args.rerender:
+            rerender(name)
+            continue
         plan = PLANS.get(name) if not args.train else {
             "train": args.train.split(","), "larger": args.larger, "philly": args.philly}
         for sc in [*plan["train"], plan["larger"], plan["philly"]]:

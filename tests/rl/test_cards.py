@@ -46,6 +46,7 @@ def test_targets_follow_the_numbers(monkeypatch):
     assert best["per_scenario"]["a"]["improvement"] == pytest.approx(0.2)
     assert best["per_scenario"]["b"]["improvement"] == pytest.approx(-0.2)
     assert best["met"] is False
+    assert t["beats_best_non_preemptive_heuristic_on_objective"]["per_scenario"]["a"]["best_heuristic"] == "sjf"
     assert t["beats_first_fit_on_larger"]["met"] is True
     assert t["beats_first_fit_on_philly"]["met"] is None and "not found" in t["beats_first_fit_on_philly"]["note"]
 
