@@ -27,8 +27,10 @@ from .reward import RewardWeights, objective_terms
 #: Evaluation scenarios of the shipped models: those of their training distribution, one on a cluster at
 #: least twice as large as any in training, and a window of the real Philly trace.
 PLANS: dict[str, dict[str, Any]] = {
-    "wait-mlp": {"train": ["v100-32", "mixed-32", "v100-64"], "larger": "v100-128", "philly": "philly-64"},
-    "wait-attn": {"train": ["v100-32", "mixed-32", "v100-64"], "larger": "v100-128", "philly": "philly-64"},
+    "wait-mlp": {"train": ["v100-32", "mixed-32", "v100-64"], "larger": "v100-128", "philly": "philly-64",
+                 "compare": "wait-attn"},
+    "wait-attn": {"train": ["v100-32", "mixed-32", "v100-64"], "larger": "v100-128", "philly": "philly-64",
+                  "compare": "wait-mlp"},
     "jct-mlp": {"train": ["mixed-32", "a100-t4-48", "h100-v100-32"], "larger": "mixed-128", "philly": "philly-64"},
     "fair-comm": {"train": ["mixed-32", "v100-32", "v100-64"], "larger": "mixed-128", "philly": "philly-64"},
     "hpc-backfill": {"train": ["hpc-64", "hpc-32"], "larger": "hpc-128", "philly": "philly-64"},
@@ -199,9 +201,32 @@ def render_markdown(card: dict[str, Any]) -> str:
             detail = {kk: vv for kk, vv in t.items() if kk not in ("met", "target")}
             lines.append(f"- **{k}**: {met}. {t.get('target', '')} {json.dumps(detail)}")
         lines.append("")
+    other = ev.get("plan", {}).get("compare") if ev else None
+    if other and (MODELS_DIR / f"{other}.json").is_file():
+        lines += _comparison(card, json.loads((MODELS_DIR / f"{other}.json").read_text()))
     lines += ["## Use", "", f"`python -m engine evaluate --schedulers first-fit,sjf,rl:{card['name']} "
               "--scenario mixed-32 --seeds 10`, or pick it in the app like any scheduler.", ""]
     return "\n".join(lines)
+
+
+def _comparison(card: dict[str, Any], other: dict[str, Any]) -> list[str]:
+    """A table comparing two models trained on the same episodes with different networks."""
+    lines = [f"## {card['policy']['kind']} vs {other['policy']['kind']} (`rl:{other['name']}`, same episodes and "
+             "objective)", "", "| | " + f"rl:{card['name']} | rl:{other['name']} |", "|---|---|---|"]
+    size = [f"{(MODELS_DIR / c['weights']).stat().st_size / 1024:.0f} KiB weights" for c in (card, other)]
+    speed = [f"{c['training']['timesteps'] / c['training']['wall_time_s']:.0f} steps/s" for c in (card, other)]
+    lines.append(f"| network | {card['policy']['kind']}, {size[0]} | {other['policy']['kind']}, {size[1]} |")
+    lines.append(f"| training | {card['training']['timesteps']:,} steps, {speed[0]} | "
+                 f"{other['training']['timesteps']:,} steps, {speed[1]} |")
+    for sc, t in card.get("evaluation", {}).get("scenarios", {}).items():
+        o = other.get("evaluation", {}).get("scenarios", {}).get(sc, {})
+        if "mean_ci95" not in t or "mean_ci95" not in o:
+            continue
+        a, b = t["mean_ci95"][f"rl:{card['name']}"], o["mean_ci95"][f"rl:{other['name']}"]
+        lines.append(f"| {sc}: mean wait s / objective | {_fmt(a['mean_wait_s'][0], 'mean_wait_s')} / "
+                     f"{_fmt(a['objective'][0], 'objective')} | {_fmt(b['mean_wait_s'][0], 'mean_wait_s')} / "
+                     f"{_fmt(b['objective'][0], 'objective')} |")
+    return [*lines, ""]
 
 
 def write_card(name: str, seeds: int = 10, plan: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -218,7 +243,7 @@ def rerender(name: str) -> dict[str, Any]:
     path = MODELS_DIR / f"{name}.json"
     card = json.loads(path.read_text())
     ev = card["evaluation"]
-    plan = ev.setdefault("plan", PLANS[name])
+    ev["plan"] = plan = {**PLANS.get(name, {}), **ev.get("plan", {})}
     ev["targets"] = targets(f"rl:{name}", plan, ev["scenarios"])
     path.write_text(json.dumps(card, indent=2) + "\n")
     (MODELS_DIR / f"{name}.md").write_text(render_markdown(card))
