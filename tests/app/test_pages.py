@@ -248,6 +248,17 @@ def test_results_persist_and_unchanged_runs_are_reused(monkeypatch):
     assert list(at.dataframe[0].value.columns) == ["fifo", "first-fit", "sjf"]
 
 
+def test_learn_worked_example_runs_for_every_registered_scheduler():
+    from engine import SCHEDULERS
+
+    at = app("app_pages/learn.py")
+    assert at.selectbox(key="learn_scheduler").options == list(SCHEDULERS)
+    for name in SCHEDULERS:
+        at.selectbox(key="learn_scheduler").select(name).run()
+        assert not at.exception and not errors(at), (name, errors(at))
+        assert at.info[0].value == SCHEDULERS[name].summary
+
+
 def test_learn_worked_example_follows_the_chosen_scheduler():
     at = app("app_pages/learn.py")
     before = charts_of(at)[0]["layout"]["annotations"][1]["text"]
