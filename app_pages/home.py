@@ -20,7 +20,7 @@ c[2].markdown(f"**3 · Compare**  \n{len(SCHEDULERS)} heuristics and trained RL 
 st.subheader("Start from a preset")
 st.caption("Each preset is a small lesson: a cluster, a workload and the schedulers that show it. "
            "Choosing one opens the Compare page ready to run.")
-for key, preset in PRESETS.items():
+for key, preset in sorted(PRESETS.items()):
     with st.container(border=True):
         left, right = st.columns([4, 1], vertical_alignment="center")
         left.markdown(f"**{preset.title}**  \n{preset.lesson}")
