@@ -22,11 +22,10 @@ from typing import Any, Mapping
 from .cluster import Cluster, parse_cluster
 from .errors import EngineError
 from .job import Job
+from .traces.generator import ARRIVALS
 
 #: Workload sources a scenario knows.
 WORKLOAD_SOURCES = ("generate", "trace", "preset")
-#: Arrival patterns the generator offers.
-ARRIVALS = ("poisson", "bursty", "diurnal")
 
 
 class ScenarioError(EngineError, ValueError):
