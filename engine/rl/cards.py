@@ -22,7 +22,7 @@ from typing import Any, Sequence
 from ..evaluate import Evaluation, evaluate, parse_scenario
 from ..schedulers import SCHEDULERS
 from .agent import MODELS_DIR, read_card
-from .reward import RewardWeights, objective_terms
+from .reward import RewardWeights, objective_terms, weighted
 
 #: Evaluation scenarios of the shipped models: those of their training distribution, one on a cluster at
 #: least twice as large as any in training, and a window of the real Philly trace.
@@ -37,7 +37,7 @@ PLANS: dict[str, dict[str, Any]] = {
 }
 
 SHOWN = ("mean_wait_s", "mean_jct_s", "mean_bounded_slowdown", "gini_user_wait", "comm_overhead_gpu_h", "objective")
-TERMS = ("wait", "bounded_slowdown", "utilization_band", "fairness", "comm")
+TERMS = ("wait", "jct", "bounded_slowdown", "utilization_band", "fairness", "comm")
 
 
 def heuristics() -> list[str]:
@@ -50,9 +50,7 @@ def _term_metrics() -> dict[str, Any]:
 
 
 def _objective(row: dict[str, Any], w: RewardWeights) -> float:
-    return (w.wait * row["term_wait"] / w.wait_scale_s + w.bounded_slowdown * row["term_bounded_slowdown"]
-            + w.utilization_band * row["term_utilization_band"] + w.fairness * row["term_fairness"]
-            + w.comm * row["term_comm"])
+    return weighted({k: row[f"term_{k}"] for k in TERMS}, w)
 
 
 _HEURISTIC_RUNS: dict[tuple[str, int], Evaluation] = {}

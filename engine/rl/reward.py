@@ -98,7 +98,11 @@ def objective_terms(result: Result, weights: RewardWeights = RewardWeights()) ->
 
 def objective(result: Result, weights: RewardWeights) -> float:
     """The weighted cost of a run (lower is better); the episode return is its negative."""
-    t = objective_terms(result, weights)
+    return weighted(objective_terms(result, weights), weights)
+
+
+def weighted(t: Mapping[str, float], weights: RewardWeights) -> float:
+    """The objective from its unweighted terms (as :func:`objective_terms` returns them)."""
     return ((weights.wait * t["wait"] + weights.jct * t["jct"]) / weights.wait_scale_s
             + weights.bounded_slowdown * t["bounded_slowdown"]
             + weights.utilization_band * t["utilization_band"] + weights.fairness * t["fairness"]
