@@ -2,6 +2,7 @@
 
 Measures, with ``torch.set_num_threads(1)``:
 
+* **decision parts**: snapshot (window + mask), encode and the policy's forward pass, each timed alone;
 * **decision latency** of every shipped model (``models/*.json``): each ``rl:<name>`` scheduler schedules a
   generated workload; every decision (encode the state, run the policy, decode the action) is timed on its
   own. Printed: median, p95 and mean in microseconds, against the 1 ms target, and as a ratio to the time
@@ -93,6 +94,40 @@ def decision_latency(jobs_n: int) -> list[dict]:
     return out
 
 
+def components(repeat: int = 300) -> list[dict]:
+    """Per model, the three parts of one decision timed alone on a mid-episode state: min and median of
+    ``repeat`` runs (the minimum is the cost without interference from other processes)."""
+    from engine.rl.agent import load_agent
+    from engine.rl.encoding import encode, snapshot
+
+    out = []
+    for name in model_names():
+        agent = load_agent(name)
+        env = GpuSchedulingEnv(EnvConfig(clusters=(CLUSTER,), loads=(1.5,), n_jobs=150, encoding=agent.encoding))
+        obs, _ = env.reset(seed=1)
+        rng = np.random.default_rng(0)
+        for _ in range(60):
+            obs, *_ = env.step(rng.choice(np.flatnonzero(env.action_masks())))
+        state, mask, enc = env.simulation.state, env.action_masks(), agent.encoding
+        row: dict = {"model": name}
+        for part, fn in (("snapshot", lambda: snapshot(state, enc)), ("encode", lambda: encode(state, enc)),
+                         ("policy", lambda: agent.act(obs, mask))):
+            ts = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                fn()
+                ts.append(time.perf_counter() - t0)
+            row[f"{part}_min_us"], row[f"{part}_median_us"] = min(ts) * 1e6, float(np.median(ts)) * 1e6
+        total = row["snapshot_min_us"] + row["encode_min_us"] + row["policy_min_us"]
+        row["decision_min_us"] = total
+        print(f"decision parts rl:{name} (min / median us): snapshot {row['snapshot_min_us']:.0f} / "
+              f"{row['snapshot_median_us']:.0f}, encode {row['encode_min_us']:.0f} / {row['encode_median_us']:.0f}, "
+              f"policy {row['policy_min_us']:.0f} / {row['policy_median_us']:.0f}; sum of minima {total:.0f} us "
+              f"({'within' if total <= 1000 else 'over'} the 1 ms target)")
+        out.append(row)
+    return out
+
+
 def env_throughput(jobs_n: int) -> dict:
     env = GpuSchedulingEnv(EnvConfig(clusters=(CLUSTER,), loads=(1.5,), n_jobs=jobs_n,
                                      encoding=EncodingConfig(window=8, window_order="mixed")))
@@ -134,7 +169,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
-        res = {"latency": decision_latency(args.jobs), "env": env_throughput(100),
+        res = {"latency": decision_latency(args.jobs), "parts": components(), "env": env_throughput(100),
                "train": train_throughput(args.train_steps, tmp)}
     if args.json:
         with open(args.json, "w") as f:
