@@ -10,8 +10,10 @@ order, which avoids the constant switching of pure least-attained-service.
   first) when that lets it start; jobs in the same queue never preempt each other.
 * **Demotion.** A running job moves down a queue when its service crosses a threshold; the scheduler asks
   to be woken (``Wake``) at that moment, since the crossing may let a waiting job preempt it.
-* **Starvation guard.** A preempted job that has waited longer than ``promote_knob`` times its last run
-  is promoted to the top queue and its service count starts again from zero.
+* **Starvation guard.** A preempted job that has waited longer than ``promote_knob`` times the total time
+  it has run is promoted to the top queue and its service count starts again from zero. Measuring against
+  the total (not only the last run) makes each new promotion of the same job wait longer, so under overload
+  the cycle "promoted, demoted, preempted, promoted" cannot repeat without bound.
 
 Only a queued job's key changes through promotion: queued jobs receive no service, so a static key per
 queued job (queue, submit time, id) keeps the waiting list sorted.
@@ -41,7 +43,7 @@ class Tiresias:
     Args:
         name: the name results carry.
         thresholds_gpu_s: increasing service thresholds (GPU-seconds) between consecutive queues.
-        promote_knob: a preempted job waiting longer than this many times its last run goes to the top queue
+        promote_knob: a preempted job waiting longer than this many times its total run time goes to the top queue
             (``math.inf`` disables promotion).
         placement: name of the placement rule in ``PLACEMENTS``.
     """
@@ -67,7 +69,7 @@ class Tiresias:
         self._version: dict[int, int] = {}  # job -> version of its valid entry in _waiting
         self._listed: set[int] = set()  # jobs with a valid entry in _waiting
         self._base: dict[int, float] = {}  # job -> service forgotten at its last promotion
-        self._last_run_s: dict[int, float] = {}
+        self._run_s: dict[int, float] = {}  # job -> total time run so far
         self._promotions: list[tuple[float, int, int]] = []  # heap (time, job, version)
         self._crossings: list[tuple[float, int, int, int]] = []  # heap (time, job, run, new queue)
         self._run_id: dict[int, int] = {}  # running job -> number of its current run
@@ -98,9 +100,9 @@ class Tiresias:
         job = state.jobs[j]
         insort(self._waiting[q].setdefault(state.job_shape[j], []), (job.submit_s, j, v))
         self._listed.add(j)
-        last = self._last_run_s.get(j, 0.0)
-        if last > 0 and q > 0 and math.isfinite(self.promote_knob):
-            heapq.heappush(self._promotions, (state.now_s + self.promote_knob * last, j, v))
+        ran_s = self._run_s.get(j, 0.0)
+        if ran_s > 0 and q > 0 and math.isfinite(self.promote_knob):
+            heapq.heappush(self._promotions, (state.now_s + self.promote_knob * ran_s, j, v))
 
     def _started(self, state: ClusterState, j: int) -> None:
         self._listed.discard(j)
@@ -238,7 +240,7 @@ class Tiresias:
                     if victims:
                         for k in victims:
                             yield Preempt(k)
-                            self._last_run_s[k] = state.now_s - self._started_s[k]
+                            self._run_s[k] = self._run_s.get(k, 0.0) + state.now_s - self._started_s[k]
                             self._stopped(state, k)
                             preempted.append(k)
                         gpus = place(state, job)
