@@ -1,12 +1,13 @@
-"""The simulator's fast paths must not change what it accepts: a start passes ``apply`` exactly when the full
-check (``state.validate``) finds nothing wrong, whatever types the scheduler hands in."""
+"""Invariants the simulator's fast paths must keep: a start passes ``apply`` exactly when the full check
+(``state.validate``) finds nothing wrong, whatever types the scheduler hands in; ``state.entered`` reports
+every job that (re-)entered the queue, including those the scheduler itself preempted."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from engine import InvalidDecision, Job, Simulation, Start, parse_cluster
+from engine import InvalidDecision, Job, Preempt, Simulation, Start, parse_cluster
 
 
 def _jobs():
@@ -55,3 +56,17 @@ def test_apply_accepts_a_start_exactly_when_validate_does(seed):
             assert reason in str(err.value)
             refused += 1
     assert accepted >= 2 and refused > 100
+
+
+def test_jobs_preempted_by_a_decision_are_reported_as_entered_next_time():
+    sim = Simulation(parse_cluster("1x2:generic"), [Job(0, 0.0, 100.0), Job(1, 0.0, 100.0), Job(2, 10.0, 50.0)])
+    state = sim.reset()
+    assert state.entered == [0, 1]
+    sim.apply([Start(0, (0,)), Start(1, (1,))])
+    assert state.entered == []
+    sim.advance()  # job 2 arrives at t=10
+    assert state.entered == [2]
+    sim.apply([Preempt(1), Start(2, (1,))])
+    assert state.entered == [1] and list(state.queue) == [1]
+    sim.apply([])  # told once: the next call starts afresh
+    assert state.entered == []
