@@ -6,7 +6,7 @@ of :func:`engine.metrics.summarize`, the mean over seeds and its 95 % confidence
 the **paired** differences against ``--baseline``: for each seed, scheduler minus baseline on the same jobs,
 whose mean and CI say whether a scheduler is better than the baseline beyond seed-to-seed noise.
 
-A scenario is a name (:data:`SCENARIOS`, or a preset of :mod:`engine.presets` when that module has one) or a
+A scenario is a name (:data:`SCENARIOS`, or a teaching preset of :mod:`engine.presets`) or a
 spec ``"cluster=4x8:V100-32;jobs=200;load=1.5[;arrival=bursty][;users=10][;trace=PATH]"``. With ``trace``, seed
 ``k`` takes the ``k``-th block of ``jobs`` consecutive jobs of the trace and stretches or compresses its
 arrivals so that its offered load (GPU-seconds / (span x cluster GPUs)) equals ``load``.
@@ -48,6 +48,7 @@ class EvalScenario:
         workload: extra generator arguments (``arrival``, ``users``, ``mix``, ...).
         trace: a trace file (relative paths are tried from the working directory, then from the repository);
             seeds then pick consecutive blocks of ``n_jobs`` jobs instead of generating.
+        preset: a teaching preset of :mod:`engine.presets`; its cluster and seeded workload are used instead.
     """
 
     name: str
@@ -56,12 +57,21 @@ class EvalScenario:
     load: float = 1.0
     workload: Mapping[str, Any] = field(default_factory=dict)
     trace: str | None = None
+    preset: str | None = None
 
     def build_cluster(self) -> Cluster:
+        if self.preset is not None:
+            from .presets import load_preset
+
+            return load_preset(self.preset).build_cluster()
         return parse_cluster(self.cluster)
 
     def jobs(self, seed: int) -> tuple[Job, ...]:
         """The workload of ``seed`` (same seed, same jobs)."""
+        if self.preset is not None:
+            from .presets import load_preset
+
+            return load_preset(self.preset).build_jobs(seed)
         cluster = self.build_cluster()
         if self.trace is None:
             from .rl.workload import make_jobs
@@ -74,7 +84,7 @@ class EvalScenario:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "cluster": self.cluster, "n_jobs": self.n_jobs, "load": self.load,
-                "workload": dict(self.workload), "trace": self.trace}
+                "workload": dict(self.workload), "trace": self.trace, "preset": self.preset}
 
 
 #: Named evaluation scenarios (the shipped models' training scenarios and the generalisation tests).
@@ -121,7 +131,9 @@ def parse_scenario(text: str) -> EvalScenario:
     if preset is not None:
         return preset
     if "=" not in text:
-        raise EngineError(f"unknown scenario {text!r}; named: {', '.join(SCENARIOS)}; "
+        from .presets import PRESETS
+
+        raise EngineError(f"unknown scenario {text!r}; named: {', '.join(SCENARIOS)}; presets: {', '.join(PRESETS)}; "
                           "or a spec like 'cluster=4x8:V100-32;jobs=200;load=1.5'")
     kv: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in text.split(";"))):
@@ -150,21 +162,16 @@ def parse_scenario(text: str) -> EvalScenario:
 
 
 def _preset_scenario(name: str) -> EvalScenario | None:
-    """The scenario of preset ``name`` when :mod:`engine.presets` defines one that generates its jobs."""
-    try:
-        from .presets import PRESETS
-    except ImportError:
-        return None
+    """The scenario of teaching preset ``name`` (:mod:`engine.presets`), or None if there is no such preset."""
+    from .presets import PRESETS
+
     preset = PRESETS.get(name)
-    scenario = getattr(preset, "scenario", None)
-    wl = getattr(scenario, "workload", None)
-    if wl is None or getattr(wl, "source", "generate") != "generate":
+    if preset is None:
         return None
-    extra = {k: getattr(wl, k) for k in ("arrival", "users") if hasattr(wl, k)}
-    if getattr(wl, "mix", ()):
-        extra["mix"] = dict(wl.mix)
-    return EvalScenario(name, scenario.cluster if isinstance(scenario.cluster, str) else scenario.cluster_spec,
-                        wl.n_jobs, wl.load, extra)
+    cluster = preset.build_cluster()
+    n_jobs = len(preset.build_jobs(0))
+    load = float(preset.workload.get("generate", {}).get("load", math.nan))
+    return EvalScenario(name, cluster.to_shorthand(), n_jobs, load, preset=name)
 
 
 # Two-sided 95 % Student t quantiles for 1..30 degrees of freedom (beyond: the normal 1.96).

@@ -98,3 +98,19 @@ def test_cli_bad_input_is_one_line_exit_2(capsys):
 def test_philly_window_scenario(traces_dir):
     jobs = SCENARIOS["philly-64"].jobs(0)
     assert len(jobs) == 300 and jobs[0].submit_s == 0.0
+
+
+def test_teaching_presets_are_scenarios():
+    from engine.metrics import summarize
+    from engine.presets import load_preset
+    from engine.simulator import simulate
+    from engine.schedulers import make_scheduler
+
+    scenario = parse_scenario("head-of-line-blocking")
+    preset = load_preset("head-of-line-blocking")
+    assert scenario.preset == "head-of-line-blocking"
+    assert scenario.build_cluster().to_dict() == preset.build_cluster().to_dict()
+    assert scenario.jobs(1) == preset.build_jobs(1)
+    ev = evaluate(["fifo"], "head-of-line-blocking", 1)
+    direct = summarize(simulate(preset.build_cluster(), preset.build_jobs(0), make_scheduler("fifo")))
+    assert ev.runs["fifo"][0]["mean_wait_s"] == pytest.approx(direct.mean_wait_s)
