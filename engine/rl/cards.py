@@ -150,6 +150,22 @@ def _fmt(v: float | None, m: str) -> str:
     return f"{v:.3f}"
 
 
+def _provenance(card: dict[str, Any]) -> list[str]:
+    """How the weights came to be: one fresh run, or a run continued from another model's weights."""
+    tr = card["training"]
+    parent = tr.get("init_from")
+    if not parent:
+        return ["- the exact config is `training.config` in the JSON card; retrain with "
+                f"`python -m engine train --config {card['name']}`"]
+    run, ptr = tr["this_run"], parent["training"]
+    return [f"- continued training: this run {run['timesteps']:,} steps in {run['wall_time_s']:,.0f} s, started from "
+            f"the weights of `rl:{parent['model']}` (SHA-256 `{parent['sha256'][:16]}...`), which had trained "
+            f"{ptr['timesteps']:,} steps in {ptr['wall_time_s']:,.0f} s; the totals above count both",
+            "- the exact configs are `training.config` (this run; `init_from` names the parent) and "
+            "`training.init_from.training.config` (the parent's) in the JSON card; reproduce by training the "
+            "parent's config, then this one"]
+
+
 def render_markdown(card: dict[str, Any]) -> str:
     """The human-readable card."""
     tr, ev = card["training"], card.get("evaluation", {})
@@ -171,8 +187,7 @@ def render_markdown(card: dict[str, Any]) -> str:
         f"- libraries: {', '.join(f'{k} {v}' for k, v in tr['libraries'].items())}",
         f"- episodes: clusters {tr['config']['env']['clusters']}, loads {tr['config']['env']['loads']}, "
         f"{tr['config']['env']['n_jobs']} jobs; curriculum {json.dumps(tr['config']['curriculum'])}",
-        "- the exact config is `training.config` in the JSON card; retrain with "
-        f"`python -m engine train --config {card['name']}`", "",
+        *_provenance(card), "",
     ]
     if ev:
         lines += ["## Evaluation", "",

@@ -77,6 +77,11 @@ class TrainConfig:
         torch_threads: CPU threads torch may use.
         progress_bar: show a tqdm/rich progress bar.
         runs_dir: where logs and checkpoints go (``runs/<name>/``).
+        init_from: name of a model in ``models/`` whose weights start this run instead of a fresh
+            initialisation (continued training); empty: start fresh. Its card must have the same policy spec
+            and encoding; its weights are read with the SHA-256-checked loader of :mod:`engine.rl.agent`. The
+            new card counts the parent's steps and wall time in its totals and keeps the parent's
+            ``training`` section under ``training.init_from``.
     """
 
     name: str
@@ -102,6 +107,7 @@ class TrainConfig:
     torch_threads: int = 1
     progress_bar: bool = True
     runs_dir: str = "runs"
+    init_from: str = ""
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c in "-_." for c in self.name):
@@ -228,6 +234,9 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     run_dir = Path(cfg.runs_dir) / cfg.name
     run_dir.mkdir(parents=True, exist_ok=True)
 
+    # 0. the parent of a continued run, read before anything is exported (the export may replace it).
+    parent, parent_state = _parent(cfg) if cfg.init_from else (None, None)
+
     # 1. environments: training copies seeded seed..seed+n-1; evaluation on fixed validation workloads.
     venv = DummyVecEnv([_make_env(cfg.env, cfg.seed + i) for i in range(cfg.n_envs)])
     final_env = _stage_env(cfg)
@@ -239,6 +248,8 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
         learning_rate=cfg.learning_rate, gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef,
         clip_range=cfg.clip_range, vf_coef=cfg.vf_coef, seed=cfg.seed, policy_kwargs=cfg.policy.policy_kwargs(),
         tensorboard_log=str(run_dir / "tb"), device="cpu", verbose=0)
+    if parent_state is not None:
+        model.policy.load_state_dict(parent_state)
 
     # 3. callbacks: curriculum, plain-weight checkpoints, best-model evaluation.
     class Curriculum(BaseCallback):
@@ -283,6 +294,8 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     torch.save(model.policy.state_dict(), final_path)
 
     chosen = best_path if best_path.exists() else final_path
+    steps, prior_steps = int(model.num_timesteps), int(parent["training"]["timesteps"]) if parent else 0
+    prior_wall_s = float(parent["training"]["wall_time_s"]) if parent else 0.0
     card = {
         "name": cfg.name,
         "description": cfg.description,
@@ -293,14 +306,18 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
         "reward": cfg.env.to_dict()["reward"],
         "training": {
             "config": cfg.to_dict(),
-            "timesteps": int(model.num_timesteps),
-            "wall_time_s": round(wall_s, 1),
+            "timesteps": prior_steps + steps,
+            "wall_time_s": round(prior_wall_s + wall_s, 1),
             "kept": "best evaluation" if chosen == best_path else "final",
             "best_eval_mean_return": float(evaluator.best_mean_reward) if best_path.exists() else None,
             "libraries": library_versions(),
             "machine": f"{platform.machine()} CPU, torch threads {cfg.torch_threads}",
         },
     }
+    if parent:
+        card["training"]["this_run"] = {"timesteps": steps, "wall_time_s": round(wall_s, 1)}
+        card["training"]["init_from"] = {"model": cfg.init_from, "sha256": parent["sha256"],
+                                         "training": parent["training"]}
     if export:
         out = Path(models_dir or MODELS_DIR)
         out.mkdir(parents=True, exist_ok=True)
@@ -360,6 +377,20 @@ def reselect(name: str, candidates: list[Path], n_episodes: int = 10, models_dir
     card["training"]["validation_returns"] = {Path(c).name: v for c, v in scores.items()}
     card_path.write_text(json.dumps(card, indent=2) + "\n")
     return card
+
+
+def _parent(cfg: TrainConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Card and SHA-256-checked plain weights of model ``cfg.init_from`` in ``models/``; same network required."""
+    from .agent import ModelError, load_weights, read_card
+
+    card = read_card(cfg.init_from, MODELS_DIR)
+    for key, mine in (("policy", cfg.policy.to_dict()), ("encoding", cfg.env.encoding.to_dict())):
+        if card[key] != mine:
+            raise ModelError(f"train config {cfg.name}: init_from model {cfg.init_from!r} has {key} "
+                             f"{json.dumps(card[key])}, this config {json.dumps(mine)}; they must be equal")
+    if "training" not in card:
+        raise ModelError(f"model card {cfg.init_from}: missing key 'training' (needed to count its steps)")
+    return card, load_weights(MODELS_DIR / card["weights"], card["sha256"])
 
 
 def _stage_env(cfg: TrainConfig) -> EnvConfig:

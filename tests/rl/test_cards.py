@@ -65,3 +65,18 @@ def test_targets_follow_the_numbers(monkeypatch):
 def test_heuristics_exclude_oracles():
     names = cards.heuristics()
     assert "first-fit" in names and "sjf-oracle" not in names
+
+
+def test_continued_card_says_where_its_weights_started():
+    base = {"timesteps": 10, "wall_time_s": 1.0, "machine": "x", "kept": "final", "libraries": {"torch": "1"},
+            "config": {"env": {"clusters": [], "loads": [], "n_jobs": 1}, "curriculum": []}}
+    card = {"name": "m", "description": "d", "weights": "m.pt", "sha256": "0" * 64, "policy": {"kind": "mlp"},
+            "encoding": {}, "reward": {"wait": 1.0, "wait_scale_s": 3600.0}, "training": dict(base)}
+    assert "retrain with `python -m engine train --config m`" in cards.render_markdown(card)
+    card["training"] = {**base, "timesteps": 1_500, "wall_time_s": 30.0,
+                        "this_run": {"timesteps": 1_490, "wall_time_s": 29.0},
+                        "init_from": {"model": "p", "sha256": "ab" * 32, "training": base}}
+    text = cards.render_markdown(card)
+    assert "1,500 environment steps in 30 s" in text
+    assert "this run 1,490 steps in 29 s" in text and "`rl:p` (SHA-256 `abababababababab...`)" in text
+    assert "had trained 10 steps in 1 s" in text and "retrain with" not in text

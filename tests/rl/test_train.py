@@ -87,3 +87,44 @@ def test_cli_bad_config_is_one_line_exit_2(tmp_path, capsys):
     assert main(["train", "--config", "no-such-preset"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such preset" in err
+
+
+def test_init_from_continues_the_parent_and_counts_its_steps(tiny_models, tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from engine.rl import train as train_mod
+
+    from .conftest import tiny_config
+
+    monkeypatch.setattr(train_mod, "MODELS_DIR", tiny_models)
+    parent = json.loads((tiny_models / "tiny-mlp.json").read_text())
+    # A learning rate of 1e-12 leaves the weights where they started: they must be the parent's, not a fresh init.
+    cfg = replace(tiny_config(tmp_path, "tiny-mlp-cont", "mlp"), init_from="tiny-mlp", total_timesteps=128,
+                  learning_rate=1e-12, seed=7)
+    card = train_mod.train(cfg, models_dir=tmp_path / "out")
+    tr = card["training"]
+    assert tr["this_run"]["timesteps"] == 128
+    assert tr["timesteps"] == parent["training"]["timesteps"] + 128
+    assert tr["wall_time_s"] >= parent["training"]["wall_time_s"]
+    assert tr["init_from"]["sha256"] == parent["sha256"] and tr["config"]["init_from"] == "tiny-mlp"
+    start = torch.load(tiny_models / parent["weights"], weights_only=True)
+    end = torch.load(tmp_path / "runs" / "tiny-mlp-cont" / "final_policy.pt", weights_only=True)
+    assert start.keys() == end.keys()
+    assert all(torch.allclose(start[k].float(), end[k].float(), atol=1e-6) for k in start)
+
+
+@pytest.mark.parametrize("parent,kind,match", [
+    ("tiny-attn", "mlp", "policy .* must be equal"),
+    ("no-such-model", "mlp", "no model 'no-such-model'"),
+])
+def test_init_from_refuses_a_mismatched_or_missing_parent(parent, kind, match, tiny_models, tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from engine.rl import train as train_mod
+
+    from .conftest import tiny_config
+
+    monkeypatch.setattr(train_mod, "MODELS_DIR", tiny_models)
+    cfg = replace(tiny_config(tmp_path, "child", kind), init_from=parent)
+    with pytest.raises(EngineError, match=match):
+        train_mod.train(cfg, models_dir=tmp_path / "out")
