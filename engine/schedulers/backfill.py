@@ -29,7 +29,7 @@ import numpy as np
 from ..job import Job
 from ..state import FRACTION_EPS, ClusterState, Decision, Start
 from .ordering import StaticKeyOrder, fifo_key
-from .placement import first_fit
+from .placement import FAILURES_PERSIST, first_fit
 from .registry import SchedulerSpec, register
 
 
@@ -91,11 +91,10 @@ class _ReleaseBook:
                 del self.fractional[j]
             else:
                 shared.append(r)
-        for r in shared:  # GPUs of fractional jobs: the last of their tenants to end
-            release[r.gpu_ids[0]] = now
-        for r in shared:
-            g = r.gpu_ids[0]
-            release[g] = max(release[g], r.est_end_s)
+        if shared:  # GPUs of fractional jobs: the last of their tenants to end (now if overdue)
+            gpus = np.fromiter((r.gpu_ids[0] for r in shared), dtype=np.int64, count=len(shared))
+            release[gpus] = now
+            np.maximum.at(release, gpus, np.fromiter((r.est_end_s for r in shared), dtype=float, count=len(shared)))
         return release
 
 
@@ -208,6 +207,10 @@ class EasyBackfill:
     takes, among all shapes, the next job in arrival order that may start: for a shape that fits nowhere,
     none; for one whose next job would delay the head, the next one short enough to end before the shadow
     time (a segment-tree query over the shape's estimates).
+
+    Per decision point the cost is a few steps per shape, not per waiting job: each shape's first waiting job
+    is kept (``_front``), and shapes that fit nowhere are remembered until a job stops, since until then
+    resources only shrink (for placement rules in ``FAILURES_PERSIST``).
     """
 
     def __init__(self, name: str = "easy-backfill") -> None:
@@ -217,16 +220,30 @@ class EasyBackfill:
         self._keys: dict[int, list[tuple[float, int]]] = {}  # shape -> (submit_s, job) of its jobs, in arrival order
         self._trees: dict[int, _MinTree] = {}  # shape -> estimates of those jobs (inf once started)
         self._pos: dict[int, int] = {}  # waiting job -> its position in its shape's lists
+        self._front: dict[int, int] = {}  # shape -> a position at or before its first waiting job
         self._releases = _ReleaseBook(0)
+        self._remember = self.place in FAILURES_PERSIST
+        self._failed: set[int] = set()  # shapes that did not fit when state.stops was _failed_at_stops
+        self._failed_at_stops = -1
 
     def reset(self, state: ClusterState) -> None:
         self.order.reset(state)
-        self._keys, self._trees, self._pos = {}, {}, {}
+        self._keys, self._trees, self._pos, self._front = {}, {}, {}, {}
         self._releases = _ReleaseBook(state.n_gpus)
+        self._failed, self._failed_at_stops = set(), -1
 
     def _started(self, state: ClusterState, j: int) -> None:
         self._trees[state.job_shape[j]].set(self._pos.pop(j), math.inf)
         self._releases.started(state, j)
+
+    def _first_waiting(self, sid: int) -> int:
+        """Position of shape ``sid``'s oldest waiting job, or its list's length if none waits (amortised O(1):
+        the front only moves forward, past jobs that have started)."""
+        keys, pos, p = self._keys[sid], self._pos, self._front[sid]
+        while p < len(keys) and keys[p][1] not in pos:
+            p += 1
+        self._front[sid] = p
+        return p
 
     def _next(self, sid: int, lo: int, limit: float, version: int) -> tuple | None:
         """Heap entry for the first job of shape ``sid`` at position ``>= lo`` with estimate ``<= limit``."""
@@ -234,11 +251,23 @@ class EasyBackfill:
         return None if p < 0 else (self._keys[sid][p], sid, p, version)
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
+        # Shapes that fit nowhere: resources only shrink during one decision, and between two decisions
+        # unless a job stopped.
+        failed: set[int] = set()
+        if self._remember and state.stops == self._failed_at_stops:
+            failed = {sid for sid in self._failed if sid in state.queue_shape_counts}
+        try:
+            yield from self._decide(state, failed)
+        finally:
+            if self._remember:
+                self._failed, self._failed_at_stops = failed, state.stops
+
+    def _decide(self, state: ClusterState, failed: set[int]) -> Iterator[Decision]:
         jobs, job_shape, place = state.jobs, state.job_shape, self.place
         for j in state.entered:
             sid = job_shape[j]
             if sid not in self._trees:
-                self._keys[sid], self._trees[sid] = [], _MinTree()
+                self._keys[sid], self._trees[sid], self._front[sid] = [], _MinTree(), 0
             self._keys[sid].append((jobs[j].submit_s, j))
             self._pos[j] = self._trees[sid].append(jobs[j].estimate_s)
         # FIFO phase: start jobs in arrival order until one does not fit: the head.
@@ -247,9 +276,10 @@ class EasyBackfill:
         for j in self.order.candidates(state):  # (the ordering reads state.entered on its first step)
             if full:
                 return
-            gpus = place(state, jobs[j])
+            gpus = None if job_shape[j] in failed else place(state, jobs[j])
             if gpus is None:
                 head = jobs[j]
+                failed.add(job_shape[j])
                 break
             yield Start(j, gpus)
             self._started(state, j)
@@ -259,7 +289,6 @@ class EasyBackfill:
         # Backfill phase: the next job in arrival order, over all shapes, that may start without delaying
         # the head. heap: (key, shape, position, version); an entry is stale once its shape's version moved.
         res: _Reservation | None = None  # computed once some later job fits
-        failed = {job_shape[head.job_id]}  # shapes that fit nowhere: resources only shrink in one decision
         version = dict.fromkeys(state.queue_shape_counts, 0)
         cursor = (head.submit_s, head.job_id)
         heap = self._candidates(version, failed, cursor)
@@ -302,7 +331,12 @@ class EasyBackfill:
         heap = []
         for sid, v in version.items():
             if sid not in failed:
-                entry = self._next(sid, bisect_right(self._keys[sid], cursor), math.inf, v)
+                p = self._first_waiting(sid)
+                keys = self._keys[sid]
+                if p < len(keys) and keys[p] > cursor:  # the usual case: the shape's oldest job comes later
+                    heap.append((keys[p], sid, p, v))
+                    continue
+                entry = self._next(sid, bisect_right(keys, cursor), math.inf, v)
                 if entry is not None:
                     heap.append(entry)
         heapq.heapify(heap)
