@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_right, insort
+from bisect import bisect_left, bisect_right, insort
 from typing import Iterator
 
 import numpy as np
@@ -74,7 +74,9 @@ class Tiresias:
         self._crossings: list[tuple[float, int, int, int]] = []  # heap (time, job, run, new queue)
         self._run_id: dict[int, int] = {}  # running job -> number of its current run
         self._started_s: dict[int, float] = {}
-        self._running: list[dict[int, None]] = [{} for _ in range(len(self.thresholds) + 1)]  # per queue
+        # Per queue, its running jobs as sorted (submit_s, job): victims are taken latest submitted first
+        # without sorting at every preemption. Jobs that ended are dropped when next looked at.
+        self._running: list[list[tuple[float, int]]] = [[] for _ in range(len(self.thresholds) + 1)]
         self._run_queue: dict[int, int] = {}  # running job -> its queue
         self._queue_gpus = [0] * (len(self.thresholds) + 1)  # GPUs held by the running jobs of each queue
         self._runs = 0
@@ -112,7 +114,7 @@ class Tiresias:
         self._started_s[j] = state.now_s
         service = self._service(state, j)
         q = self.queue_of(service)
-        self._running[q][j] = None
+        insort(self._running[q], (state.jobs[j].submit_s, j))
         self._run_queue[j] = q
         self._queue_gpus[q] += state.jobs[j].gpus
         self._push_crossing(state.now_s, state.jobs[j], service, q, run)
@@ -124,9 +126,16 @@ class Tiresias:
 
     def _stopped(self, state: ClusterState, j: int) -> None:
         q = self._run_queue.pop(j)
-        self._running[q].pop(j, None)
+        self._drop_running(q, state.jobs[j])
         self._queue_gpus[q] -= state.jobs[j].gpus
         del self._run_id[j]
+
+    def _drop_running(self, q: int, job: Job) -> None:
+        """Remove ``job`` from queue ``q``'s running list (O(log n) search; no-op if it is not there)."""
+        entries = self._running[q]
+        i = bisect_left(entries, (job.submit_s, job.job_id))
+        if i < len(entries) and entries[i][1] == job.job_id:
+            del entries[i]
 
     def _is_running(self, state: ClusterState, j: int) -> bool:
         """Whether job ``j`` still runs; forgets it if it has ended since we last looked."""
@@ -152,10 +161,10 @@ class Tiresias:
         while crossings and crossings[0][0] <= now:
             t, j, run, q = heapq.heappop(crossings)
             if self._run_id.get(j) == run and self._is_running(state, j):
-                self._running[q - 1].pop(j, None)
-                self._running[q][j] = None
-                self._run_queue[j] = q
                 job = state.jobs[j]
+                self._drop_running(q - 1, job)
+                insort(self._running[q], (job.submit_s, j))
+                self._run_queue[j] = q
                 self._queue_gpus[q - 1] -= job.gpus
                 self._queue_gpus[q] += job.gpus
                 self._push_crossing(t, job, self.thresholds[q - 1], q, run)
@@ -186,9 +195,9 @@ class Tiresias:
     def _lowest_running_queue(self, state: ClusterState) -> int:
         """Index of the lowest-priority queue that has a running job (-1 if none runs)."""
         for q in range(len(self._running) - 1, -1, -1):
-            jobs = self._running[q]
-            while jobs:
-                if self._is_running(state, next(iter(jobs))):
+            entries = self._running[q]
+            while entries:
+                if self._is_running(state, entries[0][1]):
                     return q
         return -1
 
@@ -272,9 +281,10 @@ class Tiresias:
             return []
         cands: list[int] = []
         for lower in range(len(self._running) - 1, q, -1):
-            live = [k for k in list(self._running[lower]) if self._is_running(state, k)]
-            live.sort(key=lambda k: (state.jobs[k].submit_s, k), reverse=True)
-            cands.extend(live)
+            entries = self._running[lower]
+            for k in [k for _, k in entries if k not in state.running]:
+                self._is_running(state, k)  # forgets it
+            cands.extend(k for _, k in reversed(entries))
         if not cands:
             return []
         lay = state.layout
