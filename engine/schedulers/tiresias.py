@@ -322,9 +322,9 @@ class Tiresias:
 
     @staticmethod
     def _fraction_victims(state, job, cands, running, lay) -> list[int]:
-        elig = np.asarray(state.eligible_gpus(job))
+        elig = state.eligible_gpus(job).tolist()
         free, free_mem = state.gpu_free, state.gpu_free_vram_gib
-        vram = lay.type_vram_gib[lay.gpu_type]
+        vram = lay.type_vram_gib[lay.gpu_type].tolist()
         on_gpu: dict[int, list[int]] = {}
         for k in cands:  # victims by GPU, in preemption order
             for g in running[k].gpu_ids:
@@ -332,10 +332,14 @@ class Tiresias:
                     on_gpu.setdefault(g, []).append(k)
         best: list[int] | None = None
         for g, ks in sorted(on_gpu.items()):
+            if best is not None and len(best) == 1:
+                break  # no GPU can take fewer victims
             need_mem = job.vram_gib if job.vram_gib > 0 else job.gpu_fraction * vram[g]
             share, mem = float(free[g]), float(free_mem[g])
             chosen: list[int] = []
             for k in ks:
+                if best is not None and len(chosen) + 1 >= len(best):
+                    break  # this GPU would need at least as many victims as the best so far
                 kj = running[k].job
                 chosen.append(k)
                 if kj.gpu_fraction >= 1.0:
