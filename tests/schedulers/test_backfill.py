@@ -140,3 +140,32 @@ def test_kth_sp2_trace_easy_backfill_cuts_mean_wait_far_below_fifo(traces_dir, r
         waits[name] = float((r.first_start_s - submit).mean())
     # Measured: fifo ~203,000 s, easy-backfill ~13,700 s (the real machine: ~30,900 s on these jobs).
     assert waits["easy-backfill"] < 0.2 * waits["fifo"]
+
+
+class _Forgetful(EasyBackfill):
+    """easy-backfill that tries every shape at every decision point (remembers no failure)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._remember = False
+
+
+class _CountingRecall(EasyBackfill):
+    """easy-backfill that counts the decision points at which it skips shapes that failed before."""
+
+    recalls = 0
+
+    def decide(self, state):
+        if state.stops == self._failed_at_stops and self._failed & set(state.queue_shape_counts):
+            type(self).recalls += 1
+        return super().decide(state)
+
+
+def test_remembered_failures_leave_the_schedule_unchanged(run):
+    cluster = parse_cluster("3x4:A100-80,2x2:T4")
+    jobs = generate(cluster, 600, load=1.3, seed=5)  # overload: shapes fail and arrivals come between stops
+    recalled, plain = run(cluster, jobs, _CountingRecall()), run(cluster, jobs, _Forgetful())
+    assert _CountingRecall.recalls > 20
+    for field in ("first_start_s", "end_s", "seg_job", "seg_start_s", "seg_gpu_ids", "seg_fraction"):
+        assert np.array_equal(getattr(recalled, field), getattr(plain, field), equal_nan=True), field
+    assert recalled.gpu_ids == plain.gpu_ids
