@@ -217,8 +217,9 @@ def render_markdown(card: dict[str, Any]) -> str:
     other = ev.get("plan", {}).get("compare") if ev else None
     if other and (MODELS_DIR / f"{other}.json").is_file():
         lines += _comparison(card, json.loads((MODELS_DIR / f"{other}.json").read_text()))
+    scenario = ((ev or {}).get("plan", {}).get("train") or ["v100-32"])[0]  # one of its own training scenarios
     lines += ["## Use", "", f"`python -m engine evaluate --schedulers first-fit,sjf,rl:{card['name']} "
-              "--scenario mixed-32 --seeds 10`, or pick it in the app like any scheduler.", ""]
+              f"--scenario {scenario} --seeds 10`, or pick it in the app like any scheduler.", ""]
     return "\n".join(lines)
 
 
