@@ -19,6 +19,8 @@ It also keeps integer bitmasks (Python ints used as bit sets; bit ``i`` is node 
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 
 from .cluster import Layout
@@ -48,11 +50,13 @@ class Occupancy:
         idle_gpus: idle GPUs in the cluster; type_idle: idle GPUs per GPU type.
         nodes_with, node_idle, shared: the bitmask indexes described in the module docstring.
         type_nodes: per GPU type, the bitmask of its nodes.
+        released: every GPU a job has left, in order (a GPU once per job leaving it): a scheduler that
+            remembers where it read up to knows which GPUs gained room since.
     """
 
     __slots__ = ("gpu_node", "gpu_type", "gpu_vram", "node_first", "node_type", "max_node_gpus",
                  "free", "free_vram", "tenants", "node_free", "np_free", "np_free_vram", "np_tenants",
-                 "np_node_free", "idle_gpus", "type_idle", "nodes_with", "node_idle", "shared", "type_nodes")
+                 "np_node_free", "idle_gpus", "type_idle", "nodes_with", "node_idle", "shared", "type_nodes", "released")
 
     def __init__(self, layout: Layout) -> None:
         self.gpu_node: list[int] = layout.gpu_node.tolist()
@@ -83,6 +87,7 @@ class Occupancy:
         self.type_nodes = [0] * len(layout.type_names)
         for node, t in enumerate(self.node_type):
             self.type_nodes[t] |= 1 << node
+        self.released = array("q")
 
     # ----------------------------------------------------------------- updates
     def _idle_to_busy(self, g: int) -> None:
@@ -148,6 +153,7 @@ class Occupancy:
             np_node_free[node] = c
         self.type_idle[self.gpu_type[gpus[0]]] += len(gpus)
         self.idle_gpus += len(gpus)
+        self.released.extend(gpus)
 
     def take_share(self, g: int, fraction: float, vram_gib: float) -> None:
         """Add a fractional tenant holding ``fraction`` of GPU ``g`` and ``vram_gib`` of its memory."""
@@ -164,6 +170,7 @@ class Occupancy:
 
     def release_share(self, g: int, fraction: float, vram_gib: float) -> None:
         """Remove a fractional tenant of GPU ``g``; the last one leaving resets the GPU exactly to idle."""
+        self.released.append(g)
         k = self.tenants[g] - 1
         self.tenants[g] = k
         self.np_tenants[g] = k

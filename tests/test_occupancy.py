@@ -51,6 +51,7 @@ def test_random_takes_and_releases_keep_every_index_exact(spec, seed):
     rng = np.random.default_rng(seed)
     whole: list[tuple[int, ...]] = []  # GPU sets held by whole-GPU jobs
     shares: list[tuple[int, float, float]] = []  # (GPU, fraction, GiB) of fractional tenants
+    released: list[int] = []
     recount(occ, lay)
     for _ in range(300):
         op = rng.integers(4)
@@ -71,10 +72,15 @@ def test_random_takes_and_releases_keep_every_index_exact(spec, seed):
                 occ.take_share(g, f, 2.0)
                 shares.append((g, f, 2.0))
         elif op == 2 and whole:
-            occ.release_whole(whole.pop(int(rng.integers(len(whole)))))
+            gpus = whole.pop(int(rng.integers(len(whole))))
+            occ.release_whole(gpus)
+            released.extend(gpus)
         elif op == 3 and shares:
-            occ.release_share(*shares.pop(int(rng.integers(len(shares)))))
+            share = shares.pop(int(rng.integers(len(shares))))
+            occ.release_share(*share)
+            released.append(share[0])
         recount(occ, lay)
+        assert occ.released.tolist() == released  # every GPU a job left, in order
         assert occ.shared == sum(1 << g for g in {s[0] for s in shares})
         mask = int(rng.integers(1, 1 << lay.n_nodes))
         for k in range(1, occ.max_node_gpus + 2):

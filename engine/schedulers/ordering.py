@@ -8,7 +8,7 @@ event; jobs that started in the meantime are skipped lazily.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right, insort
+from bisect import insort
 from typing import Any, Callable, Container, Iterator, Protocol
 
 from ..job import Job
@@ -21,50 +21,70 @@ class Order(Protocol):
     def candidates(self, state: ClusterState) -> Iterator[int]: ...
 
 
-#: After stepping over this many jobs of skipped shapes in one walk, a walk continues shape by shape.
-_SKIP_RUN = 32
-
-
 class StaticKeyOrder:
     """Waiting jobs sorted by a key computed once, when the job enters the queue (smallest first).
 
     Ties are broken by ``job_id``, so the order is total and runs are deterministic.
 
-    ``candidates(state, skip)`` leaves out jobs whose shape (``state.job_shape``) is in the live set ``skip``,
-    which the caller may grow during the walk (shapes that did not fit). In a long queue most jobs then
-    belong to skipped shapes; once a walk has stepped over many of them it continues with a merge of
-    per-shape sorted lists, which jumps over whole skipped shapes, so a walk costs about the number of
-    jobs it yields plus the number of shapes instead of the length of the queue.
+    ``candidates(state)`` walks one sorted list of the waiting jobs. ``candidates(state, skip)`` leaves out
+    jobs whose shape (``state.job_shape``) is in the live set ``skip``, which the caller may grow during the
+    walk (shapes that did not fit): it merges per-shape heaps of the waiting jobs, taking only shapes that
+    have waiting jobs and are not skipped, and drops a shape as soon as it is skipped. A long queue whose
+    shapes are mostly skipped then costs about the number of jobs yielded plus the number of waiting shapes,
+    not the length of the queue. Each structure is built on its first use and kept up to date from
+    ``state.entered``; entries of jobs that started are dropped lazily.
     """
 
     def __init__(self, key: Callable[[ClusterState, Job], Any]) -> None:
         self.key = key
-        self._items: list[tuple[Any, int, int]] = []  # (key, job, generation), sorted
         self._gen: list[int] = []  # per job: generation of its valid entry (it re-enters after a preemption)
-        self._by_shape: dict[int, list[tuple[Any, int, int]]] | None = None  # built on the first long walk
+        self._items: list[tuple[Any, int, int]] | None = None  # (key, job, generation), sorted
+        self._heaps: dict[int, list[tuple[Any, int, int]]] | None = None  # shape -> heap of the same entries
+        self._heap_entries = 0
 
     def reset(self, state: ClusterState) -> None:
-        self._items = []
         self._gen = [0] * len(state.jobs)
-        self._by_shape = None
+        self._items = self._heaps = None
+        self._heap_entries = 0
 
-    def _catch_up(self, state: ClusterState) -> list[tuple[Any, int, int]]:
-        """Insert the jobs that entered the queue; drop entries of started jobs (lazily). Returns the list."""
-        items, gen, queue, jobs, key = self._items, self._gen, state.queue, state.jobs, self.key
-        by_shape = self._by_shape
+    def catch_up(self, state: ClusterState) -> None:
+        """Take in the jobs that entered the queue since the previous decision point. Call it once per
+        decision point in which ``candidates`` is not called (``candidates`` calls it itself)."""
+        gen, jobs, key, shape = self._gen, state.jobs, self.key, state.job_shape
+        items, heaps = self._items, self._heaps
         for j in state.entered:
             g = gen[j] + 1
             gen[j] = g
+            if items is None and heaps is None:
+                continue
             e = (key(state, jobs[j]), j, g)
-            insort(items, e)
-            if by_shape is not None:
-                insort(by_shape.setdefault(state.job_shape[j], []), e)
+            if items is not None:
+                insort(items, e)
+            if heaps is not None:
+                h = heaps.get(shape[j])
+                if h is None:
+                    heaps[shape[j]] = [e]
+                else:
+                    heapq.heappush(h, e)
+                self._heap_entries += 1
+
+    def _entries(self, state: ClusterState) -> list[tuple[Any, int, int]]:
+        """The valid entries of the waiting jobs, unsorted."""
+        gen, jobs, key = self._gen, state.jobs, self.key
+        return [(key(state, jobs[j]), j, gen[j]) for j in state.queue]
+
+    def candidates(self, state: ClusterState, skip: Container[int] | None = None) -> Iterator[int]:
+        self.catch_up(state)
+        return self._walk(state) if skip is None else self._merge(state, skip)
+
+    def _walk(self, state: ClusterState) -> Iterator[int]:
+        items, gen, queue = self._items, self._gen, state.queue
+        if items is None:
+            self._items = items = sorted(self._entries(state))
         # Entries of jobs that started are dropped lazily: all of them once they outnumber the waiting jobs
         # (amortised O(1) per job), else those in front, which every walk would step over again.
-        if len(items) > 2 * len(queue) + 8:
+        elif len(items) > 2 * len(queue) + 8:
             self._items = items = [e for e in items if e[1] in queue and gen[e[1]] == e[2]]
-            if by_shape is not None:
-                self._by_shape = self._group(state, items)
         else:
             stale = 0
             for _, j, g in items:
@@ -73,71 +93,67 @@ class StaticKeyOrder:
                 stale += 1
             if stale:
                 del items[:stale]
-        return items
+        for _, j, g in items:
+            if g == gen[j] and j in queue:
+                yield j
 
-    @staticmethod
-    def _group(state: ClusterState, items) -> dict[int, list[tuple[Any, int, int]]]:
-        by_shape: dict[int, list[tuple[Any, int, int]]] = {}
-        shape = state.job_shape
-        for e in items:
-            by_shape.setdefault(shape[e[1]], []).append(e)
-        return by_shape
-
-    def candidates(self, state: ClusterState, skip: Container[int] = ()) -> Iterator[int]:
-        items = self._catch_up(state)
-        gen, queue, shape = self._gen, state.queue, state.job_shape
-        stepped = 0  # entries stepped over: of skipped shapes, or of jobs that started
-        for e in items:
-            _, j, g = e
-            if g != gen[j] or j not in queue or shape[j] in skip:
-                stepped += 1
-                if stepped > _SKIP_RUN and skip:
-                    yield from self._merge(state, skip, e)
-                    return
-                continue
-            yield j
-
-    def _merge(self, state: ClusterState, skip: Container[int], after: tuple) -> Iterator[int]:
-        """The waiting jobs after entry ``after`` whose shape is not skipped, in order: a merge of the
-        per-shape lists that drops a shape as soon as it is skipped."""
-        if self._by_shape is None:
-            self._by_shape = self._group(state, self._items)
-        gen, queue = self._gen, state.queue
-
-        def first_valid(lst, i):
-            """Index of the first valid entry from ``i`` on; entries of started jobs before it are deleted."""
-            k = i
-            while k < len(lst):
-                _, j, g = lst[k]
-                if g == gen[j] and j in queue:
-                    break
-                k += 1
-            if k > i:
-                del lst[i:k]
-            return i
-
+    def _merge(self, state: ClusterState, skip: Container[int]) -> Iterator[int]:
+        """The waiting jobs whose shape is not in ``skip``, in order: a merge of the per-shape heaps."""
+        heaps, gen, queue = self._heaps, self._gen, state.queue
+        if heaps is None or self._heap_entries > 2 * len(queue) + 8:  # build, or drop every stale entry
+            heaps = {}
+            shape = state.job_shape
+            for e in self._entries(state):
+                h = heaps.get(shape[e[1]])
+                if h is None:
+                    heaps[shape[e[1]]] = [e]
+                else:
+                    h.append(e)
+            for h in heaps.values():
+                heapq.heapify(h)
+            self._heaps = heaps
+            self._heap_entries = len(queue)
+        heappop = heapq.heappop
         heads = []
-        for sid, lst in self._by_shape.items():
-            if sid not in skip:
-                i = first_valid(lst, bisect_right(lst, after))
-                if i < len(lst):
-                    heads.append((lst[i], sid, i))
+        for sid in state.queue_shape_counts:
+            if sid in skip:
+                continue
+            h = heaps[sid]
+            while not (h[0][2] == gen[h[0][1]] and h[0][1] in queue):  # a waiting shape has a valid entry
+                heappop(h)
+                self._heap_entries -= 1
+            heads.append((h[0], sid))
+        if not heads:
+            return
         heapq.heapify(heads)
-        while heads:
-            e, sid, i = heads[0]
-            if sid in skip:
-                heapq.heappop(heads)
-                continue
-            yield e[1]
-            if sid in skip:
-                heapq.heappop(heads)
-                continue
-            lst = self._by_shape[sid]
-            i = first_valid(lst, i + 1)
-            if i < len(lst):
-                heapq.heapreplace(heads, (lst[i], sid, i))
-            else:
-                heapq.heappop(heads)
+        taken = []  # entries of yielded jobs that still wait: put back at the end
+        try:
+            while heads:
+                e, sid = heads[0]
+                if sid in skip:
+                    heappop(heads)
+                    continue
+                yield e[1]
+                if sid in skip:
+                    heappop(heads)
+                    continue
+                h = heaps[sid]
+                heappop(h)  # e: only this walk pops, and only from the top
+                self._heap_entries -= 1
+                if e[1] in queue:
+                    taken.append(e)
+                while h and not (h[0][2] == gen[h[0][1]] and h[0][1] in queue):
+                    heappop(h)
+                    self._heap_entries -= 1
+                if h:
+                    heapq.heapreplace(heads, (h[0], sid))
+                else:
+                    heappop(heads)
+        finally:
+            shape = state.job_shape
+            for e in taken:
+                heapq.heappush(heaps[shape[e[1]]], e)
+                self._heap_entries += 1
 
 
 def fifo_key(state: ClusterState, job: Job) -> tuple[float, int]:

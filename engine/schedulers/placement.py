@@ -119,7 +119,7 @@ def _indexed_spread(occ: Occupancy, k: int, elig: int, most_free_first: bool) ->
     return None
 
 
-def _fits_shared(occ: Occupancy, g: int, job: Job) -> bool:
+def fits_shared(occ: Occupancy, g: int, job: Job) -> bool:
     """Whether fractional ``job`` fits beside the tenants of shared GPU ``g`` (as ``can_host`` says)."""
     need = job.vram_gib if job.vram_gib > 0 else job.gpu_fraction * occ.gpu_vram[g]
     return occ.free[g] >= job.gpu_fraction - FRACTION_EPS and occ.free_vram[g] >= need - FRACTION_EPS
@@ -147,13 +147,13 @@ def _indexed_share(state: ClusterState, job: Job, fullest: bool) -> tuple[int, .
         idle = len(gpu_node)  # none
     if not fullest:  # the lowest shared GPU that fits, if it comes before the lowest idle one
         for g in bits(occ.shared & ((1 << idle) - 1)):
-            if elig >> gpu_node[g] & 1 and _fits_shared(occ, g, job):
+            if elig >> gpu_node[g] & 1 and fits_shared(occ, g, job):
                 return (g,)
         return (idle,) if nodes else None
     best = (1.0, idle) if nodes else None  # (free share, GPU): the smallest wins, like argmin
     free = occ.free
     for g in bits(occ.shared):
-        if (best is None or (free[g], g) < best) and elig >> gpu_node[g] & 1 and _fits_shared(occ, g, job):
+        if (best is None or (free[g], g) < best) and elig >> gpu_node[g] & 1 and fits_shared(occ, g, job):
             best = (free[g], g)
     return None if best is None else (best[1],)
 
