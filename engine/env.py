@@ -10,8 +10,10 @@ Action space
     ``Discrete(window * max_types * len(rules) + 1)``: a joint choice of a job from the queue window, a GPU
     type slot and a packing rule, or *wait* (the last action). See :mod:`engine.rl.encoding`.
 Observation space
-    ``Dict(jobs=Box(0, 4, (window, 12)), groups=Box(0, 4, (max_types, 8)), global=Box(0, 4, (8,)),
-    action_mask=MultiBinary(n_actions))``; every feature is documented in :mod:`engine.rl.encoding`.
+    ``Dict(jobs=Box(0, 4, (window, 12 + 4 * max_types)), groups=Box(0, 4, (max_types, 8)),
+    global=Box(0, 4, (8,)), action_mask=MultiBinary(n_actions))``: 12 features per job plus 4 per (job, GPU type
+    slot) (its speed, expected run time, fit now and fit on one node of that type); every feature is documented
+    in :mod:`engine.rl.encoding`.
 Transitions
     A step applies one decision. If another start is still feasible at the same simulated time, the next
     observation is at that same time; otherwise (and after *wait*) the simulation runs to the next decision
@@ -45,7 +47,7 @@ from gymnasium import spaces
 from .cluster import Cluster, parse_cluster
 from .errors import EngineError
 from .job import Job
-from .rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, JOB_FEATURES, EncodingConfig, Snapshot, decode, encode, \
+from .rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, EncodingConfig, Snapshot, decode, encode, \
     snapshot
 from .rl.reward import RewardWeights, terminal_cost
 from .rl.workload import TRAIN_SEED_MIN, make_jobs
@@ -106,7 +108,7 @@ def observation_space(enc: EncodingConfig) -> tuple[spaces.Dict, spaces.Discrete
     """The (observation, action) spaces of an encoding (the datasheet above)."""
     box = lambda *shape: spaces.Box(0.0, 4.0, shape=shape, dtype=np.float32)  # noqa: E731
     obs = spaces.Dict({
-        "jobs": box(enc.window, JOB_FEATURES),
+        "jobs": box(enc.window, enc.job_features),
         "groups": box(enc.max_types, GROUP_FEATURES),
         "global": box(GLOBAL_FEATURES),
         "action_mask": spaces.MultiBinary(enc.n_actions),
@@ -230,6 +232,11 @@ class GpuSchedulingEnv(gym.Env):
     def simulation(self) -> Simulation | None:
         """The engine's simulation this episode drives."""
         return self._sim
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        """The current decision point's window, fits and mask (what a teacher policy reads)."""
+        return self._snap
 
     @property
     def result(self) -> Result | None:

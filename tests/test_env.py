@@ -160,3 +160,23 @@ def test_snapshot_window_orders():
     env.step(env.config.encoding.action(0, 0, 0))
     snap = snapshot(env.simulation.state, env.config.encoding)
     assert snap.window == [1, 2, 9, 8]
+
+
+def test_job_features_per_gpu_type_slot():
+    # A100-80 (speed 2.4) on 8-GPU nodes and V100-32 (speed 1) on 4-GPU nodes; max_types 3 leaves slot 2 empty.
+    cluster = "1x8:A100-80,2x4:V100-32"
+    enc = EncodingConfig(window=3, max_types=3)
+    jobs = (Job(0, 0.0, 600.0, gpus=8, job_type="training", estimate_s=600.0),
+            Job(1, 0.0, 600.0, gpus=1, job_type="inference", estimate_s=600.0),
+            Job(2, 0.0, 600.0, gpus=1, vram_gib=40.0, job_type="training", estimate_s=600.0))
+    env = GpuSchedulingEnv(EnvConfig(clusters=(cluster,), encoding=enc))
+    obs, _ = env.reset(seed=0, options={"cluster": cluster, "jobs": jobs})
+    assert obs["jobs"].shape == (3, enc.job_features) == (3, 12 + 4 * 3)
+    per_type = obs["jobs"][:, 12:].reshape(3, 3, 4)  # job slot, type slot, (speed, run time, fits now, one node)
+    log_run = lambda est_s, speed: np.log1p(est_s / speed / 60.0) / 10.0  # noqa: E731
+    np.testing.assert_allclose(per_type[0, :2], [[2.4 / 4, log_run(600, 2.4), 1, 1], [0.25, log_run(600, 1.0), 1, 0]],
+                               rtol=1e-6)
+    # Inference gains 2.4 ** 0.6 on an A100; a 40 GiB job cannot use the 32 GiB V100s at all.
+    np.testing.assert_allclose(per_type[1, 0, 0], 2.4 ** 0.6 / 4, rtol=1e-6)
+    np.testing.assert_array_equal(per_type[2, 1, 2:], [0, 0])
+    assert not per_type[:, 2].any()  # absent type slot

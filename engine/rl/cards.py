@@ -154,11 +154,21 @@ def _provenance(card: dict[str, Any]) -> list[str]:
     """How the weights came to be: one fresh run, or a run continued from another model's weights."""
     tr = card["training"]
     parent = tr.get("init_from")
+    lines = []
+    if tr.get("clone"):
+        c, last = tr["clone"], tr["clone"]["rounds"][-1]
+        lines.append(
+            f"- warm start: behaviour cloning of the teacher `{c['config']['teacher']}` (placing with "
+            f"`{c['config']['rule']}`, `engine/rl/teacher.py`) over {len(c['rounds'])} rounds "
+            f"({c['config']['episodes']} episodes each, DAgger after the first), {c['samples']:,} labelled "
+            f"decisions, {c['wall_time_s']:,.0f} s (counted in the wall time); imitation accuracy "
+            f"{last['accuracy']:.1%}; validation return of the cloned policy {c['eval_mean_return']:.4f}, "
+            "then MaskablePPO fine-tuning")
     if not parent:
-        return ["- the exact config is `training.config` in the JSON card; retrain with "
+        return [*lines, "- the exact config is `training.config` in the JSON card; retrain with "
                 f"`python -m engine train --config {card['name']}`"]
     run, ptr = tr["this_run"], parent["training"]
-    return [f"- continued training: this run {run['timesteps']:,} steps in {run['wall_time_s']:,.0f} s, started from "
+    return [*lines, f"- continued training: this run {run['timesteps']:,} steps in {run['wall_time_s']:,.0f} s, started from "
             f"the weights of `rl:{parent['model']}` (SHA-256 `{parent['sha256'][:16]}...`), which had trained "
             f"{ptr['timesteps']:,} steps in {ptr['wall_time_s']:,.0f} s; the totals above count both",
             "- the exact configs are `training.config` (this run; `init_from` names the parent) and "

@@ -24,10 +24,14 @@ Job window
     smallest estimated GPU-time (``estimate_s * gpus * gpu_fraction``) among those that can start now.
 
 Observation (a dict of float32 arrays, all features roughly in [0, 1])
-    ``jobs`` (window x 12): present, log2(gpus)/6, demand / free capacity (clipped at 2, halved), gpu_fraction,
-    vram_gib/80, log1p(wait/60 s)/10, log1p(estimate/60 s)/10, log1p(estimated GPU-time/60 s)/12, rank of the
-    estimated GPU-time within the window (0 = shortest), the user's current GPU share of the cluster,
-    can-start-now, the job type's communication sensitivity.
+    ``jobs`` (window x (12 + 4 x max_types)): present, log2(gpus)/6, demand / free capacity (clipped at 2,
+    halved), gpu_fraction, vram_gib/80, log1p(wait/60 s)/10, log1p(estimate/60 s)/10, log1p(estimated
+    GPU-time/60 s)/12, rank of the estimated GPU-time within the window (0 = shortest), the user's current GPU
+    share of the cluster, can-start-now, the job type's communication sensitivity; then, for each GPU type slot
+    ``t`` in turn (zeros for absent types), four features of this job on that type: its speed there
+    (``Cluster.speed(job_type, type)``, /4, clipped at 1), log1p(estimate / that speed / 60 s)/10 (its expected
+    run time there), can-start-now on that type, and fits-on-one-node (the type is eligible for the job and one
+    of its nodes has at least ``gpus`` GPUs).
     ``groups`` (max_types x 8): present, share of the cluster's GPUs, idle GPUs / GPUs of the type, largest
     idle block on one node / GPUs per node, speed/4, vram/80, free capacity (fractions counted) / GPUs of the
     type, fully idle nodes / nodes of the type.
@@ -52,7 +56,9 @@ from ..job import Job
 from ..schedulers.placement import PLACEMENTS
 from ..state import ClusterState, Start
 
-JOB_FEATURES = 12
+#: Job features that do not depend on the GPU types, then :data:`JOB_TYPE_FEATURES` per GPU type slot.
+JOB_BASE_FEATURES = 12
+JOB_TYPE_FEATURES = 4
 GROUP_FEATURES = 8
 GLOBAL_FEATURES = 8
 WINDOW_ORDERS = ("arrival", "mixed")
@@ -86,6 +92,11 @@ class EncodingConfig:
             raise EngineError(f"encoding.rules {list(self.rules)!r}: expected distinct names from {list(RULES)}")
         if self.window_order not in WINDOW_ORDERS:
             raise EngineError(f"encoding.window_order {self.window_order!r}: expected one of {list(WINDOW_ORDERS)}")
+
+    @property
+    def job_features(self) -> int:
+        """Features per job slot: the base ones plus :data:`JOB_TYPE_FEATURES` for each GPU type slot."""
+        return JOB_BASE_FEATURES + JOB_TYPE_FEATURES * self.max_types
 
     @property
     def n_actions(self) -> int:
@@ -133,7 +144,7 @@ class _TypeView:
 
     @property
     def shape_node_bits(self) -> "_NarrowedBits":
-        return _NarrowedBits(self._s.shape_node_bits, _tables(self._s.layout).node_bits[self._t])
+        return _NarrowedBits(self._s.shape_node_bits, _tables(self._s.cluster).node_bits[self._t])
 
     def eligible_types(self, job: Job) -> np.ndarray:
         out = np.zeros(len(self._s.layout.type_names), dtype=bool)
@@ -242,7 +253,10 @@ def _gpu_time(job: Job) -> float:
 class _TypeTables:
     """Static per-GPU-type arrays of one cluster layout (computed once per layout, see :func:`_tables`)."""
 
-    def __init__(self, lay) -> None:
+    def __init__(self, cluster) -> None:
+        lay = cluster.layout
+        self.cluster = cluster
+        self._speeds: dict[str, np.ndarray] = {}
         n_types = len(lay.type_names)
         self.n_types = n_types
         self.total = np.bincount(lay.gpu_type, minlength=n_types).astype(float)
@@ -254,18 +268,26 @@ class _TypeTables:
         self.vram = np.minimum(lay.type_vram_gib / 80.0, 1.0)
         self.node_bits = [sum(1 << int(n) for n in np.flatnonzero(lay.node_type == t)) for t in range(n_types)]
 
+    def job_speeds(self, job_type: str) -> np.ndarray:
+        """Speed of a job of ``job_type`` on each GPU type (``Cluster.speed``; cached per job type)."""
+        sp = self._speeds.get(job_type)
+        if sp is None:
+            sp = self._speeds[job_type] = np.array([self.cluster.speed(job_type, t)
+                                                    for t in self.cluster.layout.type_names])
+        return sp
+
 
 _TABLES: dict[int, tuple[Any, _TypeTables]] = {}
 
 
-def _tables(lay) -> _TypeTables:
-    hit = _TABLES.get(id(lay))
-    if hit is not None and hit[0] is lay:
+def _tables(cluster) -> _TypeTables:
+    hit = _TABLES.get(id(cluster))
+    if hit is not None and hit[0] is cluster:
         return hit[1]
     if len(_TABLES) > 64:
         _TABLES.clear()
-    t = _TypeTables(lay)
-    _TABLES[id(lay)] = (lay, t)
+    t = _TypeTables(cluster)
+    _TABLES[id(cluster)] = (cluster, t)
     return t
 
 
@@ -280,7 +302,10 @@ def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Sn
     user_gpus = state.user_gpus
     log1p, log2 = math.log1p, math.log2
 
+    tab = _tables(state.cluster)
+    n_types = tab.n_types
     rows = []
+    per_type = np.zeros((len(snap.window), cfg.max_types, JOB_TYPE_FEATURES))
     gpu_times = [_gpu_time(jobs[j]) for j in snap.window]
     ranks = np.argsort(np.argsort(gpu_times, kind="stable"), kind="stable").tolist() if gpu_times else []
     denom = max(len(snap.window) - 1, 1)
@@ -301,12 +326,16 @@ def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Sn
             float(snap.fits[slot].any()),
             min(comm.get(job.job_type, comm.get("batch", 0.3)), 1.0),
         ))
-    jf = np.zeros((cfg.window, JOB_FEATURES), dtype=np.float32)
+        speeds = tab.job_speeds(job.job_type)
+        pt = per_type[slot, :n_types]
+        pt[:, 0] = np.minimum(speeds / 4.0, 1.0)
+        pt[:, 1] = np.log1p(job.estimate_s / speeds / 60.0) / 10.0
+        pt[:, 2] = snap.fits[slot]
+        pt[:, 3] = state.eligible_types(job) & (job.gpus <= tab.max_node_gpus)
+    jf = np.zeros((cfg.window, cfg.job_features), dtype=np.float32)
     if rows:
-        jf[:len(rows)] = rows
-
-    tab = _tables(lay)
-    n_types = tab.n_types
+        jf[:len(rows), :JOB_BASE_FEATURES] = rows
+        jf[:len(rows), JOB_BASE_FEATURES:] = per_type.reshape(len(rows), -1)
     node_free = state.node_free
     idle_t = np.bincount(lay.node_type, weights=node_free, minlength=n_types)
     freecap_t = np.bincount(lay.gpu_type, weights=state.gpu_free, minlength=n_types)

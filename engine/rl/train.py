@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 from ..env import EnvConfig, GpuSchedulingEnv
 from ..errors import EngineError
+from .clone import CloneConfig
 from .policies import PolicySpec
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
@@ -77,6 +78,9 @@ class TrainConfig:
         torch_threads: CPU threads torch may use.
         progress_bar: show a tqdm/rich progress bar.
         runs_dir: where logs and checkpoints go (``runs/<name>/``).
+        clone: behaviour cloning before PPO (:class:`~engine.rl.clone.CloneConfig`): the policy first imitates
+            a teacher heuristic on episodes of the last curriculum stage; ``None``: no cloning. The cloned
+            policy is evaluated like a checkpoint and stays the kept one unless PPO beats it on validation.
         init_from: name of a model in ``models/`` whose weights start this run instead of a fresh
             initialisation (continued training); empty: start fresh. Its card must have the same policy spec
             and encoding; its weights are read with the SHA-256-checked loader of :mod:`engine.rl.agent`. The
@@ -107,6 +111,7 @@ class TrainConfig:
     torch_threads: int = 1
     progress_bar: bool = True
     runs_dir: str = "runs"
+    clone: CloneConfig | None = None
     init_from: str = ""
 
     def __post_init__(self) -> None:
@@ -122,6 +127,7 @@ class TrainConfig:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["env"] = self.env.to_dict()
         d["policy"] = self.policy.to_dict()
+        d["clone"] = self.clone.to_dict() if self.clone else None
         d["curriculum"] = [{k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(s).items()
                             if v is not None} for s in self.curriculum]
         return d
@@ -138,6 +144,8 @@ class TrainConfig:
                 kw["env"] = EnvConfig.from_dict(kw["env"])
             if "policy" in kw:
                 kw["policy"] = PolicySpec.from_dict(kw["policy"])
+            if kw.get("clone") is not None:
+                kw["clone"] = CloneConfig.from_dict(kw["clone"])
             kw["curriculum"] = tuple(
                 Stage(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in s.items()})
                 for s in kw.get("curriculum", ()))
@@ -279,6 +287,7 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
             return True
 
     best_path = run_dir / "best_policy.pt"
+    best_path.unlink(missing_ok=True)  # a previous run's best is no candidate of this one
     evaluator = MaskableEvalCallback(
         eval_env, n_eval_episodes=cfg.eval_episodes, eval_freq=max(cfg.eval_freq // cfg.n_envs, 1),
         deterministic=True, log_path=str(run_dir / "eval"), best_model_save_path=None,
@@ -287,6 +296,20 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
                               evaluator])
 
     t0 = time.perf_counter()
+    cloned = None
+    if cfg.clone is not None:
+        from sb3_contrib.common.maskable.evaluation import evaluate_policy
+
+        from .clone import clone
+
+        cloned = clone(model.policy, final_env, cfg.clone, cfg.gamma, cfg.seed)
+        # The cloned policy is the first candidate: PPO's checkpoints are kept only if they beat it.
+        returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=cfg.eval_episodes, deterministic=True,
+                                     return_episode_rewards=True)
+        cloned["eval_mean_return"] = float(sum(returns) / len(returns))
+        evaluator.best_mean_reward = cloned["eval_mean_return"]
+        torch.save(model.policy.state_dict(), best_path)
+        torch.save(model.policy.state_dict(), run_dir / "cloned_policy.pt")
     model.learn(total_timesteps=cfg.total_timesteps, callback=callbacks, progress_bar=cfg.progress_bar,
                 tb_log_name="ppo")
     wall_s = time.perf_counter() - t0
@@ -308,12 +331,14 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
             "config": cfg.to_dict(),
             "timesteps": prior_steps + steps,
             "wall_time_s": round(prior_wall_s + wall_s, 1),
-            "kept": "best evaluation" if chosen == best_path else "final",
+            "kept": _kept(chosen == best_path, cloned, evaluator.best_mean_reward),
             "best_eval_mean_return": float(evaluator.best_mean_reward) if best_path.exists() else None,
             "libraries": library_versions(),
             "machine": f"{platform.machine()} CPU, torch threads {cfg.torch_threads}",
         },
     }
+    if cloned:
+        card["training"]["clone"] = cloned
     if parent:
         card["training"]["this_run"] = {"timesteps": steps, "wall_time_s": round(wall_s, 1)}
         card["training"]["init_from"] = {"model": cfg.init_from, "sha256": parent["sha256"],
@@ -328,6 +353,14 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     venv.close()
     eval_env.close()
     return card
+
+
+def _kept(best: bool, cloned: dict[str, Any] | None, best_return: float) -> str:
+    if not best:
+        return "final"
+    if cloned is not None and best_return == cloned["eval_mean_return"]:
+        return "the cloned policy (no PPO evaluation beat its validation return)"
+    return "best evaluation"
 
 
 def validation_return(name: str, weights: Path, n_episodes: int, models_dir: Path | None = None) -> float:

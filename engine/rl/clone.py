@@ -1,0 +1,180 @@
+"""Behaviour cloning: a warm start for MaskablePPO that imitates a teacher (:mod:`engine.rl.teacher`).
+
+Reinforcement learning from scratch spends most of a small CPU budget rediscovering what a good heuristic
+already knows (shortest jobs first, fast GPUs for the jobs that gain). Cloning starts the policy there:
+
+1. roll out the teacher through the training environment and record every (observation, mask, teacher
+   action, discounted return-to-go);
+2. DAgger rounds (Ross et al., 2011): roll out the *student* (its most likely allowed action), still labelled
+   with the teacher's choice in each state it reaches, and add those samples, so the student learns to
+   recover from its own mistakes;
+3. fit the policy by cross-entropy of its masked action distribution against the teacher's actions, and its
+   value head to the returns (so PPO's first advantages are not noise), with Adam.
+
+The config (:class:`CloneConfig`) is part of the training config, so it travels with the model card.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..env import EnvConfig, GpuSchedulingEnv
+from ..errors import EngineError
+from .teacher import TEACHERS, teacher_action
+
+
+@dataclass(frozen=True)
+class CloneConfig:
+    """How to clone a teacher before PPO.
+
+    Attributes:
+        teacher: a name from :data:`engine.rl.teacher.TEACHERS`.
+        rule: the packing rule the teacher places with (one of the encoding's rules).
+        episodes: episodes per round.
+        rounds: rounds of data collection: the first rolls out the teacher, later ones the student (DAgger).
+        epochs: passes over all samples collected so far, after each round.
+        batch_size: samples per gradient step.
+        learning_rate: Adam step size.
+        value_coef: weight of the value loss (mean squared error to the discounted return-to-go).
+    """
+
+    teacher: str = "sjf-fast"
+    rule: str = "best-fit"
+    episodes: int = 40
+    rounds: int = 3
+    epochs: int = 8
+    batch_size: int = 256
+    learning_rate: float = 1e-3
+    value_coef: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.teacher not in TEACHERS:
+            raise EngineError(f"clone.teacher {self.teacher!r}: expected one of {list(TEACHERS)}")
+        for k in ("episodes", "rounds", "epochs", "batch_size"):
+            v = getattr(self, k)
+            if not (isinstance(v, int) and v >= 1):
+                raise EngineError(f"clone.{k} must be an integer >= 1, got {v!r}")
+        if not (self.learning_rate > 0 and self.value_coef >= 0):
+            raise EngineError("clone.learning_rate must be > 0 and clone.value_coef >= 0")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "CloneConfig":
+        valid = set(cls.__dataclass_fields__)
+        unknown = set(data) - valid
+        if unknown:
+            raise EngineError(f"clone: unknown keys {sorted(unknown)}; valid keys: {sorted(valid)}")
+        return cls(**data)
+
+
+def collect(env: GpuSchedulingEnv, cfg: CloneConfig, gamma: float, seeds: range, student: Any = None
+            ) -> dict[str, np.ndarray]:
+    """Samples from one episode per seed: observations, masks, teacher actions and discounted returns.
+
+    ``student`` (a callable ``(obs, mask) -> action``) drives the episodes when given; the teacher drives
+    them otherwise. The teacher labels every state either way.
+    """
+    enc = env.config.encoding
+    if cfg.rule not in enc.rules:
+        raise EngineError(f"clone.rule {cfg.rule!r} is not one of the encoding's rules {list(enc.rules)}")
+    rule = enc.rules.index(cfg.rule)
+    obs_parts: dict[str, list[np.ndarray]] = {}
+    masks, actions, returns = [], [], []
+    for seed in seeds:
+        obs, _ = env.reset(seed=seed)
+        rewards: list[float] = []
+        done = False
+        while not done:
+            mask = env.action_masks()
+            label = teacher_action(cfg.teacher, env.simulation.state, enc, env.snapshot, rule)
+            for k, v in obs.items():
+                obs_parts.setdefault(k, []).append(v)
+            masks.append(mask)
+            actions.append(label)
+            act = label if student is None else student(obs, mask)
+            obs, r, done, _, _ = env.step(act)
+            rewards.append(r)
+        g, ret = 0.0, []
+        for r in reversed(rewards):
+            g = r + gamma * g
+            ret.append(g)
+        returns.extend(reversed(ret))
+    return {"obs": {k: np.stack(v) for k, v in obs_parts.items()}, "mask": np.stack(masks),
+            "action": np.array(actions, dtype=np.int64), "return": np.array(returns, dtype=np.float32)}
+
+
+def _concat(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
+    if a is None:
+        return b
+    return {"obs": {k: np.concatenate([a["obs"][k], b["obs"][k]]) for k in a["obs"]},
+            **{k: np.concatenate([a[k], b[k]]) for k in ("mask", "action", "return")}}
+
+
+def fit(policy: Any, data: dict[str, Any], cfg: CloneConfig, rng: np.random.Generator) -> dict[str, float]:
+    """``cfg.epochs`` passes of cross-entropy (+ value loss) over ``data``; returns the last epoch's means."""
+    import torch
+
+    opt = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
+    n = len(data["action"])
+    obs_t = {k: torch.as_tensor(v) for k, v in data["obs"].items()}
+    mask_t = torch.as_tensor(data["mask"])
+    act_t = torch.as_tensor(data["action"])
+    ret_t = torch.as_tensor(data["return"])
+    policy.train()
+    stats: dict[str, float] = {}
+    for _ in range(cfg.epochs):
+        order = torch.as_tensor(rng.permutation(n))
+        tot = {"ce": 0.0, "value_mse": 0.0, "accuracy": 0.0}
+        for lo in range(0, n, cfg.batch_size):
+            idx = order[lo:lo + cfg.batch_size]
+            obs = {k: v[idx] for k, v in obs_t.items()}
+            values, log_prob, _ = policy.evaluate_actions(obs, act_t[idx], action_masks=mask_t[idx])
+            ce = -log_prob.mean()
+            v_loss = torch.nn.functional.mse_loss(values.flatten(), ret_t[idx])
+            loss = ce + cfg.value_coef * v_loss
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
+            opt.step()
+            with torch.no_grad():
+                greedy = policy.get_distribution(obs, action_masks=mask_t[idx]).mode()
+            k = len(idx)
+            tot["ce"] += ce.item() * k
+            tot["value_mse"] += v_loss.item() * k
+            tot["accuracy"] += float((greedy == act_t[idx]).float().sum())
+        stats = {k: v / n for k, v in tot.items()}
+    policy.set_training_mode(False)
+    return stats
+
+
+def clone(policy: Any, env_cfg: EnvConfig, cfg: CloneConfig, gamma: float, seed: int) -> dict[str, Any]:
+    """Train ``policy`` (an sb3-contrib maskable policy) to imitate the teacher; returns what the card records.
+
+    Episodes are drawn like training episodes from ``env_cfg`` (workload seeds >= 2**20), round ``r`` using
+    environment seeds ``seed * 100_000 + r * episodes + k``.
+    """
+    import torch
+
+    t0 = time.perf_counter()
+    env = GpuSchedulingEnv(env_cfg)
+    rng = np.random.default_rng(seed)
+
+    def student(obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        with torch.no_grad():
+            t = {k: torch.as_tensor(v).unsqueeze(0) for k, v in obs.items()}
+            return int(policy.get_distribution(t, action_masks=mask[None]).mode()[0])
+
+    data, rounds = None, []
+    for r in range(cfg.rounds):
+        seeds = range(seed * 100_000 + r * cfg.episodes, seed * 100_000 + (r + 1) * cfg.episodes)
+        data = _concat(data, collect(env, cfg, gamma, seeds, None if r == 0 else student))
+        stats = fit(policy, data, cfg, rng)
+        rounds.append({"samples": int(len(data["action"])), **{k: round(v, 4) for k, v in stats.items()}})
+    return {"config": cfg.to_dict(), "rounds": rounds, "samples": rounds[-1]["samples"],
+            "wall_time_s": round(time.perf_counter() - t0, 1)}

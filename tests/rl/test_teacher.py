@@ -1,0 +1,57 @@
+"""Teachers: legal actions of the agents' own action space, the choice each promises, and runs that end."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine import parse_cluster, simulate
+from engine.env import EnvConfig, GpuSchedulingEnv
+from engine.errors import EngineError
+from engine.job import Job
+from engine.rl.encoding import EncodingConfig
+from engine.rl.teacher import TEACHERS, TeacherScheduler, teacher_action
+from engine.rl.workload import make_jobs
+
+MIXED = "1x8:A100-80,2x4:V100-32"
+ENC = EncodingConfig(window=4, max_types=2, window_order="mixed")
+
+
+@pytest.mark.parametrize("name", sorted(TEACHERS))
+def test_teacher_actions_are_always_allowed_and_runs_end(name):
+    env = GpuSchedulingEnv(EnvConfig(clusters=(MIXED,), loads=(1.5,), n_jobs=40, encoding=ENC))
+    env.reset(seed=1)
+    done, steps = False, 0
+    while not done:
+        action = teacher_action(name, env.simulation.state, ENC, env.snapshot, rule=1)
+        assert env.action_masks()[action] and action != ENC.wait_action  # teachers start something when they can
+        _, _, done, _, info = env.step(action)
+        steps += 1
+    assert env.result is not None and (env.result.status == 0).all() and steps >= 40
+
+
+def test_short_fast_takes_the_shortest_estimate_on_its_fastest_fitting_type():
+    jobs = (Job(0, 0.0, 9000.0, gpus=1, job_type="training", estimate_s=9000.0),
+            Job(1, 0.0, 100.0, gpus=2, job_type="training", estimate_s=100.0),
+            Job(2, 0.0, 300.0, gpus=1, job_type="training", estimate_s=300.0))
+    env = GpuSchedulingEnv(EnvConfig(clusters=(MIXED,), encoding=ENC))
+    env.reset(seed=0, options={"cluster": MIXED, "jobs": jobs})
+    action = teacher_action("short-fast", env.simulation.state, ENC, env.snapshot, rule=0)
+    slot, type_slot, rule = ENC.unpack(action)
+    assert env.snapshot.window[slot] == 1 and type_slot == 0 and rule == 0  # job 1 on the A100s (type slot 0)
+    # fifo-fast takes the oldest job (job 0), also on the A100s.
+    assert ENC.unpack(teacher_action("fifo-fast", env.simulation.state, ENC, env.snapshot))[:2] == (0, 0)
+
+
+def test_teacher_as_scheduler_cuts_wait_against_fifo_order():
+    cluster = parse_cluster("4x8:V100-32")
+    jobs = make_jobs(cluster, 150, 1.5, 1)
+    fifo_like = simulate(cluster, jobs, TeacherScheduler("fifo-fast", ENC, 0))
+    short = simulate(cluster, jobs, TeacherScheduler("short-fast", ENC, 0))
+    waits = [np.mean(r.first_start_s - np.array([j.submit_s for j in jobs])) for r in (fifo_like, short)]
+    assert waits[1] < waits[0]
+
+
+def test_unknown_teacher_lists_the_valid_ones():
+    with pytest.raises(EngineError, match="valid teachers: sjf-fast"):
+        TeacherScheduler("oracle", ENC)
