@@ -206,12 +206,21 @@ class Tiresias:
         failed at queue ``q`` or above."""
         heads = []
         by_shape = self._waiting[q]
-        for sid in list(by_shape):
-            if failed.get(sid, math.inf) <= q:
+        version, queue = self._version, state.queue
+        emptied = []
+        for sid, entries in by_shape.items():  # _front, inlined: this runs for every shape, every decision
+            if sid in failed and failed[sid] <= q:
                 continue
-            entry = self._front(state, by_shape, sid)
-            if entry is not None:
-                heads.append((entry[0], entry[1], sid))
+            while entries:
+                entry = entries[0]
+                if version.get(entry[1]) == entry[2] and entry[1] in queue:
+                    heads.append((entry[0], entry[1], sid))
+                    break
+                del entries[0]
+            else:
+                emptied.append(sid)
+        for sid in emptied:
+            del by_shape[sid]
         heapq.heapify(heads)
         return heads
 
@@ -279,30 +288,42 @@ class Tiresias:
         # Quick reject: idle GPUs plus every GPU of lower queues (jobs that ended since count too: an upper bound).
         if state.free_gpus + sum(self._queue_gpus[q + 1:]) < job.gpus:
             return []
-        cands: list[int] = []
+        ended: list[int] = []  # jobs of lower queues found to have ended: forgotten after the search
+        try:
+            if job.gpu_fraction >= 1.0:
+                return self._whole_victims(state, job, lambda: self._lower_running(state, q, ended))
+            return self._fraction_victims(state, job, self._lower_running(state, q, ended))
+        finally:
+            for k in ended:
+                if k in self._run_queue:
+                    self._stopped(state, k)
+
+    def _lower_running(self, state: ClusterState, q: int, ended: list[int]) -> Iterator[int]:
+        """Running jobs of queues below ``q``, lowest priority first (lowest queue, then latest submitted);
+        jobs that have ended are skipped and added to ``ended``."""
+        running = state.running
         for lower in range(len(self._running) - 1, q, -1):
             entries = self._running[lower]
-            for k in [k for _, k in entries if k not in state.running]:
-                self._is_running(state, k)  # forgets it
-            cands.extend(k for _, k in reversed(entries))
-        if not cands:
-            return []
-        lay = state.layout
-        running = state.running
-        if job.gpu_fraction >= 1.0:
-            return self._whole_victims(state, job, cands, running, lay)
-        return self._fraction_victims(state, job, cands, running, lay)
+            for i in range(len(entries) - 1, -1, -1):
+                k = entries[i][1]
+                if k in running:
+                    yield k
+                else:
+                    ended.append(k)
 
     @staticmethod
-    def _whole_victims(state, job, cands, running, lay) -> list[int]:
-        tenants = np.asarray(state.gpu_tenants)
-        idle = tenants == 0
+    def _whole_victims(state, job, victims) -> list[int]:
+        """Victims for a whole-GPU job: per eligible type, ``victims()`` of that type in order until enough
+        GPUs would be idle; the type that needs the fewest."""
+        occ = state.occupancy
+        tenants, type_idle = occ.tenants, occ.type_idle
+        running = state.running
         best: list[int] | None = None
         for t in np.flatnonzero(state.eligible_types(job)).tolist():
-            have = int((idle & (lay.gpu_type == t)).sum())
+            have = type_idle[t]
             gone: dict[int, int] = {}  # GPU -> tenants preempted so far
             chosen: list[int] = []
-            for k in cands:
+            for k in victims():
                 r = running[k]
                 if r.gpu_type != t:
                     continue
@@ -321,10 +342,13 @@ class Tiresias:
         return best or []
 
     @staticmethod
-    def _fraction_victims(state, job, cands, running, lay) -> list[int]:
+    def _fraction_victims(state, job, cands) -> list[int]:
+        """Victims for a fractional job: per eligible GPU, its tenants among ``cands`` in order until the job
+        fits; the GPU that needs the fewest (lowest id on ties)."""
+        running = state.running
         elig = state.eligible_gpus(job).tolist()
-        free, free_mem = state.gpu_free, state.gpu_free_vram_gib
-        vram = lay.type_vram_gib[lay.gpu_type].tolist()
+        occ = state.occupancy
+        free, free_mem, vram = occ.free, occ.free_vram, occ.gpu_vram
         on_gpu: dict[int, list[int]] = {}
         for k in cands:  # victims by GPU, in preemption order
             for g in running[k].gpu_ids:
