@@ -90,7 +90,7 @@ m[0].metric("Racks", len(lay.rack_names))
 m[1].metric("Nodes", cluster.n_nodes)
 m[2].metric("GPUs", cluster.n_gpus)
 m[3].metric("GPU memory", f"{vram / 1024:.1f} TiB" if vram >= 10_240 else f"{vram:.0f} GiB")
-st.plotly_chart(charts.cluster_figure(cluster), width="stretch", key="cluster_picture")
+common.plot(charts.cluster_figure(cluster), "cluster_picture")
 
 st.subheader("GPU catalog")
 st.caption("Speed is relative training throughput (V100 = 1). Inference and interactive jobs gain less from a "

@@ -103,25 +103,25 @@ timeline = common.timeline_for(ran_sc, results, color_by, DRAWINGS[drawing])
 mode = timeline.layout.meta["mode"]
 if mode == "raster" and drawing == "auto":
     st.info(f"More than {charts.WEBGL_JOBS:,} jobs in a run or {charts.WEBGL_BARS:,} bars in all: to stay "
-            f"responsive, each timeline is a raster of {charts.RASTER_BINS} time cells per GPU, coloured like the "
+            f"responsive, each timeline is a raster of {charts.raster_bins(len(results))} time cells per GPU, coloured like the "
             "job that holds the GPU (hover a cell for the job). Choose *bars* above to draw every job.")
 elif mode == "heatmap":
     st.info("A large run: each timeline is shown as a GPU × time heatmap of the busy share "
             f"(at most {charts.HEATMAP_ROWS} rows of GPUs and {charts.HEATMAP_BINS} time bins).")
 st.caption("One row per GPU, one bar per job; press ▶ play or drag the slider to move the cursor through time. "
            "The small chart under each timeline is its queue length.")
-st.plotly_chart(timeline, width="stretch", key="timeline_chart", config={"displaylogo": False})
+common.plot(timeline, "timeline_chart")
 
 # ---------------------------------------------------------------- over time and distributions
 st.subheader("Queue and utilisation over time")
-st.plotly_chart(charts.series_figure(results), width="stretch", key="series_chart")
+common.plot(charts.series_figure(results), "series_chart")
 
 frames = {name: job_frame(r) for name, r in results.items()}
 c1, c2 = st.columns(2)
-c1.plotly_chart(charts.cdf_figure(frames, "wait_s", "wait"), width="stretch", key="wait_cdf")
-c2.plotly_chart(charts.cdf_figure(frames, "jct_s", "JCT"), width="stretch", key="jct_cdf")
+common.plot(charts.cdf_figure(frames, "wait_s", "wait"), "wait_cdf", c1)
+common.plot(charts.cdf_figure(frames, "jct_s", "JCT"), "jct_cdf", c2)
 fairness = {name: (s.gini_user_wait, s.jain_user_wait) for name, s in summaries.items()}
-st.plotly_chart(charts.user_box_figure(frames, fairness), width="stretch", key="user_box")
+common.plot(charts.user_box_figure(frames, fairness), "user_box")
 st.caption("Gini of per-user mean wait: 0 = every user waits the same. Jain's index: 1 = perfectly fair.")
 
 # ---------------------------------------------------------------- downloads

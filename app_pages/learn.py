@@ -29,7 +29,7 @@ st.info(SCHEDULERS[pick].summary)
 chosen = ["fifo", pick] if pick != "fifo" else ["fifo"]
 with common.engine_errors(f"the worked example under {pick}"):
     results = {name: simulate(cluster, jobs, make_scheduler(name)) for name in chosen}
-st.plotly_chart(charts.timeline_figure(results, animate=True, frames=60), width="stretch", key="example_timeline")
+common.plot(charts.timeline_figure(results, animate=True, frames=60), "example_timeline")
 table = compare(results).loc[["mean_wait_s", "max_wait_s", "mean_jct_s", "makespan_s", "utilization",
                               "jain_user_wait"]]
 table.index = [f"{METRICS[k].label} ({METRICS[k].unit})" for k in table.index]

@@ -100,7 +100,7 @@ def live() -> None:
         st.error(f"Training stopped (exit code {code}). Last lines of {job['log'].name}:\n\n" +
                  "\n".join(f"    {line}" for line in tail))
     if len(curves):
-        st.plotly_chart(charts.training_figure(curves), width="stretch", key="train_curves")
+        common.plot(charts.training_figure(curves), "train_curves")
     elif code is None:
         st.caption("Waiting for the first logged rollout (the first curves appear after one PPO rollout)…")
     if code is not None and st.session_state.get("_train_reran") != job["name"]:

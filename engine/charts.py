@@ -38,13 +38,20 @@ OTHER_COLOUR = "#BBBBBB"
 MAX_CATEGORIES = len(PALETTE)
 #: Animation frames of the timeline cursor.
 MAX_FRAMES = 200
+#: The time slider labels one step in this many: the browser measures every label it draws (a forced layout
+#: each), which made 200 labelled steps about half the time of drawing the timeline in our browser benchmark.
+SLIDER_LABEL_EVERY = 20
 #: Above this many jobs in any one run, or this many bars (run segments x GPUs) in the whole figure, timelines
 #: are drawn as a raster: one row per GPU, RASTER_BINS time cells coloured like the job holding the GPU.
 #: SVG bars of that many jobs take seconds to lay out in a browser, WebGL bars (``mode="webgl"``) about
 #: twice as long as the raster in our browser benchmark.
 WEBGL_JOBS = 3000
 WEBGL_BARS = 8000
+#: Raster time cells per GPU: about one per pixel of a 1,200 px wide page shared by the columns, between
+#: RASTER_MIN_BINS and RASTER_BINS (more cells than pixels only cost download and drawing time).
 RASTER_BINS = 400
+RASTER_MIN_BINS = 150
+RASTER_WIDTH_PX = 1200
 #: Above this many GPUs, rows are grouped into bands and the timeline shows each band's busy share.
 HEATMAP_GPUS = 512
 #: Busy-share heatmap resolution: at most this many time bins and rows (GPUs are grouped into bands).
@@ -195,6 +202,11 @@ def timeline_mode(results: Sequence[Result]) -> str:
     return "bars"
 
 
+def raster_bins(n_columns: int) -> int:
+    """Time cells per GPU of a raster timeline drawn in ``n_columns`` side-by-side columns."""
+    return int(min(RASTER_BINS, max(RASTER_MIN_BINS, RASTER_WIDTH_PX // max(n_columns, 1))))
+
+
 def raster_jobs(seg: pd.DataFrame, n_gpus: int, t_end_s: float, bins: int) -> np.ndarray:
     """Which job holds each GPU in each of ``bins`` equal time cells over ``[0, t_end_s]``: an int array
     ``(n_gpus, bins)`` of job ids, -1 where the GPU is idle. A cell belongs to the segment that covers its
@@ -301,7 +313,8 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
                 hovertemplate=f"t=%{{x:.2f}} {unit}<br>row %{{y}}<br>busy %{{z:.0f}}%<extra>{name}</extra>"),
                 row=1, col=col)
         elif mode == "raster":
-            _add_raster(fig, seg, r, col, name, color_by, colours, t_end, div, unit, legend_done)
+            _add_raster(fig, seg, r, col, name, color_by, colours, t_end, div, unit, legend_done,
+                        raster_bins(n_cols))
         else:
             cats = seg[color_by].astype(str).map(lambda c: c if colours.get(c) != OTHER_COLOUR else "other")
             for cat in sorted(cats.unique(), key=lambda c: (c == "other", c)):
@@ -344,10 +357,11 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
 
 
 def _add_raster(fig: go.Figure, seg: pd.DataFrame, r: Result, col: int, name: str, color_by: str,
-                colours: Mapping[str, str], t_end: float, div: float, unit: str, legend_done: set[str]) -> None:
-    """One run's timeline as a raster (:func:`raster_jobs`): a heatmap whose cells take the colour of the job's
-    category, hover naming the job; legend entries come from invisible marker traces."""
-    grid = raster_jobs(seg, r.cluster.n_gpus, t_end, RASTER_BINS)
+                colours: Mapping[str, str], t_end: float, div: float, unit: str, legend_done: set[str],
+                bins: int) -> None:
+    """One run's timeline as a raster (:func:`raster_jobs`, ``bins`` time cells): a heatmap whose cells take the
+    colour of the job's category, hover naming the job; legend entries come from invisible marker traces."""
+    grid = raster_jobs(seg, r.cluster.n_gpus, t_end, bins)
     cats = sorted({"other" if colour == OTHER_COLOUR else c for c, colour in colours.items()},
                   key=lambda c: (c == "other", c))
     index = {c: i for i, c in enumerate(cats)}
@@ -360,7 +374,7 @@ def _add_raster(fig: go.Figure, seg: pd.DataFrame, r: Result, col: int, name: st
     for i, c in enumerate(cats):
         colour = OTHER_COLOUR if c == "other" else colours[c]
         scale += [[i / k, colour], [(i + 1) / k, colour]]
-    centres = (np.arange(RASTER_BINS) + 0.5) * (t_end / RASTER_BINS)
+    centres = (np.arange(bins) + 0.5) * (t_end / bins)
     # Idle cells have no hover (NaN in z), so their job id is never shown: 0 there keeps the base64 payload
     # small (runs of -1 encode as "/////", which Plotly's JSON escapes to six characters each).
     ids = np.where(grid >= 0, grid, 0).astype(np.int16 if len(r.jobs) < 2**15 else np.int32)
@@ -412,7 +426,7 @@ def _add_cursor_animation(fig: go.Figure, runs: Sequence[Result], t_end: float, 
                           xanchor="left", yanchor="top", pad=dict(t=150, r=10), showactive=False)],
         sliders=[dict(active=0, x=0, len=1, y=0, yanchor="top", pad=dict(t=60),
                       currentvalue=dict(prefix=f"time ({unit}): "),
-                      steps=[dict(label=f"{t / div:.3g}", method="animate",
+                      steps=[dict(label=f"{t / div:.3g}" if k % 20 == 0 else "", method="animate",
                                   args=[[str(k)], dict(mode="immediate", frame=dict(duration=0, redraw=False),
                                                        transition=dict(duration=0))])
                              for k, t in enumerate(times)])])

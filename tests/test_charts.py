@@ -75,7 +75,11 @@ def test_timeline_figure_side_by_side_with_animation(runs, color_by):
     expected = {"u0", "u1", "u2"} if color_by == "user" else {"training", "inference"}
     assert legend == expected
     assert fig.layout.updatemenus[0].buttons[0].method == "animate"
-    assert len(fig.layout.sliders[0].steps) == 50
+    steps = fig.layout.sliders[0].steps
+    assert len(steps) == 50
+    # Every step moves the cursor; only every SLIDER_LABEL_EVERY-th has a label (each label costs a layout).
+    assert [list(s.args[0]) for s in steps] == [[str(k)] for k in range(50)]
+    assert [k for k, s in enumerate(steps) if s.label] == list(range(0, 50, charts.SLIDER_LABEL_EVERY))
     titles = [ax.title.text for name, ax in fig.layout.to_plotly_json().items() if name.startswith("xaxis")
               for ax in [fig.layout[name]] if ax.title.text]
     assert titles and all(t == "time (min)" for t in titles)
@@ -166,6 +170,12 @@ def test_box_stats_match_numpy_and_tukey_whiskers():
     assert st.loc["b", "median"] == 5 and st.loc["b", "mean"] == 5
 
 
+def test_raster_bins_follow_the_width_of_a_column():
+    assert charts.raster_bins(1) == charts.RASTER_BINS
+    assert charts.raster_bins(5) == charts.RASTER_WIDTH_PX // 5
+    assert charts.raster_bins(50) == charts.RASTER_MIN_BINS
+
+
 def test_raster_jobs_assigns_cells_by_midpoint():
     seg = pd.DataFrame({"gpu": [0, 0, 1], "job_id": [4, 5, 6], "start_s": [0.0, 3.0, 2.4],
                         "end_s": [3.0, 10.0, 2.6]})
@@ -182,6 +192,8 @@ def test_raster_timeline_colours_cells_like_the_jobs(runs, monkeypatch):
     heat = [t for t in fig.data if t.type == "heatmap"]
     assert len(heat) == 2
     z, jobs = np.asarray(heat[0].z), np.asarray(heat[0].customdata)
+    n_gpus = runs["fifo"].cluster.n_gpus
+    assert z.shape == jobs.shape == (n_gpus, charts.raster_bins(2))
     users = sorted({j.user for j in runs["fifo"].jobs})
     busy = ~np.isnan(z)
     assert busy.any() and (~busy).any()
