@@ -96,27 +96,34 @@ def _indexed_whole(state: ClusterState, job: Job, tightest: bool) -> tuple[int, 
 
 def _indexed_spread(occ: Occupancy, k: int, elig: int, most_free_first: bool) -> tuple[int, ...] | None:
     """``_spread`` over the eligible nodes with idle GPUs, in id order or (``most_free_first``) by idle GPUs,
-    most first, ties by id."""
-    if not any(occ.type_idle[t] >= k for t, nodes in enumerate(occ.type_nodes) if nodes & elig):
-        return None  # no eligible GPU type has k idle GPUs (all its nodes are eligible)
-    node_free, node_type = occ.node_free, occ.node_type
-    order = list(bits(occ.nodes_with[1] & elig))
-    if most_free_first:
-        order.sort(key=lambda n: -node_free[n])  # stable: ties stay in id order
-    seen: list[int] = []  # types in the order they first appear
-    for n in order:
-        if node_type[n] not in seen:
-            seen.append(node_type[n])
-    for t in seen:
-        if occ.type_idle[t] < k:  # the idle GPUs of type t are exactly those on its nodes in ``order``
-            continue
-        out: list[int] = []
-        for n in order:
-            if node_type[n] == t:
-                out.extend(occ.idle_of_node(n, k - len(out)))
-                if len(out) == k:
-                    return tuple(out)
-    return None
+    most first, ties by id.
+
+    The GPU type taken is the first, in that node order, that has ``k`` idle GPUs (types before it have
+    fewer, and all nodes of an eligible type are eligible), so one pass over the nodes in order finds it at
+    its first node and then takes idle GPUs from its nodes until it has ``k``.
+    """
+    type_idle = occ.type_idle
+    if not any(type_idle[t] >= k for t, nodes in enumerate(occ.type_nodes) if nodes & elig):
+        return None  # no eligible GPU type has k idle GPUs
+    node_type, nodes_with = occ.node_type, occ.nodes_with
+    if most_free_first:  # nodes with exactly c idle GPUs, c from most to 1, each group in id order
+        groups = [(nodes_with[c] ^ nodes_with[c + 1]) & elig for c in range(occ.max_node_gpus, 0, -1)]
+    else:
+        groups = [nodes_with[1] & elig]
+    t = -1
+    out: list[int] = []
+    for group in groups:
+        for n in bits(group):
+            if t < 0:
+                if type_idle[node_type[n]] < k:
+                    continue
+                t = node_type[n]
+            elif node_type[n] != t:
+                continue
+            out.extend(occ.idle_of_node(n, k - len(out)))
+            if len(out) == k:
+                return tuple(out)
+    return None  # not reached: type t has k idle GPUs on its nodes
 
 
 def fits_shared(occ: Occupancy, g: int, job: Job) -> bool:
