@@ -84,17 +84,20 @@ class _ReleaseBook:
         now = state.now_s
         release = np.where(np.asarray(state.gpu_tenants) > 0, np.maximum(self.whole_end_s, now), 0.0)
         running = state.running
-        shared = []
-        for j in list(self.fractional):
+        gpus, ends, ended = [], [], []
+        for j in self.fractional:
             r = running.get(j)
             if r is None:
-                del self.fractional[j]
+                ended.append(j)
             else:
-                shared.append(r)
-        if shared:  # GPUs of fractional jobs: the last of their tenants to end (now if overdue)
-            gpus = np.fromiter((r.gpu_ids[0] for r in shared), dtype=np.int64, count=len(shared))
-            release[gpus] = now
-            np.maximum.at(release, gpus, np.fromiter((r.est_end_s for r in shared), dtype=float, count=len(shared)))
+                gpus.append(r.gpu_ids[0])
+                ends.append(r.est_end_s)
+        for j in ended:
+            del self.fractional[j]
+        if gpus:  # GPUs of fractional jobs: the last of their tenants to end (now if overdue)
+            at = np.array(gpus, dtype=np.int64)
+            release[at] = now
+            np.maximum.at(release, at, np.array(ends, dtype=float))
         return release
 
 
@@ -178,7 +181,11 @@ class _MinTree:
         t[i] = value
         i >>= 1
         while i:
-            t[i] = min(t[2 * i], t[2 * i + 1])
+            a, b = t[2 * i], t[2 * i + 1]
+            m = a if a <= b else b
+            if t[i] == m:
+                break  # this node's minimum, hence every one above it, is unchanged
+            t[i] = m
             i >>= 1
 
     def first_at_most(self, lo: int, limit: float) -> int:
