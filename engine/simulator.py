@@ -434,10 +434,11 @@ class Simulation:
         job, now = self.jobs[j], self.now_s
         frac = job.gpu_fraction
         occ = self._occ
+        gpu_type = self._gpu_type[gpus[0]]
         if frac >= 1.0:
             occ.take_whole(gpus)
             # _rate without co-location, inlined: this runs once per job.
-            speed = (self._speeds.get(job.job_type) or self._type_speeds(job.job_type))[self._gpu_type[gpus[0]]]
+            speed = (self._speeds.get(job.job_type) or self._type_speeds(job.job_type))[gpu_type]
             if len(gpus) == 1:
                 n_nodes = n_racks = 1
                 comm = 1.0
@@ -457,27 +458,30 @@ class Simulation:
             else:
                 shared.add(j)
         del self._queue[j]
+        queue_shapes = self._queue_shapes
         sid = self._job_shape[j]
-        c = self._queue_shapes[sid] - 1
+        c = queue_shapes[sid] - 1
         if c:
-            self._queue_shapes[sid] = c
+            queue_shapes[sid] = c
         else:
-            del self._queue_shapes[sid]
+            del queue_shapes[sid]
         demand = job.gpus * frac
         self._busy += demand
-        self._user_gpus[job.user] = self._user_gpus.get(job.user, 0.0) + demand
+        user_gpus = self._user_gpus
+        user_gpus[job.user] = user_gpus.get(job.user, 0.0) + demand
         self._state[j] = _RUNNING
-        if self._first_start[j] != self._first_start[j]:  # NaN: first run
-            self._first_start[j] = now
+        first_start = self._first_start
+        if first_start[j] != first_start[j]:  # NaN: first run
+            first_start[j] = now
         self._comm[j] = comm
         self._last_update[j] = now
         work_left = self._work_left[j]
         est_left = max(job.estimate_s - (job.duration_s - work_left), 0.0)
-        self._running[j] = RunningJob(job, gpus, now, rate, now + est_left / rate, n_nodes, n_racks,
-                                      self._gpu_type[gpus[0]])
+        self._running[j] = RunningJob(job, gpus, now, rate, now + est_left / rate, n_nodes, n_racks, gpu_type)
         self._last_gpus[j] = gpus
-        v = self._version[j] + 1
-        self._version[j] = v
+        version = self._version
+        v = version[j] + 1
+        version[j] = v
         self._seq += 1
         heapq.heappush(self._heap, (now + work_left / rate, _COMPLETION, self._seq, j, v))
         view = self.state  # its free-capacity counters are plain attributes, cheap to read
@@ -509,32 +513,36 @@ class Simulation:
         job, now = self.jobs[j], self.now_s
         gpus = r.gpu_ids
         frac = job.gpu_fraction
+        occ = self._occ
         self._work_left[j] -= (now - self._last_update[j]) * r.rate
         self._last_update[j] = now
         if frac >= 1.0:
-            self._occ.release_whole(gpus)
+            occ.release_whole(gpus)
         else:
             g = gpus[0]
             shared = self._shared[g]
             shared.discard(j)
-            self._occ.release_share(g, frac, self._memory(job, g))
+            occ.release_share(g, frac, self._memory(job, g))
             if shared:
                 self._retime_tenants(g)
             else:
                 del self._shared[g]
         demand = job.gpus * frac
-        self._busy -= demand
+        busy = self._busy - demand
+        self._busy = busy
         self._user_gpus[job.user] -= demand
-        elapsed = now - r.start_s
+        start_s = r.start_s
+        elapsed = now - start_s
         self._run[j] += elapsed
         self._attained[j] += demand * elapsed
         self._comm_gpu_s[j] += demand * elapsed * (1.0 - self._comm[j])
-        self._segs.extend((j, r.start_s, now, frac))
-        self._seg_gpus.extend(gpus)
-        self._seg_ptr.append(len(self._seg_gpus))
+        self._segs.extend((j, start_s, now, frac))
+        seg_gpus = self._seg_gpus
+        seg_gpus.extend(gpus)
+        self._seg_ptr.append(len(seg_gpus))
         view = self.state
-        view.free_gpus = self._occ.idle_gpus
-        view.free_capacity = self._n_gpus - self._busy
+        view.free_gpus = occ.idle_gpus
+        view.free_capacity = self._n_gpus - busy
         view.stops += 1
         return r
 
@@ -569,6 +577,8 @@ class Simulation:
         version, shape_reason, job_shape = self._version, self._shape_reason, self._job_shape
         nxt = self._next_arrival
         inf = math.inf
+        heappop = heapq.heappop
+        queue, queue_shapes, entered = self._queue, self._queue_shapes, self.state.entered
         while True:
             t_arr = arrival_s[nxt] if nxt < n else inf
             t_evt = heap[0][0] if heap else inf
@@ -583,20 +593,30 @@ class Simulation:
             self.now_s = now
             changed = woke = False
             while heap and heap[0][0] == now:
-                _, kind, _, j, v = heapq.heappop(heap)
+                _, kind, _, j, v = heappop(heap)
                 if kind == _COMPLETION:
                     if v != version[j] or state[j] != _RUNNING:
                         continue  # superseded by a re-timing or a preemption
-                    self._complete(j)
+                    self._stop(j)  # the job is done:
+                    self._work_left[j] = 0.0
+                    state[j] = _DONE
+                    self._end[j] = now
+                    self._finished += 1
+                    if self._on_progress is not None and self._finished % self._progress_every == 0:
+                        self._on_progress(self._finished, n)
                 else:
                     woke = True
                 changed = True
             while nxt < n and arrival_s[nxt] == now:
                 j = order[nxt]
                 nxt += 1
-                reason = shape_reason[job_shape[j]]
-                if reason is None:
-                    self._enqueue(j)
+                sid = job_shape[j]
+                reason = shape_reason[sid]
+                if reason is None:  # _enqueue, inlined
+                    state[j] = _QUEUED
+                    queue[j] = None
+                    queue_shapes[sid] = queue_shapes.get(sid, 0) + 1
+                    entered.append(j)
                 else:
                     state[j] = _UNSCHEDULABLE
                     self._reasons[j] = reason
@@ -609,15 +629,6 @@ class Simulation:
                 self.state.now_s = now
                 return True
             self._record()
-
-    def _complete(self, j: int) -> None:
-        self._stop(j)
-        self._work_left[j] = 0.0
-        self._state[j] = _DONE
-        self._end[j] = self.now_s
-        self._finished += 1
-        if self._on_progress is not None and self._finished % self._progress_every == 0:
-            self._on_progress(self._finished, len(self.jobs))
 
     def _raise_stall(self) -> None:
         waiting = list(self._queue)

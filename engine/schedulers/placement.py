@@ -87,10 +87,13 @@ def _indexed_whole(state: ClusterState, job: Job, tightest: bool) -> tuple[int, 
     occ = state.occupancy
     elig = state.shape_node_bits[state.job_shape[job.job_id]]
     node = occ.tightest_node(k, elig) if tightest else occ.first_node(k, elig)
+    if k == 1:  # the node's lowest idle GPU (idle_of_node, without the list)
+        if node < 0:
+            return None
+        m = occ.node_idle[node]
+        return (occ.node_first[node] + (m & -m).bit_length() - 1,)
     if node >= 0:
         return tuple(occ.idle_of_node(node, k))
-    if k == 1:
-        return None
     return _indexed_spread(occ, k, elig, tightest)
 
 
