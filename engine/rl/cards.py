@@ -31,7 +31,6 @@ PLANS: dict[str, dict[str, Any]] = {
                  "compare": "wait-attn"},
     "wait-attn": {"train": ["v100-32", "mixed-32", "v100-64"], "larger": "v100-128", "philly": "philly-64",
                   "compare": "wait-mlp"},
-    "jct-mlp": {"train": ["mixed-32", "a100-t4-48", "h100-v100-32"], "larger": "mixed-128", "philly": "philly-64"},
     "fair-comm": {"train": ["mixed-32", "v100-32", "v100-64"], "larger": "mixed-128", "philly": "philly-64"},
     "hpc-backfill": {"train": ["hpc-64", "hpc-32"], "larger": "hpc-128", "philly": "philly-64"},
 }
