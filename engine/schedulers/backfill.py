@@ -66,44 +66,55 @@ def _release_times(state: ClusterState) -> np.ndarray:
 
 class _ReleaseBook:
     """The release times of :func:`_release_times`, kept as jobs start instead of rebuilt from every running
-    job: a whole-GPU job's estimated end never changes while it runs (only shared GPUs are re-timed), so only
-    the GPUs of fractional jobs are recomputed."""
+    job. A whole-GPU job's estimated end never changes while it runs; a fractional job's changes only when the
+    tenancy of its GPU changes, that is when the scheduler starts a job there or a job leaves it (which
+    ``state.occupancy.released`` records). So only those GPUs are recomputed."""
 
     def __init__(self, n_gpus: int) -> None:
         self.whole_end_s = np.zeros(n_gpus)  # estimated end of the last whole-GPU job started on each GPU
-        self.fractional: dict[int, None] = {}  # running fractional jobs started by the scheduler
+        self.shared_end_s = np.full(n_gpus, -math.inf)  # latest estimated end of its fractional jobs, or -inf
+        self.on_gpu: dict[int, list[int]] = {}  # GPU -> fractional jobs started on it (some may have ended)
+        self.stale: set[int] = set()  # GPUs whose shared_end_s must be recomputed
+        self.read_at = 0  # how much of state.occupancy.released has been read
 
     def started(self, state: ClusterState, j: int) -> None:
         r = state.running[j]
         if r.job.gpu_fraction >= 1.0:
             self.whole_end_s[list(r.gpu_ids)] = r.est_end_s
         else:
-            self.fractional[j] = None
+            g = r.gpu_ids[0]
+            self.on_gpu.setdefault(g, []).append(j)
+            self.stale.add(g)
 
     def times(self, state: ClusterState) -> np.ndarray:
-        now = state.now_s
-        release = np.where(np.asarray(state.gpu_tenants) > 0, np.maximum(self.whole_end_s, now), 0.0)
+        released, stale, on_gpu = state.occupancy.released, self.stale, self.on_gpu
+        if len(released) > self.read_at:
+            stale.update(released[self.read_at:])
+            self.read_at = len(released)
         running = state.running
-        gpus, ends, ended = [], [], []
-        for j in self.fractional:
-            r = running.get(j)
-            if r is None:
-                ended.append(j)
+        for g in stale:
+            jobs = on_gpu.get(g)
+            if jobs is None:
+                continue
+            jobs = [j for j in jobs if j in running]
+            if jobs:
+                on_gpu[g] = jobs
+                self.shared_end_s[g] = max([running[j].est_end_s for j in jobs])
             else:
-                gpus.append(r.gpu_ids[0])
-                ends.append(r.est_end_s)
-        for j in ended:
-            del self.fractional[j]
-        if gpus:  # GPUs of fractional jobs: the last of their tenants to end (now if overdue)
-            at = np.array(gpus, dtype=np.int64)
-            release[at] = now
-            np.maximum.at(release, at, np.array(ends, dtype=float))
-        return release
+                del on_gpu[g]
+                self.shared_end_s[g] = -math.inf
+        stale.clear()
+        # Shared GPUs: the last of their tenants to end; others: their whole-GPU job's end (now if overdue).
+        shared = self.shared_end_s
+        busy_end = np.where(shared > -math.inf, shared, self.whole_end_s)
+        return np.where(np.asarray(state.gpu_tenants) > 0, np.maximum(busy_end, state.now_s), 0.0)
 
 
-def reserve(state: ClusterState, head: Job, release: np.ndarray | None = None) -> _Reservation:
+def reserve(state: ClusterState, head: Job, release: np.ndarray | None = None,
+            on_gpu: dict[int, list[int]] | None = None) -> _Reservation:
     """The earliest reservation for ``head`` (a waiting job that does not fit now) that the estimates of the
-    running jobs allow; ``release`` is :func:`_release_times` if already known."""
+    running jobs allow; ``release`` is :func:`_release_times` and ``on_gpu`` maps each GPU to its running
+    fractional jobs (every one of them), if already known."""
     release = _release_times(state) if release is None else release
     lay = state.layout
     idle = np.asarray(state.gpu_tenants) == 0
@@ -124,33 +135,40 @@ def reserve(state: ClusterState, head: Job, release: np.ndarray | None = None) -
                 best = cand
         assert best is not None, "an unschedulable job reached the queue"
         return _Reservation(best[0], release, gpu_type=best[2], extra=-best[1])
-    # Fractional head: the eligible GPU on which enough share and memory frees up first.
+    # Fractional head: the eligible GPU on which enough share and memory frees up first (lowest id on ties).
     elig = np.asarray(state.eligible_gpus(head))
-    vram = lay.type_vram_gib[lay.gpu_type]
-    need_mem = np.full(state.n_gpus, head.vram_gib) if head.vram_gib > 0 else head.gpu_fraction * vram
-    tenants: dict[int, list[tuple[float, float, float]]] = {}
+    occ = state.occupancy
+    vram = occ.gpu_vram
+    running = state.running
+    if on_gpu is None:
+        on_gpu = {}
+        for j, r in running.items():
+            if r.job.gpu_fraction < 1.0:
+                on_gpu.setdefault(r.gpu_ids[0], []).append(j)
     now = state.now_s
-    for r in state.running.values():
-        job = r.job
-        if job.gpu_fraction < 1.0 and elig[r.gpu_ids[0]]:
-            g = r.gpu_ids[0]
+    ready = np.where(elig, release, math.inf)  # GPUs without fractional jobs: usable once idle
+    for g, shared in on_gpu.items():
+        if not elig[g]:
+            continue
+        tenants = []
+        for j in shared:
+            r = running[j]
+            job = r.job
             mem = job.vram_gib if job.vram_gib > 0 else job.gpu_fraction * vram[g]
-            tenants.setdefault(g, []).append((max(r.est_end_s, now), job.gpu_fraction, mem))
-    best_g, best_t = -1, math.inf
-    free, free_mem = np.asarray(state.gpu_free), np.asarray(state.gpu_free_vram_gib)
-    for g in np.flatnonzero(elig).tolist():
-        if g not in tenants:  # busy with a whole-GPU job (or idle): usable once it is idle
-            t = float(release[g])
-        else:
-            share, mem = free[g], free_mem[g]
-            t = math.inf
-            for end, f, m in sorted(tenants[g]):
-                share, mem = share + f, mem + m
-                if share >= head.gpu_fraction - FRACTION_EPS and mem >= need_mem[g] - FRACTION_EPS:
-                    t = end
-                    break
-        if t < best_t:
-            best_g, best_t = g, t
+            tenants.append((max(r.est_end_s, now), job.gpu_fraction, mem))
+        need_mem = head.vram_gib if head.vram_gib > 0 else head.gpu_fraction * vram[g]
+        share, mem = occ.free[g], occ.free_vram[g]
+        t = math.inf
+        for end, f, m in sorted(tenants):
+            share, mem = share + f, mem + m
+            if share >= head.gpu_fraction - FRACTION_EPS and mem >= need_mem - FRACTION_EPS:
+                t = end
+                break
+        ready[g] = t
+    best_g = int(np.argmin(ready))
+    best_t = float(ready[best_g])
+    if best_t == math.inf:
+        best_g = -1
     return _Reservation(max(best_t, now), release, gpu=best_g)
 
 
@@ -311,7 +329,7 @@ class EasyBackfill:
                 version[sid] += 1
                 continue
             if res is None:
-                res = reserve(state, head, self._releases.times(state))
+                res = reserve(state, head, self._releases.times(state), self._releases.on_gpu)
             rate = state.placement_rate(job, gpus)
             end_s = state.now_s + job.estimate_s / rate
             if not self._allowed(state, res, job, gpus, end_s):
