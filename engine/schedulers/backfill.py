@@ -317,20 +317,29 @@ class EasyBackfill:
         version = dict.fromkeys(state.queue_shape_counts, 0)
         cursor = (head.submit_s, head.job_id)
         heap = self._candidates(version, failed, cursor)
+        # Same shape, same state -> same GPUs; and the same job type on them -> the same speed. Both hold
+        # until the next start.
+        placed: dict[int, tuple[int, ...]] = {}
+        rates: dict[tuple[int, str], float] = {}
         while heap:
             key, sid, p, v = heapq.heappop(heap)
             if v != version[sid]:
                 continue
             j = key[1]
             job = jobs[j]
-            gpus = place(state, job)
+            gpus = placed.get(sid)
             if gpus is None:
-                failed.add(sid)
-                version[sid] += 1
-                continue
+                gpus = place(state, job)
+                if gpus is None:
+                    failed.add(sid)
+                    version[sid] += 1
+                    continue
+                placed[sid] = gpus
             if res is None:
                 res = reserve(state, head, self._releases.times(state), self._releases.on_gpu)
-            rate = state.placement_rate(job, gpus)
+            rate = rates.get((sid, job.job_type))
+            if rate is None:
+                rate = rates[sid, job.job_type] = state.placement_rate(job, gpus)
             end_s = state.now_s + job.estimate_s / rate
             if not self._allowed(state, res, job, gpus, end_s):
                 # Same shape, same state -> same GPUs and speed: only shorter jobs of this shape can pass.
@@ -346,6 +355,8 @@ class EasyBackfill:
             for g in gpus:
                 res.release_s[g] = max(res.release_s[g], end_s)
             # The state changed: every shape's limit is void; carry on after this job in arrival order.
+            placed.clear()
+            rates.clear()
             cursor = key
             for s_ in version:
                 version[s_] += 1
@@ -375,12 +386,12 @@ class EasyBackfill:
             return True
         if res.gpu >= 0:  # fractional head: it waits for one GPU only
             return res.gpu not in gpus
-        lay = state.layout
-        if int(lay.gpu_type[gpus[0]]) != res.gpu_type:
+        occ = state.occupancy
+        if occ.gpu_type[gpus[0]] != res.gpu_type:
             return True
         # GPUs the head counts on: idle ones, and busy ones released by the shadow time.
-        tenants = state.gpu_tenants
-        cost = sum(1 for g in gpus if tenants[g] == 0 or res.release_s[g] <= res.shadow_s)
+        tenants, release_s, shadow_s = occ.tenants, res.release_s, res.shadow_s
+        cost = sum(1 for g in gpus if tenants[g] == 0 or release_s[g] <= shadow_s)
         if cost > res.extra:
             return False
         res.extra -= cost
