@@ -101,6 +101,13 @@ CHARTS_DRAWN = """n => {
 }"""
 
 
+#: True once the first Plotly chart (the timeline) has a legend titled ``title``.
+LEGEND_TITLE = """title => {
+  const p = document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot');
+  return !!(p && p._fullLayout && p._fullLayout.legend && p._fullLayout.legend.title.text === title);
+}"""
+
+
 def wait_idle(page, timeout_ms: int = 120_000) -> None:
     """Wait until Streamlit has finished its rerun (the "running" indicator is gone)."""
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
@@ -171,9 +178,12 @@ def main(argv=None) -> int:
         # Results survive a widget change: switch the colouring; the KPI table stays, nothing reruns.
         t0 = time.perf_counter()
         page.get_by_text("job type", exact=True).click()
-        wait_idle(page)
+        # Redrawn = the timeline's legend is titled by the new colouring (checking for an idle page right after
+        # the click can pass before the rerun has started).
+        page.wait_for_function(LEGEND_TITLE, arg="job type", timeout=120_000)
         page.wait_for_function(CHARTS_DRAWN, arg=COMPARE_CHARTS)
         out["widget_change_s"] = round(time.perf_counter() - t0, 3)
+        wait_idle(page)
         out["results_kept_after_widget_change"] = (page.get_by_text("Key metrics").count() == 1
                                                    and page.get_by_role("button", name="Run comparison").count() == 1
                                                    and page.get_by_text("Pick schedulers and press").count() == 0)
