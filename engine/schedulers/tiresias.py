@@ -79,6 +79,8 @@ class Tiresias:
         self._running: list[list[tuple[float, int]]] = [[] for _ in range(len(self.thresholds) + 1)]
         self._run_queue: dict[int, int] = {}  # running job -> its queue
         self._queue_gpus = [0] * (len(self.thresholds) + 1)  # GPUs held by the running jobs of each queue
+        self._gpu_jobs: list[list[int]] = []  # per GPU, the jobs started on it that were running when last looked
+        self._run_gpus: dict[int, tuple[int, ...]] = {}  # running job -> its GPUs
         self._runs = 0
 
     def reset(self, state: ClusterState) -> None:
@@ -118,6 +120,12 @@ class Tiresias:
         self._run_queue[j] = q
         self._queue_gpus[q] += state.jobs[j].gpus
         self._push_crossing(state.now_s, state.jobs[j], service, q, run)
+        if not self._gpu_jobs:
+            self._gpu_jobs = [[] for _ in range(state.n_gpus)]
+        gpus = state.running[j].gpu_ids
+        self._run_gpus[j] = gpus
+        for g in gpus:
+            self._gpu_jobs[g].append(j)
 
     def _push_crossing(self, now: float, job: Job, service: float, q: int, run: int) -> None:
         if q < len(self.thresholds):
@@ -129,6 +137,8 @@ class Tiresias:
         self._drop_running(q, state.jobs[j])
         self._queue_gpus[q] -= state.jobs[j].gpus
         del self._run_id[j]
+        for g in self._run_gpus.pop(j):
+            self._gpu_jobs[g].remove(j)
 
     def _drop_running(self, q: int, job: Job) -> None:
         """Remove ``job`` from queue ``q``'s running list (O(log n) search; no-op if it is not there)."""
@@ -292,7 +302,7 @@ class Tiresias:
         try:
             if job.gpu_fraction >= 1.0:
                 return self._whole_victims(state, job, lambda: self._lower_running(state, q, ended))
-            return self._fraction_victims(state, job, self._lower_running(state, q, ended))
+            return self._fraction_victims(state, job, q, ended)
         finally:
             for k in ended:
                 if k in self._run_queue:
@@ -341,33 +351,40 @@ class Tiresias:
                     best = chosen
         return best or []
 
-    @staticmethod
-    def _fraction_victims(state, job, cands) -> list[int]:
-        """Victims for a fractional job: per eligible GPU, its tenants among ``cands`` in order until the job
-        fits; the GPU that needs the fewest (lowest id on ties)."""
-        running = state.running
+    def _fraction_victims(self, state: ClusterState, job: Job, q: int, ended: list[int]) -> list[int]:
+        """Victims for a fractional job: per eligible GPU (in id order), its jobs of queues below ``q`` in
+        preemption order until the job fits; the GPU that needs the fewest (lowest id on ties). Jobs found to
+        have ended are added to ``ended``."""
+        running, run_queue, jobs = state.running, self._run_queue, state.jobs
         elig = state.eligible_gpus(job).tolist()
         occ = state.occupancy
         free, free_mem, vram = occ.free, occ.free_vram, occ.gpu_vram
-        on_gpu: dict[int, list[int]] = {}
-        for k in cands:  # victims by GPU, in preemption order
-            for g in running[k].gpu_ids:
-                if elig[g]:
-                    on_gpu.setdefault(g, []).append(k)
         best: list[int] | None = None
-        for g, ks in sorted(on_gpu.items()):
+        for g, on_gpu in enumerate(self._gpu_jobs):
+            if not (on_gpu and elig[g]):
+                continue
             if best is not None and len(best) == 1:
                 break  # no GPU can take fewer victims
+            ks = []
+            for k in on_gpu:
+                if k not in running:
+                    ended.append(k)
+                elif run_queue[k] > q:
+                    ks.append(k)
+            if not ks:
+                continue
+            # Preemption order: lowest queue first, then latest submitted (as _lower_running gives them).
+            ks.sort(key=lambda k: (run_queue[k], jobs[k].submit_s, k), reverse=True)
             need_mem = job.vram_gib if job.vram_gib > 0 else job.gpu_fraction * vram[g]
-            share, mem = float(free[g]), float(free_mem[g])
+            share, mem = free[g], free_mem[g]
             chosen: list[int] = []
             for k in ks:
                 if best is not None and len(chosen) + 1 >= len(best):
                     break  # this GPU would need at least as many victims as the best so far
-                kj = running[k].job
+                kj = jobs[k]
                 chosen.append(k)
                 if kj.gpu_fraction >= 1.0:
-                    share, mem = 1.0, float(vram[g])
+                    share, mem = 1.0, vram[g]
                 else:
                     share += kj.gpu_fraction
                     mem += kj.vram_gib if kj.vram_gib > 0 else kj.gpu_fraction * vram[g]
