@@ -155,15 +155,28 @@ def _indexed_share(state: ClusterState, job: Job, fullest: bool) -> tuple[int, .
         idle = occ.node_first[node] + lowest_bit(occ.node_idle[node])
     else:
         idle = len(gpu_node)  # none
+    # fits_shared, inlined with the bit walk: these loops run over every shared GPU in a congested cluster.
+    free, free_vram, gpu_vram = occ.free, occ.free_vram, occ.gpu_vram
+    share = job.gpu_fraction - FRACTION_EPS
+    frac, vram = job.gpu_fraction, job.vram_gib
     if not fullest:  # the lowest shared GPU that fits, if it comes before the lowest idle one
-        for g in bits(occ.shared & ((1 << idle) - 1)):
-            if elig >> gpu_node[g] & 1 and fits_shared(occ, g, job):
+        m = occ.shared & ((1 << idle) - 1)
+        while m:
+            low = m & -m
+            m ^= low
+            g = low.bit_length() - 1
+            if free[g] >= share and elig >> gpu_node[g] & 1 and \
+                    free_vram[g] >= (vram if vram > 0 else frac * gpu_vram[g]) - FRACTION_EPS:
                 return (g,)
         return (idle,) if nodes else None
     best = (1.0, idle) if nodes else None  # (free share, GPU): the smallest wins, like argmin
-    free = occ.free
-    for g in bits(occ.shared):
-        if (best is None or (free[g], g) < best) and elig >> gpu_node[g] & 1 and fits_shared(occ, g, job):
+    m = occ.shared
+    while m:
+        low = m & -m
+        m ^= low
+        g = low.bit_length() - 1
+        if free[g] >= share and (best is None or (free[g], g) < best) and elig >> gpu_node[g] & 1 and \
+                free_vram[g] >= (vram if vram > 0 else frac * gpu_vram[g]) - FRACTION_EPS:
             best = (free[g], g)
     return None if best is None else (best[1],)
 
