@@ -76,6 +76,16 @@ def test_a_fractional_newcomer_preempts_sharers_latest_first_until_its_share_fit
     assert r.first_start_s[2] == 250.0 and r.preemptions.tolist() == [0, 1, 0]
 
 
+def test_a_fractional_newcomer_takes_the_gpu_that_needs_the_fewest_victims(run):
+    # GPU 0 holds two 0.5 jobs, GPU 1 a whole-GPU job, all in the second queue by t=300. A 0.75 newcomer
+    # would need both sharers of GPU 0 to go, but only the whole-GPU job on GPU 1 (the higher id).
+    jobs = [Job(0, 0.0, 10_000.0, gpu_fraction=0.5), Job(1, 0.0, 10_000.0, gpu_fraction=0.5),
+            Job(2, 0.0, 10_000.0), Job(3, 300.0, 10.0, gpu_fraction=0.75)]
+    r = run("1x2:generic", jobs, Tiresias(thresholds_gpu_s=(50.0,)))
+    assert r.gpu_ids[:3] == ((0,), (0,), (1,))
+    assert r.preemptions.tolist() == [0, 0, 1, 0] and r.gpu_ids[3] == (1,) and r.first_start_s[3] == 300.0
+
+
 def test_queue_of_uses_the_thresholds():
     t = Tiresias(thresholds_gpu_s=(10.0, 100.0))
     assert [t.queue_of(s) for s in (0.0, 9.9, 10.0, 99.0, 100.0, 1e9)] == [0, 0, 1, 1, 2, 2]
