@@ -10,10 +10,10 @@ Action space
     ``Discrete(window * max_types * len(rules) + 1)``: a joint choice of a job from the queue window, a GPU
     type slot and a packing rule, or *wait* (the last action). See :mod:`engine.rl.encoding`.
 Observation space
-    ``Dict(jobs=Box(0, 4, (window, 12 + 4 * max_types)), groups=Box(0, 4, (max_types, 8)),
+    ``Dict(jobs=Box(0, 4, (window, 12 + 4 * max_types)), groups=Box(0, 4, (max_types, 10)),
     global=Box(0, 4, (8,)), action_mask=MultiBinary(n_actions))``: 12 features per job plus 4 per (job, GPU type
-    slot) (its speed, expected run time, fit now and fit on one node of that type); every feature is documented
-    in :mod:`engine.rl.encoding`.
+    slot) (its speed, expected run time, can start now, can start now on one node of that type); every feature
+    is documented in :mod:`engine.rl.encoding`.
 Transitions
     A step applies one decision. If another start is still feasible at the same simulated time, the next
     observation is at that same time; otherwise (and after *wait*) the simulation runs to the next decision

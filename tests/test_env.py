@@ -180,3 +180,10 @@ def test_job_features_per_gpu_type_slot():
     np.testing.assert_allclose(per_type[1, 0, 0], 2.4 ** 0.6 / 4, rtol=1e-6)
     np.testing.assert_array_equal(per_type[2, 1, 2:], [0, 0])
     assert not per_type[:, 2].any()  # absent type slot
+    # Job 1 takes one A100: job 0 no longer fits there, and on the V100s it fits only spread over both nodes.
+    obs, *_ = env.step(enc.action(1, 0, 0))
+    per_type = obs["jobs"][:, 12:].reshape(3, 3, 4)
+    assert env.snapshot.window[0] == 0
+    np.testing.assert_array_equal(per_type[0, :2, 2:], [[0, 0], [1, 0]])
+    # The groups' absolute block and node size tell 7 idle A100s on an 8-GPU node from 4 idle V100s on a 4-GPU one.
+    np.testing.assert_allclose(obs["groups"][:2, 8:], [[7 / 8, 1.0], [4 / 8, 4 / 8]])

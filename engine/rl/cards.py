@@ -167,7 +167,8 @@ def _provenance(card: dict[str, Any]) -> list[str]:
         return [*lines, "- the exact config is `training.config` in the JSON card; retrain with "
                 f"`python -m engine train --config {card['name']}`"]
     run, ptr = tr["this_run"], parent["training"]
-    return [*lines, f"- continued training: this run {run['timesteps']:,} steps in {run['wall_time_s']:,.0f} s, started from "
+    return [*lines,
+            f"- continued training: this run {run['timesteps']:,} steps in {run['wall_time_s']:,.0f} s, started from "
             f"the weights of `rl:{parent['model']}` (SHA-256 `{parent['sha256'][:16]}...`), which had trained "
             f"{ptr['timesteps']:,} steps in {ptr['wall_time_s']:,.0f} s; the totals above count both",
             "- the exact configs are `training.config` (this run; `init_from` names the parent) and "

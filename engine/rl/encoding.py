@@ -30,11 +30,13 @@ Observation (a dict of float32 arrays, all features roughly in [0, 1])
     share of the cluster, can-start-now, the job type's communication sensitivity; then, for each GPU type slot
     ``t`` in turn (zeros for absent types), four features of this job on that type: its speed there
     (``Cluster.speed(job_type, type)``, /4, clipped at 1), log1p(estimate / that speed / 60 s)/10 (its expected
-    run time there), can-start-now on that type, and fits-on-one-node (the type is eligible for the job and one
-    of its nodes has at least ``gpus`` GPUs).
-    ``groups`` (max_types x 8): present, share of the cluster's GPUs, idle GPUs / GPUs of the type, largest
+    run time there), can-start-now on that type, and can-start-now-on-one-node of that type (a node of the
+    type it may use has ``gpus`` idle GPUs, so it would not be spread over nodes; for a fractional job, the
+    same as can-start-now).
+    ``groups`` (max_types x 10): present, share of the cluster's GPUs, idle GPUs / GPUs of the type, largest
     idle block on one node / GPUs per node, speed/4, vram/80, free capacity (fractions counted) / GPUs of the
-    type, fully idle nodes / nodes of the type.
+    type, fully idle nodes / nodes of the type, and in absolute terms (so types with different node sizes
+    compare): largest idle block on one node / 8 and GPUs per node / 8 (both clipped at 1).
     ``global`` (8): log1p(queue length)/6, free capacity / cluster GPUs, running jobs / cluster GPUs (clipped
     at 1), log1p(oldest job's wait / 60 s)/10, oldest job's demand / cluster GPUs, oldest job can start now,
     log1p(waiting jobs outside the window)/6, waiting demand / cluster GPUs / 4 (clipped at 1).
@@ -59,7 +61,7 @@ from ..state import ClusterState, Start
 #: Job features that do not depend on the GPU types, then :data:`JOB_TYPE_FEATURES` per GPU type slot.
 JOB_BASE_FEATURES = 12
 JOB_TYPE_FEATURES = 4
-GROUP_FEATURES = 8
+GROUP_FEATURES = 10
 GLOBAL_FEATURES = 8
 WINDOW_ORDERS = ("arrival", "mixed")
 #: Packing rules an encoding may use: each takes only idle GPUs of one type (the mask relies on it).
@@ -331,7 +333,12 @@ def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Sn
         pt[:, 0] = np.minimum(speeds / 4.0, 1.0)
         pt[:, 1] = np.log1p(job.estimate_s / speeds / 60.0) / 10.0
         pt[:, 2] = snap.fits[slot]
-        pt[:, 3] = state.eligible_types(job) & (job.gpus <= tab.max_node_gpus)
+        if job.fractional:
+            pt[:, 3] = snap.fits[slot]
+        else:
+            block = np.zeros(n_types)
+            np.maximum.at(block, lay.node_type, np.where(state.eligible_nodes(job), state.node_free, 0))
+            pt[:, 3] = block >= job.gpus
     jf = np.zeros((cfg.window, cfg.job_features), dtype=np.float32)
     if rows:
         jf[:len(rows), :JOB_BASE_FEATURES] = rows
@@ -344,7 +351,8 @@ def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Sn
     gf = np.zeros((cfg.max_types, GROUP_FEATURES), dtype=np.float32)
     gf[:n_types] = np.stack([
         np.ones(n_types), tab.total / n_gpus, idle_t / tab.total, block_t / tab.max_node_gpus, tab.speed,
-        tab.vram, freecap_t / tab.total, idle_nodes_t / tab.nodes,
+        tab.vram, freecap_t / tab.total, idle_nodes_t / tab.nodes, np.minimum(block_t / 8.0, 1.0),
+        np.minimum(tab.max_node_gpus / 8.0, 1.0),
     ], axis=1)
 
     queue = state.queue

@@ -2,11 +2,11 @@
 
 A teacher sees what an agent sees (the :class:`~engine.rl.encoding.Snapshot` of a state: the job window and
 where each job fits) and answers with an action index of the same encoding, so its choices can be imitated
-exactly by a policy network (:mod:`engine.rl.clone`). Teachers never choose *wait*: they start the best
-feasible (job, GPU type) pair, and the decision point ends when nothing more fits.
+exactly by a policy network (:mod:`engine.rl.clone`). A teacher starts the best feasible (job, GPU type) pair
+it does not decline, and chooses *wait* only when it declines every feasible one (or nothing fits).
 
 Teachers (:data:`TEACHERS`), each scoring every feasible (job, GPU type) pair and taking the smallest score
-(ties: lower window slot, then lower type slot):
+(ties: lower window slot, then lower type slot); a teacher may decline an option:
 
 * ``sjf-fast``: shortest estimated GPU-time first (``estimate_s x gpus x gpu_fraction``); the job goes on
   the GPU type it runs fastest on among those where it fits now.
@@ -17,6 +17,8 @@ Teachers (:data:`TEACHERS`), each scoring every feasible (job, GPU type) pair an
   that holds the whole job (no communication over nodes), then the fastest.
 * ``short-tight``: like ``short-packed``, then the type whose emptiest node has the fewest idle GPUs (packing
   tightly, as ``best-fit`` does, keeps whole nodes free for multi-GPU jobs), then the fastest.
+* ``short-whole``: like ``short-tight``, but a multi-GPU job that one node of a type could hold never starts
+  spread over several nodes of that type: it waits for a node to free up (communication cost matters).
 * ``srpt-type``: smallest estimated GPU-time *on that type* (the estimate divided by the job's speed on the
   type), so a job that gains little from a fast type leaves it to one that gains more.
 * ``fifo-fast``: the oldest job that fits anywhere, on its fastest fitting type (FIFO without blocking).
@@ -26,7 +28,7 @@ Every teacher places with the packing rule ``rule`` (an index into the encoding'
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -41,39 +43,57 @@ def job_type_speeds(state: ClusterState, job_type: str) -> np.ndarray:
     return np.array([state.cluster.speed(job_type, t) for t in state.layout.type_names])
 
 
-#: A teacher's key for starting ``job`` on a type where it runs at ``speed``; ``one_node``: the type has a node
-#: with ``job.gpus`` idle GPUs (the job can start without spreading over nodes); ``block``: the most idle GPUs
-#: on one node of the type.
-Score = Callable[[Job, float, bool, float], tuple]
+class Option(NamedTuple):
+    """One feasible start a teacher scores: ``job`` on a GPU type where it runs at ``speed``.
+
+    ``one_node``: a node of the type has ``job.gpus`` idle GPUs (the job can start without spreading over
+    nodes); ``block``: the most idle GPUs on one node of the type; ``node_gpus``: the type's largest node.
+    """
+
+    job: Job
+    speed: float
+    one_node: bool
+    block: float
+    node_gpus: int
 
 
-def _sjf(job: Job, speed: float, one_node: bool, block: float) -> tuple:
-    return (job.estimate_s * job.gpus * job.gpu_fraction, -speed)
+#: A teacher's key for an option (smallest first), or ``None`` to decline it.
+Score = Callable[[Option], "tuple | None"]
 
 
-def _short(job: Job, speed: float, one_node: bool, block: float) -> tuple:
-    return (job.estimate_s, -speed)
+def _sjf(o: Option) -> tuple:
+    return (o.job.estimate_s * o.job.gpus * o.job.gpu_fraction, -o.speed)
 
 
-def _short_packed(job: Job, speed: float, one_node: bool, block: float) -> tuple:
-    return (job.estimate_s, not one_node, -speed)
+def _short(o: Option) -> tuple:
+    return (o.job.estimate_s, -o.speed)
 
 
-def _short_tight(job: Job, speed: float, one_node: bool, block: float) -> tuple:
-    return (job.estimate_s, not one_node, block, -speed)
+def _short_packed(o: Option) -> tuple:
+    return (o.job.estimate_s, not o.one_node, -o.speed)
 
 
-def _srpt(job: Job, speed: float, one_node: bool, block: float) -> tuple:
-    return (job.estimate_s * job.gpus * job.gpu_fraction / speed,)
+def _short_tight(o: Option) -> tuple:
+    return (o.job.estimate_s, not o.one_node, o.block, -o.speed)
 
 
-def _fifo(job: Job, speed: float, one_node: bool, block: float) -> tuple:
-    return (job.submit_s, job.job_id, -speed)
+def _short_whole(o: Option) -> tuple | None:
+    if not o.one_node and o.job.gpus <= o.node_gpus:
+        return None  # it could run on one node of this type later: do not spread it now
+    return _short_tight(o)
+
+
+def _srpt(o: Option) -> tuple:
+    return (o.job.estimate_s * o.job.gpus * o.job.gpu_fraction / o.speed,)
+
+
+def _fifo(o: Option) -> tuple:
+    return (o.job.submit_s, o.job.job_id, -o.speed)
 
 
 TEACHERS: dict[str, Score] = {"sjf-fast": _sjf, "short-fast": _short, "short-packed": _short_packed,
-                              "short-tight": _short_tight,
-                              "srpt-type": _srpt, "fifo-fast": _fifo}
+                              "short-tight": _short_tight, "short-whole": _short_whole, "srpt-type": _srpt,
+                              "fifo-fast": _fifo}
 
 
 def teacher_action(name: str, state: ClusterState, cfg: EncodingConfig, snap: Snapshot, rule: int = 0) -> int:
@@ -86,6 +106,8 @@ def teacher_action(name: str, state: ClusterState, cfg: EncodingConfig, snap: Sn
     lay = state.layout
     block = np.zeros(len(lay.type_names))
     np.maximum.at(block, lay.node_type, state.node_free)  # largest idle block on one node, per type
+    node_gpus = np.zeros(len(lay.type_names), dtype=int)
+    np.maximum.at(node_gpus, lay.node_type, lay.node_gpus)
     for slot, (j, fits) in enumerate(zip(snap.window, snap.fits)):
         if not fits.any():
             continue
@@ -94,7 +116,11 @@ def teacher_action(name: str, state: ClusterState, cfg: EncodingConfig, snap: Sn
         if sp is None:
             sp = speeds[job.job_type] = job_type_speeds(state, job.job_type)
         for t in np.flatnonzero(fits):
-            key = (*score(job, float(sp[t]), job.fractional or block[t] >= job.gpus, float(block[t])), slot, int(t))
+            key = score(Option(job, float(sp[t]), job.fractional or block[t] >= job.gpus, float(block[t]),
+                               int(node_gpus[t])))
+            if key is None:
+                continue
+            key = (*key, slot, int(t))
             if best_key is None or key < best_key:
                 best, best_key = cfg.action(slot, int(t), rule), key
     return best

@@ -24,7 +24,9 @@ def test_teacher_actions_are_always_allowed_and_runs_end(name):
     done, steps = False, 0
     while not done:
         action = teacher_action(name, env.simulation.state, ENC, env.snapshot, rule=1)
-        assert env.action_masks()[action] and action != ENC.wait_action  # teachers start something when they can
+        assert env.action_masks()[action]
+        if name != "short-whole":  # the only teacher that declines feasible starts
+            assert action != ENC.wait_action
         _, _, done, _, info = env.step(action)
         steps += 1
     assert env.result is not None and (env.result.status == 0).all() and steps >= 40
@@ -55,3 +57,16 @@ def test_teacher_as_scheduler_cuts_wait_against_fifo_order():
 def test_unknown_teacher_lists_the_valid_ones():
     with pytest.raises(EngineError, match="valid teachers: sjf-fast"):
         TeacherScheduler("oracle", ENC)
+
+
+def test_short_whole_waits_rather_than_spread_a_job_one_node_could_hold():
+    cluster = "2x4:V100-32"
+    jobs = (Job(0, 0.0, 5000.0, gpus=3), Job(1, 0.0, 6000.0, gpus=3), Job(2, 0.0, 9000.0, gpus=2))
+    enc = EncodingConfig(window=4, max_types=1)
+    env = GpuSchedulingEnv(EnvConfig(clusters=(cluster,), encoding=enc))
+    env.reset(seed=0, options={"cluster": cluster, "jobs": jobs})
+    for _ in range(2):  # jobs 0 and 1 take 3 GPUs of each node: one idle GPU per node is left
+        env.step(teacher_action("short-whole", env.simulation.state, enc, env.snapshot))
+    assert sorted(env.simulation.state.running) == [0, 1] and env.action_masks()[enc.action(0, 0, 0)]
+    assert teacher_action("short-whole", env.simulation.state, enc, env.snapshot) == enc.wait_action
+    assert teacher_action("short-tight", env.simulation.state, enc, env.snapshot) == enc.action(0, 0, 0)
