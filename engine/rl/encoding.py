@@ -306,8 +306,9 @@ def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Sn
 
     tab = _tables(state.cluster)
     n_types = tab.n_types
+    node_free = state.node_free
+    block_t = np.maximum.reduceat(node_free[tab.node_order], tab.starts)  # largest idle block per type
     rows = []
-    per_type = np.zeros((len(snap.window), cfg.max_types, JOB_TYPE_FEATURES))
     gpu_times = [_gpu_time(jobs[j]) for j in snap.window]
     ranks = np.argsort(np.argsort(gpu_times, kind="stable"), kind="stable").tolist() if gpu_times else []
     denom = max(len(snap.window) - 1, 1)
@@ -328,26 +329,28 @@ def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Sn
             float(snap.fits[slot].any()),
             min(comm.get(job.job_type, comm.get("batch", 0.3)), 1.0),
         ))
-        speeds = tab.job_speeds(job.job_type)
-        pt = per_type[slot, :n_types]
-        pt[:, 0] = np.minimum(speeds / 4.0, 1.0)
-        pt[:, 1] = np.log1p(job.estimate_s / speeds / 60.0) / 10.0
-        pt[:, 2] = snap.fits[slot]
-        if job.fractional:
-            pt[:, 3] = snap.fits[slot]
-        else:
-            block = np.zeros(n_types)
-            np.maximum.at(block, lay.node_type, np.where(state.eligible_nodes(job), state.node_free, 0))
-            pt[:, 3] = block >= job.gpus
     jf = np.zeros((cfg.window, cfg.job_features), dtype=np.float32)
     if rows:
-        jf[:len(rows), :JOB_BASE_FEATURES] = rows
-        jf[:len(rows), JOB_BASE_FEATURES:] = per_type.reshape(len(rows), -1)
-    node_free = state.node_free
+        n = len(rows)
+        jf[:n, :JOB_BASE_FEATURES] = rows
+        # Per (job, type): all window jobs at once. Eligibility is per type (memory, allowed types), so a whole
+        # job fits on one node of an eligible type exactly when the type's largest idle block holds it.
+        wjobs = [jobs[j] for j in snap.window]
+        speeds = np.array([tab.job_speeds(job.job_type) for job in wjobs])
+        est = np.array([job.estimate_s for job in wjobs])[:, None]
+        fits = np.array(snap.fits, dtype=bool)
+        gpus = np.array([job.gpus for job in wjobs])[:, None]
+        whole = np.array([not job.fractional for job in wjobs])[:, None]
+        elig = np.array([state.eligible_types(job) for job in wjobs], dtype=bool)
+        per_type = np.zeros((n, cfg.max_types, JOB_TYPE_FEATURES))
+        per_type[:, :n_types, 0] = np.minimum(speeds / 4.0, 1.0)
+        per_type[:, :n_types, 1] = np.log1p(est / speeds / 60.0) / 10.0
+        per_type[:, :n_types, 2] = fits
+        per_type[:, :n_types, 3] = np.where(whole, elig & (block_t[None, :] >= gpus), fits)
+        jf[:n, JOB_BASE_FEATURES:] = per_type.reshape(n, -1)
     idle_t = np.bincount(lay.node_type, weights=node_free, minlength=n_types)
     freecap_t = np.bincount(lay.gpu_type, weights=state.gpu_free, minlength=n_types)
     idle_nodes_t = np.bincount(lay.node_type, weights=(node_free == lay.node_gpus), minlength=n_types)
-    block_t = np.maximum.reduceat(node_free[tab.node_order], tab.starts)
     gf = np.zeros((cfg.max_types, GROUP_FEATURES), dtype=np.float32)
     gf[:n_types] = np.stack([
         np.ones(n_types), tab.total / n_gpus, idle_t / tab.total, block_t / tab.max_node_gpus, tab.speed,
