@@ -10,13 +10,17 @@ from __future__ import annotations
 import json
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from engine import EngineError, Job, Result, charts, make_scheduler, simulate
 from engine.cluster import Cluster
+from engine.metrics import Summary, compare, job_frame, summarize
 from engine.scenario import Scenario, content_hash
 
 REPO = Path(__file__).resolve().parents[1]
@@ -174,6 +178,36 @@ def timeline_for(sc: Scenario, results: dict[str, Result], color_by: str, mode: 
     drawing mode; ``None`` = chosen by size): a widget change elsewhere on the page redraws without rebuilding
     it. Callers must not modify it."""
     return _timeline(sc.workload_key(), tuple(results), color_by, mode, results)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What the Compare page shows of a set of runs besides the timeline (built by :func:`comparison_for`)."""
+
+    summaries: dict[str, Summary]
+    table: pd.DataFrame  # metrics x schedulers, as engine.metrics.compare returns it
+    job_frames: dict[str, pd.DataFrame]
+    series: go.Figure
+    wait_cdf: go.Figure
+    jct_cdf: go.Figure
+    user_box: go.Figure
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _comparison(workload_key: str, names: tuple[str, ...], _results: dict[str, Result]) -> Comparison:
+    summaries = {name: summarize(r) for name, r in _results.items()}
+    frames = {name: job_frame(r) for name, r in _results.items()}
+    fairness = {name: (s.gini_user_wait, s.jain_user_wait) for name, s in summaries.items()}
+    return Comparison(summaries=summaries, table=compare(summaries), job_frames=frames,
+                      series=charts.series_figure(_results), wait_cdf=charts.cdf_figure(frames, "wait_s", "wait"),
+                      jct_cdf=charts.cdf_figure(frames, "jct_s", "JCT"),
+                      user_box=charts.user_box_figure(frames, fairness))
+
+
+def comparison_for(sc: Scenario, results: dict[str, Result]) -> Comparison:
+    """Metrics, job tables and charts of ``results`` (runs of ``sc``), built once per (scenario, schedulers):
+    a widget change on the page reruns it without recomputing them. Callers must not modify it."""
+    return _comparison(sc.workload_key(), tuple(results), results)
 
 
 def save_results(sc: Scenario, results: dict[str, Result]) -> None:

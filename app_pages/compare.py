@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from engine import SCHEDULERS, charts
-from engine.metrics import METRICS, best_columns, compare, job_frame, summarize
+from engine.metrics import METRICS, best_columns
 from engine.presets import PRESETS
 from app_pages import common
 
@@ -58,8 +58,8 @@ elif set(results) != set(chosen):
     st.caption("Showing the last run; press **Run comparison** to include your new choice of schedulers.")
 
 # ---------------------------------------------------------------- KPI table
-summaries = {name: summarize(r) for name, r in results.items()}
-table = compare(summaries)
+views = common.comparison_for(ran_sc, results)
+summaries, table = views.summaries, views.table
 best = best_columns(table)
 st.subheader("Key metrics")
 rows = [k for k in METRICS if METRICS[k].better is not None]
@@ -114,19 +114,17 @@ common.plot(timeline, "timeline_chart")
 
 # ---------------------------------------------------------------- over time and distributions
 st.subheader("Queue and utilisation over time")
-common.plot(charts.series_figure(results), "series_chart")
+common.plot(views.series, "series_chart")
 
-frames = {name: job_frame(r) for name, r in results.items()}
 c1, c2 = st.columns(2)
-common.plot(charts.cdf_figure(frames, "wait_s", "wait"), "wait_cdf", c1)
-common.plot(charts.cdf_figure(frames, "jct_s", "JCT"), "jct_cdf", c2)
-fairness = {name: (s.gini_user_wait, s.jain_user_wait) for name, s in summaries.items()}
-common.plot(charts.user_box_figure(frames, fairness), "user_box")
+common.plot(views.wait_cdf, "wait_cdf", c1)
+common.plot(views.jct_cdf, "jct_cdf", c2)
+common.plot(views.user_box, "user_box")
 st.caption("Gini of per-user mean wait: 0 = every user waits the same. Jain's index: 1 = perfectly fair.")
 
 # ---------------------------------------------------------------- downloads
 st.subheader("Downloads")
-all_jobs = pd.concat([f.assign(scheduler=name) for name, f in frames.items()], ignore_index=True)
+all_jobs = pd.concat([f.assign(scheduler=name) for name, f in views.job_frames.items()], ignore_index=True)
 d1, d2, d3 = st.columns(3)
 # The CSV is built only when someone downloads it (it takes longer than drawing a chart).
 d1.download_button("Results (CSV, one row per job)", lambda: all_jobs.to_csv(index=False), file_name="results.csv",
