@@ -29,7 +29,7 @@ import numpy as np
 from ..job import Job
 from ..state import FRACTION_EPS, ClusterState, Decision, Start
 from .ordering import StaticKeyOrder, fifo_key
-from .placement import FAILURES_PERSIST, first_fit
+from .placement import FAILURES_PERSIST, FitMemory, first_fit
 from .registry import SchedulerSpec, register
 
 
@@ -234,8 +234,8 @@ class EasyBackfill:
     time (a segment-tree query over the shape's estimates).
 
     Per decision point the cost is a few steps per shape, not per waiting job: each shape's first waiting job
-    is kept (``_front``), and shapes that fit nowhere are remembered until a job stops, since until then
-    resources only shrink (for placement rules in ``FAILURES_PERSIST``).
+    is kept (``_front``), and shapes that fit nowhere are remembered across decision points and placed again
+    only when the GPUs freed since could fit them (:class:`~engine.schedulers.placement.FitMemory`).
     """
 
     def __init__(self, name: str = "easy-backfill") -> None:
@@ -248,14 +248,13 @@ class EasyBackfill:
         self._front: dict[int, int] = {}  # shape -> a position at or before its first waiting job
         self._releases = _ReleaseBook(0)
         self._remember = self.place in FAILURES_PERSIST
-        self._failed: set[int] = set()  # shapes that did not fit when state.stops was _failed_at_stops
-        self._failed_at_stops = -1
+        self._fits = FitMemory()  # shapes that fit nowhere, across decision points
 
     def reset(self, state: ClusterState) -> None:
         self.order.reset(state)
         self._keys, self._trees, self._pos, self._front = {}, {}, {}, {}
         self._releases = _ReleaseBook(state.n_gpus)
-        self._failed, self._failed_at_stops = set(), -1
+        self._fits.reset()
 
     def _started(self, state: ClusterState, j: int) -> None:
         self._trees[state.job_shape[j]].set(self._pos.pop(j), math.inf)
@@ -276,16 +275,13 @@ class EasyBackfill:
         return None if p < 0 else (self._keys[sid][p], sid, p, version)
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
-        # Shapes that fit nowhere: resources only shrink during one decision, and between two decisions
-        # unless a job stopped.
-        failed: set[int] = set()
-        if self._remember and state.stops == self._failed_at_stops:
-            failed = {sid for sid in self._failed if sid in state.queue_shape_counts}
+        # Shapes that fit nowhere stay so while resources only shrink; FitMemory re-tests them after stops.
+        failed = self._fits.recall(state) if self._remember else set()
         try:
             yield from self._decide(state, failed)
         finally:
             if self._remember:
-                self._failed, self._failed_at_stops = failed, state.stops
+                self._fits.keep(state, failed)
 
     def _decide(self, state: ClusterState, failed: set[int]) -> Iterator[Decision]:
         jobs, job_shape, place = state.jobs, state.job_shape, self.place
@@ -304,7 +300,7 @@ class EasyBackfill:
             gpus = None if job_shape[j] in failed else place(state, jobs[j])
             if gpus is None:
                 head = jobs[j]
-                failed.add(job_shape[j])
+                self._fits.fail(state, failed, job_shape[j], head)
                 break
             yield Start(j, gpus)
             self._started(state, j)
@@ -331,7 +327,7 @@ class EasyBackfill:
             if gpus is None:
                 gpus = place(state, job)
                 if gpus is None:
-                    failed.add(sid)
+                    self._fits.fail(state, failed, sid, job)
                     version[sid] += 1
                     continue
                 placed[sid] = gpus

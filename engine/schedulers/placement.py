@@ -244,8 +244,74 @@ class RandomPlacement:
 
 
 #: Rules that are pure functions of the state and whose "does not fit" holds while resources only shrink:
-#: a scheduler may remember their failures until a job stops (``state.stops`` changes).
+#: a scheduler may remember their failures until a job stops (``state.stops`` changes), and past that with
+#: :class:`FitMemory`. Each places a job whenever some GPUs can take it (``can_host``), and a whole-GPU job
+#: whenever one eligible GPU type has enough idle GPUs.
 FAILURES_PERSIST = frozenset({first_fit, best_fit, least_loaded})
+
+
+class FitMemory:
+    """Job shapes that a rule in ``FAILURES_PERSIST`` could not place, remembered across decision points.
+
+    While no job stops, resources only shrink, so such a shape stays unplaceable. Once jobs have stopped, a
+    whole-GPU shape fits again exactly when an eligible GPU type has enough idle GPUs, and a fractional one
+    when an eligible GPU is idle or a GPU released since has room for it (the other shared GPUs only lost
+    room), which :meth:`recall` tests per remembered shape instead of placing it again.
+
+    Use per decision point: ``unfit = memory.recall(state)``; add each shape whose placement fails with
+    :meth:`fail`; empty ``unfit`` when the scheduler itself frees GPUs (preemption); ``memory.keep(state,
+    unfit)`` at the end.
+    """
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._unfit: set[int] = set()
+        self._at_stops = -1  # state.stops when _unfit was kept
+        self._released_at = 0  # length of state.occupancy.released then
+        self._need: dict[int, tuple] = {}  # shape -> (a job of it, GPUs, fraction, eligible GPU types)
+
+    def fail(self, state: ClusterState, unfit: set[int], sid: int, job: Job) -> None:
+        """Record that shape ``sid`` (of ``job``) cannot be placed now."""
+        unfit.add(sid)
+        if sid not in self._need:
+            types = tuple(np.flatnonzero(state.eligible_types(job)).tolist())
+            self._need[sid] = (job, job.gpus, job.gpu_fraction, types)
+
+    def keep(self, state: ClusterState, unfit: set[int]) -> None:
+        self._unfit, self._at_stops = unfit, state.stops
+        self._released_at = len(state.occupancy.released)
+
+    def recall(self, state: ClusterState) -> set[int]:
+        """The remembered shapes that still wait and cannot be placed now."""
+        shapes = state.queue_shape_counts
+        if state.stops == self._at_stops:
+            return {sid for sid in self._unfit if sid in shapes}
+        occ = state.occupancy
+        type_idle = occ.type_idle
+        most_idle: dict[tuple[int, ...], int] = {}  # eligible types -> most idle GPUs of one of them
+        fresh = None  # shared GPUs released since the failures were recorded (built on first need)
+        out = set()
+        for sid in self._unfit:
+            if sid not in shapes:
+                continue
+            job, k, frac, types = self._need[sid]
+            idle = most_idle.get(types)
+            if idle is None:
+                idle = most_idle[types] = max([type_idle[t] for t in types], default=0)
+            if idle >= k:
+                continue
+            if frac < 1.0:
+                if frac <= FRACTION_EPS:
+                    continue  # a share so small it "fits" even on full GPUs
+                if fresh is None:
+                    tenants = occ.tenants
+                    fresh = [g for g in set(occ.released[self._released_at:]) if tenants[g]]
+                if fresh and any(occ.gpu_type[g] in types and fits_shared(occ, g, job) for g in fresh):
+                    continue
+            out.add(sid)
+        return out
 
 #: Placement rules by name; a factory per name so stateful rules get a fresh instance per scheduler.
 PLACEMENTS: dict[str, Callable[[], Placement]] = {
