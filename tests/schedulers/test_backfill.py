@@ -151,13 +151,14 @@ class _Forgetful(EasyBackfill):
 
 
 class _CountingRecall(EasyBackfill):
-    """easy-backfill that counts the decision points at which it skips shapes that failed before."""
+    """easy-backfill that counts the decision points at which it skips shapes that failed before, with no
+    job stopped since and after jobs stopped (then only shapes the freed GPUs cannot fit are skipped)."""
 
-    recalls = 0
+    recalls = {"same": 0, "after_stops": 0}
 
     def decide(self, state):
-        if state.stops == self._failed_at_stops and self._failed & set(state.queue_shape_counts):
-            type(self).recalls += 1
+        if self._fits.recall(state):  # (recall only reads)
+            type(self).recalls["same" if state.stops == self._fits._at_stops else "after_stops"] += 1
         return super().decide(state)
 
 
@@ -165,7 +166,7 @@ def test_remembered_failures_leave_the_schedule_unchanged(run):
     cluster = parse_cluster("3x4:A100-80,2x2:T4")
     jobs = generate(cluster, 600, load=1.3, seed=5)  # overload: shapes fail and arrivals come between stops
     recalled, plain = run(cluster, jobs, _CountingRecall()), run(cluster, jobs, _Forgetful())
-    assert _CountingRecall.recalls > 20
+    assert _CountingRecall.recalls["same"] > 20 and _CountingRecall.recalls["after_stops"] > 20
     for field in ("first_start_s", "end_s", "seg_job", "seg_start_s", "seg_gpu_ids", "seg_fraction"):
         assert np.array_equal(getattr(recalled, field), getattr(plain, field), equal_nan=True), field
     assert recalled.gpu_ids == plain.gpu_ids
