@@ -188,8 +188,7 @@ class Comparison:
     table: pd.DataFrame  # metrics x schedulers, as engine.metrics.compare returns it
     job_frames: dict[str, pd.DataFrame]
     series: go.Figure
-    wait_cdf: go.Figure
-    jct_cdf: go.Figure
+    cdfs: go.Figure  # wait and JCT CDFs side by side
     user_box: go.Figure
 
 
@@ -199,8 +198,7 @@ def _comparison(workload_key: str, names: tuple[str, ...], _results: dict[str, R
     frames = {name: job_frame(r) for name, r in _results.items()}
     fairness = {name: (s.gini_user_wait, s.jain_user_wait) for name, s in summaries.items()}
     return Comparison(summaries=summaries, table=compare(summaries), job_frames=frames,
-                      series=charts.series_figure(_results), wait_cdf=charts.cdf_figure(frames, "wait_s", "wait"),
-                      jct_cdf=charts.cdf_figure(frames, "jct_s", "JCT"),
+                      series=charts.series_figure(_results), cdfs=charts.cdf_figure(frames),
                       user_box=charts.user_box_figure(frames, fairness))
 
 

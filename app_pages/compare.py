@@ -116,9 +116,7 @@ common.plot(timeline, "timeline_chart")
 st.subheader("Queue and utilisation over time")
 common.plot(views.series, "series_chart")
 
-c1, c2 = st.columns(2)
-common.plot(views.wait_cdf, "wait_cdf", c1)
-common.plot(views.jct_cdf, "jct_cdf", c2)
+common.plot(views.cdfs, "cdf_chart")
 common.plot(views.user_box, "user_box")
 st.caption("Gini of per-user mean wait: 0 = every user waits the same. Jain's index: 1 = perfectly fair.")
 

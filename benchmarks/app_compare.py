@@ -2,7 +2,8 @@
 
 Starts ``streamlit run app.py`` on a free local port, drives Debian's chromium with Playwright (never a
 downloaded browser) and measures, for 5 schedulers on 2,000 generated jobs and 64 GPUs, the seconds from the
-click on "Run comparison" until all 5 charts of the page are drawn by Plotly:
+click on "Run comparison" until all 4 charts of the page (timeline, queue/utilisation, wait and JCT CDFs,
+per-user waits) are drawn by Plotly:
 
 * ``typical``: the way people use it: a new tab opens the Workload page of the scenario (so the jobs are
   generated and Plotly's JavaScript is loaded), then goes to Compare through the sidebar and clicks Run;
@@ -39,8 +40,9 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCHEDULERS = ("fifo", "first-fit", "best-fit", "sjf", "easy-backfill")
-#: Charts the Compare page draws after a run: timeline, queue/utilisation, wait CDF, JCT CDF, per-user box.
-COMPARE_CHARTS = 5
+#: Charts the Compare page draws after a run: timeline, queue/utilisation, wait and JCT CDFs (one chart, two
+#: panels), per-user box.
+COMPARE_CHARTS = 4
 
 
 def free_port() -> int:

@@ -8,6 +8,7 @@ import pytest
 
 from engine import Job, make_scheduler, parse_cluster, simulate
 from engine import charts
+from engine.metrics import job_frame
 
 
 @pytest.fixture(scope="module")
@@ -108,11 +109,16 @@ def test_series_cdf_and_box_figures(runs):
     fig = charts.series_figure(runs)
     assert fig.layout.yaxis.title.text == "queue (jobs)" and fig.layout.yaxis2.title.text == "busy GPUs (%)"
     assert max(max(t.y) for t in fig.data if t.yaxis == "y2") <= 100
-    frames = {name: pd.DataFrame({"wait_s": r.first_start_s - np.array([j.submit_s for j in r.jobs]),
-                                  "user": [j.user for j in r.jobs]}) for name, r in runs.items()}
-    cdf = charts.cdf_figure(frames, "wait_s", "wait")
-    assert [t.name for t in cdf.data] == ["fifo", "best-fit"] and cdf.data[0].y[-1] == pytest.approx(100)
-    assert "(" in cdf.layout.xaxis.title.text
+    frames = {name: job_frame(r) for name, r in runs.items()}
+    cdf = charts.cdf_figure(frames)
+    assert [a.text for a in cdf.layout.annotations] == ["wait CDF", "JCT CDF"]
+    assert [(t.name, t.xaxis, t.showlegend) for t in cdf.data] == [
+        ("fifo", "x", True), ("best-fit", "x", True), ("fifo", "x2", False), ("best-fit", "x2", False)]
+    assert all(t.y[-1] == pytest.approx(100) for t in cdf.data)
+    waits = np.sort(frames["fifo"]["wait_s"].to_numpy())
+    unit, div = charts.time_scale(max(float(np.nanmax(f["wait_s"])) for f in frames.values()))
+    assert cdf.data[0].x[-1] == pytest.approx(waits[-1] / div)
+    assert cdf.layout.xaxis.title.text == f"wait ({unit})" and cdf.layout.xaxis2.title.text.startswith("JCT (")
     box = charts.user_box_figure(frames, {"fifo": (0.25, 0.8)})
     assert box.data[0].name == "fifo (Gini 0.25, Jain 0.80)" and "nan" in box.data[1].name
 
