@@ -289,19 +289,20 @@ class FitMemory:
         if state.stops == self._at_stops:
             return {sid for sid in self._unfit if sid in shapes}
         occ = state.occupancy
-        type_idle = occ.type_idle
+        type_idle, idle_gpus, need = occ.type_idle, occ.idle_gpus, self._need
         most_idle: dict[tuple[int, ...], int] = {}  # eligible types -> most idle GPUs of one of them
         fresh = None  # shared GPUs released since the failures were recorded (built on first need)
         out = set()
         for sid in self._unfit:
             if sid not in shapes:
                 continue
-            job, k, frac, types = self._need[sid]
-            idle = most_idle.get(types)
-            if idle is None:
-                idle = most_idle[types] = max([type_idle[t] for t in types], default=0)
-            if idle >= k:
-                continue
+            job, k, frac, types = need[sid]
+            if idle_gpus >= k:  # (else no type has k idle GPUs)
+                idle = most_idle.get(types)
+                if idle is None:
+                    idle = most_idle[types] = max([type_idle[t] for t in types], default=0)
+                if idle >= k:
+                    continue
             if frac < 1.0:
                 if frac <= FRACTION_EPS:
                     continue  # a share so small it "fits" even on full GPUs
