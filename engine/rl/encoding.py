@@ -293,6 +293,11 @@ def _tables(cluster) -> _TypeTables:
     return t
 
 
+def type_speeds(cluster, job_type: str) -> np.ndarray:
+    """Speed of a job of ``job_type`` on each GPU type of ``cluster`` (``Cluster.speed``; cached)."""
+    return _tables(cluster).job_speeds(job_type)
+
+
 def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Snapshot | None = None
            ) -> dict[str, np.ndarray]:
     """The observation dict for ``state`` (see the module docstring for every feature)."""

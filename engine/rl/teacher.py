@@ -35,12 +35,7 @@ import numpy as np
 from ..errors import EngineError
 from ..job import Job
 from ..state import ClusterState, Decision
-from .encoding import EncodingConfig, Snapshot, decode, snapshot
-
-
-def job_type_speeds(state: ClusterState, job_type: str) -> np.ndarray:
-    """Reference-work seconds per second of one job of ``job_type`` on each GPU type of the cluster."""
-    return np.array([state.cluster.speed(job_type, t) for t in state.layout.type_names])
+from .encoding import EncodingConfig, Snapshot, decode, snapshot, type_speeds
 
 
 class Option(NamedTuple):
@@ -102,7 +97,6 @@ def teacher_action(name: str, state: ClusterState, cfg: EncodingConfig, snap: Sn
     if not 0 <= rule < len(cfg.rules):
         raise EngineError(f"teacher rule index {rule} is out of range 0..{len(cfg.rules) - 1}")
     best, best_key = cfg.wait_action, None
-    speeds: dict[str, np.ndarray] = {}
     lay = state.layout
     block = np.zeros(len(lay.type_names))
     np.maximum.at(block, lay.node_type, state.node_free)  # largest idle block on one node, per type
@@ -112,9 +106,7 @@ def teacher_action(name: str, state: ClusterState, cfg: EncodingConfig, snap: Sn
         if not fits.any():
             continue
         job = state.jobs[j]
-        sp = speeds.get(job.job_type)
-        if sp is None:
-            sp = speeds[job.job_type] = job_type_speeds(state, job.job_type)
+        sp = type_speeds(state.cluster, job.job_type)
         for t in np.flatnonzero(fits):
             key = score(Option(job, float(sp[t]), job.fractional or block[t] >= job.gpus, float(block[t]),
                                int(node_gpus[t])))
