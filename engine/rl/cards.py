@@ -160,7 +160,7 @@ def _provenance(card: dict[str, Any]) -> list[str]:
             f"- warm start: behaviour cloning of the teacher `{c['config']['teacher']}` (placing with "
             f"`{c['config']['rule']}`, `engine/rl/teacher.py`) over {len(c['rounds'])} rounds "
             f"({c['config']['episodes']} episodes each, DAgger after the first), {c['samples']:,} labelled "
-            f"decisions, {c['wall_time_s']:,.0f} s (counted in the wall time); imitation accuracy "
+            f"decisions, {c['wall_time_s']:,.0f} s (counted in the wall time); accuracy on those decisions "
             f"{last['accuracy']:.1%}; validation return of the cloned policy {c['eval_mean_return']:.4f}, "
             "then MaskablePPO fine-tuning")
     if not parent:
