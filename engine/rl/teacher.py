@@ -17,6 +17,9 @@ Teachers (:data:`TEACHERS`), each scoring every feasible (job, GPU type) pair an
   that holds the whole job (no communication over nodes), then the fastest.
 * ``short-tight``: like ``short-packed``, then the type whose emptiest node has the fewest idle GPUs (packing
   tightly, as ``best-fit`` does, keeps whole nodes free for multi-GPU jobs), then the fastest.
+* ``short-spare``: like ``short-tight``, but first among the types where the job fits it prefers the one with
+  the least memory per GPU: a job that fits small-memory GPUs leaves large-memory ones (A100-80 next to
+  V100-32) free for the jobs that fit nowhere else.
 * ``short-whole``: like ``short-tight``, but a multi-GPU job that one node of a type could hold never starts
   spread over several nodes of that type: it waits for a node to free up (communication cost matters).
 * ``srpt-type``: smallest estimated GPU-time *on that type* (the estimate divided by the job's speed on the
@@ -42,7 +45,8 @@ class Option(NamedTuple):
     """One feasible start a teacher scores: ``job`` on a GPU type where it runs at ``speed``.
 
     ``one_node``: a node of the type has ``job.gpus`` idle GPUs (the job can start without spreading over
-    nodes); ``block``: the most idle GPUs on one node of the type; ``node_gpus``: the type's largest node.
+    nodes); ``block``: the most idle GPUs on one node of the type; ``node_gpus``: the type's largest node;
+    ``vram_gib``: the type's memory per GPU.
     """
 
     job: Job
@@ -50,6 +54,7 @@ class Option(NamedTuple):
     one_node: bool
     block: float
     node_gpus: int
+    vram_gib: float
 
 
 #: A teacher's key for an option (smallest first), or ``None`` to decline it.
@@ -72,6 +77,10 @@ def _short_tight(o: Option) -> tuple:
     return (o.job.estimate_s, not o.one_node, o.block, -o.speed)
 
 
+def _short_spare(o: Option) -> tuple:
+    return (o.job.estimate_s, o.vram_gib, not o.one_node, o.block, -o.speed)
+
+
 def _short_whole(o: Option) -> tuple | None:
     if not o.one_node and o.job.gpus <= o.node_gpus:
         return None  # it could run on one node of this type later: do not spread it now
@@ -87,7 +96,8 @@ def _fifo(o: Option) -> tuple:
 
 
 TEACHERS: dict[str, Score] = {"sjf-fast": _sjf, "short-fast": _short, "short-packed": _short_packed,
-                              "short-tight": _short_tight, "short-whole": _short_whole, "srpt-type": _srpt,
+                              "short-tight": _short_tight, "short-spare": _short_spare,
+                              "short-whole": _short_whole, "srpt-type": _srpt,
                               "fifo-fast": _fifo}
 
 
@@ -102,6 +112,7 @@ def teacher_action(name: str, state: ClusterState, cfg: EncodingConfig, snap: Sn
     np.maximum.at(block, lay.node_type, state.node_free)  # largest idle block on one node, per type
     node_gpus = np.zeros(len(lay.type_names), dtype=int)
     np.maximum.at(node_gpus, lay.node_type, lay.node_gpus)
+    vram = lay.type_vram_gib
     for slot, (j, fits) in enumerate(zip(snap.window, snap.fits)):
         if not fits.any():
             continue
@@ -109,7 +120,7 @@ def teacher_action(name: str, state: ClusterState, cfg: EncodingConfig, snap: Sn
         sp = type_speeds(state.cluster, job.job_type)
         for t in np.flatnonzero(fits):
             key = score(Option(job, float(sp[t]), job.fractional or block[t] >= job.gpus, float(block[t]),
-                               int(node_gpus[t])))
+                               int(node_gpus[t]), float(vram[t])))
             if key is None:
                 continue
             key = (*key, slot, int(t))

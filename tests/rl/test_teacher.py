@@ -70,3 +70,16 @@ def test_short_whole_waits_rather_than_spread_a_job_one_node_could_hold():
     assert sorted(env.simulation.state.running) == [0, 1] and env.action_masks()[enc.action(0, 0, 0)]
     assert teacher_action("short-whole", env.simulation.state, enc, env.snapshot) == enc.wait_action
     assert teacher_action("short-tight", env.simulation.state, enc, env.snapshot) == enc.action(0, 0, 0)
+
+
+def test_short_spare_leaves_large_memory_gpus_to_jobs_that_fit_nowhere_else():
+    jobs = (Job(0, 0.0, 100.0, gpus=2, vram_gib=16.0, job_type="training", estimate_s=100.0),)
+    env = GpuSchedulingEnv(EnvConfig(clusters=(MIXED,), encoding=ENC))
+    env.reset(seed=0, options={"cluster": MIXED, "jobs": jobs})
+    state, snap = env.simulation.state, env.snapshot
+    assert ENC.unpack(teacher_action("short-spare", state, ENC, snap))[:2] == (0, 1)  # the V100-32s
+    assert ENC.unpack(teacher_action("short-fast", state, ENC, snap))[:2] == (0, 0)  # the faster A100-80s
+    # A job that needs more than 32 GiB fits only the A100s, so short-spare takes them.
+    big = (Job(0, 0.0, 100.0, gpus=2, vram_gib=40.0, job_type="training", estimate_s=100.0),)
+    env.reset(seed=0, options={"cluster": MIXED, "jobs": big})
+    assert ENC.unpack(teacher_action("short-spare", env.simulation.state, ENC, env.snapshot))[:2] == (0, 0)
