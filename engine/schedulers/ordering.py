@@ -31,8 +31,9 @@ class StaticKeyOrder:
     walk (shapes that did not fit): it merges per-shape heaps of the waiting jobs, taking only shapes that
     have waiting jobs and are not skipped, and drops a shape as soon as it is skipped. A long queue whose
     shapes are mostly skipped then costs about the number of jobs yielded plus the number of waiting shapes,
-    not the length of the queue. Each structure is built on its first use and kept up to date from
-    ``state.entered``; entries of jobs that started are dropped lazily.
+    not the length of the queue. Each structure is built on its first use (from the jobs waiting then, whose
+    keys it computes, so a key must depend on the job alone, as every registered one does) and kept up to
+    date from ``state.entered``; entries of jobs that started are dropped lazily.
     """
 
     def __init__(self, key: Callable[[ClusterState, Job], Any]) -> None:
