@@ -182,30 +182,46 @@ def timeline_for(sc: Scenario, results: dict[str, Result], color_by: str, mode: 
 
 @dataclass(frozen=True)
 class Comparison:
-    """What the Compare page shows of a set of runs besides the timeline (built by :func:`comparison_for`)."""
+    """Metrics and job tables of a set of runs (built by :func:`comparison_for`)."""
 
     summaries: dict[str, Summary]
     table: pd.DataFrame  # metrics x schedulers, as engine.metrics.compare returns it
     job_frames: dict[str, pd.DataFrame]
-    series: go.Figure
-    cdfs: go.Figure  # wait and JCT CDFs side by side
-    user_box: go.Figure
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _comparison(workload_key: str, names: tuple[str, ...], _results: dict[str, Result]) -> Comparison:
     summaries = {name: summarize(r) for name, r in _results.items()}
-    frames = {name: job_frame(r) for name, r in _results.items()}
-    fairness = {name: (s.gini_user_wait, s.jain_user_wait) for name, s in summaries.items()}
-    return Comparison(summaries=summaries, table=compare(summaries), job_frames=frames,
-                      series=charts.series_figure(_results), cdfs=charts.cdf_figure(frames),
-                      user_box=charts.user_box_figure(frames, fairness))
+    return Comparison(summaries=summaries, table=compare(summaries),
+                      job_frames={name: job_frame(r) for name, r in _results.items()})
 
 
 def comparison_for(sc: Scenario, results: dict[str, Result]) -> Comparison:
-    """Metrics, job tables and charts of ``results`` (runs of ``sc``), built once per (scenario, schedulers):
-    a widget change on the page reruns it without recomputing them. Callers must not modify it."""
+    """Metrics and job tables of ``results`` (runs of ``sc``), built once per (scenario, schedulers): a widget
+    change on the page reruns it without recomputing them. Callers must not modify it."""
     return _comparison(sc.workload_key(), tuple(results), results)
+
+
+#: The Compare page's charts besides the timeline: name -> builder from the runs and their Comparison.
+COMPARISON_CHARTS: dict[str, Callable[[dict[str, Result], Comparison], go.Figure]] = {
+    "series": lambda results, views: charts.series_figure(results),
+    "cdfs": lambda results, views: charts.cdf_figure(views.job_frames),
+    "user_box": lambda results, views: charts.user_box_figure(
+        views.job_frames, {name: (s.gini_user_wait, s.jain_user_wait) for name, s in views.summaries.items()}),
+}
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _chart(workload_key: str, names: tuple[str, ...], kind: str, _results: dict[str, Result],
+           _views: Comparison) -> go.Figure:
+    return COMPARISON_CHARTS[kind](_results, _views)
+
+
+def chart_for(sc: Scenario, results: dict[str, Result], kind: str) -> go.Figure:
+    """One chart of :data:`COMPARISON_CHARTS` for ``results`` (runs of ``sc``), built once per (scenario,
+    schedulers) and only when the page reaches it, so the key metrics and the timeline are sent first.
+    Callers must not modify it."""
+    return _chart(sc.workload_key(), tuple(results), kind, results, comparison_for(sc, results))
 
 
 def save_results(sc: Scenario, results: dict[str, Result]) -> None:

@@ -114,10 +114,10 @@ common.plot(timeline, "timeline_chart")
 
 # ---------------------------------------------------------------- over time and distributions
 st.subheader("Queue and utilisation over time")
-common.plot(views.series, "series_chart")
+common.plot(common.chart_for(ran_sc, results, "series"), "series_chart")
 
-common.plot(views.cdfs, "cdf_chart")
-common.plot(views.user_box, "user_box")
+common.plot(common.chart_for(ran_sc, results, "cdfs"), "cdf_chart")
+common.plot(common.chart_for(ran_sc, results, "user_box"), "user_box")
 st.caption("Gini of per-user mean wait: 0 = every user waits the same. Jain's index: 1 = perfectly fair.")
 
 # ---------------------------------------------------------------- downloads
