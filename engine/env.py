@@ -8,14 +8,17 @@ Datasheet
 ---------
 Action space
     ``Discrete(window * max_types * len(rules) + 1)``: a joint choice of a job from the queue window, a GPU
-    type slot and a packing rule, or *wait* (the last action). See :mod:`engine.rl.encoding`.
+    type slot and a packing rule (or, where the encoding lists it, the rule ``"evict"``: preempt running jobs of
+    that type, latest estimated end first, to make room), or *wait* (the last action). See
+    :mod:`engine.rl.encoding`.
 Observation space
-    ``Dict(jobs=Box(0, 4, (window, 12 + 4 * max_types)), groups=Box(0, 4, (max_types, 10)),
-    global=Box(0, 4, (8,)), action_mask=MultiBinary(n_actions))``: 12 features per job plus 4 per (job, GPU type
-    slot) (its speed, expected run time, can start now, can start now on one node of that type); every feature
-    is documented in :mod:`engine.rl.encoding`.
+    ``Dict(jobs=Box(0, 4, (window, 12 + k * max_types)), groups=Box(0, 4, (max_types, 10)),
+    global=Box(0, 4, (8,)), action_mask=MultiBinary(n_actions))``: 12 features per job plus k = 4 per (job, GPU
+    type slot) (its speed, expected run time, can start now, can start now on one node of that type), k = 6 with
+    ``"evict"`` (can start by evicting, the victims' remaining work); every feature is documented in
+    :mod:`engine.rl.encoding`.
 Transitions
-    A step applies one decision. If another start is still feasible at the same simulated time, the next
+    A step applies one action: a start (after its preemptions, for ``"evict"``) or *wait*. If another start is still feasible at the same simulated time, the next
     observation is at that same time; otherwise (and after *wait*) the simulation runs to the next decision
     point where some start is feasible (no empty ticks). *Wait* is feasible whenever a job runs.
 Masks
@@ -27,7 +30,8 @@ Reward
     during each step (dense) plus the remaining terms at the last step; the episode return equals the objective.
 Episode end
     ``terminated`` when every job has finished (or can never run on the cluster). Episodes always end: each
-    step starts a job or moves time to the next event, and the workload is finite. Never truncated.
+    step starts a job or moves time to the next event, the workload is finite, and ``"evict"`` never preempts a
+    job that started at the current time. Never truncated.
 Reset
     ``reset(seed=...)`` draws a cluster, a load and a workload seed from the sampling lists
     (:class:`EnvConfig`; workload seeds are drawn at or above ``TRAIN_SEED_MIN`` = 2**20, so evaluations on
@@ -52,6 +56,7 @@ from .rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, EncodingConfig, Snapsh
 from .rl.reward import RewardWeights, terminal_cost
 from .rl.workload import TRAIN_SEED_MIN, make_jobs
 from .simulator import Result, Simulation
+from .state import Decision, Preempt
 
 ENV_ID = "engine/GpuScheduling-v0"
 
@@ -173,9 +178,11 @@ class GpuSchedulingEnv(gym.Env):
         self._sim = sim
         self._result = None
         state = sim.reset()
-        self._started_wait_s = 0.0
-        self._run_start: dict[int, float] = {}  # started, not yet seen finished: job -> start time
-        self._finished_run_s = 0.0
+        self._started_wait_s = 0.0  # waits of queue stays that have ended
+        self._queued_since: dict[int, float] = {}  # preempted jobs: job -> when they re-entered the queue
+        self._run_start: dict[int, float] = {}  # running, not yet seen finished: job -> segment start
+        self._finished_run_s = 0.0  # run time of ended segments
+        self._preempted_run_s: dict[int, float] = {}  # job -> run time of its preempted segments
         type_total = np.bincount(cluster.layout.gpu_type, minlength=len(cluster.layout.type_names))
         n_ok = 0
         for job in jobs:
@@ -198,16 +205,20 @@ class GpuSchedulingEnv(gym.Env):
         if invalid:
             allowed = np.flatnonzero(snap.mask)
             action = cfg.encoding.wait_action if snap.mask[-1] else int(allowed[0])
-        decision = decode(sim.state, action, cfg.encoding, snap)
+        applied: list[Decision] = []
+
+        def recorded(decisions):
+            for d in decisions:
+                applied.append(d)
+                yield d
+
         before = self._potential
-        if decision is None:
-            sim.apply([])
+        sim.apply(recorded(decode(sim.state, action, cfg.encoding, snap)))
+        started = self._account(applied)
+        if started is None:
             if sim.advance():
                 self._run_to_choice()
         else:
-            sim.apply([decision])
-            self._started_wait_s += sim.now_s - sim.jobs[decision.job_id].submit_s
-            self._run_start[decision.job_id] = sim.now_s
             self._run_to_choice()
         self._potential = self._cost_potential()
         w = cfg.reward
@@ -217,8 +228,8 @@ class GpuSchedulingEnv(gym.Env):
             self._result = sim.result()
             reward -= terminal_cost(self._result, w)
         info = self._info(invalid)
-        if decision is not None:
-            info["started"] = decision.job_id
+        if started is not None:
+            info["started"] = started
         return self._obs(), float(reward), terminated, False, info
 
     def action_masks(self) -> np.ndarray:
@@ -255,23 +266,42 @@ class GpuSchedulingEnv(gym.Env):
             sim.advance()
         self._snap = Snapshot([], [], np.zeros(enc.n_actions, dtype=bool))
 
+    def _account(self, applied: Sequence[Decision]) -> int | None:
+        """Book the queue stays and run segments that ``applied`` ended; returns the started job, if any."""
+        now, jobs = self._sim.now_s, self._sim.jobs
+        started = None
+        for d in applied:
+            j = d.job_id
+            if type(d) is Preempt:
+                self._queued_since[j] = now
+                run_s = now - self._run_start.pop(j)
+                self._finished_run_s += run_s
+                self._preempted_run_s[j] = self._preempted_run_s.get(j, 0.0) + run_s
+            else:
+                started = j
+                self._started_wait_s += now - self._queued_since.pop(j, jobs[j].submit_s)
+                self._run_start[j] = now
+        return started
+
     def _cost_potential(self) -> float:
         """The dense cost accrued so far: ``wait x (wait so far) + jct x (time in the system so far)``.
 
-        Wait so far = the waits of started jobs plus the running waits of queued jobs. Time in the system adds
-        the run time of started jobs: up to now for running ones, their whole run for finished ones (the
-        environment never preempts, so a job runs in one segment and its run time is its attained GPU-seconds
-        divided by its GPU demand). At the end these are exactly the sums of waits and of JCTs.
+        Wait so far = the ended queue stays plus the running stays of queued jobs (since submission, or since
+        the preemption that sent them back). Time in the system adds the run time: ended segments, plus up to
+        now for running ones; a finished job's last segment is its attained GPU-seconds over its GPU demand
+        minus its preempted segments. At the end these are exactly the sums of waits and of JCTs.
         """
         sim, w = self._sim, self.config.reward
         state, jobs, now = sim.state, sim.jobs, sim.now_s
-        wait = self._started_wait_s + sum(now - jobs[j].submit_s for j in state.queue)
+        since = self._queued_since
+        wait = self._started_wait_s + sum(now - since.get(j, jobs[j].submit_s) for j in state.queue)
         if not w.jct:
             return w.wait * wait
         running = state.running
         for j in [j for j in self._run_start if j not in running]:
             del self._run_start[j]
-            self._finished_run_s += state.attained_gpu_s(j) / (jobs[j].gpus * jobs[j].gpu_fraction)
+            self._finished_run_s += (state.attained_gpu_s(j) / (jobs[j].gpus * jobs[j].gpu_fraction)
+                                     - self._preempted_run_s.pop(j, 0.0))
         run = self._finished_run_s + sum(now - s for s in self._run_start.values())
         return w.wait * wait + w.jct * (wait + run)
 

@@ -64,7 +64,7 @@ def test_random_masked_play_keeps_every_constraint_and_ends(seed, window_order):
         assert mask[-1] == bool(state.running)  # wait: allowed exactly while something runs
         # Exactness: every allowed action decodes to a start the engine accepts.
         for a in np.flatnonzero(mask[:-1]):
-            d = decode(state, int(a), env.config.encoding)
+            (d,) = decode(state, int(a), env.config.encoding)
             assert isinstance(d, Start) and state.validate(d) is None
         _, _, done, truncated, info = env.step(rng.choice(np.flatnonzero(mask)))
         assert not truncated and not info["invalid_action"]
@@ -187,3 +187,70 @@ def test_job_features_per_gpu_type_slot():
     np.testing.assert_array_equal(per_type[0, :2, 2:], [[0, 0], [1, 0]])
     # The groups' absolute block and node size tell 7 idle A100s on an 8-GPU node from 4 idle V100s on a 4-GPU one.
     np.testing.assert_allclose(obs["groups"][:2, 8:], [[7 / 8, 1.0], [4 / 8, 4 / 8]])
+
+
+EVICT_ENC = EncodingConfig(window=6, max_types=3, rules=("first-fit", "best-fit", "evict"))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_random_play_with_evictions_keeps_every_constraint_and_returns_the_objective(seed):
+    weights = RewardWeights(wait=1.0, jct=0.5, comm=1.0)
+    env = _env(encoding=EVICT_ENC, reward=weights, loads=(2.0,), clusters=("1x4:A100-80,2x2:V100-32,1x2:T4",))
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    state, enc, total, done, evictions = env.simulation.state, EVICT_ENC, 0.0, False, 0
+    evict = enc.rules.index("evict")
+    while not done:
+        mask = env.action_masks()
+        snap = env.snapshot
+        for a in np.flatnonzero(mask[:-1]):
+            slot, t, rule = enc.unpack(int(a))
+            job = state.jobs[snap.window[slot]]
+            if rule != evict:
+                continue
+            # What an evict action promises: victims that run on that type, started before now, would run longer
+            # than the job, and free enough GPUs for it.
+            victims = snap.victims[slot, t]
+            assert not snap.fits[slot][t] and victims
+            runs = [state.running[v] for v in victims]
+            assert all(r.gpu_type == t and r.start_s < state.now_s and not r.job.fractional for r in runs)
+            idle = int(state.node_free[state.layout.node_type == t].sum())
+            assert idle + sum(r.job.gpus for r in runs) >= job.gpus
+        offered = [a for a in np.flatnonzero(mask[:-1]) if enc.unpack(int(a))[2] == evict]
+        a = int(rng.choice(offered if offered and rng.random() < 0.5 else np.flatnonzero(mask)))
+        evictions += a != enc.wait_action and enc.unpack(a)[2] == evict
+        _, r, done, truncated, info = env.step(a)  # the engine validates every preemption and start
+        assert not truncated and not info["invalid_action"]
+        total += r
+    res = env.result
+    assert evictions > 0 and res.preemptions.sum() >= evictions
+    assert (res.status == 0).all() and np.isfinite(res.end_s).all()
+    assert total == pytest.approx(-objective(res, weights), rel=1e-9, abs=1e-12)
+
+
+def test_evict_action_by_hand():
+    # One 4-GPU node. Jobs 0 and 1 (2 GPUs each) run from t=0; job 2 (4 GPUs, 100 s) arrives at t=10 and fits
+    # only by evicting both; job 3 (4 GPUs, 2,000 s) may evict only job 1 (990 s left on job 0 < 2,000 s).
+    jobs = (Job(0, 0.0, 1000.0, gpus=2, estimate_s=1000.0), Job(1, 0.0, 5000.0, gpus=2, estimate_s=5000.0),
+            Job(2, 10.0, 100.0, gpus=4, estimate_s=100.0), Job(3, 10.0, 2000.0, gpus=4, estimate_s=2000.0))
+    enc = EncodingConfig(window=4, max_types=1, rules=("first-fit", "evict"))
+    env = GpuSchedulingEnv(EnvConfig(clusters=("1x4:V100-32",), encoding=enc))
+    env.reset(seed=0, options={"cluster": "1x4:V100-32", "jobs": jobs})
+    # At t=0 jobs 0 and 1 wait; starting one offers no eviction of the other (it started now).
+    env.step(enc.action(0, 0, 0))
+    assert not env.action_masks()[enc.action(0, 0, 1)]
+    obs, *_ = env.step(enc.action(0, 0, 0))
+    assert env.simulation.now_s == 10.0 and env.snapshot.window == [2, 3]
+    assert env.snapshot.victims == {(0, 0): (1, 0)}
+    assert env.action_masks()[enc.action(0, 0, 1)] and not env.action_masks()[enc.action(1, 0, 1)]
+    # Per (job, type): speed, run time, fits, one node, then can evict and the victims' remaining GPU-seconds.
+    left_gpu_s = 2 * 4990.0 + 2 * 990.0
+    np.testing.assert_allclose(obs["jobs"][0, 12:], [0.25, np.log1p(100 / 60) / 10, 0, 0, 1,
+                                                     np.log1p(left_gpu_s / 60) / 12], rtol=1e-6)
+    assert not obs["jobs"][1, 12 + 4:].any()
+    _, _, _, _, info = env.step(enc.action(0, 0, 1))
+    assert info["started"] == 2
+    # Nothing else can start (job 2 started now; it ends before 0, 1 or 3 would): time runs to its end.
+    state = env.simulation.state
+    assert env.simulation.now_s == 110.0 and not state.running and list(state.queue) == [3, 1, 0]
+    assert state.preemptions(0) == state.preemptions(1) == 1 and state.preemptions(2) == 0

@@ -6,8 +6,9 @@ it is read with ``torch.load(weights_only=True)``, which accepts only tensors an
 any pickle that would import or call code. SB3 ``.zip`` files (which unpickle objects) are never loaded.
 
 At each decision point the scheduler repeats: encode the state (the same :mod:`engine.rl.encoding` functions
-the environment uses), pick the most likely allowed action, decode it into a ``Start``, until the policy
-chooses *wait* or nothing more can start. Decisions are deterministic.
+the environment uses), pick the most likely allowed action, decode it into a ``Start`` (after its preemptions,
+for the ``"evict"`` rule), until the policy chooses *wait* or nothing more can start. Decisions are
+deterministic.
 """
 
 from __future__ import annotations
@@ -107,10 +108,10 @@ class RLScheduler:
             snap = snapshot(state, enc)
             if not snap.mask[:-1].any():
                 return
-            decision = decode(state, self.act(encode(state, enc, snap), snap.mask), enc, snap)
-            if decision is None:
+            action = self.act(encode(state, enc, snap), snap.mask)
+            if action == enc.wait_action:
                 return
-            yield decision
+            yield from decode(state, action, enc, snap)
 
 
 def load_agent(name: str, models_dir: Path | None = None) -> RLScheduler:

@@ -7,9 +7,19 @@ Action space (``Discrete(window * max_types * len(rules) + 1)``)
     Action ``a < n - 1`` means: take the job in window slot ``a // (max_types * len(rules))``, put it on GPU type
     slot ``(a // len(rules)) % max_types`` (the cluster's GPU types in the order they first appear in the
     cluster spec) using packing rule ``rules[a % len(rules)]`` (names of :data:`engine.schedulers.placement.
-    PLACEMENTS`, applied to the GPUs of that type only). The last action, ``n - 1``, is *wait*: start nothing
-    more now and let time run to the next event. Actions never name GPU indices, so a model trained on one
-    cluster runs on any other with at most ``max_types`` GPU types.
+    PLACEMENTS`, applied to the GPUs of that type only), or the rule ``"evict"`` (below). The last action,
+    ``n - 1``, is *wait*: start nothing more now and let time run to the next event. Actions never name GPU
+    indices, so a model trained on one cluster runs on any other with at most ``max_types`` GPU types.
+
+Evict (the rule ``"evict"``, offered only by encodings that list it)
+    Make room, then start: for a whole-GPU job that does not fit its GPU type now, preempt the running
+    whole-GPU jobs of that type, latest estimated end first (ties: higher job id first), until the type has
+    ``gpus`` idle GPUs, then place the job there with ``best-fit``. Only jobs that would, by their estimates,
+    still run longer than the job itself would there may be preempted (shortest remaining time first: a victim
+    can never evict the job that evicted it). Victims return to the queue and lose what
+    the run's preemption model says (by default nothing: they checkpoint when preempted). Jobs that started at
+    the current time are never victims, so the decisions at one time always run out. It is offered exactly when
+    the job does not fit the type now and would after evicting every job that may be evicted.
 
 Mask
     ``action_mask(state)[a]`` is true exactly when the action is feasible now: the slot holds a job and the
@@ -40,6 +50,8 @@ Observation (a dict of float32 arrays, all features roughly in [0, 1])
     ``global`` (8): log1p(queue length)/6, free capacity / cluster GPUs, running jobs / cluster GPUs (clipped
     at 1), log1p(oldest job's wait / 60 s)/10, oldest job's demand / cluster GPUs, oldest job can start now,
     log1p(waiting jobs outside the window)/6, waiting demand / cluster GPUs / 4 (clipped at 1).
+    With the ``"evict"`` rule, each (job, GPU type) slot has two more features (:data:`EVICT_FEATURES`): can
+    start there by evicting, and log1p(estimated GPU-seconds its victims still had to run / 60 s)/12.
     ``action_mask`` (n actions, int8): the mask above, for libraries that read masks from observations.
 """
 
@@ -49,14 +61,14 @@ import heapq
 import math
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
 from ..errors import EngineError
 from ..job import Job
 from ..schedulers.placement import PLACEMENTS
-from ..state import ClusterState, Start
+from ..state import ClusterState, Decision, Preempt, Start
 
 #: Job features that do not depend on the GPU types, then :data:`JOB_TYPE_FEATURES` per GPU type slot.
 JOB_BASE_FEATURES = 12
@@ -64,8 +76,14 @@ JOB_TYPE_FEATURES = 4
 GROUP_FEATURES = 10
 GLOBAL_FEATURES = 8
 WINDOW_ORDERS = ("arrival", "mixed")
-#: Packing rules an encoding may use: each takes only idle GPUs of one type (the mask relies on it).
-RULES = ("first-fit", "best-fit", "least-loaded")
+#: Per (job, GPU type) slot, when the encoding offers ``"evict"``: can evict-start there, victims' remaining work.
+EVICT_FEATURES = 2
+#: The rule that makes room by preempting (see the module docstring); it places with :data:`EVICT_PLACEMENT`.
+EVICT = "evict"
+EVICT_PLACEMENT = "best-fit"
+#: Rules an encoding may use: packing rules that take only idle GPUs of one type (the mask relies on it), and
+#: ``"evict"``.
+RULES = ("first-fit", "best-fit", "least-loaded", EVICT)
 
 
 @dataclass(frozen=True)
@@ -96,9 +114,19 @@ class EncodingConfig:
             raise EngineError(f"encoding.window_order {self.window_order!r}: expected one of {list(WINDOW_ORDERS)}")
 
     @property
+    def evicts(self) -> bool:
+        """Whether the ``"evict"`` rule is offered."""
+        return EVICT in self.rules
+
+    @property
+    def type_features(self) -> int:
+        """Features per (job, GPU type) slot."""
+        return JOB_TYPE_FEATURES + (EVICT_FEATURES if self.evicts else 0)
+
+    @property
     def job_features(self) -> int:
-        """Features per job slot: the base ones plus :data:`JOB_TYPE_FEATURES` for each GPU type slot."""
-        return JOB_BASE_FEATURES + JOB_TYPE_FEATURES * self.max_types
+        """Features per job slot: the base ones plus :attr:`type_features` for each GPU type slot."""
+        return JOB_BASE_FEATURES + self.type_features * self.max_types
 
     @property
     def n_actions(self) -> int:
@@ -184,12 +212,17 @@ class Snapshot:
         window: job ids in the slots (may be shorter than the window).
         fits: per slot, boolean per cluster GPU type: the job can start on that type now.
         mask: the action mask (bool, ``n_actions``).
+        victims: ``(slot, type) -> job ids`` the ``"evict"`` rule would preempt to start that slot's job on that
+            type (only pairs where it is offered).
+        victim_work_gpu_s: ``(slot, type) ->`` estimated GPU-seconds those victims still had to run.
     """
 
     window: list[int]
     fits: list[np.ndarray]
     mask: np.ndarray
     type_fits_cache: dict[int, np.ndarray] = field(default_factory=dict)
+    victims: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
+    victim_work_gpu_s: dict[tuple[int, int], float] = field(default_factory=dict)
 
 
 def _type_fits(state: ClusterState, job: Job, n_types: int) -> np.ndarray:
@@ -239,13 +272,57 @@ def snapshot(state: ClusterState, cfg: EncodingConfig) -> Snapshot:
     n_rules = len(cfg.rules)
     mask = np.zeros(cfg.n_actions, dtype=bool)
     block = cfg.max_types * n_rules
+    victims, victim_work = _evictions(state, window, fits, n_types) if cfg.evicts else ({}, {})
+    evict_rule = cfg.rules.index(EVICT) if cfg.evicts else -1
     for slot, f in enumerate(fits):
-        if f.any():
-            row = np.zeros((cfg.max_types, n_rules), dtype=bool)
-            row[:n_types] = f[:, None]
-            mask[slot * block:(slot + 1) * block] = row.ravel()
+        row = np.zeros((cfg.max_types, n_rules), dtype=bool)
+        row[:n_types] = f[:, None]
+        if evict_rule >= 0:
+            row[:, evict_rule] = False
+            for t in range(n_types):
+                row[t, evict_rule] = (slot, t) in victims
+        mask[slot * block:(slot + 1) * block] = row.ravel()
     mask[-1] = bool(state.running)
-    return Snapshot(window, fits, mask, cache)
+    return Snapshot(window, fits, mask, cache, victims, victim_work)
+
+
+def _evictions(state: ClusterState, window: list[int], fits: list[np.ndarray], n_types: int
+               ) -> tuple[dict[tuple[int, int], tuple[int, ...]], dict[tuple[int, int], float]]:
+    """Per (slot, type) where ``"evict"`` is offered: its victims and their estimated remaining GPU-seconds."""
+    victims: dict[tuple[int, int], tuple[int, ...]] = {}
+    work: dict[tuple[int, int], float] = {}
+    lay, jobs, now = state.layout, state.jobs, state.now_s
+    idle_t = None
+    by_type: dict[int, list] = {}
+    for slot, j in enumerate(window):
+        job = jobs[j]
+        if job.fractional:
+            continue
+        elig = state.eligible_types(job)
+        speeds = type_speeds(state.cluster, job.job_type)
+        for t in range(n_types):
+            if fits[slot][t] or not elig[t]:
+                continue
+            if idle_t is None:
+                idle_t = np.bincount(lay.node_type, weights=state.node_free, minlength=n_types)
+                for r in state.running.values():  # may be evicted: whole-GPU jobs that started before now
+                    if r.start_s < now and not r.job.fractional:
+                        by_type.setdefault(r.gpu_type, []).append(r)
+                for rs in by_type.values():
+                    rs.sort(key=lambda r: (-r.est_end_s, -r.job.job_id))
+            need = job.gpus - int(idle_t[t])
+            own_s = job.estimate_s / speeds[t]  # how long the job would run there, by its estimate
+            taken, freed, left_gpu_s = [], 0, 0.0
+            for r in by_type.get(t, ()):
+                if freed >= need or r.est_end_s - now <= own_s:
+                    break
+                taken.append(r.job.job_id)
+                freed += r.job.gpus
+                left_gpu_s += r.job.gpus * max(r.est_end_s - now, 0.0)
+            if freed >= need:
+                victims[slot, t] = tuple(taken)
+                work[slot, t] = left_gpu_s
+    return victims, work
 
 
 def _gpu_time(job: Job) -> float:
@@ -347,11 +424,13 @@ def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Sn
         gpus = np.array([job.gpus for job in wjobs])[:, None]
         whole = np.array([not job.fractional for job in wjobs])[:, None]
         elig = np.array([state.eligible_types(job) for job in wjobs], dtype=bool)
-        per_type = np.zeros((n, cfg.max_types, JOB_TYPE_FEATURES))
+        per_type = np.zeros((n, cfg.max_types, cfg.type_features))
         per_type[:, :n_types, 0] = np.minimum(speeds / 4.0, 1.0)
         per_type[:, :n_types, 1] = np.log1p(est / speeds / 60.0) / 10.0
         per_type[:, :n_types, 2] = fits
         per_type[:, :n_types, 3] = np.where(whole, elig & (block_t[None, :] >= gpus), fits)
+        for (slot, t), left_gpu_s in snap.victim_work_gpu_s.items():
+            per_type[slot, t, JOB_TYPE_FEATURES:] = (1.0, log1p(left_gpu_s / 60.0) / 12.0)
         jf[:n, JOB_BASE_FEATURES:] = per_type.reshape(n, -1)
     idle_t = np.bincount(lay.node_type, weights=node_free, minlength=n_types)
     freecap_t = np.bincount(lay.gpu_type, weights=state.gpu_free, minlength=n_types)
@@ -388,10 +467,13 @@ def action_mask(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), sna
 
 
 def decode(state: ClusterState, action: int, cfg: EncodingConfig = EncodingConfig(),
-           snap: Snapshot | None = None) -> Start | None:
-    """The decision ``action`` stands for: a ``Start`` on concrete GPUs, or ``None`` for *wait*.
+           snap: Snapshot | None = None) -> Iterator[Decision]:
+    """The decisions ``action`` stands for, to be applied in order: nothing for *wait*, one ``Start`` on
+    concrete GPUs, or for ``"evict"`` the ``Preempt`` of each victim and then the ``Start``.
 
-    Raises ``EngineError`` if the action is masked out (not feasible now).
+    The ``Start`` is placed when the iterator reaches it, on the state the preemptions left (the engine applies
+    a scheduler's decisions one by one as it yields them). Raises ``EngineError`` at once if the action is
+    masked out (not feasible now).
     """
     snap = snap or snapshot(state, cfg)
     action = int(action)
@@ -400,12 +482,19 @@ def decode(state: ClusterState, action: int, cfg: EncodingConfig = EncodingConfi
     if not snap.mask[action]:
         raise EngineError(f"action {action} is not feasible now (masked out)")
     if action == cfg.wait_action:
-        return None
+        return iter(())
     slot, t, rule = cfg.unpack(action)
-    job = state.jobs[snap.window[slot]]
-    gpus = PLACEMENTS[cfg.rules[rule]]()(_TypeView(state, t), job)
+    victims = snap.victims.get((slot, t), ()) if cfg.rules[rule] == EVICT else ()
+    return _decisions(state, state.jobs[snap.window[slot]], t, cfg.rules[rule], victims)
+
+
+def _decisions(state: ClusterState, job: Job, t: int, rule: str, victims: tuple[int, ...]) -> Iterator[Decision]:
+    for v in victims:
+        yield Preempt(v)
+    placement = EVICT_PLACEMENT if rule == EVICT else rule
+    gpus = PLACEMENTS[placement]()(_TypeView(state, t), job)
     # The mask promised a fit of this type: anything else means a placement rule escaped the type view.
     if gpus is None or any(int(state.layout.gpu_type[g]) != t for g in gpus):
-        raise EngineError(f"rule {cfg.rules[rule]!r} returned {gpus} for job {job.job_id}, not GPUs of type "
+        raise EngineError(f"rule {rule!r} returned {gpus} for job {job.job_id}, not GPUs of type "
                           f"slot {t} as the mask promised")
-    return Start(job.job_id, gpus)
+    yield Start(job.job_id, gpus)

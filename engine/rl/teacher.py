@@ -25,6 +25,9 @@ Teachers (:data:`TEACHERS`), each scoring every feasible (job, GPU type) pair an
 * ``srpt-type``: smallest estimated GPU-time *on that type* (the estimate divided by the job's speed on the
   type), so a job that gains little from a fast type leaves it to one that gains more.
 * ``fifo-fast``: the oldest job that fits anywhere, on its fastest fitting type (FIFO without blocking).
+* ``short-spare-evict``, ``short-whole-evict``: like ``short-spare`` and ``short-whole``, but first, the oldest
+  window job that fits no GPU type now makes room with the ``"evict"`` rule (where the encoding offers it), on
+  the type whose victims have the least estimated work left. The other teachers decline every eviction.
 
 Every teacher places with the packing rule ``rule`` (an index into the encoding's rules) on the chosen type.
 """
@@ -38,7 +41,7 @@ import numpy as np
 from ..errors import EngineError
 from ..job import Job
 from ..state import ClusterState, Decision
-from .encoding import EncodingConfig, Snapshot, decode, snapshot, type_speeds
+from .encoding import EVICT, EncodingConfig, Snapshot, decode, snapshot, type_speeds
 
 
 class Option(NamedTuple):
@@ -46,7 +49,9 @@ class Option(NamedTuple):
 
     ``one_node``: a node of the type has ``job.gpus`` idle GPUs (the job can start without spreading over
     nodes); ``block``: the most idle GPUs on one node of the type; ``node_gpus``: the type's largest node;
-    ``vram_gib``: the type's memory per GPU.
+    ``vram_gib``: the type's memory per GPU. ``evict``: the start needs the ``"evict"`` rule (the job does not
+    fit the type now), whose victims still had ``victim_work_gpu_s`` estimated GPU-seconds to run;
+    ``fits_now``: the job fits some GPU type without evicting.
     """
 
     job: Job
@@ -55,6 +60,9 @@ class Option(NamedTuple):
     block: float
     node_gpus: int
     vram_gib: float
+    evict: bool = False
+    victim_work_gpu_s: float = 0.0
+    fits_now: bool = True
 
 
 #: A teacher's key for an option (smallest first), or ``None`` to decline it.
@@ -95,10 +103,28 @@ def _fifo(o: Option) -> tuple:
     return (o.job.submit_s, o.job.job_id, -o.speed)
 
 
+def _evicting(score: Score) -> Score:
+    """``score``, plus: a job that fits no type now evicts (oldest job first, on the type whose victims have the
+    least estimated work left) before anything else starts."""
+    def evicting(o: Option) -> tuple | None:
+        if o.evict:
+            return None if o.fits_now else (0, o.job.submit_s, o.victim_work_gpu_s)
+        key = score(o)
+        return None if key is None else (1, *key)
+    return evicting
+
+
+def _plain(score: Score) -> Score:
+    """``score`` for starts on idle GPUs only (it declines every ``"evict"`` option)."""
+    return lambda o: None if o.evict else score(o)
+
+
 TEACHERS: dict[str, Score] = {"sjf-fast": _sjf, "short-fast": _short, "short-packed": _short_packed,
                               "short-tight": _short_tight, "short-spare": _short_spare,
                               "short-whole": _short_whole, "srpt-type": _srpt,
                               "fifo-fast": _fifo}
+TEACHERS = {name: _plain(score) for name, score in TEACHERS.items()} | {
+    "short-spare-evict": _evicting(_short_spare), "short-whole-evict": _evicting(_short_whole)}
 
 
 def teacher_action(name: str, state: ClusterState, cfg: EncodingConfig, snap: Snapshot, rule: int = 0) -> int:
@@ -113,19 +139,24 @@ def teacher_action(name: str, state: ClusterState, cfg: EncodingConfig, snap: Sn
     node_gpus = np.zeros(len(lay.type_names), dtype=int)
     np.maximum.at(node_gpus, lay.node_type, lay.node_gpus)
     vram = lay.type_vram_gib
+    evict_rule = cfg.rules.index(EVICT) if cfg.evicts else -1
     for slot, (j, fits) in enumerate(zip(snap.window, snap.fits)):
-        if not fits.any():
+        evicts = [t for (s, t) in snap.victims if s == slot]
+        if not fits.any() and not evicts:
             continue
         job = state.jobs[j]
         sp = type_speeds(state.cluster, job.job_type)
-        for t in np.flatnonzero(fits):
+        fits_now = bool(fits.any())
+        options = [(int(t), rule, False) for t in np.flatnonzero(fits)] + [(t, evict_rule, True) for t in evicts]
+        for t, r, evict in options:
             key = score(Option(job, float(sp[t]), job.fractional or block[t] >= job.gpus, float(block[t]),
-                               int(node_gpus[t]), float(vram[t])))
+                               int(node_gpus[t]), float(vram[t]), evict,
+                               snap.victim_work_gpu_s.get((slot, t), 0.0), fits_now))
             if key is None:
                 continue
-            key = (*key, slot, int(t))
+            key = (*key, slot, t)
             if best_key is None or key < best_key:
-                best, best_key = cfg.action(slot, int(t), rule), key
+                best, best_key = cfg.action(slot, t, r), key
     return best
 
 
@@ -153,4 +184,4 @@ class TeacherScheduler:
             action = teacher_action(self._teacher, state, self.cfg, snap, self.rule)
             if action == self.cfg.wait_action:
                 return
-            yield decode(state, action, self.cfg, snap)
+            yield from decode(state, action, self.cfg, snap)

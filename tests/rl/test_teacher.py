@@ -15,21 +15,39 @@ from engine.rl.workload import make_jobs
 
 MIXED = "1x8:A100-80,2x4:V100-32"
 ENC = EncodingConfig(window=4, max_types=2, window_order="mixed")
+ENC_EVICT = EncodingConfig(window=4, max_types=2, window_order="mixed", rules=("first-fit", "best-fit", "evict"))
 
 
+@pytest.mark.parametrize("enc", [ENC, ENC_EVICT], ids=["plain", "evict"])
 @pytest.mark.parametrize("name", sorted(TEACHERS))
-def test_teacher_actions_are_always_allowed_and_runs_end(name):
-    env = GpuSchedulingEnv(EnvConfig(clusters=(MIXED,), loads=(1.5,), n_jobs=40, encoding=ENC))
+def test_teacher_actions_are_always_allowed_and_runs_end(name, enc):
+    env = GpuSchedulingEnv(EnvConfig(clusters=(MIXED,), loads=(1.5,), n_jobs=40, encoding=enc))
     env.reset(seed=1)
     done, steps = False, 0
     while not done:
-        action = teacher_action(name, env.simulation.state, ENC, env.snapshot, rule=1)
+        action = teacher_action(name, env.simulation.state, enc, env.snapshot, rule=1)
         assert env.action_masks()[action]
-        if name != "short-whole":  # the only teacher that declines feasible starts
-            assert action != ENC.wait_action
+        if not name.startswith("short-whole"):  # the only teachers that decline feasible starts
+            assert action != enc.wait_action
         _, _, done, _, info = env.step(action)
         steps += 1
-    assert env.result is not None and (env.result.status == 0).all() and steps >= 40
+    res = env.result
+    assert res is not None and (res.status == 0).all() and steps >= 40
+    if not (name.endswith("-evict") and enc is ENC_EVICT):  # only evicting teachers preempt, where offered
+        assert res.preemptions.sum() == 0
+
+
+def test_evicting_teacher_makes_room_for_a_job_that_fits_nowhere():
+    # Two long 4-GPU jobs fill the cluster; a short 8-GPU job arrives and would wait for both.
+    jobs = (Job(0, 0.0, 9000.0, gpus=4, estimate_s=9000.0), Job(1, 0.0, 8000.0, gpus=4, estimate_s=8000.0),
+            Job(2, 60.0, 600.0, gpus=8, estimate_s=600.0))
+    cluster = parse_cluster("1x8:V100-32")
+    plain = simulate(cluster, jobs, TeacherScheduler("short-spare", ENC_EVICT, 1))
+    evict = simulate(cluster, jobs, TeacherScheduler("short-spare-evict", ENC_EVICT, 1))
+    assert plain.first_start_s[2] == 9000.0 and plain.preemptions.sum() == 0
+    assert evict.first_start_s[2] == 60.0 and evict.preemptions.tolist() == [1, 1, 0]
+    # The victims resume after it (they lose nothing under the default preemption model).
+    assert evict.end_s.tolist() == [9600.0, 8600.0, 660.0]
 
 
 def test_short_fast_takes_the_shortest_estimate_on_its_fastest_fitting_type():
