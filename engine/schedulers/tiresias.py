@@ -30,7 +30,7 @@ import numpy as np
 
 from ..job import Job
 from ..state import FRACTION_EPS, ClusterState, Decision, Preempt, Start, Wake
-from .placement import PLACEMENTS, Placement
+from .placement import FAILURES_PERSIST, PLACEMENTS, FitMemory, Placement
 from .registry import SchedulerSpec, register
 
 #: Default queue thresholds in GPU-seconds: 1 GPU-hour and 10 GPU-hours (three queues).
@@ -60,6 +60,9 @@ class Tiresias:
         self.thresholds = thresholds
         self.promote_knob = promote_knob
         self.place: Placement = PLACEMENTS[placement]()
+        # Shapes the rule could not place, remembered across decision points (see _pass).
+        self._remember = self.place in FAILURES_PERSIST
+        self._fits = FitMemory()
         self._reset_memory()
 
     def _reset_memory(self) -> None:
@@ -88,6 +91,7 @@ class Tiresias:
         if reset is not None:
             reset(state)
         self._reset_memory()
+        self._fits.reset()
 
     # ----------------------------------------------------------------- bookkeeping
     def queue_of(self, service_gpu_s: float) -> int:
@@ -183,7 +187,12 @@ class Tiresias:
     def decide(self, state: ClusterState) -> Iterator[Decision]:
         self._catch_up(state)
         preempted: list[int] = []
-        yield from self._pass(state, preempted)
+        unfit = self._fits.recall(state) if self._remember else set()
+        try:
+            yield from self._pass(state, preempted, unfit)
+        finally:
+            if self._remember:
+                self._fits.keep(state, unfit)
         for j in preempted:
             self._enqueue(state, j)
         if state.queue:
@@ -245,15 +254,24 @@ class Tiresias:
         del by_shape[sid]
         return None
 
-    def _pass(self, state: ClusterState, preempted: list[int]) -> Iterator[Decision]:
+    def _pass(self, state: ClusterState, preempted: list[int], unfit: set[int]) -> Iterator[Decision]:
         """Queues in priority order; within a queue, waiting jobs in arrival order (merged over shapes, so that
-        shapes that cannot start are skipped at no cost)."""
-        jobs, place = state.jobs, self.place
+        shapes that cannot start are skipped at no cost).
+
+        ``unfit`` holds shapes the placement rule cannot place now (:class:`FitMemory`; empty when the rule's
+        failures do not persist): they are not placed again, and from a queue on which no running job has
+        lower priority (so none can be preempted) they are not even looked at. Preempting frees GPUs, after
+        which only the shapes that the freed GPUs cannot fit either stay in ``unfit``."""
+        jobs, place, fits = state.jobs, self.place, self._fits
         failed: dict[int, int] = {}  # shape -> highest-priority queue at which it could not start, even by preempting
         shapes = state.queue_shape_counts
         lowest = self._lowest_running_queue(state)
         no_room = state.free_capacity <= 1e-9  # changes only when jobs start or are preempted
         for q in range(len(self._waiting)):
+            if lowest <= q:  # lowest only grows until a preemption, which empties unfit
+                for sid in unfit:
+                    if sid not in failed:
+                        failed[sid] = q
             heads = self._heads(state, q, failed)
             while heads:
                 if len(failed) >= len(shapes) or (no_room and lowest <= q):
@@ -262,15 +280,26 @@ class Tiresias:
                     return
                 _, j, sid = heapq.heappop(heads)
                 job = jobs[j]
-                gpus = None if no_room else place(state, job)
+                if no_room or sid in unfit:
+                    gpus = None
+                else:
+                    gpus = place(state, job)
+                    if gpus is None and self._remember:
+                        fits.fail(state, unfit, sid, job)
                 if gpus is None and lowest > q:
                     victims = self._victims(state, job, q)
                     if victims:
+                        if self._remember:
+                            fits.keep(state, unfit)
                         for k in victims:
                             yield Preempt(k)
                             self._run_s[k] = self._run_s.get(k, 0.0) + state.now_s - self._started_s[k]
                             self._stopped(state, k)
                             preempted.append(k)
+                        if self._remember:  # GPUs were freed: keep only the shapes they cannot fit either
+                            still = fits.recall(state)
+                            unfit.clear()
+                            unfit.update(still)
                         gpus = place(state, job)
                         lowest = self._lowest_running_queue(state)
                         no_room = state.free_capacity <= 1e-9
