@@ -22,6 +22,7 @@ from typing import Any, Sequence
 from ..evaluate import Evaluation, evaluate, parse_scenario
 from ..schedulers import SCHEDULERS
 from .agent import MODELS_DIR, read_card
+from .encoding import EVICT
 from .reward import RewardWeights, objective_terms, weighted
 
 #: Evaluation scenarios of the shipped models: those of their training distribution, one on a cluster at
@@ -35,7 +36,8 @@ PLANS: dict[str, dict[str, Any]] = {
     "hpc-backfill": {"train": ["hpc-64", "hpc-32"], "larger": "hpc-128", "philly": "philly-64"},
 }
 
-SHOWN = ("mean_wait_s", "mean_jct_s", "mean_bounded_slowdown", "gini_user_wait", "comm_overhead_gpu_h", "objective")
+SHOWN = ("mean_wait_s", "mean_jct_s", "mean_bounded_slowdown", "gini_user_wait", "comm_overhead_gpu_h", "preemptions",
+         "objective")
 TERMS = ("wait", "jct", "bounded_slowdown", "utilization_band", "fairness", "comm")
 
 
@@ -112,7 +114,7 @@ def targets(me: str, plan: dict[str, Any], tables: dict[str, Any]) -> dict[str, 
     for key, label, keep in (
             ("beats_best_heuristic_on_objective", "the best heuristic", lambda s: True),
             ("beats_best_non_preemptive_heuristic_on_objective",
-             "the best heuristic that, like the agent, never preempts", lambda s: s not in preemptive)):
+             "the best heuristic that never preempts", lambda s: s not in preemptive)):
         best: dict[str, Any] = {}
         for sc in train:
             heur = {s: mean(sc, s, "objective") for s in tables[sc]["mean_ci95"] if s != me and keep(s)}
@@ -146,6 +148,8 @@ def _fmt(v: float | None, m: str) -> str:
         return "-"
     if m.endswith("_s"):
         return f"{v:,.0f}"
+    if m == "preemptions":
+        return f"{v:,.1f}"
     return f"{v:.3f}"
 
 
@@ -200,11 +204,16 @@ def render_markdown(card: dict[str, Any]) -> str:
         *_provenance(card), "",
     ]
     if ev:
+        preemptive = ", ".join(sorted(n for n, sp in SCHEDULERS.items() if sp.preemptive)) or "none"
+        evicts = EVICT in card["encoding"].get("rules", ())
         lines += ["## Evaluation", "",
                   f"Workload seeds {ev['seeds']}. Mean over seeds, 95 % CI in the JSON card. "
-                  "Objective = this model's objective. The agent never preempts; preemptive heuristics "
-                  f"({', '.join(sorted(n for n, sp in SCHEDULERS.items() if sp.preemptive)) or 'none'}) can do "
-                  "what its action space cannot.", ""]
+                  "Objective = this model's objective. "
+                  + ("The agent preempts only through its `evict` rule (running jobs of one GPU type that would "
+                     "outlast the job it starts; under these scenarios' preemption model a preempted job loses "
+                     f"nothing); `preemptions` counts them per run. Preemptive heuristics: {preemptive}."
+                     if evicts else f"The agent never preempts; preemptive heuristics ({preemptive}) can do "
+                     "what its action space cannot."), ""]
         for sc, t in ev["scenarios"].items():
             if "error" in t:
                 lines += [f"### {sc}", "", f"not evaluated: {t['error']}", ""]
