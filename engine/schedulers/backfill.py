@@ -117,19 +117,19 @@ def reserve(state: ClusterState, head: Job, release: np.ndarray | None = None,
     fractional jobs (every one of them), if already known."""
     release = _release_times(state) if release is None else release
     lay = state.layout
-    idle = np.asarray(state.gpu_tenants) == 0
     if head.gpu_fraction >= 1.0:
         best: tuple[float, int, int] | None = None  # (shadow, -extra, type)
         k = head.gpus
         for t in np.flatnonzero(state.eligible_types(head)).tolist():
-            of_type = lay.gpu_type == t
-            n_idle = int((idle & of_type).sum())
-            busy = release[of_type & ~idle]
-            need = k - n_idle  # >= 1: the head did not fit, and first-fit takes any k idle GPUs of a type
-            if busy.size < need:
+            # Idle GPUs release at 0, busy ones at a time >= 0, so the k-th smallest release time of the type's
+            # GPUs is the (k - idle)-th smallest of its busy ones: the shadow time (the head did not fit, so
+            # k > idle: first-fit takes any k idle GPUs of a type), and the GPUs released by then include the
+            # idle ones.
+            of_type = release if len(lay.type_names) == 1 else release[lay.gpu_type == t]
+            if of_type.size < k:
                 continue  # this type has too few GPUs in all
-            shadow = float(np.partition(busy, need - 1)[need - 1])
-            extra = n_idle + int((busy <= shadow).sum()) - k
+            shadow = float(np.partition(of_type, k - 1)[k - 1])
+            extra = int(np.count_nonzero(of_type <= shadow)) - k
             cand = (shadow, -extra, t)
             if best is None or cand < best:
                 best = cand
@@ -312,13 +312,22 @@ class EasyBackfill:
         res: _Reservation | None = None  # computed once some later job fits
         version = dict.fromkeys(state.queue_shape_counts, 0)
         cursor = (head.submit_s, head.job_id)
-        heap = self._candidates(version, failed, cursor)
-        # Same shape, same state -> same GPUs; and the same job type on them -> the same speed. Both hold
-        # until the next start.
+        heap = [e for sid, v in version.items() if sid not in failed
+                for e in (self._after(sid, cursor, v),) if e is not None]
+        heapq.heapify(heap)
+        heappop, heappush = heapq.heappop, heapq.heappush
+        # Same shape, same state -> same GPUs; and the same job type on them -> the same speed. Starts only
+        # take GPUs, and first-fit's answer for a shape stays the same while none of its GPUs is taken (it
+        # takes the lowest node with enough idle GPUs, their lowest ones, or else idle GPUs node by node in
+        # id order; for a fractional job the lowest GPU with room), so a shape's GPUs and speeds are kept
+        # until a start takes one of them (gpu_shapes finds those shapes).
         placed: dict[int, tuple[int, ...]] = {}
-        rates: dict[tuple[int, str], float] = {}
+        rates: dict[int, dict[str, float]] = {}  # shape -> job type -> speed on the shape's GPUs
+        gpu_shapes: dict[int, list[int]] = {}  # GPU -> shapes placed there (some moved since: dropped too)
+        limited: set[int] = set()  # shapes whose next job was searched for with a limit (see below)
+        now = state.now_s
         while heap:
-            key, sid, p, v = heapq.heappop(heap)
+            key, sid, p, v = heappop(heap)
             if v != version[sid]:
                 continue
             j = key[1]
@@ -331,18 +340,24 @@ class EasyBackfill:
                     version[sid] += 1
                     continue
                 placed[sid] = gpus
+                shape_rates = rates[sid] = {}
+                for g in gpus:
+                    gpu_shapes.setdefault(g, []).append(sid)
+            else:
+                shape_rates = rates[sid]
             if res is None:
                 res = reserve(state, head, self._releases.times(state), self._releases.on_gpu)
-            rate = rates.get((sid, job.job_type))
+            rate = shape_rates.get(job.job_type)
             if rate is None:
-                rate = rates[sid, job.job_type] = state.placement_rate(job, gpus)
-            end_s = state.now_s + job.estimate_s / rate
+                rate = shape_rates[job.job_type] = state.placement_rate(job, gpus)
+            end_s = now + job.estimate_s / rate
             if not self._allowed(state, res, job, gpus, end_s):
                 # Same shape, same state -> same GPUs and speed: only shorter jobs of this shape can pass.
                 version[sid] += 1
-                entry = self._next(sid, p + 1, (res.shadow_s - state.now_s) * rate, version[sid])
+                limited.add(sid)
+                entry = self._next(sid, p + 1, (res.shadow_s - now) * rate, version[sid])
                 if entry is not None:
-                    heapq.heappush(heap, entry)
+                    heappush(heap, entry)
                 continue
             yield Start(j, gpus)
             self._started(state, j)
@@ -350,29 +365,28 @@ class EasyBackfill:
                 return
             for g in gpus:
                 res.release_s[g] = max(res.release_s[g], end_s)
-            # The state changed: every shape's limit is void; carry on after this job in arrival order.
-            placed.clear()
-            rates.clear()
+            for g in gpus:  # placements on the GPUs just taken are void
+                for s_ in gpu_shapes.pop(g, ()):
+                    if placed.pop(s_, None) is not None:
+                        del rates[s_]
+            # The state changed: limits are void. Carry on after this job in arrival order: shapes searched
+            # with a limit (and this job's) restart from it; the others' next jobs in the heap come after it.
             cursor = key
-            for s_ in version:
+            limited.add(sid)
+            for s_ in limited:
                 version[s_] += 1
-            heap = self._candidates(version, failed, cursor)
-
-    def _candidates(self, version: dict[int, int], failed: set[int], cursor: tuple[float, int]) -> list[tuple]:
-        """Heap of the first waiting job after ``cursor`` of every shape that has not failed."""
-        heap = []
-        for sid, v in version.items():
-            if sid not in failed:
-                p = self._first_waiting(sid)
-                keys = self._keys[sid]
-                if p < len(keys) and keys[p] > cursor:  # the usual case: the shape's oldest job comes later
-                    heap.append((keys[p], sid, p, v))
-                    continue
-                entry = self._next(sid, bisect_right(keys, cursor), math.inf, v)
+                entry = self._after(s_, cursor, version[s_])
                 if entry is not None:
-                    heap.append(entry)
-        heapq.heapify(heap)
-        return heap
+                    heappush(heap, entry)
+            limited.clear()
+
+    def _after(self, sid: int, cursor: tuple[float, int], version: int) -> tuple | None:
+        """Heap entry for the first waiting job of shape ``sid`` after ``cursor`` in arrival order, or None."""
+        p = self._first_waiting(sid)
+        keys = self._keys[sid]
+        if p < len(keys) and keys[p] > cursor:  # the usual case: the shape's oldest job comes later
+            return (keys[p], sid, p, version)
+        return self._next(sid, bisect_right(keys, cursor), math.inf, version)
 
     @staticmethod
     def _allowed(state: ClusterState, res: _Reservation, job: Job, gpus: tuple[int, ...], end_s: float) -> bool:
