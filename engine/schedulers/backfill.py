@@ -172,6 +172,10 @@ def reserve(state: ClusterState, head: Job, release: np.ndarray | None = None,
     return _Reservation(max(best_t, now), release, gpu=best_g)
 
 
+#: Costs (see ``EasyBackfill._cost``) that do not count extra GPUs.
+_FREE, _NEVER = -1, -2
+
+
 class _MinTree:
     """Estimates of one shape's jobs in arrival order (``inf`` once a job has started), as a min segment tree:
     "the first job from position ``lo`` on whose estimate is at most ``limit``" costs O(log n)."""
@@ -320,9 +324,9 @@ class EasyBackfill:
         # take GPUs, and first-fit's answer for a shape stays the same while none of its GPUs is taken (it
         # takes the lowest node with enough idle GPUs, their lowest ones, or else idle GPUs node by node in
         # id order; for a fractional job the lowest GPU with room), so a shape's GPUs and speeds are kept
-        # until a start takes one of them (gpu_shapes finds those shapes).
-        placed: dict[int, tuple[int, ...]] = {}
-        rates: dict[int, dict[str, float]] = {}  # shape -> job type -> speed on the shape's GPUs
+        # until a start takes one of them (gpu_shapes finds those shapes). What a job ending after the shadow
+        # time costs the reservation depends on the GPUs only (_cost), so it is kept with them.
+        placed: dict[int, tuple[tuple[int, ...], int, dict[str, float]]] = {}  # shape -> (GPUs, cost, speeds)
         gpu_shapes: dict[int, list[int]] = {}  # GPU -> shapes placed there (some moved since: dropped too)
         limited: set[int] = set()  # shapes whose next job was searched for with a limit (see below)
         now = state.now_s
@@ -332,33 +336,34 @@ class EasyBackfill:
                 continue
             j = key[1]
             job = jobs[j]
-            gpus = placed.get(sid)
-            if gpus is None:
+            at = placed.get(sid)
+            if at is None:
                 gpus = place(state, job)
                 if gpus is None:
                     self._fits.fail(state, failed, sid, job)
                     version[sid] += 1
                     continue
-                placed[sid] = gpus
-                shape_rates = rates[sid] = {}
+                if res is None:
+                    res = reserve(state, head, self._releases.times(state), self._releases.on_gpu)
+                at = placed[sid] = (gpus, self._cost(state, res, gpus), {})
                 for g in gpus:
                     gpu_shapes.setdefault(g, []).append(sid)
-            else:
-                shape_rates = rates[sid]
-            if res is None:
-                res = reserve(state, head, self._releases.times(state), self._releases.on_gpu)
-            rate = shape_rates.get(job.job_type)
+            gpus, cost, rates = at
+            rate = rates.get(job.job_type)
             if rate is None:
-                rate = shape_rates[job.job_type] = state.placement_rate(job, gpus)
+                rate = rates[job.job_type] = state.placement_rate(job, gpus)
             end_s = now + job.estimate_s / rate
-            if not self._allowed(state, res, job, gpus, end_s):
-                # Same shape, same state -> same GPUs and speed: only shorter jobs of this shape can pass.
-                version[sid] += 1
-                limited.add(sid)
-                entry = self._next(sid, p + 1, (res.shadow_s - now) * rate, version[sid])
-                if entry is not None:
-                    heappush(heap, entry)
-                continue
+            # Whether starting it keeps the reservation (using up extra GPUs when it must).
+            if end_s > res.shadow_s and cost != _FREE:
+                if cost == _NEVER or cost > res.extra:
+                    # Same shape, same state -> same GPUs and speed: only shorter jobs of this shape can pass.
+                    version[sid] += 1
+                    limited.add(sid)
+                    entry = self._next(sid, p + 1, (res.shadow_s - now) * rate, version[sid])
+                    if entry is not None:
+                        heappush(heap, entry)
+                    continue
+                res.extra -= cost
             yield Start(j, gpus)
             self._started(state, j)
             if state.free_capacity <= 1e-9:
@@ -367,8 +372,7 @@ class EasyBackfill:
                 res.release_s[g] = max(res.release_s[g], end_s)
             for g in gpus:  # placements on the GPUs just taken are void
                 for s_ in gpu_shapes.pop(g, ()):
-                    if placed.pop(s_, None) is not None:
-                        del rates[s_]
+                    placed.pop(s_, None)
             # The state changed: limits are void. Carry on after this job in arrival order: shapes searched
             # with a limit (and this job's) restart from it; the others' next jobs in the heap come after it.
             cursor = key
@@ -389,23 +393,17 @@ class EasyBackfill:
         return self._next(sid, bisect_right(keys, cursor), math.inf, version)
 
     @staticmethod
-    def _allowed(state: ClusterState, res: _Reservation, job: Job, gpus: tuple[int, ...], end_s: float) -> bool:
-        """Whether starting ``job`` on ``gpus`` (ending at ``end_s`` by its estimate) keeps the reservation;
-        uses up extra GPUs when it must."""
-        if end_s <= res.shadow_s:
-            return True
+    def _cost(state: ClusterState, res: _Reservation, gpus: tuple[int, ...]) -> int:
+        """What a job on ``gpus`` that ends after the shadow time costs the reservation: ``_FREE``, ``_NEVER``
+        (it would delay the head), or how many of the head's extra GPUs it uses up."""
         if res.gpu >= 0:  # fractional head: it waits for one GPU only
-            return res.gpu not in gpus
+            return _NEVER if res.gpu in gpus else _FREE
         occ = state.occupancy
         if occ.gpu_type[gpus[0]] != res.gpu_type:
-            return True
+            return _FREE
         # GPUs the head counts on: idle ones, and busy ones released by the shadow time.
         tenants, release_s, shadow_s = occ.tenants, res.release_s, res.shadow_s
-        cost = sum(1 for g in gpus if tenants[g] == 0 or release_s[g] <= shadow_s)
-        if cost > res.extra:
-            return False
-        res.extra -= cost
-        return True
+        return sum(1 for g in gpus if tenants[g] == 0 or release_s[g] <= shadow_s)
 
 
 register(SchedulerSpec(
