@@ -27,7 +27,12 @@ Teachers (:data:`TEACHERS`), each scoring every feasible (job, GPU type) pair an
 * ``fifo-fast``: the oldest job that fits anywhere, on its fastest fitting type (FIFO without blocking).
 * ``short-spare-evict``, ``short-whole-evict``: like ``short-spare`` and ``short-whole``, but first, the oldest
   window job that fits no GPU type now makes room with the ``"evict"`` rule (where the encoding offers it), on
-  the type whose victims have the least estimated work left. The other teachers decline every eviction.
+  the type whose victims have the least estimated work left.
+* ``short-fast-evict-est``, ``short-spare-evict-est``: like ``short-fast`` and ``short-spare``, but a window
+  job that fits no GPU type now may make room with ``"evict"``: such starts compete with the others by the
+  job's estimate (shortest first; at equal estimates a start on idle GPUs wins).
+
+The teachers without ``-evict`` decline every eviction.
 
 Every teacher places with the packing rule ``rule`` (an index into the encoding's rules) on the chosen type.
 """
@@ -103,7 +108,7 @@ def _fifo(o: Option) -> tuple:
     return (o.job.submit_s, o.job.job_id, -o.speed)
 
 
-def _evicting(score: Score) -> Score:
+def _evicting_first(score: Score) -> Score:
     """``score``, plus: a job that fits no type now evicts (oldest job first, on the type whose victims have the
     least estimated work left) before anything else starts."""
     def evicting(o: Option) -> tuple | None:
@@ -111,6 +116,18 @@ def _evicting(score: Score) -> Score:
             return None if o.fits_now else (0, o.job.submit_s, o.victim_work_gpu_s)
         key = score(o)
         return None if key is None else (1, *key)
+    return evicting
+
+
+def _evicting_by_estimate(score: Score) -> Score:
+    """``score`` (whose first key is the job's estimate), plus: a job that fits no type now may evict, competing
+    with the starts on idle GPUs by its estimate (shortest first; at equal estimates a start on idle GPUs wins,
+    then the type whose victims have the least estimated work left)."""
+    def evicting(o: Option) -> tuple | None:
+        if o.evict:
+            return None if o.fits_now else (o.job.estimate_s, 1, o.victim_work_gpu_s)
+        key = score(o)
+        return None if key is None else (key[0], 0, *key[1:])
     return evicting
 
 
@@ -124,7 +141,9 @@ TEACHERS: dict[str, Score] = {"sjf-fast": _sjf, "short-fast": _short, "short-pac
                               "short-whole": _short_whole, "srpt-type": _srpt,
                               "fifo-fast": _fifo}
 TEACHERS = {name: _plain(score) for name, score in TEACHERS.items()} | {
-    "short-spare-evict": _evicting(_short_spare), "short-whole-evict": _evicting(_short_whole)}
+    "short-spare-evict": _evicting_first(_short_spare), "short-whole-evict": _evicting_first(_short_whole),
+    "short-fast-evict-est": _evicting_by_estimate(_short),
+    "short-spare-evict-est": _evicting_by_estimate(_short_spare)}
 
 
 def teacher_action(name: str, state: ClusterState, cfg: EncodingConfig, snap: Snapshot, rule: int = 0) -> int:
