@@ -197,12 +197,17 @@ def load_trace_arg(args: argparse.Namespace):
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """``--seed``, the preemption model and ``--quiet``: options of every command that runs simulations."""
     parser.add_argument("--seed", type=int, default=0, help="seed for randomised schedulers (default 0)")
+    add_preemption_arguments(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_preemption_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--checkpoint-interval`` and ``--restart-overhead`` (read back with :func:`preemption_arg`)."""
     parser.add_argument("--checkpoint-interval", type=positive_float, metavar="S",
                         help="preempted jobs keep work only up to their last checkpoint, taken every S seconds "
                              "(default: no work is lost)")
     parser.add_argument("--restart-overhead", type=non_negative_float, default=0.0, metavar="S",
                         help="seconds of extra work each restart after a preemption costs (default 0)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def preemption_arg(args: argparse.Namespace):

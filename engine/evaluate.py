@@ -31,7 +31,7 @@ from .errors import EngineError
 from .job import Job
 from .metrics import METRICS, summarize
 from .schedulers import make_scheduler
-from .simulator import Result, simulate
+from .simulator import PreemptionModel, Result, simulate
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -258,10 +258,12 @@ class Evaluation:
 
 def evaluate(schedulers: Sequence[str], scenario: str | EvalScenario, seeds: int | Sequence[int], *,
              baseline: str | None = None, extra: Mapping[str, Callable[[Result], float]] | None = None,
-             on_run: Callable[[str, int], None] | None = None) -> Evaluation:
+             on_run: Callable[[str, int], None] | None = None,
+             preemption: PreemptionModel | None = None) -> Evaluation:
     """Run every scheduler on the scenario's workload for each seed (``seeds=n`` means ``0..n-1``).
 
-    ``extra`` adds metrics computed from each run's :class:`~engine.simulator.Result` (e.g. a model's objective).
+    ``extra`` adds metrics computed from each run's :class:`~engine.simulator.Result` (e.g. a model's objective);
+    ``preemption`` is what preempted jobs lose (default: nothing).
     """
     sc = scenario if isinstance(scenario, EvalScenario) else parse_scenario(scenario)
     names = [s.strip() for s in schedulers if s.strip()]
@@ -282,7 +284,7 @@ def evaluate(schedulers: Sequence[str], scenario: str | EvalScenario, seeds: int
     for seed in seed_list:
         jobs = sc.jobs(seed)
         for n in names:
-            result = simulate(cluster, jobs, make_scheduler(n), seed=seed)
+            result = simulate(cluster, jobs, make_scheduler(n), seed=seed, preemption=preemption)
             row = summarize(result).to_dict()
             row.update({k: float(f(result)) for k, f in (extra or {}).items()})
             runs[n].append(row)
@@ -297,7 +299,7 @@ _SHOWN_DIFFS = ("mean_wait_s", "p95_wait_s", "mean_jct_s", "mean_bounded_slowdow
 
 
 def add_arguments(parser) -> None:
-    from .cli import output_path
+    from .cli import add_preemption_arguments, output_path
 
     parser.add_argument("--schedulers", required=True, metavar="A,B,...",
                         help="comma-separated scheduler names, e.g. first-fit,sjf,rl:wait-mlp")
@@ -306,13 +308,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seeds", type=int, default=10, metavar="N", help="workload seeds 0..N-1 (default 10)")
     parser.add_argument("--baseline", metavar="NAME", help="paired differences against this one (default: first)")
     parser.add_argument("--json", type=output_path, metavar="FILE", help="also write every number as JSON")
+    add_preemption_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress line")
 
 
 def run(args) -> int:
     import sys
 
-    from .cli import format_table, format_value, write_json
+    from .cli import format_table, format_value, preemption_arg, write_json
 
     if args.seeds < 1:
         raise EngineError(f"--seeds must be >= 1, got {args.seeds}")
@@ -325,11 +328,16 @@ def run(args) -> int:
         if not args.quiet and sys.stderr.isatty():
             print(f"\r{done[0]}/{total} runs", end="", file=sys.stderr, flush=True)
 
-    ev = evaluate(names, args.scenario, args.seeds, baseline=args.baseline, on_run=tick)
+    preemption = preemption_arg(args)
+    ev = evaluate(names, args.scenario, args.seeds, baseline=args.baseline, on_run=tick, preemption=preemption)
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
+    every = preemption.checkpoint_interval_s
+    lost = ("preempted jobs lose nothing" if preemption == PreemptionModel() else
+            f"preempted jobs {'checkpoint when preempted' if every is None else f'checkpoint every {every:g} s'}, "
+            f"restart costs {preemption.restart_overhead_s:g} s")
     print(f"scenario {ev.scenario.name}: {ev.scenario.cluster}, {ev.scenario.n_jobs} jobs, load {ev.scenario.load}, "
-          f"seeds 0..{args.seeds - 1}; mean +/- 95 % CI")
+          f"seeds 0..{args.seeds - 1}; {lost}; mean +/- 95 % CI")
     stats = ev.stats()
     rows = []
     for m, meta in METRICS.items():

@@ -254,3 +254,24 @@ def test_evict_action_by_hand():
     state = env.simulation.state
     assert env.simulation.now_s == 110.0 and not state.running and list(state.queue) == [3, 1, 0]
     assert state.preemptions(0) == state.preemptions(1) == 1 and state.preemptions(2) == 0
+
+
+def test_max_evictions_protects_jobs_preempted_that_often():
+    # Job 0 (4 GPUs, long) is evicted by job 1 at t=10; when job 2 arrives at t=20 and job 1 has ended, job 0 runs
+    # again: with max_evictions=1 it can no longer be a victim, without a limit it can.
+    jobs = (Job(0, 0.0, 5000.0, gpus=4, estimate_s=5000.0), Job(1, 10.0, 5.0, gpus=4, estimate_s=5.0),
+            Job(2, 20.0, 100.0, gpus=4, estimate_s=100.0))
+    offered = {}
+    for limit in (None, 1):
+        enc = EncodingConfig(window=2, max_types=1, rules=("first-fit", "evict"), max_evictions=limit)
+        env = GpuSchedulingEnv(EnvConfig(clusters=("1x4:V100-32",), encoding=enc))
+        env.reset(seed=0, options={"cluster": "1x4:V100-32", "jobs": jobs})
+        env.step(enc.action(0, 0, 0))  # job 0 at t=0
+        env.step(enc.action(0, 0, 1))  # job 1 evicts it at t=10; it ends at 15 and job 0 restarts
+        env.step(enc.action(0, 0, 0))
+        assert env.simulation.state.preemptions(0) == 1
+        offered[limit] = (env.simulation.now_s, env.snapshot.victims)
+    # With the limit, nothing is possible at t=20: the next choice is when job 0 ends.
+    assert offered == {None: (20.0, {(0, 0): (0,)}), 1: (5005.0, {})}
+    with pytest.raises(EngineError, match="max_evictions"):
+        EncodingConfig(max_evictions=0)

@@ -114,3 +114,18 @@ def test_teaching_presets_are_scenarios():
     ev = evaluate(["fifo"], "head-of-line-blocking", 1)
     direct = summarize(simulate(preset.build_cluster(), preset.build_jobs(0), make_scheduler("fifo")))
     assert ev.runs["fifo"][0]["mean_wait_s"] == pytest.approx(direct.mean_wait_s)
+
+
+def test_cli_preemption_model_makes_preemptions_cost_work(tmp_path, capsys):
+    # tiresias preempts on this overloaded scenario; checkpoints every 600 s and a 120 s restart cost lose work.
+    spec = "cluster=2x4:V100-32;jobs=60;load=2.0"
+    runs = {}
+    for name, extra in (("free", []), ("costly", ["--checkpoint-interval", "600", "--restart-overhead", "120"])):
+        out = tmp_path / f"{name}.json"
+        assert main(["evaluate", "--schedulers", "tiresias", "--scenario", spec, "--seeds", "2", "--json", str(out),
+                     "--quiet", *extra]) == 0
+        runs[name] = json.loads(out.read_text())["runs"]["tiresias"]
+    text = capsys.readouterr().out
+    assert "preempted jobs lose nothing" in text and "checkpoint every 600 s, restart costs 120 s" in text
+    assert sum(r["preemptions"] for r in runs["free"]) > 0
+    assert all(r["lost_gpu_h"] == 0 for r in runs["free"]) and sum(r["lost_gpu_h"] for r in runs["costly"]) > 0

@@ -16,7 +16,7 @@ Evict (the rule ``"evict"``, offered only by encodings that list it)
     whole-GPU jobs of that type, latest estimated end first (ties: higher job id first), until the type has
     ``gpus`` idle GPUs, then place the job there with ``best-fit``. Only jobs that would, by their estimates,
     still run longer than the job itself would there may be preempted (shortest remaining time first: a victim
-    can never evict the job that evicted it). Victims return to the queue and lose what
+    can never evict the job that evicted it), and, with ``max_evictions`` set, only jobs preempted fewer times. Victims return to the queue and lose what
     the run's preemption model says (by default nothing: they checkpoint when preempted). Jobs that started at
     the current time are never victims, so the decisions at one time always run out. It is offered exactly when
     the job does not fit the type now and would after evicting every job that may be evicted.
@@ -95,12 +95,15 @@ class EncodingConfig:
         max_types: number of GPU-type slots; clusters with more GPU types are refused.
         rules: packing rules offered per (job, type), names from :data:`RULES`.
         window_order: how the window is filled, ``"arrival"`` or ``"mixed"`` (see the module docstring).
+        max_evictions: with ``"evict"``, a job that was preempted this many times is never a victim again
+            (bounds the work rollbacks can lose when preemption is not free); ``None``: no limit.
     """
 
     window: int = 8
     max_types: int = 4
     rules: tuple[str, ...] = ("first-fit", "best-fit")
     window_order: str = "arrival"
+    max_evictions: int | None = None
 
     def __post_init__(self) -> None:
         if not (isinstance(self.window, int) and 1 <= self.window <= 256):
@@ -110,6 +113,8 @@ class EncodingConfig:
         object.__setattr__(self, "rules", tuple(self.rules))
         if not self.rules or any(r not in RULES for r in self.rules) or len(set(self.rules)) != len(self.rules):
             raise EngineError(f"encoding.rules {list(self.rules)!r}: expected distinct names from {list(RULES)}")
+        if self.max_evictions is not None and not (isinstance(self.max_evictions, int) and self.max_evictions >= 1):
+            raise EngineError(f"encoding.max_evictions must be an integer >= 1 or null, got {self.max_evictions!r}")
         if self.window_order not in WINDOW_ORDERS:
             raise EngineError(f"encoding.window_order {self.window_order!r}: expected one of {list(WINDOW_ORDERS)}")
 
@@ -146,12 +151,15 @@ class EncodingConfig:
         return action // (self.max_types * r), (action // r) % self.max_types, action % r
 
     def to_dict(self) -> dict[str, Any]:
-        return {"window": self.window, "max_types": self.max_types, "rules": list(self.rules),
-                "window_order": self.window_order}
+        out = {"window": self.window, "max_types": self.max_types, "rules": list(self.rules),
+               "window_order": self.window_order}
+        if self.max_evictions is not None:  # cards written before the option existed stay as they were
+            out["max_evictions"] = self.max_evictions
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "EncodingConfig":
-        known = {"window", "max_types", "rules", "window_order"}
+        known = {"window", "max_types", "rules", "window_order", "max_evictions"}
         unknown = set(data) - known
         if unknown:
             raise EngineError(f"encoding: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
@@ -272,7 +280,7 @@ def snapshot(state: ClusterState, cfg: EncodingConfig) -> Snapshot:
     n_rules = len(cfg.rules)
     mask = np.zeros(cfg.n_actions, dtype=bool)
     block = cfg.max_types * n_rules
-    victims, victim_work = _evictions(state, window, fits, n_types) if cfg.evicts else ({}, {})
+    victims, victim_work = _evictions(state, window, fits, n_types, cfg.max_evictions) if cfg.evicts else ({}, {})
     evict_rule = cfg.rules.index(EVICT) if cfg.evicts else -1
     for slot, f in enumerate(fits):
         row = np.zeros((cfg.max_types, n_rules), dtype=bool)
@@ -286,8 +294,8 @@ def snapshot(state: ClusterState, cfg: EncodingConfig) -> Snapshot:
     return Snapshot(window, fits, mask, cache, victims, victim_work)
 
 
-def _evictions(state: ClusterState, window: list[int], fits: list[np.ndarray], n_types: int
-               ) -> tuple[dict[tuple[int, int], tuple[int, ...]], dict[tuple[int, int], float]]:
+def _evictions(state: ClusterState, window: list[int], fits: list[np.ndarray], n_types: int,
+               max_evictions: int | None) -> tuple[dict[tuple[int, int], tuple[int, ...]], dict[tuple[int, int], float]]:
     """Per (slot, type) where ``"evict"`` is offered: its victims and their estimated remaining GPU-seconds."""
     victims: dict[tuple[int, int], tuple[int, ...]] = {}
     work: dict[tuple[int, int], float] = {}
@@ -306,7 +314,8 @@ def _evictions(state: ClusterState, window: list[int], fits: list[np.ndarray], n
             if idle_t is None:
                 idle_t = np.bincount(lay.node_type, weights=state.node_free, minlength=n_types)
                 for r in state.running.values():  # may be evicted: whole-GPU jobs that started before now
-                    if r.start_s < now and not r.job.fractional:
+                    if r.start_s < now and not r.job.fractional and (
+                            max_evictions is None or state.preemptions(r.job.job_id) < max_evictions):
                         by_type.setdefault(r.gpu_type, []).append(r)
                 for rs in by_type.values():
                     rs.sort(key=lambda r: (-r.est_end_s, -r.job.job_id))
