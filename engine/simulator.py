@@ -494,18 +494,29 @@ class Simulation:
         if not jobs_on:
             return
         now = self.now_s
+        # _rate (one GPU, not joining) and _push, inlined: this runs for every tenant at every start or stop
+        # of a fractional job. The co-location divisor is the same for every tenant of the GPU.
+        n = self._occ.tenants[g]
+        divisor = 1.0 + self._colocation * (n - 1) if n > 1 else 0.0
+        gpu_type, speeds = self._gpu_type[g], self._speeds
+        running, work_left, last_update, version, jobs = self._running, self._work_left, self._last_update, \
+            self._version, self.jobs
         for k in sorted(jobs_on):
-            r = self._running[k]
-            self._work_left[k] -= (now - self._last_update[k]) * r.rate
-            self._last_update[k] = now
-            job = self.jobs[k]
-            rate, _ = self._rate(job, r.gpu_ids, 1, 1, joining=False)
+            r = running[k]
+            left = work_left[k] - (now - last_update[k]) * r.rate
+            work_left[k] = left
+            last_update[k] = now
+            job = jobs[k]
+            rate = (speeds.get(job.job_type) or self._type_speeds(job.job_type))[gpu_type] * 1.0
+            if divisor:
+                rate /= divisor
             if rate != r.rate:
-                work_done = job.duration_s - self._work_left[k]
                 r.rate = rate
-                r.est_end_s = now + max(job.estimate_s - work_done, 0.0) / rate
-                self._version[k] += 1
-                self._push(now + self._work_left[k] / rate, _COMPLETION, k, self._version[k])
+                r.est_end_s = now + max(job.estimate_s - (job.duration_s - left), 0.0) / rate
+                v = version[k] + 1
+                version[k] = v
+                self._seq += 1
+                heapq.heappush(self._heap, (now + left / rate, _COMPLETION, self._seq, k, v))
 
     def _stop(self, j: int) -> RunningJob:
         """Release job ``j``'s GPUs and close its run segment (shared by completion and preemption)."""

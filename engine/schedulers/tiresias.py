@@ -85,6 +85,7 @@ class Tiresias:
         self._gpu_jobs: list[list[int]] = []  # per GPU, the jobs started on it that were running when last looked
         self._run_gpus: dict[int, tuple[int, ...]] = {}  # running job -> its GPUs
         self._runs = 0
+        self._wake_s = math.inf  # the last wake-up asked for (pending while it lies ahead)
 
     def reset(self, state: ClusterState) -> None:
         reset = getattr(self.place, "reset", None)
@@ -197,7 +198,8 @@ class Tiresias:
             self._enqueue(state, j)
         if state.queue:
             wake = self._next_wake(state)
-            if wake < math.inf:
+            if wake < math.inf and wake != self._wake_s:  # (a wake-up asked for before is still pending)
+                self._wake_s = wake
                 yield Wake(wake)
 
     def _next_wake(self, state: ClusterState) -> float:
