@@ -249,6 +249,9 @@ def _comparison(card: dict[str, Any], other: dict[str, Any]) -> list[str]:
     size = [f"{(MODELS_DIR / c['weights']).stat().st_size / 1024:.0f} KiB weights" for c in (card, other)]
     speed = [f"{c['training']['timesteps'] / c['training']['wall_time_s']:.0f} steps/s" for c in (card, other)]
     lines.append(f"| network | {card['policy']['kind']}, {size[0]} | {other['policy']['kind']}, {size[1]} |")
+    window = [f"{c['encoding']['window']} jobs ({c['encoding']['window_order']}), teacher "
+              f"{(c['training']['config'].get('clone') or {}).get('teacher', 'none')}" for c in (card, other)]
+    lines.append(f"| window, teacher | {window[0]} | {window[1]} |")
     lines.append(f"| training | {card['training']['timesteps']:,} steps, {speed[0]} | "
                  f"{other['training']['timesteps']:,} steps, {speed[1]} |")
     for sc, t in card.get("evaluation", {}).get("scenarios", {}).items():
