@@ -52,11 +52,14 @@ class Occupancy:
         type_nodes: per GPU type, the bitmask of its nodes.
         released: every GPU a job has left, in order (a GPU once per job leaving it): a scheduler that
             remembers where it read up to knows which GPUs gained room since.
+        taken: every GPU a job has started on, in order (a GPU once per job taking it): likewise, the GPUs
+            that lost room since.
     """
 
     __slots__ = ("gpu_node", "gpu_type", "gpu_vram", "node_first", "node_type", "max_node_gpus",
                  "free", "free_vram", "tenants", "node_free", "np_free", "np_free_vram", "np_tenants",
-                 "np_node_free", "idle_gpus", "type_idle", "nodes_with", "node_idle", "shared", "type_nodes", "released")
+                 "np_node_free", "idle_gpus", "type_idle", "nodes_with", "node_idle", "shared", "type_nodes", "released",
+                 "taken")
 
     def __init__(self, layout: Layout) -> None:
         self.gpu_node: list[int] = layout.gpu_node.tolist()
@@ -88,6 +91,7 @@ class Occupancy:
         for node, t in enumerate(self.node_type):
             self.type_nodes[t] |= 1 << node
         self.released = array("q")
+        self.taken = array("q")
 
     # ----------------------------------------------------------------- updates
     def _idle_to_busy(self, g: int) -> None:
@@ -131,6 +135,7 @@ class Occupancy:
             np_node_free[node] = c - 1
         self.type_idle[self.gpu_type[gpus[0]]] -= len(gpus)
         self.idle_gpus -= len(gpus)
+        self.taken.extend(gpus)
 
     def release_whole(self, gpus: tuple[int, ...]) -> None:
         """Take ``gpus`` back from a whole-GPU job; they become idle."""
@@ -157,6 +162,7 @@ class Occupancy:
 
     def take_share(self, g: int, fraction: float, vram_gib: float) -> None:
         """Add a fractional tenant holding ``fraction`` of GPU ``g`` and ``vram_gib`` of its memory."""
+        self.taken.append(g)
         k = self.tenants[g]
         if k == 0:
             self._idle_to_busy(g)

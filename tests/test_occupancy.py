@@ -52,6 +52,7 @@ def test_random_takes_and_releases_keep_every_index_exact(spec, seed):
     whole: list[tuple[int, ...]] = []  # GPU sets held by whole-GPU jobs
     shares: list[tuple[int, float, float]] = []  # (GPU, fraction, GiB) of fractional tenants
     released: list[int] = []
+    taken: list[int] = []
     recount(occ, lay)
     for _ in range(300):
         op = rng.integers(4)
@@ -62,6 +63,7 @@ def test_random_takes_and_releases_keep_every_index_exact(spec, seed):
             gpus = tuple(int(g) for g in rng.choice(same, size=min(len(same), int(rng.integers(1, 4))), replace=False))
             occ.take_whole(gpus)
             whole.append(gpus)
+            taken.extend(gpus)
         elif op == 1:  # a fractional job on an idle or shared GPU with room
             f = float(rng.choice([0.1, 0.25, 0.5]))
             room = [g for g in range(lay.n_gpus)
@@ -71,6 +73,7 @@ def test_random_takes_and_releases_keep_every_index_exact(spec, seed):
                 g = int(rng.choice(room))
                 occ.take_share(g, f, 2.0)
                 shares.append((g, f, 2.0))
+                taken.append(g)
         elif op == 2 and whole:
             gpus = whole.pop(int(rng.integers(len(whole))))
             occ.release_whole(gpus)
@@ -81,6 +84,7 @@ def test_random_takes_and_releases_keep_every_index_exact(spec, seed):
             released.append(share[0])
         recount(occ, lay)
         assert occ.released.tolist() == released  # every GPU a job left, in order
+        assert occ.taken.tolist() == taken  # every GPU a job started on, in order
         assert occ.shared == sum(1 << g for g in {s[0] for s in shares})
         mask = int(rng.integers(1, 1 << lay.n_nodes))
         for k in range(1, occ.max_node_gpus + 2):

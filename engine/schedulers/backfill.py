@@ -216,6 +216,8 @@ class _MinTree:
             return -1
         limit = min(limit, sys.float_info.max)
         t, size = self.t, self.size
+        if t[1] > limit:  # the minimum of all (the usual answer under a long queue: none is short enough)
+            return -1
         i = lo + size
         while t[i] > limit:
             while i & 1:  # a right child: everything to its left is before lo, go up
@@ -253,25 +255,71 @@ class EasyBackfill:
         self._releases = _ReleaseBook(0)
         self._remember = self.place in FAILURES_PERSIST
         self._fits = FitMemory()  # shapes that fit nowhere, across decision points
+        self._reset_placements()
 
     def reset(self, state: ClusterState) -> None:
         self.order.reset(state)
         self._keys, self._trees, self._pos, self._front = {}, {}, {}, {}
         self._releases = _ReleaseBook(state.n_gpus)
         self._fits.reset()
+        self._reset_placements()
 
-    def _started(self, state: ClusterState, j: int) -> None:
+    def _reset_placements(self) -> None:
+        # Each shape's first-fit GPUs, and the speed of each job type on them, kept while they stay first-fit's
+        # answer (see _sync_placements): shape -> (GPUs, the highest GPU whose release may move them, speeds).
+        self._placed: dict[int, tuple[tuple[int, ...], int, dict[str, float]]] = {}
+        self._gpu_shapes: dict[int, set[int]] = {}  # GPU -> shapes placed on it (some moved since)
+        self._taken_at = self._released_at = 0  # how much of the occupancy's logs has been read
+
+    def _sync_placements(self, state: ClusterState) -> None:
+        """Drop the kept placements that GPUs released since the previous decision point may have moved.
+
+        First-fit takes, for a whole-GPU shape, the lowest node with enough idle GPUs (its lowest idle ones) or
+        else idle GPUs node by node in id order; for a fractional one, the lowest GPU with room. So its answer
+        stays the same while GPUs other than its own are taken (:meth:`_took`) and while only GPUs with higher
+        ids than its own are released, except for GPUs spread over nodes, which any release may move."""
+        occ = state.occupancy
+        placed = self._placed
+        if len(occ.taken) != self._taken_at:  # GPUs were taken by other decisions than ours: start afresh
+            placed.clear()
+            self._gpu_shapes.clear()
+        elif placed and len(occ.released) != self._released_at:
+            low = min(occ.released[self._released_at:])
+            for sid in [sid for sid, at in placed.items() if at[1] >= low]:
+                del placed[sid]
+        self._taken_at, self._released_at = len(occ.taken), len(occ.released)
+
+    def _placement(self, state: ClusterState, sid: int, job: Job) -> tuple | None:
+        """``(GPUs, the highest GPU whose release may move them, speeds by job type)`` for shape ``sid`` (of
+        ``job``), or None if it fits nowhere now."""
+        at = self._placed.get(sid)
+        if at is None:
+            gpus = self.place(state, job)
+            if gpus is None:
+                return None
+            top = max(gpus)
+            node = state.occupancy.gpu_node
+            # (a node's GPU ids are contiguous; GPUs spread over nodes move with any release)
+            at = self._placed[sid] = (gpus, top if node[min(gpus)] == node[top] else len(node), {})
+            gpu_shapes = self._gpu_shapes
+            for g in gpus:
+                shapes = gpu_shapes.get(g)
+                if shapes is None:
+                    gpu_shapes[g] = {sid}
+                else:
+                    shapes.add(sid)
+        return at
+
+    def _started(self, state: ClusterState, j: int, gpus: tuple[int, ...]) -> None:
         self._trees[state.job_shape[j]].set(self._pos.pop(j), math.inf)
         self._releases.started(state, j)
-
-    def _first_waiting(self, sid: int) -> int:
-        """Position of shape ``sid``'s oldest waiting job, or its list's length if none waits (amortised O(1):
-        the front only moves forward, past jobs that have started)."""
-        keys, pos, p = self._keys[sid], self._pos, self._front[sid]
-        while p < len(keys) and keys[p][1] not in pos:
-            p += 1
-        self._front[sid] = p
-        return p
+        placed, gpu_shapes = self._placed, self._gpu_shapes
+        for g in gpus:  # placements on the GPUs just taken are void
+            shapes = gpu_shapes.pop(g, None)
+            if shapes:
+                for sid in shapes:
+                    placed.pop(sid, None)
+        self._taken_at = len(state.occupancy.taken)
 
     def _next(self, sid: int, lo: int, limit: float, version: int) -> tuple | None:
         """Heap entry for the first job of shape ``sid`` at position ``>= lo`` with estimate ``<= limit``."""
@@ -288,7 +336,8 @@ class EasyBackfill:
                 self._fits.keep(state, failed)
 
     def _decide(self, state: ClusterState, failed: set[int]) -> Iterator[Decision]:
-        jobs, job_shape, place = state.jobs, state.job_shape, self.place
+        jobs, job_shape, placement = state.jobs, state.job_shape, self._placement
+        self._sync_placements(state)
         for j in state.entered:
             sid = job_shape[j]
             if sid not in self._trees:
@@ -301,13 +350,14 @@ class EasyBackfill:
         for j in self.order.candidates(state):  # (the ordering reads state.entered on its first step)
             if full:
                 return
-            gpus = None if job_shape[j] in failed else place(state, jobs[j])
-            if gpus is None:
+            sid = job_shape[j]
+            at = None if sid in failed else placement(state, sid, jobs[j])
+            if at is None:
                 head = jobs[j]
-                self._fits.fail(state, failed, job_shape[j], head)
+                self._fits.fail(state, failed, sid, head)
                 break
-            yield Start(j, gpus)
-            self._started(state, j)
+            yield Start(j, at[0])
+            self._started(state, j, at[0])
             full = state.free_capacity <= 1e-9
         if head is None or full:
             return
@@ -320,14 +370,9 @@ class EasyBackfill:
                 for e in (self._after(sid, cursor, v),) if e is not None]
         heapq.heapify(heap)
         heappop, heappush = heapq.heappop, heapq.heappush
-        # Same shape, same state -> same GPUs; and the same job type on them -> the same speed. Starts only
-        # take GPUs, and first-fit's answer for a shape stays the same while none of its GPUs is taken (it
-        # takes the lowest node with enough idle GPUs, their lowest ones, or else idle GPUs node by node in
-        # id order; for a fractional job the lowest GPU with room), so a shape's GPUs and speeds are kept
-        # until a start takes one of them (gpu_shapes finds those shapes). What a job ending after the shadow
-        # time costs the reservation depends on the GPUs only (_cost), so it is kept with them.
-        placed: dict[int, tuple[tuple[int, ...], int, dict[str, float]]] = {}  # shape -> (GPUs, cost, speeds)
-        gpu_shapes: dict[int, list[int]] = {}  # GPU -> shapes placed there (some moved since: dropped too)
+        # Same shape, same state -> same GPUs and speeds (_placement). What a job ending after the shadow time
+        # costs the reservation depends on those GPUs only (_cost): kept with them for this decision point.
+        costs: dict[int, tuple[tuple[int, ...], int]] = {}  # shape -> (its GPUs, their cost)
         limited: set[int] = set()  # shapes whose next job was searched for with a limit (see below)
         now = state.now_s
         while heap:
@@ -336,19 +381,18 @@ class EasyBackfill:
                 continue
             j = key[1]
             job = jobs[j]
-            at = placed.get(sid)
+            at = placement(state, sid, job)
             if at is None:
-                gpus = place(state, job)
-                if gpus is None:
-                    self._fits.fail(state, failed, sid, job)
-                    version[sid] += 1
-                    continue
-                if res is None:
-                    res = reserve(state, head, self._releases.times(state), self._releases.on_gpu)
-                at = placed[sid] = (gpus, self._cost(state, res, gpus), {})
-                for g in gpus:
-                    gpu_shapes.setdefault(g, []).append(sid)
-            gpus, cost, rates = at
+                self._fits.fail(state, failed, sid, job)
+                version[sid] += 1
+                continue
+            gpus, _, rates = at
+            if res is None:
+                res = reserve(state, head, self._releases.times(state), self._releases.on_gpu)
+            c = costs.get(sid)
+            if c is None or c[0] is not gpus:
+                c = costs[sid] = (gpus, self._cost(state, res, gpus))
+            cost = c[1]
             rate = rates.get(job.job_type)
             if rate is None:
                 rate = rates[job.job_type] = state.placement_rate(job, gpus)
@@ -365,14 +409,11 @@ class EasyBackfill:
                     continue
                 res.extra -= cost
             yield Start(j, gpus)
-            self._started(state, j)
+            self._started(state, j, gpus)
             if state.free_capacity <= 1e-9:
                 return
             for g in gpus:
                 res.release_s[g] = max(res.release_s[g], end_s)
-            for g in gpus:  # placements on the GPUs just taken are void
-                for s_ in gpu_shapes.pop(g, ()):
-                    placed.pop(s_, None)
             # The state changed: limits are void. Carry on after this job in arrival order: shapes searched
             # with a limit (and this job's) restart from it; the others' next jobs in the heap come after it.
             cursor = key
@@ -386,9 +427,14 @@ class EasyBackfill:
 
     def _after(self, sid: int, cursor: tuple[float, int], version: int) -> tuple | None:
         """Heap entry for the first waiting job of shape ``sid`` after ``cursor`` in arrival order, or None."""
-        p = self._first_waiting(sid)
-        keys = self._keys[sid]
-        if p < len(keys) and keys[p] > cursor:  # the usual case: the shape's oldest job comes later
+        # The shape's oldest waiting job first (amortised O(1): the front only moves forward, past jobs that
+        # have started).
+        keys, pos, p = self._keys[sid], self._pos, self._front[sid]
+        n = len(keys)
+        while p < n and keys[p][1] not in pos:
+            p += 1
+        self._front[sid] = p
+        if p < n and keys[p] > cursor:  # the usual case: the shape's oldest job comes later
             return (keys[p], sid, p, version)
         return self._next(sid, bisect_right(keys, cursor), math.inf, version)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -170,3 +171,28 @@ def test_remembered_failures_leave_the_schedule_unchanged(run):
     for field in ("first_start_s", "end_s", "seg_job", "seg_start_s", "seg_gpu_ids", "seg_fraction"):
         assert np.array_equal(getattr(recalled, field), getattr(plain, field), equal_nan=True), field
     assert recalled.gpu_ids == plain.gpu_ids
+
+
+class _CheckedPlacements(EasyBackfill):
+    """Easy-backfill that checks every kept placement, and the speeds kept with it, against the rule run afresh."""
+
+    kept = 0
+
+    def _placement(self, state, sid, job):
+        kept = self._placed.get(sid)
+        at = super()._placement(state, sid, job)
+        assert (None if at is None else at[0]) == self.place(state, job)
+        if kept is not None:
+            type(self).kept += 1
+            for job_type, rate in kept[2].items():
+                assert rate == state.placement_rate(replace(job, job_type=job_type), kept[0])
+        return at
+
+
+@pytest.mark.parametrize("spec, seed", [("3x4:A100-80,2x2:T4", 3), ("4x8:generic", 4), ("2x8:A100-80,3x4:V100-32", 6)])
+def test_kept_placements_equal_the_rule_run_afresh(run, spec, seed):
+    cluster = parse_cluster(spec)
+    jobs = generate(cluster, 800, load=1.3, seed=seed)  # whole, multi-GPU (some spread) and fractional jobs
+    _CheckedPlacements.kept = 0
+    r = run(cluster, jobs, _CheckedPlacements())
+    assert _CheckedPlacements.kept > 100 and (r.status == COMPLETED).all()
