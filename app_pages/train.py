@@ -35,7 +35,8 @@ c = st.columns(4)
 preset = c[0].selectbox("Training preset", presets, key="train_preset")
 name = c[1].text_input("Model name", f"{preset}-mine", key="train_name")
 steps = c[2].number_input("Environment steps", 1_000, 1_000_000, 20_000, step=1_000, key="train_steps",
-                          help="The shipped agents trained for 100k+ steps; 20k steps take a few minutes on one core.")
+                          help="The shipped agents trained for 40k-60k steps after behaviour cloning; 20k steps take a few "
+                          "minutes on one core.")
 seed = c[3].number_input("Seed", 0, 2**31 - 1, 0, key="train_seed")
 with st.expander("Preset configuration"):
     with common.engine_errors(f"training preset {preset}"):
