@@ -178,7 +178,8 @@ _FREE, _NEVER = -1, -2
 
 class _MinTree:
     """Estimates of one shape's jobs in arrival order (``inf`` once a job has started), as a min segment tree:
-    "the first job from position ``lo`` on whose estimate is at most ``limit``" costs O(log n)."""
+    "the first job from position ``lo`` on whose estimate is at most ``limit``" costs O(log n). ``t[1]`` is
+    the minimum of them all."""
 
     __slots__ = ("size", "n", "t")
 
@@ -375,13 +376,14 @@ class EasyBackfill:
         costs: dict[int, tuple[tuple[int, ...], int]] = {}  # shape -> (its GPUs, their cost)
         limited: set[int] = set()  # shapes whose next job was searched for with a limit (see below)
         now = state.now_s
+        placed, trees, max_float = self._placed, self._trees, sys.float_info.max
         while heap:
             key, sid, p, v = heappop(heap)
             if v != version[sid]:
                 continue
             j = key[1]
             job = jobs[j]
-            at = placement(state, sid, job)
+            at = placed.get(sid) or placement(state, sid, job)
             if at is None:
                 self._fits.fail(state, failed, sid, job)
                 version[sid] += 1
@@ -403,7 +405,10 @@ class EasyBackfill:
                     # Same shape, same state -> same GPUs and speed: only shorter jobs of this shape can pass.
                     version[sid] += 1
                     limited.add(sid)
-                    entry = self._next(sid, p + 1, (res.shadow_s - now) * rate, version[sid])
+                    limit = (res.shadow_s - now) * rate
+                    if trees[sid].t[1] > min(limit, max_float):
+                        continue  # (_next's answer when no job of the shape is short enough, the usual one)
+                    entry = self._next(sid, p + 1, limit, version[sid])
                     if entry is not None:
                         heappush(heap, entry)
                     continue
