@@ -376,14 +376,14 @@ class EasyBackfill:
         costs: dict[int, tuple[tuple[int, ...], int]] = {}  # shape -> (its GPUs, their cost)
         limited: set[int] = set()  # shapes whose next job was searched for with a limit (see below)
         now = state.now_s
-        placed, trees, max_float = self._placed, self._trees, sys.float_info.max
+        trees, max_float = self._trees, sys.float_info.max
         while heap:
             key, sid, p, v = heappop(heap)
             if v != version[sid]:
                 continue
             j = key[1]
             job = jobs[j]
-            at = placed.get(sid) or placement(state, sid, job)
+            at = placement(state, sid, job)
             if at is None:
                 self._fits.fail(state, failed, sid, job)
                 version[sid] += 1
