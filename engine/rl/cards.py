@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from dataclasses import replace
 from typing import Any, Sequence
 
 from ..evaluate import Evaluation, evaluate, parse_scenario
@@ -86,10 +87,13 @@ def card_evaluation(name: str, plan: dict[str, Any], seeds: int) -> dict[str, An
             tables[sc] = {"error": str(exc)}
             continue
         stats = ev.stats()
+        vs_agent = replace(ev, baseline=me).paired()["objective"]
         tables[sc] = {
             "scenario": ev.scenario.to_dict(),
             "mean_ci95": {s: {m: [_clean(stats[m][s][0]), _clean(stats[m][s][1])] for m in SHOWN} for s in ev.schedulers},
             "paired_vs_first_fit": {m: {s: [_clean(v) for v in ev.paired()[m][s]] for s in (me,)} for m in SHOWN},
+            # heuristic minus agent, same workloads: > 0 where the agent's objective is lower
+            "objective_paired_vs_agent": {s: [_clean(v) for v in vs_agent[s][:2]] for s in vs_agent},
         }
     return {"seeds": f"0..{seeds - 1} (training workloads use seeds >= 2**20; validation 900000+)",
             "baseline": "first-fit", "plan": plan, "scenarios": tables, "targets": targets(me, plan, tables)}
@@ -122,6 +126,10 @@ def targets(me: str, plan: dict[str, Any], tables: dict[str, Any]) -> dict[str, 
             best[sc] = {"best_heuristic": b, "heuristic_objective": _clean(heur[b]),
                         "agent_objective": _clean(mean(sc, me, "objective")),
                         "improvement": _clean(round(_cut(mean(sc, me, "objective"), heur[b]), 4))}
+            paired = tables[sc].get("objective_paired_vs_agent", {}).get(b)
+            if paired is not None and None not in paired:  # cards written before it existed have no paired runs
+                best[sc]["paired_diff_ci95"] = [round(paired[0], 4), round(paired[1], 4)]
+                best[sc]["significant_at_95"] = abs(paired[0]) > paired[1]
         out[key] = {
             "target": f"lower objective than {label} on each training scenario (aim: 10 % lower)",
             "per_scenario": best,

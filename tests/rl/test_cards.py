@@ -45,6 +45,11 @@ def test_targets_follow_the_numbers(monkeypatch):
     assert best["per_scenario"]["a"]["best_heuristic"] == "sjf"
     assert best["per_scenario"]["a"]["improvement"] == pytest.approx(0.2)
     assert best["per_scenario"]["b"]["improvement"] == pytest.approx(-0.2)
+    # Paired on the same workloads (sjf minus agent): +0.18 and +0.22 on a, but two seeds are too few to tell.
+    diff, half = best["per_scenario"]["a"]["paired_diff_ci95"]
+    assert diff == pytest.approx(0.2) and half == pytest.approx(12.706 * 0.04 / 2 ** 0.5 / 2 ** 0.5, rel=1e-3)
+    assert best["per_scenario"]["a"]["significant_at_95"] is False
+    assert best["per_scenario"]["b"]["paired_diff_ci95"][0] == pytest.approx(-0.2)
     assert best["met"] is False
     assert t["beats_best_non_preemptive_heuristic_on_objective"]["per_scenario"]["a"]["best_heuristic"] == "sjf"
     assert t["beats_first_fit_on_larger"]["met"] is True
