@@ -29,7 +29,7 @@ def test_teacher_actions_are_always_allowed_and_runs_end(name, enc):
         assert env.action_masks()[action]
         if not name.startswith("short-whole"):  # the only teachers that decline feasible starts
             assert action != enc.wait_action
-        _, _, done, _, info = env.step(action)
+        _, _, done, _, _ = env.step(action)
         steps += 1
     res = env.result
     assert res is not None and (res.status == 0).all() and steps >= 40
