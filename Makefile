@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
+# NATIVE=0 skips compiling the engine's hot modules (they then run interpreted; results are the same).
+NATIVE ?= 1
 
-.PHONY: run test bench clean-venv
+.PHONY: run test bench build clean-native clean-venv
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -12,14 +14,29 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $@
 
-run: $(VENV)/.installed
+# Compile engine/_native.py's modules with mypyc when they are not compiled from the current sources. Without a
+# C compiler this prints a note and the engine runs interpreted.
+build: $(VENV)/.installed
+ifneq ($(NATIVE),0)
+	@$(PY) -c "import sys; from engine._native import stale_modules; sys.exit(bool(stale_modules()))" || { \
+	  echo "compiling the engine's hot modules with mypyc (a few minutes; NATIVE=0 skips; log: build/native.log)"; \
+	  mkdir -p build; \
+	  $(PY) setup.py build_ext --inplace > build/native.log 2>&1 \
+	    || echo "note: compiling failed (see build/native.log); the engine runs interpreted, just slower"; }
+endif
+
+run: build
 	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.headless true
 
-test: $(VENV)/.installed
+test: build
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-bench: $(VENV)/.installed
+bench: build
 	$(PY) -m benchmarks
+
+clean-native:
+	rm -rf build engine/_compiled.json engine_native__mypyc.*.so
+	find engine -name '*.so' -delete
 
 clean-venv:
 	rm -rf $(VENV)

@@ -8,6 +8,10 @@ Importable without Streamlit or torch. The public API::
     result = simulate(cluster, jobs, make_scheduler("easy-backfill"), seed=0)
 """
 
+from ._native import install
+
+install()  # before any hot module is imported: compiled modules only while they match their sources
+
 from .cluster import Cluster, GpuType, NodeGroup, parse_cluster
 from .errors import ClusterSpecError, EngineError, InvalidDecision, StallError, TraceError, UnknownNameError
 from .job import Job

@@ -211,7 +211,7 @@ class Occupancy:
 
     def idle_of_node(self, node: int, k: int) -> list[int]:
         """The first ``k`` idle GPUs of ``node`` (ascending ids; fewer if it has fewer)."""
-        out = []
+        out: list[int] = []
         m = self.node_idle[node]
         first = self.node_first[node]
         while m and len(out) < k:

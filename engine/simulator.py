@@ -22,9 +22,10 @@ import heapq
 import math
 from array import array
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from .cluster import Cluster
 from .errors import InvalidDecision, StallError
@@ -44,6 +45,7 @@ _MAX_IDLE_WAKES = 1000
 COMPLETED, UNSCHEDULABLE = 0, 1
 
 
+@mypyc_attr(native_class=False)  # compiled, a plain class still: pickled, compared, replaced like any dataclass
 @dataclass(frozen=True)
 class PreemptionModel:
     """What a preempted job loses.
@@ -66,6 +68,7 @@ class PreemptionModel:
             raise ValueError("restart_overhead_s must be a number >= 0")
 
 
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True, eq=False)
 class Result:
     """Everything a run produced. Arrays are indexed by ``job_id`` unless said otherwise.
@@ -309,17 +312,22 @@ class Simulation:
 
     def check(self, d: Decision) -> str | None:
         """Why decision ``d`` is invalid now, or None."""
+        # The fields are read as Any: a scheduler may put anything in them (numpy integers, lists), and this
+        # method's job is to say what is wrong, even where the code runs compiled (see engine/_native.py).
+        raw: Any = d
         if isinstance(d, Start):
-            return self._check_start(d.job_id, d.gpu_ids)
+            return self._check_start(raw.job_id, raw.gpu_ids)
         if isinstance(d, Preempt):
-            if not (isinstance(d.job_id, (int, np.integer)) and 0 <= d.job_id < len(self.jobs)):
-                return f"job {d.job_id!r} does not exist"
-            if self._state[d.job_id] != _RUNNING:
-                return f"job {d.job_id} cannot be preempted: it is not running ({self._describe(d.job_id)})"
+            j = raw.job_id
+            if not (isinstance(j, (int, np.integer)) and 0 <= j < len(self.jobs)):
+                return f"job {j!r} does not exist"
+            if self._state[j] != _RUNNING:
+                return f"job {j} cannot be preempted: it is not running ({self._describe(int(j))})"
             return None
         if isinstance(d, Wake):
-            if not (isinstance(d.at_s, (int, float)) and d.at_s > self.now_s and math.isfinite(d.at_s)):
-                return f"wake-up time {d.at_s!r} must be a finite time after now ({self.now_s:g} s)"
+            at_s = raw.at_s
+            if not (isinstance(at_s, (int, float)) and at_s > self.now_s and math.isfinite(at_s)):
+                return f"wake-up time {at_s!r} must be a finite time after now ({self.now_s:g} s)"
             return None
         return f"unknown decision {d!r}; expected Start, Preempt or Wake"
 
@@ -349,11 +357,11 @@ class Simulation:
                 return False
         return len(set(gpus)) == len(gpus)
 
-    def _check_start(self, j, gpus) -> str | None:
+    def _check_start(self, j: Any, gpus: Any) -> str | None:
         if not (isinstance(j, (int, np.integer)) and 0 <= j < len(self.jobs)):
             return f"job {j!r} does not exist"
         if self._state[j] != _QUEUED:
-            return f"job {j} cannot start: it is not waiting ({self._describe(j)})"
+            return f"job {j} cannot start: it is not waiting ({self._describe(int(j))})"
         job = self.jobs[j]
         if len(gpus) != job.gpus:
             return f"job {j} asks for {job.gpus} GPU(s) but was given {len(gpus)}"
@@ -400,8 +408,9 @@ class Simulation:
         told = len(self.state.entered)  # the scheduler reads these; jobs it preempts now are appended after
         for d in decisions:
             kind = type(d)
+            raw: Any = d  # as in check(): fields may hold anything until validated
             if kind is Start:
-                j, gpus = d.job_id, d.gpu_ids
+                j, gpus = raw.job_id, raw.gpu_ids
                 if not self._valid_start(j, gpus):
                     reason = self._check_start(j, gpus)
                     if reason is not None:
@@ -414,9 +423,9 @@ class Simulation:
                 if reason is not None:
                     raise InvalidDecision(f"scheduler {self.scheduler_name!r}: {reason}")
                 if kind is Preempt:
-                    self._preempt(int(d.job_id))
+                    self._preempt(int(raw.job_id))
                 else:
-                    self._push(float(d.at_s), _WAKE, -1, 0)
+                    self._push(float(raw.at_s), _WAKE, -1, 0)
         self.state.entered = self.state.entered[told:]  # preempted jobs re-entered: the next call hears of them
         if self._queue and not self._running and not started and self._next_arrival >= len(self.jobs):
             self._idle_wakes += 1

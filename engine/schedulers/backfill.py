@@ -25,6 +25,7 @@ from bisect import bisect_right
 from typing import Iterator
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from ..job import Job
 from ..state import FRACTION_EPS, ClusterState, Decision, Start
@@ -158,13 +159,13 @@ def reserve(state: ClusterState, head: Job, release: np.ndarray | None = None,
             tenants.append((max(r.est_end_s, now), job.gpu_fraction, mem))
         need_mem = head.vram_gib if head.vram_gib > 0 else head.gpu_fraction * vram[g]
         share, mem = occ.free[g], occ.free_vram[g]
-        t = math.inf
+        fits_at = math.inf
         for end, f, m in sorted(tenants):
             share, mem = share + f, mem + m
             if share >= head.gpu_fraction - FRACTION_EPS and mem >= need_mem - FRACTION_EPS:
-                t = end
+                fits_at = end
                 break
-        ready[g] = t
+        ready[g] = fits_at
     best_g = int(np.argmin(ready))
     best_t = float(ready[best_g])
     if best_t == math.inf:
@@ -231,6 +232,7 @@ class _MinTree:
         return i - size
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (see engine/_native.py), yet tests subclass it
 class EasyBackfill:
     """FIFO with EASY backfilling on the users' estimates; placement by ``first-fit``.
 

@@ -71,8 +71,8 @@ def topo_pack(state: ClusterState, job: Job) -> tuple[int, ...] | None:
         if one_rack.size:
             # Fewest nodes inside one rack; ties go to the rack with the least idle capacity (best fit).
             for r in one_rack[np.argsort(rack_free[one_rack], kind="stable")].tolist():
-                chosen = _fewest_nodes(free, nodes_t[racks_t == r], k)
-                cand = (1, len(chosen), chosen)
+                in_rack_nodes = _fewest_nodes(free, nodes_t[racks_t == r], k)
+                cand = (1, len(in_rack_nodes), in_rack_nodes)
                 if best is None or cand[:2] < best[:2]:
                     best = cand
             continue
