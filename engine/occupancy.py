@@ -19,8 +19,6 @@ It also keeps integer bitmasks (Python ints used as bit sets; bit ``i`` is node 
 
 from __future__ import annotations
 
-from array import array
-
 import numpy as np
 
 from .cluster import Layout
@@ -90,8 +88,10 @@ class Occupancy:
         self.type_nodes = [0] * len(layout.type_names)
         for node, t in enumerate(self.node_type):
             self.type_nodes[t] |= 1 << node
-        self.released = array("q")
-        self.taken = array("q")
+        # Lists, not array("q"): appending to a list is several times cheaper, and the ids are the ints of the
+        # jobs' GPU tuples, so an entry costs a pointer either way.
+        self.released: list[int] = []
+        self.taken: list[int] = []
 
     # ----------------------------------------------------------------- updates
     def _idle_to_busy(self, g: int) -> None:

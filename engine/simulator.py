@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from array import array
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -40,6 +40,9 @@ _COMPLETION, _WAKE = 0, 1
 # Consecutive decision points at which nothing runs, nothing starts and no job will ever arrive again:
 # only wake-ups keep such a run going, so after this many the run is declared stalled.
 _MAX_IDLE_WAKES = 1000
+
+_SEG_ROW = struct.Struct("4d")  # a run segment: job, start, end, GPU share
+_SERIES_ROW = struct.Struct("5d")  # the state at a time: t, queue, running, busy GPUs, stranded GPUs
 
 #: Status codes in :attr:`Result.status`.
 COMPLETED, UNSCHEDULABLE = 0, 1
@@ -237,11 +240,14 @@ class Simulation:
         self._reasons: dict[int, str] = {}
         self._finished = 0
         self._progress_every = max(1, n // 100)
-        # Run segments, 4 numbers each: job, start, end, GPU share (one flat array: one append per segment).
-        self._segs = array("d")
-        self._seg_ptr, self._seg_gpus = array("q", [0]), array("q")
-        # Time series, 5 numbers per time: t, queue, running, busy GPUs, stranded GPUs.
-        self._series = array("d")
+        # Run segments (_SEG_ROW each) and the time series (_SERIES_ROW per time), packed into byte buffers: one
+        # struct.pack per row is much cheaper than appending the numbers to an array.array one by one, and keeps
+        # 8 bytes per number.
+        self._segs = bytearray()
+        self._seg_ptr: list[int] = [0]
+        self._seg_gpus: list[int] = []
+        self._series = bytearray()
+        self._series_t = math.nan  # time of the last row of the series (none yet)
         self._decision_points = 0
         self._idle_wakes = 0
         self.state = ClusterState(self)
@@ -556,7 +562,7 @@ class Simulation:
         self._run[j] += elapsed
         self._attained[j] += demand * elapsed
         self._comm_gpu_s[j] += demand * elapsed * (1.0 - self._comm[j])
-        self._segs.extend((j, start_s, now, frac))
+        self._segs += _SEG_ROW.pack(j, start_s, now, frac)
         seg_gpus = self._seg_gpus
         seg_gpus.extend(gpus)
         self._seg_ptr.append(len(seg_gpus))
@@ -663,9 +669,11 @@ class Simulation:
         t = self.now_s
         busy = self._busy
         series = self._series
-        if series and series[-5] == t:  # the state changed again at the same time: keep the latest
-            del series[-5:]
-        series.extend((t, len(self._queue), len(self._running), busy, self._n_gpus - busy - self._occ.idle_gpus))
+        if t == self._series_t:  # the state changed again at the same time: keep the latest
+            del series[-_SERIES_ROW.size:]
+        self._series_t = t
+        series += _SERIES_ROW.pack(t, len(self._queue), len(self._running), busy,
+                                   self._n_gpus - busy - self._occ.idle_gpus)
 
     # ------------------------------------------------------------------ result
     def result(self) -> Result:
@@ -673,8 +681,8 @@ class Simulation:
         if not self.done:
             raise RuntimeError("the simulation has not finished")
         status = np.array([UNSCHEDULABLE if s == _UNSCHEDULABLE else COMPLETED for s in self._state], dtype=np.int8)
-        segs = np.frombuffer(self._segs, dtype=float).reshape(-1, 4)
-        series = np.frombuffer(self._series, dtype=float).reshape(-1, 5)
+        segs = np.frombuffer(bytes(self._segs), dtype=float).reshape(-1, 4)
+        series = np.frombuffer(bytes(self._series), dtype=float).reshape(-1, 5)
         return Result(
             scheduler=self.scheduler_name,
             cluster=self.cluster,
@@ -692,8 +700,8 @@ class Simulation:
             seg_job=segs[:, 0].astype(np.int64),
             seg_start_s=segs[:, 1].copy(),
             seg_end_s=segs[:, 2].copy(),
-            seg_gpu_ptr=np.frombuffer(self._seg_ptr, dtype=np.int64).copy(),
-            seg_gpu_ids=np.frombuffer(self._seg_gpus, dtype=np.int64).copy(),
+            seg_gpu_ptr=np.array(self._seg_ptr, dtype=np.int64),
+            seg_gpu_ids=np.array(self._seg_gpus, dtype=np.int64),
             seg_fraction=segs[:, 3].copy(),
             series_t=series[:, 0].copy(),
             series_queue=series[:, 1].astype(np.int64),
