@@ -83,8 +83,8 @@ def test_random_takes_and_releases_keep_every_index_exact(spec, seed):
             occ.release_share(*share)
             released.append(share[0])
         recount(occ, lay)
-        assert occ.released.tolist() == released  # every GPU a job left, in order
-        assert occ.taken.tolist() == taken  # every GPU a job started on, in order
+        assert occ.released == released  # every GPU a job left, in order
+        assert occ.taken == taken  # every GPU a job started on, in order
         assert occ.shared == sum(1 << g for g in {s[0] for s in shares})
         mask = int(rng.integers(1, 1 << lay.n_nodes))
         for k in range(1, occ.max_node_gpus + 2):
