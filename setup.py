@@ -7,6 +7,7 @@ the SHA-256 of each source as compiled; ``engine`` uses the extensions only whil
 """
 
 import hashlib
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -26,6 +27,11 @@ hashes = {m: hashlib.sha256(p.read_bytes()).hexdigest() for m, p in zip(native.N
 # No fused multiply-add: the compiled arithmetic must round exactly like the interpreter's.
 os.environ["CFLAGS"] = (os.environ.get("CFLAGS", "") + " -ffp-contract=off").strip()
 native.MANIFEST.unlink(missing_ok=True)
+# Extensions of modules no longer in the list would still be imported (and fail to find their compiled code in
+# the new group library): remove every old extension first; a failed build then leaves the engine interpreted.
+for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+    for old in (ROOT / "engine").rglob(f"*{suffix}"):
+        old.unlink()
 setup(
     name="gpu-scheduling-playground-native",
     packages=[],

@@ -316,8 +316,8 @@ class Simulation:
         need_vram = job.vram_gib if job.vram_gib > 0 else job.gpu_fraction * self._lay.type_vram_gib[self._lay.gpu_type]
         return elig & (occ.np_free >= job.gpu_fraction - FRACTION_EPS) & (occ.np_free_vram >= need_vram - FRACTION_EPS)
 
-    def check(self, d: Decision) -> str | None:
-        """Why decision ``d`` is invalid now, or None."""
+    def check(self, d: object) -> str | None:
+        """Why decision ``d`` (a :data:`Decision`, or whatever a scheduler handed in) is invalid now, or None."""
         # The fields are read as Any: a scheduler may put anything in them (numpy integers, lists), and this
         # method's job is to say what is wrong, even where the code runs compiled (see engine/_native.py).
         raw: Any = d
@@ -412,9 +412,10 @@ class Simulation:
         self._decision_points += 1
         started = False
         told = len(self.state.entered)  # the scheduler reads these; jobs it preempts now are appended after
-        for d in decisions:
+        given: Iterable[Any] = decisions  # as in check(): anything may come in until it is validated
+        for d in given:
             kind = type(d)
-            raw: Any = d  # as in check(): fields may hold anything until validated
+            raw: Any = d
             if kind is Start:
                 j, gpus = raw.job_id, raw.gpu_ids
                 if not self._valid_start(j, gpus):

@@ -26,6 +26,7 @@ import numpy as np
 from .cluster import Cluster, Layout
 from .job import Job
 from .occupancy import Occupancy
+from .running import RunningJob  # (a module of its own so that it is compiled: engine/_native.py)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .simulator import Simulation
@@ -70,23 +71,6 @@ class Scheduler(Protocol):
 
     def decide(self, state: "ClusterState") -> Iterable[Decision]:
         """Return (or yield) the decisions to apply now; an empty iterable means "nothing now"."""
-
-
-class RunningJob:
-    """A running job as a scheduler sees it (engine-owned; read-only)."""
-
-    __slots__ = ("job", "gpu_ids", "start_s", "rate", "est_end_s", "n_nodes", "n_racks", "gpu_type")
-
-    def __init__(self, job: Job, gpu_ids: tuple[int, ...], start_s: float, rate: float, est_end_s: float,
-                 n_nodes: int, n_racks: int, gpu_type: int) -> None:
-        self.job = job
-        self.gpu_ids = gpu_ids
-        self.start_s = start_s  # start of the current run segment
-        self.rate = rate  # reference-work seconds per second, all speed effects included
-        self.est_end_s = est_end_s  # when the job ends if its estimate is right
-        self.n_nodes = n_nodes
-        self.n_racks = n_racks
-        self.gpu_type = gpu_type  # type index into layout.type_names
 
 
 class ClusterState:
@@ -173,7 +157,7 @@ class ClusterState:
         """Speed (reference-work seconds per second) ``job`` would have on ``gpu_ids`` if started now."""
         return self._sim.placement_rate(job, tuple(gpu_ids))
 
-    def validate(self, decision: Decision) -> str | None:
+    def validate(self, decision: object) -> str | None:
         """Why ``decision`` would be refused now, or ``None`` if it is valid."""
         return self._sim.check(decision)
 
