@@ -87,7 +87,8 @@ def _digest(scheduler: str) -> str:
 
 def test_compiled_and_interpreted_engines_give_identical_results():
     if not _native.compiled_modules():
-        pytest.skip("the engine is not compiled here (`make build` needs a C compiler)")
+        pytest.skip("the engine runs interpreted here (not compiled: `make build` needs a C compiler; or "
+                    "ENGINE_PURE_PYTHON is set)")
     names = sorted(SCHEDULERS)
     code = ("from tests.test_native import _digest; "
             f"print(' '.join(_digest(s) for s in {names!r}))")
