@@ -21,7 +21,7 @@ from __future__ import annotations
 import heapq
 import math
 import sys
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right, insort
 from typing import Iterator
 
 import numpy as np
@@ -34,121 +34,157 @@ from .placement import FAILURES_PERSIST, FitMemory, first_fit
 from .registry import SchedulerSpec, register
 
 
-class _Reservation:
-    """The head's reservation.
+class _ReleaseBook:
+    """When each busy GPU becomes idle by the estimates of the jobs on it, kept as jobs start and leave, and
+    the busy GPUs' times of each GPU type in sorted order: the head's shadow time is then a lookup (see
+    :func:`reserve`), not a pass over every GPU.
 
-    For a whole-GPU head: ``gpu_type`` is the GPU type it waits for and ``extra`` how many GPUs of that type
-    are free at ``shadow_s`` beyond what it needs. For a fractional head: ``gpu`` is the one GPU it waits
-    for. ``release_s[g]`` is when GPU ``g`` becomes idle by the estimates (0 for idle GPUs).
+    A whole-GPU job's estimated end never changes while it runs; a fractional job's changes only when the
+    tenancy of its GPU changes, that is when the scheduler starts a job there or a job leaves it (which
+    ``state.occupancy.released`` records). So only those GPUs are recomputed. Assumes that this scheduler
+    makes every start (it tells the book of each one: :meth:`started`).
     """
 
-    __slots__ = ("shadow_s", "gpu_type", "extra", "gpu", "release_s")
-
-    def __init__(self, shadow_s: float, release_s: np.ndarray, *, gpu_type: int = -1, extra: int = 0,
-                 gpu: int = -1) -> None:
-        self.shadow_s = shadow_s
-        self.release_s = release_s
+    def __init__(self, gpu_type: list[int], n_types: int) -> None:
         self.gpu_type = gpu_type
-        self.extra = extra
-        self.gpu = gpu
-
-
-def _release_times(state: ClusterState) -> np.ndarray:
-    """When each GPU becomes idle if running jobs end by their estimates (overdue jobs: now; idle GPUs: 0)."""
-    now = state.now_s
-    release = np.zeros(state.n_gpus)
-    running = state.running.values()
-    if running:
-        ids = np.fromiter((g for r in running for g in r.gpu_ids), dtype=np.int64)
-        ends = np.fromiter((r.est_end_s for r in running for _ in r.gpu_ids), dtype=float)
-        np.maximum.at(release, ids, np.maximum(ends, now))
-    return release
-
-
-class _ReleaseBook:
-    """The release times of :func:`_release_times`, kept as jobs start instead of rebuilt from every running
-    job. A whole-GPU job's estimated end never changes while it runs; a fractional job's changes only when the
-    tenancy of its GPU changes, that is when the scheduler starts a job there or a job leaves it (which
-    ``state.occupancy.released`` records). So only those GPUs are recomputed."""
-
-    def __init__(self, n_gpus: int) -> None:
-        self.whole_end_s = np.zeros(n_gpus)  # estimated end of the last whole-GPU job started on each GPU
-        self.shared_end_s = np.full(n_gpus, -math.inf)  # latest estimated end of its fractional jobs, or -inf
+        self.end_s = [0.0] * len(gpu_type)  # busy GPUs: estimated end of their job(s), possibly past (overdue)
+        self.listed = [False] * len(gpu_type)  # whether end_s[g] is in by_type (exactly the busy GPUs, once fresh)
+        self.by_type: list[list[float]] = [[] for _ in range(n_types)]  # per GPU type: its listed end_s, sorted
         self.on_gpu: dict[int, list[int]] = {}  # GPU -> fractional jobs started on it (some may have ended)
-        self.stale: set[int] = set()  # GPUs whose shared_end_s must be recomputed
+        self.stale: set[int] = set()  # GPUs whose fractional jobs changed: end_s to recompute
         self.read_at = 0  # how much of state.occupancy.released has been read
 
+    @classmethod
+    def of(cls, state: ClusterState) -> _ReleaseBook:
+        """A book of the jobs running now."""
+        book = cls(state.occupancy.gpu_type, len(state.layout.type_names))
+        book.read_at = len(state.occupancy.released)
+        for j in state.running:
+            book.started(state, j)
+        book.refresh(state)
+        return book
+
+    def _list(self, g: int, end_s: float) -> None:
+        self._unlist(g)
+        self.end_s[g] = end_s
+        insort(self.by_type[self.gpu_type[g]], end_s)
+        self.listed[g] = True
+
+    def _unlist(self, g: int) -> None:
+        if self.listed[g]:
+            ends = self.by_type[self.gpu_type[g]]
+            del ends[bisect_left(ends, self.end_s[g])]
+            self.listed[g] = False
+
+    def _read_log(self, state: ClusterState) -> None:
+        """GPUs that jobs left since the last call: no longer listed; those with fractional jobs are stale."""
+        released = state.occupancy.released
+        if len(released) > self.read_at:
+            on_gpu = self.on_gpu
+            for g in released[self.read_at:]:
+                self._unlist(g)
+                if g in on_gpu:
+                    self.stale.add(g)
+            self.read_at = len(released)
+
     def started(self, state: ClusterState, j: int) -> None:
+        """Job ``j`` has just started."""
+        self._read_log(state)  # first: the GPUs it took may be in the log of jobs that left
         r = state.running[j]
         if r.job.gpu_fraction >= 1.0:
-            self.whole_end_s[list(r.gpu_ids)] = r.est_end_s
+            for g in r.gpu_ids:
+                self._list(g, r.est_end_s)
         else:
             g = r.gpu_ids[0]
             self.on_gpu.setdefault(g, []).append(j)
             self.stale.add(g)
 
-    def times(self, state: ClusterState) -> np.ndarray:
-        released, stale, on_gpu = state.occupancy.released, self.stale, self.on_gpu
-        if len(released) > self.read_at:
-            stale.update(released[self.read_at:])
-            self.read_at = len(released)
-        running = state.running
-        for g in stale:
+    def refresh(self, state: ClusterState) -> None:
+        """Bring the book up to date: jobs that left, and the shared GPUs whose tenants changed."""
+        self._read_log(state)
+        running, on_gpu = state.running, self.on_gpu
+        for g in self.stale:
             jobs = on_gpu.get(g)
             if jobs is None:
                 continue
             jobs = [j for j in jobs if j in running]
-            if jobs:
+            if jobs:  # the last of its tenants to end
                 on_gpu[g] = jobs
-                self.shared_end_s[g] = max([running[j].est_end_s for j in jobs])
-            else:
+                self._list(g, max([running[j].est_end_s for j in jobs]))
+            else:  # (every tenant that left was in the log, hence unlisted; a whole-GPU job may run there now)
                 del on_gpu[g]
-                self.shared_end_s[g] = -math.inf
-        stale.clear()
-        # Shared GPUs: the last of their tenants to end; others: their whole-GPU job's end (now if overdue).
-        shared = self.shared_end_s
-        busy_end = np.where(shared > -math.inf, shared, self.whole_end_s)
-        return np.where(np.asarray(state.gpu_tenants) > 0, np.maximum(busy_end, state.now_s), 0.0)
+        self.stale.clear()
 
 
-def reserve(state: ClusterState, head: Job, release: np.ndarray | None = None,
-            on_gpu: dict[int, list[int]] | None = None) -> _Reservation:
+class _Reservation:
+    """The head's reservation.
+
+    For a whole-GPU head: ``gpu_type`` is the GPU type it waits for and ``extra`` how many GPUs of that type
+    are free at ``shadow_s`` beyond what it needs. For a fractional head: ``gpu`` is the one GPU it waits
+    for. :meth:`release_s` says when a GPU becomes idle by the estimates.
+    """
+
+    __slots__ = ("shadow_s", "gpu_type", "extra", "gpu", "now_s", "_end_s", "_tenants", "_later")
+
+    def __init__(self, shadow_s: float, state: ClusterState, book: _ReleaseBook, *, gpu_type: int = -1,
+                 extra: int = 0, gpu: int = -1) -> None:
+        self.shadow_s = shadow_s
+        self.gpu_type = gpu_type
+        self.extra = extra
+        self.gpu = gpu
+        self.now_s = state.now_s
+        self._end_s = book.end_s
+        self._tenants = state.occupancy.tenants
+        self._later: dict[int, float] = {}  # GPUs of jobs backfilled since: their release time
+
+    def release_s(self, g: int) -> float:
+        """When GPU ``g`` becomes idle by the estimates: 0 if idle, now if its jobs are overdue; jobs
+        backfilled under this reservation count once :meth:`backfill` was told of them."""
+        later = self._later.get(g)
+        if later is not None:
+            return later
+        return max(self._end_s[g], self.now_s) if self._tenants[g] else 0.0
+
+    def backfill(self, gpus: tuple[int, ...], end_s: float) -> None:
+        """A job is about to start on ``gpus`` and, by its estimate, end at ``end_s`` (call before it starts)."""
+        for g in gpus:
+            self._later[g] = max(self.release_s(g), end_s)
+
+
+def reserve(state: ClusterState, head: Job, book: _ReleaseBook | None = None) -> _Reservation:
     """The earliest reservation for ``head`` (a waiting job that does not fit now) that the estimates of the
-    running jobs allow; ``release`` is :func:`_release_times` and ``on_gpu`` maps each GPU to its running
-    fractional jobs (every one of them), if already known."""
-    release = _release_times(state) if release is None else release
-    lay = state.layout
+    running jobs allow; ``book`` is the scheduler's :class:`_ReleaseBook`, if it keeps one."""
+    if book is None:
+        book = _ReleaseBook.of(state)
+    else:
+        book.refresh(state)
+    now = state.now_s
+    occ = state.occupancy
     if head.gpu_fraction >= 1.0:
         best: tuple[float, int, int] | None = None  # (shadow, -extra, type)
         k = head.gpus
         for t in np.flatnonzero(state.eligible_types(head)).tolist():
-            # Idle GPUs release at 0, busy ones at a time >= 0, so the k-th smallest release time of the type's
-            # GPUs is the (k - idle)-th smallest of its busy ones: the shadow time (the head did not fit, so
-            # k > idle: first-fit takes any k idle GPUs of a type), and the GPUs released by then include the
-            # idle ones.
-            of_type = release if len(lay.type_names) == 1 else release[lay.gpu_type == t]
-            if of_type.size < k:
+            # The shadow time is the k-th smallest release time of the type's GPUs (idle ones release at 0,
+            # busy ones at max(end, now) >= 0): the head did not fit, so k > idle (first-fit takes any k idle
+            # GPUs of a type) and it is the (k - idle)-th smallest busy one. The GPUs released by then include
+            # the idle ones.
+            ends, idle = book.by_type[t], occ.type_idle[t]
+            if idle + len(ends) < k:
                 continue  # this type has too few GPUs in all
-            shadow = float(np.partition(of_type, k - 1)[k - 1])
-            extra = int(np.count_nonzero(of_type <= shadow)) - k
+            shadow = 0.0 if k <= idle else max(ends[k - idle - 1], now)
+            extra = idle + (bisect_right(ends, shadow) if shadow >= now else 0) - k
             cand = (shadow, -extra, t)
             if best is None or cand < best:
                 best = cand
         assert best is not None, "an unschedulable job reached the queue"
-        return _Reservation(best[0], release, gpu_type=best[2], extra=-best[1])
+        return _Reservation(best[0], state, book, gpu_type=best[2], extra=-best[1])
     # Fractional head: the eligible GPU on which enough share and memory frees up first (lowest id on ties).
     elig = np.asarray(state.eligible_gpus(head))
-    occ = state.occupancy
     vram = occ.gpu_vram
     running = state.running
-    if on_gpu is None:
-        on_gpu = {}
-        for j, r in running.items():
-            if r.job.gpu_fraction < 1.0:
-                on_gpu.setdefault(r.gpu_ids[0], []).append(j)
-    now = state.now_s
+    release = np.where(np.asarray(state.gpu_tenants) > 0, np.maximum(np.array(book.end_s), now), 0.0)
     ready = np.where(elig, release, math.inf)  # GPUs without fractional jobs: usable once idle
-    for g, shared in on_gpu.items():
+    for g, shared in book.on_gpu.items():
         if not elig[g]:
             continue
         tenants = []
@@ -170,7 +206,7 @@ def reserve(state: ClusterState, head: Job, release: np.ndarray | None = None,
     best_t = float(ready[best_g])
     if best_t == math.inf:
         best_g = -1
-    return _Reservation(max(best_t, now), release, gpu=best_g)
+    return _Reservation(max(best_t, now), state, book, gpu=best_g)
 
 
 #: Costs (see ``EasyBackfill._cost``) that do not count extra GPUs.
@@ -255,7 +291,7 @@ class EasyBackfill:
         self._trees: dict[int, _MinTree] = {}  # shape -> estimates of those jobs (inf once started)
         self._pos: dict[int, int] = {}  # waiting job -> its position in its shape's lists
         self._front: dict[int, int] = {}  # shape -> a position at or before its first waiting job
-        self._releases = _ReleaseBook(0)
+        self._releases = _ReleaseBook([], 0)
         self._remember = self.place in FAILURES_PERSIST
         self._fits = FitMemory()  # shapes that fit nowhere, across decision points
         self._reset_placements()
@@ -263,7 +299,7 @@ class EasyBackfill:
     def reset(self, state: ClusterState) -> None:
         self.order.reset(state)
         self._keys, self._trees, self._pos, self._front = {}, {}, {}, {}
-        self._releases = _ReleaseBook(state.n_gpus)
+        self._releases = _ReleaseBook.of(state)
         self._fits.reset()
         self._reset_placements()
 
@@ -392,7 +428,7 @@ class EasyBackfill:
                 continue
             gpus, _, rates = at
             if res is None:
-                res = reserve(state, head, self._releases.times(state), self._releases.on_gpu)
+                res = reserve(state, head, self._releases)
             c = costs.get(sid)
             if c is None or c[0] is not gpus:
                 c = costs[sid] = (gpus, self._cost(state, res, gpus))
@@ -415,12 +451,11 @@ class EasyBackfill:
                         heappush(heap, entry)
                     continue
                 res.extra -= cost
+            res.backfill(gpus, end_s)
             yield Start(j, gpus)
             self._started(state, j, gpus)
             if state.free_capacity <= 1e-9:
                 return
-            for g in gpus:
-                res.release_s[g] = max(res.release_s[g], end_s)
             # The state changed: limits are void. Carry on after this job in arrival order: shapes searched
             # with a limit (and this job's) restart from it; the others' next jobs in the heap come after it.
             cursor = key
@@ -455,8 +490,8 @@ class EasyBackfill:
         if occ.gpu_type[gpus[0]] != res.gpu_type:
             return _FREE
         # GPUs the head counts on: idle ones, and busy ones released by the shadow time.
-        tenants, release_s, shadow_s = occ.tenants, res.release_s, res.shadow_s
-        return sum(1 for g in gpus if tenants[g] == 0 or release_s[g] <= shadow_s)
+        tenants, shadow_s = occ.tenants, res.shadow_s
+        return sum(1 for g in gpus if tenants[g] == 0 or res.release_s(g) <= shadow_s)
 
 
 register(SchedulerSpec(

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Job, Simulation, Start, parse_cluster
-from engine.schedulers.backfill import EasyBackfill, _MinTree, _release_times, reserve
+from engine.schedulers.backfill import EasyBackfill, _MinTree, reserve
 from engine.simulator import COMPLETED
 from engine.traces.generator import generate
 
@@ -65,7 +65,7 @@ def test_reservation_counts_estimates_and_treats_overdue_jobs_as_ending_now():
     assert state.now_s == 60.0
     # Job 0 has overrun its 50 s estimate: taken to end now. Two GPUs idle, so GPU 0 completes the three.
     res = reserve(state, state.jobs[2])
-    assert res.release_s.tolist() == [60.0, 80.0, 0.0, 0.0]
+    assert [res.release_s(g) for g in range(4)] == [60.0, 80.0, 0.0, 0.0]
     assert (res.shadow_s, res.extra, res.gpu_type) == (60.0, 0, 0)
 
 
@@ -108,13 +108,31 @@ def test_min_tree_finds_the_first_small_enough_estimate(ops, lo, limit):
     assert tree.first_at_most(lo, limit) == expected
 
 
+def _release_times(state):
+    """When each GPU becomes idle if running jobs end by their estimates (overdue: now; idle: 0), rebuilt
+    from every running job."""
+    release = [0.0] * state.n_gpus
+    for r in state.running.values():
+        for g in r.gpu_ids:
+            release[g] = max(release[g], r.est_end_s, state.now_s)
+    return release
+
+
 class _CheckedReleases(EasyBackfill):
     """easy-backfill that checks its kept release times against a rebuild from all running jobs."""
 
     checks = 0
 
     def decide(self, state):
-        assert np.array_equal(self._releases.times(state), _release_times(state))
+        book = self._releases
+        book.refresh(state)
+        release = _release_times(state)
+        busy = [g for g in range(state.n_gpus) if state.gpu_tenants[g] > 0]
+        assert [max(book.end_s[g], state.now_s) for g in busy] == [release[g] for g in busy]
+        assert book.listed == [g in busy for g in range(state.n_gpus)]
+        gpu_type = state.occupancy.gpu_type
+        assert book.by_type == [sorted(book.end_s[g] for g in busy if gpu_type[g] == t)
+                                for t in range(len(state.layout.type_names))]
         type(self).checks += 1
         return super().decide(state)
 
