@@ -287,9 +287,13 @@ class EasyBackfill:
         self.name = name
         self.order = StaticKeyOrder(fifo_key)
         self.place = first_fit
-        self._keys: dict[int, list[tuple[float, int]]] = {}  # shape -> (submit_s, job) of its jobs, in arrival order
+        # Jobs are known by their rank in arrival order (submit time, then id) below: heap entries and
+        # comparisons are then plain ints.
+        self._rank: list[int] = []  # job -> rank
+        self._job_of: list[int] = []  # rank -> job
+        self._ranks: dict[int, list[int]] = {}  # shape -> ranks of its jobs, in arrival order
         self._trees: dict[int, _MinTree] = {}  # shape -> estimates of those jobs (inf once started)
-        self._pos: dict[int, int] = {}  # waiting job -> its position in its shape's lists
+        self._pos: dict[int, int] = {}  # rank of a waiting job -> its position in its shape's lists
         self._front: dict[int, int] = {}  # shape -> a position at or before its first waiting job
         self._releases = _ReleaseBook([], 0)
         self._remember = self.place in FAILURES_PERSIST
@@ -298,7 +302,12 @@ class EasyBackfill:
 
     def reset(self, state: ClusterState) -> None:
         self.order.reset(state)
-        self._keys, self._trees, self._pos, self._front = {}, {}, {}, {}
+        jobs = state.jobs
+        self._job_of = sorted(range(len(jobs)), key=lambda j: (jobs[j].submit_s, j))
+        self._rank = [0] * len(jobs)
+        for r, j in enumerate(self._job_of):
+            self._rank[j] = r
+        self._ranks, self._trees, self._pos, self._front = {}, {}, {}, {}
         self._releases = _ReleaseBook.of(state)
         self._fits.reset()
         self._reset_placements()
@@ -350,7 +359,7 @@ class EasyBackfill:
         return at
 
     def _started(self, state: ClusterState, j: int, gpus: tuple[int, ...]) -> None:
-        self._trees[state.job_shape[j]].set(self._pos.pop(j), math.inf)
+        self._trees[state.job_shape[j]].set(self._pos.pop(self._rank[j]), math.inf)
         self._releases.started(state, j)
         placed, gpu_shapes = self._placed, self._gpu_shapes
         for g in gpus:  # placements on the GPUs just taken are void
@@ -360,10 +369,10 @@ class EasyBackfill:
                     placed.pop(sid, None)
         self._taken_at = len(state.occupancy.taken)
 
-    def _next(self, sid: int, lo: int, limit: float, version: int) -> tuple | None:
-        """Heap entry for the first job of shape ``sid`` at position ``>= lo`` with estimate ``<= limit``."""
+    def _next(self, sid: int, lo: int, limit: float) -> int:
+        """Rank of the first job of shape ``sid`` at position ``>= lo`` with estimate ``<= limit``, or -1."""
         p = self._trees[sid].first_at_most(lo, limit)
-        return None if p < 0 else (self._keys[sid][p], sid, p, version)
+        return -1 if p < 0 else self._ranks[sid][p]
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
         # Shapes that fit nowhere stay so while resources only shrink; FitMemory re-tests them after stops.
@@ -380,9 +389,10 @@ class EasyBackfill:
         for j in state.entered:
             sid = job_shape[j]
             if sid not in self._trees:
-                self._keys[sid], self._trees[sid], self._front[sid] = [], _MinTree(), 0
-            self._keys[sid].append((jobs[j].submit_s, j))
-            self._pos[j] = self._trees[sid].append(jobs[j].estimate_s)
+                self._ranks[sid], self._trees[sid], self._front[sid] = [], _MinTree(), 0
+            r = self._rank[j]
+            self._ranks[sid].append(r)
+            self._pos[r] = self._trees[sid].append(jobs[j].estimate_s)
         # FIFO phase: start jobs in arrival order until one does not fit: the head.
         head: Job | None = None
         full = state.free_capacity <= 1e-9  # changes only when a job starts
@@ -401,12 +411,16 @@ class EasyBackfill:
         if head is None or full:
             return
         # Backfill phase: the next job in arrival order, over all shapes, that may start without delaying
-        # the head. heap: (key, shape, position, version); an entry is stale once its shape's version moved.
+        # the head. heap: ranks of jobs, at most one per shape valid at a time: its entry in ``nxt``.
         res: _Reservation | None = None  # computed once some later job fits
-        version = dict.fromkeys(state.queue_shape_counts, 0)
-        cursor = (head.submit_s, head.job_id)
-        heap = [e for sid, v in version.items() if sid not in failed
-                for e in (self._after(sid, cursor, v),) if e is not None]
+        nxt: dict[int, int] = {}  # shape -> rank of its job in the heap that is next to try (-1: none)
+        cursor = self._rank[head.job_id]
+        heap: list[int] = []
+        for sid in state.queue_shape_counts:
+            if sid not in failed:
+                r = nxt[sid] = self._after(sid, cursor)
+                if r >= 0:
+                    heap.append(r)
         heapq.heapify(heap)
         heappop, heappush = heapq.heappop, heapq.heappush
         # Same shape, same state -> same GPUs and speeds (_placement). What a job ending after the shadow time
@@ -414,17 +428,18 @@ class EasyBackfill:
         costs: dict[int, tuple[tuple[int, ...], int]] = {}  # shape -> (its GPUs, their cost)
         limited: set[int] = set()  # shapes whose next job was searched for with a limit (see below)
         now = state.now_s
-        trees, max_float = self._trees, sys.float_info.max
+        trees, max_float, job_of, pos = self._trees, sys.float_info.max, self._job_of, self._pos
         while heap:
-            key, sid, p, v = heappop(heap)
-            if v != version[sid]:
-                continue
-            j = key[1]
+            r = heappop(heap)
+            j = job_of[r]
+            sid = job_shape[j]
+            if nxt[sid] != r:
+                continue  # superseded
             job = jobs[j]
             at = placement(state, sid, job)
             if at is None:
                 self._fits.fail(state, failed, sid, job)
-                version[sid] += 1
+                nxt[sid] = -1
                 continue
             gpus, _, rates = at
             if res is None:
@@ -441,14 +456,14 @@ class EasyBackfill:
             if end_s > res.shadow_s and cost != _FREE:
                 if cost == _NEVER or cost > res.extra:
                     # Same shape, same state -> same GPUs and speed: only shorter jobs of this shape can pass.
-                    version[sid] += 1
                     limited.add(sid)
                     limit = (res.shadow_s - now) * rate
                     if trees[sid].t[1] > min(limit, max_float):
-                        continue  # (_next's answer when no job of the shape is short enough, the usual one)
-                    entry = self._next(sid, p + 1, limit, version[sid])
-                    if entry is not None:
-                        heappush(heap, entry)
+                        nxt[sid] = -1  # (_next's answer when no job of the shape is short enough, the usual one)
+                        continue
+                    r = nxt[sid] = self._next(sid, pos[r] + 1, limit)
+                    if r >= 0:
+                        heappush(heap, r)
                     continue
                 res.extra -= cost
             res.backfill(gpus, end_s)
@@ -458,27 +473,26 @@ class EasyBackfill:
                 return
             # The state changed: limits are void. Carry on after this job in arrival order: shapes searched
             # with a limit (and this job's) restart from it; the others' next jobs in the heap come after it.
-            cursor = key
+            cursor = r
             limited.add(sid)
             for s_ in limited:
-                version[s_] += 1
-                entry = self._after(s_, cursor, version[s_])
-                if entry is not None:
-                    heappush(heap, entry)
+                r = nxt[s_] = self._after(s_, cursor)
+                if r >= 0:
+                    heappush(heap, r)
             limited.clear()
 
-    def _after(self, sid: int, cursor: tuple[float, int], version: int) -> tuple | None:
-        """Heap entry for the first waiting job of shape ``sid`` after ``cursor`` in arrival order, or None."""
+    def _after(self, sid: int, cursor: int) -> int:
+        """Rank of the first waiting job of shape ``sid`` after rank ``cursor``, or -1."""
         # The shape's oldest waiting job first (amortised O(1): the front only moves forward, past jobs that
         # have started).
-        keys, pos, p = self._keys[sid], self._pos, self._front[sid]
-        n = len(keys)
-        while p < n and keys[p][1] not in pos:
+        ranks, pos, p = self._ranks[sid], self._pos, self._front[sid]
+        n = len(ranks)
+        while p < n and ranks[p] not in pos:
             p += 1
         self._front[sid] = p
-        if p < n and keys[p] > cursor:  # the usual case: the shape's oldest job comes later
-            return (keys[p], sid, p, version)
-        return self._next(sid, bisect_right(keys, cursor), math.inf, version)
+        if p < n and ranks[p] > cursor:  # the usual case: the shape's oldest job comes later
+            return ranks[p]
+        return self._next(sid, bisect_right(ranks, cursor), math.inf)
 
     @staticmethod
     def _cost(state: ClusterState, res: _Reservation, gpus: tuple[int, ...]) -> int:
