@@ -19,6 +19,8 @@ It also keeps integer bitmasks (Python ints used as bit sets; bit ``i`` is node 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .cluster import Layout
@@ -40,7 +42,8 @@ def bits(mask: int):
 class Occupancy:
     """GPU and node occupancy of one simulation (engine-owned; schedulers only read it).
 
-    Attributes (lists are indexed by GPU or node id; ``np_*`` are the numpy twins handed to schedulers):
+    Attributes (lists are indexed by GPU or node id; ``np_*`` are the numpy twins handed to schedulers, written
+    through the memoryviews ``mv_*``):
         free, np_free: free share of each GPU (1.0 idle, 0.0 full).
         free_vram, np_free_vram: free memory of each GPU, GiB.
         tenants, np_tenants: jobs on each GPU.
@@ -56,8 +59,8 @@ class Occupancy:
 
     __slots__ = ("gpu_node", "gpu_type", "gpu_vram", "node_first", "node_type", "max_node_gpus",
                  "free", "free_vram", "tenants", "node_free", "np_free", "np_free_vram", "np_tenants",
-                 "np_node_free", "idle_gpus", "type_idle", "nodes_with", "node_idle", "shared", "type_nodes", "released",
-                 "taken")
+                 "np_node_free", "mv_free", "mv_free_vram", "mv_tenants", "mv_node_free", "idle_gpus", "type_idle",
+                 "nodes_with", "node_idle", "shared", "type_nodes", "released", "taken")
 
     def __init__(self, layout: Layout) -> None:
         self.gpu_node: list[int] = layout.gpu_node.tolist()
@@ -76,6 +79,12 @@ class Occupancy:
         self.np_free_vram = np.array(self.gpu_vram, dtype=float)
         self.np_tenants = np.zeros(n, dtype=np.int64)
         self.np_node_free = layout.node_gpus.copy()
+        # The twins are written through memoryviews: a store through one costs less than half of numpy's
+        # item assignment, and the arrays stay the live views handed to schedulers.
+        self.mv_free: Any = self.np_free.data
+        self.mv_free_vram: Any = self.np_free_vram.data
+        self.mv_tenants: Any = self.np_tenants.data
+        self.mv_node_free: Any = self.np_node_free.data
         self.idle_gpus = n
         self.type_idle = np.bincount(layout.gpu_type, minlength=len(layout.type_names)).tolist()
         self.max_node_gpus = max(node_gpus)
@@ -100,7 +109,7 @@ class Occupancy:
         c = self.node_free[node]
         self.nodes_with[c] ^= 1 << node  # it no longer has c idle GPUs
         self.node_free[node] = c - 1
-        self.np_node_free[node] = c - 1
+        self.mv_node_free[node] = c - 1
         self.type_idle[self.gpu_type[g]] -= 1
         self.idle_gpus -= 1
 
@@ -110,29 +119,29 @@ class Occupancy:
         c = self.node_free[node] + 1
         self.nodes_with[c] ^= 1 << node  # it now has c idle GPUs
         self.node_free[node] = c
-        self.np_node_free[node] = c
+        self.mv_node_free[node] = c
         self.type_idle[self.gpu_type[g]] += 1
         self.idle_gpus += 1
 
     def take_whole(self, gpus: tuple[int, ...]) -> None:
         """Give idle ``gpus`` (all of one GPU type) to one whole-GPU job."""
         free, free_vram, tenants = self.free, self.free_vram, self.tenants
-        np_free, np_free_vram, np_tenants = self.np_free, self.np_free_vram, self.np_tenants
+        mv_free, mv_free_vram, mv_tenants = self.mv_free, self.mv_free_vram, self.mv_tenants
         gpu_node, node_first, node_idle, node_free = self.gpu_node, self.node_first, self.node_idle, self.node_free
-        nodes_with, np_node_free = self.nodes_with, self.np_node_free
+        nodes_with, mv_node_free = self.nodes_with, self.mv_node_free
         for g in gpus:  # _idle_to_busy inlined: this loop runs for every GPU of every job
             free[g] = 0.0
             free_vram[g] = 0.0
             tenants[g] = 1
-            np_free[g] = 0.0
-            np_free_vram[g] = 0.0
-            np_tenants[g] = 1
+            mv_free[g] = 0.0
+            mv_free_vram[g] = 0.0
+            mv_tenants[g] = 1
             node = gpu_node[g]
             node_idle[node] ^= 1 << (g - node_first[node])
             c = node_free[node]
             nodes_with[c] ^= 1 << node  # it no longer has c idle GPUs
             node_free[node] = c - 1
-            np_node_free[node] = c - 1
+            mv_node_free[node] = c - 1
         self.type_idle[self.gpu_type[gpus[0]]] -= len(gpus)
         self.idle_gpus -= len(gpus)
         self.taken.extend(gpus)
@@ -140,22 +149,22 @@ class Occupancy:
     def release_whole(self, gpus: tuple[int, ...]) -> None:
         """Take ``gpus`` back from a whole-GPU job; they become idle."""
         free, free_vram, tenants, gpu_vram = self.free, self.free_vram, self.tenants, self.gpu_vram
-        np_free, np_free_vram, np_tenants = self.np_free, self.np_free_vram, self.np_tenants
+        mv_free, mv_free_vram, mv_tenants = self.mv_free, self.mv_free_vram, self.mv_tenants
         gpu_node, node_first, node_idle, node_free = self.gpu_node, self.node_first, self.node_idle, self.node_free
-        nodes_with, np_node_free = self.nodes_with, self.np_node_free
+        nodes_with, mv_node_free = self.nodes_with, self.mv_node_free
         for g in gpus:  # _busy_to_idle inlined
             free[g] = 1.0
             free_vram[g] = gpu_vram[g]
             tenants[g] = 0
-            np_free[g] = 1.0
-            np_free_vram[g] = gpu_vram[g]
-            np_tenants[g] = 0
+            mv_free[g] = 1.0
+            mv_free_vram[g] = gpu_vram[g]
+            mv_tenants[g] = 0
             node = gpu_node[g]
             node_idle[node] ^= 1 << (g - node_first[node])
             c = node_free[node] + 1
             nodes_with[c] ^= 1 << node  # it now has c idle GPUs
             node_free[node] = c
-            np_node_free[node] = c
+            mv_node_free[node] = c
         self.type_idle[self.gpu_type[gpus[0]]] += len(gpus)
         self.idle_gpus += len(gpus)
         self.released.extend(gpus)
@@ -170,16 +179,16 @@ class Occupancy:
         self.free[g] -= fraction
         self.free_vram[g] -= vram_gib
         self.tenants[g] = k + 1
-        self.np_free[g] = self.free[g]
-        self.np_free_vram[g] = self.free_vram[g]
-        self.np_tenants[g] = k + 1
+        self.mv_free[g] = self.free[g]
+        self.mv_free_vram[g] = self.free_vram[g]
+        self.mv_tenants[g] = k + 1
 
     def release_share(self, g: int, fraction: float, vram_gib: float) -> None:
         """Remove a fractional tenant of GPU ``g``; the last one leaving resets the GPU exactly to idle."""
         self.released.append(g)
         k = self.tenants[g] - 1
         self.tenants[g] = k
-        self.np_tenants[g] = k
+        self.mv_tenants[g] = k
         if k == 0:
             self.free[g] = 1.0  # exact reset: no drift from summed fractions
             self.free_vram[g] = self.gpu_vram[g]
@@ -188,8 +197,8 @@ class Occupancy:
         else:
             self.free[g] += fraction
             self.free_vram[g] += vram_gib
-        self.np_free[g] = self.free[g]
-        self.np_free_vram[g] = self.free_vram[g]
+        self.mv_free[g] = self.free[g]
+        self.mv_free_vram[g] = self.free_vram[g]
 
     # ----------------------------------------------------------------- queries
     def first_node(self, k: int, node_mask: int) -> int:
