@@ -62,10 +62,7 @@ class StaticKeyOrder:
                 continue
             e = (key(state, jobs[j]), j, g)
             if items is not None:
-                if not items or items[-1] < e:  # the usual case with FIFO keys: jobs enter in key order
-                    items.append(e)
-                else:
-                    insort(items, e)
+                insort(items, e)
             if heaps is not None:
                 h = heaps.get(shape[j])
                 if h is None:
