@@ -53,6 +53,7 @@ class _ReleaseBook:
         self.on_gpu: dict[int, list[int]] = {}  # GPU -> fractional jobs started on it (some may have ended)
         self.stale: set[int] = set()  # GPUs whose fractional jobs changed: end_s to recompute
         self.read_at = 0  # how much of state.occupancy.released has been read
+        self.types: dict[int, list[int]] = {}  # job shape -> its eligible GPU types
 
     @classmethod
     def of(cls, state: ClusterState) -> _ReleaseBook:
@@ -163,7 +164,11 @@ def reserve(state: ClusterState, head: Job, book: _ReleaseBook | None = None) ->
     if head.gpu_fraction >= 1.0:
         best: tuple[float, int, int] | None = None  # (shadow, -extra, type)
         k = head.gpus
-        for t in np.flatnonzero(state.eligible_types(head)).tolist():
+        sid = state.job_shape[head.job_id]
+        types = book.types.get(sid)
+        if types is None:
+            types = book.types[sid] = np.flatnonzero(state.eligible_types(head)).tolist()
+        for t in types:
             # The shadow time is the k-th smallest release time of the type's GPUs (idle ones release at 0,
             # busy ones at max(end, now) >= 0): the head did not fit, so k > idle (first-fit takes any k idle
             # GPUs of a type) and it is the (k - idle)-th smallest busy one. The GPUs released by then include
