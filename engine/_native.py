@@ -32,6 +32,7 @@ MANIFEST = Path(__file__).resolve().parent / "_compiled.json"
 NATIVE_MODULES = (
     "engine.simulator",
     "engine.running",
+    "engine.view",
     "engine.occupancy",
     "engine.schedulers.base",
     "engine.schedulers.ordering",

@@ -166,52 +166,6 @@ class EncodingConfig:
         return cls(**{k: (tuple(v) if k == "rules" else v) for k, v in data.items()})
 
 
-class _TypeView:
-    """``state`` seen through one GPU type: placement rules only find GPUs of type ``t``.
-
-    Every way a rule can learn which nodes or GPUs a job may use (the eligibility masks, ``can_host`` and the
-    per-shape node bitmasks of the occupancy indexes) is narrowed to type ``t``; everything else is the state's.
-    """
-
-    def __init__(self, state: ClusterState, t: int) -> None:
-        self._s = state
-        self._t = t
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._s, name)
-
-    @property
-    def shape_node_bits(self) -> "_NarrowedBits":
-        return _NarrowedBits(self._s.shape_node_bits, _tables(self._s.cluster).node_bits[self._t])
-
-    def eligible_types(self, job: Job) -> np.ndarray:
-        out = np.zeros(len(self._s.layout.type_names), dtype=bool)
-        out[self._t] = self._s.eligible_types(job)[self._t]
-        return out
-
-    def eligible_nodes(self, job: Job) -> np.ndarray:
-        return self._s.eligible_nodes(job) & (self._s.layout.node_type == self._t)
-
-    def eligible_gpus(self, job: Job) -> np.ndarray:
-        return self._s.eligible_gpus(job) & (self._s.layout.gpu_type == self._t)
-
-    def can_host(self, job: Job) -> np.ndarray:
-        return self._s.can_host(job) & (self._s.layout.gpu_type == self._t)
-
-
-class _NarrowedBits:
-    """A per-shape sequence of node bitmasks, each ANDed with one GPU type's nodes."""
-
-    def __init__(self, bits: Any, type_bits: int) -> None:
-        self._bits, self._type_bits = bits, type_bits
-
-    def __getitem__(self, shape: int) -> int:
-        return self._bits[shape] & self._type_bits
-
-    def __len__(self) -> int:
-        return len(self._bits)
-
-
 @dataclass
 class Snapshot:
     """Everything ``encode``/``action_mask``/``decode`` derive from one state (computed once per decision).
@@ -354,7 +308,6 @@ class _TypeTables:
         self.max_node_gpus = np.maximum.reduceat(lay.node_gpus[self.node_order], self.starts).astype(float)
         self.speed = np.minimum(lay.type_speed / 4.0, 1.0)
         self.vram = np.minimum(lay.type_vram_gib / 80.0, 1.0)
-        self.node_bits = [sum(1 << int(n) for n in np.flatnonzero(lay.node_type == t)) for t in range(n_types)]
 
     def job_speeds(self, job_type: str) -> np.ndarray:
         """Speed of a job of ``job_type`` on each GPU type (``Cluster.speed``; cached per job type)."""
@@ -501,7 +454,7 @@ def _decisions(state: ClusterState, job: Job, t: int, rule: str, victims: tuple[
     for v in victims:
         yield Preempt(v)
     placement = EVICT_PLACEMENT if rule == EVICT else rule
-    gpus = PLACEMENTS[placement]()(_TypeView(state, t), job)
+    gpus = PLACEMENTS[placement]()(state.of_type(t), job)
     # The mask promised a fit of this type: anything else means a placement rule escaped the type view.
     if gpus is None or any(int(state.layout.gpu_type[g]) != t for g in gpus):
         raise EngineError(f"rule {rule!r} returned {gpus} for job {job.job_id}, not GPUs of type "

@@ -1,0 +1,51 @@
+"""The scheduler's view: a view narrowed to one GPU type lets placement rules find only GPUs of that type."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine import Job, Simulation, Start, parse_cluster
+from engine.schedulers.placement import PLACEMENTS
+
+
+@pytest.fixture
+def state():
+    # T4 nodes first, so that a rule seeing every type would pick a T4 for these jobs.
+    cluster = parse_cluster("2x4:T4,2x4:A100-80,1x2:V100-32")
+    jobs = [Job(0, 0.0, 100.0), Job(1, 0.0, 100.0, gpus=2), Job(2, 0.0, 100.0, gpu_fraction=0.5, vram_gib=8),
+            Job(3, 0.0, 100.0, gpus=4)]
+    sim = Simulation(cluster, jobs)
+    view = sim.reset()
+    sim.apply([Start(3, (0, 1, 2, 3))])  # one T4 node full: the other counters must carry over too
+    return view
+
+
+@pytest.mark.parametrize("rule", sorted(PLACEMENTS))
+@pytest.mark.parametrize("job_id", [0, 1, 2])
+def test_placement_through_a_type_view_finds_only_that_type(state, rule, job_id):
+    job = state.jobs[job_id]
+    gpu_type = state.layout.gpu_type
+    for t, name in enumerate(state.layout.type_names):
+        view = state.of_type(t)
+        gpus = PLACEMENTS[rule]()(view, job)
+        assert gpus is not None, (rule, name)
+        assert all(gpu_type[g] == t for g in gpus), (rule, name, gpus)
+        assert state.validate(Start(job_id, gpus)) is None
+
+
+def test_a_type_view_narrows_eligibility_and_keeps_the_rest(state):
+    job = state.jobs[0]
+    view = state.of_type(1)  # A100-80
+    lay = state.layout
+    assert view.eligible_types(job).tolist() == [False, True, False]
+    assert np.array_equal(view.eligible_gpus(job), lay.gpu_type == 1)
+    assert np.array_equal(view.eligible_nodes(job), lay.node_type == 1)
+    assert np.array_equal(view.can_host(job), state.can_host(job) & (lay.gpu_type == 1))
+    sid = state.job_shape[0]
+    assert view.shape_node_bits[sid] == 0b1100 and state.shape_node_bits[sid] == 0b11111
+    assert (view.now_s, view.free_gpus, view.free_capacity, view.stops) == \
+        (state.now_s, state.free_gpus, state.free_capacity, state.stops)
+    assert view.free_gpus == state.n_gpus - 4
+    # The view it came from is untouched.
+    assert state.eligible_types(job).tolist() == [True, True, True]
