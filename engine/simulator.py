@@ -532,7 +532,10 @@ class Simulation:
                 v = version[k] + 1
                 version[k] = v
                 self._seq += 1
-                heapq.heappush(self._heap, (now + left / rate, _COMPLETION, self._seq, k, v))
+                # A tenant due to end now (its co-tenant ended first at the same time) may come out a rounding
+                # error short: it ends now, never before, or time would run backwards.
+                end_s = now + left / rate
+                heapq.heappush(self._heap, (end_s if end_s > now else now, _COMPLETION, self._seq, k, v))
 
     def _stop(self, j: int) -> RunningJob:
         """Release job ``j``'s GPUs and close its run segment (shared by completion and preemption)."""
