@@ -86,12 +86,14 @@ class Tiresias:
         self._run_gpus: dict[int, tuple[int, ...]] = {}  # running job -> its GPUs
         self._runs = 0
         self._wake_s = math.inf  # the last wake-up asked for (pending while it lies ahead)
+        self._released_at = 0  # how much of state.occupancy.released has been read
 
     def reset(self, state: ClusterState) -> None:
         reset = getattr(self.place, "reset", None)
         if reset is not None:
             reset(state)
         self._reset_memory()
+        self._released_at = len(state.occupancy.released)
         self._fits.reset()
 
     # ----------------------------------------------------------------- bookkeeping
@@ -161,7 +163,17 @@ class Tiresias:
         return False
 
     def _catch_up(self, state: ClusterState) -> None:
-        """Apply arrivals, promotions and demotions due by now."""
+        """Forget the jobs that ended; apply arrivals, promotions and demotions due by now."""
+        # Jobs that ended are found through the GPUs they left, so that the per-queue and per-GPU lists hold
+        # running jobs only and stay short however long the run.
+        released = state.occupancy.released
+        if len(released) > self._released_at and self._gpu_jobs:
+            running, gpu_jobs, run_queue = state.running, self._gpu_jobs, self._run_queue
+            for g in released[self._released_at:]:
+                for k in [k for k in gpu_jobs[g] if k not in running]:
+                    if k in run_queue:
+                        self._stopped(state, k)
+        self._released_at = len(released)
         now = state.now_s
         for j in state.entered:
             if j not in self._listed:  # jobs this scheduler preempted are already listed

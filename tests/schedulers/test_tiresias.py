@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from engine import Job
+from engine import Job, parse_cluster
 from engine.schedulers.tiresias import Tiresias
+from engine.traces.generator import generate
 
 
 def _segments(r):
@@ -95,3 +96,37 @@ def test_queue_of_uses_the_thresholds():
 def test_bad_thresholds_are_refused(bad):
     with pytest.raises(ValueError, match="thresholds"):
         Tiresias(thresholds_gpu_s=bad)
+
+
+class _CheckedBookkeeping:
+    """Tiresias, checked after each decision point: its lists hold exactly the running jobs. (A wrapper, not a
+    subclass: the compiled class does not take interpreted subclasses.)"""
+
+    def __init__(self) -> None:
+        self.inner = Tiresias()
+        self.name = self.inner.name
+        self.checks = 0
+
+    def reset(self, state):
+        self.inner.reset(state)
+
+    def decide(self, state):
+        t = self.inner
+        yield from t.decide(state)
+        running = state.running
+        assert set(t._run_queue) == set(running)
+        assert sorted(j for entries in t._running for _, j in entries) == sorted(running)
+        on_gpus = sorted((g, j) for g, jobs in enumerate(t._gpu_jobs) for j in jobs)
+        assert on_gpus == sorted((g, j) for j, r in running.items() for g in r.gpu_ids)
+        self.checks += 1
+
+
+def test_jobs_that_ended_leave_the_bookkeeping_at_the_next_decision_point(run):
+    # Ended jobs used to stay listed until looked at again: the lists grew with the run and each removal
+    # from them with it.
+    cluster = parse_cluster("3x4:A100-80,2x2:T4")
+    jobs = generate(cluster, 600, load=1.3, seed=4)
+    assert any(j.gpu_fraction < 1 for j in jobs) and any(j.gpus > 1 for j in jobs)
+    checked = _CheckedBookkeeping()
+    r = run(cluster, jobs, checked)
+    assert checked.checks > 300 and r.preemptions.sum() > 0
