@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 #: treated like ``"batch"`` by those tables.
 JOB_TYPES = ("training", "inference", "batch", "interactive")
 
+_TYPE_SETS: dict[frozenset[str], frozenset[str]] = {}  # each distinct allowed_types value, once
+
 
 @dataclass(frozen=True, slots=True)
 class Job:
@@ -65,8 +67,11 @@ class Job:
             object.__setattr__(self, "estimate_s", self.duration_s)
         elif not (math.isfinite(self.estimate_s) and self.estimate_s > 0):
             raise ValueError(f"job {self.job_id}: estimate_s must be a finite number > 0, got {self.estimate_s}")
-        if not isinstance(self.allowed_types, frozenset):
-            object.__setattr__(self, "allowed_types", frozenset(self.allowed_types))
+        types = self.allowed_types if isinstance(self.allowed_types, frozenset) else frozenset(self.allowed_types)
+        # One shared object per distinct set of types: the engine groups jobs by shape (a tuple holding this set)
+        # at every run, and a shared set is hashed once and compared by identity (and 100,000 jobs do not hold
+        # 100,000 empty sets).
+        object.__setattr__(self, "allowed_types", _TYPE_SETS.setdefault(types, types))
 
     @property
     def gpu_demand(self) -> float:

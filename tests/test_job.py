@@ -1,0 +1,44 @@
+"""The job record: validation with messages that name the job and the field, and shared type sets."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pickle
+
+import pytest
+
+from engine import Job
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"submit_s": -1.0}, "job 7: submit_s must be a finite number >= 0, got -1.0"),
+    ({"submit_s": math.nan}, "job 7: submit_s must be a finite number >= 0"),
+    ({"duration_s": 0.0}, "job 7: duration_s must be a finite number > 0, got 0.0"),
+    ({"duration_s": math.inf}, "job 7: duration_s must be a finite number > 0"),
+    ({"gpus": 0}, "job 7: gpus must be an integer >= 1, got 0"),
+    ({"gpus": 2.0}, "job 7: gpus must be an integer >= 1, got 2.0"),
+    ({"gpu_fraction": 1.5}, "job 7: gpu_fraction must be in (0, 1], got 1.5"),
+    ({"gpu_fraction": 0.5, "gpus": 2}, "job 7: a fractional job (gpu_fraction < 1) must ask for 1 GPU"),
+    ({"vram_gib": -2.0}, "job 7: vram_gib must be a finite number >= 0, got -2.0"),
+    ({"estimate_s": -5.0}, "job 7: estimate_s must be a finite number > 0, got -5.0"),
+])
+def test_invalid_fields_are_refused_with_the_job_and_field_named(kwargs, message):
+    fields = {"job_id": 7, "submit_s": 0.0, "duration_s": 10.0, **kwargs}
+    with pytest.raises(ValueError) as info:
+        Job(**fields)
+    assert str(info.value).startswith(message)
+
+
+def test_estimate_defaults_to_the_duration():
+    assert Job(0, 0.0, 42.0).estimate_s == 42.0
+
+
+def test_equal_type_sets_are_one_shared_object():
+    a, b = Job(0, 0.0, 1.0), Job(1, 0.0, 1.0)
+    assert a.allowed_types == frozenset() and a.allowed_types is b.allowed_types
+    c = Job(2, 0.0, 1.0, allowed_types=["A100-80", "H100-80"])
+    d = Job(3, 0.0, 1.0, allowed_types={"H100-80", "A100-80"})
+    assert c.allowed_types == frozenset({"A100-80", "H100-80"}) and c.allowed_types is d.allowed_types
+    assert dataclasses.replace(c, job_id=4).allowed_types is c.allowed_types
+    assert pickle.loads(pickle.dumps(c)) == c  # value semantics unchanged
