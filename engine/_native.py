@@ -30,6 +30,8 @@ MANIFEST = Path(__file__).resolve().parent / "_compiled.json"
 
 #: The modules ``make build`` compiles: the event loop, occupancy and every registered scheduler's hot path.
 NATIVE_MODULES = (
+    "engine.job",
+    "engine.decisions",
     "engine.simulator",
     "engine.running",
     "engine.view",

@@ -8,16 +8,22 @@ Schedulers must not read ``duration_s`` (they see ``estimate_s``) unless they de
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import operator
+from dataclasses import dataclass
+from numbers import Real
+from typing import Any
 
 #: Job types the built-in speed and communication tables know. Any other string is allowed and is
 #: treated like ``"batch"`` by those tables.
 JOB_TYPES = ("training", "inference", "batch", "interactive")
 
 _TYPE_SETS: dict[frozenset[str], frozenset[str]] = {}  # each distinct allowed_types value, once
+_ANY_TYPE: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True, slots=True)
+# Compiled with the engine's hot modules (engine/_native.py): every part of the engine reads these fields, and a
+# compiled class's fields are read straight from the object instead of by a lookup on an interpreted one.
+@dataclass(frozen=True, init=False, slots=True)
 class Job:
     """One job of a workload.
 
@@ -35,43 +41,73 @@ class Job:
         allowed_types: GPU type names the job may run on; empty means any type.
         estimate_s: the user's requested or estimated run time in seconds (what schedulers see).
         name: the job's id in the original trace, for reports.
+
+    Construction checks every field and raises ``ValueError`` naming the job and the field. Numbers are stored
+    as Python ``float`` and ``int`` (numpy scalars are converted), ``user``, ``job_type`` and ``name`` as
+    ``str``, ``allowed_types`` as a frozenset shared by every job with the same set.
     """
 
     job_id: int
     submit_s: float
     duration_s: float
-    gpus: int = 1
-    gpu_fraction: float = 1.0
-    vram_gib: float = 0.0
-    user: str = "user0"
-    job_type: str = "batch"
-    priority: int = 0
-    allowed_types: frozenset[str] = field(default_factory=frozenset)
-    estimate_s: float = math.nan
-    name: str = ""
+    gpus: int
+    gpu_fraction: float
+    vram_gib: float
+    user: str
+    job_type: str
+    priority: int
+    allowed_types: frozenset[str]
+    estimate_s: float
+    name: str
 
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.submit_s) and self.submit_s >= 0):
-            raise ValueError(f"job {self.job_id}: submit_s must be a finite number >= 0, got {self.submit_s}")
-        if not (math.isfinite(self.duration_s) and self.duration_s > 0):
-            raise ValueError(f"job {self.job_id}: duration_s must be a finite number > 0, got {self.duration_s}")
-        if not (isinstance(self.gpus, int) and self.gpus >= 1):
-            raise ValueError(f"job {self.job_id}: gpus must be an integer >= 1, got {self.gpus!r}")
-        if not (0 < self.gpu_fraction <= 1):
-            raise ValueError(f"job {self.job_id}: gpu_fraction must be in (0, 1], got {self.gpu_fraction}")
-        if self.gpu_fraction < 1 and self.gpus != 1:
-            raise ValueError(f"job {self.job_id}: a fractional job (gpu_fraction < 1) must ask for 1 GPU")
-        if not (math.isfinite(self.vram_gib) and self.vram_gib >= 0):
-            raise ValueError(f"job {self.job_id}: vram_gib must be a finite number >= 0, got {self.vram_gib}")
-        if math.isnan(self.estimate_s):
-            object.__setattr__(self, "estimate_s", self.duration_s)
-        elif not (math.isfinite(self.estimate_s) and self.estimate_s > 0):
-            raise ValueError(f"job {self.job_id}: estimate_s must be a finite number > 0, got {self.estimate_s}")
-        types = self.allowed_types if isinstance(self.allowed_types, frozenset) else frozenset(self.allowed_types)
+    def __init__(self, job_id: Any, submit_s: Any, duration_s: Any, gpus: Any = 1, gpu_fraction: Any = 1.0,
+                 vram_gib: Any = 0.0, user: Any = "user0", job_type: Any = "batch", priority: Any = 0,
+                 allowed_types: Any = _ANY_TYPE, estimate_s: Any = math.nan, name: Any = "") -> None:
+        j = _integer(job_id, "job_id", job_id)
+        submit = _real(j, "submit_s", submit_s)
+        if not (math.isfinite(submit) and submit >= 0):
+            raise ValueError(f"job {j}: submit_s must be a finite number >= 0, got {submit_s}")
+        duration = _real(j, "duration_s", duration_s)
+        if not (math.isfinite(duration) and duration > 0):
+            raise ValueError(f"job {j}: duration_s must be a finite number > 0, got {duration_s}")
+        if not (isinstance(gpus, int) and gpus >= 1):
+            raise ValueError(f"job {j}: gpus must be an integer >= 1, got {gpus!r}")
+        fraction = _real(j, "gpu_fraction", gpu_fraction)
+        if not (0 < fraction <= 1):
+            raise ValueError(f"job {j}: gpu_fraction must be in (0, 1], got {gpu_fraction}")
+        if fraction < 1 and gpus != 1:
+            raise ValueError(f"job {j}: a fractional job (gpu_fraction < 1) must ask for 1 GPU")
+        vram = _real(j, "vram_gib", vram_gib)
+        if not (math.isfinite(vram) and vram >= 0):
+            raise ValueError(f"job {j}: vram_gib must be a finite number >= 0, got {vram_gib}")
+        estimate = _real(j, "estimate_s", estimate_s)
+        if math.isnan(estimate):
+            estimate = duration
+        elif not (math.isfinite(estimate) and estimate > 0):
+            raise ValueError(f"job {j}: estimate_s must be a finite number > 0, got {estimate_s}")
+        types = allowed_types if isinstance(allowed_types, frozenset) else frozenset(allowed_types)
         # One shared object per distinct set of types: the engine groups jobs by shape (a tuple holding this set)
         # at every run, and a shared set is hashed once and compared by identity (and 100,000 jobs do not hold
         # 100,000 empty sets).
-        object.__setattr__(self, "allowed_types", _TYPE_SETS.setdefault(types, types))
+        types = _TYPE_SETS.setdefault(types, types)
+        put = object.__setattr__  # the record is frozen: its fields are set once, here
+        put(self, "job_id", j)
+        put(self, "submit_s", submit)
+        put(self, "duration_s", duration)
+        put(self, "gpus", int(gpus))
+        put(self, "gpu_fraction", fraction)
+        put(self, "vram_gib", vram)
+        put(self, "user", str(user))
+        put(self, "job_type", str(job_type))
+        put(self, "priority", _integer(j, "priority", priority))
+        put(self, "allowed_types", types)
+        put(self, "estimate_s", estimate)
+        put(self, "name", str(name))
+
+    def __reduce__(self) -> tuple:
+        # Pickled by value and rebuilt through __init__ (a compiled class has no instance dict to restore).
+        return (Job, (self.job_id, self.submit_s, self.duration_s, self.gpus, self.gpu_fraction, self.vram_gib,
+                      self.user, self.job_type, self.priority, self.allowed_types, self.estimate_s, self.name))
 
     @property
     def gpu_demand(self) -> float:
@@ -81,3 +117,22 @@ class Job:
     @property
     def fractional(self) -> bool:
         return self.gpu_fraction < 1.0
+
+
+def _real(job_id: object, field: str, value: Any) -> float:
+    """``value`` as a float, or a ValueError naming the job and the field."""
+    if type(value) is float:
+        return value
+    if isinstance(value, (int, Real)):
+        return float(value)
+    raise ValueError(f"job {job_id}: {field} must be a number, got {value!r}")
+
+
+def _integer(job_id: object, field: str, value: Any) -> int:
+    """``value`` as an int (numpy integers too), or a ValueError naming the job and the field."""
+    if type(value) is int:
+        return value
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ValueError(f"job {job_id}: {field} must be an integer, got {value!r}") from None

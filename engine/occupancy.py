@@ -12,13 +12,20 @@ It also keeps integer bitmasks (Python ints used as bit sets; bit ``i`` is node 
   "lowest-numbered node with at least ``k`` idle GPUs among the eligible ones" is then
   ``lowest(nodes_with[k] & eligible)``, and "fewest idle GPUs >= ``k``" walks ``c = k, k + 1, ...``.
 * ``node_idle[n]``: the idle GPUs of node ``n`` (bit ``i`` is GPU ``node_first_gpu[n] + i``).
-* ``shared``: GPUs that hold fractional jobs.
+
+and ``shared``, the GPUs that hold fractional jobs as a sorted list: placement rules walk it in id order, and a
+step along a list costs far less than one along a bitmask of a thousand GPUs (every bit operation on such a
+mask builds a new big integer).
 
 "Idle" means no tenant at all; a GPU shared by fractional jobs is not idle.
+
+List items are updated as ``a[i] = a[i] ^ x``, not ``a[i] ^= x``: compiled (``engine/_native.py``), the augmented
+form does generic object arithmetic on the item instead of typed integer or float arithmetic.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from typing import Any
 
 import numpy as np
@@ -49,7 +56,8 @@ class Occupancy:
         tenants, np_tenants: jobs on each GPU.
         node_free, np_node_free: idle GPUs of each node.
         idle_gpus: idle GPUs in the cluster; type_idle: idle GPUs per GPU type.
-        nodes_with, node_idle, shared: the bitmask indexes described in the module docstring.
+        nodes_with, node_idle: the bitmask indexes described in the module docstring.
+        shared: GPUs that hold fractional jobs, ascending.
         type_nodes: per GPU type, the bitmask of its nodes.
         released: every GPU a job has left, in order (a GPU once per job leaving it): a scheduler that
             remembers where it read up to knows which GPUs gained room since.
@@ -86,17 +94,17 @@ class Occupancy:
         self.mv_tenants: Any = self.np_tenants.data
         self.mv_node_free: Any = self.np_node_free.data
         self.idle_gpus = n
-        self.type_idle = np.bincount(layout.gpu_type, minlength=len(layout.type_names)).tolist()
+        self.type_idle: list[int] = np.bincount(layout.gpu_type, minlength=len(layout.type_names)).tolist()
         self.max_node_gpus = max(node_gpus)
         self.nodes_with = [0] * (self.max_node_gpus + 2)
         for node, count in enumerate(node_gpus):
             for c in range(count + 1):
-                self.nodes_with[c] |= 1 << node
+                self.nodes_with[c] = self.nodes_with[c] | (1 << node)
         self.node_idle = [(1 << count) - 1 for count in node_gpus]
-        self.shared = 0
+        self.shared: list[int] = []
         self.type_nodes = [0] * len(layout.type_names)
         for node, t in enumerate(self.node_type):
-            self.type_nodes[t] |= 1 << node
+            self.type_nodes[t] = self.type_nodes[t] | (1 << node)
         # Lists, not array("q"): appending to a list is several times cheaper, and the ids are the ints of the
         # jobs' GPU tuples, so an entry costs a pointer either way.
         self.released: list[int] = []
@@ -105,22 +113,22 @@ class Occupancy:
     # ----------------------------------------------------------------- updates
     def _idle_to_busy(self, g: int) -> None:
         node = self.gpu_node[g]
-        self.node_idle[node] ^= 1 << (g - self.node_first[node])
+        self.node_idle[node] = self.node_idle[node] ^ (1 << (g - self.node_first[node]))
         c = self.node_free[node]
-        self.nodes_with[c] ^= 1 << node  # it no longer has c idle GPUs
+        self.nodes_with[c] = self.nodes_with[c] ^ (1 << node)  # it no longer has c idle GPUs
         self.node_free[node] = c - 1
         self.mv_node_free[node] = c - 1
-        self.type_idle[self.gpu_type[g]] -= 1
+        self.type_idle[self.gpu_type[g]] = self.type_idle[self.gpu_type[g]] - 1
         self.idle_gpus -= 1
 
     def _busy_to_idle(self, g: int) -> None:
         node = self.gpu_node[g]
-        self.node_idle[node] ^= 1 << (g - self.node_first[node])
+        self.node_idle[node] = self.node_idle[node] ^ (1 << (g - self.node_first[node]))
         c = self.node_free[node] + 1
-        self.nodes_with[c] ^= 1 << node  # it now has c idle GPUs
+        self.nodes_with[c] = self.nodes_with[c] ^ (1 << node)  # it now has c idle GPUs
         self.node_free[node] = c
         self.mv_node_free[node] = c
-        self.type_idle[self.gpu_type[g]] += 1
+        self.type_idle[self.gpu_type[g]] = self.type_idle[self.gpu_type[g]] + 1
         self.idle_gpus += 1
 
     def take_whole(self, gpus: tuple[int, ...]) -> None:
@@ -137,12 +145,13 @@ class Occupancy:
             mv_free_vram[g] = 0.0
             mv_tenants[g] = 1
             node = gpu_node[g]
-            node_idle[node] ^= 1 << (g - node_first[node])
+            node_idle[node] = node_idle[node] ^ (1 << (g - node_first[node]))
             c = node_free[node]
-            nodes_with[c] ^= 1 << node  # it no longer has c idle GPUs
+            nodes_with[c] = nodes_with[c] ^ (1 << node)  # it no longer has c idle GPUs
             node_free[node] = c - 1
             mv_node_free[node] = c - 1
-        self.type_idle[self.gpu_type[gpus[0]]] -= len(gpus)
+        t = self.gpu_type[gpus[0]]
+        self.type_idle[t] = self.type_idle[t] - len(gpus)
         self.idle_gpus -= len(gpus)
         self.taken.extend(gpus)
 
@@ -160,12 +169,13 @@ class Occupancy:
             mv_free_vram[g] = gpu_vram[g]
             mv_tenants[g] = 0
             node = gpu_node[g]
-            node_idle[node] ^= 1 << (g - node_first[node])
+            node_idle[node] = node_idle[node] ^ (1 << (g - node_first[node]))
             c = node_free[node] + 1
-            nodes_with[c] ^= 1 << node  # it now has c idle GPUs
+            nodes_with[c] = nodes_with[c] ^ (1 << node)  # it now has c idle GPUs
             node_free[node] = c
             mv_node_free[node] = c
-        self.type_idle[self.gpu_type[gpus[0]]] += len(gpus)
+        t = self.gpu_type[gpus[0]]
+        self.type_idle[t] = self.type_idle[t] + len(gpus)
         self.idle_gpus += len(gpus)
         self.released.extend(gpus)
 
@@ -175,9 +185,9 @@ class Occupancy:
         k = self.tenants[g]
         if k == 0:
             self._idle_to_busy(g)
-            self.shared |= 1 << g
-        self.free[g] -= fraction
-        self.free_vram[g] -= vram_gib
+            insort(self.shared, g)
+        self.free[g] = self.free[g] - fraction
+        self.free_vram[g] = self.free_vram[g] - vram_gib
         self.tenants[g] = k + 1
         self.mv_free[g] = self.free[g]
         self.mv_free_vram[g] = self.free_vram[g]
@@ -192,11 +202,12 @@ class Occupancy:
         if k == 0:
             self.free[g] = 1.0  # exact reset: no drift from summed fractions
             self.free_vram[g] = self.gpu_vram[g]
-            self.shared ^= 1 << g
+            shared = self.shared
+            del shared[bisect_left(shared, g)]
             self._busy_to_idle(g)
         else:
-            self.free[g] += fraction
-            self.free_vram[g] += vram_gib
+            self.free[g] = self.free[g] + fraction
+            self.free_vram[g] = self.free_vram[g] + vram_gib
         self.mv_free[g] = self.free[g]
         self.mv_free_vram[g] = self.free_vram[g]
 

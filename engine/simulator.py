@@ -1,8 +1,11 @@
 """The discrete-event simulator: the only place where simulated time moves.
 
-``Simulation`` owns all mutable state. Time advances only in :meth:`Simulation.advance`, which pops events
-from one heap in a total order: by time, then completions before wake-ups before arrivals, then by sequence
-number (so simultaneous events are always handled the same way, and runs are bit-for-bit repeatable).
+``Simulation`` owns all mutable state. Time advances only in :meth:`Simulation.advance`, which takes events
+in a total order: by time, then completions before arrivals, completions in the order they were scheduled
+(so simultaneous events are always handled the same way, and runs are bit-for-bit repeatable). Pending
+completions and wake-ups wait in a calendar: a heap of the distinct times at which something is due, and per
+time the list of what is due then, in the order it was scheduled (a wake-up only makes its time a decision
+point, so its place in that list does not matter); arrivals come from the workload sorted by submit time.
 A *decision point* is an event time after which at least one job waits, or a wake-up time a scheduler
 asked for; there the scheduler is asked for decisions, which :meth:`Simulation.apply` validates and applies
 one at a time.
@@ -35,8 +38,9 @@ from .state import FRACTION_EPS, ClusterState, Decision, Preempt, RunningJob, Sc
 
 # Job lifecycle states (internal).
 _PENDING, _QUEUED, _RUNNING, _DONE, _UNSCHEDULABLE = range(5)
-# Event kinds, in the order they are handled at equal times.
-_COMPLETION, _WAKE = 0, 1
+# A calendar entry: ``version * n_jobs + job`` for the completion of ``job`` (stale once the job's version has
+# moved on: it was re-timed or preempted), or _WAKE.
+_WAKE = -1
 # Consecutive decision points at which nothing runs, nothing starts and no job will ever arrive again:
 # only wake-ups keep such a run going, so after this many the run is declared stalled.
 _MAX_IDLE_WAKES = 1000
@@ -158,11 +162,14 @@ class Simulation:
         self._on_progress = on_progress
         lay = cluster.layout
         self._lay = lay
-        self._gpu_node = lay.gpu_node.tolist()
-        self._gpu_type = lay.gpu_type.tolist()
-        self._node_rack = lay.node_rack.tolist()
-        self._type_vram = lay.type_vram_gib.tolist()
-        self._n_gpus = lay.n_gpus
+        # Typed: compiled (engine/_native.py), what .tolist() returns would otherwise be read and computed with as
+        # untyped objects. Likewise list items are updated as a[i] = a[i] + x, since compiled code does the
+        # augmented form a[i] += x with generic object arithmetic.
+        self._gpu_node: list[int] = lay.gpu_node.tolist()
+        self._gpu_type: list[int] = lay.gpu_type.tolist()
+        self._node_rack: list[int] = lay.node_rack.tolist()
+        self._type_vram: list[float] = lay.type_vram_gib.tolist()
+        self._n_gpus: int = lay.n_gpus
         self._speeds: dict[str, list[float]] = {}  # job type -> speed on each GPU type
         self._colocation = cluster.colocation_slowdown
         self._build_shapes()
@@ -214,8 +221,8 @@ class Simulation:
         n, lay = len(self.jobs), self._lay
         self.now_s = 0.0
         self.done = False
-        self._heap: list[tuple] = []
-        self._seq = 0
+        self._times: list[float] = []  # heap of the distinct times in the calendar
+        self._due: dict[float, list[int]] = {}  # time -> calendar entries due then, in the order scheduled
         self._next_arrival = 0
         self._queue: dict[int, None] = {}
         self._queue_shapes: dict[int, int] = {}
@@ -417,7 +424,8 @@ class Simulation:
             kind = type(d)
             raw: Any = d
             if kind is Start:
-                j, gpus = raw.job_id, raw.gpu_ids
+                start: Start = raw
+                j, gpus = start.job_id, start.gpu_ids
                 if not self._valid_start(j, gpus):
                     reason = self._check_start(j, gpus)
                     if reason is not None:
@@ -432,7 +440,7 @@ class Simulation:
                 if kind is Preempt:
                     self._preempt(int(raw.job_id))
                 else:
-                    self._push(float(raw.at_s), _WAKE, -1, 0)
+                    self._schedule(float(raw.at_s), _WAKE)
         self.state.entered = self.state.entered[told:]  # preempted jobs re-entered: the next call hears of them
         if self._queue and not self._running and not started and self._next_arrival >= len(self.jobs):
             self._idle_wakes += 1
@@ -442,9 +450,14 @@ class Simulation:
             self._idle_wakes = 0
         self._record()
 
-    def _push(self, t: float, kind: int, j: int, version: int) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (t, kind, self._seq, j, version))
+    def _schedule(self, t: float, entry: int) -> None:
+        """Put a calendar entry (see _WAKE) at time ``t``."""
+        due = self._due.get(t)
+        if due is None:
+            self._due[t] = [entry]
+            heapq.heappush(self._times, t)
+        else:
+            due.append(entry)
 
     def _start(self, j: int, gpus: tuple[int, ...]) -> None:
         job, now = self.jobs[j], self.now_s
@@ -492,14 +505,15 @@ class Simulation:
         self._comm[j] = comm
         self._last_update[j] = now
         work_left = self._work_left[j]
-        est_left = max(job.estimate_s - (job.duration_s - work_left), 0.0)
+        est_left = job.estimate_s - (job.duration_s - work_left)
+        if est_left < 0.0:  # max(est_left, 0.0), in float arithmetic when compiled
+            est_left = 0.0
         self._running[j] = RunningJob(job, gpus, now, rate, now + est_left / rate, n_nodes, n_racks, gpu_type)
         self._last_gpus[j] = gpus
         version = self._version
         v = version[j] + 1
         version[j] = v
-        self._seq += 1
-        heapq.heappush(self._heap, (now + work_left / rate, _COMPLETION, self._seq, j, v))
+        self._schedule(now + work_left / rate, v * len(version) + j)
         view = self.state  # its free-capacity counters are plain attributes, cheap to read
         view.free_gpus = occ.idle_gpus
         view.free_capacity = self._n_gpus - self._busy
@@ -510,7 +524,7 @@ class Simulation:
         if not jobs_on:
             return
         now = self.now_s
-        # _rate (one GPU, not joining) and _push, inlined: this runs for every tenant at every start or stop
+        # _rate (one GPU, not joining), inlined: this runs for every tenant at every start or stop
         # of a fractional job. The co-location divisor is the same for every tenant of the GPU.
         n = self._occ.tenants[g]
         divisor = 1.0 + self._colocation * (n - 1) if n > 1 else 0.0
@@ -528,14 +542,14 @@ class Simulation:
                 rate /= divisor
             if rate != r.rate:
                 r.rate = rate
-                r.est_end_s = now + max(job.estimate_s - (job.duration_s - left), 0.0) / rate
+                est_left = job.estimate_s - (job.duration_s - left)
+                r.est_end_s = now + (0.0 if est_left < 0.0 else est_left) / rate
                 v = version[k] + 1
                 version[k] = v
-                self._seq += 1
                 # A tenant due to end now (its co-tenant ended first at the same time) may come out a rounding
                 # error short: it ends now, never before, or time would run backwards.
                 end_s = now + left / rate
-                heapq.heappush(self._heap, (end_s if end_s > now else now, _COMPLETION, self._seq, k, v))
+                self._schedule(end_s if end_s > now else now, v * len(version) + k)
 
     def _stop(self, j: int) -> RunningJob:
         """Release job ``j``'s GPUs and close its run segment (shared by completion and preemption)."""
@@ -544,7 +558,7 @@ class Simulation:
         gpus = r.gpu_ids
         frac = job.gpu_fraction
         occ = self._occ
-        self._work_left[j] -= (now - self._last_update[j]) * r.rate
+        self._work_left[j] = self._work_left[j] - (now - self._last_update[j]) * r.rate
         self._last_update[j] = now
         if frac >= 1.0:
             occ.release_whole(gpus)
@@ -560,12 +574,12 @@ class Simulation:
         demand = job.gpus * frac
         busy = self._busy - demand
         self._busy = busy
-        self._user_gpus[job.user] -= demand
+        self._user_gpus[job.user] = self._user_gpus[job.user] - demand
         start_s = r.start_s
         elapsed = now - start_s
-        self._run[j] += elapsed
-        self._attained[j] += demand * elapsed
-        self._comm_gpu_s[j] += demand * elapsed * (1.0 - self._comm[j])
+        self._run[j] = self._run[j] + elapsed
+        self._attained[j] = self._attained[j] + demand * elapsed
+        self._comm_gpu_s[j] = self._comm_gpu_s[j] + demand * elapsed * (1.0 - self._comm[j])
         self._segs += _SEG_ROW.pack(j, start_s, now, frac)
         seg_gpus = self._seg_gpus
         seg_gpus.extend(gpus)
@@ -582,10 +596,10 @@ class Simulation:
         done = job.duration_s - self._work_left[j]
         interval = self.preemption.checkpoint_interval_s
         kept = done if interval is None else math.floor(done / interval + 1e-9) * interval
-        self._lost_gpu_s[j] += (done - kept) * job.gpus * job.gpu_fraction
+        self._lost_gpu_s[j] = self._lost_gpu_s[j] + (done - kept) * job.gpus * job.gpu_fraction
         self._work_left[j] = job.duration_s - kept + self.preemption.restart_overhead_s
-        self._preemptions[j] += 1
-        self._version[j] += 1
+        self._preemptions[j] = self._preemptions[j] + 1
+        self._version[j] = self._version[j] + 1
         self._enqueue(j)
 
     def _enqueue(self, j: int) -> None:
@@ -601,7 +615,7 @@ class Simulation:
 
         Raises :class:`StallError` when jobs wait but no event is left that could ever let them start.
         """
-        heap, state = self._heap, self._state
+        times, due, state = self._times, self._due, self._state
         n = len(self.jobs)
         order, arrival_s = self._arrival_order, self._arrival_s
         version, shape_reason, job_shape = self._version, self._shape_reason, self._job_shape
@@ -611,7 +625,7 @@ class Simulation:
         queue, queue_shapes, entered = self._queue, self._queue_shapes, self.state.entered
         while True:
             t_arr = arrival_s[nxt] if nxt < n else inf
-            t_evt = heap[0][0] if heap else inf
+            t_evt = times[0] if times else inf
             now = t_arr if t_arr < t_evt else t_evt
             if now == inf:
                 self._next_arrival = nxt
@@ -622,10 +636,16 @@ class Simulation:
                 return False
             self.now_s = now
             changed = woke = False
-            while heap and heap[0][0] == now:
-                _, kind, _, j, v = heappop(heap)
-                if kind == _COMPLETION:
-                    if v != version[j] or state[j] != _RUNNING:
+            # Completions scheduled at this time while these are handled (re-timed co-tenants due now) land in
+            # a new list for the same time, taken next: the order they were scheduled in.
+            while times and times[0] == now:
+                heappop(times)
+                for entry in due.pop(now):
+                    if entry == _WAKE:
+                        woke = changed = True
+                        continue
+                    j = entry % n
+                    if entry // n != version[j] or state[j] != _RUNNING:
                         continue  # superseded by a re-timing or a preemption
                     self._stop(j)  # the job is done:
                     self._work_left[j] = 0.0
@@ -634,9 +654,7 @@ class Simulation:
                     self._finished += 1
                     if self._on_progress is not None and self._finished % self._progress_every == 0:
                         self._on_progress(self._finished, n)
-                else:
-                    woke = True
-                changed = True
+                    changed = True
             while nxt < n and arrival_s[nxt] == now:
                 j = order[nxt]
                 nxt += 1

@@ -18,37 +18,17 @@ schedulers whose name says ``oracle``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Protocol, Union, runtime_checkable
 
 # Re-exported: modules of their own so that they are compiled (engine/_native.py).
+from .decisions import Preempt as Preempt
+from .decisions import Start as Start
+from .decisions import Wake as Wake
 from .running import RunningJob as RunningJob
 from .view import ClusterState as ClusterState
 
 #: Tolerance for sums of GPU fractions (0.1 + 0.2 must fit in 0.3).
 FRACTION_EPS = 1e-9
-
-
-@dataclass(frozen=True, slots=True)
-class Start:
-    """Start waiting job ``job_id`` on ``gpu_ids`` (``len == job.gpus``, all of one GPU type)."""
-
-    job_id: int
-    gpu_ids: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Preempt:
-    """Stop running job ``job_id``; it returns to the queue and loses work per the preemption model."""
-
-    job_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class Wake:
-    """Ask for a decision point at ``at_s`` (seconds), even if nothing else happens by then."""
-
-    at_s: float
 
 
 Decision = Union[Start, Preempt, Wake]

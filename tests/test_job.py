@@ -6,6 +6,7 @@ import dataclasses
 import math
 import pickle
 
+import numpy as np
 import pytest
 
 from engine import Job
@@ -22,6 +23,10 @@ from engine import Job
     ({"gpu_fraction": 0.5, "gpus": 2}, "job 7: a fractional job (gpu_fraction < 1) must ask for 1 GPU"),
     ({"vram_gib": -2.0}, "job 7: vram_gib must be a finite number >= 0, got -2.0"),
     ({"estimate_s": -5.0}, "job 7: estimate_s must be a finite number > 0, got -5.0"),
+    ({"submit_s": "soon"}, "job 7: submit_s must be a number, got 'soon'"),
+    ({"gpus": np.int64(2)}, "job 7: gpus must be an integer >= 1, got np.int64(2)"),
+    ({"priority": 1.5}, "job 7: priority must be an integer, got 1.5"),
+    ({"job_id": "seven"}, "job seven: job_id must be an integer, got 'seven'"),
 ])
 def test_invalid_fields_are_refused_with_the_job_and_field_named(kwargs, message):
     fields = {"job_id": 7, "submit_s": 0.0, "duration_s": 10.0, **kwargs}
@@ -42,3 +47,19 @@ def test_equal_type_sets_are_one_shared_object():
     assert c.allowed_types == frozenset({"A100-80", "H100-80"}) and c.allowed_types is d.allowed_types
     assert dataclasses.replace(c, job_id=4).allowed_types is c.allowed_types
     assert pickle.loads(pickle.dumps(c)) == c  # value semantics unchanged
+
+
+def test_numpy_scalars_are_stored_as_python_numbers_and_text_as_str():
+    job = Job(np.int64(3), np.float32(2.0), np.int64(5), priority=np.int8(2), user=np.str_("ana"), name=17)
+    assert (job.job_id, job.submit_s, job.duration_s, job.priority, job.user, job.name) == (3, 2.0, 5.0, 2, "ana", "17")
+    assert [type(v) for v in (job.job_id, job.submit_s, job.duration_s, job.priority)] == [int, float, float, int]
+
+
+def test_the_record_is_frozen_and_compares_by_value():
+    job = Job(1, 0.0, 10.0, gpus=2, allowed_types={"T4"})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        job.gpus = 3  # type: ignore[misc]
+    twin = Job(1, 0.0, 10.0, gpus=2, allowed_types=("T4",))
+    assert job == twin and hash(job) == hash(twin) and job != dataclasses.replace(job, priority=1)
+    assert [f.name for f in dataclasses.fields(job)][:4] == ["job_id", "submit_s", "duration_s", "gpus"]
+    assert dataclasses.asdict(job)["allowed_types"] == frozenset({"T4"})

@@ -63,7 +63,7 @@ class DrfScheduler:
         for j in [j for j in held if j not in running]:
             vec = held.pop(j)
             self._usage[user] -= vec
-            self._held_gpus[user] -= state.jobs[j].gpu_demand
+            self._held_gpus[user] = self._held_gpus[user] - state.jobs[j].gpu_demand
         if not held:  # exact zero: no drift from repeated float subtraction
             self._usage[user][:] = 0.0
             self._held_gpus[user] = 0.0

@@ -15,6 +15,7 @@ over ``state.node_free`` / ``state.can_host`` described in its docstring would.
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Optional
 
 import numpy as np
@@ -155,30 +156,26 @@ def _indexed_share(state: ClusterState, job: Job, fullest: bool) -> tuple[int, .
         idle = occ.node_first[node] + lowest_bit(occ.node_idle[node])
     else:
         idle = len(gpu_node)  # none
-    # fits_shared, inlined with the bit walk: these loops run over every shared GPU in a congested cluster.
+    # fits_shared, inlined: these loops run over every shared GPU in a congested cluster.
     free, free_vram, gpu_vram = occ.free, occ.free_vram, occ.gpu_vram
     share = job.gpu_fraction - FRACTION_EPS
     frac, vram = job.gpu_fraction, job.vram_gib
     if not fullest:  # the lowest shared GPU that fits, if it comes before the lowest idle one
-        m = occ.shared & ((1 << idle) - 1)
-        while m:
-            low = m & -m
-            m ^= low
-            g = low.bit_length() - 1
+        for g in occ.shared:
+            if g >= idle:
+                break
             if free[g] >= share and elig >> gpu_node[g] & 1 and \
                     free_vram[g] >= (vram if vram > 0 else frac * gpu_vram[g]) - FRACTION_EPS:
                 return (g,)
         return (idle,) if nodes else None
-    best = (1.0, idle) if nodes else None  # (free share, GPU): the smallest wins, like argmin
-    m = occ.shared
-    while m:
-        low = m & -m
-        m ^= low
-        g = low.bit_length() - 1
-        if free[g] >= share and (best is None or (free[g], g) < best) and elig >> gpu_node[g] & 1 and \
+    # The least free share wins, the lowest id on ties (like argmin); an idle GPU has all of it free.
+    best_free, best = (1.0, idle) if nodes else (math.inf, -1)
+    for g in occ.shared:
+        f = free[g]
+        if f >= share and (f < best_free or (f == best_free and g < best)) and elig >> gpu_node[g] & 1 and \
                 free_vram[g] >= (vram if vram > 0 else frac * gpu_vram[g]) - FRACTION_EPS:
-            best = (free[g], g)
-    return None if best is None else (best[1],)
+            best_free, best = f, g
+    return None if best < 0 else (best,)
 
 
 # ----------------------------------------------------------------------- first-fit

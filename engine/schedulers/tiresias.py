@@ -125,7 +125,7 @@ class Tiresias:
         q = self.queue_of(service)
         insort(self._running[q], (state.jobs[j].submit_s, j))
         self._run_queue[j] = q
-        self._queue_gpus[q] += state.jobs[j].gpus
+        self._queue_gpus[q] = self._queue_gpus[q] + state.jobs[j].gpus
         self._push_crossing(state.now_s, state.jobs[j], service, q, run)
         if not self._gpu_jobs:
             self._gpu_jobs = [[] for _ in range(state.n_gpus)]
@@ -142,7 +142,7 @@ class Tiresias:
     def _stopped(self, state: ClusterState, j: int) -> None:
         q = self._run_queue.pop(j)
         self._drop_running(q, state.jobs[j])
-        self._queue_gpus[q] -= state.jobs[j].gpus
+        self._queue_gpus[q] = self._queue_gpus[q] - state.jobs[j].gpus
         del self._run_id[j]
         for g in self._run_gpus.pop(j):
             self._gpu_jobs[g].remove(j)
@@ -192,8 +192,8 @@ class Tiresias:
                 self._drop_running(q - 1, job)
                 insort(self._running[q], (job.submit_s, j))
                 self._run_queue[j] = q
-                self._queue_gpus[q - 1] -= job.gpus
-                self._queue_gpus[q] += job.gpus
+                self._queue_gpus[q - 1] = self._queue_gpus[q - 1] - job.gpus
+                self._queue_gpus[q] = self._queue_gpus[q] + job.gpus
                 self._push_crossing(t, job, self.thresholds[q - 1], q, run)
 
     # ----------------------------------------------------------------- decisions

@@ -1,0 +1,56 @@
+"""What a scheduler may say at a decision point; re-exported by :mod:`engine.state`, which explains them.
+
+The decisions have a module of their own so that they are compiled with the engine's hot modules
+(``engine/_native.py``) while :mod:`engine.state` is not: a scheduler makes one per job it starts, and the engine
+reads it straight back. Their fields take any value (``Any``): the engine validates every decision before it
+acts on it and names what is wrong (``Simulation.check``), so a numpy integer or a list of GPU ids gets the
+engine's answer rather than a type error from the record itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, init=False, slots=True)
+class Start:
+    """Start waiting job ``job_id`` (an int) on ``gpu_ids`` (a tuple of ints, ``len == job.gpus``, all of one GPU
+    type)."""
+
+    job_id: Any
+    gpu_ids: Any
+
+    def __init__(self, job_id: Any, gpu_ids: Any) -> None:
+        put = object.__setattr__  # frozen: the fields are set once, here
+        put(self, "job_id", job_id)
+        put(self, "gpu_ids", gpu_ids)
+
+    def __reduce__(self) -> tuple:  # pickled by value (a compiled class has no instance dict to restore)
+        return (Start, (self.job_id, self.gpu_ids))
+
+
+@dataclass(frozen=True, init=False, slots=True)
+class Preempt:
+    """Stop running job ``job_id``; it returns to the queue and loses work per the preemption model."""
+
+    job_id: Any
+
+    def __init__(self, job_id: Any) -> None:
+        object.__setattr__(self, "job_id", job_id)
+
+    def __reduce__(self) -> tuple:
+        return (Preempt, (self.job_id,))
+
+
+@dataclass(frozen=True, init=False, slots=True)
+class Wake:
+    """Ask for a decision point at ``at_s`` (seconds), even if nothing else happens by then."""
+
+    at_s: Any
+
+    def __init__(self, at_s: Any) -> None:
+        object.__setattr__(self, "at_s", at_s)
+
+    def __reduce__(self) -> tuple:
+        return (Wake, (self.at_s,))
