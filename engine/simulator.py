@@ -25,7 +25,7 @@ import heapq
 import math
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Final, Iterable, Sequence
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -36,20 +36,28 @@ from .job import Job
 from .occupancy import Occupancy
 from .state import FRACTION_EPS, ClusterState, Decision, Preempt, RunningJob, Scheduler, Start, Wake
 
+# Module constants are Final: compiled (engine/_native.py), a Final literal is built into the code and any other
+# Final value is held in a C variable; other module names are looked up in the module's dict at every use.
+
 # Job lifecycle states (internal).
-_PENDING, _QUEUED, _RUNNING, _DONE, _UNSCHEDULABLE = range(5)
+_PENDING: Final = 0
+_QUEUED: Final = 1
+_RUNNING: Final = 2
+_DONE: Final = 3
+_UNSCHEDULABLE: Final = 4
 # A calendar entry: ``version * n_jobs + job`` for the completion of ``job`` (stale once the job's version has
 # moved on: it was re-timed or preempted), or _WAKE.
-_WAKE = -1
+_WAKE: Final = -1
 # Consecutive decision points at which nothing runs, nothing starts and no job will ever arrive again:
 # only wake-ups keep such a run going, so after this many the run is declared stalled.
-_MAX_IDLE_WAKES = 1000
+_MAX_IDLE_WAKES: Final = 1000
 
-_SEG_ROW = struct.Struct("4d")  # a run segment: job, start, end, GPU share
-_SERIES_ROW = struct.Struct("5d")  # the state at a time: t, queue, running, busy GPUs, stranded GPUs
+_SEG_ROW: Final = struct.Struct("4d")  # a run segment: job, start, end, GPU share
+_SERIES_ROW: Final = struct.Struct("5d")  # the state at a time: t, queue, running, busy GPUs, stranded GPUs
 
 #: Status codes in :attr:`Result.status`.
-COMPLETED, UNSCHEDULABLE = 0, 1
+COMPLETED: Final = 0
+UNSCHEDULABLE: Final = 1
 
 
 @mypyc_attr(native_class=False)  # compiled, a plain class still: pickled, compared, replaced like any dataclass
@@ -171,6 +179,7 @@ class Simulation:
         self._type_vram: list[float] = lay.type_vram_gib.tolist()
         self._n_gpus: int = lay.n_gpus
         self._speeds: dict[str, list[float]] = {}  # job type -> speed on each GPU type
+        self._comm_factors: dict[tuple[str, int, int], float] = {}  # (job type, nodes, racks) -> factor
         self._colocation = cluster.colocation_slowdown
         self._build_shapes()
         submit = [job.submit_s for job in self.jobs]
@@ -281,11 +290,18 @@ class Simulation:
                                                for name in self._lay.type_names]
         return speeds
 
+    def _comm_factor(self, job_type: str, n_nodes: int, n_racks: int) -> float:
+        """``cluster.comm_factor``, cached: schedulers ask for placement rates at every decision point."""
+        key = (job_type, n_nodes, n_racks)
+        factor = self._comm_factors.get(key)
+        if factor is None:
+            factor = self._comm_factors[key] = self.cluster.comm_factor(job_type, n_nodes, n_racks)
+        return factor
+
     def placement_rate(self, job: Job, gpus: tuple[int, ...]) -> float:
         """Work rate of ``job`` on ``gpus`` if started now (GPU speed x communication x co-location)."""
-        if len(gpus) == 1:
-            return self._rate(job, gpus, 1, 1, joining=True)[0]
-        return self._rate(job, gpus, *self._spread_of(gpus), joining=True)[0]
+        n_nodes, n_racks = self._spread_of(gpus)
+        return self._rate(job, gpus, n_nodes, n_racks, True)[0]
 
     def _spread_of(self, gpus: tuple[int, ...]) -> tuple[int, int]:
         """(nodes, racks) that ``gpus`` span."""
@@ -303,7 +319,7 @@ class Simulation:
         """(rate, communication factor) on ``gpus`` spanning ``n_nodes`` nodes in ``n_racks`` racks;
         ``joining`` counts the job as a new tenant of its GPU."""
         speed = (self._speeds.get(job.job_type) or self._type_speeds(job.job_type))[self._gpu_type[gpus[0]]]
-        comm = 1.0 if n_nodes == 1 else self.cluster.comm_factor(job.job_type, n_nodes, n_racks)
+        comm = 1.0 if n_nodes == 1 else self._comm_factor(job.job_type, n_nodes, n_racks)
         rate = speed * comm
         if job.gpu_fraction < 1.0:
             k = self._occ.tenants[gpus[0]] + (1 if joining else 0)
@@ -473,7 +489,7 @@ class Simulation:
                 comm = 1.0
             else:
                 n_nodes, n_racks = self._spread_of(gpus)
-                comm = 1.0 if n_nodes == 1 else self.cluster.comm_factor(job.job_type, n_nodes, n_racks)
+                comm = 1.0 if n_nodes == 1 else self._comm_factor(job.job_type, n_nodes, n_racks)
             rate = speed * comm
         else:
             g = gpus[0]

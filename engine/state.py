@@ -18,7 +18,7 @@ schedulers whose name says ``oracle``.
 
 from __future__ import annotations
 
-from typing import Iterable, Protocol, Union, runtime_checkable
+from typing import Final, Iterable, Protocol, Union, runtime_checkable
 
 # Re-exported: modules of their own so that they are compiled (engine/_native.py).
 from .decisions import Preempt as Preempt
@@ -28,7 +28,7 @@ from .running import RunningJob as RunningJob
 from .view import ClusterState as ClusterState
 
 #: Tolerance for sums of GPU fractions (0.1 + 0.2 must fit in 0.3).
-FRACTION_EPS = 1e-9
+FRACTION_EPS: Final = 1e-9
 
 
 Decision = Union[Start, Preempt, Wake]

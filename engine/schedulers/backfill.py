@@ -22,7 +22,7 @@ import heapq
 import math
 import sys
 from bisect import bisect_left, bisect_right, insort
-from typing import Iterator
+from typing import Final, Iterator
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -215,7 +215,8 @@ def reserve(state: ClusterState, head: Job, book: _ReleaseBook | None = None) ->
 
 
 #: Costs (see ``EasyBackfill._cost``) that do not count extra GPUs.
-_FREE, _NEVER = -1, -2
+_FREE: Final = -1
+_NEVER: Final = -2
 
 
 class _MinTree:

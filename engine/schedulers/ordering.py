@@ -41,13 +41,18 @@ class StaticKeyOrder:
     def __init__(self, key: Callable[[ClusterState, Job], Any]) -> None:
         self.key = key
         self._gen: list[int] = []  # per job: generation of its valid entry (it re-enters after a preemption)
-        self._items: list[tuple[Any, int, int]] | None = None  # (key, job, generation), sorted
+        self._items: list[tuple[Any, int, int]] | None = None  # (key, job, generation), sorted from _head on
+        # Entries before _head are stale (their jobs started). They are dropped by moving this index, and cut off
+        # only once they are half the list: deleting a list's front moves all the rest, and a long blocked queue
+        # would pay that at every decision point.
+        self._head = 0
         self._heaps: dict[int, list[tuple[Any, int, int]]] | None = None  # shape -> heap of the same entries
         self._heap_entries = 0
 
     def reset(self, state: ClusterState) -> None:
         self._gen = [0] * len(state.jobs)
         self._items = self._heaps = None
+        self._head = 0
         self._heap_entries = 0
 
     def catch_up(self, state: ClusterState) -> None:
@@ -62,7 +67,10 @@ class StaticKeyOrder:
                 continue
             e = (key(state, jobs[j]), j, g)
             if items is not None:
-                insort(items, e)
+                if len(items) > self._head and e < items[-1]:
+                    insort(items, e, self._head)
+                else:  # the usual case for arrivals in first-come orders: one comparison, no search
+                    items.append(e)
             if heaps is not None:
                 h = heaps.get(shape[j])
                 if h is None:
@@ -81,22 +89,29 @@ class StaticKeyOrder:
         return self._walk(state) if skip is None else self._merge(state, skip)
 
     def _walk(self, state: ClusterState) -> Iterator[int]:
-        items, gen, queue = self._items, self._gen, state.queue
+        items, gen, queue, head = self._items, self._gen, state.queue, self._head
         if items is None:
             self._items = items = sorted(self._entries(state))
+            head = 0
         # Entries of jobs that started are dropped lazily: all of them once they outnumber the waiting jobs
         # (amortised O(1) per job), else those in front, which every walk would step over again.
-        elif len(items) > 2 * len(queue) + 8:
-            self._items = items = [e for e in items if e[1] in queue and gen[e[1]] == e[2]]
+        elif len(items) - head > 2 * len(queue) + 8:
+            self._items = items = [e for e in items[head:] if e[1] in queue and gen[e[1]] == e[2]]
+            head = 0
         else:
-            stale = 0
-            for _, j, g in items:
-                if g == gen[j] and j in queue:
+            n = len(items)
+            while head < n:
+                e = items[head]
+                j = e[1]
+                if e[2] == gen[j] and j in queue:
                     break
-                stale += 1
-            if stale:
-                del items[:stale]
-        for _, j, g in items:
+                head += 1
+            if head * 2 > n:
+                del items[:head]
+                head = 0
+        self._head = head
+        for i in range(head, len(items)):
+            _, j, g = items[i]
             if g == gen[j] and j in queue:
                 yield j
 
@@ -159,8 +174,8 @@ class StaticKeyOrder:
                 self._heap_entries += 1
 
 
-def fifo_key(state: ClusterState, job: Job) -> tuple[float, int]:
-    return (job.submit_s, job.job_id)
+def fifo_key(state: ClusterState, job: Job) -> float:
+    return job.submit_s  # ties by job id, as in every ordering
 
 
 def sjf_key(state: ClusterState, job: Job) -> tuple[float, float]:

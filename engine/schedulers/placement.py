@@ -16,7 +16,7 @@ over ``state.node_free`` / ``state.can_host`` described in its docstring would.
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
+from typing import Callable, Final, Optional
 
 import numpy as np
 
@@ -244,7 +244,7 @@ class RandomPlacement:
 #: a scheduler may remember their failures until a job stops (``state.stops`` changes), and past that with
 #: :class:`FitMemory`. Each places a job whenever some GPUs can take it (``can_host``), and a whole-GPU job
 #: whenever one eligible GPU type has enough idle GPUs.
-FAILURES_PERSIST = frozenset({first_fit, best_fit, least_loaded})
+FAILURES_PERSIST: Final = frozenset({first_fit, best_fit, least_loaded})
 
 
 class FitMemory:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left, bisect_right, insort
-from typing import Iterator
+from typing import Final, Iterator
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from .placement import FAILURES_PERSIST, PLACEMENTS, FitMemory, Placement
 from .registry import SchedulerSpec, register
 
 #: Default queue thresholds in GPU-seconds: 1 GPU-hour and 10 GPU-hours (three queues).
-DEFAULT_THRESHOLDS_GPU_S = (3600.0, 36000.0)
+DEFAULT_THRESHOLDS_GPU_S: Final = (3600.0, 36000.0)
 
 
 class Tiresias:
