@@ -267,14 +267,20 @@ class FitMemory:
         self._unfit: set[int] = set()
         self._at_stops = -1  # state.stops when _unfit was kept
         self._released_at = 0  # length of state.occupancy.released then
-        self._need: dict[int, tuple] = {}  # shape -> (a job of it, GPUs, fraction, eligible GPU types)
+        self._need: dict[int, tuple[Job, int, float, int]] = {}  # shape -> (a job, GPUs, fraction, type group)
+        self._groups: list[tuple[int, ...]] = []  # type group -> its eligible GPU types (each distinct set once)
+        self._group_of: dict[tuple[int, ...], int] = {}
 
     def fail(self, state: ClusterState, unfit: set[int], sid: int, job: Job) -> None:
         """Record that shape ``sid`` (of ``job``) cannot be placed now."""
         unfit.add(sid)
         if sid not in self._need:
             types = tuple(np.flatnonzero(state.eligible_types(job)).tolist())
-            self._need[sid] = (job, job.gpus, job.gpu_fraction, types)
+            group = self._group_of.get(types)
+            if group is None:
+                group = self._group_of[types] = len(self._groups)
+                self._groups.append(types)
+            self._need[sid] = (job, job.gpus, job.gpu_fraction, group)
 
     def keep(self, state: ClusterState, unfit: set[int]) -> None:
         self._unfit, self._at_stops = unfit, state.stops
@@ -286,18 +292,22 @@ class FitMemory:
         if state.stops == self._at_stops:
             return {sid for sid in self._unfit if sid in shapes}
         occ = state.occupancy
-        type_idle, idle_gpus, need = occ.type_idle, occ.idle_gpus, self._need
-        most_idle: dict[tuple[int, ...], int] = {}  # eligible types -> most idle GPUs of one of them
-        fresh = None  # shared GPUs released since the failures were recorded (built on first need)
+        type_idle, idle_gpus, need, groups = occ.type_idle, occ.idle_gpus, self._need, self._groups
+        most_idle = [-1] * len(groups)  # per type group: most idle GPUs of one of its types (-1: not yet known)
+        fresh: list[int] | None = None  # shared GPUs released since the failures were recorded (built on first need)
         out = set()
         for sid in self._unfit:
             if sid not in shapes:
                 continue
-            job, k, frac, types = need[sid]
+            job, k, frac, group = need[sid]
             if idle_gpus >= k:  # (else no type has k idle GPUs)
-                idle = most_idle.get(types)
-                if idle is None:
-                    idle = most_idle[types] = max([type_idle[t] for t in types], default=0)
+                idle = most_idle[group]
+                if idle < 0:
+                    idle = 0
+                    for t in groups[group]:
+                        if type_idle[t] > idle:
+                            idle = type_idle[t]
+                    most_idle[group] = idle
                 if idle >= k:
                     continue
             if frac < 1.0:
@@ -306,10 +316,19 @@ class FitMemory:
                 if fresh is None:
                     tenants = occ.tenants
                     fresh = [g for g in set(occ.released[self._released_at:]) if tenants[g]]
-                if fresh and any(occ.gpu_type[g] in types and fits_shared(occ, g, job) for g in fresh):
+                types, gpu_type = groups[group], occ.gpu_type
+                if _fits_one(occ, fresh, types, gpu_type, job):
                     continue
             out.add(sid)
         return out
+
+def _fits_one(occ: Occupancy, gpus: list[int], types: tuple[int, ...], gpu_type: list[int], job: Job) -> bool:
+    """Whether fractional ``job`` fits on one of the shared ``gpus`` of one of ``types``."""
+    for g in gpus:
+        if gpu_type[g] in types and fits_shared(occ, g, job):
+            return True
+    return False
+
 
 #: Placement rules by name; a factory per name so stateful rules get a fresh instance per scheduler.
 PLACEMENTS: dict[str, Callable[[], Placement]] = {
