@@ -103,7 +103,8 @@ def fast(ctx: ReadContext) -> None:
 def write_csv(jobs: Iterable[Job], path: str | Path) -> Path:
     """Write ``jobs`` as a canonical CSV (every column; floats exact); returns the path.
 
-    Raises ``ValueError`` for a text field with a NUL character (no CSV reader accepts it).
+    Raises ``ValueError`` for a text field with a NUL character (no CSV reader accepts it) or with a character
+    UTF-8 cannot encode (a lone surrogate), naming the job.
 
     Reading the file back with ``load_trace(path, "csv")`` gives equal jobs when ``jobs`` are numbered
     ``0..n-1`` in submit order with the first submit at 0 (what every loader and the generator produce).
@@ -121,6 +122,12 @@ def write_csv(jobs: Iterable[Job], path: str | Path) -> Path:
             if "\x00" in text:
                 raise ValueError(f"job {j.job_id}: a NUL character in its name, user, type or GPU types "
                                  "cannot be written to CSV")
+            if not text.isascii():
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError as e:
+                    raise ValueError(f"job {j.job_id}: its name, user, type or GPU types hold {text[e.start]!r}, "
+                                     "which UTF-8 cannot encode (a lone surrogate)") from None
             w = quoted if "\r" in text else plain
             w.writerow((j.job_id, j.name, repr(float(j.submit_s)), repr(float(j.duration_s)), j.gpus,
                         repr(float(j.gpu_fraction)), repr(float(j.vram_gib)), j.user, j.job_type, j.priority,

@@ -110,7 +110,8 @@ def test_malformed_rows(tmp_path, fmt, data, monkeypatch):
     gpus=st.integers(1, 64),
     fraction=st.sampled_from([0.1, 0.25, 1 / 3, 0.5, 1.0]),
     vram_gib=st.floats(0, 1e4),
-    user=st.text(st.characters(blacklist_characters="\x00"), max_size=5).map(str.strip),  # readers strip fields; inner "\r", "," and quotes survive
+    # Readers strip fields; inner "\r", "," and quotes survive. No NUL and no lone surrogate: write_csv refuses them.
+    user=st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=5).map(str.strip),
     gap=st.floats(0, 1e7),
     estimate=st.one_of(st.just(math.nan), st.floats(1e-3, 1e9)),
 ), min_size=1, max_size=20))
@@ -128,6 +129,11 @@ def test_write_read_round_trip(tmp_path, jobs):
 def test_write_csv_rejects_nul(tmp_path):
     with pytest.raises(ValueError, match="NUL"):
         write_csv([Job(0, 0.0, 1.0, user="a\x00b")], tmp_path / "x.csv")
+
+
+def test_write_csv_rejects_text_utf8_cannot_encode(tmp_path):
+    with pytest.raises(ValueError, match=r"job 0: .*'\\ud800', which UTF-8 cannot encode"):
+        write_csv([Job(0, 0.0, 1.0, user="a\ud800")], tmp_path / "x.csv")
 
 
 # Rows that are well-formed but exercise every drop rule (zero/negative durations, no GPU, empty times).
