@@ -109,6 +109,23 @@ def write_csv(jobs: Iterable[Job], path: str | Path) -> Path:
     Reading the file back with ``load_trace(path, "csv")`` gives equal jobs when ``jobs`` are numbered
     ``0..n-1`` in submit order with the first submit at 0 (what every loader and the generator produce).
     """
+    # Every row is checked before the file is opened: a refused job leaves no half-written file behind.
+    rows = []
+    for j in jobs:
+        types = "|".join(sorted(j.allowed_types))
+        text = j.name + j.user + j.job_type + types
+        if "\x00" in text:
+            raise ValueError(f"job {j.job_id}: a NUL character in its name, user, type or GPU types "
+                             "cannot be written to CSV")
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise ValueError(f"job {j.job_id}: its name, user, type or GPU types hold {text[e.start]!r}, "
+                                 "which UTF-8 cannot encode (a lone surrogate)") from None
+        rows.append(("\r" in text, (j.job_id, j.name, repr(float(j.submit_s)), repr(float(j.duration_s)), j.gpus,
+                                     repr(float(j.gpu_fraction)), repr(float(j.vram_gib)), j.user, j.job_type,
+                                     j.priority, types, repr(float(j.estimate_s)))))
     path = Path(path)
     with open(path, "w", encoding="utf-8", newline="") as f:
         plain = csv.writer(f, lineterminator="\n")
@@ -116,20 +133,6 @@ def write_csv(jobs: Iterable[Job], path: str | Path) -> Path:
         # line end: rows with one are written fully quoted.
         quoted = csv.writer(f, lineterminator="\n", quoting=csv.QUOTE_ALL)
         plain.writerow(COLUMNS)
-        for j in jobs:
-            types = "|".join(sorted(j.allowed_types))
-            text = j.name + j.user + j.job_type + types
-            if "\x00" in text:
-                raise ValueError(f"job {j.job_id}: a NUL character in its name, user, type or GPU types "
-                                 "cannot be written to CSV")
-            if not text.isascii():
-                try:
-                    text.encode("utf-8")
-                except UnicodeEncodeError as e:
-                    raise ValueError(f"job {j.job_id}: its name, user, type or GPU types hold {text[e.start]!r}, "
-                                     "which UTF-8 cannot encode (a lone surrogate)") from None
-            w = quoted if "\r" in text else plain
-            w.writerow((j.job_id, j.name, repr(float(j.submit_s)), repr(float(j.duration_s)), j.gpus,
-                        repr(float(j.gpu_fraction)), repr(float(j.vram_gib)), j.user, j.job_type, j.priority,
-                        types, repr(float(j.estimate_s))))
+        for has_cr, row in rows:
+            (quoted if has_cr else plain).writerow(row)
     return path

@@ -134,6 +134,7 @@ def test_write_csv_rejects_nul(tmp_path):
 def test_write_csv_rejects_text_utf8_cannot_encode(tmp_path):
     with pytest.raises(ValueError, match=r"job 0: .*'\\ud800', which UTF-8 cannot encode"):
         write_csv([Job(0, 0.0, 1.0, user="a\ud800")], tmp_path / "x.csv")
+    assert not (tmp_path / "x.csv").exists()  # checked before anything is written
 
 
 # Rows that are well-formed but exercise every drop rule (zero/negative durations, no GPU, empty times).
