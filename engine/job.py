@@ -11,7 +11,7 @@ import math
 import operator
 from dataclasses import dataclass
 from numbers import Real
-from typing import Any
+from typing import Any, Final
 
 #: Job types the built-in speed and communication tables know. Any other string is allowed and is
 #: treated like ``"batch"`` by those tables.
@@ -19,6 +19,7 @@ JOB_TYPES = ("training", "inference", "batch", "interactive")
 
 _TYPE_SETS: dict[frozenset[str], frozenset[str]] = {}  # each distinct allowed_types value, once
 _ANY_TYPE: frozenset[str] = frozenset()
+_PUT: Final = object.__setattr__  # sets a field of a frozen record (bound once: compiled, a C variable)
 
 
 # Compiled with the engine's hot modules (engine/_native.py): every part of the engine reads these fields, and a
@@ -90,7 +91,7 @@ class Job:
         # at every run, and a shared set is hashed once and compared by identity (and 100,000 jobs do not hold
         # 100,000 empty sets).
         types = _TYPE_SETS.setdefault(types, types)
-        put = object.__setattr__  # the record is frozen: its fields are set once, here
+        put = _PUT  # the record is frozen: its fields are set once, here
         put(self, "job_id", j)
         put(self, "submit_s", submit)
         put(self, "duration_s", duration)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 import math
 import struct
+from bisect import insort
 from dataclasses import dataclass, field
 from typing import Any, Callable, Final, Iterable, Sequence
 
@@ -239,7 +240,7 @@ class Simulation:
         self._user_gpus: dict[str, float] = {}
         self._occ = Occupancy(lay)
         self._busy = 0.0
-        self._shared: dict[int, set[int]] = {}  # gpu -> fractional jobs on it
+        self._shared: dict[int, list[int]] = {}  # gpu -> fractional jobs on it, ascending
         self._state = [_PENDING] * n
         self._work_left = [j.duration_s for j in self.jobs]
         self._last_update = [0.0] * n
@@ -499,9 +500,9 @@ class Simulation:
             self._retime_tenants(g)
             shared = self._shared.get(g)
             if shared is None:
-                self._shared[g] = {j}
+                self._shared[g] = [j]
             else:
-                shared.add(j)
+                insort(shared, j)
         del self._queue[j]
         queue_shapes = self._queue_shapes
         sid = self._job_shape[j]
@@ -547,7 +548,7 @@ class Simulation:
         gpu_type, speeds = self._gpu_type[g], self._speeds
         running, work_left, last_update, version, jobs = self._running, self._work_left, self._last_update, \
             self._version, self.jobs
-        for k in sorted(jobs_on):
+        for k in jobs_on:
             r = running[k]
             left = work_left[k] - (now - last_update[k]) * r.rate
             work_left[k] = left
@@ -581,7 +582,7 @@ class Simulation:
         else:
             g = gpus[0]
             shared = self._shared[g]
-            shared.discard(j)
+            shared.remove(j)
             occ.release_share(g, frac, self._memory(job, g))
             if shared:
                 self._retime_tenants(g)
