@@ -1,9 +1,11 @@
 """Who holds which GPU: the engine's occupancy bookkeeping, with indexes that make placement O(1)-ish.
 
 :class:`Occupancy` keeps, for every GPU, its free share, free memory and number of tenants, and for every
-node its number of idle GPUs. It holds each of these twice: as numpy arrays, which schedulers read through
-:class:`engine.state.ClusterState`, and as plain Python lists, which the engine's hot loop reads (indexing a
-list is several times faster than indexing a numpy array). Both are written together and always agree.
+node its number of idle GPUs. It holds each of these twice: as plain Python lists, which the engine's hot loop
+reads and writes (indexing a list is several times faster than indexing a numpy array), and as numpy arrays,
+which schedulers read through :class:`engine.state.ClusterState`. The arrays are brought up to date on demand
+(:meth:`Occupancy.sync`, called by every reader), from the GPUs the logs ``taken`` and ``released`` name since
+the last sync: a run whose scheduler never reads them never pays for them.
 
 It also keeps integer bitmasks (Python ints used as bit sets; bit ``i`` is node or GPU ``i``):
 
@@ -49,8 +51,8 @@ def bits(mask: int):
 class Occupancy:
     """GPU and node occupancy of one simulation (engine-owned; schedulers only read it).
 
-    Attributes (lists are indexed by GPU or node id; ``np_*`` are the numpy twins handed to schedulers, written
-    through the memoryviews ``mv_*``):
+    Attributes (lists are indexed by GPU or node id; ``np_*`` are the numpy twins handed to schedulers, current
+    after :meth:`sync` and written through the memoryviews ``mv_*``):
         free, np_free: free share of each GPU (1.0 idle, 0.0 full).
         free_vram, np_free_vram: free memory of each GPU, GiB.
         tenants, np_tenants: jobs on each GPU.
@@ -68,7 +70,8 @@ class Occupancy:
     __slots__ = ("gpu_node", "gpu_type", "gpu_vram", "node_first", "node_type", "max_node_gpus",
                  "free", "free_vram", "tenants", "node_free", "np_free", "np_free_vram", "np_tenants",
                  "np_node_free", "mv_free", "mv_free_vram", "mv_tenants", "mv_node_free", "idle_gpus", "type_idle",
-                 "nodes_with", "node_idle", "shared", "type_nodes", "released", "taken")
+                 "nodes_with", "node_idle", "shared", "type_nodes", "released", "taken", "synced_taken",
+                 "synced_released")
 
     def __init__(self, layout: Layout) -> None:
         self.gpu_node: list[int] = layout.gpu_node.tolist()
@@ -87,8 +90,8 @@ class Occupancy:
         self.np_free_vram = np.array(self.gpu_vram, dtype=float)
         self.np_tenants = np.zeros(n, dtype=np.int64)
         self.np_node_free = layout.node_gpus.copy()
-        # The twins are written through memoryviews: a store through one costs less than half of numpy's
-        # item assignment, and the arrays stay the live views handed to schedulers.
+        # sync() writes the twins through memoryviews: a store through one costs less than half of numpy's item
+        # assignment, and the arrays stay the ones handed to schedulers.
         self.mv_free: Any = self.np_free.data
         self.mv_free_vram: Any = self.np_free_vram.data
         self.mv_tenants: Any = self.np_tenants.data
@@ -109,6 +112,8 @@ class Occupancy:
         # jobs' GPU tuples, so an entry costs a pointer either way.
         self.released: list[int] = []
         self.taken: list[int] = []
+        self.synced_taken = 0  # how much of taken and released the numpy twins reflect
+        self.synced_released = 0
 
     # ----------------------------------------------------------------- updates
     def _idle_to_busy(self, g: int) -> None:
@@ -117,7 +122,6 @@ class Occupancy:
         c = self.node_free[node]
         self.nodes_with[c] = self.nodes_with[c] ^ (1 << node)  # it no longer has c idle GPUs
         self.node_free[node] = c - 1
-        self.mv_node_free[node] = c - 1
         self.type_idle[self.gpu_type[g]] = self.type_idle[self.gpu_type[g]] - 1
         self.idle_gpus -= 1
 
@@ -127,29 +131,23 @@ class Occupancy:
         c = self.node_free[node] + 1
         self.nodes_with[c] = self.nodes_with[c] ^ (1 << node)  # it now has c idle GPUs
         self.node_free[node] = c
-        self.mv_node_free[node] = c
         self.type_idle[self.gpu_type[g]] = self.type_idle[self.gpu_type[g]] + 1
         self.idle_gpus += 1
 
     def take_whole(self, gpus: tuple[int, ...]) -> None:
         """Give idle ``gpus`` (all of one GPU type) to one whole-GPU job."""
         free, free_vram, tenants = self.free, self.free_vram, self.tenants
-        mv_free, mv_free_vram, mv_tenants = self.mv_free, self.mv_free_vram, self.mv_tenants
         gpu_node, node_first, node_idle, node_free = self.gpu_node, self.node_first, self.node_idle, self.node_free
-        nodes_with, mv_node_free = self.nodes_with, self.mv_node_free
+        nodes_with = self.nodes_with
         for g in gpus:  # _idle_to_busy inlined: this loop runs for every GPU of every job
             free[g] = 0.0
             free_vram[g] = 0.0
             tenants[g] = 1
-            mv_free[g] = 0.0
-            mv_free_vram[g] = 0.0
-            mv_tenants[g] = 1
             node = gpu_node[g]
             node_idle[node] = node_idle[node] ^ (1 << (g - node_first[node]))
             c = node_free[node]
             nodes_with[c] = nodes_with[c] ^ (1 << node)  # it no longer has c idle GPUs
             node_free[node] = c - 1
-            mv_node_free[node] = c - 1
         t = self.gpu_type[gpus[0]]
         self.type_idle[t] = self.type_idle[t] - len(gpus)
         self.idle_gpus -= len(gpus)
@@ -158,22 +156,17 @@ class Occupancy:
     def release_whole(self, gpus: tuple[int, ...]) -> None:
         """Take ``gpus`` back from a whole-GPU job; they become idle."""
         free, free_vram, tenants, gpu_vram = self.free, self.free_vram, self.tenants, self.gpu_vram
-        mv_free, mv_free_vram, mv_tenants = self.mv_free, self.mv_free_vram, self.mv_tenants
         gpu_node, node_first, node_idle, node_free = self.gpu_node, self.node_first, self.node_idle, self.node_free
-        nodes_with, mv_node_free = self.nodes_with, self.mv_node_free
+        nodes_with = self.nodes_with
         for g in gpus:  # _busy_to_idle inlined
             free[g] = 1.0
             free_vram[g] = gpu_vram[g]
             tenants[g] = 0
-            mv_free[g] = 1.0
-            mv_free_vram[g] = gpu_vram[g]
-            mv_tenants[g] = 0
             node = gpu_node[g]
             node_idle[node] = node_idle[node] ^ (1 << (g - node_first[node]))
             c = node_free[node] + 1
             nodes_with[c] = nodes_with[c] ^ (1 << node)  # it now has c idle GPUs
             node_free[node] = c
-            mv_node_free[node] = c
         t = self.gpu_type[gpus[0]]
         self.type_idle[t] = self.type_idle[t] + len(gpus)
         self.idle_gpus += len(gpus)
@@ -189,16 +182,12 @@ class Occupancy:
         self.free[g] = self.free[g] - fraction
         self.free_vram[g] = self.free_vram[g] - vram_gib
         self.tenants[g] = k + 1
-        self.mv_free[g] = self.free[g]
-        self.mv_free_vram[g] = self.free_vram[g]
-        self.mv_tenants[g] = k + 1
 
     def release_share(self, g: int, fraction: float, vram_gib: float) -> None:
         """Remove a fractional tenant of GPU ``g``; the last one leaving resets the GPU exactly to idle."""
         self.released.append(g)
         k = self.tenants[g] - 1
         self.tenants[g] = k
-        self.mv_tenants[g] = k
         if k == 0:
             self.free[g] = 1.0  # exact reset: no drift from summed fractions
             self.free_vram[g] = self.gpu_vram[g]
@@ -208,8 +197,27 @@ class Occupancy:
         else:
             self.free[g] = self.free[g] + fraction
             self.free_vram[g] = self.free_vram[g] + vram_gib
-        self.mv_free[g] = self.free[g]
-        self.mv_free_vram[g] = self.free_vram[g]
+
+    def sync(self) -> None:
+        """Bring the numpy twins up to date: write the current values of every GPU (and its node) that a job took
+        or left since the last sync."""
+        taken, released = self.taken, self.released
+        if self.synced_taken == len(taken) and self.synced_released == len(released):
+            return
+        free, free_vram, tenants, node_free, gpu_node = self.free, self.free_vram, self.tenants, self.node_free, \
+            self.gpu_node
+        mv_free, mv_free_vram, mv_tenants, mv_node_free = self.mv_free, self.mv_free_vram, self.mv_tenants, \
+            self.mv_node_free
+        for log, start in ((taken, self.synced_taken), (released, self.synced_released)):
+            for i in range(start, len(log)):
+                g = log[i]
+                mv_free[g] = free[g]
+                mv_free_vram[g] = free_vram[g]
+                mv_tenants[g] = tenants[g]
+                node = gpu_node[g]
+                mv_node_free[node] = node_free[node]
+        self.synced_taken = len(taken)
+        self.synced_released = len(released)
 
     # ----------------------------------------------------------------- queries
     def first_node(self, k: int, node_mask: int) -> int:

@@ -36,6 +36,9 @@ class ClusterState:
         gpu_free_vram_gib: free memory of each GPU, GiB.
         gpu_tenants: number of jobs on each GPU.
         node_free: number of idle GPUs on each node.
+            These four are read-only numpy arrays, current whenever they are read through this view: read them
+            here at each decision point rather than keep them from an earlier one (the engine brings them up to
+            date when they are read, not at every start and stop).
         n_gpus: number of GPUs in the cluster.
         free_gpus: number of idle GPUs in the cluster.
         free_capacity: free GPU capacity: idle GPUs plus the free shares of partly used ones.
@@ -64,10 +67,10 @@ class ClusterState:
         self.running: Mapping[int, RunningJob] = sim._running
         occ = sim._occ
         self.occupancy: Occupancy = occ
-        self.gpu_free = _readonly(occ.np_free)
-        self.gpu_free_vram_gib = _readonly(occ.np_free_vram)
-        self.gpu_tenants = _readonly(occ.np_tenants)
-        self.node_free = _readonly(occ.np_node_free)
+        self._gpu_free = _readonly(occ.np_free)
+        self._gpu_free_vram_gib = _readonly(occ.np_free_vram)
+        self._gpu_tenants = _readonly(occ.np_tenants)
+        self._node_free = _readonly(occ.np_node_free)
         # Kept current by the engine whenever a job starts or stops (plain attributes: read at every step).
         self.free_gpus: int = occ.idle_gpus
         self.free_capacity: float = self.layout.n_gpus - sim._busy
@@ -80,6 +83,26 @@ class ClusterState:
             self.shape_node_bits = [bits & type_nodes for bits in sim._shape_node_bits]
         self.queue_shape_counts: Mapping[int, int] = sim._queue_shapes
         self.user_gpus: Mapping[str, float] = sim._user_gpus
+
+    @property
+    def gpu_free(self) -> np.ndarray:
+        self.occupancy.sync()
+        return self._gpu_free
+
+    @property
+    def gpu_free_vram_gib(self) -> np.ndarray:
+        self.occupancy.sync()
+        return self._gpu_free_vram_gib
+
+    @property
+    def gpu_tenants(self) -> np.ndarray:
+        self.occupancy.sync()
+        return self._gpu_tenants
+
+    @property
+    def node_free(self) -> np.ndarray:
+        self.occupancy.sync()
+        return self._node_free
 
     def attained_gpu_s(self, job_id: int) -> float:
         """GPU-seconds of service the job has received so far (GPUs x run time, fractions included)."""

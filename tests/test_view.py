@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from engine import Job, Simulation, Start, parse_cluster
-from engine.schedulers.placement import PLACEMENTS
+from engine.schedulers.placement import PLACEMENTS, first_fit
 
 
 @pytest.fixture
@@ -49,3 +49,39 @@ def test_a_type_view_narrows_eligibility_and_keeps_the_rest(state):
     assert view.free_gpus == state.n_gpus - 4
     # The view it came from is untouched.
     assert state.eligible_types(job).tolist() == [True, True, True]
+
+
+def test_occupancy_arrays_read_at_any_decision_point_match_the_running_jobs():
+    """The numpy arrays are brought up to date when read: whenever they are read, at any decision point of a run
+    with whole and fractional jobs coming and going, they equal a recount from ``state.running``."""
+    cluster = parse_cluster("2x4:T4,1x2:A100-80")
+    rng = np.random.default_rng(3)
+    jobs = [Job(i, float(i // 2), float(rng.integers(1, 6)), gpus=int(rng.choice([1, 2, 3])) if i % 3 else 1,
+                gpu_fraction=0.5 if i % 3 == 0 else 1.0, vram_gib=4.0 if i % 3 == 0 else 0.0) for i in range(40)]
+    sim = Simulation(cluster, jobs)
+    state = sim.reset()
+    lay = state.layout
+    reads = 0
+    while not sim.done:
+        if rng.random() < 0.5:  # read only at some decision points: the arrays catch up on what they missed
+            reads += 1
+            tenants = np.zeros(lay.n_gpus, dtype=np.int64)
+            share = np.zeros(lay.n_gpus)
+            for r in state.running.values():
+                for g in r.gpu_ids:
+                    tenants[g] += 1
+                    share[g] += r.job.gpu_fraction
+            assert state.gpu_tenants.tolist() == tenants.tolist()
+            assert np.allclose(state.gpu_free, 1.0 - share)
+            assert state.node_free.tolist() == [int(sum(tenants[lay.node_first_gpu[n] + i] == 0
+                                                        for i in range(lay.node_gpus[n])))
+                                                for n in range(lay.n_nodes)]
+            assert (state.gpu_free_vram_gib <= lay.type_vram_gib[lay.gpu_type]).all()
+        decisions = []
+        for j in list(state.queue):
+            gpus = first_fit(state, state.jobs[j])
+            if gpus is not None:
+                decisions.append(Start(j, gpus))
+                break
+        sim.step(decisions)
+    assert reads > 10

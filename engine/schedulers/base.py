@@ -26,6 +26,7 @@ class ListScheduler:
         # Shapes that did not fit are remembered across decision points, if the placement rule allows it.
         self._remember = placement in FAILURES_PERSIST and not blocking
         self._fits = FitMemory()
+        self._none: set[int] = set()  # the failed shapes of a blocking walk: always none (it stops at a failure)
 
     def reset(self, state: ClusterState) -> None:
         self._fits.reset()
@@ -36,7 +37,10 @@ class ListScheduler:
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
         shapes = state.queue_shape_counts
-        failed = self._fits.recall(state) if self._remember else set()
+        if self._remember:
+            failed = self._fits.recall(state)
+        else:
+            failed = self._none if self.blocking else set()
         if self._skips and failed and len(failed) >= len(shapes):
             self.order.catch_up(state)  # every kind of waiting job is known not to fit
             self._fits.keep(state, failed)
