@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 _PUT: Final = object.__setattr__  # sets a field of a frozen record (bound once: compiled, a C variable)
+# Whether this module runs compiled (as engine._native.compiled_modules tells). Compiled, a field set in __init__
+# is stored straight into the object (the frozen check still stops everyone else); interpreted, the frozen
+# dataclass refuses that, and fields are set through object.__setattr__.
+_COMPILED: Final = not __file__.endswith(".py")
 
 
 @dataclass(frozen=True, init=False, slots=True)
@@ -24,8 +28,13 @@ class Start:
     gpu_ids: Any
 
     def __init__(self, job_id: Any, gpu_ids: Any) -> None:
-        _PUT(self, "job_id", job_id)  # frozen: the fields are set once, here
-        _PUT(self, "gpu_ids", gpu_ids)
+        # Frozen: the fields are set once, here. A scheduler makes a Start per job it starts (see _COMPILED).
+        if _COMPILED:
+            self.job_id = job_id  # type: ignore[misc]
+            self.gpu_ids = gpu_ids  # type: ignore[misc]
+        else:
+            _PUT(self, "job_id", job_id)
+            _PUT(self, "gpu_ids", gpu_ids)
 
     def __reduce__(self) -> tuple:  # pickled by value (a compiled class has no instance dict to restore)
         return (Start, (self.job_id, self.gpu_ids))
