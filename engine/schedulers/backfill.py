@@ -43,6 +43,9 @@ class _ReleaseBook:
     tenancy of its GPU changes, that is when the scheduler starts a job there or a job leaves it (which
     ``state.occupancy.released`` records). So only those GPUs are recomputed. Assumes that this scheduler
     makes every start (it tells the book of each one: :meth:`started`).
+
+    Starts are only noted as they happen and entered at the next :meth:`refresh` (when a reservation is
+    computed): a run whose queue rarely blocks pays next to nothing for the book.
     """
 
     def __init__(self, gpu_type: list[int], n_types: int) -> None:
@@ -54,14 +57,14 @@ class _ReleaseBook:
         self.stale: set[int] = set()  # GPUs whose fractional jobs changed: end_s to recompute
         self.read_at = 0  # how much of state.occupancy.released has been read
         self.types: dict[int, list[int]] = {}  # job shape -> its eligible GPU types
+        self.starts: list[int] = []  # jobs started since the last refresh, in order
 
     @classmethod
     def of(cls, state: ClusterState) -> _ReleaseBook:
         """A book of the jobs running now."""
         book = cls(state.occupancy.gpu_type, len(state.layout.type_names))
         book.read_at = len(state.occupancy.released)
-        for j in state.running:
-            book.started(state, j)
+        book.starts.extend(state.running)
         book.refresh(state)
         return book
 
@@ -88,22 +91,27 @@ class _ReleaseBook:
                     self.stale.add(g)
             self.read_at = len(released)
 
-    def started(self, state: ClusterState, j: int) -> None:
-        """Job ``j`` has just started."""
-        self._read_log(state)  # first: the GPUs it took may be in the log of jobs that left
-        r = state.running[j]
-        if r.job.gpu_fraction >= 1.0:
-            for g in r.gpu_ids:
-                self._list(g, r.est_end_s)
-        else:
-            g = r.gpu_ids[0]
-            self.on_gpu.setdefault(g, []).append(j)
-            self.stale.add(g)
+    def started(self, j: int) -> None:
+        """Job ``j`` has just started (entered at the next :meth:`refresh`)."""
+        self.starts.append(j)
 
     def refresh(self, state: ClusterState) -> None:
-        """Bring the book up to date: jobs that left, and the shared GPUs whose tenants changed."""
-        self._read_log(state)
+        """Bring the book up to date: jobs that left, jobs that started, and the shared GPUs whose tenants
+        changed."""
+        self._read_log(state)  # first: GPUs that jobs started since have taken may be in it, listed for others
         running, on_gpu = state.running, self.on_gpu
+        for j in self.starts:
+            r = running.get(j)
+            if r is None:
+                continue  # it has ended since: it left its GPUs as the log says
+            if r.job.gpu_fraction >= 1.0:
+                for g in r.gpu_ids:
+                    self._list(g, r.est_end_s)
+            else:
+                g = r.gpu_ids[0]
+                self.on_gpu.setdefault(g, []).append(j)
+                self.stale.add(g)
+        self.starts.clear()
         for g in self.stale:
             jobs = on_gpu.get(g)
             if jobs is None:
@@ -287,6 +295,10 @@ class EasyBackfill:
     Per decision point the cost is a few steps per shape, not per waiting job: each shape's first waiting job
     is kept (``_front``), and shapes that fit nowhere are remembered across decision points and placed again
     only when the GPUs freed since could fit them (:class:`~engine.schedulers.placement.FitMemory`).
+
+    All that is kept for backfilling only (the per-shape lists, the release book, the placements) is brought up
+    to date when a backfill phase needs it, not at every arrival and start: while the queue does not block,
+    EASY costs about what FIFO costs.
     """
 
     def __init__(self, name: str = "easy-backfill") -> None:
@@ -301,6 +313,9 @@ class EasyBackfill:
         self._trees: dict[int, _MinTree] = {}  # shape -> estimates of those jobs (inf once started)
         self._pos: dict[int, int] = {}  # rank of a waiting job -> its position in its shape's lists
         self._front: dict[int, int] = {}  # shape -> a position at or before its first waiting job
+        # shape -> ranks of the jobs that arrived since its lists were last used (_flush), in arrival order: a
+        # job that starts before then never enters them
+        self._arrived: dict[int, list[int]] = {}
         self._releases = _ReleaseBook([], 0)
         self._remember = self.place in FAILURES_PERSIST
         self._fits = FitMemory()  # shapes that fit nowhere, across decision points
@@ -313,7 +328,7 @@ class EasyBackfill:
         self._rank = [0] * len(jobs)
         for r, j in enumerate(self._job_of):
             self._rank[j] = r
-        self._ranks, self._trees, self._pos, self._front = {}, {}, {}, {}
+        self._ranks, self._trees, self._pos, self._front, self._arrived = {}, {}, {}, {}, {}
         self._releases = _ReleaseBook.of(state)
         self._fits.reset()
         self._reset_placements()
@@ -365,15 +380,33 @@ class EasyBackfill:
         return at
 
     def _started(self, state: ClusterState, j: int, gpus: tuple[int, ...]) -> None:
-        self._trees[state.job_shape[j]].set(self._pos.pop(self._rank[j]), math.inf)
-        self._releases.started(state, j)
-        placed, gpu_shapes = self._placed, self._gpu_shapes
-        for g in gpus:  # placements on the GPUs just taken are void
-            shapes = gpu_shapes.pop(g, None)
-            if shapes:
-                for sid in shapes:
-                    placed.pop(sid, None)
+        r, pos = self._rank[j], self._pos
+        if r in pos:  # (else it arrived since its shape's lists were last used: it never enters them)
+            self._trees[state.job_shape[j]].set(pos[r], math.inf)
+            del pos[r]
+        self._releases.started(j)
+        gpu_shapes = self._gpu_shapes
+        if gpu_shapes:
+            placed = self._placed
+            for g in gpus:  # placements on the GPUs just taken are void
+                shapes = gpu_shapes.pop(g, None)
+                if shapes:
+                    for sid in shapes:
+                        placed.pop(sid, None)
         self._taken_at = len(state.occupancy.taken)
+
+    def _flush(self, state: ClusterState, sid: int) -> None:
+        """Enter the jobs of shape ``sid`` that arrived since its lists were last used and still wait."""
+        arrived = self._arrived[sid]
+        if arrived:
+            ranks, tree, pos, job_of, jobs, queue = self._ranks[sid], self._trees[sid], self._pos, self._job_of, \
+                state.jobs, state.queue
+            for r in arrived:
+                j = job_of[r]
+                if j in queue:
+                    ranks.append(r)
+                    pos[r] = tree.append(jobs[j].estimate_s)
+            arrived.clear()
 
     def _next(self, sid: int, lo: int, limit: float) -> int:
         """Rank of the first job of shape ``sid`` at position ``>= lo`` with estimate ``<= limit``, or -1."""
@@ -392,27 +425,34 @@ class EasyBackfill:
     def _decide(self, state: ClusterState, failed: set[int]) -> Iterator[Decision]:
         jobs, job_shape, placement = state.jobs, state.job_shape, self._placement
         self._sync_placements(state)
+        arrived, rank = self._arrived, self._rank
         for j in state.entered:
             sid = job_shape[j]
-            if sid not in self._trees:
+            waiting = arrived.get(sid)
+            if waiting is None:
                 self._ranks[sid], self._trees[sid], self._front[sid] = [], _MinTree(), 0
-            r = self._rank[j]
-            self._ranks[sid].append(r)
-            self._pos[r] = self._trees[sid].append(jobs[j].estimate_s)
+                arrived[sid] = [rank[j]]
+            else:
+                waiting.append(rank[j])
         # FIFO phase: start jobs in arrival order until one does not fit: the head.
         head: Job | None = None
         full = state.free_capacity <= 1e-9  # changes only when a job starts
+        placed, place = self._placed, self.place
         for j in self.order.candidates(state):  # (the ordering reads state.entered on its first step)
             if full:
                 return
             sid = job_shape[j]
-            at = None if sid in failed else placement(state, sid, jobs[j])
-            if at is None:
+            if sid in failed:
+                gpus = None
+            else:  # a placement kept for backfilling, if any (a new one is not kept: starting the job voids it)
+                at = placed.get(sid)
+                gpus = place(state, jobs[j]) if at is None else at[0]
+            if gpus is None:
                 head = jobs[j]
                 self._fits.fail(state, failed, sid, head)
                 break
-            yield Start(j, at[0])
-            self._started(state, j, at[0])
+            yield Start(j, gpus)
+            self._started(state, j, gpus)
             full = state.free_capacity <= 1e-9
         if head is None or full:
             return
@@ -424,7 +464,7 @@ class EasyBackfill:
         heap: list[int] = []
         for sid in state.queue_shape_counts:
             if sid not in failed:
-                r = nxt[sid] = self._after(sid, cursor)
+                r = nxt[sid] = self._after(state, sid, cursor)
                 if r >= 0:
                     heap.append(r)
         heapq.heapify(heap)
@@ -482,15 +522,16 @@ class EasyBackfill:
             cursor = r
             limited.add(sid)
             for s_ in limited:
-                r = nxt[s_] = self._after(s_, cursor)
+                r = nxt[s_] = self._after(state, s_, cursor)
                 if r >= 0:
                     heappush(heap, r)
             limited.clear()
 
-    def _after(self, sid: int, cursor: int) -> int:
+    def _after(self, state: ClusterState, sid: int, cursor: int) -> int:
         """Rank of the first waiting job of shape ``sid`` after rank ``cursor``, or -1."""
         # The shape's oldest waiting job first (amortised O(1): the front only moves forward, past jobs that
         # have started).
+        self._flush(state, sid)
         ranks, pos, p = self._ranks[sid], self._pos, self._front[sid]
         n = len(ranks)
         while p < n and ranks[p] not in pos:

@@ -145,6 +145,35 @@ def test_kept_release_times_equal_a_rebuild_from_running_jobs(run):
     assert _CheckedReleases.checks > 100 and (r.status == COMPLETED).all()
 
 
+class _CheckedShapeLists(EasyBackfill):
+    """easy-backfill that checks, at each decision point, that its per-shape lists (entered lazily, see _flush)
+    hold exactly the waiting jobs, each shape's in arrival order with their estimates."""
+
+    checks = 0
+
+    def decide(self, state):
+        for sid in list(self._arrived):
+            self._flush(state, sid)
+        waiting = {self._rank[j] for j in state.queue if j not in state.entered}  # (entered: taken in decide)
+        assert set(self._pos) == waiting
+        for sid, ranks in self._ranks.items():
+            live = [r for r in ranks if r in self._pos]
+            assert live == sorted(live) and all(state.job_shape[self._job_of[r]] == sid for r in live)
+            for r in live:
+                assert self._trees[sid].t[self._trees[sid].size + self._pos[r]] == \
+                    state.jobs[self._job_of[r]].estimate_s
+        type(self).checks += 1
+        return super().decide(state)
+
+
+def test_per_shape_lists_hold_exactly_the_waiting_jobs(run):
+    cluster = parse_cluster("3x4:A100-80,2x2:T4")
+    jobs = generate(cluster, 400, load=1.2, seed=4)
+    r = run(cluster, jobs, _CheckedShapeLists())
+    assert _CheckedShapeLists.checks > 100 and (r.status == COMPLETED).all()
+    assert np.array_equal(r.first_start_s, run(cluster, jobs, "easy-backfill").first_start_s)  # flushing early
+
+
 @pytest.mark.slow
 def test_kth_sp2_trace_easy_backfill_cuts_mean_wait_far_below_fifo(traces_dir, run):
     """The KTH IBM SP2 (100 nodes) ran EASY backfilling; on 100 GPUs it must beat FIFO by far here too."""
