@@ -27,6 +27,7 @@ class ClusterState:
         now_s: current simulated time, seconds.
         cluster, layout: the static cluster and its flat arrays (see :class:`engine.cluster.Layout`).
         jobs: every job of the workload, indexed by ``job_id``.
+        arrival_order: every job id in the order of arrival (submit time, then job id).
         queue: waiting job ids in the order they entered the queue (arrival, or return after preemption);
             supports ``in``, ``len`` and iteration. Do not iterate it while yielding decisions.
         entered: job ids that entered the queue since the previous ``decide`` call started, in order:
@@ -60,6 +61,7 @@ class ClusterState:
         self.cluster: Cluster = sim.cluster
         self.layout: Layout = sim.cluster.layout
         self.jobs: Sequence[Job] = sim.jobs
+        self.arrival_order: Sequence[int] = sim._arrival_order
         self.seed: int = sim.seed
         self.now_s: float = 0.0
         self.queue = sim._queue.keys()

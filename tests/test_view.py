@@ -85,3 +85,10 @@ def test_occupancy_arrays_read_at_any_decision_point_match_the_running_jobs():
                 break
         sim.step(decisions)
     assert reads > 10
+
+
+def test_arrival_order_is_by_submit_time_then_job_id():
+    submits = [5.0, 0.0, 5.0, 2.0, 0.0, 9.0, 2.0]
+    jobs = [Job(i, s, 10.0) for i, s in enumerate(submits)]
+    state = Simulation(parse_cluster("1x8:generic"), jobs).reset()
+    assert list(state.arrival_order) == [1, 4, 3, 6, 0, 2, 5]

@@ -29,7 +29,7 @@ from mypy_extensions import mypyc_attr
 
 from ..job import Job
 from ..state import FRACTION_EPS, ClusterState, Decision, Start
-from .ordering import StaticKeyOrder, fifo_key
+from .ordering import StaticKeyOrder, arrival_ranks, fifo_key
 from .placement import FAILURES_PERSIST, FitMemory, first_fit
 from .registry import SchedulerSpec, register
 
@@ -323,11 +323,7 @@ class EasyBackfill:
 
     def reset(self, state: ClusterState) -> None:
         self.order.reset(state)
-        jobs = state.jobs
-        self._job_of = sorted(range(len(jobs)), key=lambda j: (jobs[j].submit_s, j))
-        self._rank = [0] * len(jobs)
-        for r, j in enumerate(self._job_of):
-            self._rank[j] = r
+        self._rank, self._job_of = arrival_ranks(state)
         self._ranks, self._trees, self._pos, self._front, self._arrived = {}, {}, {}, {}, {}
         self._releases = _ReleaseBook.of(state)
         self._fits.reset()

@@ -174,6 +174,16 @@ class StaticKeyOrder:
                 self._heap_entries += 1
 
 
+def arrival_ranks(state: ClusterState) -> tuple[list[int], list[int]]:
+    """``(rank, job_of)``: each job's rank in arrival order (submit time, then job id) and the job of each rank.
+    Schedulers that keep jobs in arrival order keep their ranks: plain ints, cheap to compare."""
+    job_of = list(state.arrival_order)
+    rank = [0] * len(job_of)
+    for r, j in enumerate(job_of):
+        rank[j] = r
+    return rank, job_of
+
+
 def fifo_key(state: ClusterState, job: Job) -> float:
     return job.submit_s  # ties by job id, as in every ordering
 

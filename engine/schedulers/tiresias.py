@@ -16,20 +16,22 @@ order, which avoids the constant switching of pure least-attained-service.
   the cycle "promoted, demoted, preempted, promoted" cannot repeat without bound.
 
 Only a queued job's key changes through promotion: queued jobs receive no service, so a static key per
-queued job (queue, submit time, id) keeps the waiting list sorted.
+queued job (queue, submit time, id) keeps the waiting list sorted. Jobs are kept by their rank in arrival order
+(submit time, then id): plain ints, cheap to compare.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, insort
 from typing import Final, Iterator
 
 import numpy as np
 
 from ..job import Job
 from ..state import FRACTION_EPS, ClusterState, Decision, Preempt, Start, Wake
+from .ordering import arrival_ranks
 from .placement import FAILURES_PERSIST, PLACEMENTS, FitMemory, Placement
 from .registry import SchedulerSpec, register
 
@@ -66,10 +68,13 @@ class Tiresias:
         self._reset_memory()
 
     def _reset_memory(self) -> None:
-        # Per queue, per job shape: waiting jobs as sorted (submit_s, job, version); stale entries (of jobs
-        # promoted since) are dropped when they reach the front.
-        self._waiting: list[dict[int, list[tuple[float, int, int]]]] = [{} for _ in range(len(self.thresholds) + 1)]
-        self._version: dict[int, int] = {}  # job -> version of its valid entry in _waiting
+        self._rank: list[int] = []  # job -> rank in arrival order
+        self._job_of: list[int] = []  # rank -> job
+        # Per queue, per job shape: ranks of waiting jobs, sorted; stale entries (jobs that have started, or
+        # moved to another queue since: see _where) are dropped when they reach the front.
+        self._waiting: list[dict[int, list[int]]] = [{} for _ in range(len(self.thresholds) + 1)]
+        self._where: dict[int, int] = {}  # job -> queue of its valid entry in _waiting
+        self._version: dict[int, int] = {}  # job -> how many times it was queued (promotions are for one of them)
         self._listed: set[int] = set()  # jobs with a valid entry in _waiting
         self._base: dict[int, float] = {}  # job -> service forgotten at its last promotion
         self._run_s: dict[int, float] = {}  # job -> total time run so far
@@ -77,9 +82,9 @@ class Tiresias:
         self._crossings: list[tuple[float, int, int, int]] = []  # heap (time, job, run, new queue)
         self._run_id: dict[int, int] = {}  # running job -> number of its current run
         self._started_s: dict[int, float] = {}
-        # Per queue, its running jobs as sorted (submit_s, job): victims are taken latest submitted first
-        # without sorting at every preemption. Jobs that ended are dropped when next looked at.
-        self._running: list[list[tuple[float, int]]] = [[] for _ in range(len(self.thresholds) + 1)]
+        # Per queue, the ranks of its running jobs, sorted: victims are taken latest submitted first without
+        # sorting at every preemption. Jobs that ended are dropped when next looked at.
+        self._running: list[list[int]] = [[] for _ in range(len(self.thresholds) + 1)]
         self._run_queue: dict[int, int] = {}  # running job -> its queue
         self._queue_gpus = [0] * (len(self.thresholds) + 1)  # GPUs held by the running jobs of each queue
         self._gpu_jobs: list[list[int]] = []  # per GPU, the jobs started on it that were running when last looked
@@ -93,13 +98,19 @@ class Tiresias:
         if reset is not None:
             reset(state)
         self._reset_memory()
+        self._rank, self._job_of = arrival_ranks(state)
         self._released_at = len(state.occupancy.released)
         self._fits.reset()
 
     # ----------------------------------------------------------------- bookkeeping
     def queue_of(self, service_gpu_s: float) -> int:
         """Queue index (0 = highest priority) for this much attained service."""
-        return bisect_right(self.thresholds, service_gpu_s)
+        q = 0  # bisect_right(self.thresholds, service_gpu_s), written out: a handful of thresholds at most
+        for t in self.thresholds:
+            if service_gpu_s < t:
+                break
+            q += 1
+        return q
 
     def _service(self, state: ClusterState, j: int) -> float:
         return state.attained_gpu_s(j) - self._base.get(j, 0.0)
@@ -108,8 +119,13 @@ class Tiresias:
         v = self._version.get(j, 0) + 1
         self._version[j] = v
         q = self.queue_of(self._service(state, j)) if queue is None else queue
-        job = state.jobs[j]
-        insort(self._waiting[q].setdefault(state.job_shape[j], []), (job.submit_s, j, v))
+        waiting, sid = self._waiting[q], state.job_shape[j]
+        entries = waiting.get(sid)
+        if entries is None:
+            waiting[sid] = [self._rank[j]]
+        else:
+            insort(entries, self._rank[j])
+        self._where[j] = q
         self._listed.add(j)
         ran_s = self._run_s.get(j, 0.0)
         if ran_s > 0 and q > 0 and math.isfinite(self.promote_knob):
@@ -123,7 +139,7 @@ class Tiresias:
         self._started_s[j] = state.now_s
         service = self._service(state, j)
         q = self.queue_of(service)
-        insort(self._running[q], (state.jobs[j].submit_s, j))
+        insort(self._running[q], self._rank[j])
         self._run_queue[j] = q
         self._queue_gpus[q] = self._queue_gpus[q] + state.jobs[j].gpus
         self._push_crossing(state.now_s, state.jobs[j], service, q, run)
@@ -141,17 +157,17 @@ class Tiresias:
 
     def _stopped(self, state: ClusterState, j: int) -> None:
         q = self._run_queue.pop(j)
-        self._drop_running(q, state.jobs[j])
+        self._drop_running(q, j)
         self._queue_gpus[q] = self._queue_gpus[q] - state.jobs[j].gpus
         del self._run_id[j]
         for g in self._run_gpus.pop(j):
             self._gpu_jobs[g].remove(j)
 
-    def _drop_running(self, q: int, job: Job) -> None:
-        """Remove ``job`` from queue ``q``'s running list (O(log n) search; no-op if it is not there)."""
-        entries = self._running[q]
-        i = bisect_left(entries, (job.submit_s, job.job_id))
-        if i < len(entries) and entries[i][1] == job.job_id:
+    def _drop_running(self, q: int, j: int) -> None:
+        """Remove job ``j`` from queue ``q``'s running list (O(log n) search; no-op if it is not there)."""
+        entries, r = self._running[q], self._rank[j]
+        i = bisect_left(entries, r)
+        if i < len(entries) and entries[i] == r:
             del entries[i]
 
     def _is_running(self, state: ClusterState, j: int) -> bool:
@@ -189,8 +205,8 @@ class Tiresias:
             t, j, run, q = heapq.heappop(crossings)
             if self._run_id.get(j) == run and self._is_running(state, j):
                 job = state.jobs[j]
-                self._drop_running(q - 1, job)
-                insort(self._running[q], (job.submit_s, j))
+                self._drop_running(q - 1, j)
+                insort(self._running[q], self._rank[j])
                 self._run_queue[j] = q
                 self._queue_gpus[q - 1] = self._queue_gpus[q - 1] - job.gpus
                 self._queue_gpus[q] = self._queue_gpus[q] + job.gpus
@@ -230,24 +246,25 @@ class Tiresias:
         for q in range(len(self._running) - 1, -1, -1):
             entries = self._running[q]
             while entries:
-                if self._is_running(state, entries[0][1]):
+                if self._is_running(state, self._job_of[entries[0]]):
                     return q
         return -1
 
-    def _heads(self, state: ClusterState, q: int, failed: dict[int, int]) -> list[tuple[float, int, int]]:
-        """Heap of (submit_s, job, shape): the oldest waiting job of each shape in queue ``q`` that has not
-        failed at queue ``q`` or above."""
-        heads = []
+    def _heads(self, state: ClusterState, q: int, failed: dict[int, int]) -> list[int]:
+        """Heap of ranks: the oldest waiting job of each shape in queue ``q`` that has not failed at queue ``q``
+        or above."""
+        heads: list[int] = []
         by_shape = self._waiting[q]
-        version, queue = self._version, state.queue
+        where, queue, job_of = self._where, state.queue, self._job_of
         emptied = []
         for sid, entries in by_shape.items():  # _front, inlined: this runs for every shape, every decision
             if sid in failed and failed[sid] <= q:
                 continue
             while entries:
-                entry = entries[0]
-                if version.get(entry[1]) == entry[2] and entry[1] in queue:
-                    heads.append((entry[0], entry[1], sid))
+                r = entries[0]
+                j = job_of[r]
+                if where[j] == q and j in queue:
+                    heads.append(r)
                     break
                 del entries[0]
             else:
@@ -257,16 +274,19 @@ class Tiresias:
         heapq.heapify(heads)
         return heads
 
-    def _front(self, state: ClusterState, by_shape: dict, sid: int) -> tuple[float, int, int] | None:
-        """The oldest valid entry of one (queue, shape) list, dropping stale ones (and the list once empty)."""
-        entries, version, queue = by_shape[sid], self._version, state.queue
+    def _front(self, state: ClusterState, q: int, sid: int) -> int:
+        """The rank of the oldest waiting job of queue ``q`` and shape ``sid``, or -1; stale entries in front are
+        dropped (and the list once empty)."""
+        by_shape = self._waiting[q]
+        entries, where, queue, job_of = by_shape[sid], self._where, state.queue, self._job_of
         while entries:
-            entry = entries[0]
-            if version.get(entry[1]) == entry[2] and entry[1] in queue:
-                return entry
+            r = entries[0]
+            j = job_of[r]
+            if where[j] == q and j in queue:
+                return r
             del entries[0]
         del by_shape[sid]
-        return None
+        return -1
 
     def _pass(self, state: ClusterState, preempted: list[int], unfit: set[int]) -> Iterator[Decision]:
         """Queues in priority order; within a queue, waiting jobs in arrival order (merged over shapes, so that
@@ -276,7 +296,7 @@ class Tiresias:
         failures do not persist): they are not placed again, and from a queue on which no running job has
         lower priority (so none can be preempted) they are not even looked at. Preempting frees GPUs, after
         which only the shapes that the freed GPUs cannot fit either stay in ``unfit``."""
-        jobs, place, fits = state.jobs, self.place, self._fits
+        jobs, place, fits, job_of, job_shape = state.jobs, self.place, self._fits, self._job_of, state.job_shape
         failed: dict[int, int] = {}  # shape -> highest-priority queue at which it could not start, even by preempting
         shapes = state.queue_shape_counts
         lowest = self._lowest_running_queue(state)
@@ -292,7 +312,8 @@ class Tiresias:
                     # Every kind of waiting job failed at this queue or above (so fails below it too), or
                     # nothing is free and no running job has lower priority than what is left.
                     return
-                _, j, sid = heapq.heappop(heads)
+                j = job_of[heapq.heappop(heads)]
+                sid = job_shape[j]
                 job = jobs[j]
                 if no_room or sid in unfit:
                     gpus = None
@@ -319,7 +340,7 @@ class Tiresias:
                         no_room = state.free_capacity <= 1e-9
                         if failed:  # GPUs were freed: shapes that failed may fit now
                             failed.clear()
-                            heads = [h for h in self._heads(state, q, failed) if h[2] != sid]
+                            heads = [h for h in self._heads(state, q, failed) if job_shape[job_of[h]] != sid]
                             heapq.heapify(heads)
                 if gpus is None:
                     failed[sid] = q
@@ -328,11 +349,10 @@ class Tiresias:
                 self._started(state, j)
                 lowest = max(lowest, q)
                 no_room = state.free_capacity <= 1e-9
-                by_shape = self._waiting[q]
-                del by_shape[sid][0]  # j was the front of its list
-                entry = self._front(state, by_shape, sid)
-                if entry is not None:
-                    heapq.heappush(heads, (entry[0], entry[1], sid))
+                del self._waiting[q][sid][0]  # j was the front of its list
+                r = self._front(state, q, sid)
+                if r >= 0:
+                    heapq.heappush(heads, r)
 
     def _victims(self, state: ClusterState, job: Job, q: int) -> list[int]:
         """Running jobs of queues below ``q`` to preempt so that ``job`` can start: taken lowest priority first
@@ -354,11 +374,11 @@ class Tiresias:
     def _lower_running(self, state: ClusterState, q: int, ended: list[int]) -> Iterator[int]:
         """Running jobs of queues below ``q``, lowest priority first (lowest queue, then latest submitted);
         jobs that have ended are skipped and added to ``ended``."""
-        running = state.running
+        running, job_of = state.running, self._job_of
         for lower in range(len(self._running) - 1, q, -1):
             entries = self._running[lower]
             for i in range(len(entries) - 1, -1, -1):
-                k = entries[i][1]
+                k = job_of[entries[i]]
                 if k in running:
                     yield k
                 else:

@@ -115,7 +115,7 @@ class _CheckedBookkeeping:
         yield from t.decide(state)
         running = state.running
         assert set(t._run_queue) == set(running)
-        assert sorted(j for entries in t._running for _, j in entries) == sorted(running)
+        assert sorted(t._job_of[r] for entries in t._running for r in entries) == sorted(running)
         on_gpus = sorted((g, j) for g, jobs in enumerate(t._gpu_jobs) for j in jobs)
         assert on_gpus == sorted((g, j) for j, r in running.items() for g in r.gpu_ids)
         self.checks += 1
