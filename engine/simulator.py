@@ -287,6 +287,9 @@ class Simulation:
         return self.state
 
     # ------------------------------------------------------------------ queries
+    def is_waiting(self, j: int) -> bool:
+        return self._state[j] == _QUEUED
+
     def attained_gpu_s(self, j: int) -> float:
         a = self._attained[j]
         r = self._running.get(j)

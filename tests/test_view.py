@@ -92,3 +92,19 @@ def test_arrival_order_is_by_submit_time_then_job_id():
     jobs = [Job(i, s, 10.0) for i, s in enumerate(submits)]
     state = Simulation(parse_cluster("1x8:generic"), jobs).reset()
     assert list(state.arrival_order) == [1, 4, 3, 6, 0, 2, 5]
+
+
+def test_is_waiting_agrees_with_the_queue_at_every_decision_point():
+    cluster = parse_cluster("1x4:generic")
+    jobs = [Job(i, float(i), 5.0, gpus=1 + i % 3) for i in range(12)]
+    sim = Simulation(cluster, jobs)
+    state = sim.reset()
+    seen = set()
+    while not sim.done:
+        assert [state.is_waiting(j) for j in range(len(jobs))] == [j in state.queue for j in range(len(jobs))]
+        seen.update(state.queue)
+        free = [g for g in range(4) if state.gpu_tenants[g] == 0]
+        j = next(iter(state.queue), None)
+        fits = j is not None and len(free) >= jobs[j].gpus
+        sim.step([Start(j, tuple(free[:jobs[j].gpus]))] if fits else [])
+    assert len(seen) > 3 and not any(state.is_waiting(j) for j in range(len(jobs)))

@@ -395,11 +395,10 @@ class EasyBackfill:
         """Enter the jobs of shape ``sid`` that arrived since its lists were last used and still wait."""
         arrived = self._arrived[sid]
         if arrived:
-            ranks, tree, pos, job_of, jobs, queue = self._ranks[sid], self._trees[sid], self._pos, self._job_of, \
-                state.jobs, state.queue
+            ranks, tree, pos, job_of, jobs = self._ranks[sid], self._trees[sid], self._pos, self._job_of, state.jobs
             for r in arrived:
                 j = job_of[r]
-                if j in queue:
+                if state.is_waiting(j):
                     ranks.append(r)
                     pos[r] = tree.append(jobs[j].estimate_s)
             arrived.clear()

@@ -96,14 +96,14 @@ class StaticKeyOrder:
         # Entries of jobs that started are dropped lazily: all of them once they outnumber the waiting jobs
         # (amortised O(1) per job), else those in front, which every walk would step over again.
         elif len(items) - head > 2 * len(queue) + 8:
-            self._items = items = [e for e in items[head:] if e[1] in queue and gen[e[1]] == e[2]]
+            self._items = items = [e for e in items[head:] if state.is_waiting(e[1]) and gen[e[1]] == e[2]]
             head = 0
         else:
             n = len(items)
             while head < n:
                 e = items[head]
                 j = e[1]
-                if e[2] == gen[j] and j in queue:
+                if e[2] == gen[j] and state.is_waiting(j):
                     break
                 head += 1
             if head * 2 > n:
@@ -112,7 +112,7 @@ class StaticKeyOrder:
         self._head = head
         for i in range(head, len(items)):
             _, j, g = items[i]
-            if g == gen[j] and j in queue:
+            if g == gen[j] and state.is_waiting(j):
                 yield j
 
     def _merge(self, state: ClusterState, skip: Container[int]) -> Iterator[int]:
@@ -137,7 +137,7 @@ class StaticKeyOrder:
             if sid in skip:
                 continue
             h = heaps[sid]
-            while not (h[0][2] == gen[h[0][1]] and h[0][1] in queue):  # a waiting shape has a valid entry
+            while not (h[0][2] == gen[h[0][1]] and state.is_waiting(h[0][1])):  # a waiting shape has a valid entry
                 heappop(h)
                 self._heap_entries -= 1
             heads.append((h[0], sid))
@@ -158,9 +158,9 @@ class StaticKeyOrder:
                 h = heaps[sid]
                 heappop(h)  # e: only this walk pops, and only from the top
                 self._heap_entries -= 1
-                if e[1] in queue:
+                if state.is_waiting(e[1]):
                     taken.append(e)
-                while h and not (h[0][2] == gen[h[0][1]] and h[0][1] in queue):
+                while h and not (h[0][2] == gen[h[0][1]] and state.is_waiting(h[0][1])):
                     heappop(h)
                     self._heap_entries -= 1
                 if h:

@@ -255,7 +255,7 @@ class Tiresias:
         or above."""
         heads: list[int] = []
         by_shape = self._waiting[q]
-        where, queue, job_of = self._where, state.queue, self._job_of
+        where, job_of = self._where, self._job_of
         emptied = []
         for sid, entries in by_shape.items():  # _front, inlined: this runs for every shape, every decision
             if sid in failed and failed[sid] <= q:
@@ -263,7 +263,7 @@ class Tiresias:
             while entries:
                 r = entries[0]
                 j = job_of[r]
-                if where[j] == q and j in queue:
+                if where[j] == q and state.is_waiting(j):
                     heads.append(r)
                     break
                 del entries[0]
@@ -278,11 +278,11 @@ class Tiresias:
         """The rank of the oldest waiting job of queue ``q`` and shape ``sid``, or -1; stale entries in front are
         dropped (and the list once empty)."""
         by_shape = self._waiting[q]
-        entries, where, queue, job_of = by_shape[sid], self._where, state.queue, self._job_of
+        entries, where, job_of = by_shape[sid], self._where, self._job_of
         while entries:
             r = entries[0]
             j = job_of[r]
-            if where[j] == q and j in queue:
+            if where[j] == q and state.is_waiting(j):
                 return r
             del entries[0]
         del by_shape[sid]
