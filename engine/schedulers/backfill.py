@@ -304,7 +304,8 @@ class EasyBackfill:
     def __init__(self, name: str = "easy-backfill") -> None:
         self.name = name
         self.order = StaticKeyOrder(fifo_key)
-        self.place = first_fit
+        # Placement is first-fit, called by name (compiled, a direct call): what _sync_placements keeps relies
+        # on how first-fit chooses.
         # Jobs are known by their rank in arrival order (submit time, then id) below: heap entries and
         # comparisons are then plain ints.
         self._rank: list[int] = []  # job -> rank
@@ -317,7 +318,7 @@ class EasyBackfill:
         # job that starts before then never enters them
         self._arrived: dict[int, list[int]] = {}
         self._releases = _ReleaseBook([], 0)
-        self._remember = self.place in FAILURES_PERSIST
+        self._remember = first_fit in FAILURES_PERSIST
         self._fits = FitMemory()  # shapes that fit nowhere, across decision points
         self._reset_placements()
 
@@ -359,13 +360,18 @@ class EasyBackfill:
         ``job``), or None if it fits nowhere now."""
         at = self._placed.get(sid)
         if at is None:
-            gpus = self.place(state, job)
+            gpus = first_fit(state, job)
             if gpus is None:
                 return None
-            top = max(gpus)
+            low = top = gpus[0]
+            for g in gpus:  # (min and max, without two generic calls)
+                if g < low:
+                    low = g
+                elif g > top:
+                    top = g
             node = state.occupancy.gpu_node
             # (a node's GPU ids are contiguous; GPUs spread over nodes move with any release)
-            at = self._placed[sid] = (gpus, top if node[min(gpus)] == node[top] else len(node), {})
+            at = self._placed[sid] = (gpus, top if node[low] == node[top] else len(node), {})
             gpu_shapes = self._gpu_shapes
             for g in gpus:
                 shapes = gpu_shapes.get(g)
@@ -418,7 +424,7 @@ class EasyBackfill:
                 self._fits.keep(state, failed)
 
     def _decide(self, state: ClusterState, failed: set[int]) -> Iterator[Decision]:
-        jobs, job_shape, placement = state.jobs, state.job_shape, self._placement
+        jobs, job_shape = state.jobs, state.job_shape
         self._sync_placements(state)
         arrived, rank = self._arrived, self._rank
         for j in state.entered:
@@ -432,7 +438,7 @@ class EasyBackfill:
         # FIFO phase: start jobs in arrival order until one does not fit: the head.
         head: Job | None = None
         full = state.free_capacity <= 1e-9  # changes only when a job starts
-        placed, place = self._placed, self.place
+        placed = self._placed
         for j in self.order.candidates(state):  # (the ordering reads state.entered on its first step)
             if full:
                 return
@@ -441,7 +447,7 @@ class EasyBackfill:
                 gpus = None
             else:  # a placement kept for backfilling, if any (a new one is not kept: starting the job voids it)
                 at = placed.get(sid)
-                gpus = place(state, jobs[j]) if at is None else at[0]
+                gpus = first_fit(state, jobs[j]) if at is None else at[0]
             if gpus is None:
                 head = jobs[j]
                 self._fits.fail(state, failed, sid, head)
@@ -477,7 +483,7 @@ class EasyBackfill:
             if nxt[sid] != r:
                 continue  # superseded
             job = jobs[j]
-            at = placement(state, sid, job)
+            at = self._placement(state, sid, job)
             if at is None:
                 self._fits.fail(state, failed, sid, job)
                 nxt[sid] = -1
@@ -527,11 +533,12 @@ class EasyBackfill:
         # The shape's oldest waiting job first (amortised O(1): the front only moves forward, past jobs that
         # have started).
         self._flush(state, sid)
-        ranks, pos, p = self._ranks[sid], self._pos, self._front[sid]
-        n = len(ranks)
+        ranks, pos, front = self._ranks[sid], self._pos, self._front[sid]
+        n, p = len(ranks), front
         while p < n and ranks[p] not in pos:
             p += 1
-        self._front[sid] = p
+        if p != front:
+            self._front[sid] = p
         if p < n and ranks[p] > cursor:  # the usual case: the shape's oldest job comes later
             return ranks[p]
         return self._next(sid, bisect_right(ranks, cursor), math.inf)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from engine import Job, Simulation, Start, parse_cluster
 from engine.schedulers.backfill import EasyBackfill, _MinTree, reserve
+from engine.schedulers.placement import first_fit
 from engine.simulator import COMPLETED
 from engine.traces.generator import generate
 
@@ -228,7 +229,7 @@ class _CheckedPlacements(EasyBackfill):
     def _placement(self, state, sid, job):
         kept = self._placed.get(sid)
         at = super()._placement(state, sid, job)
-        assert (None if at is None else at[0]) == self.place(state, job)
+        assert (None if at is None else at[0]) == first_fit(state, job)
         if kept is not None:
             type(self).kept += 1
             for job_type, rate in kept[2].items():
