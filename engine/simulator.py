@@ -320,12 +320,14 @@ class Simulation:
 
     def _spread_of(self, gpus: tuple[int, ...]) -> tuple[int, int]:
         """(nodes, racks) that ``gpus`` span."""
-        if len(gpus) == 1:
-            return 1, 1
         gpu_node = self._gpu_node
-        nodes = {gpu_node[g] for g in gpus}
-        if len(nodes) == 1:
+        node = gpu_node[gpus[0]]
+        for g in gpus:  # (most jobs run on one node: tell that without building a set)
+            if gpu_node[g] != node:
+                break
+        else:
             return 1, 1
+        nodes = {gpu_node[g] for g in gpus}
         node_rack = self._node_rack
         return len(nodes), len({node_rack[n] for n in nodes})
 

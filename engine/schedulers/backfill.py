@@ -74,6 +74,18 @@ class _ReleaseBook:
         insort(self.by_type[self.gpu_type[g]], end_s)
         self.listed[g] = True
 
+    def _list_whole(self, gpus: tuple[int, ...], end_s: float) -> None:
+        """``_list`` for every GPU of a whole-GPU job (all of one type, one end): its copies of ``end_s`` go into
+        the sorted list in one insertion."""
+        end, listed = self.end_s, self.listed
+        for g in gpus:
+            self._unlist(g)
+            end[g] = end_s
+            listed[g] = True
+        ends = self.by_type[self.gpu_type[gpus[0]]]
+        i = bisect_right(ends, end_s)
+        ends[i:i] = [end_s] * len(gpus)
+
     def _unlist(self, g: int) -> None:
         if self.listed[g]:
             ends = self.by_type[self.gpu_type[g]]
@@ -105,8 +117,7 @@ class _ReleaseBook:
             if r is None:
                 continue  # it has ended since: it left its GPUs as the log says
             if r.job.gpu_fraction >= 1.0:
-                for g in r.gpu_ids:
-                    self._list(g, r.est_end_s)
+                self._list_whole(r.gpu_ids, r.est_end_s)
             else:
                 g = r.gpu_ids[0]
                 self.on_gpu.setdefault(g, []).append(j)
