@@ -140,23 +140,25 @@ class StaticKeyOrder:
             while not (h[0][2] == gen[h[0][1]] and state.is_waiting(h[0][1])):  # a waiting shape has a valid entry
                 heappop(h)
                 self._heap_entries -= 1
-            heads.append((h[0], sid))
+            e = h[0]
+            heads.append((e[0], e[1], sid))  # (key, job, shape): flat, so comparing two compares keys, then ids
         if not heads:
             return
         heapq.heapify(heads)
         taken = []  # entries of yielded jobs that still wait: put back at the end
         try:
             while heads:
-                e, sid = heads[0]
+                head = heads[0]
+                sid = head[2]
                 if sid in skip:
                     heappop(heads)
                     continue
-                yield e[1]
+                yield head[1]
                 if sid in skip:
                     heappop(heads)
                     continue
                 h = heaps[sid]
-                heappop(h)  # e: only this walk pops, and only from the top
+                e = heappop(h)  # the head's entry: only this walk pops, and only from the top
                 self._heap_entries -= 1
                 if state.is_waiting(e[1]):
                     taken.append(e)
@@ -164,7 +166,8 @@ class StaticKeyOrder:
                     heappop(h)
                     self._heap_entries -= 1
                 if h:
-                    heapq.heapreplace(heads, (h[0], sid))
+                    e = h[0]
+                    heapq.heapreplace(heads, (e[0], e[1], sid))
                 else:
                     heappop(heads)
         finally:
