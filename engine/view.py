@@ -32,7 +32,7 @@ class ClusterState:
             supports ``in``, ``len`` and iteration. Do not iterate it while yielding decisions.
         entered: job ids that entered the queue since the previous ``decide`` call started, in order:
             arrivals, and jobs preempted by that call's own decisions.
-        running: ``job_id -> RunningJob`` for every running job.
+        running: ``job_id -> RunningJob`` for every running job (a dict; do not change it).
         gpu_free: free share of each GPU (1.0 = idle, 0.0 = full).
         gpu_free_vram_gib: free memory of each GPU, GiB.
         gpu_tenants: number of jobs on each GPU.
@@ -47,7 +47,7 @@ class ClusterState:
             for placement rules that need to be fast.
         job_shape: a small integer per job; jobs with equal shape ask for the same resources (GPU count,
             fraction, memory, allowed types), so a placement that fails for one fails for all of them.
-        queue_shape_counts: ``shape -> number of waiting jobs`` with that shape.
+        queue_shape_counts: ``shape -> number of waiting jobs`` with that shape (a dict; do not change it).
         user_gpus: ``user -> GPUs in use`` (fractions count as fractions).
         stops: how many times a running job has stopped (ended or was preempted). Resources grow only when it
             changes, so a placement that failed cannot succeed before it does.
@@ -66,7 +66,7 @@ class ClusterState:
         self.now_s: float = 0.0
         self.queue = sim._queue.keys()
         self.entered: list[int] = []
-        self.running: Mapping[int, RunningJob] = sim._running
+        self.running: dict[int, RunningJob] = sim._running
         occ = sim._occ
         self.occupancy: Occupancy = occ
         self._gpu_free = _readonly(occ.np_free)
@@ -83,7 +83,7 @@ class ClusterState:
         if only_type >= 0:
             type_nodes = sim._occ.type_nodes[only_type]
             self.shape_node_bits = [bits & type_nodes for bits in sim._shape_node_bits]
-        self.queue_shape_counts: Mapping[int, int] = sim._queue_shapes
+        self.queue_shape_counts: dict[int, int] = sim._queue_shapes  # (a dict: compiled readers look up fast)
         self.user_gpus: Mapping[str, float] = sim._user_gpus
 
     @property

@@ -29,7 +29,7 @@ from mypy_extensions import mypyc_attr
 
 from ..job import Job
 from ..state import FRACTION_EPS, ClusterState, Decision, Start
-from .ordering import StaticKeyOrder, arrival_ranks, fifo_key
+from .ordering import StaticKeyOrder, arrival_ranks
 from .placement import FAILURES_PERSIST, FitMemory, first_fit
 from .registry import SchedulerSpec, register
 
@@ -314,7 +314,7 @@ class EasyBackfill:
 
     def __init__(self, name: str = "easy-backfill") -> None:
         self.name = name
-        self.order = StaticKeyOrder(fifo_key)
+        self.order = StaticKeyOrder()  # arrival order
         # Placement is first-fit, called by name (compiled, a direct call): what _sync_placements keeps relies
         # on how first-fit chooses.
         # Jobs are known by their rank in arrival order (submit time, then id) below: heap entries and

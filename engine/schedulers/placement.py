@@ -267,20 +267,31 @@ class FitMemory:
         self._unfit: set[int] = set()
         self._at_stops = -1  # state.stops when _unfit was kept
         self._released_at = 0  # length of state.occupancy.released then
-        self._need: dict[int, tuple[Job, int, float, int]] = {}  # shape -> (a job, GPUs, fraction, type group)
+        # Per shape that failed (indexed by shape id): a job of it, its GPUs, fraction and type group.
+        self._job: list[Job | None] = []
+        self._gpus: list[int] = []
+        self._fraction: list[float] = []
+        self._group: list[int] = []
         self._groups: list[tuple[int, ...]] = []  # type group -> its eligible GPU types (each distinct set once)
         self._group_of: dict[tuple[int, ...], int] = {}
 
     def fail(self, state: ClusterState, unfit: set[int], sid: int, job: Job) -> None:
         """Record that shape ``sid`` (of ``job``) cannot be placed now."""
         unfit.add(sid)
-        if sid not in self._need:
+        if sid >= len(self._job):
+            grow = sid + 1 - len(self._job)
+            self._job.extend([None] * grow)
+            self._gpus.extend([0] * grow)
+            self._fraction.extend([0.0] * grow)
+            self._group.extend([-1] * grow)
+        if self._job[sid] is None:
             types = tuple(np.flatnonzero(state.eligible_types(job)).tolist())
             group = self._group_of.get(types)
             if group is None:
                 group = self._group_of[types] = len(self._groups)
                 self._groups.append(types)
-            self._need[sid] = (job, job.gpus, job.gpu_fraction, group)
+            self._job[sid], self._gpus[sid], self._fraction[sid], self._group[sid] = \
+                job, job.gpus, job.gpu_fraction, group
 
     def keep(self, state: ClusterState, unfit: set[int]) -> None:
         self._unfit, self._at_stops = unfit, state.stops
@@ -288,18 +299,22 @@ class FitMemory:
 
     def recall(self, state: ClusterState) -> set[int]:
         """The remembered shapes that still wait and cannot be placed now."""
-        shapes = state.queue_shape_counts
+        shapes, unfit = state.queue_shape_counts, self._unfit
+        out = set(unfit)  # (copied in C; those that stopped waiting or fit now are taken out below)
         if state.stops == self._at_stops:
-            return {sid for sid in self._unfit if sid in shapes}
+            for sid in unfit:
+                if sid not in shapes:
+                    out.discard(sid)
+            return out
         occ = state.occupancy
-        type_idle, idle_gpus, need, groups = occ.type_idle, occ.idle_gpus, self._need, self._groups
+        type_idle, idle_gpus, groups = occ.type_idle, occ.idle_gpus, self._groups
         most_idle = [-1] * len(groups)  # per type group: most idle GPUs of one of its types (-1: not yet known)
         fresh: list[int] | None = None  # shared GPUs released since the failures were recorded (built on first need)
-        out = set()
-        for sid in self._unfit:
+        for sid in unfit:
             if sid not in shapes:
+                out.discard(sid)
                 continue
-            job, k, frac, group = need[sid]
+            k, group = self._gpus[sid], self._group[sid]
             if idle_gpus >= k:  # (else no type has k idle GPUs)
                 idle = most_idle[group]
                 if idle < 0:
@@ -309,18 +324,22 @@ class FitMemory:
                             idle = type_idle[t]
                     most_idle[group] = idle
                 if idle >= k:
+                    out.discard(sid)
                     continue
+            frac = self._fraction[sid]
             if frac < 1.0:
                 if frac <= FRACTION_EPS:
-                    continue  # a share so small it "fits" even on full GPUs
+                    out.discard(sid)  # a share so small it "fits" even on full GPUs
+                    continue
                 if fresh is None:
                     tenants = occ.tenants
                     fresh = [g for g in set(occ.released[self._released_at:]) if tenants[g]]
-                types, gpu_type = groups[group], occ.gpu_type
-                if _fits_one(occ, fresh, types, gpu_type, job):
-                    continue
-            out.add(sid)
+                job = self._job[sid]
+                assert job is not None
+                if _fits_one(occ, fresh, groups[group], occ.gpu_type, job):
+                    out.discard(sid)
         return out
+
 
 def _fits_one(occ: Occupancy, gpus: list[int], types: tuple[int, ...], gpu_type: list[int], job: Job) -> bool:
     """Whether fractional ``job`` fits on one of the shared ``gpus`` of one of ``types``."""

@@ -39,6 +39,30 @@ from .registry import SchedulerSpec, register
 DEFAULT_THRESHOLDS_GPU_S: Final = (3600.0, 36000.0)
 
 
+class _Ranks:
+    """Ranks in increasing order, from ``head`` on: the front is dropped by moving ``head``, and cut off only
+    once it is half the list (deleting a list's front moves all the rest; a long queue would pay that at
+    every start)."""
+
+    def __init__(self, rank: int) -> None:
+        self.ranks = [rank]
+        self.head = 0
+
+    def insert(self, rank: int) -> None:
+        ranks = self.ranks
+        if self.head == len(ranks) or rank > ranks[-1]:  # (arrivals: no search)
+            ranks.append(rank)
+        else:
+            insort(ranks, rank, self.head)
+
+    def pop_front(self) -> None:
+        head = self.head + 1
+        if head * 2 > len(self.ranks):
+            del self.ranks[:head]
+            head = 0
+        self.head = head
+
+
 class Tiresias:
     """Discretised 2D-LAS with preemption and a starvation guard.
 
@@ -70,9 +94,9 @@ class Tiresias:
     def _reset_memory(self) -> None:
         self._rank: list[int] = []  # job -> rank in arrival order
         self._job_of: list[int] = []  # rank -> job
-        # Per queue, per job shape: ranks of waiting jobs, sorted; stale entries (jobs that have started, or
+        # Per queue, per job shape: ranks of waiting jobs, in order; stale entries (jobs that have started, or
         # moved to another queue since: see _where) are dropped when they reach the front.
-        self._waiting: list[dict[int, list[int]]] = [{} for _ in range(len(self.thresholds) + 1)]
+        self._waiting: list[dict[int, _Ranks]] = [{} for _ in range(len(self.thresholds) + 1)]
         self._where: dict[int, int] = {}  # job -> queue of its valid entry in _waiting
         self._version: dict[int, int] = {}  # job -> how many times it was queued (promotions are for one of them)
         self._listed: set[int] = set()  # jobs with a valid entry in _waiting
@@ -122,9 +146,9 @@ class Tiresias:
         waiting, sid = self._waiting[q], state.job_shape[j]
         entries = waiting.get(sid)
         if entries is None:
-            waiting[sid] = [self._rank[j]]
+            waiting[sid] = _Ranks(self._rank[j])
         else:
-            insort(entries, self._rank[j])
+            entries.insert(self._rank[j])
         self._where[j] = q
         self._listed.add(j)
         ran_s = self._run_s.get(j, 0.0)
@@ -260,13 +284,14 @@ class Tiresias:
         for sid, entries in by_shape.items():  # _front, inlined: this runs for every shape, every decision
             if sid in failed and failed[sid] <= q:
                 continue
-            while entries:
-                r = entries[0]
+            ranks = entries.ranks
+            while entries.head < len(ranks):
+                r = ranks[entries.head]
                 j = job_of[r]
                 if where[j] == q and state.is_waiting(j):
                     heads.append(r)
                     break
-                del entries[0]
+                entries.pop_front()
             else:
                 emptied.append(sid)
         for sid in emptied:
@@ -279,12 +304,12 @@ class Tiresias:
         dropped (and the list once empty)."""
         by_shape = self._waiting[q]
         entries, where, job_of = by_shape[sid], self._where, self._job_of
-        while entries:
-            r = entries[0]
+        while entries.head < len(entries.ranks):
+            r = entries.ranks[entries.head]
             j = job_of[r]
             if where[j] == q and state.is_waiting(j):
                 return r
-            del entries[0]
+            entries.pop_front()
         del by_shape[sid]
         return -1
 
@@ -349,7 +374,7 @@ class Tiresias:
                 self._started(state, j)
                 lowest = max(lowest, q)
                 no_room = state.free_capacity <= 1e-9
-                del self._waiting[q][sid][0]  # j was the front of its list
+                self._waiting[q][sid].pop_front()  # j was the front of its list
                 r = self._front(state, q, sid)
                 if r >= 0:
                     heapq.heappush(heads, r)
