@@ -1,4 +1,4 @@
-"""Orderings: a walk that skips shapes (a merge of per-shape heaps) yields exactly the plain sorted queue minus
+"""Orderings: a walk that skips shapes (a merge of per-shape lists) yields exactly the plain sorted queue minus
 the skipped shapes, also when the skip set grows during the walk, jobs it yields are left waiting, and the
 queue grows long."""
 
@@ -66,13 +66,16 @@ def _jobs(n: int, seed: int) -> list[Job]:
     for i in range(n):
         t += float(rng.exponential(3.0))
         jobs.append(Job(i, round(t), float(rng.integers(50, 500)), gpus=int(rng.choice([1, 2, 4])),
-                        vram_gib=float(rng.choice([0.0, 8.0])), estimate_s=float(rng.integers(10, 900))))
+                        vram_gib=float(rng.choice([0.0, 8.0])), estimate_s=float(rng.integers(10, 900)),
+                        priority=int(rng.integers(3))))
     return jobs
 
 
 @pytest.mark.parametrize("order_name,key", [
     ("fifo", lambda job: (job.submit_s, job.job_id)),
     ("sjf", lambda job: (job.estimate_s * job.gpus * job.gpu_fraction, job.submit_s)),
+    ("sjf-oracle", lambda job: (job.duration_s * job.gpus * job.gpu_fraction, job.submit_s)),
+    ("priority", lambda job: (-job.priority, job.submit_s)),
 ])
 @pytest.mark.parametrize("seed", range(2))
 def test_skipping_walk_equals_filtered_sorted_queue(order_name, key, seed):
