@@ -25,15 +25,19 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left, insort
-from typing import Final, Iterator
+from typing import Callable, Final, Iterator
 
 import numpy as np
 
 from ..job import Job
 from ..state import FRACTION_EPS, ClusterState, Decision, Preempt, Start, Wake
 from .ordering import arrival_ranks
-from .placement import FAILURES_PERSIST, PLACEMENTS, FitMemory, Placement
+from .placement import FAILURES_PERSIST, PLACEMENTS, FitMemory, Placement, first_fit
 from .registry import SchedulerSpec, register
+
+_heappush: Final = heapq.heappush  # (bound once: compiled, a C variable, not a module attribute per call)
+_heappop: Final = heapq.heappop
+_heapify: Final = heapq.heapify
 
 #: Default queue thresholds in GPU-seconds: 1 GPU-hour and 10 GPU-hours (three queues).
 DEFAULT_THRESHOLDS_GPU_S: Final = (3600.0, 36000.0)
@@ -91,28 +95,30 @@ class Tiresias:
         self._fits = FitMemory()
         self._reset_memory()
 
-    def _reset_memory(self) -> None:
+    def _reset_memory(self, n_jobs: int = 0) -> None:
         self._rank: list[int] = []  # job -> rank in arrival order
         self._job_of: list[int] = []  # rank -> job
         # Per queue, per job shape: ranks of waiting jobs, in order; stale entries (jobs that have started, or
         # moved to another queue since: see _where) are dropped when they reach the front.
         self._waiting: list[dict[int, _Ranks]] = [{} for _ in range(len(self.thresholds) + 1)]
-        self._where: dict[int, int] = {}  # job -> queue of its valid entry in _waiting
-        self._version: dict[int, int] = {}  # job -> how many times it was queued (promotions are for one of them)
-        self._listed: set[int] = set()  # jobs with a valid entry in _waiting
-        self._base: dict[int, float] = {}  # job -> service forgotten at its last promotion
-        self._run_s: dict[int, float] = {}  # job -> total time run so far
+        # Per job (lists indexed by job id: several times cheaper to read and write than dicts):
+        self._where = [-1] * n_jobs  # queue of its valid entry in _waiting
+        self._version = [0] * n_jobs  # how many times it was queued (promotions are for one of them)
+        self._listed = [False] * n_jobs  # whether it has a valid entry in _waiting
+        self._base = [0.0] * n_jobs  # service forgotten at its last promotion
+        self._run_s = [0.0] * n_jobs  # total time run so far
+        self._run_id = [0] * n_jobs  # number of its current run while it runs (runs count from 1), else 0
+        self._started_s = [0.0] * n_jobs  # when its current run started
+        self._run_queue = [-1] * n_jobs  # its queue while it runs (as far as this scheduler knows), else -1
+        self._run_gpus: list[tuple[int, ...]] = [()] * n_jobs  # its GPUs while it runs
         self._promotions: list[tuple[float, int, int]] = []  # heap (time, job, version)
         self._crossings: list[tuple[float, int, int, int]] = []  # heap (time, job, run, new queue)
-        self._run_id: dict[int, int] = {}  # running job -> number of its current run
-        self._started_s: dict[int, float] = {}
         # Per queue, the ranks of its running jobs, sorted: victims are taken latest submitted first without
         # sorting at every preemption. Jobs that ended are dropped when next looked at.
         self._running: list[list[int]] = [[] for _ in range(len(self.thresholds) + 1)]
-        self._run_queue: dict[int, int] = {}  # running job -> its queue
         self._queue_gpus = [0] * (len(self.thresholds) + 1)  # GPUs held by the running jobs of each queue
         self._gpu_jobs: list[list[int]] = []  # per GPU, the jobs started on it that were running when last looked
-        self._run_gpus: dict[int, tuple[int, ...]] = {}  # running job -> its GPUs
+        self._types: dict[int, list[int]] = {}  # job shape -> its eligible GPU types
         self._runs = 0
         self._wake_s = math.inf  # the last wake-up asked for (pending while it lies ahead)
         self._released_at = 0  # how much of state.occupancy.released has been read
@@ -121,7 +127,7 @@ class Tiresias:
         reset = getattr(self.place, "reset", None)
         if reset is not None:
             reset(state)
-        self._reset_memory()
+        self._reset_memory(len(state.jobs))
         self._rank, self._job_of = arrival_ranks(state)
         self._released_at = len(state.occupancy.released)
         self._fits.reset()
@@ -137,10 +143,10 @@ class Tiresias:
         return q
 
     def _service(self, state: ClusterState, j: int) -> float:
-        return state.attained_gpu_s(j) - self._base.get(j, 0.0)
+        return state.attained_gpu_s(j) - self._base[j]
 
     def _enqueue(self, state: ClusterState, j: int, queue: int | None = None) -> None:
-        v = self._version.get(j, 0) + 1
+        v = self._version[j] + 1
         self._version[j] = v
         q = self.queue_of(self._service(state, j)) if queue is None else queue
         waiting, sid = self._waiting[q], state.job_shape[j]
@@ -150,13 +156,13 @@ class Tiresias:
         else:
             entries.insert(self._rank[j])
         self._where[j] = q
-        self._listed.add(j)
-        ran_s = self._run_s.get(j, 0.0)
+        self._listed[j] = True
+        ran_s = self._run_s[j]
         if ran_s > 0 and q > 0 and math.isfinite(self.promote_knob):
-            heapq.heappush(self._promotions, (state.now_s + self.promote_knob * ran_s, j, v))
+            _heappush(self._promotions, (state.now_s + self.promote_knob * ran_s, j, v))
 
     def _started(self, state: ClusterState, j: int) -> None:
-        self._listed.discard(j)
+        self._listed[j] = False
         self._runs += 1
         run = self._runs
         self._run_id[j] = run
@@ -177,15 +183,18 @@ class Tiresias:
     def _push_crossing(self, now: float, job: Job, service: float, q: int, run: int) -> None:
         if q < len(self.thresholds):
             t = now + (self.thresholds[q] - service) / job.gpu_demand
-            heapq.heappush(self._crossings, (t, job.job_id, run, q + 1))
+            _heappush(self._crossings, (t, job.job_id, run, q + 1))
 
     def _stopped(self, state: ClusterState, j: int) -> None:
-        q = self._run_queue.pop(j)
+        q = self._run_queue[j]
+        self._run_queue[j] = -1
         self._drop_running(q, j)
         self._queue_gpus[q] = self._queue_gpus[q] - state.jobs[j].gpus
-        del self._run_id[j]
-        for g in self._run_gpus.pop(j):
-            self._gpu_jobs[g].remove(j)
+        self._run_id[j] = 0
+        gpu_jobs = self._gpu_jobs
+        for g in self._run_gpus[j]:
+            gpu_jobs[g].remove(j)
+        self._run_gpus[j] = ()
 
     def _drop_running(self, q: int, j: int) -> None:
         """Remove job ``j`` from queue ``q``'s running list (O(log n) search; no-op if it is not there)."""
@@ -198,7 +207,7 @@ class Tiresias:
         """Whether job ``j`` still runs; forgets it if it has ended since we last looked."""
         if j in state.running:
             return True
-        if j in self._run_queue:
+        if self._run_queue[j] >= 0:
             self._stopped(state, j)
         return False
 
@@ -211,23 +220,24 @@ class Tiresias:
             running, gpu_jobs, run_queue = state.running, self._gpu_jobs, self._run_queue
             for g in released[self._released_at:]:
                 for k in [k for k in gpu_jobs[g] if k not in running]:
-                    if k in run_queue:
+                    if run_queue[k] >= 0:
                         self._stopped(state, k)
         self._released_at = len(released)
         now = state.now_s
+        listed = self._listed
         for j in state.entered:
-            if j not in self._listed:  # jobs this scheduler preempted are already listed
+            if not listed[j]:  # jobs this scheduler preempted are already listed
                 self._enqueue(state, j)
         promotions = self._promotions
         while promotions and promotions[0][0] <= now:
-            _, j, v = heapq.heappop(promotions)
-            if self._version.get(j) == v and j in state.queue:
+            _, j, v = _heappop(promotions)
+            if self._version[j] == v and state.is_waiting(j):
                 self._base[j] = state.attained_gpu_s(j)
                 self._enqueue(state, j, queue=0)
         crossings = self._crossings
         while crossings and crossings[0][0] <= now:
-            t, j, run, q = heapq.heappop(crossings)
-            if self._run_id.get(j) == run and self._is_running(state, j):
+            t, j, run, q = _heappop(crossings)
+            if self._run_id[j] == run and self._is_running(state, j):
                 job = state.jobs[j]
                 self._drop_running(q - 1, j)
                 insort(self._running[q], self._rank[j])
@@ -255,13 +265,11 @@ class Tiresias:
                 yield Wake(wake)
 
     def _next_wake(self, state: ClusterState) -> float:
-        crossings, promotions = self._crossings, self._promotions
-        while crossings and (self._run_id.get(crossings[0][1]) != crossings[0][2]
-                             or crossings[0][1] not in state.running):
-            heapq.heappop(crossings)
-        while promotions and (self._version.get(promotions[0][1]) != promotions[0][2]
-                              or promotions[0][1] not in state.queue):
-            heapq.heappop(promotions)
+        crossings, promotions, run_id, version = self._crossings, self._promotions, self._run_id, self._version
+        while crossings and (run_id[crossings[0][1]] != crossings[0][2] or crossings[0][1] not in state.running):
+            _heappop(crossings)
+        while promotions and (version[promotions[0][1]] != promotions[0][2] or not state.is_waiting(promotions[0][1])):
+            _heappop(promotions)
         t = min(crossings[0][0] if crossings else math.inf, promotions[0][0] if promotions else math.inf)
         return t if t > state.now_s else math.inf
 
@@ -274,15 +282,15 @@ class Tiresias:
                     return q
         return -1
 
-    def _heads(self, state: ClusterState, q: int, failed: dict[int, int]) -> list[int]:
+    def _heads(self, state: ClusterState, q: int, failed: list[int]) -> list[int]:
         """Heap of ranks: the oldest waiting job of each shape in queue ``q`` that has not failed at queue ``q``
-        or above."""
+        or above (``failed``: per shape, the queue at which it failed; the number of queues if it has not)."""
         heads: list[int] = []
         by_shape = self._waiting[q]
         where, job_of = self._where, self._job_of
         emptied = []
         for sid, entries in by_shape.items():  # _front, inlined: this runs for every shape, every decision
-            if sid in failed and failed[sid] <= q:
+            if failed[sid] <= q:
                 continue
             ranks = entries.ranks
             while entries.head < len(ranks):
@@ -296,7 +304,7 @@ class Tiresias:
                 emptied.append(sid)
         for sid in emptied:
             del by_shape[sid]
-        heapq.heapify(heads)
+        _heapify(heads)
         return heads
 
     def _front(self, state: ClusterState, q: int, sid: int) -> int:
@@ -322,28 +330,35 @@ class Tiresias:
         lower priority (so none can be preempted) they are not even looked at. Preempting frees GPUs, after
         which only the shapes that the freed GPUs cannot fit either stay in ``unfit``."""
         jobs, place, fits, job_of, job_shape = state.jobs, self.place, self._fits, self._job_of, state.job_shape
-        failed: dict[int, int] = {}  # shape -> highest-priority queue at which it could not start, even by preempting
+        # Per shape, the highest-priority queue at which it could not start, even by preempting (n_queues: none);
+        # n_failed shapes have one.
+        n_queues = len(self._waiting)
+        failed = [n_queues] * len(state.shape_node_bits)
+        n_failed = 0
+        copied = False  # whether unfit is in failed (it stays so until a preemption changes both)
         shapes = state.queue_shape_counts
         lowest = self._lowest_running_queue(state)
         no_room = state.free_capacity <= 1e-9  # changes only when jobs start or are preempted
-        for q in range(len(self._waiting)):
-            if lowest <= q:  # lowest only grows until a preemption, which empties unfit
+        for q in range(n_queues):
+            if lowest <= q and not copied:  # lowest only grows until a preemption, which empties unfit
                 for sid in unfit:
-                    if sid not in failed:
+                    if failed[sid] == n_queues:
                         failed[sid] = q
+                        n_failed += 1
+                copied = True
             heads = self._heads(state, q, failed)
             while heads:
-                if len(failed) >= len(shapes) or (no_room and lowest <= q):
+                if n_failed >= len(shapes) or (no_room and lowest <= q):
                     # Every kind of waiting job failed at this queue or above (so fails below it too), or
                     # nothing is free and no running job has lower priority than what is left.
                     return
-                j = job_of[heapq.heappop(heads)]
+                j = job_of[_heappop(heads)]
                 sid = job_shape[j]
                 job = jobs[j]
                 if no_room or sid in unfit:
                     gpus = None
                 else:
-                    gpus = place(state, job)
+                    gpus = first_fit(state, job) if place is first_fit else place(state, job)  # (a native call)
                     if gpus is None and self._remember:
                         fits.fail(state, unfit, sid, job)
                 if gpus is None and lowest > q:
@@ -353,21 +368,25 @@ class Tiresias:
                             fits.keep(state, unfit)
                         for k in victims:
                             yield Preempt(k)
-                            self._run_s[k] = self._run_s.get(k, 0.0) + state.now_s - self._started_s[k]
+                            self._run_s[k] = self._run_s[k] + state.now_s - self._started_s[k]
                             self._stopped(state, k)
                             preempted.append(k)
                         if self._remember:  # GPUs were freed: keep only the shapes they cannot fit either
                             still = fits.recall(state)
                             unfit.clear()
                             unfit.update(still)
+                        copied = False
                         gpus = place(state, job)
                         lowest = self._lowest_running_queue(state)
                         no_room = state.free_capacity <= 1e-9
-                        if failed:  # GPUs were freed: shapes that failed may fit now
-                            failed.clear()
+                        if n_failed:  # GPUs were freed: shapes that failed may fit now
+                            failed = [n_queues] * len(failed)
+                            n_failed = 0
                             heads = [h for h in self._heads(state, q, failed) if job_shape[job_of[h]] != sid]
-                            heapq.heapify(heads)
+                            _heapify(heads)
                 if gpus is None:
+                    if failed[sid] == n_queues:
+                        n_failed += 1
                     failed[sid] = q
                     continue
                 yield Start(j, gpus)
@@ -377,7 +396,7 @@ class Tiresias:
                 self._waiting[q][sid].pop_front()  # j was the front of its list
                 r = self._front(state, q, sid)
                 if r >= 0:
-                    heapq.heappush(heads, r)
+                    _heappush(heads, r)
 
     def _victims(self, state: ClusterState, job: Job, q: int) -> list[int]:
         """Running jobs of queues below ``q`` to preempt so that ``job`` can start: taken lowest priority first
@@ -389,11 +408,15 @@ class Tiresias:
         ended: list[int] = []  # jobs of lower queues found to have ended: forgotten after the search
         try:
             if job.gpu_fraction >= 1.0:
-                return self._whole_victims(state, job, lambda: self._lower_running(state, q, ended))
+                sid = state.job_shape[job.job_id]
+                types = self._types.get(sid)
+                if types is None:
+                    types = self._types[sid] = np.flatnonzero(state.eligible_types(job)).tolist()
+                return self._whole_victims(state, job, types, lambda: self._lower_running(state, q, ended))
             return self._fraction_victims(state, job, q, ended)
         finally:
             for k in ended:
-                if k in self._run_queue:
+                if self._run_queue[k] >= 0:
                     self._stopped(state, k)
 
     def _lower_running(self, state: ClusterState, q: int, ended: list[int]) -> Iterator[int]:
@@ -410,14 +433,15 @@ class Tiresias:
                     ended.append(k)
 
     @staticmethod
-    def _whole_victims(state, job, victims) -> list[int]:
-        """Victims for a whole-GPU job: per eligible type, ``victims()`` of that type in order until enough
-        GPUs would be idle; the type that needs the fewest."""
+    def _whole_victims(state: ClusterState, job: Job, types: list[int], victims: Callable[[], Iterator[int]]
+                       ) -> list[int]:
+        """Victims for a whole-GPU job: per eligible type (``types``), ``victims()`` of that type in order until
+        enough GPUs would be idle; the type that needs the fewest."""
         occ = state.occupancy
         tenants, type_idle = occ.tenants, occ.type_idle
         running = state.running
         best: list[int] | None = None
-        for t in np.flatnonzero(state.eligible_types(job)).tolist():
+        for t in types:
             have = type_idle[t]
             gone: dict[int, int] = {}  # GPU -> tenants preempted so far
             chosen: list[int] = []

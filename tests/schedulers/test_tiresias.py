@@ -114,7 +114,8 @@ class _CheckedBookkeeping:
         t = self.inner
         yield from t.decide(state)
         running = state.running
-        assert set(t._run_queue) == set(running)
+        assert {j for j, q in enumerate(t._run_queue) if q >= 0} == set(running)
+        assert {j for j, run in enumerate(t._run_id) if run} == set(running)
         assert sorted(t._job_of[r] for entries in t._running for r in entries) == sorted(running)
         on_gpus = sorted((g, j) for g, jobs in enumerate(t._gpu_jobs) for j in jobs)
         assert on_gpus == sorted((g, j) for j, r in running.items() for g in r.gpu_ids)
