@@ -487,8 +487,9 @@ class Simulation:
     def _schedule(self, t: float, entry: int) -> None:
         """Put a calendar entry (see _WAKE) at time ``t``."""
         due = self._due
-        if t not in due:
-            due[t] = entry
+        n = len(due)
+        due.setdefault(t, entry)  # (one lookup, not "in" and then a store)
+        if len(due) != n:  # a time not in the calendar yet
             _heappush(self._times, t)
             return
         more = self._due_more.get(t)
@@ -680,8 +681,7 @@ class Simulation:
             # the calendar afresh for the same time, taken next: the order they were scheduled in.
             while times and times[0] == now:
                 _heappop(times)
-                entry = due[now]
-                del due[now]
+                entry = due.pop(now)
                 more = due_more.get(now) if due_more else None
                 if more is not None:
                     del due_more[now]
