@@ -323,7 +323,7 @@ class EasyBackfill:
         self._job_of: list[int] = []  # rank -> job
         self._ranks: dict[int, list[int]] = {}  # shape -> ranks of its jobs, in arrival order
         self._trees: dict[int, _MinTree] = {}  # shape -> estimates of those jobs (inf once started)
-        self._pos: dict[int, int] = {}  # rank of a waiting job -> its position in its shape's lists
+        self._pos: list[int] = []  # rank -> the position of its waiting job in its shape's lists, or -1
         self._front: dict[int, int] = {}  # shape -> a position at or before its first waiting job
         # shape -> ranks of the jobs that arrived since its lists were last used (_flush), in arrival order: a
         # job that starts before then never enters them
@@ -336,7 +336,8 @@ class EasyBackfill:
     def reset(self, state: ClusterState) -> None:
         self.order.reset(state)
         self._rank, self._job_of = arrival_ranks(state)
-        self._ranks, self._trees, self._pos, self._front, self._arrived = {}, {}, {}, {}, {}
+        self._ranks, self._trees, self._front, self._arrived = {}, {}, {}, {}
+        self._pos = [-1] * len(state.jobs)
         self._releases = _ReleaseBook.of(state)
         self._fits.reset()
         self._reset_placements()
@@ -394,9 +395,10 @@ class EasyBackfill:
 
     def _started(self, state: ClusterState, j: int, gpus: tuple[int, ...]) -> None:
         r, pos = self._rank[j], self._pos
-        if r in pos:  # (else it arrived since its shape's lists were last used: it never enters them)
-            self._trees[state.job_shape[j]].set(pos[r], math.inf)
-            del pos[r]
+        p = pos[r]
+        if p >= 0:  # (else it arrived since its shape's lists were last used: it never enters them)
+            self._trees[state.job_shape[j]].set(p, math.inf)
+            pos[r] = -1
         self._releases.started(j)
         gpu_shapes = self._gpu_shapes
         if gpu_shapes:
@@ -471,7 +473,9 @@ class EasyBackfill:
         # Backfill phase: the next job in arrival order, over all shapes, that may start without delaying
         # the head. heap: ranks of jobs, at most one per shape valid at a time: its entry in ``nxt``.
         res: _Reservation | None = None  # computed once some later job fits
-        nxt: dict[int, int] = {}  # shape -> rank of its job in the heap that is next to try (-1: none)
+        # Per shape (lists indexed by shape id: cheaper to read and write than dicts): the rank of its job in the
+        # heap that is next to try (-1: none).
+        nxt = [-1] * len(state.shape_node_bits)
         cursor = self._rank[head.job_id]
         heap: list[int] = []
         for sid in state.queue_shape_counts:
@@ -483,7 +487,7 @@ class EasyBackfill:
         heappop, heappush = heapq.heappop, heapq.heappush
         # Same shape, same state -> same GPUs and speeds (_placement). What a job ending after the shadow time
         # costs the reservation depends on those GPUs only (_cost): kept with them for this decision point.
-        costs: dict[int, tuple[tuple[int, ...], int]] = {}  # shape -> (its GPUs, their cost)
+        costs: list[tuple[tuple[int, ...], int] | None] = [None] * len(nxt)  # shape -> (its GPUs, their cost)
         limited: set[int] = set()  # shapes whose next job was searched for with a limit (see below)
         now = state.now_s
         trees, max_float, job_of, pos = self._trees, sys.float_info.max, self._job_of, self._pos
@@ -502,7 +506,7 @@ class EasyBackfill:
             gpus, _, rates = at
             if res is None:
                 res = reserve(state, head, self._releases)
-            c = costs.get(sid)
+            c = costs[sid]
             if c is None or c[0] is not gpus:
                 c = costs[sid] = (gpus, self._cost(state, res, gpus))
             cost = c[1]
@@ -546,7 +550,7 @@ class EasyBackfill:
         self._flush(state, sid)
         ranks, pos, front = self._ranks[sid], self._pos, self._front[sid]
         n, p = len(ranks), front
-        while p < n and ranks[p] not in pos:
+        while p < n and pos[ranks[p]] < 0:
             p += 1
         if p != front:
             self._front[sid] = p

@@ -156,9 +156,9 @@ class _CheckedShapeLists(EasyBackfill):
         for sid in list(self._arrived):
             self._flush(state, sid)
         waiting = {self._rank[j] for j in state.queue if j not in state.entered}  # (entered: taken in decide)
-        assert set(self._pos) == waiting
+        assert {r for r, p in enumerate(self._pos) if p >= 0} == waiting
         for sid, ranks in self._ranks.items():
-            live = [r for r in ranks if r in self._pos]
+            live = [r for r in ranks if self._pos[r] >= 0]
             assert live == sorted(live) and all(state.job_shape[self._job_of[r]] == sid for r in live)
             for r in live:
                 assert self._trees[sid].t[self._trees[sid].size + self._pos[r]] == \
