@@ -37,7 +37,19 @@ from .registry import SchedulerSpec, register
 
 _heappush: Final = heapq.heappush  # (bound once: compiled, a C variable, not a module attribute per call)
 _heappop: Final = heapq.heappop
-_heapify: Final = heapq.heapify
+
+
+def _pop_min(ranks: list[int]) -> int:
+    """Remove and return the smallest of ``ranks`` (distinct; one per waiting shape, so few: a scan costs less than
+    a heap's calls)."""
+    k, best = 0, ranks[0]
+    for i in range(1, len(ranks)):
+        r = ranks[i]
+        if r < best:
+            k, best = i, r
+    ranks[k] = ranks[-1]
+    ranks.pop()
+    return best
 
 #: Default queue thresholds in GPU-seconds: 1 GPU-hour and 10 GPU-hours (three queues).
 DEFAULT_THRESHOLDS_GPU_S: Final = (3600.0, 36000.0)
@@ -283,8 +295,8 @@ class Tiresias:
         return -1
 
     def _heads(self, state: ClusterState, q: int, failed: list[int]) -> list[int]:
-        """Heap of ranks: the oldest waiting job of each shape in queue ``q`` that has not failed at queue ``q``
-        or above (``failed``: per shape, the queue at which it failed; the number of queues if it has not)."""
+        """Ranks, in no order: the oldest waiting job of each shape in queue ``q`` that has not failed at queue
+        ``q`` or above (``failed``: per shape, the queue at which it failed; the number of queues if it has not)."""
         heads: list[int] = []
         by_shape = self._waiting[q]
         where, job_of = self._where, self._job_of
@@ -304,7 +316,6 @@ class Tiresias:
                 emptied.append(sid)
         for sid in emptied:
             del by_shape[sid]
-        _heapify(heads)
         return heads
 
     def _front(self, state: ClusterState, q: int, sid: int) -> int:
@@ -352,7 +363,7 @@ class Tiresias:
                     # Every kind of waiting job failed at this queue or above (so fails below it too), or
                     # nothing is free and no running job has lower priority than what is left.
                     return
-                j = job_of[_heappop(heads)]
+                j = job_of[_pop_min(heads)]
                 sid = job_shape[j]
                 job = jobs[j]
                 if no_room or sid in unfit:
@@ -383,7 +394,6 @@ class Tiresias:
                             failed = [n_queues] * len(failed)
                             n_failed = 0
                             heads = [h for h in self._heads(state, q, failed) if job_shape[job_of[h]] != sid]
-                            _heapify(heads)
                 if gpus is None:
                     if failed[sid] == n_queues:
                         n_failed += 1
@@ -396,7 +406,7 @@ class Tiresias:
                 self._waiting[q][sid].pop_front()  # j was the front of its list
                 r = self._front(state, q, sid)
                 if r >= 0:
-                    _heappush(heads, r)
+                    heads.append(r)
 
     def _victims(self, state: ClusterState, job: Job, q: int) -> list[int]:
         """Running jobs of queues below ``q`` to preempt so that ``job`` can start: taken lowest priority first
