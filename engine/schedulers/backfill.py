@@ -329,6 +329,11 @@ class EasyBackfill:
         # job that starts before then never enters them
         self._arrived: dict[int, list[int]] = {}
         self._releases = _ReleaseBook([], 0)
+        # For the test that rules a shape out of a backfill phase before placing it (_beyond_shadow): per GPU type,
+        # the highest speed any job of the workload has on it; per shape, its only eligible GPU type when it is a
+        # whole-GPU shape with one (-1: the test does not apply; -2: not computed yet).
+        self._top_speed: list[float] = []
+        self._sole_type: list[int] = []
         self._remember = first_fit in FAILURES_PERSIST
         self._fits = FitMemory()  # shapes that fit nowhere, across decision points
         self._reset_placements()
@@ -339,6 +344,10 @@ class EasyBackfill:
         self._ranks, self._trees, self._front, self._arrived = {}, {}, {}, {}
         self._pos = [-1] * len(state.jobs)
         self._releases = _ReleaseBook.of(state)
+        job_types = {job.job_type for job in state.jobs}
+        self._top_speed = [max([state.cluster.speed(jt, name) for jt in job_types], default=0.0)
+                           for name in state.layout.type_names]
+        self._sole_type = [-2] * len(state.shape_node_bits)
         self._fits.reset()
         self._reset_placements()
 
@@ -498,6 +507,9 @@ class EasyBackfill:
             if nxt[sid] != r:
                 continue  # superseded
             job = jobs[j]
+            if res is not None and job.gpus > res.extra and self._beyond_shadow(state, sid, job, res):
+                nxt[sid] = -1  # for the rest of this phase: extra only shrinks, the shadow time stays
+                continue
             at = self._placement(state, sid, job)
             if at is None:
                 self._fits.fail(state, failed, sid, job)
@@ -557,6 +569,23 @@ class EasyBackfill:
         if p < n and ranks[p] > cursor:  # the usual case: the shape's oldest job comes later
             return ranks[p]
         return self._next(sid, bisect_right(ranks, cursor), math.inf)
+
+    def _beyond_shadow(self, state: ClusterState, sid: int, job: Job, res: _Reservation) -> bool:
+        """Whether no job of shape ``sid`` (of ``job``, which needs more GPUs than the head's extra ones) can be
+        backfilled under ``res``, decided without placing it: true when the shape is whole-GPU with the head's
+        GPU type as its only one (so any placement is on idle GPUs the head counts on: it costs all its GPUs,
+        too many) and even its shortest waiting job, at the highest speed a job has on that type, would end
+        after the shadow time. Placement rates never exceed that speed (communication and co-location only
+        slow jobs down), and float division and addition are monotonic, so the test agrees exactly with the
+        one the backfill loop makes per job."""
+        t = self._sole_type[sid]
+        if t == -2:
+            types = np.flatnonzero(state.eligible_types(job)).tolist()
+            t = self._sole_type[sid] = types[0] if len(types) == 1 and job.gpu_fraction >= 1.0 else -1
+        if t != res.gpu_type or res.gpu >= 0:
+            return False
+        top = self._top_speed[t]
+        return top > 0.0 and state.now_s + self._trees[sid].t[1] / top > res.shadow_s
 
     @staticmethod
     def _cost(state: ClusterState, res: _Reservation, gpus: tuple[int, ...]) -> int:
