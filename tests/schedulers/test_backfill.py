@@ -244,3 +244,32 @@ def test_kept_placements_equal_the_rule_run_afresh(run, spec, seed):
     _CheckedPlacements.kept = 0
     r = run(cluster, jobs, _CheckedPlacements())
     assert _CheckedPlacements.kept > 100 and (r.status == COMPLETED).all()
+
+
+class _CountingShadowTest(EasyBackfill):
+    """easy-backfill that counts the shapes its shadow-time test rules out of a backfill phase."""
+
+    ruled_out = 0
+
+    def _beyond_shadow(self, state, sid, job, res):
+        out = super()._beyond_shadow(state, sid, job, res)
+        type(self).ruled_out += out
+        return out
+
+
+class _NoShadowTest(EasyBackfill):
+    """easy-backfill that places every shape it meets in a backfill phase (no shadow-time test)."""
+
+    def _beyond_shadow(self, state, sid, job, res):
+        return False
+
+
+@pytest.mark.parametrize("spec, seed", [("8x8:generic", 1), ("3x4:A100-80,2x2:T4", 5), ("2x8:A100-80,3x4:V100-32", 6)])
+def test_ruling_shapes_out_before_placing_them_leaves_the_schedule_unchanged(run, spec, seed):
+    cluster = parse_cluster(spec)
+    jobs = generate(cluster, 1500, load=1.2, seed=seed)  # overload: long queues behind a reserved head
+    _CountingShadowTest.ruled_out = 0
+    tested, plain = run(cluster, jobs, _CountingShadowTest()), run(cluster, jobs, _NoShadowTest())
+    assert _CountingShadowTest.ruled_out > 50
+    for field in ("first_start_s", "end_s", "seg_job", "seg_start_s", "seg_gpu_ids", "seg_fraction"):
+        assert np.array_equal(getattr(tested, field), getattr(plain, field), equal_nan=True), field
