@@ -30,6 +30,7 @@ MANIFEST = Path(__file__).resolve().parent / "_compiled.json"
 
 #: The modules ``make build`` compiles: the event loop, occupancy and every registered scheduler's hot path.
 NATIVE_MODULES = (
+    "engine.agenda",
     "engine.job",
     "engine.decisions",
     "engine.simulator",

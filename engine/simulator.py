@@ -3,8 +3,8 @@
 ``Simulation`` owns all mutable state. Time advances only in :meth:`Simulation.advance`, which takes events
 in a total order: by time, then completions before arrivals, completions in the order they were scheduled
 (so simultaneous events are always handled the same way, and runs are bit-for-bit repeatable). Pending
-completions and wake-ups wait in a calendar: a heap of the distinct times at which something is due, and per
-time the list of what is due then, in the order it was scheduled (a wake-up only makes its time a decision
+completions and wake-ups wait in a calendar (an :class:`~engine.agenda.Agenda`): a heap of the distinct times at
+which something is due, and per time what is due then, in the order it was scheduled (a wake-up only makes its time a decision
 point, so its place in that list does not matter); arrivals come from the workload sorted by submit time.
 A *decision point* is an event time after which at least one job waits, or a wake-up time a scheduler
 asked for; there the scheduler is asked for decisions, which :meth:`Simulation.apply` validates and applies
@@ -30,6 +30,7 @@ from typing import Any, Callable, Final, Iterable, Sequence
 import numpy as np
 from mypy_extensions import mypyc_attr
 
+from .agenda import Agenda
 from .cluster import Cluster
 from .errors import InvalidDecision, StallError
 from .job import Job
@@ -54,8 +55,7 @@ _MAX_IDLE_WAKES: Final = 1000
 # What the calendar entries taken at a time were (bit flags, see Simulation._take_due).
 _COMPLETED: Final = 1
 _WOKE: Final = 2
-_heappush: Final = heapq.heappush  # compiled, a C variable: no lookup in the heapq module per call
-_heappop: Final = heapq.heappop
+_heappop: Final = heapq.heappop  # compiled, a C variable: no lookup in the heapq module per call
 
 
 #: Status codes in :attr:`Result.status`.
@@ -233,11 +233,7 @@ class Simulation:
         n, lay = len(self.jobs), self._lay
         self.now_s = 0.0
         self.done = False
-        self._times: list[float] = []  # heap of the distinct times in the calendar
-        # time -> the first calendar entry due then, and the entries due after it, in the order scheduled (a list
-        # only for times with more than one: most completion times are distinct)
-        self._due: dict[float, int] = {}
-        self._due_more: dict[float, list[int]] = {}
+        self._calendar = Agenda()  # completions and wake-ups (entries: see _WAKE)
         self._next_arrival = 0
         self._queue: dict[int, None] = {}
         self._queue_shapes: dict[int, int] = {}
@@ -474,7 +470,7 @@ class Simulation:
                 if kind is Preempt:
                     self._preempt(int(raw.job_id))
                 else:
-                    self._schedule(float(raw.at_s), _WAKE)
+                    self._calendar.push(float(raw.at_s), _WAKE)
         self.state.entered = self.state.entered[told:]  # preempted jobs re-entered: the next call hears of them
         if self._queue and not self._running and not started and self._next_arrival >= len(self.jobs):
             self._idle_wakes += 1
@@ -483,20 +479,6 @@ class Simulation:
         else:
             self._idle_wakes = 0
         self._record()
-
-    def _schedule(self, t: float, entry: int) -> None:
-        """Put a calendar entry (see _WAKE) at time ``t``."""
-        due = self._due
-        n = len(due)
-        due.setdefault(t, entry)  # (one lookup, not "in" and then a store)
-        if len(due) != n:  # a time not in the calendar yet
-            _heappush(self._times, t)
-            return
-        more = self._due_more.get(t)
-        if more is None:
-            self._due_more[t] = [entry]
-        else:
-            more.append(entry)
 
     def _start(self, j: int, gpus: tuple[int, ...]) -> None:
         job, now = self.jobs[j], self.now_s
@@ -552,7 +534,7 @@ class Simulation:
         version = self._version
         v = version[j] + 1
         version[j] = v
-        self._schedule(now + work_left / rate, v * len(version) + j)
+        self._calendar.push(now + work_left / rate, v * len(version) + j)
         view = self.state  # its free-capacity counters are plain attributes, cheap to read
         view.free_gpus = occ.idle_gpus
         view.free_capacity = self._n_gpus - self._busy
@@ -588,7 +570,7 @@ class Simulation:
                 # A tenant due to end now (its co-tenant ended first at the same time) may come out a rounding
                 # error short: it ends now, never before, or time would run backwards.
                 end_s = now + left / rate
-                self._schedule(end_s if end_s > now else now, v * len(version) + k)
+                self._calendar.push(end_s if end_s > now else now, v * len(version) + k)
 
     def _stop(self, j: int) -> RunningJob:
         """Release job ``j``'s GPUs and close its run segment (shared by completion and preemption)."""
@@ -657,7 +639,8 @@ class Simulation:
 
         Raises :class:`StallError` when jobs wait but no event is left that could ever let them start.
         """
-        times, due, due_more, state = self._times, self._due, self._due_more, self._state
+        calendar = self._calendar
+        times, due, due_more, state = calendar.times, calendar.first, calendar.more, self._state
         n = len(self.jobs)
         order, arrival_s = self._arrival_order, self._arrival_s
         shape_reason, job_shape = self._shape_reason, self._job_shape

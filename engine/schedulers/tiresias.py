@@ -22,21 +22,18 @@ queued job (queue, submit time, id) keeps the waiting list sorted. Jobs are kept
 
 from __future__ import annotations
 
-import heapq
 import math
 from bisect import bisect_left, insort
 from typing import Callable, Final, Iterator
 
 import numpy as np
 
+from ..agenda import Agenda
 from ..job import Job
 from ..state import FRACTION_EPS, ClusterState, Decision, Preempt, Start, Wake
 from .ordering import arrival_ranks
 from .placement import FAILURES_PERSIST, PLACEMENTS, FitMemory, Placement, first_fit
 from .registry import SchedulerSpec, register
-
-_heappush: Final = heapq.heappush  # (bound once: compiled, a C variable, not a module attribute per call)
-_heappop: Final = heapq.heappop
 
 
 def _pop_min(ranks: list[int]) -> int:
@@ -123,8 +120,10 @@ class Tiresias:
         self._started_s = [0.0] * n_jobs  # when its current run started
         self._run_queue = [-1] * n_jobs  # its queue while it runs (as far as this scheduler knows), else -1
         self._run_gpus: list[tuple[int, ...]] = [()] * n_jobs  # its GPUs while it runs
-        self._promotions: list[tuple[float, int, int]] = []  # heap (time, job, version)
-        self._crossings: list[tuple[float, int, int, int]] = []  # heap (time, job, run, new queue)
+        # When queued jobs are due for promotion (entries: version * n_jobs + job, for that queuing of the job) and
+        # running jobs cross a threshold into the next queue (entries: run * n_jobs + job, for that run of the job).
+        self._promotions = Agenda()
+        self._crossings = Agenda()
         # Per queue, the ranks of its running jobs, sorted: victims are taken latest submitted first without
         # sorting at every preemption. Jobs that ended are dropped when next looked at.
         self._running: list[list[int]] = [[] for _ in range(len(self.thresholds) + 1)]
@@ -171,7 +170,7 @@ class Tiresias:
         self._listed[j] = True
         ran_s = self._run_s[j]
         if ran_s > 0 and q > 0 and math.isfinite(self.promote_knob):
-            _heappush(self._promotions, (state.now_s + self.promote_knob * ran_s, j, v))
+            self._promotions.push(state.now_s + self.promote_knob * ran_s, v * len(self._version) + j)
 
     def _started(self, state: ClusterState, j: int) -> None:
         self._listed[j] = False
@@ -193,9 +192,11 @@ class Tiresias:
             self._gpu_jobs[g].append(j)
 
     def _push_crossing(self, now: float, job: Job, service: float, q: int, run: int) -> None:
+        """Note when run ``run`` of ``job``, in queue ``q`` with ``service`` GPU-seconds at ``now``, crosses into
+        queue ``q + 1`` (if there is one)."""
         if q < len(self.thresholds):
             t = now + (self.thresholds[q] - service) / job.gpu_demand
-            _heappush(self._crossings, (t, job.job_id, run, q + 1))
+            self._crossings.push(t, run * len(self._version) + job.job_id)
 
     def _stopped(self, state: ClusterState, j: int) -> None:
         q = self._run_queue[j]
@@ -240,23 +241,33 @@ class Tiresias:
         for j in state.entered:
             if not listed[j]:  # jobs this scheduler preempted are already listed
                 self._enqueue(state, j)
+        n = len(self._version)
         promotions = self._promotions
-        while promotions and promotions[0][0] <= now:
-            _, j, v = _heappop(promotions)
-            if self._version[j] == v and state.is_waiting(j):
-                self._base[j] = state.attained_gpu_s(j)
-                self._enqueue(state, j, queue=0)
+        while promotions.times and promotions.times[0] <= now:
+            for e in promotions.pop():
+                j = e % n
+                if self._version[j] == e // n and state.is_waiting(j):
+                    self._base[j] = state.attained_gpu_s(j)
+                    self._enqueue(state, j, queue=0)
         crossings = self._crossings
-        while crossings and crossings[0][0] <= now:
-            t, j, run, q = _heappop(crossings)
-            if self._run_id[j] == run and self._is_running(state, j):
-                job = state.jobs[j]
-                self._drop_running(q - 1, j)
-                insort(self._running[q], self._rank[j])
-                self._run_queue[j] = q
-                self._queue_gpus[q - 1] = self._queue_gpus[q - 1] - job.gpus
-                self._queue_gpus[q] = self._queue_gpus[q] + job.gpus
-                self._push_crossing(t, job, self.thresholds[q - 1], q, run)
+        while crossings.times and crossings.times[0] <= now:
+            t = crossings.times[0]
+            for e in crossings.pop():
+                j = e % n
+                if self._run_id[j] == e // n and self._is_running(state, j):
+                    self._cross(state, j, t)
+
+    def _cross(self, state: ClusterState, j: int, t: float) -> None:
+        """Running job ``j`` crosses into the next queue at time ``t``."""
+        q = self._run_queue[j] + 1
+        job = state.jobs[j]
+        run = self._run_id[j]
+        self._drop_running(q - 1, j)
+        insort(self._running[q], self._rank[j])
+        self._run_queue[j] = q
+        self._queue_gpus[q - 1] = self._queue_gpus[q - 1] - job.gpus
+        self._queue_gpus[q] = self._queue_gpus[q] + job.gpus
+        self._push_crossing(t, job, self.thresholds[q - 1], q, run)
 
     # ----------------------------------------------------------------- decisions
     def decide(self, state: ClusterState) -> Iterator[Decision]:
@@ -277,13 +288,35 @@ class Tiresias:
                 yield Wake(wake)
 
     def _next_wake(self, state: ClusterState) -> float:
-        crossings, promotions, run_id, version = self._crossings, self._promotions, self._run_id, self._version
-        while crossings and (run_id[crossings[0][1]] != crossings[0][2] or crossings[0][1] not in state.running):
-            _heappop(crossings)
-        while promotions and (version[promotions[0][1]] != promotions[0][2] or not state.is_waiting(promotions[0][1])):
-            _heappop(promotions)
-        t = min(crossings[0][0] if crossings else math.inf, promotions[0][0] if promotions else math.inf)
+        """The earliest time at which a running job crosses a threshold or a queued job is due for promotion
+        (``inf`` if none lies ahead); stale entries met on the way are dropped."""
+        crossings, promotions = self._crossings, self._promotions
+        while crossings.times and not self._any_live(state, crossings, True):
+            crossings.pop()
+        while promotions.times and not self._any_live(state, promotions, False):
+            promotions.pop()
+        t = min(crossings.earliest(), promotions.earliest())
         return t if t > state.now_s else math.inf
+
+    def _any_live(self, state: ClusterState, agenda: Agenda, crossing: bool) -> bool:
+        """Whether an entry due at ``agenda``'s earliest time is still live: the run of a crossing still goes on, the
+        queuing of a promotion still waits."""
+        t = agenda.times[0]
+        if self._live(state, agenda.first[t], crossing):
+            return True
+        more = agenda.more.get(t) if agenda.more else None
+        if more is not None:
+            for e in more:
+                if self._live(state, e, crossing):
+                    return True
+        return False
+
+    def _live(self, state: ClusterState, entry: int, crossing: bool) -> bool:
+        n = len(self._version)
+        j = entry % n
+        if crossing:
+            return self._run_id[j] == entry // n and j in state.running
+        return self._version[j] == entry // n and state.is_waiting(j)
 
     def _lowest_running_queue(self, state: ClusterState) -> int:
         """Index of the lowest-priority queue that has a running job (-1 if none runs)."""
