@@ -300,6 +300,8 @@ class FitMemory:
     def recall(self, state: ClusterState) -> set[int]:
         """The remembered shapes that still wait and cannot be placed now."""
         shapes, unfit = state.queue_shape_counts, self._unfit
+        if not unfit:  # (the usual case while the queue does not block: no copy of an empty set)
+            return set()
         out = set(unfit)  # (copied in C; those that stopped waiting or fit now are taken out below)
         if state.stops == self._at_stops:
             for sid in unfit:
