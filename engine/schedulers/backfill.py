@@ -321,13 +321,14 @@ class EasyBackfill:
         # comparisons are then plain ints.
         self._rank: list[int] = []  # job -> rank
         self._job_of: list[int] = []  # rank -> job
-        self._ranks: dict[int, list[int]] = {}  # shape -> ranks of its jobs, in arrival order
-        self._trees: dict[int, _MinTree] = {}  # shape -> estimates of those jobs (inf once started)
+        # Per shape (lists indexed by shape id, several times cheaper to read than dicts):
+        self._ranks: list[list[int]] = []  # ranks of its jobs, in arrival order
+        self._trees: list[_MinTree] = []  # estimates of those jobs (inf once started)
         self._pos: list[int] = []  # rank -> the position of its waiting job in its shape's lists, or -1
-        self._front: dict[int, int] = {}  # shape -> a position at or before its first waiting job
-        # shape -> ranks of the jobs that arrived since its lists were last used (_flush), in arrival order: a
-        # job that starts before then never enters them
-        self._arrived: dict[int, list[int]] = {}
+        self._front: list[int] = []  # a position at or before its first waiting job
+        # ranks of the jobs that arrived since its lists were last used (_flush), in arrival order: a job that starts
+        # before then never enters them
+        self._arrived: list[list[int]] = []
         self._releases = _ReleaseBook([], 0)
         # For the test that rules a shape out of a backfill phase before placing it (_beyond_shadow): per GPU type,
         # the highest speed any job of the workload has on it; per shape, its only eligible GPU type when it is a
@@ -341,7 +342,11 @@ class EasyBackfill:
     def reset(self, state: ClusterState) -> None:
         self.order.reset(state)
         self._rank, self._job_of = arrival_ranks(state)
-        self._ranks, self._trees, self._front, self._arrived = {}, {}, {}, {}
+        n_shapes = len(state.shape_node_bits)
+        self._ranks = [[] for _ in range(n_shapes)]
+        self._trees = [_MinTree() for _ in range(n_shapes)]
+        self._front = [0] * n_shapes
+        self._arrived = [[] for _ in range(n_shapes)]
         self._pos = [-1] * len(state.jobs)
         self._releases = _ReleaseBook.of(state)
         job_types = {job.job_type for job in state.jobs}
@@ -450,13 +455,7 @@ class EasyBackfill:
         self._sync_placements(state)
         arrived, rank = self._arrived, self._rank
         for j in state.entered:
-            sid = job_shape[j]
-            waiting = arrived.get(sid)
-            if waiting is None:
-                self._ranks[sid], self._trees[sid], self._front[sid] = [], _MinTree(), 0
-                arrived[sid] = [rank[j]]
-            else:
-                waiting.append(rank[j])
+            arrived[job_shape[j]].append(rank[j])
         # FIFO phase: start jobs in arrival order until one does not fit: the head.
         head: Job | None = None
         full = state.free_capacity <= 1e-9  # changes only when a job starts

@@ -153,11 +153,11 @@ class _CheckedShapeLists(EasyBackfill):
     checks = 0
 
     def decide(self, state):
-        for sid in list(self._arrived):
+        for sid in range(len(self._arrived)):
             self._flush(state, sid)
         waiting = {self._rank[j] for j in state.queue if j not in state.entered}  # (entered: taken in decide)
         assert {r for r, p in enumerate(self._pos) if p >= 0} == waiting
-        for sid, ranks in self._ranks.items():
+        for sid, ranks in enumerate(self._ranks):
             live = [r for r in ranks if self._pos[r] >= 0]
             assert live == sorted(live) and all(state.job_shape[self._job_of[r]] == sid for r in live)
             for r in live:
