@@ -6,9 +6,10 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from engine import EngineError, charts
-from engine.cluster import CLUSTER_SOURCES, DEFAULT_CATALOG, Cluster
 from app_pages import common
+from engine import EngineError
+from engine.sim.cluster import CLUSTER_SOURCES, DEFAULT_CATALOG, Cluster
+from engine.viz import charts
 
 st.title("Cluster")
 sc = common.scenario()
@@ -94,7 +95,7 @@ common.plot(charts.cluster_figure(cluster), "cluster_picture")
 
 st.subheader("GPU catalog")
 st.caption("Speed is relative training throughput (V100 = 1). Inference and interactive jobs gain less from a "
-           "faster GPU; see engine/cluster.py for the model.")
+           "faster GPU; see engine/sim/cluster.py for the model.")
 catalog = pd.DataFrame([{"GPU type": t.name, "memory (GiB)": t.vram_gib, "relative speed": t.speed,
                          "in this cluster": cluster.gpus_by_type().get(t.name, 0),
                          "built in": t.name in DEFAULT_CATALOG} for t in cluster.catalog.values()])

@@ -1,7 +1,7 @@
 """What every page shares: the current scenario, uploaded traces, cached runs, the sidebar, error display.
 
 Pages stay thin: they read and write the scenario through :func:`scenario` / :func:`set_scenario`, get jobs
-and results through the cached functions here, and hand them to :mod:`engine.charts`. Nothing here
+and results through the cached functions here, and hand them to :mod:`engine.viz.charts`. Nothing here
 schedules anything.
 """
 
@@ -18,10 +18,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import EngineError, Job, Result, charts, make_scheduler, simulate
-from engine.cluster import Cluster
-from engine.metrics import Summary, compare, job_frame, summarize
-from engine.scenario import Scenario, content_hash
+from engine import EngineError, Job, Result, make_scheduler, simulate
+from engine.analysis.metrics import Summary, compare, job_frame, summarize
+from engine.analysis.scenario import Scenario, content_hash
+from engine.sim.cluster import Cluster
+from engine.viz import charts
 
 REPO = Path(__file__).resolve().parents[1]
 #: Largest trace file the app accepts, MiB (``.streamlit/config.toml`` sets ``server.maxUploadSize`` to match).
@@ -185,7 +186,7 @@ class Comparison:
     """Metrics and job tables of a set of runs (built by :func:`comparison_for`)."""
 
     summaries: dict[str, Summary]
-    table: pd.DataFrame  # metrics x schedulers, as engine.metrics.compare returns it
+    table: pd.DataFrame  # metrics x schedulers, as engine.analysis.metrics.compare returns it
     job_frames: dict[str, pd.DataFrame]
 
 
@@ -244,7 +245,7 @@ def trained_agents() -> list[str]:
 
 
 def plot(fig, key: str, where=st) -> None:
-    """Draw a figure of :mod:`engine.charts` at the container's width (``where``: ``st`` or a column).
+    """Draw a figure of :mod:`engine.viz.charts` at the container's width (``where``: ``st`` or a column).
 
     The figures bring their own template, so Streamlit's chart theme is off: applying it made the browser
     take about 1.5x as long to draw the Compare page's animated timeline (browser benchmark).

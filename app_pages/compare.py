@@ -6,10 +6,11 @@ import math
 import pandas as pd
 import streamlit as st
 
-from engine import SCHEDULERS, charts
-from engine.metrics import METRICS, best_columns
-from engine.presets import PRESETS
 from app_pages import common
+from engine import SCHEDULERS
+from engine.analysis.metrics import METRICS, best_columns
+from engine.analysis.presets import PRESETS
+from engine.viz import charts
 
 st.title("Compare schedulers")
 sc = common.scenario()

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from engine import SCHEDULERS
-from engine.presets import PRESETS
-from engine.scenario import scenario_from_preset
 from app_pages import common
+from engine import SCHEDULERS
+from engine.analysis.presets import PRESETS
+from engine.analysis.scenario import scenario_from_preset
 
 st.title("GPU scheduling playground")
 st.markdown(

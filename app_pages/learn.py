@@ -3,10 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from engine import SCHEDULERS, charts, make_scheduler, simulate
-from engine.metrics import METRICS, compare
-from engine.scenario import worked_example
 from app_pages import common
+from engine import SCHEDULERS, make_scheduler, simulate
+from engine.analysis.metrics import METRICS, compare
+from engine.analysis.scenario import worked_example
+from engine.viz import charts
 
 st.title("Learn")
 st.markdown("Every scheduler answers the same question at every event (a job arrives or ends): *which waiting "
@@ -40,5 +41,5 @@ st.dataframe(pd.DataFrame([{"metric": m.label, "key": k, "unit": m.unit,
                             "better": {"lower": "lower ↓", "higher": "higher ↑"}.get(m.better, "—"),
                             "definition": m.doc} for k, m in METRICS.items()]),
              hide_index=True, width="stretch", key="metric_table")
-st.caption("Formulas in full: engine/metrics.py. Wait counts all time queued; JCT = end − submit; bounded slowdown "
+st.caption("Formulas in full: engine/analysis/metrics.py. Wait counts all time queued; JCT = end − submit; bounded slowdown "
            "= max(1, JCT / max(run time, 10 s)).")

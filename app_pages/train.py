@@ -9,8 +9,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine import charts
 from app_pages import common
+from engine.viz import charts
 
 st.title("Train an agent")
 

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine import charts
-from engine.scenario import ARRIVALS, WorkloadSpec
-from engine.traces import TRACE_FORMATS
-from engine.traces.mapped import KEYS as MAPPED_KEYS
-from engine.traces.generator import DEFAULT_MIX
 from app_pages import common
+from engine.analysis.scenario import ARRIVALS, WorkloadSpec
+from engine.traces import TRACE_FORMATS
+from engine.traces.generator import DEFAULT_MIX
+from engine.traces.mapped import KEYS as MAPPED_KEYS
+from engine.viz import charts
 
 st.title("Workload")
 sc = common.scenario()

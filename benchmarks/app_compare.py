@@ -133,7 +133,7 @@ BASELINE_PAGE = """
 import streamlit as st
 import plotly.graph_objects as go
 from engine import make_scheduler, simulate
-from engine.metrics import summarize
+from engine.analysis.metrics import summarize
 from engine.traces.generator import generate
 
 if st.button("Run comparison"):

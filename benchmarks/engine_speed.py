@@ -83,7 +83,7 @@ def run_one(spec: dict) -> dict:
     """Child process: build the workload, time the bare loop, then the simulation (see module docstring)."""
     from engine import make_scheduler, parse_cluster, simulate
     from engine._native import compiled_modules
-    from engine.simulator import COMPLETED
+    from engine.sim.simulator import COMPLETED
 
     if spec["workload"] == "kth":
         from engine.traces import load_trace

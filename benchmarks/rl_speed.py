@@ -26,9 +26,9 @@ import numpy as np
 import torch
 
 from engine import make_scheduler, parse_cluster, simulate
-from engine.env import EnvConfig, GpuSchedulingEnv
 from engine.rl.agent import RLScheduler, model_names
 from engine.rl.encoding import EncodingConfig
+from engine.rl.env import EnvConfig, GpuSchedulingEnv
 from engine.rl.policies import PolicySpec
 from engine.rl.train import TrainConfig, train
 from engine.rl.workload import make_jobs

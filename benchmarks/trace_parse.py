@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from engine.job import Job  # noqa: E402
+from engine.sim.job import Job  # noqa: E402
 from engine.traces import TRACE_FORMATS, load_trace, write_csv  # noqa: E402
 from engine.traces.generator import generate  # noqa: E402
 

@@ -3,21 +3,32 @@
 Importable without Streamlit or torch. The public API::
 
     from engine import parse_cluster, make_scheduler, simulate
-    from engine.metrics import summarize
+    from engine.analysis.metrics import summarize
     cluster = parse_cluster("4x8:A100-80,2x4:V100-32")
     result = simulate(cluster, jobs, make_scheduler("easy-backfill"), seed=0)
 """
 
-from ._native import install
+from engine._native import install
 
 install()  # before any hot module is imported: compiled modules only while they match their sources
 
-from .cluster import Cluster, GpuType, NodeGroup, parse_cluster
-from .errors import ClusterSpecError, EngineError, InvalidDecision, StallError, TraceError, UnknownNameError
-from .job import Job
-from .schedulers import SCHEDULERS, make_scheduler, scheduler_names
-from .simulator import PreemptionModel, Result, Simulation, simulate
-from .state import ClusterState, Decision, Preempt, Scheduler, Start, Wake
+from engine import rl as _rl  # noqa: E402,F401  (registers the `rl:<model>` scheduler prefix; torch only on use)
+from engine.errors import ClusterSpecError, EngineError, InvalidDecision, StallError, TraceError, UnknownNameError
+from engine.schedulers import SCHEDULERS, make_scheduler, scheduler_names
+from engine.sim.cluster import CLUSTER_SOURCES, Cluster, GpuType, NodeGroup, parse_cluster
+from engine.sim.job import Job
+from engine.sim.simulator import PreemptionModel, Result, Simulation, simulate
+from engine.sim.state import ClusterState, Decision, Preempt, Scheduler, Start, Wake
+
+
+def _openb_cluster(path: str) -> Cluster:
+    """``openb:PATH``: the cluster of a real Alibaba node list (the trace reader is imported on use)."""
+    from engine.traces.openb import openb_cluster
+
+    return openb_cluster(path)
+
+
+CLUSTER_SOURCES["openb"] = _openb_cluster
 
 __all__ = [
     "Cluster", "ClusterSpecError", "ClusterState", "Decision", "EngineError", "GpuType", "InvalidDecision",

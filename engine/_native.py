@@ -30,13 +30,13 @@ MANIFEST = Path(__file__).resolve().parent / "_compiled.json"
 
 #: The modules ``make build`` compiles: the event loop, occupancy and every registered scheduler's hot path.
 NATIVE_MODULES = (
-    "engine.agenda",
-    "engine.job",
-    "engine.decisions",
-    "engine.simulator",
-    "engine.running",
-    "engine.view",
-    "engine.occupancy",
+    "engine.sim.agenda",
+    "engine.sim.job",
+    "engine.sim.decisions",
+    "engine.sim.simulator",
+    "engine.sim.running",
+    "engine.sim.view",
+    "engine.sim.occupancy",
     "engine.schedulers.base",
     "engine.schedulers.ordering",
     "engine.schedulers.placement",

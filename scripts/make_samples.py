@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from engine.cluster import parse_cluster  # noqa: E402
+from engine.sim.cluster import parse_cluster  # noqa: E402
 from engine.traces.csv import write_csv  # noqa: E402
 from engine.traces.gavel import THROUGHPUT_STEPS_PER_S  # noqa: E402
 from engine.traces.generator import generate  # noqa: E402

@@ -15,7 +15,7 @@ import pytest
 
 from engine import _native, make_scheduler, parse_cluster, simulate
 from engine.schedulers import SCHEDULERS
-from engine.simulator import PreemptionModel
+from engine.sim.simulator import PreemptionModel
 from engine.traces.generator import generate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,14 +46,14 @@ def test_extensions_built_from_the_current_sources_are_used(fake_tree):
 
 
 def test_an_edited_source_makes_its_module_stale(fake_tree):
-    _native.source_of("engine.occupancy").write_text("# edited after the build\n")
-    assert _native.stale_modules() == ["engine.occupancy"]
+    _native.source_of("engine.sim.occupancy").write_text("# edited after the build\n")
+    assert _native.stale_modules() == ["engine.sim.occupancy"]
 
 
 def test_a_missing_extension_or_manifest_makes_modules_stale(fake_tree):
-    src = _native.source_of("engine.simulator")
+    src = _native.source_of("engine.sim.simulator")
     Path(f"{src.with_suffix('')}{importlib.machinery.EXTENSION_SUFFIXES[0]}").unlink()
-    assert _native.stale_modules() == ["engine.simulator"]
+    assert _native.stale_modules() == ["engine.sim.simulator"]
     _native.MANIFEST.unlink()
     assert _native.stale_modules() == list(_native.NATIVE_MODULES)
 

@@ -6,9 +6,14 @@ model is actually loaded.
 
 from __future__ import annotations
 
+from engine.schedulers.registry import PREFIXES
+
 
 def rl_scheduler(name: str):
     """Build the scheduler ``rl:<name>`` from ``models/<name>.json`` (the ``rl`` prefix factory)."""
-    from .agent import load_agent
+    from engine.rl.agent import load_agent
 
     return load_agent(name)
+
+
+PREFIXES["rl"] = rl_scheduler  # rl:<model>; torch is imported only when a model is loaded

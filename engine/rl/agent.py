@@ -19,9 +19,9 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import EngineError
-from ..state import ClusterState, Decision
-from .encoding import EncodingConfig, decode, encode, snapshot
+from engine.errors import EngineError
+from engine.rl.encoding import EncodingConfig, decode, encode, snapshot
+from engine.sim.state import ClusterState, Decision
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -77,7 +77,7 @@ def load_weights(path: Path, sha256: str) -> dict[str, Any]:
 
 
 class RLScheduler:
-    """A trained agent as a :class:`~engine.state.Scheduler` (build it with :func:`load_agent`)."""
+    """A trained agent as a :class:`~engine.sim.state.Scheduler` (build it with :func:`load_agent`)."""
 
     def __init__(self, name: str, card: dict[str, Any], policy: Any, encoding: EncodingConfig) -> None:
         import torch
@@ -118,8 +118,8 @@ def load_agent(name: str, models_dir: Path | None = None) -> RLScheduler:
     """Build the scheduler ``rl:<name>`` from ``models_dir/<name>.json`` and its weights (hash checked)."""
     import torch
 
-    from ..env import observation_space
-    from .policies import PolicySpec, build_policy
+    from engine.rl.env import observation_space
+    from engine.rl.policies import PolicySpec, build_policy
 
     models_dir = Path(models_dir or MODELS_DIR)
     card = read_card(name, models_dir)

@@ -20,11 +20,11 @@ import math
 from dataclasses import replace
 from typing import Any, Sequence
 
-from ..evaluate import Evaluation, evaluate, parse_scenario
-from ..schedulers import SCHEDULERS
-from .agent import MODELS_DIR, read_card
-from .encoding import EVICT
-from .reward import RewardWeights, objective_terms, weighted
+from engine.analysis.evaluate import Evaluation, evaluate, parse_scenario
+from engine.rl.agent import MODELS_DIR, read_card
+from engine.rl.encoding import EVICT
+from engine.rl.reward import RewardWeights, objective_terms, weighted
+from engine.schedulers import SCHEDULERS
 
 #: Evaluation scenarios of the shipped models: those of their training distribution, one on a cluster at
 #: least twice as large as any in training, and a window of the real Philly trace.

@@ -22,9 +22,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..env import EnvConfig, GpuSchedulingEnv
-from ..errors import EngineError
-from .teacher import TEACHERS, teacher_action
+from engine.errors import EngineError
+from engine.rl.env import EnvConfig, GpuSchedulingEnv
+from engine.rl.teacher import TEACHERS, teacher_action
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """What a learned scheduler sees and how its choice becomes a decision: ``encode``, ``action_mask``, ``decode``.
 
-These three pure functions are shared by the Gymnasium environment (:mod:`engine.env`) and by the ``rl:<name>``
+These three pure functions are shared by the Gymnasium environment (:mod:`engine.rl.env`) and by the ``rl:<name>``
 scheduler at inference, so training and deployment cannot drift apart. They import numpy only.
 
 Action space (``Discrete(window * max_types * len(rules) + 1)``)
@@ -65,10 +65,10 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from ..errors import EngineError
-from ..job import Job
-from ..schedulers.placement import PLACEMENTS
-from ..state import ClusterState, Decision, Preempt, Start
+from engine.errors import EngineError
+from engine.schedulers.placement import PLACEMENTS
+from engine.sim.job import Job
+from engine.sim.state import ClusterState, Decision, Preempt, Start
 
 #: Job features that do not depend on the GPU types, then :data:`JOB_TYPE_FEATURES` per GPU type slot.
 JOB_BASE_FEATURES = 12

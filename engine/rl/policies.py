@@ -21,7 +21,7 @@ from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPo
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, CombinedExtractor
 from torch import nn
 
-from ..errors import EngineError
+from engine.errors import EngineError
 
 POLICY_KINDS = ("mlp", "attention")
 

@@ -5,7 +5,7 @@ floating-point rounding; ``tests/rl/test_reward.py`` checks it). The objective i
 each over the jobs that completed (unschedulable jobs never ran and are left out):
 
 * ``wait``: mean wait, ``mean(end_s - submit_s - run_s) / wait_scale_s``: all time spent queued, like
-  ``engine.metrics`` (for a preemptive heuristic, time back in the queue counts too; the environment never
+  ``engine.analysis.metrics`` (for a preemptive heuristic, time back in the queue counts too; the environment never
   preempts, so for an agent it is ``first_start_s - submit_s``). Paid densely: after every step the
   environment charges the wait that accrued since the previous step (jobs still queued wait on).
 * ``jct``: mean job completion time, ``mean(end_s - submit_s) / wait_scale_s``; paid densely the same way
@@ -14,7 +14,7 @@ each over the jobs that completed (unschedulable jobs never ran and are left out
 * ``bounded_slowdown``: mean of ``max(1, (end_s - submit_s) / max(run_s, bsld_tau_s))``; paid at the end.
 * ``utilization_band``: time-weighted mean, over ``[0, makespan]``, of how far the busy share of GPUs is
   outside the target band ``[band_low, band_high]`` (0 inside the band); paid at the end.
-* ``fairness``: Gini coefficient (:func:`engine.metrics.gini`) of the users' mean waits (0 = equal, towards 1 = one user bears all the
+* ``fairness``: Gini coefficient (:func:`engine.analysis.metrics.gini`) of the users' mean waits (0 = equal, towards 1 = one user bears all the
   waiting); paid at the end.
 * ``comm``: communication overhead, GPU-hours per job lost to placements spread over nodes or racks
   (``Result.comm_overhead_gpu_s``); paid at the end.
@@ -28,9 +28,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import EngineError
-from ..metrics import gini
-from ..simulator import COMPLETED, Result
+from engine.analysis.metrics import gini
+from engine.errors import EngineError
+from engine.sim.simulator import COMPLETED, Result
 
 
 @dataclass(frozen=True)

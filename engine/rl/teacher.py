@@ -43,10 +43,10 @@ from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from ..errors import EngineError
-from ..job import Job
-from ..state import ClusterState, Decision
-from .encoding import EVICT, EncodingConfig, Snapshot, decode, snapshot, type_speeds
+from engine.errors import EngineError
+from engine.rl.encoding import EVICT, EncodingConfig, Snapshot, decode, snapshot, type_speeds
+from engine.sim.job import Job
+from engine.sim.state import ClusterState, Decision
 
 
 class Option(NamedTuple):

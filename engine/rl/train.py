@@ -2,7 +2,7 @@
 
 ``python -m engine train --config FILE`` (or ``--config NAME`` for a preset in ``engine/rl/presets/``) runs:
 
-1. build ``n_envs`` copies of :class:`engine.env.GpuSchedulingEnv` (``DummyVecEnv``, ``Monitor``-wrapped);
+1. build ``n_envs`` copies of :class:`engine.rl.env.GpuSchedulingEnv` (``DummyVecEnv``, ``Monitor``-wrapped);
 2. build the policy network in code from the config (:mod:`engine.rl.policies`);
 3. train with sb3-contrib's ``MaskablePPO``: TensorBoard logs, a progress bar, plain-weight checkpoints, a
    maskable evaluation callback that keeps the best policy, and a curriculum that changes the clusters,
@@ -23,10 +23,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..env import EnvConfig, GpuSchedulingEnv
-from ..errors import EngineError
-from .clone import CloneConfig
-from .policies import PolicySpec
+from engine.errors import EngineError
+from engine.rl.clone import CloneConfig
+from engine.rl.env import EnvConfig, GpuSchedulingEnv
+from engine.rl.policies import PolicySpec
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
@@ -193,7 +193,7 @@ def sha256_file(path: Path) -> str:
 
 
 #: Workload seeds of the evaluation episodes during training (validation): below ``TRAIN_SEED_MIN`` like test
-#: seeds, but far above the ``0..n-1`` that ``engine.evaluate`` uses, so selecting the best model never sees
+#: seeds, but far above the ``0..n-1`` that ``engine.analysis.evaluate`` uses, so selecting the best model never sees
 #: a test workload.
 VALIDATION_SEED_BASE = 900_000
 
@@ -300,7 +300,7 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     if cfg.clone is not None:
         from sb3_contrib.common.maskable.evaluation import evaluate_policy
 
-        from .clone import clone
+        from engine.rl.clone import clone
 
         cloned = clone(model.policy, final_env, cfg.clone, cfg.gamma, cfg.seed)
         # The cloned policy is the first candidate: PPO's checkpoints are kept only if they beat it.
@@ -370,9 +370,9 @@ def validation_return(name: str, weights: Path, n_episodes: int, models_dir: Pat
     a training seed, not a test seed, and not one the evaluation callback used). Actions: the most likely
     allowed one, as the ``rl:`` scheduler decides.
     """
-    from .agent import RLScheduler, load_weights, read_card
-    from .policies import build_policy
-    from ..env import observation_space
+    from engine.rl.agent import RLScheduler, load_weights, read_card
+    from engine.rl.env import observation_space
+    from engine.rl.policies import build_policy
 
     card = read_card(name, models_dir)
     cfg = TrainConfig.from_dict(card["training"]["config"])
@@ -414,7 +414,7 @@ def reselect(name: str, candidates: list[Path], n_episodes: int = 10, models_dir
 
 def _parent(cfg: TrainConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     """Card and SHA-256-checked plain weights of model ``cfg.init_from`` in ``models/``; same network required."""
-    from .agent import ModelError, load_weights, read_card
+    from engine.rl.agent import ModelError, load_weights, read_card
 
     card = read_card(cfg.init_from, MODELS_DIR)
     for key, mine in (("policy", cfg.policy.to_dict()), ("encoding", cfg.env.encoding.to_dict())):

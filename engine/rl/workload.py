@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..cluster import Cluster
-from ..job import Job
-from ..traces.generator import generate
+from engine.sim.cluster import Cluster
+from engine.sim.job import Job
+from engine.traces.generator import generate
 
 #: Training episodes draw workload seeds from ``[TRAIN_SEED_MIN, 2**31 - 1)``; evaluations use seeds below it,
 #: so an evaluation seed is never one an agent was trained on.

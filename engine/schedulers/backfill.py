@@ -27,11 +27,11 @@ from typing import Final, Iterator
 import numpy as np
 from mypy_extensions import mypyc_attr
 
-from ..job import Job
-from ..state import FRACTION_EPS, ClusterState, Decision, Start
-from .ordering import StaticKeyOrder, arrival_ranks
-from .placement import FAILURES_PERSIST, FitMemory, first_fit
-from .registry import SchedulerSpec, register
+from engine.schedulers.ordering import StaticKeyOrder, arrival_ranks
+from engine.schedulers.placement import FAILURES_PERSIST, FitMemory, first_fit
+from engine.schedulers.registry import SchedulerSpec, register
+from engine.sim.job import Job
+from engine.sim.state import FRACTION_EPS, ClusterState, Decision, Start
 
 
 class _ReleaseBook:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..state import ClusterState, Decision, Start
-from .ordering import Order, StaticKeyOrder
-from .placement import FAILURES_PERSIST, FitMemory, Placement
+from engine.schedulers.ordering import Order, StaticKeyOrder
+from engine.schedulers.placement import FAILURES_PERSIST, FitMemory, Placement
+from engine.sim.state import ClusterState, Decision, Start
 
 
 class ListScheduler:

@@ -19,9 +19,9 @@ from typing import Iterator
 
 import numpy as np
 
-from ..state import ClusterState, Decision, Start
-from .placement import PLACEMENTS, Placement
-from .registry import SchedulerSpec, register
+from engine.schedulers.placement import PLACEMENTS, Placement
+from engine.schedulers.registry import SchedulerSpec, register
+from engine.sim.state import ClusterState, Decision, Start
 
 
 class DrfScheduler:

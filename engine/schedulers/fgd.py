@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..job import Job
-from ..state import FRACTION_EPS, ClusterState
-from .placement import PLACEMENTS, _node_gpus, best_fit
-from .registry import SchedulerSpec, list_scheduler, register
+from engine.schedulers.placement import PLACEMENTS, _node_gpus, best_fit
+from engine.schedulers.registry import SchedulerSpec, list_scheduler, register
+from engine.sim.job import Job
+from engine.sim.state import FRACTION_EPS, ClusterState
 
 
 class FgdPlacement:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .registry import SchedulerSpec, list_scheduler, register
+from engine.schedulers.registry import SchedulerSpec, list_scheduler, register
 
 register(SchedulerSpec(
     "fifo", list_scheduler("fifo", "fifo", "first-fit", blocking=True),

@@ -10,8 +10,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Any, Callable, Iterator, Protocol
 
-from ..job import Job
-from ..state import ClusterState
+from engine.sim.job import Job
+from engine.sim.state import ClusterState
 
 
 class Order(Protocol):

@@ -5,10 +5,10 @@ the engine applies the resulting ``Start``. Every rule returns GPUs of one type,
 (idle GPUs for whole-GPU jobs; enough free share and memory for fractional ones).
 
 Whole-GPU jobs are placed on one node when some eligible node has enough idle GPUs; otherwise they are
-spread over the nodes of one GPU type (slower for communication-sensitive jobs, see ``engine.cluster``).
+spread over the nodes of one GPU type (slower for communication-sensitive jobs, see ``engine.sim.cluster``).
 
 ``first-fit`` and ``best-fit`` run at every decision point of most schedulers, so they answer from the
-engine's bitmask indexes (:mod:`engine.occupancy`) in time independent of the cluster size for jobs that
+engine's bitmask indexes (:mod:`engine.sim.occupancy`) in time independent of the cluster size for jobs that
 fit on one node; the other rules scan numpy arrays. Each fast rule gives exactly the GPUs the plain scan
 over ``state.node_free`` / ``state.can_host`` described in its docstring would.
 """
@@ -20,9 +20,9 @@ from typing import Callable, Final, Optional
 
 import numpy as np
 
-from ..job import Job
-from ..occupancy import Occupancy, bits, lowest_bit
-from ..state import FRACTION_EPS, ClusterState
+from engine.sim.job import Job
+from engine.sim.occupancy import Occupancy, bits, lowest_bit
+from engine.sim.state import FRACTION_EPS, ClusterState
 
 Placement = Callable[[ClusterState, Job], Optional[tuple[int, ...]]]
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import UnknownNameError
-from ..state import Scheduler
-from .base import ListScheduler
-from .ordering import ORDERS
-from .placement import PLACEMENTS
+from engine.errors import UnknownNameError
+from engine.schedulers.base import ListScheduler
+from engine.schedulers.ordering import ORDERS
+from engine.schedulers.placement import PLACEMENTS
+from engine.sim.state import Scheduler
 
 
 @dataclass(frozen=True)

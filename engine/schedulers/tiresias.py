@@ -28,12 +28,12 @@ from typing import Callable, Final, Iterator
 
 import numpy as np
 
-from ..agenda import Agenda
-from ..job import Job
-from ..state import FRACTION_EPS, ClusterState, Decision, Preempt, Start, Wake
-from .ordering import arrival_ranks
-from .placement import FAILURES_PERSIST, PLACEMENTS, FitMemory, Placement, first_fit
-from .registry import SchedulerSpec, register
+from engine.schedulers.ordering import arrival_ranks
+from engine.schedulers.placement import FAILURES_PERSIST, PLACEMENTS, FitMemory, Placement, first_fit
+from engine.schedulers.registry import SchedulerSpec, register
+from engine.sim.agenda import Agenda
+from engine.sim.job import Job
+from engine.sim.state import FRACTION_EPS, ClusterState, Decision, Preempt, Start, Wake
 
 
 def _pop_min(ranks: list[int]) -> int:

@@ -1,7 +1,7 @@
 """Topology-aware packing: multi-GPU jobs on the fewest nodes, then the fewest racks.
 
 Spreading a training job over nodes or racks slows it down (see the communication model in
-:mod:`engine.cluster`), so ``topo-pack`` looks for, in this order:
+:mod:`engine.sim.cluster`), so ``topo-pack`` looks for, in this order:
 
 1. one node with enough idle GPUs (best fit: the one with the fewest idle GPUs, keeping big holes whole);
 2. the fewest nodes inside one rack (racks tried per GPU type, since a job's GPUs share one type);
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..job import Job
-from ..state import ClusterState
-from .placement import PLACEMENTS, _node_gpus, best_fit
-from .registry import SchedulerSpec, list_scheduler, register
+from engine.schedulers.placement import PLACEMENTS, _node_gpus, best_fit
+from engine.schedulers.registry import SchedulerSpec, list_scheduler, register
+from engine.sim.job import Job
+from engine.sim.state import ClusterState
 
 
 def _fewest_nodes(free: np.ndarray, nodes: np.ndarray, k: int) -> list[int]:

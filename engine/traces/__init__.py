@@ -1,4 +1,4 @@
-"""Trace loading: every supported format into one tuple of :class:`~engine.job.Job`, plus a report.
+"""Trace loading: every supported format into one tuple of :class:`~engine.sim.job.Job`, plus a report.
 
     from engine.traces import load_trace
     trace = load_trace("philly.csv")             # format auto-detected
@@ -19,19 +19,19 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import TraceError, UnknownNameError
-from ..job import Job
-from . import csv as _csv
-from . import gavel as _gavel
-from . import mapped as _mapped
-from . import openb as _openb
-from . import philly as _philly
-from . import swf as _swf
-from . import tiresias as _tiresias
-from .base import DROP_REASONS, ReadContext
-from .csv import write_csv
-from .fast import Fallback
-from .report import TraceReport, make_report
+from engine.errors import TraceError, UnknownNameError
+from engine.sim.job import Job
+from engine.traces import csv as _csv
+from engine.traces import gavel as _gavel
+from engine.traces import mapped as _mapped
+from engine.traces import openb as _openb
+from engine.traces import philly as _philly
+from engine.traces import swf as _swf
+from engine.traces import tiresias as _tiresias
+from engine.traces.base import DROP_REASONS, ReadContext
+from engine.traces.csv import write_csv
+from engine.traces.fast import Fallback
+from engine.traces.report import TraceReport, make_report
 
 __all__ = ["DROP_REASONS", "TRACE_FORMATS", "Trace", "TraceError", "TraceFormat", "TraceReport", "load_trace",
            "trace_format", "write_csv"]
@@ -117,7 +117,7 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
     """
     path = Path(path)
     if format is None:
-        from .detect import detect_format
+        from engine.traces.detect import detect_format
 
         format = detect_format(path)
     fmt = trace_format(format)

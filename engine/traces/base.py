@@ -22,7 +22,7 @@ from typing import IO, Callable, Iterable, Iterator
 import numpy as np
 import pandas as pd
 
-from ..errors import TraceError
+from engine.errors import TraceError
 
 #: Drop reasons a reader may count, with what each means (the keys of ``TraceReport.dropped``).
 DROP_REASONS: dict[str, str] = {
@@ -183,7 +183,7 @@ class Rows:
     def add(self, submit_s: float, duration_s: float, gpus: int, gpu_fraction: float, vram_gib: float,
             user: str, job_type: str, priority: int, allowed_types: frozenset[str], estimate_s: float,
             name: str) -> None:
-        """Store one job; the values must already satisfy :class:`~engine.job.Job`'s rules."""
+        """Store one job; the values must already satisfy :class:`~engine.sim.job.Job`'s rules."""
         self.submit_s.append(submit_s)
         self.duration_s.append(duration_s)
         self.gpus.append(gpus)
@@ -275,7 +275,7 @@ class ReadContext:
 
         Drops, in this order: ``allowed_types`` is ``None`` (only unknown GPU types named) ->
         ``unknown_gpu_type``; ``gpus <= 0`` -> ``no_gpu``; NaN submit or duration -> ``missing_time``;
-        ``duration_s <= 0`` -> ``non_positive_duration``. Values a :class:`~engine.job.Job` would reject
+        ``duration_s <= 0`` -> ``non_positive_duration``. Values a :class:`~engine.sim.job.Job` would reject
         raise ``BadField`` named by ``columns``.
         """
         if allowed_types is None:

@@ -34,9 +34,9 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from ..job import Job
-from .base import ReadContext, read_header, read_rows, to_float, to_int, to_time
-from .fast import keep_frame, numbers, read_chunks, strings
+from engine.sim.job import Job
+from engine.traces.base import ReadContext, read_header, read_rows, to_float, to_int, to_time
+from engine.traces.fast import keep_frame, numbers, read_chunks, strings
 
 COLUMNS = ("job_id", "name", "submit_s", "duration_s", "gpus", "gpu_fraction", "vram_gib", "user", "job_type",
            "priority", "allowed_types", "estimate_s")

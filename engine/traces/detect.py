@@ -16,8 +16,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from ..errors import TraceError
-from .base import iter_lines
+from engine.errors import TraceError
+from engine.traces.base import iter_lines
 
 #: ``format -> header columns that identify it`` (all must be present).
 HEADER_SIGNATURES: dict[str, frozenset[str]] = {

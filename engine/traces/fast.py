@@ -18,7 +18,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from .base import MAX_GPUS, MAX_LINE_CHARS, MAX_TIME_S, ReadContext, open_text
+from engine.traces.base import MAX_GPUS, MAX_LINE_CHARS, MAX_TIME_S, ReadContext, open_text
 
 #: Rows per pandas chunk.
 CHUNK_ROWS = 200_000

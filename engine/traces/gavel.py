@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 
-from .base import BadField, Columns, ReadContext, iter_lines, read_rows, to_float, to_int, to_time
+from engine.traces.base import BadField, Columns, ReadContext, iter_lines, read_rows, to_float, to_int, to_time
 
 FIELDS = ("job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir", "total_steps",
           "scale_factor", "priority_weight", "SLO", "arrival_time")

@@ -61,8 +61,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..cluster import Cluster, parse_cluster
-from ..job import Job
+from engine.sim.cluster import Cluster, parse_cluster
+from engine.sim.job import Job
 
 #: GPU fractions and per-GPU memory (GiB) the default job types use.
 FRACTIONS = (0.1, 0.25, 0.5, 0.75, 1.0)

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import math
 
-from .base import MAX_TIME_S, BadField, Columns, ReadContext, read_header, read_rows, to_float, to_int
-from .csv import split_types
-from .philly import parse_timestamp
-from .tiresias import TIME_UNITS
+from engine.traces.base import MAX_TIME_S, BadField, Columns, ReadContext, read_header, read_rows, to_float, to_int
+from engine.traces.csv import split_types
+from engine.traces.philly import parse_timestamp
+from engine.traces.tiresias import TIME_UNITS
 
 KEYS = ("submit", "duration", "end", "gpus", "gpu_fraction", "vram_gib", "user", "job_type", "priority",
         "allowed_types", "estimate", "name")

@@ -20,7 +20,7 @@ A pod list without ``creation_time``/``deletion_time`` (``multigpu50``) has no t
 is an error.
 
 **Node lists** (``openb_node_list_*.csv``), a cluster: ``sn, cpu_milli, memory_mib, gpu, model``.
-``--cluster openb:PATH`` (:data:`engine.cluster.CLUSTER_SOURCES` calls :func:`openb_cluster`) builds the cluster from
+``--cluster openb:PATH`` (:data:`engine.sim.cluster.CLUSTER_SOURCES` calls :func:`openb_cluster`) builds the cluster from
 the nodes with GPUs (CPU-only nodes, empty ``model``, are skipped), consecutive nodes of the same model and
 GPU count forming one node group. The undisclosed models ``G1``, ``G2``, ``G3`` are added to the catalog
 as placeholders (:data:`PLACEHOLDER_TYPES`: 32 GiB, speed 1; their real figures are not public).
@@ -36,10 +36,10 @@ from typing import Iterator
 
 import numpy as np
 
-from ..cluster import DEFAULT_CATALOG, Cluster, GpuType, NodeGroup
-from ..errors import ClusterSpecError, TraceError
-from .base import BadField, Columns, ReadContext, read_header, read_rows, to_int, to_time
-from .fast import keep_frame, numbers, read_chunks, strings
+from engine.errors import ClusterSpecError, TraceError
+from engine.sim.cluster import DEFAULT_CATALOG, Cluster, GpuType, NodeGroup
+from engine.traces.base import BadField, Columns, ReadContext, read_header, read_rows, to_int, to_time
+from engine.traces.fast import keep_frame, numbers, read_chunks, strings
 
 POD_REQUIRED = ("name", "num_gpu", "gpu_milli")
 NODE_REQUIRED = ("sn", "gpu", "model")
@@ -151,4 +151,3 @@ def openb_cluster(path: str | Path) -> Cluster:
         raise ClusterSpecError(f"openb node list {path}: no node with GPUs")
     catalog = {**DEFAULT_CATALOG, **{t.name: t for t in PLACEHOLDER_TYPES}}
     return Cluster(groups=tuple(groups), catalog=catalog)
-

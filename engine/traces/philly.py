@@ -19,8 +19,8 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
-from .base import BadField, Columns, ReadContext, read_header, read_rows, to_int, to_time
-from .fast import Fallback, keep_frame, numbers, read_chunks, strings
+from engine.traces.base import BadField, Columns, ReadContext, read_header, read_rows, to_int, to_time
+from engine.traces.fast import Fallback, keep_frame, numbers, read_chunks, strings
 
 COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 REQUIRED = ("timestamp", "duration", "num_gpus")

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..job import Job
+from engine.sim.job import Job
 
 
 @dataclass(frozen=True)

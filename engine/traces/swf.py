@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 
-from .base import MAX_TIME_S, BadField, Columns, ReadContext, iter_lines, read_rows, to_int, to_time
-from .fast import CHUNK_ROWS, Fallback, keep_frame
+from engine.traces.base import MAX_TIME_S, BadField, Columns, ReadContext, iter_lines, read_rows, to_int, to_time
+from engine.traces.fast import CHUNK_ROWS, Fallback, keep_frame
 
 N_FIELDS = 18
 FIELD_NAMES = ("job_id", "submit", "wait", "run_time", "allocated_processors", "avg_cpu_time", "used_memory",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from .base import Columns, ReadContext, read_header, read_rows, to_int, to_time
+from engine.traces.base import Columns, ReadContext, read_header, read_rows, to_int, to_time
 
 COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
 REQUIRED = ("num_gpu", "submit_time", "duration")

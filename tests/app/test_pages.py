@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import app_pages.common as common
-from engine.scenario import content_hash
+from engine.analysis.scenario import content_hash
 from engine.traces import write_csv
 from engine.traces.generator import generate
 
@@ -161,7 +161,7 @@ def test_a_link_to_a_trace_this_server_does_not_hold_asks_for_the_upload():
 
 
 def test_sidebar_opens_a_scenario_json():
-    from engine.scenario import Scenario, WorkloadSpec
+    from engine.analysis.scenario import Scenario, WorkloadSpec
 
     wanted = Scenario(cluster="1x8:H100-80", workload=WorkloadSpec(n_jobs=40), schedulers=("sjf",))
     at = app()
@@ -284,7 +284,7 @@ def test_train_page_starts_and_stops_a_training_process(tmp_path, monkeypatch):
 
 
 def test_home_preset_opens_compare_ready_to_run():
-    from engine.presets import PRESETS
+    from engine.analysis.presets import PRESETS
 
     name = next(iter(PRESETS))
     at = app()

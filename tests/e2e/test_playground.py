@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from benchmarks.app_compare import CHARTS_DRAWN, COMPARE_CHARTS, wait_idle
-from engine.presets import PRESETS
+from engine.analysis.presets import PRESETS
 from engine.traces import write_csv
 from engine.traces.generator import generate
 

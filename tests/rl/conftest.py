@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.env import EnvConfig
 from engine.rl.encoding import EncodingConfig
+from engine.rl.env import EnvConfig
 from engine.rl.policies import PolicySpec
 from engine.rl.train import TrainConfig, train
 

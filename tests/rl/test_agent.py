@@ -14,10 +14,10 @@ import pytest
 import torch
 
 from engine import make_scheduler, parse_cluster, simulate
-from engine.env import EnvConfig, GpuSchedulingEnv
 from engine.errors import EngineError
 from engine.rl.agent import MODELS_DIR, ModelError, load_agent, model_names
 from engine.rl.encoding import EncodingConfig
+from engine.rl.env import EnvConfig, GpuSchedulingEnv
 from engine.rl.train import sha256_file
 from engine.rl.workload import make_jobs
 
@@ -138,6 +138,6 @@ def test_weights_that_do_not_fit_the_card_are_refused(tiny_models, tmp_path):
 
 
 def test_importing_engine_and_heuristics_does_not_import_torch():
-    code = ("import sys, engine, engine.evaluate, engine.rl.encoding; from engine import make_scheduler; "
+    code = ("import sys, engine, engine.analysis.evaluate, engine.rl.encoding; from engine import make_scheduler; "
             "make_scheduler('sjf'); assert 'torch' not in sys.modules and 'gymnasium' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)

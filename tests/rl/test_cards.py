@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from engine.analysis.evaluate import SCENARIOS, Evaluation
+from engine.analysis.metrics import METRICS
 from engine.errors import EngineError
-from engine.evaluate import Evaluation, SCENARIOS
-from engine.metrics import METRICS
 from engine.rl import cards
 
 SHOWN = cards.SHOWN

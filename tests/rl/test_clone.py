@@ -8,10 +8,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from engine.env import EnvConfig, GpuSchedulingEnv, observation_space
 from engine.errors import EngineError
 from engine.rl import cards
 from engine.rl.clone import CloneConfig, clone, collect
+from engine.rl.env import EnvConfig, GpuSchedulingEnv, observation_space
 from engine.rl.policies import PolicySpec, build_policy
 from engine.rl.train import TrainConfig, train
 

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from engine import parse_cluster, simulate
-from engine.env import EnvConfig, GpuSchedulingEnv
 from engine.errors import EngineError
-from engine.job import Job
 from engine.rl.encoding import EncodingConfig
+from engine.rl.env import EnvConfig, GpuSchedulingEnv
 from engine.rl.teacher import TEACHERS, TeacherScheduler, teacher_action
 from engine.rl.workload import make_jobs
+from engine.sim.job import Job
 
 MIXED = "1x8:A100-80,2x4:V100-32"
 ENC = EncodingConfig(window=4, max_types=2, window_order="mixed")

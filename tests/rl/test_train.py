@@ -55,7 +55,7 @@ def test_unknown_preset_lists_presets():
 def test_curriculum_reaches_the_wrapped_environments():
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from engine.env import EnvConfig
+    from engine.rl.env import EnvConfig
     from engine.rl.train import _make_env
 
     venv = DummyVecEnv([_make_env(EnvConfig(clusters=("2x4:V100-32",), n_jobs=10), 0)])

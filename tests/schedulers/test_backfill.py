@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from engine import Job, Simulation, Start, parse_cluster
 from engine.schedulers.backfill import EasyBackfill, _MinTree, reserve
 from engine.schedulers.placement import first_fit
-from engine.simulator import COMPLETED
+from engine.sim.simulator import COMPLETED
 from engine.traces.generator import generate
 
 # One 4-GPU node. Job 0 holds GPUs 0-1 until t=100, so the 4-GPU head (job 1) is reserved for t=100.

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from engine import Job, PreemptionModel, make_scheduler, parse_cluster, scheduler_names, simulate
-from engine.job import JOB_TYPES
 from engine.schedulers.tiresias import Tiresias
-from engine.simulator import COMPLETED, UNSCHEDULABLE
+from engine.sim.job import JOB_TYPES
+from engine.sim.simulator import COMPLETED, UNSCHEDULABLE
 
 TYPES = ("generic", "T4", "A100-80")  # 32, 16 and 80 GiB
 

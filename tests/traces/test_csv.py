@@ -7,7 +7,7 @@ import math
 import pytest
 
 from engine.errors import TraceError
-from engine.job import Job
+from engine.sim.job import Job
 from engine.traces import load_trace, write_csv
 
 JOBS = (

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.errors import TraceError
-from engine.job import Job
+from engine.sim.job import Job
 from engine.traces import TRACE_FORMATS, load_trace, write_csv
 
 FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from engine.cluster import parse_cluster
+from engine.sim.cluster import parse_cluster
 from engine.traces import load_trace, write_csv
 from engine.traces.generator import DEFAULT_TYPES, FRACTIONS, VRAM_GIB, generate, generate_workload, job_types
 

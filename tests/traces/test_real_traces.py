@@ -10,8 +10,8 @@ from functools import lru_cache
 
 import pytest
 
-from engine.cluster import parse_cluster
 from engine.errors import ClusterSpecError, TraceError
+from engine.sim.cluster import parse_cluster
 from engine.traces import TRACE_FORMATS, load_trace, read_file
 
 OPENB = "alibaba-gpu-v2023-openb"

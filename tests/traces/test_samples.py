@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cluster import parse_cluster
+from engine.sim.cluster import parse_cluster
 from engine.traces import load_trace
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"

@@ -1,0 +1,392 @@
+"""Metrics: what a run's :class:`~engine.sim.simulator.Result` means, in numbers. Every formula is written here.
+
+Per job (completed jobs only; unschedulable jobs have none of these and are counted apart):
+
+* ``run_s`` = total time the job held GPUs, over all its run segments (so it includes work lost to
+  preemptions and restart overheads; it is the time on the hardware it got, not the reference duration).
+* ``wait_s`` = ``end_s - submit_s - run_s``: all time spent queued, including time back in the queue
+  after a preemption. Without preemption it equals ``first_start_s - submit_s``. Clamped at 0 against
+  floating-point rounding.
+* ``jct_s`` (job completion time) = ``end_s - submit_s``.
+* ``slowdown`` = ``jct_s / run_s``.
+* ``bounded_slowdown`` = ``max(1, jct_s / max(run_s, 10 s))``: the usual bounded slowdown (Feitelson), whose
+  10 s floor stops very short jobs from dominating the mean.
+
+Per run (see :data:`METRICS` for every key, its unit and whether lower or higher is better):
+
+* Counts: ``jobs``, ``completed``, ``unschedulable`` (jobs that can never run on this cluster).
+* Wait and JCT: mean, p50, p95, p99 (percentiles by linear interpolation between closest ranks, as
+  ``numpy.percentile``), max; ``mean_bounded_slowdown``. All NaN when no job completed.
+* ``makespan_s`` = last ``end_s`` - first ``submit_s`` (first submit over all jobs, i.e. the start of the
+  workload); 0 when no job completed.
+* ``utilization`` = busy GPU-seconds / (GPUs x ``makespan_s``), where busy GPU-seconds = sum over run
+  segments of duration x GPUs x GPU fraction (a half-GPU job counts half). 0 when ``makespan_s`` is 0.
+* Fairness: ``gini_user_wait`` and ``jain_user_wait`` are :func:`gini` and :func:`jain` of the per-user mean
+  wait (one value per user with at least one completed job; NaN when there is none).
+* Load imbalance: ``gini_gpu_busy`` = :func:`gini` of each GPU's busy seconds, over every GPU of the cluster
+  (idle GPUs count as 0).
+* ``comm_overhead_gpu_h`` = sum of ``Result.comm_overhead_gpu_s`` / 3600: GPU-hours spent because jobs were
+  spread over several nodes or racks.
+* ``fragmentation``: the share of free GPU capacity that was stranded on partly used GPUs, time-weighted:
+  ``integral(stranded(t) dt) / integral((n_gpus - busy(t)) dt)`` over the recorded time series, where
+  ``stranded`` is ``Result.series_stranded_gpus`` (free shares of GPUs that host fractional jobs) and
+  ``busy`` is ``Result.series_busy_gpus`` (each value holds until the next ``series_t``). 0 when there was
+  never free capacity. Whole-GPU workloads therefore always score 0.
+* ``preemptions`` (total count) and ``lost_gpu_h`` = sum of ``Result.lost_gpu_s`` / 3600 (work rolled back
+  to a checkpoint).
+
+Conventions for degenerate inputs: the Gini coefficient of an all-zero vector is 0 and Jain's index of an
+all-zero vector is 1 (everyone got the same, nothing); both are NaN for an empty vector.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from engine.sim.simulator import COMPLETED, Result
+
+#: Floor of bounded slowdown, seconds.
+BSLD_FLOOR_S = 10.0
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How to read one run-level metric.
+
+    Attributes:
+        label: short human name for tables.
+        unit: ``"s"``, ``"GPU-h"``, ``"jobs"``, ``"count"`` or ``"ratio"`` (a plain number, often 0..1).
+        better: ``"lower"`` or ``"higher"``; ``None`` for counts that describe the input, not the scheduler.
+        doc: the formula, one sentence.
+    """
+
+    label: str
+    unit: str
+    better: str | None
+    doc: str
+
+
+def _pct(p: int, of: str) -> str:
+    return f"{p}th percentile of per-job {of} (linear interpolation)"
+
+
+#: Every key of :class:`Summary`, in display order.
+METRICS: dict[str, Metric] = {
+    "jobs": Metric("Jobs", "jobs", None, "number of jobs in the workload"),
+    "completed": Metric("Completed", "jobs", "higher", "jobs that ran to completion"),
+    "unschedulable": Metric("Unschedulable", "jobs", None,
+                            "jobs that can never run on this cluster (too many GPUs or too much memory, "
+                            "or no allowed GPU type)"),
+    "mean_wait_s": Metric("Mean wait", "s", "lower", "mean of end - submit - run time over completed jobs"),
+    "p50_wait_s": Metric("Median wait", "s", "lower", _pct(50, "wait")),
+    "p95_wait_s": Metric("p95 wait", "s", "lower", _pct(95, "wait")),
+    "p99_wait_s": Metric("p99 wait", "s", "lower", _pct(99, "wait")),
+    "max_wait_s": Metric("Max wait", "s", "lower", "longest per-job wait"),
+    "mean_jct_s": Metric("Mean JCT", "s", "lower", "mean of end - submit over completed jobs"),
+    "p50_jct_s": Metric("Median JCT", "s", "lower", _pct(50, "JCT")),
+    "p95_jct_s": Metric("p95 JCT", "s", "lower", _pct(95, "JCT")),
+    "p99_jct_s": Metric("p99 JCT", "s", "lower", _pct(99, "JCT")),
+    "max_jct_s": Metric("Max JCT", "s", "lower", "longest per-job JCT"),
+    "mean_bounded_slowdown": Metric("Mean bounded slowdown", "ratio", "lower",
+                                    "mean of max(1, JCT / max(run time, 10 s)) over completed jobs"),
+    "makespan_s": Metric("Makespan", "s", "lower", "last end - first submit"),
+    "utilization": Metric("GPU utilisation", "ratio", "higher",
+                          "busy GPU-seconds (fractions count as fractions) / (GPUs x makespan)"),
+    "gini_user_wait": Metric("Gini of user mean wait", "ratio", "lower",
+                             "Gini coefficient of per-user mean wait (0 = all users wait alike)"),
+    "jain_user_wait": Metric("Jain of user mean wait", "ratio", "higher",
+                             "Jain's index of per-user mean wait (1 = all users wait alike)"),
+    "gini_gpu_busy": Metric("Gini of GPU busy time", "ratio", "lower",
+                            "Gini coefficient of per-GPU busy seconds over all GPUs (load imbalance)"),
+    "comm_overhead_gpu_h": Metric("Communication overhead", "GPU-h", "lower",
+                                  "extra GPU-hours spent because jobs spanned several nodes or racks"),
+    "fragmentation": Metric("Fragmentation", "ratio", "lower",
+                            "time-integral of free capacity stranded on partly used GPUs / "
+                            "time-integral of all free capacity"),
+    "preemptions": Metric("Preemptions", "count", "lower", "total number of preemptions"),
+    "lost_gpu_h": Metric("Lost work", "GPU-h", "lower", "GPU-hours of work rolled back by preemptions"),
+}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Run-level metrics; one field per key of :data:`METRICS` (same names, same order)."""
+
+    jobs: int
+    completed: int
+    unschedulable: int
+    mean_wait_s: float
+    p50_wait_s: float
+    p95_wait_s: float
+    p99_wait_s: float
+    max_wait_s: float
+    mean_jct_s: float
+    p50_jct_s: float
+    p95_jct_s: float
+    p99_jct_s: float
+    max_jct_s: float
+    mean_bounded_slowdown: float
+    makespan_s: float
+    utilization: float
+    gini_user_wait: float
+    jain_user_wait: float
+    gini_gpu_busy: float
+    comm_overhead_gpu_h: float
+    fragmentation: float
+    preemptions: int
+    lost_gpu_h: float
+
+    def to_dict(self) -> dict[str, int | float | None]:
+        """``{metric: value}`` ready for JSON: plain ``int``/``float``, NaN (undefined) written as ``None``."""
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
+
+
+# ---------------------------------------------------------------------------------------------- formulas
+def gini(values) -> float:
+    """Gini coefficient of non-negative ``values``: ``sum_i sum_j |x_i - x_j| / (2 n^2 mean(x))``.
+
+    0 means all equal, ``(n - 1) / n`` means one holds everything. All zeros give 0 (by convention);
+    an empty input gives NaN. Computed in O(n log n) as ``2 sum_i i x_(i) / (n sum x) - (n + 1) / n``
+    over the sorted values ``x_(1) <= ... <= x_(n)``.
+    """
+    x = np.sort(np.asarray(values, dtype=float).ravel())
+    n = x.size
+    if n == 0:
+        return math.nan
+    if np.any(x < 0):
+        raise ValueError("gini: values must be >= 0")
+    total = x.sum()
+    if total == 0:
+        return 0.0
+    ranks = np.arange(1, n + 1)
+    return float(max(0.0, 2.0 * np.dot(ranks, x) / (n * total) - (n + 1) / n))
+
+
+def jain(values) -> float:
+    """Jain's fairness index ``(sum x)^2 / (n sum x^2)``, from ``1/n`` (one holds all) to 1 (all equal).
+
+    All zeros give 1 (by convention: everyone got the same); an empty input gives NaN.
+    """
+    x = np.asarray(values, dtype=float).ravel()
+    n = x.size
+    if n == 0:
+        return math.nan
+    sq = float(np.dot(x, x))
+    if sq == 0:
+        return 1.0
+    return float(x.sum() ** 2 / (n * sq))
+
+
+def _stats(x: np.ndarray) -> tuple[float, float, float, float, float]:
+    """(mean, p50, p95, p99, max) of ``x``; all NaN when empty."""
+    if x.size == 0:
+        return (math.nan,) * 5
+    p50, p95, p99 = np.percentile(x, [50, 95, 99])
+    return float(x.mean()), float(p50), float(p95), float(p99), float(x.max())
+
+
+@dataclass(frozen=True)
+class _PerJob:
+    """Per-job arrays (NaN where a job did not complete) shared by :func:`summarize` and the frames."""
+
+    done: np.ndarray  # bool
+    submit_s: np.ndarray
+    wait_s: np.ndarray
+    jct_s: np.ndarray
+    slowdown: np.ndarray
+    bounded_slowdown: np.ndarray
+    gpu_s: np.ndarray  # busy GPU-seconds of each job, all segments
+
+
+def _per_job(result: Result) -> _PerJob:
+    n = result.n_jobs
+    done = result.status == COMPLETED
+    submit = np.array([j.submit_s for j in result.jobs], dtype=float)
+    end = result.end_s
+    run = result.run_s
+    nan = np.full(n, math.nan)
+    jct = np.where(done, end - submit, nan)
+    wait = np.where(done, np.maximum(jct - run, 0.0), nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slowdown = np.where(done, jct / run, nan)
+        bsld = np.where(done, np.maximum(1.0, jct / np.maximum(run, BSLD_FLOOR_S)), nan)
+    gpu_s = np.bincount(result.seg_job, weights=_segment_gpu_s(result), minlength=n)[:n]
+    return _PerJob(done, submit, wait, jct, slowdown, bsld, gpu_s)
+
+
+def _segment_gpu_s(result: Result) -> np.ndarray:
+    """Busy GPU-seconds of each run segment: duration x GPUs x fraction."""
+    counts = np.diff(result.seg_gpu_ptr)
+    return (result.seg_end_s - result.seg_start_s) * counts * result.seg_fraction
+
+
+def gpu_busy_s(result: Result) -> np.ndarray:
+    """Busy seconds of each GPU (index = GPU id), fractions counted as fractions, over all run segments."""
+    counts = np.diff(result.seg_gpu_ptr)
+    per_entry = np.repeat((result.seg_end_s - result.seg_start_s) * result.seg_fraction, counts)
+    return np.bincount(result.seg_gpu_ids, weights=per_entry, minlength=result.cluster.n_gpus)
+
+
+def fragmentation(result: Result) -> float:
+    """Time-weighted share of free GPU capacity stranded on partly used GPUs (see the module docstring)."""
+    t = result.series_t
+    if t.size < 2:
+        return 0.0
+    dt = np.diff(t)
+    stranded = float(np.dot(result.series_stranded_gpus[:-1], dt))
+    free = float(np.dot(result.cluster.n_gpus - result.series_busy_gpus[:-1], dt))
+    return stranded / free if free > 0 else 0.0
+
+
+def _user_mean_wait(result: Result, per: _PerJob) -> np.ndarray:
+    """Mean wait of each user with at least one completed job (users in sorted order)."""
+    users = np.array([j.user for j in result.jobs], dtype=object)[per.done]
+    if users.size == 0:
+        return np.empty(0)
+    codes, index = np.unique(users, return_inverse=True)
+    sums = np.bincount(index, weights=per.wait_s[per.done], minlength=codes.size)
+    return sums / np.bincount(index, minlength=codes.size)
+
+
+# ---------------------------------------------------------------------------------------------- public
+def summarize(result: Result) -> Summary:
+    """All run-level metrics of ``result`` (formulas in the module docstring)."""
+    per = _per_job(result)
+    done = per.done
+    completed = int(done.sum())
+    wait = per.wait_s[done]
+    jct = per.jct_s[done]
+    if completed:
+        first_submit = float(per.submit_s.min())
+        makespan = float(result.end_s[done].max()) - first_submit
+    else:
+        makespan = 0.0
+    busy = gpu_busy_s(result)
+    capacity = result.cluster.n_gpus * makespan
+    user_wait = _user_mean_wait(result, per)
+    return Summary(
+        jobs=result.n_jobs,
+        completed=completed,
+        unschedulable=result.n_jobs - completed,
+        **dict(zip(("mean_wait_s", "p50_wait_s", "p95_wait_s", "p99_wait_s", "max_wait_s"), _stats(wait))),
+        **dict(zip(("mean_jct_s", "p50_jct_s", "p95_jct_s", "p99_jct_s", "max_jct_s"), _stats(jct))),
+        mean_bounded_slowdown=float(per.bounded_slowdown[done].mean()) if completed else math.nan,
+        makespan_s=makespan,
+        utilization=float(busy.sum() / capacity) if capacity > 0 else 0.0,
+        gini_user_wait=gini(user_wait),
+        jain_user_wait=jain(user_wait),
+        gini_gpu_busy=gini(busy),
+        comm_overhead_gpu_h=float(result.comm_overhead_gpu_s.sum()) / 3600.0,
+        fragmentation=fragmentation(result),
+        preemptions=int(result.preemptions.sum()),
+        lost_gpu_h=float(result.lost_gpu_s.sum()) / 3600.0,
+    )
+
+
+def job_frame(result: Result) -> pd.DataFrame:
+    """One row per job, in ``job_id`` order.
+
+    Columns: ``job_id, name, user, job_type, submit_s, start_s`` (first start), ``end_s, run_s, wait_s,
+    jct_s, slowdown, bounded_slowdown, gpus, gpu_fraction, vram_gib, gpu_type`` (type of the GPUs of its last
+    run segment, ``""`` if it never ran), ``status`` (``"completed"`` or ``"unschedulable"``),
+    ``preemptions, gpu_s`` (busy GPU-seconds), ``comm_overhead_gpu_s, lost_gpu_s, estimate_s, duration_s``
+    (reference duration), ``reason`` (why it is unschedulable, else ``""``). Time columns are NaN for
+    unschedulable jobs.
+    """
+    per = _per_job(result)
+    lay = result.cluster.layout
+    jobs = result.jobs
+    return pd.DataFrame({
+        "job_id": np.arange(result.n_jobs, dtype=np.int64),
+        "name": [j.name for j in jobs],
+        "user": [j.user for j in jobs],
+        "job_type": [j.job_type for j in jobs],
+        "submit_s": per.submit_s,
+        "start_s": result.first_start_s,
+        "end_s": result.end_s,
+        "run_s": np.where(per.done, result.run_s, math.nan),
+        "wait_s": per.wait_s,
+        "jct_s": per.jct_s,
+        "slowdown": per.slowdown,
+        "bounded_slowdown": per.bounded_slowdown,
+        "gpus": np.array([j.gpus for j in jobs], dtype=np.int64),
+        "gpu_fraction": np.array([j.gpu_fraction for j in jobs], dtype=float),
+        "vram_gib": np.array([j.vram_gib for j in jobs], dtype=float),
+        "gpu_type": [lay.type_names[lay.gpu_type[g[0]]] if g else "" for g in result.gpu_ids],
+        "status": np.where(per.done, "completed", "unschedulable"),
+        "preemptions": result.preemptions,
+        "gpu_s": per.gpu_s,
+        "comm_overhead_gpu_s": result.comm_overhead_gpu_s,
+        "lost_gpu_s": result.lost_gpu_s,
+        "estimate_s": np.array([j.estimate_s for j in jobs], dtype=float),
+        "duration_s": np.array([j.duration_s for j in jobs], dtype=float),
+        "reason": [result.unschedulable_reasons.get(i, "") for i in range(result.n_jobs)],
+    })
+
+
+def user_frame(result: Result) -> pd.DataFrame:
+    """One row per user, sorted by user.
+
+    Columns: ``user, jobs, completed, unschedulable, mean_wait_s, p95_wait_s, max_wait_s, mean_jct_s,
+    mean_bounded_slowdown`` (over the user's completed jobs; NaN if none), ``gpu_h`` (busy GPU-hours),
+    ``gpu_share`` (the user's share of all busy GPU-seconds; 0 when nothing ran), ``preemptions``.
+    """
+    jobs = job_frame(result)
+    jobs["done"] = jobs["status"] == "completed"
+    grouped = jobs.groupby("user", sort=True)
+    frame = pd.DataFrame({
+        "jobs": grouped.size(),
+        "completed": grouped["done"].sum().astype(np.int64),
+        "mean_wait_s": grouped["wait_s"].mean(),
+        "p95_wait_s": grouped["wait_s"].quantile(0.95),
+        "max_wait_s": grouped["wait_s"].max(),
+        "mean_jct_s": grouped["jct_s"].mean(),
+        "mean_bounded_slowdown": grouped["bounded_slowdown"].mean(),
+        "gpu_h": grouped["gpu_s"].sum() / 3600.0,
+        "preemptions": grouped["preemptions"].sum().astype(np.int64),
+    })
+    frame.insert(2, "unschedulable", frame["jobs"] - frame["completed"])
+    total = frame["gpu_h"].sum()
+    frame.insert(len(frame.columns) - 1, "gpu_share", frame["gpu_h"] / total if total > 0 else 0.0)
+    return frame.reset_index()
+
+
+def compare(results: Mapping[str, Result | Summary]) -> pd.DataFrame:
+    """Rows = metric keys (in :data:`METRICS` order), columns = the names of ``results`` (in order).
+
+    Values may be Results or already computed Summaries (so callers that print both need not summarise twice).
+    """
+    columns = {}
+    for name, r in results.items():
+        s = r if isinstance(r, Summary) else summarize(r)
+        columns[name] = [getattr(s, k) for k in METRICS]
+    return pd.DataFrame(columns, index=pd.Index(list(METRICS), name="metric"), dtype=float)
+
+
+def best_columns(table: pd.DataFrame, *, rel_tol: float = 1e-9) -> dict[str, tuple[str, ...]]:
+    """For each metric row of a :func:`compare` table, the columns holding its best value.
+
+    Best follows :attr:`Metric.better`; ties (within ``rel_tol``) are all best. A row gets no entry when its
+    metric has no direction, when fewer than two columns have a value, or when all values are equal
+    (nothing to choose between).
+    """
+    out: dict[str, tuple[str, ...]] = {}
+    for key, row in table.iterrows():
+        metric = METRICS.get(str(key))
+        if metric is None or metric.better is None:
+            continue
+        vals = row.dropna()
+        if len(vals) < 2:
+            continue
+        best = vals.min() if metric.better == "lower" else vals.max()
+        is_best = [math.isclose(v, best, rel_tol=rel_tol, abs_tol=1e-12) for v in vals]
+        if all(is_best):
+            continue
+        out[str(key)] = tuple(c for c, b in zip(vals.index, is_best) if b)
+    return out
+

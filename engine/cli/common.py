@@ -1,0 +1,169 @@
+"""Argument types, options and output helpers shared by the subcommands of ``python -m engine``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from engine.errors import TraceError
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    v = _float(text)
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return v
+
+
+def non_negative_float(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    v = _float(text)
+    if not v >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return v
+
+
+def _float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return v
+
+
+def output_path(text: str) -> Path:
+    """argparse type: a file to write, whose folder must exist (checked before any long run starts)."""
+    path = Path(text)
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text}: folder {path.parent} does not exist")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text}: it is a folder")
+    return path
+
+
+def add_cluster_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cluster", required=True, metavar="SPEC",
+                        help="cluster shorthand NODESxGPUS:TYPE[,...] (e.g. 4x8:A100-80,2x4:V100-32) or a .json file")
+
+
+def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--trace PATH`` plus every loader option (``--format --skip-bad --time-unit --map --first --window
+    --load-scale``)."""
+    from engine.cli.traces import add_trace_options
+
+    parser.add_argument("--trace", required=True, metavar="PATH", help="workload trace file")
+    add_trace_options(parser)
+
+
+def load_trace_arg(args: argparse.Namespace):
+    """Load ``args.trace`` with the loader options; a trace without any job is an error."""
+    from engine.cli.traces import trace_options
+    from engine.traces import load_trace
+
+    trace = load_trace(args.trace, **trace_options(args))
+    if not trace.jobs:
+        dropped = ", ".join(f"{k} {v}" for k, v in trace.report.dropped.items() if v) or "none"
+        raise TraceError(f"no jobs to simulate ({trace.report.rows} rows; dropped: {dropped})", path=args.trace)
+    return trace
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--seed``, the preemption model and ``--quiet``: options of every command that runs simulations."""
+    parser.add_argument("--seed", type=int, default=0, help="seed for randomised schedulers (default 0)")
+    add_preemption_arguments(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_preemption_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--checkpoint-interval`` and ``--restart-overhead`` (read back with :func:`preemption_arg`)."""
+    parser.add_argument("--checkpoint-interval", type=positive_float, metavar="S",
+                        help="preempted jobs keep work only up to their last checkpoint, taken every S seconds "
+                             "(default: no work is lost)")
+    parser.add_argument("--restart-overhead", type=non_negative_float, default=0.0, metavar="S",
+                        help="seconds of extra work each restart after a preemption costs (default 0)")
+
+
+def preemption_arg(args: argparse.Namespace):
+    from engine.sim.simulator import PreemptionModel
+
+    return PreemptionModel(checkpoint_interval_s=args.checkpoint_interval, restart_overhead_s=args.restart_overhead)
+
+
+@contextmanager
+def progress(desc: str, total: int | None = None, *,
+             quiet: bool = False) -> Iterator[Callable[[int, int], None] | None]:
+    """A tqdm bar on stderr as an ``on_progress(done, total)`` callback; ``None`` when quiet or not a terminal."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(desc=desc, total=total, unit="job", file=sys.stderr, leave=False, dynamic_ncols=True)
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    try:
+        yield update
+    finally:
+        bar.close()
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """Write ``data`` as indented JSON (strict: NaN and infinity are refused, write them as ``None``)."""
+    Path(path).write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """A metric value for a table: counts as integers, seconds to 0.1, GPU-hours to 0.01, ratios to 0.001."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if unit in ("jobs", "count"):
+        return f"{int(value):,}"
+    if unit == "s":
+        return f"{value:,.1f}"
+    if unit == "GPU-h":
+        return f"{value:,.2f}"
+    return f"{value:,.3f}"
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Plain-text table: first column left-aligned, the others right-aligned, two spaces apart."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths))]
+        return "  ".join(parts).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def metric_label(key: str) -> str:
+    """A metric's label for a table, with its unit unless it is a count or a ratio."""
+    from engine.analysis.metrics import METRICS
+
+    m = METRICS[key]
+    return m.label if m.unit in ("jobs", "count", "ratio") else f"{m.label} ({m.unit})"
+
+
+
+
+def scheduler_list(text: str) -> list[str]:
+    """argparse type: comma-separated scheduler names, each once."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected comma-separated scheduler names, e.g. fifo,sjf,easy-backfill")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise argparse.ArgumentTypeError(f"scheduler {repeated[0]!r} is listed more than once")
+    return names

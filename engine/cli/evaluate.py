@@ -1,0 +1,76 @@
+"""The ``evaluate`` subcommand of ``python -m engine``: seeded runs, mean, 95 % CI and paired differences."""
+
+from __future__ import annotations
+
+import math
+
+from engine.analysis.evaluate import SCENARIOS, evaluate
+from engine.analysis.metrics import METRICS
+from engine.errors import EngineError
+from engine.sim.simulator import PreemptionModel
+
+_SHOWN_DIFFS = ("mean_wait_s", "p95_wait_s", "mean_jct_s", "mean_bounded_slowdown", "utilization",
+                "gini_user_wait", "comm_overhead_gpu_h")
+
+
+def add_arguments(parser) -> None:
+    from engine.cli.common import add_preemption_arguments, output_path
+
+    parser.add_argument("--schedulers", required=True, metavar="A,B,...",
+                        help="comma-separated scheduler names, e.g. first-fit,sjf,rl:wait-mlp")
+    parser.add_argument("--scenario", required=True, metavar="NAME|SPEC",
+                        help=f"named ({', '.join(SCENARIOS)}) or 'cluster=4x8:V100-32;jobs=200;load=1.5'")
+    parser.add_argument("--seeds", type=int, default=10, metavar="N", help="workload seeds 0..N-1 (default 10)")
+    parser.add_argument("--baseline", metavar="NAME", help="paired differences against this one (default: first)")
+    parser.add_argument("--json", type=output_path, metavar="FILE", help="also write every number as JSON")
+    add_preemption_arguments(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress line")
+
+
+def run(args) -> int:
+    import sys
+
+    from engine.cli.common import format_table, format_value, preemption_arg, write_json
+
+    if args.seeds < 1:
+        raise EngineError(f"--seeds must be >= 1, got {args.seeds}")
+    names = [s for s in args.schedulers.split(",") if s.strip()]
+    total = len(names) * args.seeds
+    done = [0]
+
+    def tick(name: str, seed: int) -> None:
+        done[0] += 1
+        if not args.quiet and sys.stderr.isatty():
+            print(f"\r{done[0]}/{total} runs", end="", file=sys.stderr, flush=True)
+
+    preemption = preemption_arg(args)
+    ev = evaluate(names, args.scenario, args.seeds, baseline=args.baseline, on_run=tick, preemption=preemption)
+    if not args.quiet and sys.stderr.isatty():
+        print(file=sys.stderr)
+    every = preemption.checkpoint_interval_s
+    lost = ("preempted jobs lose nothing" if preemption == PreemptionModel() else
+            f"preempted jobs {'checkpoint when preempted' if every is None else f'checkpoint every {every:g} s'}, "
+            f"restart costs {preemption.restart_overhead_s:g} s")
+    print(f"scenario {ev.scenario.name}: {ev.scenario.cluster}, {ev.scenario.n_jobs} jobs, load {ev.scenario.load}, "
+          f"seeds 0..{args.seeds - 1}; {lost}; mean +/- 95 % CI")
+    stats = ev.stats()
+    rows = []
+    for m, meta in METRICS.items():
+        cells = [f"{format_value(a, meta.unit)} +/- {format_value(b, meta.unit)}" if not math.isnan(b)
+                 else format_value(a, meta.unit) for a, b in (stats[m][s] for s in ev.schedulers)]
+        rows.append([f"{m} ({meta.better})" if meta.better else m, *cells])
+    print(format_table(["metric", *ev.schedulers], rows))
+    others = [s for s in ev.schedulers if s != ev.baseline]
+    if others:
+        print(f"\npaired difference vs {ev.baseline} (same workloads): mean +/- 95 % CI (relative)")
+        paired = ev.paired()
+        rows = []
+        for m in _SHOWN_DIFFS:
+            unit = METRICS[m].unit
+            rows.append([m, *(f"{format_value(d, unit)} +/- {format_value(h, unit)} ({r:+.1%})"
+                              if not math.isnan(r) else f"{format_value(d, unit)} +/- {format_value(h, unit)}"
+                              for d, h, r in (paired[m][s] for s in others))])
+        print(format_table(["metric", *others], rows))
+    if args.json:
+        write_json(args.json, ev.to_dict())
+    return 0

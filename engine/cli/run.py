@@ -1,0 +1,143 @@
+"""The ``simulate``, ``compare`` and ``list`` subcommands of ``python -m engine``."""
+
+from __future__ import annotations
+
+import argparse
+
+from engine.cli.common import (
+    add_cluster_argument,
+    add_run_arguments,
+    add_trace_arguments,
+    format_table,
+    format_value,
+    load_trace_arg,
+    metric_label,
+    output_path,
+    preemption_arg,
+    progress,
+    scheduler_list,
+    write_json,
+)
+
+
+def _describe_run(cluster, trace) -> str:
+    dropped = trace.report.dropped_total
+    note = f", {dropped} rows dropped ({', '.join(f'{k} {v}' for k, v in trace.report.dropped.items() if v)})" \
+        if dropped else ""
+    return (f"cluster {cluster.to_shorthand()} ({cluster.n_gpus} GPUs); trace {trace.source} "
+            f"({trace.format}, {len(trace.jobs):,} jobs{note})")
+
+
+def _run_one(name: str, cluster, jobs, args: argparse.Namespace):
+    """Build scheduler ``name`` and simulate ``jobs`` with the run options of ``args``."""
+    from engine.schedulers import make_scheduler
+    from engine.sim.simulator import simulate
+
+    scheduler = make_scheduler(name)
+    with progress(name, len(jobs), quiet=args.quiet) as on_progress:
+        return simulate(cluster, jobs, scheduler, seed=args.seed, preemption=preemption_arg(args),
+                        on_progress=on_progress)
+
+
+# ------------------------------------------------------------------------------------------ simulate
+def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
+    add_cluster_argument(parser)
+    add_trace_arguments(parser)
+    parser.add_argument("--scheduler", required=True, metavar="NAME", help="scheduler name (see `list`)")
+    add_run_arguments(parser)
+    parser.add_argument("--json", type=output_path, metavar="FILE", help="write the summary {metric: value} as JSON")
+    parser.add_argument("--jobs-csv", type=output_path, metavar="FILE",
+                        help="write one row per job (wait, JCT, GPUs, ...) as CSV")
+    parser.add_argument("--users-csv", type=output_path, metavar="FILE",
+                        help="write one row per user (jobs, mean wait, GPU-hours, share, ...) as CSV")
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    from engine.analysis.metrics import METRICS, job_frame, summarize, user_frame
+    from engine.sim.cluster import parse_cluster
+
+    cluster = parse_cluster(args.cluster)
+    trace = load_trace_arg(args)
+    result = _run_one(args.scheduler, cluster, trace.jobs, args)
+    summary = summarize(result)
+    values = summary.to_dict()
+    print(f"{result.scheduler}: {_describe_run(cluster, trace)}; seed {args.seed}")
+    print(format_table(["metric", "value"], [[metric_label(k), format_value(values[k], m.unit)]
+                                             for k, m in METRICS.items()]))
+    if result.unschedulable_reasons:
+        j, reason = next(iter(sorted(result.unschedulable_reasons.items())))
+        print(f"{len(result.unschedulable_reasons)} job(s) can never run on this cluster, e.g. job {j}: {reason}")
+    if args.json:
+        write_json(args.json, values)
+    if args.jobs_csv:
+        job_frame(result).to_csv(args.jobs_csv, index=False)
+    if args.users_csv:
+        user_frame(result).to_csv(args.users_csv, index=False)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ compare
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    add_cluster_argument(parser)
+    add_trace_arguments(parser)
+    parser.add_argument("--schedulers", required=True, type=scheduler_list, metavar="A,B,C",
+                        help="comma-separated scheduler names (see `list`)")
+    add_run_arguments(parser)
+    parser.add_argument("--json", type=output_path, metavar="FILE", help="write {scheduler: {metric: value}} as JSON")
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from engine.analysis.metrics import METRICS, best_columns, compare, summarize
+    from engine.schedulers import make_scheduler
+    from engine.sim.cluster import parse_cluster
+
+    cluster = parse_cluster(args.cluster)
+    for name in args.schedulers:  # every name checked before any (possibly long) run
+        make_scheduler(name)
+    trace = load_trace_arg(args)
+    summaries = {name: summarize(_run_one(name, cluster, trace.jobs, args)) for name in args.schedulers}
+    table = compare(summaries)
+    best = best_columns(table)
+    rows = []
+    for key, metric in METRICS.items():
+        marked = best.get(key, ())
+        rows.append([metric_label(key)] + [format_value(table.loc[key, n], metric.unit) + ("*" if n in marked else " ")
+                                     for n in table.columns])
+    print(_describe_run(cluster, trace) + f"; seed {args.seed}")
+    print(format_table(["metric", *(f"{n} " for n in table.columns)], rows))
+    print("* best value of the metric (not marked when all schedulers tie)")
+    if args.json:
+        write_json(args.json, {name: s.to_dict() for name, s in summaries.items()})
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ list
+def add_list_arguments(parser: argparse.ArgumentParser) -> None:
+    """``list`` takes no options."""
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from engine.schedulers import PREFIXES, SCHEDULERS
+    from engine.schedulers.ordering import ORDERS
+    from engine.schedulers.placement import PLACEMENTS
+    from engine.sim.cluster import DEFAULT_CATALOG
+    from engine.traces import TRACE_FORMATS
+
+    def section(title: str, items: list[tuple[str, str]]) -> None:
+        print(title)
+        width = max(len(k) for k, _ in items)
+        for k, v in items:
+            print(f"  {k.ljust(width)}  {v}")
+
+    section("Schedulers:", [(name, _first_sentence(spec.summary)) for name, spec in sorted(SCHEDULERS.items())])
+    combos = (f"also ORDER+PLACEMENT, e.g. sjf+best-fit; orders: {', '.join(ORDERS)}; "
+              f"placements: {', '.join(PLACEMENTS)}")
+    print(f"  ({combos}" + "".join(f"; {p}:<name>" for p in sorted(PREFIXES)) + ")")
+    section("Trace formats:", [(name, fmt.summary) for name, fmt in TRACE_FORMATS.items()])
+    section("GPU types:", [(t.name, f"{t.vram_gib:g} GiB, speed {t.speed:g}") for t in DEFAULT_CATALOG.values()])
+    return 0
+
+
+def _first_sentence(text: str) -> str:
+    head, dot, _ = text.partition(". ")
+    return head + "." if dot else text

@@ -1,0 +1,317 @@
+"""The Gymnasium environment ``engine/GpuScheduling-v0`` (registered when this module is imported).
+
+``GpuSchedulingEnv`` drives the engine's own :class:`~engine.sim.simulator.Simulation`; it adds no dynamics. It is
+``Simulation`` plus the three functions of :mod:`engine.rl.encoding` (``encode``, ``action_mask``, ``decode``),
+which the ``rl:<name>`` scheduler uses too.
+
+Datasheet
+---------
+Action space
+    ``Discrete(window * max_types * len(rules) + 1)``: a joint choice of a job from the queue window, a GPU
+    type slot and a packing rule (or, where the encoding lists it, the rule ``"evict"``: preempt running jobs of
+    that type, latest estimated end first, to make room), or *wait* (the last action). See
+    :mod:`engine.rl.encoding`.
+Observation space
+    ``Dict(jobs=Box(0, 4, (window, 12 + k * max_types)), groups=Box(0, 4, (max_types, 10)),
+    global=Box(0, 4, (8,)), action_mask=MultiBinary(n_actions))``: 12 features per job plus k = 4 per (job, GPU
+    type slot) (its speed, expected run time, can start now, can start now on one node of that type), k = 6 with
+    ``"evict"`` (can start by evicting, the victims' remaining work); every feature is documented in
+    :mod:`engine.rl.encoding`.
+Transitions
+    A step applies one action: a start (after its preemptions, for ``"evict"``) or *wait*. If another start is still feasible at the same simulated time, the next
+    observation is at that same time; otherwise (and after *wait*) the simulation runs to the next decision
+    point where some start is feasible (no empty ticks). *Wait* is feasible whenever a job runs.
+Masks
+    ``action_masks()`` (for sb3-contrib's MaskablePPO) and ``obs["action_mask"]`` are exact: every allowed
+    action is feasible. A masked-out action passed to ``step`` is replaced by *wait* (or, when nothing runs,
+    by the first allowed action) and reported as ``info["invalid_action"] = True``.
+Reward
+    ``-objective(result, reward_weights)`` of :mod:`engine.rl.reward`, paid as the wait and JCT that accrued
+    during each step (dense) plus the remaining terms at the last step; the episode return equals the objective.
+Episode end
+    ``terminated`` when every job has finished (or can never run on the cluster). Episodes always end: each
+    step starts a job or moves time to the next event, the workload is finite, and ``"evict"`` never preempts a
+    job that started at the current time. Never truncated.
+Reset
+    ``reset(seed=...)`` draws a cluster, a load and a workload seed from the sampling lists
+    (:class:`EnvConfig`; workload seeds are drawn at or above ``TRAIN_SEED_MIN`` = 2**20, so evaluations on
+    seeds below it never meet a training workload); ``options={"cluster": ..., "jobs": [...]}`` runs a given workload instead, and
+    ``options={"cluster": ..., "load": ..., "n_jobs": ..., "workload_seed": ...}`` a given generated one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Mapping, Sequence
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from engine.errors import EngineError
+from engine.rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, EncodingConfig, Snapshot, decode, encode, snapshot
+from engine.rl.reward import RewardWeights, terminal_cost
+from engine.rl.workload import TRAIN_SEED_MIN, make_jobs
+from engine.sim.cluster import Cluster, parse_cluster
+from engine.sim.job import Job
+from engine.sim.simulator import Result, Simulation
+from engine.sim.state import Decision, Preempt
+
+ENV_ID = "engine/GpuScheduling-v0"
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """What episodes look like.
+
+    Attributes:
+        clusters: cluster specs (shorthand, JSON path) an episode draws from, uniformly.
+        loads: offered loads an episode draws from, uniformly.
+        n_jobs: jobs per generated episode.
+        workload: extra keyword arguments of the workload generator (``mix``, ``users``, ``arrival``, ...).
+        encoding: observation/action layout.
+        reward: objective weights.
+    """
+
+    clusters: tuple[str, ...] = ("4x8:V100-32",)
+    loads: tuple[float, ...] = (0.9,)
+    n_jobs: int = 100
+    workload: Mapping[str, Any] = field(default_factory=dict)
+    encoding: EncodingConfig = field(default_factory=EncodingConfig)
+    reward: RewardWeights = field(default_factory=RewardWeights)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "clusters", tuple(self.clusters))
+        object.__setattr__(self, "loads", tuple(float(x) for x in self.loads))
+        if not self.clusters or not self.loads:
+            raise EngineError("env config needs at least one cluster and one load")
+        if not (isinstance(self.n_jobs, int) and self.n_jobs >= 1):
+            raise EngineError(f"env n_jobs must be an integer >= 1, got {self.n_jobs!r}")
+        if not isinstance(self.workload, Mapping):
+            raise EngineError("env workload must be an object of generator arguments")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"clusters": list(self.clusters), "loads": list(self.loads), "n_jobs": self.n_jobs,
+                "workload": dict(self.workload), "encoding": self.encoding.to_dict(), "reward": asdict(self.reward)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "EnvConfig":
+        known = {"clusters", "loads", "n_jobs", "workload", "encoding", "reward"}
+        unknown = set(data) - known
+        if unknown:
+            raise EngineError(f"env: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
+        kw: dict[str, Any] = {k: data[k] for k in ("clusters", "loads", "n_jobs", "workload") if k in data}
+        if "encoding" in data:
+            kw["encoding"] = EncodingConfig.from_dict(data["encoding"])
+        if "reward" in data:
+            kw["reward"] = RewardWeights.from_dict(data["reward"])
+        return cls(**kw)
+
+
+def observation_space(enc: EncodingConfig) -> tuple[spaces.Dict, spaces.Discrete]:
+    """The (observation, action) spaces of an encoding (the datasheet above)."""
+    box = lambda *shape: spaces.Box(0.0, 4.0, shape=shape, dtype=np.float32)  # noqa: E731
+    obs = spaces.Dict({
+        "jobs": box(enc.window, enc.job_features),
+        "groups": box(enc.max_types, GROUP_FEATURES),
+        "global": box(GLOBAL_FEATURES),
+        "action_mask": spaces.MultiBinary(enc.n_actions),
+    })
+    return obs, spaces.Discrete(enc.n_actions)
+
+
+class GpuSchedulingEnv(gym.Env):
+    """Schedule a GPU cluster one decision at a time (see the module docstring for the datasheet)."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, config: EnvConfig | Mapping[str, Any] | None = None) -> None:
+        super().__init__()
+        if config is None:
+            config = EnvConfig()
+        elif not isinstance(config, EnvConfig):
+            config = EnvConfig.from_dict(config)
+        self.config = config
+        enc = config.encoding
+        self._clusters = [parse_cluster(c) for c in config.clusters]
+        self._check_types(self._clusters)
+        self.observation_space, self.action_space = observation_space(enc)
+        self._sim: Simulation | None = None
+        self._snap: Snapshot | None = None
+        self._result: Result | None = None
+
+    # ----------------------------------------------------------------- sampling
+    def set_sampling(self, clusters: Sequence[str] | None = None, loads: Sequence[float] | None = None,
+                     n_jobs: int | None = None) -> None:
+        """Change what later episodes draw from (a curriculum calls this between stages)."""
+        cfg = replace(self.config, **{k: v for k, v in (("clusters", clusters), ("loads", loads),
+                                                         ("n_jobs", n_jobs)) if v is not None})
+        clusters_ = [parse_cluster(c) for c in cfg.clusters]
+        self._check_types(clusters_)
+        self.config, self._clusters = cfg, clusters_
+
+    def _check_types(self, clusters: Sequence[Cluster]) -> None:
+        for c in clusters:
+            if len(c.layout.type_names) > self.config.encoding.max_types:
+                raise EngineError(f"cluster {c.to_shorthand()} has {len(c.layout.type_names)} GPU types; "
+                                  f"encoding.max_types is {self.config.encoding.max_types}")
+
+    def _episode(self, options: Mapping[str, Any]) -> tuple[Cluster, tuple[Job, ...]]:
+        rng = self.np_random
+        if "cluster" in options:
+            cluster = parse_cluster(options["cluster"])
+        else:
+            cluster = self._clusters[int(rng.integers(len(self._clusters)))]
+        if "jobs" in options:
+            return cluster, tuple(options["jobs"])
+        load = float(options.get("load", self.config.loads[int(rng.integers(len(self.config.loads)))]))
+        n_jobs = int(options.get("n_jobs", self.config.n_jobs))
+        seed = int(options.get("workload_seed", rng.integers(TRAIN_SEED_MIN, 2**31 - 1)))
+        return cluster, make_jobs(cluster, n_jobs, load, seed, self.config.workload)
+
+    # ----------------------------------------------------------------- gym API
+    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
+        super().reset(seed=seed)
+        cluster, jobs = self._episode(options or {})
+        sim = Simulation(cluster, jobs, seed=0 if seed is None else seed, scheduler_name="rl-env")
+        self._sim = sim
+        self._result = None
+        state = sim.reset()
+        self._started_wait_s = 0.0  # waits of queue stays that have ended
+        self._queued_since: dict[int, float] = {}  # preempted jobs: job -> when they re-entered the queue
+        self._run_start: dict[int, float] = {}  # running, not yet seen finished: job -> segment start
+        self._finished_run_s = 0.0  # run time of ended segments
+        self._preempted_run_s: dict[int, float] = {}  # job -> run time of its preempted segments
+        type_total = np.bincount(cluster.layout.gpu_type, minlength=len(cluster.layout.type_names))
+        n_ok = 0
+        for job in jobs:
+            elig = state.eligible_types(job)
+            n_ok += bool(elig.any() and job.gpus <= type_total[elig].max())
+        self._n_schedulable = max(n_ok, 1)
+        self._potential = 0.0
+        self._run_to_choice()
+        self._terminal_paid = False
+        return self._obs(), self._info(False)
+
+    def step(self, action):
+        if self._sim is None:
+            raise EngineError("call reset() before step()")
+        if self._sim.done:
+            raise EngineError("the episode is over; call reset()")
+        sim, cfg, snap = self._sim, self.config, self._snap
+        action = int(action)
+        invalid = not (0 <= action < cfg.encoding.n_actions and snap.mask[action])
+        if invalid:
+            allowed = np.flatnonzero(snap.mask)
+            action = cfg.encoding.wait_action if snap.mask[-1] else int(allowed[0])
+        applied: list[Decision] = []
+
+        def recorded(decisions):
+            for d in decisions:
+                applied.append(d)
+                yield d
+
+        before = self._potential
+        sim.apply(recorded(decode(sim.state, action, cfg.encoding, snap)))
+        started = self._account(applied)
+        if started is None:
+            if sim.advance():
+                self._run_to_choice()
+        else:
+            self._run_to_choice()
+        self._potential = self._cost_potential()
+        w = cfg.reward
+        reward = -(self._potential - before) / (self._n_schedulable * w.wait_scale_s)
+        terminated = sim.done
+        if terminated:
+            self._result = sim.result()
+            reward -= terminal_cost(self._result, w)
+        info = self._info(invalid)
+        if started is not None:
+            info["started"] = started
+        return self._obs(), float(reward), terminated, False, info
+
+    def action_masks(self) -> np.ndarray:
+        """The exact mask of feasible actions (sb3-contrib's MaskablePPO calls this)."""
+        if self._snap is None:
+            raise EngineError("call reset() before action_masks()")
+        return self._snap.mask.copy()
+
+    # ----------------------------------------------------------------- helpers
+    @property
+    def simulation(self) -> Simulation | None:
+        """The engine's simulation this episode drives."""
+        return self._sim
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        """The current decision point's window, fits and mask (what a teacher policy reads)."""
+        return self._snap
+
+    @property
+    def result(self) -> Result | None:
+        """The finished episode's :class:`~engine.Result` (``None`` until the episode ends)."""
+        return self._result
+
+    def _run_to_choice(self) -> None:
+        """Advance the simulation until some start is feasible (or the run ends); update the snapshot."""
+        sim, enc = self._sim, self.config.encoding
+        while not sim.done:
+            snap = snapshot(sim.state, enc)
+            if snap.mask[:-1].any():
+                self._snap = snap
+                return
+            sim.apply([])  # a decision point where nothing can start: the agent has nothing to choose
+            sim.advance()
+        self._snap = Snapshot([], [], np.zeros(enc.n_actions, dtype=bool))
+
+    def _account(self, applied: Sequence[Decision]) -> int | None:
+        """Book the queue stays and run segments that ``applied`` ended; returns the started job, if any."""
+        now, jobs = self._sim.now_s, self._sim.jobs
+        started = None
+        for d in applied:
+            j = d.job_id
+            if type(d) is Preempt:
+                self._queued_since[j] = now
+                run_s = now - self._run_start.pop(j)
+                self._finished_run_s += run_s
+                self._preempted_run_s[j] = self._preempted_run_s.get(j, 0.0) + run_s
+            else:
+                started = j
+                self._started_wait_s += now - self._queued_since.pop(j, jobs[j].submit_s)
+                self._run_start[j] = now
+        return started
+
+    def _cost_potential(self) -> float:
+        """The dense cost accrued so far: ``wait x (wait so far) + jct x (time in the system so far)``.
+
+        Wait so far = the ended queue stays plus the running stays of queued jobs (since submission, or since
+        the preemption that sent them back). Time in the system adds the run time: ended segments, plus up to
+        now for running ones; a finished job's last segment is its attained GPU-seconds over its GPU demand
+        minus its preempted segments. At the end these are exactly the sums of waits and of JCTs.
+        """
+        sim, w = self._sim, self.config.reward
+        state, jobs, now = sim.state, sim.jobs, sim.now_s
+        since = self._queued_since
+        wait = self._started_wait_s + sum(now - since.get(j, jobs[j].submit_s) for j in state.queue)
+        if not w.jct:
+            return w.wait * wait
+        running = state.running
+        for j in [j for j in self._run_start if j not in running]:
+            del self._run_start[j]
+            self._finished_run_s += (state.attained_gpu_s(j) / (jobs[j].gpus * jobs[j].gpu_fraction)
+                                     - self._preempted_run_s.pop(j, 0.0))
+        run = self._finished_run_s + sum(now - s for s in self._run_start.values())
+        return w.wait * wait + w.jct * (wait + run)
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        if self._sim.done:
+            return {k: np.zeros(s.shape, dtype=s.dtype) for k, s in self.observation_space.spaces.items()}
+        return encode(self._sim.state, self.config.encoding, self._snap)
+
+    def _info(self, invalid: bool) -> dict[str, Any]:
+        return {"now_s": float(self._sim.now_s), "invalid_action": invalid}
+
+
+if ENV_ID not in gym.registry:
+    gym.register(id=ENV_ID, entry_point="engine.rl.env:GpuSchedulingEnv")

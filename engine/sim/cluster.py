@@ -1,0 +1,388 @@
+"""Cluster model: GPU catalog, node groups, racks, speed and communication tables.
+
+Units: memory in GiB, speeds relative to the reference GPU type ``generic`` (speed 1): a job whose trace
+duration is ``d`` seconds runs ``d / speed`` seconds on a GPU of that speed (before placement effects).
+
+A cluster is written either as shorthand, ``"4x8:A100-80,2x4:V100-32"`` (nodes x GPUs per node : type),
+or as a JSON file for full detail::
+
+    {
+      "groups": [{"gpu_type": "A100-80", "nodes": 4, "gpus_per_node": 8, "rack": "r0"}, ...],
+      "gpu_types": [{"name": "MY-GPU", "vram_gib": 48, "speed": 1.7}],   # extra catalog entries
+      "nodes_per_rack": 4,                                              # racks for groups without "rack"
+      "bandwidth": {"cross_node": 0.3, "cross_rack": 0.8},              # communication penalties
+      "communication": {"training": 1.0, "inference": 0.05},            # job-type sensitivities
+      "speeds": {"A100-80": {"training": 2.6}},                         # per (GPU type, job type) speed
+      "colocation_slowdown": 0.15
+    }
+
+Speed model (documented here once; the simulator applies it):
+
+* **GPU type.** A job of type ``t`` on GPU type ``g`` progresses at ``speed(t, g) = g.speed ** e[t]`` units
+  of reference work per second, where ``e`` is :data:`SPEEDUP_EXPONENT` (training gains the full speed-up of
+  a faster GPU; inference and interactive work, being memory- or latency-bound, gain less). A cluster
+  may override any pair with ``speeds``. A multi-GPU job runs at the speed of its slowest GPU.
+* **Communication.** A multi-GPU job whose GPUs span several nodes is slowed by
+  ``1 / (1 + s[t] * p)``, where ``p`` is ``bandwidth["cross_node"]`` when all its nodes share one rack and
+  ``bandwidth["cross_rack"]`` when they do not, and ``s[t]`` is the job type's communication sensitivity
+  (:data:`COMM_SENSITIVITY`: training 1.0, inference 0.05). The extra GPU-seconds this costs are recorded
+  as communication overhead.
+* **Co-location.** Fractional jobs sharing one GPU each run ``1 / (1 + c * (k - 1))`` as fast, where ``k`` is
+  the number of jobs on that GPU and ``c`` is ``colocation_slowdown``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from engine.errors import ClusterSpecError
+
+
+@dataclass(frozen=True, slots=True)
+class GpuType:
+    """A GPU model: its memory in GiB and its speed relative to ``generic``."""
+
+    name: str
+    vram_gib: float
+    speed: float
+
+    def __post_init__(self) -> None:
+        if not self.name or not re.fullmatch(r"[A-Za-z0-9._\-]+", self.name):
+            raise ClusterSpecError(f"GPU type name {self.name!r}: use letters, digits, '.', '_' or '-'")
+        if not (math.isfinite(self.vram_gib) and self.vram_gib > 0):
+            raise ClusterSpecError(f"GPU type {self.name}: vram_gib must be > 0, got {self.vram_gib}")
+        if not (math.isfinite(self.speed) and self.speed > 0):
+            raise ClusterSpecError(f"GPU type {self.name}: speed must be > 0, got {self.speed}")
+
+
+#: Built-in GPU catalog. Speeds are relative training throughput, V100-class = 1 (the ``generic`` reference,
+#: so traces from V100-era clusters such as Philly run unchanged), rounded from public MLPerf-style
+#: comparisons; they are defaults for what-if analysis, not measurements of any one model.
+DEFAULT_CATALOG: dict[str, GpuType] = {
+    g.name: g
+    for g in (
+        GpuType("generic", 32.0, 1.0),
+        GpuType("K80", 12.0, 0.25),
+        GpuType("P100", 16.0, 0.55),
+        GpuType("T4", 16.0, 0.45),
+        GpuType("V100-16", 16.0, 1.0),
+        GpuType("V100-32", 32.0, 1.0),
+        GpuType("A10", 24.0, 0.9),
+        GpuType("L4", 24.0, 0.8),
+        GpuType("A100-40", 40.0, 2.2),
+        GpuType("A100-80", 80.0, 2.4),
+        GpuType("H100-80", 80.0, 4.0),
+    )
+}
+
+#: How much of a faster GPU's speed each job type gets: ``speed(t, g) = g.speed ** SPEEDUP_EXPONENT[t]``.
+SPEEDUP_EXPONENT: dict[str, float] = {"training": 1.0, "batch": 0.9, "inference": 0.6, "interactive": 0.5}
+
+#: Communication sensitivity of each job type (0 = indifferent to spreading, 1 = fully sensitive).
+COMM_SENSITIVITY: dict[str, float] = {"training": 1.0, "batch": 0.3, "interactive": 0.2, "inference": 0.05}
+
+#: Default slowdown penalties for spreading over nodes in one rack and over racks.
+DEFAULT_BANDWIDTH: dict[str, float] = {"cross_node": 0.25, "cross_rack": 0.6}
+
+DEFAULT_COLOCATION_SLOWDOWN = 0.1
+DEFAULT_NODES_PER_RACK = 4
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroup:
+    """``nodes`` identical nodes, each with ``gpus_per_node`` GPUs of ``gpu_type``; ``rack`` pins them to
+    one named rack (otherwise racks are formed of ``nodes_per_rack`` consecutive nodes)."""
+
+    gpu_type: str
+    nodes: int
+    gpus_per_node: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Flat arrays describing every node and GPU; GPUs of a node are contiguous, ids ``0..n_gpus-1``."""
+
+    type_names: tuple[str, ...]
+    type_vram_gib: np.ndarray  # per type
+    type_speed: np.ndarray  # per type
+    node_type: np.ndarray  # per node: type index
+    node_rack: np.ndarray  # per node: rack index
+    node_gpus: np.ndarray  # per node: GPU count
+    node_first_gpu: np.ndarray  # per node: id of its first GPU
+    gpu_node: np.ndarray  # per GPU: node index
+    gpu_type: np.ndarray  # per GPU: type index
+    rack_names: tuple[str, ...]
+
+    @property
+    def n_gpus(self) -> int:
+        return int(self.gpu_node.shape[0])
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.node_type.shape[0])
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A GPU cluster: node groups plus the catalog and the speed/communication model they run under."""
+
+    groups: tuple[NodeGroup, ...]
+    catalog: Mapping[str, GpuType] = field(default_factory=lambda: dict(DEFAULT_CATALOG))
+    nodes_per_rack: int = DEFAULT_NODES_PER_RACK
+    bandwidth: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_BANDWIDTH))
+    communication: Mapping[str, float] = field(default_factory=lambda: dict(COMM_SENSITIVITY))
+    speeds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    colocation_slowdown: float = DEFAULT_COLOCATION_SLOWDOWN
+
+    def __post_init__(self) -> None:
+        if not self.groups:
+            raise ClusterSpecError("a cluster needs at least one node group")
+        for i, g in enumerate(self.groups):
+            where = f"node group {i + 1} ({g.nodes}x{g.gpus_per_node}:{g.gpu_type})"
+            if g.gpu_type not in self.catalog:
+                raise ClusterSpecError(
+                    f"{where}: unknown GPU type {g.gpu_type!r}; known: {', '.join(sorted(self.catalog))}")
+            if not (isinstance(g.nodes, int) and g.nodes >= 1):
+                raise ClusterSpecError(f"{where}: node count must be an integer >= 1")
+            if not (isinstance(g.gpus_per_node, int) and 1 <= g.gpus_per_node <= 64):
+                raise ClusterSpecError(f"{where}: GPUs per node must be an integer from 1 to 64")
+        if not (isinstance(self.nodes_per_rack, int) and self.nodes_per_rack >= 1):
+            raise ClusterSpecError("nodes_per_rack must be an integer >= 1")
+        for key in ("cross_node", "cross_rack"):
+            v = self.bandwidth.get(key)
+            if v is None or not (math.isfinite(v) and v >= 0):
+                raise ClusterSpecError(f"bandwidth.{key} must be a number >= 0, got {v!r}")
+        for t, v in self.communication.items():
+            if not (math.isfinite(v) and v >= 0):
+                raise ClusterSpecError(f"communication.{t} must be a number >= 0, got {v!r}")
+        for gname, table in self.speeds.items():
+            if gname not in self.catalog:
+                raise ClusterSpecError(f"speeds: unknown GPU type {gname!r}")
+            for t, v in table.items():
+                if not (math.isfinite(v) and v > 0):
+                    raise ClusterSpecError(f"speeds.{gname}.{t} must be a number > 0, got {v!r}")
+        if not (math.isfinite(self.colocation_slowdown) and self.colocation_slowdown >= 0):
+            raise ClusterSpecError("colocation_slowdown must be a number >= 0")
+
+    # ----------------------------------------------------------------- derived
+    @cached_property
+    def layout(self) -> Layout:
+        type_names: list[str] = []
+        for g in self.groups:
+            if g.gpu_type not in type_names:
+                type_names.append(g.gpu_type)
+        node_type, node_rack, node_gpus = [], [], []
+        rack_names: list[str] = []
+        auto_in_rack = self.nodes_per_rack  # forces a new auto rack for the first auto node
+        for g in self.groups:
+            for _ in range(g.nodes):
+                if g.rack is not None:
+                    if g.rack not in rack_names:
+                        rack_names.append(g.rack)
+                    rack = rack_names.index(g.rack)
+                else:
+                    if auto_in_rack >= self.nodes_per_rack:
+                        rack_names.append(f"rack{len(rack_names)}")
+                        auto_in_rack = 0
+                        auto_rack = len(rack_names) - 1
+                    rack = auto_rack
+                    auto_in_rack += 1
+                node_type.append(type_names.index(g.gpu_type))
+                node_rack.append(rack)
+                node_gpus.append(g.gpus_per_node)
+        node_gpus_a = np.array(node_gpus, dtype=np.int64)
+        first = np.concatenate([[0], np.cumsum(node_gpus_a)[:-1]]).astype(np.int64)
+        gpu_node = np.repeat(np.arange(len(node_gpus), dtype=np.int64), node_gpus_a)
+        node_type_a = np.array(node_type, dtype=np.int64)
+        return Layout(
+            type_names=tuple(type_names),
+            type_vram_gib=np.array([self.catalog[t].vram_gib for t in type_names], dtype=float),
+            type_speed=np.array([self.catalog[t].speed for t in type_names], dtype=float),
+            node_type=node_type_a,
+            node_rack=np.array(node_rack, dtype=np.int64),
+            node_gpus=node_gpus_a,
+            node_first_gpu=first,
+            gpu_node=gpu_node,
+            gpu_type=node_type_a[gpu_node],
+            rack_names=tuple(rack_names),
+        )
+
+    @property
+    def n_gpus(self) -> int:
+        return sum(g.nodes * g.gpus_per_node for g in self.groups)
+
+    @property
+    def n_nodes(self) -> int:
+        return sum(g.nodes for g in self.groups)
+
+    def gpus_by_type(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for g in self.groups:
+            out[g.gpu_type] = out.get(g.gpu_type, 0) + g.nodes * g.gpus_per_node
+        return out
+
+    def speed(self, job_type: str, gpu_type: str) -> float:
+        """Reference-work seconds done per second by one job of ``job_type`` on ``gpu_type``."""
+        table = self.speeds.get(gpu_type)
+        if table is not None and job_type in table:
+            return float(table[job_type])
+        exponent = SPEEDUP_EXPONENT.get(job_type, SPEEDUP_EXPONENT["batch"])
+        return float(self.catalog[gpu_type].speed ** exponent)
+
+    def comm_factor(self, job_type: str, n_nodes: int, n_racks: int) -> float:
+        """Speed multiplier (<= 1) for a job spread over ``n_nodes`` nodes in ``n_racks`` racks."""
+        if n_nodes <= 1:
+            return 1.0
+        penalty = self.bandwidth["cross_rack"] if n_racks > 1 else self.bandwidth["cross_node"]
+        s = self.communication.get(job_type, self.communication.get("batch", COMM_SENSITIVITY["batch"]))
+        return 1.0 / (1.0 + s * penalty)
+
+    def to_shorthand(self) -> str:
+        return ",".join(f"{g.nodes}x{g.gpus_per_node}:{g.gpu_type}" for g in self.groups)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready description that :func:`parse_cluster` reads back to an equal cluster."""
+        extra = [
+            {"name": t.name, "vram_gib": t.vram_gib, "speed": t.speed}
+            for t in self.catalog.values()
+            if DEFAULT_CATALOG.get(t.name) != t
+        ]
+        return {
+            "groups": [
+                {k: v for k, v in (("gpu_type", g.gpu_type), ("nodes", g.nodes),
+                                   ("gpus_per_node", g.gpus_per_node), ("rack", g.rack)) if v is not None}
+                for g in self.groups
+            ],
+            "gpu_types": extra,
+            "nodes_per_rack": self.nodes_per_rack,
+            "bandwidth": dict(self.bandwidth),
+            "communication": dict(self.communication),
+            "speeds": {k: dict(v) for k, v in self.speeds.items()},
+            "colocation_slowdown": self.colocation_slowdown,
+        }
+
+
+_SHORTHAND_PART = re.compile(r"^\s*(\d+)\s*[xX*]\s*(\d+)\s*:\s*([A-Za-z0-9._\-]+)\s*$")
+
+
+def parse_shorthand(spec: str, catalog: Mapping[str, GpuType] | None = None) -> Cluster:
+    """Parse ``"4x8:A100-80,2x4:V100-32"`` (nodes x GPUs-per-node : type, comma-separated)."""
+    catalog = dict(catalog or DEFAULT_CATALOG)
+    groups = []
+    parts = spec.split(",")
+    for i, part in enumerate(parts):
+        m = _SHORTHAND_PART.match(part)
+        if not m:
+            raise ClusterSpecError(
+                f"cluster spec part {i + 1} {part.strip()!r}: expected NODESxGPUS:TYPE, e.g. 4x8:A100-80")
+        nodes, gpn, gtype = int(m.group(1)), int(m.group(2)), m.group(3)
+        if gtype not in catalog:
+            lower = {k.lower(): k for k in catalog}
+            if gtype.lower() in lower:
+                gtype = lower[gtype.lower()]
+            else:
+                raise ClusterSpecError(
+                    f"cluster spec part {i + 1} {part.strip()!r}: unknown GPU type {gtype!r}; "
+                    f"known: {', '.join(catalog)}")
+        if nodes < 1 or gpn < 1:
+            raise ClusterSpecError(f"cluster spec part {i + 1} {part.strip()!r}: counts must be >= 1")
+        groups.append(NodeGroup(gtype, nodes, gpn))
+    return Cluster(groups=tuple(groups), catalog=catalog)
+
+
+def cluster_from_dict(data: Mapping[str, Any], where: str = "cluster JSON") -> Cluster:
+    """Build a cluster from the JSON structure described in the module docstring."""
+    if not isinstance(data, Mapping):
+        raise ClusterSpecError(f"{where}: expected an object with a 'groups' list")
+    known = {"groups", "gpu_types", "nodes_per_rack", "bandwidth", "communication", "speeds",
+             "colocation_slowdown", "name", "description"}
+    unknown = set(data) - known
+    if unknown:
+        raise ClusterSpecError(f"{where}: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
+    catalog = dict(DEFAULT_CATALOG)
+    for i, t in enumerate(data.get("gpu_types", []) or []):
+        try:
+            gt = GpuType(str(t["name"]), float(t["vram_gib"]), float(t["speed"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ClusterSpecError(f"{where}: gpu_types[{i}] needs name, vram_gib and speed ({exc})") from None
+        catalog[gt.name] = gt
+    groups = []
+    raw_groups = data.get("groups")
+    if not isinstance(raw_groups, list) or not raw_groups:
+        raise ClusterSpecError(f"{where}: 'groups' must be a non-empty list")
+    for i, g in enumerate(raw_groups):
+        try:
+            groups.append(NodeGroup(str(g["gpu_type"]), int(g["nodes"]), int(g["gpus_per_node"]),
+                                    None if g.get("rack") is None else str(g["rack"])))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ClusterSpecError(
+                f"{where}: groups[{i}] needs gpu_type, nodes and gpus_per_node (missing or bad: {exc})") from None
+    kwargs: dict[str, Any] = {}
+    if "nodes_per_rack" in data:
+        kwargs["nodes_per_rack"] = data["nodes_per_rack"]
+    if "bandwidth" in data:
+        kwargs["bandwidth"] = {**DEFAULT_BANDWIDTH, **_numbers(data["bandwidth"], "bandwidth", where)}
+    if "communication" in data:
+        kwargs["communication"] = {**COMM_SENSITIVITY, **_numbers(data["communication"], "communication", where)}
+    if "speeds" in data:
+        if not isinstance(data["speeds"], Mapping):
+            raise ClusterSpecError(f"{where}: 'speeds' must map GPU type -> {{job type: speed}}")
+        kwargs["speeds"] = {k: _numbers(v, f"speeds.{k}", where) for k, v in data["speeds"].items()}
+    if "colocation_slowdown" in data:
+        kwargs["colocation_slowdown"] = float(data["colocation_slowdown"])
+    return Cluster(groups=tuple(groups), catalog=catalog, **kwargs)
+
+
+def _numbers(value: Any, key: str, where: str) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        raise ClusterSpecError(f"{where}: {key!r} must be an object of numbers")
+    out = {}
+    for k, v in value.items():
+        try:
+            out[str(k)] = float(v)
+        except (TypeError, ValueError):
+            raise ClusterSpecError(f"{where}: {key}.{k} must be a number, got {v!r}") from None
+    return out
+
+
+#: Extra ``PREFIX:ARGUMENT`` cluster sources; each takes the argument and returns a Cluster. Modules that add a
+#: source register it here (:mod:`engine.traces.openb` adds ``openb:PATH``, a real node list), so the cluster
+#: model knows no trace format.
+CLUSTER_SOURCES: dict[str, Callable[[str], "Cluster"]] = {}
+
+
+def parse_cluster(spec: str | Mapping[str, Any] | Cluster) -> Cluster:
+    """Turn any cluster description into a :class:`Cluster`.
+
+    Accepts a Cluster, a dict (JSON structure), a path to a ``.json`` file, ``PREFIX:ARG`` for a registered
+    source in :data:`CLUSTER_SOURCES`, or shorthand such as ``"4x8:A100-80,2x4:V100-32"``.
+    """
+    if isinstance(spec, Cluster):
+        return spec
+    if isinstance(spec, Mapping):
+        return cluster_from_dict(spec)
+    spec = str(spec).strip()
+    if not spec:
+        raise ClusterSpecError("empty cluster spec; expected e.g. 4x8:A100-80,2x4:V100-32 or a .json file")
+    prefix, sep, rest = spec.partition(":")
+    if sep and prefix in CLUSTER_SOURCES:
+        return CLUSTER_SOURCES[prefix](rest)
+    if spec.endswith(".json") or (("/" in spec or "\\" in spec) and Path(spec).exists()):
+        path = Path(spec)
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ClusterSpecError(f"cluster file {spec} does not exist") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ClusterSpecError(f"cluster file {spec}: not valid JSON ({exc})") from None
+        return cluster_from_dict(data, where=f"cluster file {spec}")
+    return parse_shorthand(spec)

@@ -1,0 +1,80 @@
+"""Every scenario preset loads, and its stated lesson holds on three workload seeds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine import scheduler_names
+from engine.analysis.presets import PRESETS, PresetError, load_preset, read_preset
+from engine.errors import UnknownNameError
+
+EXPECTED = {"least-loaded-collapse", "head-of-line-blocking", "fractional-fragmentation", "heavy-user",
+            "topology-packing"}
+
+
+def test_the_five_teaching_presets_exist():
+    assert EXPECTED <= set(PRESETS)
+    for preset in PRESETS.values():
+        assert preset.title and preset.lesson and preset.look_at
+        assert preset.build_cluster().n_gpus > 0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_lesson_holds(name, seed):
+    preset = load_preset(name)
+    missing = sorted(set(preset.schedulers) - set(scheduler_names()))
+    if missing:
+        pytest.skip(f"scheduler(s) {', '.join(missing)} not registered yet")
+    values = preset.measure(preset.run(seed))
+    assert preset.lesson_holds(values), f"{name} seed {seed}: {values} (expected {preset.expect})"
+
+
+def test_unknown_preset_lists_names():
+    with pytest.raises(UnknownNameError, match="heavy-user"):
+        load_preset("nope")
+
+
+GOOD = {"title": "t", "cluster": "1x4:T4", "workload": {"generate": {"n_jobs": 5}}, "schedulers": ["fifo", "sjf"],
+        "look_at": "x", "lesson": "y", "expect": {"metric": "mean_wait_s", "winners": ["sjf"], "loser": "fifo"}}
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    ({"schedulers": ["fifo"]}, "at least two"),
+    ({"colour": 1}, "unknown key 'colour'"),
+    ({"workload": {}}, "exactly one of"),
+    ({"workload": {"generate": {}}}, "n_jobs"),
+    ({"expect": {"metric": "jobs", "winners": ["sjf"], "loser": "fifo"}}, "not a metric with a direction"),
+    ({"expect": {"metric": "mean_wait_s", "winners": ["drf"], "loser": "fifo"}}, "not in 'schedulers'"),
+    ({"expect": {"metric": "utilization", "winners": ["sjf"], "loser": "fifo", "exclude_users": ["a"]}},
+     "exclude_users"),
+])
+def test_bad_preset_files(tmp_path, change, match):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({**GOOD, **change}))
+    with pytest.raises(PresetError, match=match):
+        read_preset(path)
+
+
+def test_lesson_check_follows_metric_direction(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({**GOOD, "expect": {"metric": "utilization", "winners": ["sjf"], "loser": "fifo",
+                                                   "factor": 1.5}}))
+    preset = read_preset(path)
+    assert preset.lesson_holds({"sjf": 0.9, "fifo": 0.5})
+    assert not preset.lesson_holds({"sjf": 0.6, "fifo": 0.5})
+    assert not preset.lesson_holds({"sjf": 0.9, "fifo": float("nan")})
+
+
+def test_trace_workload(tmp_path):
+    from engine.traces import write_csv
+    from engine.traces.generator import generate
+
+    trace = write_csv(generate("1x4:T4", 20, seed=3), tmp_path / "w.csv")
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({**GOOD, "workload": {"trace": str(trace)}}))
+    preset = read_preset(path)
+    assert len(preset.build_jobs()) == 20
+    assert set(preset.run()) == {"fifo", "sjf"}

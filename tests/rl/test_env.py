@@ -1,0 +1,277 @@
+"""The environment contract: checkers, exact masks, one engine (env == simulate(fifo)), reward identity."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from engine import Start, make_scheduler, parse_cluster, simulate
+from engine.errors import EngineError
+from engine.rl.encoding import EncodingConfig, decode, snapshot
+from engine.rl.env import ENV_ID, EnvConfig, GpuSchedulingEnv
+from engine.rl.reward import RewardWeights, objective, objective_terms
+from engine.rl.workload import make_jobs
+from engine.schedulers.placement import first_fit
+from engine.sim.job import Job
+
+MIXED = "2x4:A100-80,3x4:V100-32,2x2:T4"
+
+
+def _env(**kw) -> GpuSchedulingEnv:
+    return GpuSchedulingEnv(EnvConfig(**{"clusters": (MIXED,), "loads": (1.2,), "n_jobs": 40, **kw}))
+
+
+def test_registered_and_passes_gymnasium_checker():
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make(ENV_ID, config={"clusters": ["2x4:V100-32"], "n_jobs": 20})
+    check_env(env.unwrapped, skip_render_check=True)
+
+
+def test_passes_sb3_checker():
+    from stable_baselines3.common.env_checker import check_env
+
+    check_env(_env(n_jobs=20), warn=True)
+
+
+def test_seeded_episodes_repeat_bit_for_bit():
+    def run(seed):
+        env = _env()
+        obs, _ = env.reset(seed=seed)
+        rng = np.random.default_rng(seed)
+        trace, done = [obs["jobs"].tobytes()], False
+        while not done:
+            obs, r, done, _, _ = env.step(rng.choice(np.flatnonzero(env.action_masks())))
+            trace.append((obs["groups"].tobytes(), r))
+        return trace, env.result.first_start_s.tobytes()
+
+    assert run(3) == run(3)
+    assert run(3) != run(4)
+
+
+@pytest.mark.parametrize("window_order", ["arrival", "mixed"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_masked_play_keeps_every_constraint_and_ends(seed, window_order):
+    rules = ("first-fit", "best-fit", "least-loaded")
+    env = _env(encoding=EncodingConfig(window=6, max_types=3, rules=rules, window_order=window_order))
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    state, steps, done = env.simulation.state, 0, False
+    while not done:
+        mask = env.action_masks()
+        assert mask.any()
+        assert mask[-1] == bool(state.running)  # wait: allowed exactly while something runs
+        # Exactness: every allowed action decodes to a start the engine accepts.
+        for a in np.flatnonzero(mask[:-1]):
+            (d,) = decode(state, int(a), env.config.encoding)
+            assert isinstance(d, Start) and state.validate(d) is None
+        _, _, done, truncated, info = env.step(rng.choice(np.flatnonzero(mask)))
+        assert not truncated and not info["invalid_action"]
+        steps += 1
+        assert steps < 10 * env.config.n_jobs
+    res = env.result
+    assert (res.status == 0).all() and np.isfinite(res.end_s).all()
+
+
+def test_masked_out_action_becomes_wait_and_is_reported():
+    env = _env()
+    env.reset(seed=0)
+    while env.action_masks()[-1] == 0 or env.action_masks()[:-1].all():
+        env.step(int(np.flatnonzero(env.action_masks())[0]))
+    bad = int(np.flatnonzero(~env.action_masks())[0])
+    with pytest.raises(EngineError, match="not feasible"):
+        decode(env.simulation.state, bad, env.config.encoding)
+    _, _, _, _, info = env.step(bad)
+    assert info["invalid_action"] and "started" not in info
+
+
+def _fifo_action(env: GpuSchedulingEnv) -> int:
+    """The action that reproduces FIFO: start the oldest job where first-fit puts it, else wait."""
+    state, enc = env.simulation.state, env.config.encoding
+    head = next(iter(state.queue))
+    gpus = first_fit(state, state.jobs[head])
+    if gpus is None:
+        return enc.wait_action
+    return enc.action(0, int(state.layout.gpu_type[gpus[0]]), enc.rules.index("first-fit"))
+
+
+@pytest.mark.parametrize("cluster,load,seed", [(MIXED, 1.3, 0), ("4x8:V100-32", 0.9, 5), ("2x8:A100-80,4x2:T4", 2.0, 7)])
+def test_env_driven_by_fifo_choices_equals_simulate_fifo(cluster, load, seed):
+    c = parse_cluster(cluster)
+    jobs = make_jobs(c, 80, load, seed)
+    ref = simulate(c, jobs, make_scheduler("fifo"))
+    env = GpuSchedulingEnv(EnvConfig(clusters=(cluster,)))
+    env.reset(seed=seed, options={"cluster": c, "jobs": jobs})
+    done = False
+    while not done:
+        _, _, done, _, info = env.step(_fifo_action(env))
+        assert not info["invalid_action"]
+    res = env.result
+    np.testing.assert_array_equal(res.first_start_s, ref.first_start_s)
+    np.testing.assert_array_equal(res.end_s, ref.end_s)
+    assert res.gpu_ids == ref.gpu_ids
+
+
+@pytest.mark.parametrize("weights", [
+    RewardWeights(),
+    RewardWeights(wait=0.5, bounded_slowdown=0.1, utilization_band=2.0, fairness=1.0, comm=3.0),
+    RewardWeights(wait=0.0, fairness=1.0, band_low=0.7, band_high=0.9, bsld_tau_s=60.0, bounded_slowdown=1.0),
+    RewardWeights(wait=1.0, jct=0.5, comm=1.0),
+    RewardWeights(wait=0.0, jct=1.0, wait_scale_s=60.0),
+])
+def test_episode_return_equals_the_objective(weights):
+    env = _env(reward=weights)
+    env.reset(seed=11)
+    rng = np.random.default_rng(11)
+    total, done = 0.0, False
+    while not done:
+        _, r, done, _, _ = env.step(rng.choice(np.flatnonzero(env.action_masks())))
+        total += r
+    assert total == pytest.approx(-objective(env.result, weights), rel=1e-9, abs=1e-12)
+
+
+def test_objective_terms_by_hand():
+    # Two 1-GPU jobs of 100 s on one GPU, both at t=0: waits 0 and 100, one user each.
+    c = parse_cluster("1x1:V100-32")
+    jobs = (Job(0, 0.0, 100.0, user="a"), Job(1, 0.0, 100.0, user="b"))
+    res = simulate(c, jobs, make_scheduler("fifo"))
+    t = objective_terms(res)
+    assert t["wait"] == 50.0
+    assert t["jct"] == 150.0
+    assert t["bounded_slowdown"] == pytest.approx((1.0 + 2.0) / 2)
+    assert t["fairness"] == pytest.approx(0.5)  # Gini of (0, 100)
+    # Utilisation is 100 % for the whole makespan: 0.2 above the 80 % band top.
+    assert t["utilization_band"] == pytest.approx(0.2)
+    assert t["comm"] == 0.0
+
+
+def test_env_refuses_cluster_with_too_many_types():
+    with pytest.raises(EngineError, match="max_types"):
+        GpuSchedulingEnv(EnvConfig(clusters=(MIXED,), encoding=EncodingConfig(max_types=2)))
+
+
+def test_snapshot_window_orders():
+    c = parse_cluster("1x8:V100-32")
+    jobs = tuple(Job(i, 0.0, 1000.0 * (10 - i), gpus=8 if i == 0 else 1) for i in range(10))
+    env = GpuSchedulingEnv(EnvConfig(clusters=("1x8:V100-32",), encoding=EncodingConfig(window=4, window_order="mixed")))
+    env.reset(seed=0, options={"cluster": c, "jobs": jobs})
+    # Job 0 took the whole node at t=0; at its end the window holds the 2 oldest, then the 2 shortest that fit.
+    env.step(env.config.encoding.action(0, 0, 0))
+    snap = snapshot(env.simulation.state, env.config.encoding)
+    assert snap.window == [1, 2, 9, 8]
+
+
+def test_job_features_per_gpu_type_slot():
+    # A100-80 (speed 2.4) on 8-GPU nodes and V100-32 (speed 1) on 4-GPU nodes; max_types 3 leaves slot 2 empty.
+    cluster = "1x8:A100-80,2x4:V100-32"
+    enc = EncodingConfig(window=3, max_types=3)
+    jobs = (Job(0, 0.0, 600.0, gpus=8, job_type="training", estimate_s=600.0),
+            Job(1, 0.0, 600.0, gpus=1, job_type="inference", estimate_s=600.0),
+            Job(2, 0.0, 600.0, gpus=1, vram_gib=40.0, job_type="training", estimate_s=600.0))
+    env = GpuSchedulingEnv(EnvConfig(clusters=(cluster,), encoding=enc))
+    obs, _ = env.reset(seed=0, options={"cluster": cluster, "jobs": jobs})
+    assert obs["jobs"].shape == (3, enc.job_features) == (3, 12 + 4 * 3)
+    per_type = obs["jobs"][:, 12:].reshape(3, 3, 4)  # job slot, type slot, (speed, run time, fits now, one node)
+    log_run = lambda est_s, speed: np.log1p(est_s / speed / 60.0) / 10.0  # noqa: E731
+    np.testing.assert_allclose(per_type[0, :2], [[2.4 / 4, log_run(600, 2.4), 1, 1], [0.25, log_run(600, 1.0), 1, 0]],
+                               rtol=1e-6)
+    # Inference gains 2.4 ** 0.6 on an A100; a 40 GiB job cannot use the 32 GiB V100s at all.
+    np.testing.assert_allclose(per_type[1, 0, 0], 2.4 ** 0.6 / 4, rtol=1e-6)
+    np.testing.assert_array_equal(per_type[2, 1, 2:], [0, 0])
+    assert not per_type[:, 2].any()  # absent type slot
+    # Job 1 takes one A100: job 0 no longer fits there, and on the V100s it fits only spread over both nodes.
+    obs, *_ = env.step(enc.action(1, 0, 0))
+    per_type = obs["jobs"][:, 12:].reshape(3, 3, 4)
+    assert env.snapshot.window[0] == 0
+    np.testing.assert_array_equal(per_type[0, :2, 2:], [[0, 0], [1, 0]])
+    # The groups' absolute block and node size tell 7 idle A100s on an 8-GPU node from 4 idle V100s on a 4-GPU one.
+    np.testing.assert_allclose(obs["groups"][:2, 8:], [[7 / 8, 1.0], [4 / 8, 4 / 8]])
+
+
+EVICT_ENC = EncodingConfig(window=6, max_types=3, rules=("first-fit", "best-fit", "evict"))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_random_play_with_evictions_keeps_every_constraint_and_returns_the_objective(seed):
+    weights = RewardWeights(wait=1.0, jct=0.5, comm=1.0)
+    env = _env(encoding=EVICT_ENC, reward=weights, loads=(2.0,), clusters=("1x4:A100-80,2x2:V100-32,1x2:T4",))
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    state, enc, total, done, evictions = env.simulation.state, EVICT_ENC, 0.0, False, 0
+    evict = enc.rules.index("evict")
+    while not done:
+        mask = env.action_masks()
+        snap = env.snapshot
+        for a in np.flatnonzero(mask[:-1]):
+            slot, t, rule = enc.unpack(int(a))
+            job = state.jobs[snap.window[slot]]
+            if rule != evict:
+                continue
+            # What an evict action promises: victims that run on that type, started before now, would run longer
+            # than the job, and free enough GPUs for it.
+            victims = snap.victims[slot, t]
+            assert not snap.fits[slot][t] and victims
+            runs = [state.running[v] for v in victims]
+            assert all(r.gpu_type == t and r.start_s < state.now_s and not r.job.fractional for r in runs)
+            idle = int(state.node_free[state.layout.node_type == t].sum())
+            assert idle + sum(r.job.gpus for r in runs) >= job.gpus
+        offered = [a for a in np.flatnonzero(mask[:-1]) if enc.unpack(int(a))[2] == evict]
+        a = int(rng.choice(offered if offered and rng.random() < 0.5 else np.flatnonzero(mask)))
+        evictions += a != enc.wait_action and enc.unpack(a)[2] == evict
+        _, r, done, truncated, info = env.step(a)  # the engine validates every preemption and start
+        assert not truncated and not info["invalid_action"]
+        total += r
+    res = env.result
+    assert evictions > 0 and res.preemptions.sum() >= evictions
+    assert (res.status == 0).all() and np.isfinite(res.end_s).all()
+    assert total == pytest.approx(-objective(res, weights), rel=1e-9, abs=1e-12)
+
+
+def test_evict_action_by_hand():
+    # One 4-GPU node. Jobs 0 and 1 (2 GPUs each) run from t=0; job 2 (4 GPUs, 100 s) arrives at t=10 and fits
+    # only by evicting both; job 3 (4 GPUs, 2,000 s) may evict only job 1 (990 s left on job 0 < 2,000 s).
+    jobs = (Job(0, 0.0, 1000.0, gpus=2, estimate_s=1000.0), Job(1, 0.0, 5000.0, gpus=2, estimate_s=5000.0),
+            Job(2, 10.0, 100.0, gpus=4, estimate_s=100.0), Job(3, 10.0, 2000.0, gpus=4, estimate_s=2000.0))
+    enc = EncodingConfig(window=4, max_types=1, rules=("first-fit", "evict"))
+    env = GpuSchedulingEnv(EnvConfig(clusters=("1x4:V100-32",), encoding=enc))
+    env.reset(seed=0, options={"cluster": "1x4:V100-32", "jobs": jobs})
+    # At t=0 jobs 0 and 1 wait; starting one offers no eviction of the other (it started now).
+    env.step(enc.action(0, 0, 0))
+    assert not env.action_masks()[enc.action(0, 0, 1)]
+    obs, *_ = env.step(enc.action(0, 0, 0))
+    assert env.simulation.now_s == 10.0 and env.snapshot.window == [2, 3]
+    assert env.snapshot.victims == {(0, 0): (1, 0)}
+    assert env.action_masks()[enc.action(0, 0, 1)] and not env.action_masks()[enc.action(1, 0, 1)]
+    # Per (job, type): speed, run time, fits, one node, then can evict and the victims' remaining GPU-seconds.
+    left_gpu_s = 2 * 4990.0 + 2 * 990.0
+    np.testing.assert_allclose(obs["jobs"][0, 12:], [0.25, np.log1p(100 / 60) / 10, 0, 0, 1,
+                                                     np.log1p(left_gpu_s / 60) / 12], rtol=1e-6)
+    assert not obs["jobs"][1, 12 + 4:].any()
+    _, _, _, _, info = env.step(enc.action(0, 0, 1))
+    assert info["started"] == 2
+    # Nothing else can start (job 2 started now; it ends before 0, 1 or 3 would): time runs to its end.
+    state = env.simulation.state
+    assert env.simulation.now_s == 110.0 and not state.running and list(state.queue) == [3, 1, 0]
+    assert state.preemptions(0) == state.preemptions(1) == 1 and state.preemptions(2) == 0
+
+
+def test_max_evictions_protects_jobs_preempted_that_often():
+    # Job 0 (4 GPUs, long) is evicted by job 1 at t=10; when job 2 arrives at t=20 and job 1 has ended, job 0 runs
+    # again: with max_evictions=1 it can no longer be a victim, without a limit it can.
+    jobs = (Job(0, 0.0, 5000.0, gpus=4, estimate_s=5000.0), Job(1, 10.0, 5.0, gpus=4, estimate_s=5.0),
+            Job(2, 20.0, 100.0, gpus=4, estimate_s=100.0))
+    offered = {}
+    for limit in (None, 1):
+        enc = EncodingConfig(window=2, max_types=1, rules=("first-fit", "evict"), max_evictions=limit)
+        env = GpuSchedulingEnv(EnvConfig(clusters=("1x4:V100-32",), encoding=enc))
+        env.reset(seed=0, options={"cluster": "1x4:V100-32", "jobs": jobs})
+        env.step(enc.action(0, 0, 0))  # job 0 at t=0
+        env.step(enc.action(0, 0, 1))  # job 1 evicts it at t=10; it ends at 15 and job 0 restarts
+        env.step(enc.action(0, 0, 0))
+        assert env.simulation.state.preemptions(0) == 1
+        offered[limit] = (env.simulation.now_s, env.snapshot.victims)
+    # With the limit, nothing is possible at t=20: the next choice is when job 0 ends.
+    assert offered == {None: (20.0, {(0, 0): (0,)}), 1: (5005.0, {})}
+    with pytest.raises(EngineError, match="max_evictions"):
+        EncodingConfig(max_evictions=0)
