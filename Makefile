@@ -12,6 +12,8 @@ $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
+	# The venv finds the project from any folder (examples/, notebooks): a .pth file naming this checkout.
+	$(PY) -c "import site, pathlib; pathlib.Path(site.getsitepackages()[0], 'gpu-scheduling-playground.pth').write_text('$(CURDIR)\n')"
 	touch $@
 
 # Compile engine/_native.py's modules with mypyc when they are not compiled from the current sources. Without a

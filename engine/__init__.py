@@ -30,6 +30,10 @@ def _openb_cluster(path: str) -> Cluster:
 
 CLUSTER_SOURCES["openb"] = _openb_cluster
 
+from engine.plugins import load_entry_points  # noqa: E402
+
+load_entry_points()  # schedulers of installed packages (entry-point group in engine/plugins.py)
+
 __all__ = [
     "Cluster", "ClusterSpecError", "ClusterState", "Decision", "EngineError", "GpuType", "InvalidDecision",
     "Job", "NodeGroup", "Preempt", "PreemptionModel", "Result", "SCHEDULERS", "Scheduler", "Simulation",

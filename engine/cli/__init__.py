@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from engine.errors import EngineError
+from engine.plugins import load_plugin
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
+        for plugin in getattr(args, "plugin", None) or ():
+            load_plugin(plugin)
         return int(_resolve(COMMANDS[args.command].run)(args) or 0)
     except BrokenPipeError:  # output piped into `head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -75,10 +75,18 @@ def load_trace_arg(args: argparse.Namespace):
     return trace
 
 
+def add_plugin_argument(parser: argparse.ArgumentParser) -> None:
+    """``--plugin FILE_OR_MODULE`` (repeatable): imported by :func:`engine.cli.main` before the command runs,
+    so the schedulers it registers can be named (see :mod:`engine.plugins`)."""
+    parser.add_argument("--plugin", action="append", default=[], metavar="FILE_OR_MODULE",
+                        help="import a .py file or module that registers schedulers (repeatable)")
+
+
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--seed``, the preemption model and ``--quiet``: options of every command that runs simulations."""
+    """``--seed``, the preemption model, ``--plugin`` and ``--quiet``: options of every command that runs simulations."""
     parser.add_argument("--seed", type=int, default=0, help="seed for randomised schedulers (default 0)")
     add_preemption_arguments(parser)
+    add_plugin_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

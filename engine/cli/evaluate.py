@@ -14,7 +14,7 @@ _SHOWN_DIFFS = ("mean_wait_s", "p95_wait_s", "mean_jct_s", "mean_bounded_slowdow
 
 
 def add_arguments(parser) -> None:
-    from engine.cli.common import add_preemption_arguments, output_path
+    from engine.cli.common import add_plugin_argument, add_preemption_arguments, output_path
 
     parser.add_argument("--schedulers", required=True, metavar="A,B,...",
                         help="comma-separated scheduler names, e.g. first-fit,sjf,rl:wait-mlp")
@@ -24,6 +24,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--baseline", metavar="NAME", help="paired differences against this one (default: first)")
     parser.add_argument("--json", type=output_path, metavar="FILE", help="also write every number as JSON")
     add_preemption_arguments(parser)
+    add_plugin_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress line")
 
 

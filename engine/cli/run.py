@@ -6,6 +6,7 @@ import argparse
 
 from engine.cli.common import (
     add_cluster_argument,
+    add_plugin_argument,
     add_run_arguments,
     add_trace_arguments,
     format_table,
@@ -113,7 +114,8 @@ def run_compare(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------------ list
 def add_list_arguments(parser: argparse.ArgumentParser) -> None:
-    """``list`` takes no options."""
+    """``list --plugin FILE_OR_MODULE`` also lists the plug-in's schedulers."""
+    add_plugin_argument(parser)
 
 
 def run_list(args: argparse.Namespace) -> int:
