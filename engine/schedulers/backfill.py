@@ -293,7 +293,7 @@ class _MinTree:
         return i - size
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (see engine/_native.py), yet tests subclass it
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public base: subclassable compiled too (ARCHITECTURE.md)
 class EasyBackfill:
     """FIFO with EASY backfilling on the users' estimates; placement by ``first-fit``.
 

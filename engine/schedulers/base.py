@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from mypy_extensions import mypyc_attr
+
 from engine.schedulers.ordering import Order, StaticKeyOrder
 from engine.schedulers.placement import FAILURES_PERSIST, FitMemory, Placement
 from engine.sim.state import ClusterState, Decision, Start
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public base: subclassable compiled too (ARCHITECTURE.md)
 class ListScheduler:
     """Walk the queue in ``order`` and start every job that ``placement`` can place now.
 

@@ -18,12 +18,14 @@ from collections import deque
 from typing import Iterator
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from engine.schedulers.placement import PLACEMENTS, Placement
 from engine.schedulers.registry import SchedulerSpec, register
 from engine.sim.state import ClusterState, Decision, Start
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public base: subclassable compiled too (ARCHITECTURE.md)
 class DrfScheduler:
     """Per-user dominant resource fairness with a pluggable placement rule (first-fit by default)."""
 

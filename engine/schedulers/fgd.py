@@ -18,6 +18,7 @@ a multi-GPU job that fits on no single node falls back to best-fit spreading so 
 from __future__ import annotations
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from engine.schedulers.placement import PLACEMENTS, _node_gpus, best_fit
 from engine.schedulers.registry import SchedulerSpec, list_scheduler, register
@@ -25,6 +26,7 @@ from engine.sim.job import Job
 from engine.sim.state import FRACTION_EPS, ClusterState
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public base: subclassable compiled too (ARCHITECTURE.md)
 class FgdPlacement:
     """Place each job where the expected fragmentation of the cluster increases least.
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Any, Callable, Iterator, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from engine.sim.job import Job
 from engine.sim.state import ClusterState
 
@@ -22,6 +24,7 @@ class Order(Protocol):
     def candidates(self, state: ClusterState, skip: set[int] | None = None) -> Iterator[int]: ...
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public base: subclassable compiled too (ARCHITECTURE.md)
 class StaticKeyOrder:
     """Waiting jobs sorted by a number computed from the job alone (``key(job)``, smallest first), ties in
     arrival order (submit time, then job id); without a key, arrival order itself. The order is total and

@@ -19,6 +19,7 @@ import math
 from typing import Callable, Final, Optional
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy, bits, lowest_bit
@@ -224,6 +225,7 @@ def least_loaded(state: ClusterState, job: Job) -> tuple[int, ...] | None:
 
 
 # ----------------------------------------------------------------------- random
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public base: subclassable compiled too (ARCHITECTURE.md)
 class RandomPlacement:
     """A uniformly random fitting node (or GPU), from a generator seeded by the run's seed."""
 

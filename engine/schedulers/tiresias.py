@@ -27,6 +27,7 @@ from bisect import bisect_left, insort
 from typing import Callable, Final, Iterator
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from engine.schedulers.ordering import arrival_ranks
 from engine.schedulers.placement import FAILURES_PERSIST, PLACEMENTS, FitMemory, Placement, first_fit
@@ -76,6 +77,7 @@ class _Ranks:
         self.head = head
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public base: subclassable compiled too (ARCHITECTURE.md)
 class Tiresias:
     """Discretised 2D-LAS with preemption and a starvation guard.
 

@@ -147,6 +147,7 @@ class Result:
         return self.seg_gpu_ids[self.seg_gpu_ptr[i]:self.seg_gpu_ptr[i + 1]]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public base: subclassable compiled too (ARCHITECTURE.md)
 class Simulation:
     """A resumable simulation: ``reset()``, then ``apply(decisions)`` / ``advance()`` until ``done``.
 
