@@ -32,10 +32,8 @@ MANIFEST = Path(__file__).resolve().parent / "_compiled.json"
 NATIVE_MODULES = (
     "engine.sim.agenda",
     "engine.sim.job",
-    "engine.sim.decisions",
     "engine.sim.simulator",
-    "engine.sim.running",
-    "engine.sim.view",
+    "engine.sim.state",
     "engine.sim.occupancy",
     "engine.schedulers.base",
     "engine.schedulers.ordering",

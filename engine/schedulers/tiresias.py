@@ -245,15 +245,15 @@ class Tiresias:
                 self._enqueue(state, j)
         n = len(self._version)
         promotions = self._promotions
-        while promotions.times and promotions.times[0] <= now:
+        while promotions.earliest() <= now:
             for e in promotions.pop():
                 j = e % n
                 if self._version[j] == e // n and state.is_waiting(j):
                     self._base[j] = state.attained_gpu_s(j)
                     self._enqueue(state, j, queue=0)
         crossings = self._crossings
-        while crossings.times and crossings.times[0] <= now:
-            t = crossings.times[0]
+        while crossings.earliest() <= now:
+            t = crossings.earliest()
             for e in crossings.pop():
                 j = e % n
                 if self._run_id[j] == e // n and self._is_running(state, j):
@@ -293,9 +293,9 @@ class Tiresias:
         """The earliest time at which a running job crosses a threshold or a queued job is due for promotion
         (``inf`` if none lies ahead); stale entries met on the way are dropped."""
         crossings, promotions = self._crossings, self._promotions
-        while crossings.times and not self._any_live(state, crossings, True):
+        while crossings.earliest() < math.inf and not self._any_live(state, crossings, True):
             crossings.pop()
-        while promotions.times and not self._any_live(state, promotions, False):
+        while promotions.earliest() < math.inf and not self._any_live(state, promotions, False):
             promotions.pop()
         t = min(crossings.earliest(), promotions.earliest())
         return t if t > state.now_s else math.inf
@@ -303,14 +303,9 @@ class Tiresias:
     def _any_live(self, state: ClusterState, agenda: Agenda, crossing: bool) -> bool:
         """Whether an entry due at ``agenda``'s earliest time is still live: the run of a crossing still goes on, the
         queuing of a promotion still waits."""
-        t = agenda.times[0]
-        if self._live(state, agenda.first[t], crossing):
-            return True
-        more = agenda.more.get(t) if agenda.more else None
-        if more is not None:
-            for e in more:
-                if self._live(state, e, crossing):
-                    return True
+        for e in agenda.peek():
+            if self._live(state, e, crossing):
+                return True
         return False
 
     def _live(self, state: ClusterState, entry: int, crossing: bool) -> bool:

@@ -19,40 +19,46 @@ _heappop: Final = heapq.heappop
 
 
 class Agenda:
-    """Entries due at times. The owner reads :attr:`times` (a heap: ``times[0]`` is the earliest), and takes what
-    is due with :meth:`pop` or, in a hot loop, straight from :attr:`times`, :attr:`first` and :attr:`more` as
-    :meth:`pop` does."""
+    """Entries due at times: :meth:`push` them, read :meth:`earliest`, :meth:`peek` at or :meth:`pop` what is due
+    then."""
 
     def __init__(self) -> None:
-        self.times: list[float] = []  # heap of the distinct times that have entries
-        self.first: dict[float, int] = {}  # time -> the first entry put in for it
-        self.more: dict[float, list[int]] = {}  # time -> the entries put in after the first, in order
+        self._times: list[float] = []  # heap of the distinct times that have entries
+        self._first: dict[float, int] = {}  # time -> the first entry put in for it
+        self._more: dict[float, list[int]] = {}  # time -> the entries put in after the first, in order
 
     def push(self, t: float, entry: int) -> None:
         """Put ``entry`` in, due at ``t``."""
-        first = self.first
+        first = self._first
         n = len(first)
         first.setdefault(t, entry)  # (one lookup, not "in" and then a store)
         if len(first) != n:  # a time not in the agenda yet
-            _heappush(self.times, t)
+            _heappush(self._times, t)
             return
-        more = self.more.get(t)
+        more = self._more.get(t)
         if more is None:
-            self.more[t] = [entry]
+            self._more[t] = [entry]
         else:
             more.append(entry)
 
     def earliest(self) -> float:
         """The earliest time with entries (``inf`` when there is none)."""
-        return self.times[0] if self.times else math.inf
+        return self._times[0] if self._times else math.inf
+
+    def peek(self) -> list[int]:
+        """The entries of the earliest time, in the order they were put in, left in place (the agenda must not be
+        empty)."""
+        t = self._times[0]
+        more = self._more.get(t)
+        return [self._first[t]] if more is None else [self._first[t], *more]
 
     def pop(self) -> list[int]:
         """Take out the entries of the earliest time, in the order they were put in (the agenda must not be
-        empty)."""
-        t = _heappop(self.times)
-        out = [self.first.pop(t)]
-        if self.more:
-            more = self.more.pop(t, None)
+        empty). Entries pushed for that same time afterwards are due at it afresh: :meth:`earliest` tells."""
+        t = _heappop(self._times)
+        out = [self._first.pop(t)]
+        if self._more:
+            more = self._more.pop(t, None)
             if more is not None:
                 out.extend(more)
         return out

@@ -91,24 +91,14 @@ class Job:
         # at every run, and a shared set is hashed once and compared by identity (and 100,000 jobs do not hold
         # 100,000 empty sets).
         types = _TYPE_SETS.setdefault(types, types)
-        put = _PUT  # the record is frozen: its fields are set once, here
-        put(self, "job_id", j)
-        put(self, "submit_s", submit)
-        put(self, "duration_s", duration)
-        put(self, "gpus", int(gpus))
-        put(self, "gpu_fraction", fraction)
-        put(self, "vram_gib", vram)
-        put(self, "user", str(user))
-        put(self, "job_type", str(job_type))
-        put(self, "priority", _integer(j, "priority", priority))
-        put(self, "allowed_types", types)
-        put(self, "estimate_s", estimate)
-        put(self, "name", str(name))
+        values = (j, submit, duration, int(gpus), fraction, vram, str(user), str(job_type),
+                  _integer(j, "priority", priority), types, estimate, str(name))
+        for field, value in zip(_FIELDS, values):  # frozen: the fields are set once, here
+            _PUT(self, field, value)
 
     def __reduce__(self) -> tuple:
         # Pickled by value and rebuilt through __init__ (a compiled class has no instance dict to restore).
-        return (Job, (self.job_id, self.submit_s, self.duration_s, self.gpus, self.gpu_fraction, self.vram_gib,
-                      self.user, self.job_type, self.priority, self.allowed_types, self.estimate_s, self.name))
+        return (Job, tuple(getattr(self, field) for field in _FIELDS))
 
     @property
     def gpu_demand(self) -> float:
@@ -118,6 +108,11 @@ class Job:
     @property
     def fractional(self) -> bool:
         return self.gpu_fraction < 1.0
+
+
+#: The fields in the order __init__ takes them.
+_FIELDS: Final = ("job_id", "submit_s", "duration_s", "gpus", "gpu_fraction", "vram_gib", "user", "job_type",
+                  "priority", "allowed_types", "estimate_s", "name")
 
 
 def _real(job_id: object, field: str, value: Any) -> float:

@@ -21,7 +21,6 @@ change when tenants come and go; the simulator then re-times the affected comple
 
 from __future__ import annotations
 
-import heapq
 import math
 from bisect import insort
 from dataclasses import dataclass, field
@@ -35,7 +34,17 @@ from engine.sim.agenda import Agenda
 from engine.sim.cluster import Cluster
 from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy
-from engine.sim.state import FRACTION_EPS, ClusterState, Decision, Preempt, RunningJob, Scheduler, Start, Wake
+from engine.sim.state import (
+    FRACTION_EPS,
+    ClusterState,
+    Decision,
+    Preempt,
+    RunningJob,
+    Scheduler,
+    ShapeTable,
+    Start,
+    Wake,
+)
 
 # Module constants are Final: compiled (engine/_native.py), a Final literal is built into the code and any other
 # Final value is held in a C variable; other module names are looked up in the module's dict at every use.
@@ -55,7 +64,6 @@ _MAX_IDLE_WAKES: Final = 1000
 # What the calendar entries taken at a time were (bit flags, see Simulation._take_due).
 _COMPLETED: Final = 1
 _WOKE: Final = 2
-_heappop: Final = heapq.heappop  # compiled, a C variable: no lookup in the heapq module per call
 
 
 #: Status codes in :attr:`Result.status`.
@@ -197,13 +205,15 @@ class Simulation:
         lay = self._lay
         type_total = np.bincount(lay.gpu_type, minlength=len(lay.type_names))
         shape_ids: dict[tuple, int] = {}
-        self._job_shape: list[int] = []
-        self._shape_types: list[np.ndarray] = []
-        self._shape_nodes: list[np.ndarray] = []
-        self._shape_gpus: list[np.ndarray] = []
-        self._shape_reason: list[str | None] = []
-        self._shape_node_bits: list[int] = []  # eligible nodes as a bitmask (see engine.sim.occupancy)
-        self._shape_type_ok: list[list[bool]] = []  # per GPU type: eligible?
+        self._shapes = shapes = ShapeTable()
+        # The table's lists, under the names the hot paths below use.
+        self._job_shape = shapes.job_shape
+        self._shape_types = shapes.types
+        self._shape_nodes = shapes.nodes
+        self._shape_gpus = shapes.gpus
+        self._shape_reason = shapes.reason
+        self._shape_node_bits = shapes.node_bits
+        self._shape_type_ok = shapes.type_ok
         for job in self.jobs:
             key = (job.gpus, job.gpu_fraction, job.vram_gib, job.allowed_types)
             sid = shape_ids.get(key)
@@ -275,7 +285,9 @@ class Simulation:
         self._last_t = math.nan  # time of the last row of the series (none yet)
         self._decision_points = 0
         self._idle_wakes = 0
-        self.state = ClusterState(self)
+        self.state = ClusterState(self, self._shapes, arrival_order=self._arrival_order, queue=self._queue,
+                                  running=self._running, occupancy=self._occ, queue_shapes=self._queue_shapes,
+                                  user_gpus=self._user_gpus, preemptions=self._preemptions)
 
     def reset(self) -> ClusterState:
         """Start over and run to the first decision point; returns the live view."""
@@ -641,7 +653,7 @@ class Simulation:
         Raises :class:`StallError` when jobs wait but no event is left that could ever let them start.
         """
         calendar = self._calendar
-        times, due, due_more, state = calendar.times, calendar.first, calendar.more, self._state
+        state = self._state
         n = len(self.jobs)
         order, arrival_s = self._arrival_order, self._arrival_s
         shape_reason, job_shape = self._shape_reason, self._job_shape
@@ -650,7 +662,7 @@ class Simulation:
         queue, queue_shapes, entered = self._queue, self._queue_shapes, self.state.entered
         while True:
             t_arr = arrival_s[nxt] if nxt < n else inf
-            t_evt = times[0] if times else inf
+            t_evt = calendar.earliest()
             now = t_arr if t_arr < t_evt else t_evt
             if now == inf:
                 self._next_arrival = nxt
@@ -663,16 +675,9 @@ class Simulation:
             took = 0
             # Completions scheduled at this time while these are handled (re-timed co-tenants due now) land in
             # the calendar afresh for the same time, taken next: the order they were scheduled in.
-            while times and times[0] == now:
-                _heappop(times)
-                entry = due.pop(now)
-                more = due_more.get(now) if due_more else None
-                if more is not None:
-                    del due_more[now]
-                took |= self._take_due(entry, now)
-                if more is not None:
-                    for entry in more:
-                        took |= self._take_due(entry, now)
+            while calendar.earliest() == now:
+                for entry in calendar.pop():
+                    took |= self._take_due(entry, now)
             changed = took != 0
             woke = (took & _WOKE) != 0
             while nxt < n and arrival_s[nxt] == now:

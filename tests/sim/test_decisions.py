@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from engine.sim.decisions import Preempt, Start, Wake
+from engine.sim.state import Preempt, Start, Wake
 
 RECORDS = [Start(3, (0, 1)), Preempt(7), Wake(12.5)]
 
