@@ -26,12 +26,12 @@ import numpy as np
 import torch
 
 from engine import make_scheduler, parse_cluster, simulate
+from engine.analysis.workload import make_jobs
 from engine.rl.agent import RLScheduler, model_names
 from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
 from engine.rl.policies import PolicySpec
 from engine.rl.train import TrainConfig, train
-from engine.rl.workload import make_jobs
 
 CLUSTER = "2x8:A100-80,4x4:V100-32"
 

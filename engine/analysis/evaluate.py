@@ -12,7 +12,7 @@ spec ``"cluster=4x8:V100-32;jobs=200;load=1.5[;arrival=bursty][;users=10][;trace
 arrivals so that its offered load (GPU-seconds / (span x cluster GPUs)) equals ``load``.
 
 This module imports torch only when an ``rl:`` scheduler is evaluated (through the scheduler registry).
-Training workloads draw seeds at or above ``engine.rl.workload.TRAIN_SEED_MIN`` (2**20); evaluation seeds
+Training workloads draw seeds at or above ``engine.analysis.workload.TRAIN_SEED_MIN`` (2**20); evaluation seeds
 ``0..n-1`` are therefore never training workloads.
 """
 
@@ -74,7 +74,7 @@ class EvalScenario:
             return load_preset(self.preset).build_jobs(seed)
         cluster = self.build_cluster()
         if self.trace is None:
-            from engine.rl.workload import make_jobs
+            from engine.analysis.workload import make_jobs
 
             return make_jobs(cluster, self.n_jobs, self.load, seed, self.workload)
         path = Path(self.trace)

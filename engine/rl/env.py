@@ -48,10 +48,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from engine.analysis.workload import TRAIN_SEED_MIN, make_jobs
 from engine.errors import EngineError
 from engine.rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, EncodingConfig, Snapshot, decode, encode, snapshot
 from engine.rl.reward import RewardWeights, terminal_cost
-from engine.rl.workload import TRAIN_SEED_MIN, make_jobs
 from engine.sim.cluster import Cluster, parse_cluster
 from engine.sim.job import Job
 from engine.sim.simulator import Result, Simulation

@@ -14,12 +14,12 @@ import pytest
 import torch
 
 from engine import make_scheduler, parse_cluster, simulate
+from engine.analysis.workload import make_jobs
 from engine.errors import EngineError
 from engine.rl.agent import MODELS_DIR, ModelError, load_agent, model_names
 from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
 from engine.rl.train import sha256_file
-from engine.rl.workload import make_jobs
 
 from .conftest import SMALL
 

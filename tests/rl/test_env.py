@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from engine import Start, make_scheduler, parse_cluster, simulate
+from engine.analysis.workload import make_jobs
 from engine.errors import EngineError
 from engine.rl.encoding import EncodingConfig, decode, snapshot
 from engine.rl.env import ENV_ID, EnvConfig, GpuSchedulingEnv
 from engine.rl.reward import RewardWeights, objective, objective_terms
-from engine.rl.workload import make_jobs
 from engine.schedulers.placement import first_fit
 from engine.sim.job import Job
 

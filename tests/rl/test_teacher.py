@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from engine import parse_cluster, simulate
+from engine.analysis.workload import make_jobs
 from engine.errors import EngineError
 from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
 from engine.rl.teacher import TEACHERS, TeacherScheduler, teacher_action
-from engine.rl.workload import make_jobs
 from engine.sim.job import Job
 
 MIXED = "1x8:A100-80,2x4:V100-32"
