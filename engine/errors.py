@@ -49,3 +49,12 @@ class UnknownNameError(EngineError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+def reject_unknown_keys(data: object, valid: "set[str] | frozenset[str]", where: str,
+                        error: type[Exception] = EngineError) -> None:
+    """Raise ``error`` naming ``where``, the keys of ``data`` that are not in ``valid``, and the valid keys; the
+    one check behind every ``from_dict`` of a config, card, preset or cluster file."""
+    unknown = set(data) - set(valid)  # type: ignore[call-overload]
+    if unknown:
+        raise error(f"{where}: unknown keys {sorted(unknown)}; valid keys: {sorted(valid)}")

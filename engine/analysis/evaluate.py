@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from engine.analysis.metrics import METRICS, summarize
-from engine.errors import EngineError
+from engine.errors import EngineError, reject_unknown_keys
 from engine.schedulers import make_scheduler
 from engine.sim.cluster import Cluster, parse_cluster
 from engine.sim.job import Job
@@ -153,8 +153,7 @@ def parse_scenario(text: str) -> EvalScenario:
     except ValueError as exc:
         raise EngineError(f"scenario spec {text!r}: {exc}") from None
     cluster, trace = kv.pop("cluster"), kv.pop("trace", None)
-    if kv:
-        raise EngineError(f"scenario spec: unknown keys {sorted(kv)}; valid: cluster, jobs, load, arrival, users, trace")
+    reject_unknown_keys(kv, {"cluster", "jobs", "load", "arrival", "users", "trace"}, "scenario spec")
     if n_jobs < 1 or not load > 0:
         raise EngineError(f"scenario spec {text!r}: jobs must be >= 1 and load > 0")
     parse_cluster(cluster)  # fail early with the cluster parser's message

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from engine.errors import EngineError, UnknownNameError
+from engine.errors import EngineError, UnknownNameError, reject_unknown_keys
 from engine.sim.cluster import Cluster, parse_cluster
 from engine.sim.job import Job
 
@@ -139,9 +139,7 @@ def preset_from_dict(name: str, data: Mapping[str, Any], where: str = "preset") 
     missing = sorted({"title", "cluster", "workload", "schedulers", "look_at", "lesson", "expect"} - set(data))
     if missing:
         raise PresetError(f"{where}: missing key {missing[0]!r}")
-    unknown = sorted(set(data) - _KEYS)
-    if unknown:
-        raise PresetError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(sorted(_KEYS))}")
+    reject_unknown_keys(data, _KEYS, where, PresetError)
     workload = data["workload"]
     if not isinstance(workload, Mapping) or len({"generate", "trace"} & set(workload)) != 1:
         raise PresetError(f"{where}: 'workload' needs exactly one of 'generate' (generator arguments) or 'trace'")

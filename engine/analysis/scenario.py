@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from engine.errors import EngineError
+from engine.errors import EngineError, reject_unknown_keys
 from engine.sim.cluster import Cluster, parse_cluster
 from engine.sim.job import Job
 from engine.traces.generator import ARRIVALS
@@ -303,9 +303,7 @@ def load_trace_bytes(data: bytes, workload: WorkloadSpec):
 
 
 def _check_keys(data: Mapping[str, Any], known: set[str], where: str) -> None:
-    unknown = set(data) - known
-    if unknown:
-        raise ScenarioError(f"{where}: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
+    reject_unknown_keys(data, known, where, ScenarioError)
 
 
 def _coerce(value: Any, kind: type, where: str):

@@ -43,7 +43,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from engine.errors import ClusterSpecError
+from engine.errors import ClusterSpecError, reject_unknown_keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,9 +305,7 @@ def cluster_from_dict(data: Mapping[str, Any], where: str = "cluster JSON") -> C
         raise ClusterSpecError(f"{where}: expected an object with a 'groups' list")
     known = {"groups", "gpu_types", "nodes_per_rack", "bandwidth", "communication", "speeds",
              "colocation_slowdown", "name", "description"}
-    unknown = set(data) - known
-    if unknown:
-        raise ClusterSpecError(f"{where}: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
+    reject_unknown_keys(data, known, where, ClusterSpecError)
     catalog = dict(DEFAULT_CATALOG)
     for i, t in enumerate(data.get("gpu_types", []) or []):
         try:

@@ -61,6 +61,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from engine.errors import reject_unknown_keys
 from engine.sim.cluster import Cluster, parse_cluster
 from engine.sim.job import Job
 
@@ -126,10 +127,7 @@ def job_types(overrides: Mapping[str, JobTypeSpec | Mapping[str, Any]] | None = 
             types[name] = spec
             continue
         fields = dict(spec)
-        unknown = set(fields) - set(JobTypeSpec.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"job type {name!r}: unknown fields {sorted(unknown)}; valid: "
-                             f"{', '.join(JobTypeSpec.__dataclass_fields__)}")
+        reject_unknown_keys(fields, set(JobTypeSpec.__dataclass_fields__), f"job type {name!r}", ValueError)
         for key, conv in (("gpus", int), ("fraction", float), ("vram_gib", float), ("priority", int)):
             if key in fields:
                 fields[key] = {conv(float(k)): float(v) for k, v in fields[key].items()}

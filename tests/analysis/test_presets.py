@@ -43,7 +43,7 @@ GOOD = {"title": "t", "cluster": "1x4:T4", "workload": {"generate": {"n_jobs": 5
 
 @pytest.mark.parametrize(("change", "match"), [
     ({"schedulers": ["fifo"]}, "at least two"),
-    ({"colour": 1}, "unknown key 'colour'"),
+    ({"colour": 1}, r"unknown keys \['colour'\]"),
     ({"workload": {}}, "exactly one of"),
     ({"workload": {"generate": {}}}, "n_jobs"),
     ({"expect": {"metric": "jobs", "winners": ["sjf"], "loser": "fifo"}}, "not a metric with a direction"),

@@ -109,7 +109,7 @@ def test_type_overrides_from_json_like_values():
     ({"arrival": "weekly"}, "arrival"),
     ({"mix": {"training": 0}}, "mix"),
     ({"mix": {"nope": 1}}, "unknown job types"),
-    ({"types": {"training": {"colour": 1}}}, "unknown fields"),
+    ({"types": {"training": {"colour": 1}}}, "unknown keys"),
     ({"types": {"training": {"fraction": {"2": 1}}}}, "fraction"),
     ({"users": 0}, "users"),
     ({"burst_share": 1}, "burst_share"),
