@@ -38,6 +38,7 @@ NATIVE_MODULES = (
     "engine.schedulers.base",
     "engine.schedulers.ordering",
     "engine.schedulers.placement",
+    "engine.schedulers.backfill_index",
     "engine.schedulers.backfill",
     "engine.schedulers.tiresias",
     "engine.schedulers.drf",

@@ -21,276 +21,22 @@ from __future__ import annotations
 import heapq
 import math
 import sys
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_right
 from typing import Final, Iterator
 
 import numpy as np
 from mypy_extensions import mypyc_attr
 
+from engine.schedulers.backfill_index import MinTree, ReleaseBook, Reservation, reserve
 from engine.schedulers.ordering import StaticKeyOrder, arrival_ranks
 from engine.schedulers.placement import FAILURES_PERSIST, FitMemory, first_fit
 from engine.schedulers.registry import SchedulerSpec, register
 from engine.sim.job import Job
 from engine.sim.state import FRACTION_EPS, ClusterState, Decision, Start
 
-
-class _ReleaseBook:
-    """When each busy GPU becomes idle by the estimates of the jobs on it, kept as jobs start and leave, and
-    the busy GPUs' times of each GPU type in sorted order: the head's shadow time is then a lookup (see
-    :func:`reserve`), not a pass over every GPU.
-
-    A whole-GPU job's estimated end never changes while it runs; a fractional job's changes only when the
-    tenancy of its GPU changes, that is when the scheduler starts a job there or a job leaves it (which
-    ``state.occupancy.released`` records). So only those GPUs are recomputed. Assumes that this scheduler
-    makes every start (it tells the book of each one: :meth:`started`).
-
-    Starts are only noted as they happen and entered at the next :meth:`refresh` (when a reservation is
-    computed): a run whose queue rarely blocks pays next to nothing for the book.
-    """
-
-    def __init__(self, gpu_type: list[int], n_types: int) -> None:
-        self.gpu_type = gpu_type
-        self.end_s = [0.0] * len(gpu_type)  # busy GPUs: estimated end of their job(s), possibly past (overdue)
-        self.listed = [False] * len(gpu_type)  # whether end_s[g] is in by_type (exactly the busy GPUs, once fresh)
-        self.by_type: list[list[float]] = [[] for _ in range(n_types)]  # per GPU type: its listed end_s, sorted
-        self.on_gpu: dict[int, list[int]] = {}  # GPU -> fractional jobs started on it (some may have ended)
-        self.stale: set[int] = set()  # GPUs whose fractional jobs changed: end_s to recompute
-        self.read_at = 0  # how much of state.occupancy.released has been read
-        self.types: dict[int, list[int]] = {}  # job shape -> its eligible GPU types
-        self.starts: list[int] = []  # jobs started since the last refresh, in order
-
-    @classmethod
-    def of(cls, state: ClusterState) -> _ReleaseBook:
-        """A book of the jobs running now."""
-        book = cls(state.occupancy.gpu_type, len(state.layout.type_names))
-        book.read_at = len(state.occupancy.released)
-        book.starts.extend(state.running)
-        book.refresh(state)
-        return book
-
-    def _list(self, g: int, end_s: float) -> None:
-        self._unlist(g)
-        self.end_s[g] = end_s
-        insort(self.by_type[self.gpu_type[g]], end_s)
-        self.listed[g] = True
-
-    def _list_whole(self, gpus: tuple[int, ...], end_s: float) -> None:
-        """``_list`` for every GPU of a whole-GPU job (all of one type, one end): its copies of ``end_s`` go into
-        the sorted list in one insertion."""
-        end, listed = self.end_s, self.listed
-        for g in gpus:
-            self._unlist(g)
-            end[g] = end_s
-            listed[g] = True
-        ends = self.by_type[self.gpu_type[gpus[0]]]
-        i = bisect_right(ends, end_s)
-        ends[i:i] = [end_s] * len(gpus)
-
-    def _unlist(self, g: int) -> None:
-        if self.listed[g]:
-            ends = self.by_type[self.gpu_type[g]]
-            del ends[bisect_left(ends, self.end_s[g])]
-            self.listed[g] = False
-
-    def _read_log(self, state: ClusterState) -> None:
-        """GPUs that jobs left since the last call: no longer listed; those with fractional jobs are stale."""
-        released = state.occupancy.released
-        if len(released) > self.read_at:
-            on_gpu = self.on_gpu
-            for g in released[self.read_at:]:
-                self._unlist(g)
-                if g in on_gpu:
-                    self.stale.add(g)
-            self.read_at = len(released)
-
-    def started(self, j: int) -> None:
-        """Job ``j`` has just started (entered at the next :meth:`refresh`)."""
-        self.starts.append(j)
-
-    def refresh(self, state: ClusterState) -> None:
-        """Bring the book up to date: jobs that left, jobs that started, and the shared GPUs whose tenants
-        changed."""
-        self._read_log(state)  # first: GPUs that jobs started since have taken may be in it, listed for others
-        running, on_gpu = state.running, self.on_gpu
-        for j in self.starts:
-            r = running.get(j)
-            if r is None:
-                continue  # it has ended since: it left its GPUs as the log says
-            if r.job.gpu_fraction >= 1.0:
-                self._list_whole(r.gpu_ids, r.est_end_s)
-            else:
-                g = r.gpu_ids[0]
-                self.on_gpu.setdefault(g, []).append(j)
-                self.stale.add(g)
-        self.starts.clear()
-        for g in self.stale:
-            jobs = on_gpu.get(g)
-            if jobs is None:
-                continue
-            jobs = [j for j in jobs if j in running]
-            if jobs:  # the last of its tenants to end
-                on_gpu[g] = jobs
-                self._list(g, max([running[j].est_end_s for j in jobs]))
-            else:  # (every tenant that left was in the log, hence unlisted; a whole-GPU job may run there now)
-                del on_gpu[g]
-        self.stale.clear()
-
-
-class _Reservation:
-    """The head's reservation.
-
-    For a whole-GPU head: ``gpu_type`` is the GPU type it waits for and ``extra`` how many GPUs of that type
-    are free at ``shadow_s`` beyond what it needs. For a fractional head: ``gpu`` is the one GPU it waits
-    for. :meth:`release_s` says when a GPU becomes idle by the estimates.
-    """
-
-    __slots__ = ("shadow_s", "gpu_type", "extra", "gpu", "now_s", "_end_s", "_tenants", "_later")
-
-    def __init__(self, shadow_s: float, state: ClusterState, book: _ReleaseBook, *, gpu_type: int = -1,
-                 extra: int = 0, gpu: int = -1) -> None:
-        self.shadow_s = shadow_s
-        self.gpu_type = gpu_type
-        self.extra = extra
-        self.gpu = gpu
-        self.now_s = state.now_s
-        self._end_s = book.end_s
-        self._tenants = state.occupancy.tenants
-        self._later: dict[int, float] = {}  # GPUs of jobs backfilled since: their release time
-
-    def release_s(self, g: int) -> float:
-        """When GPU ``g`` becomes idle by the estimates: 0 if idle, now if its jobs are overdue; jobs
-        backfilled under this reservation count once :meth:`backfill` was told of them."""
-        later = self._later.get(g)
-        if later is not None:
-            return later
-        return max(self._end_s[g], self.now_s) if self._tenants[g] else 0.0
-
-    def backfill(self, gpus: tuple[int, ...], end_s: float) -> None:
-        """A job is about to start on ``gpus`` and, by its estimate, end at ``end_s`` (call before it starts)."""
-        for g in gpus:
-            self._later[g] = max(self.release_s(g), end_s)
-
-
-def reserve(state: ClusterState, head: Job, book: _ReleaseBook | None = None) -> _Reservation:
-    """The earliest reservation for ``head`` (a waiting job that does not fit now) that the estimates of the
-    running jobs allow; ``book`` is the scheduler's :class:`_ReleaseBook`, if it keeps one."""
-    if book is None:
-        book = _ReleaseBook.of(state)
-    else:
-        book.refresh(state)
-    now = state.now_s
-    occ = state.occupancy
-    if head.gpu_fraction >= 1.0:
-        best: tuple[float, int, int] | None = None  # (shadow, -extra, type)
-        k = head.gpus
-        sid = state.job_shape[head.job_id]
-        types = book.types.get(sid)
-        if types is None:
-            types = book.types[sid] = np.flatnonzero(state.eligible_types(head)).tolist()
-        for t in types:
-            # The shadow time is the k-th smallest release time of the type's GPUs (idle ones release at 0,
-            # busy ones at max(end, now) >= 0): the head did not fit, so k > idle (first-fit takes any k idle
-            # GPUs of a type) and it is the (k - idle)-th smallest busy one. The GPUs released by then include
-            # the idle ones.
-            ends, idle = book.by_type[t], occ.type_idle[t]
-            if idle + len(ends) < k:
-                continue  # this type has too few GPUs in all
-            shadow = 0.0 if k <= idle else max(ends[k - idle - 1], now)
-            extra = idle + (bisect_right(ends, shadow) if shadow >= now else 0) - k
-            cand = (shadow, -extra, t)
-            if best is None or cand < best:
-                best = cand
-        assert best is not None, "an unschedulable job reached the queue"
-        return _Reservation(best[0], state, book, gpu_type=best[2], extra=-best[1])
-    # Fractional head: the eligible GPU on which enough share and memory frees up first (lowest id on ties).
-    elig = np.asarray(state.eligible_gpus(head))
-    vram = occ.gpu_vram
-    running = state.running
-    release = np.where(np.asarray(state.gpu_tenants) > 0, np.maximum(np.array(book.end_s), now), 0.0)
-    ready = np.where(elig, release, math.inf)  # GPUs without fractional jobs: usable once idle
-    for g, shared in book.on_gpu.items():
-        if not elig[g]:
-            continue
-        tenants = []
-        for j in shared:
-            r = running[j]
-            job = r.job
-            mem = job.vram_gib if job.vram_gib > 0 else job.gpu_fraction * vram[g]
-            tenants.append((max(r.est_end_s, now), job.gpu_fraction, mem))
-        need_mem = head.vram_gib if head.vram_gib > 0 else head.gpu_fraction * vram[g]
-        share, mem = occ.free[g], occ.free_vram[g]
-        fits_at = math.inf
-        for end, f, m in sorted(tenants):
-            share, mem = share + f, mem + m
-            if share >= head.gpu_fraction - FRACTION_EPS and mem >= need_mem - FRACTION_EPS:
-                fits_at = end
-                break
-        ready[g] = fits_at
-    best_g = int(np.argmin(ready))
-    best_t = float(ready[best_g])
-    if best_t == math.inf:
-        best_g = -1
-    return _Reservation(max(best_t, now), state, book, gpu=best_g)
-
-
 #: Costs (see ``EasyBackfill._cost``) that do not count extra GPUs.
 _FREE: Final = -1
 _NEVER: Final = -2
-
-
-class _MinTree:
-    """Estimates of one shape's jobs in arrival order (``inf`` once a job has started), as a min segment tree:
-    "the first job from position ``lo`` on whose estimate is at most ``limit``" costs O(log n). ``t[1]`` is
-    the minimum of them all."""
-
-    __slots__ = ("size", "n", "t")
-
-    def __init__(self) -> None:
-        self.size, self.n = 1, 0
-        self.t = [math.inf, math.inf]
-
-    def append(self, value: float) -> int:
-        if self.n == self.size:  # full: double the leaves and rebuild (amortised O(1) per append)
-            leaves = self.t[self.size:] + [math.inf] * self.size
-            self.size *= 2
-            self.t = [math.inf] * self.size + leaves
-            for i in range(self.size - 1, 0, -1):
-                self.t[i] = min(self.t[2 * i], self.t[2 * i + 1])
-        self.n += 1
-        self.set(self.n - 1, value)
-        return self.n - 1
-
-    def set(self, i: int, value: float) -> None:
-        t = self.t
-        i += self.size
-        t[i] = value
-        i >>= 1
-        while i:
-            a, b = t[2 * i], t[2 * i + 1]
-            m = a if a <= b else b
-            if t[i] == m:
-                break  # this node's minimum, hence every one above it, is unchanged
-            t[i] = m
-            i >>= 1
-
-    def first_at_most(self, lo: int, limit: float) -> int:
-        """Smallest position ``>= lo`` whose value is ``<= limit``, or -1; ``inf`` (started) never matches."""
-        if lo >= self.n:
-            return -1
-        limit = min(limit, sys.float_info.max)
-        t, size = self.t, self.size
-        if t[1] > limit:  # the minimum of all (the usual answer under a long queue: none is short enough)
-            return -1
-        i = lo + size
-        while t[i] > limit:
-            while i & 1:  # a right child: everything to its left is before lo, go up
-                i >>= 1
-            if i == 0:
-                return -1
-            i += 1  # the next subtree to the right
-        while i < size:
-            i = 2 * i if t[2 * i] <= limit else 2 * i + 1
-        return i - size
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a public base: subclassable compiled too (ARCHITECTURE.md)
@@ -323,13 +69,13 @@ class EasyBackfill:
         self._job_of: list[int] = []  # rank -> job
         # Per shape (lists indexed by shape id, several times cheaper to read than dicts):
         self._ranks: list[list[int]] = []  # ranks of its jobs, in arrival order
-        self._trees: list[_MinTree] = []  # estimates of those jobs (inf once started)
+        self._trees: list[MinTree] = []  # estimates of those jobs (inf once started)
         self._pos: list[int] = []  # rank -> the position of its waiting job in its shape's lists, or -1
         self._front: list[int] = []  # a position at or before its first waiting job
         # ranks of the jobs that arrived since its lists were last used (_flush), in arrival order: a job that starts
         # before then never enters them
         self._arrived: list[list[int]] = []
-        self._releases = _ReleaseBook([], 0)
+        self._releases = ReleaseBook([], 0)
         # For the test that rules a shape out of a backfill phase before placing it (_beyond_shadow): per GPU type,
         # the highest speed any job of the workload has on it; per shape, its only eligible GPU type when it is a
         # whole-GPU shape with one (-1: the test does not apply; -2: not computed yet).
@@ -344,11 +90,11 @@ class EasyBackfill:
         self._rank, self._job_of = arrival_ranks(state)
         n_shapes = len(state.shape_node_bits)
         self._ranks = [[] for _ in range(n_shapes)]
-        self._trees = [_MinTree() for _ in range(n_shapes)]
+        self._trees = [MinTree() for _ in range(n_shapes)]
         self._front = [0] * n_shapes
         self._arrived = [[] for _ in range(n_shapes)]
         self._pos = [-1] * len(state.jobs)
-        self._releases = _ReleaseBook.of(state)
+        self._releases = ReleaseBook.of(state)
         job_types = {job.job_type for job in state.jobs}
         self._top_speed = [max([state.cluster.speed(jt, name) for jt in job_types], default=0.0)
                            for name in state.layout.type_names]
@@ -458,7 +204,7 @@ class EasyBackfill:
             arrived[job_shape[j]].append(rank[j])
         # FIFO phase: start jobs in arrival order until one does not fit: the head.
         head: Job | None = None
-        full = state.free_capacity <= 1e-9  # changes only when a job starts
+        full = state.free_capacity <= FRACTION_EPS  # changes only when a job starts
         placed = self._placed
         for j in self.order.candidates(state):  # (the ordering reads state.entered on its first step)
             if full:
@@ -475,12 +221,12 @@ class EasyBackfill:
                 break
             yield Start(j, gpus)
             self._started(state, j, gpus)
-            full = state.free_capacity <= 1e-9
+            full = state.free_capacity <= FRACTION_EPS
         if head is None or full:
             return
         # Backfill phase: the next job in arrival order, over all shapes, that may start without delaying
         # the head. heap: ranks of jobs, at most one per shape valid at a time: its entry in ``nxt``.
-        res: _Reservation | None = None  # computed once some later job fits
+        res: Reservation | None = None  # computed once some later job fits
         # Per shape (lists indexed by shape id: cheaper to read and write than dicts): the rank of its job in the
         # heap that is next to try (-1: none).
         nxt = [-1] * len(state.shape_node_bits)
@@ -542,7 +288,7 @@ class EasyBackfill:
             res.backfill(gpus, end_s)
             yield Start(j, gpus)
             self._started(state, j, gpus)
-            if state.free_capacity <= 1e-9:
+            if state.free_capacity <= FRACTION_EPS:
                 return
             # The state changed: limits are void. Carry on after this job in arrival order: shapes searched
             # with a limit (and this job's) restart from it; the others' next jobs in the heap come after it.
@@ -569,7 +315,7 @@ class EasyBackfill:
             return ranks[p]
         return self._next(sid, bisect_right(ranks, cursor), math.inf)
 
-    def _beyond_shadow(self, state: ClusterState, sid: int, job: Job, res: _Reservation) -> bool:
+    def _beyond_shadow(self, state: ClusterState, sid: int, job: Job, res: Reservation) -> bool:
         """Whether no job of shape ``sid`` (of ``job``, which needs more GPUs than the head's extra ones) can be
         backfilled under ``res``, decided without placing it: true when the shape is whole-GPU with the head's
         GPU type as its only one (so any placement is on idle GPUs the head counts on: it costs all its GPUs,
@@ -587,7 +333,7 @@ class EasyBackfill:
         return top > 0.0 and state.now_s + self._trees[sid].t[1] / top > res.shadow_s
 
     @staticmethod
-    def _cost(state: ClusterState, res: _Reservation, gpus: tuple[int, ...]) -> int:
+    def _cost(state: ClusterState, res: Reservation, gpus: tuple[int, ...]) -> int:
         """What a job on ``gpus`` that ends after the shadow time costs the reservation: ``_FREE``, ``_NEVER``
         (it would delay the head), or how many of the head's extra GPUs it uses up."""
         if res.gpu >= 0:  # fractional head: it waits for one GPU only

@@ -7,8 +7,8 @@ from typing import Iterator
 from mypy_extensions import mypyc_attr
 
 from engine.schedulers.ordering import Order, StaticKeyOrder
-from engine.schedulers.placement import FAILURES_PERSIST, FitMemory, Placement
-from engine.sim.state import ClusterState, Decision, Start
+from engine.schedulers.placement import FAILURES_PERSIST, FitMemory, Placement, reset_placement
+from engine.sim.state import FRACTION_EPS, ClusterState, Decision, Start
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a public base: subclassable compiled too (ARCHITECTURE.md)
@@ -34,9 +34,7 @@ class ListScheduler:
     def reset(self, state: ClusterState) -> None:
         self._fits.reset()
         self.order.reset(state)
-        reset = getattr(self.placement, "reset", None)
-        if reset is not None:
-            reset(state)
+        reset_placement(self.placement, state)
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
         shapes = state.queue_shape_counts
@@ -52,7 +50,7 @@ class ListScheduler:
         walk = self.order.candidates(state, failed) if self._skips else self.order.candidates(state)
         try:
             for j in walk:
-                if state.free_capacity <= 1e-9:
+                if state.free_capacity <= FRACTION_EPS:
                     return
                 sid = job_shape[j]
                 if sid in failed:

@@ -20,9 +20,9 @@ from typing import Iterator
 import numpy as np
 from mypy_extensions import mypyc_attr
 
-from engine.schedulers.placement import PLACEMENTS, Placement
+from engine.schedulers.placement import PLACEMENTS, Placement, reset_placement
 from engine.schedulers.registry import SchedulerSpec, register
-from engine.sim.state import ClusterState, Decision, Start
+from engine.sim.state import FRACTION_EPS, ClusterState, Decision, Start
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a public base: subclassable compiled too (ARCHITECTURE.md)
@@ -40,9 +40,7 @@ class DrfScheduler:
         self._capacity = np.ones(1)
 
     def reset(self, state: ClusterState) -> None:
-        reset = getattr(self.placement, "reset", None)
-        if reset is not None:
-            reset(state)
+        reset_placement(self.placement, state)
         lay = state.layout
         n_types = len(lay.type_names)
         gpus_per_type = np.bincount(lay.gpu_type, minlength=n_types).astype(float)
@@ -59,7 +57,7 @@ class DrfScheduler:
     def _sync(self, state: ClusterState, user: str) -> None:
         """Forget the user's jobs that have ended (only when the engine's GPU count for them disagrees)."""
         held = self._held.get(user)
-        if not held or abs(self._held_gpus[user] - state.user_gpus.get(user, 0.0)) <= 1e-9:
+        if not held or abs(self._held_gpus[user] - state.user_gpus.get(user, 0.0)) <= FRACTION_EPS:
             return
         running = state.running
         for j in [j for j in held if j not in running]:
@@ -89,7 +87,7 @@ class DrfScheduler:
         jobs, job_shape = state.jobs, state.job_shape
         for j in state.entered:  # arrival order, so each deque stays oldest first
             self._waiting.setdefault(jobs[j].user, {}).setdefault(job_shape[j], deque()).append(j)
-        if state.free_capacity <= 1e-9:
+        if state.free_capacity <= FRACTION_EPS:
             return
         heap: list[tuple[float, float, str]] = []
         for user, by_shape in self._waiting.items():
@@ -120,7 +118,7 @@ class DrfScheduler:
                 self._usage[user] = self._usage.get(user, 0.0) + vec
                 self._held_gpus[user] = self._held_gpus.get(user, 0.0) + jobs[j].gpu_demand
                 self._update_share(user)
-                if state.free_capacity <= 1e-9:
+                if state.free_capacity <= FRACTION_EPS:
                     return
                 if by_shape:
                     heapq.heappush(heap, (self.dominant_share(user), _oldest_s(jobs, by_shape), user))

@@ -249,6 +249,14 @@ class RandomPlacement:
 FAILURES_PERSIST: Final = frozenset({first_fit, best_fit, least_loaded})
 
 
+def reset_placement(placement: Placement, state: ClusterState) -> None:
+    """Reset a placement rule that keeps per-run state (``random``'s generator, ``fgd``'s workload profile); the
+    plain functions keep none."""
+    reset = getattr(placement, "reset", None)
+    if reset is not None:
+        reset(state)
+
+
 class FitMemory:
     """Job shapes that a rule in ``FAILURES_PERSIST`` could not place, remembered across decision points.
 

@@ -30,7 +30,7 @@ import numpy as np
 from mypy_extensions import mypyc_attr
 
 from engine.schedulers.ordering import arrival_ranks
-from engine.schedulers.placement import FAILURES_PERSIST, PLACEMENTS, FitMemory, Placement, first_fit
+from engine.schedulers.placement import FAILURES_PERSIST, PLACEMENTS, FitMemory, Placement, first_fit, reset_placement
 from engine.schedulers.registry import SchedulerSpec, register
 from engine.sim.agenda import Agenda
 from engine.sim.job import Job
@@ -137,9 +137,7 @@ class Tiresias:
         self._released_at = 0  # how much of state.occupancy.released has been read
 
     def reset(self, state: ClusterState) -> None:
-        reset = getattr(self.place, "reset", None)
-        if reset is not None:
-            reset(state)
+        reset_placement(self.place, state)
         self._reset_memory(len(state.jobs))
         self._rank, self._job_of = arrival_ranks(state)
         self._released_at = len(state.occupancy.released)
@@ -379,7 +377,7 @@ class Tiresias:
         copied = False  # whether unfit is in failed (it stays so until a preemption changes both)
         shapes = state.queue_shape_counts
         lowest = self._lowest_running_queue(state)
-        no_room = state.free_capacity <= 1e-9  # changes only when jobs start or are preempted
+        no_room = state.free_capacity <= FRACTION_EPS  # changes only when jobs start or are preempted
         for q in range(n_queues):
             if lowest <= q and not copied:  # lowest only grows until a preemption, which empties unfit
                 for sid in unfit:
@@ -419,7 +417,7 @@ class Tiresias:
                         copied = False
                         gpus = place(state, job)
                         lowest = self._lowest_running_queue(state)
-                        no_room = state.free_capacity <= 1e-9
+                        no_room = state.free_capacity <= FRACTION_EPS
                         if n_failed:  # GPUs were freed: shapes that failed may fit now
                             failed = [n_queues] * len(failed)
                             n_failed = 0
@@ -432,7 +430,7 @@ class Tiresias:
                 yield Start(j, gpus)
                 self._started(state, j)
                 lowest = max(lowest, q)
-                no_room = state.free_capacity <= 1e-9
+                no_room = state.free_capacity <= FRACTION_EPS
                 self._waiting[q][sid].pop_front()  # j was the front of its list
                 r = self._front(state, q, sid)
                 if r >= 0:

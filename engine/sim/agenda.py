@@ -14,7 +14,7 @@ import heapq
 import math
 from typing import Final
 
-_heappush: Final = heapq.heappush  # compiled, a C variable: no lookup in the heapq module per call
+_heappush: Final = heapq.heappush  # bound once (ARCHITECTURE.md, "Final module names")
 _heappop: Final = heapq.heappop
 
 

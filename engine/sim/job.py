@@ -19,11 +19,9 @@ JOB_TYPES = ("training", "inference", "batch", "interactive")
 
 _TYPE_SETS: dict[frozenset[str], frozenset[str]] = {}  # each distinct allowed_types value, once
 _ANY_TYPE: frozenset[str] = frozenset()
-_PUT: Final = object.__setattr__  # sets a field of a frozen record (bound once: compiled, a C variable)
+_PUT: Final = object.__setattr__  # sets a field of a frozen record (ARCHITECTURE.md, "Frozen records")
 
 
-# Compiled with the engine's hot modules (engine/_native.py): every part of the engine reads these fields, and a
-# compiled class's fields are read straight from the object instead of by a lookup on an interpreted one.
 @dataclass(frozen=True, init=False, slots=True)
 class Job:
     """One job of a workload.

@@ -21,8 +21,7 @@ mask builds a new big integer).
 
 "Idle" means no tenant at all; a GPU shared by fractional jobs is not idle.
 
-List items are updated as ``a[i] = a[i] ^ x``, not ``a[i] ^= x``: compiled (``engine/_native.py``), the augmented
-form does generic object arithmetic on the item instead of typed integer or float arithmetic.
+Compiled, like the other hot modules; its idioms are explained once in ARCHITECTURE.md.
 """
 
 from __future__ import annotations

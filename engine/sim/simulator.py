@@ -46,8 +46,8 @@ from engine.sim.state import (
     Wake,
 )
 
-# Module constants are Final: compiled (engine/_native.py), a Final literal is built into the code and any other
-# Final value is held in a C variable; other module names are looked up in the module's dict at every use.
+# This module is compiled; its idioms (Final names, typed lists, a[i] = a[i] + x) are explained once in
+# ARCHITECTURE.md, "The idioms of the hot modules".
 
 # Job lifecycle states (internal).
 _PENDING: Final = 0
@@ -61,6 +61,8 @@ _WAKE: Final = -1
 # Consecutive decision points at which nothing runs, nothing starts and no job will ever arrive again:
 # only wake-ups keep such a run going, so after this many the run is declared stalled.
 _MAX_IDLE_WAKES: Final = 1000
+# Work done that is a whole number of checkpoint intervals but a hair below it after float division.
+_ROUNDING_EPS: Final = 1e-9
 # What the calendar entries taken at a time were (bit flags, see Simulation._take_due).
 _COMPLETED: Final = 1
 _WOKE: Final = 2
@@ -182,9 +184,6 @@ class Simulation:
         self._on_progress = on_progress
         lay = cluster.layout
         self._lay = lay
-        # Typed: compiled (engine/_native.py), what .tolist() returns would otherwise be read and computed with as
-        # untyped objects. Likewise list items are updated as a[i] = a[i] + x, since compiled code does the
-        # augmented form a[i] += x with generic object arithmetic.
         self._gpu_node: list[int] = lay.gpu_node.tolist()
         self._gpu_type: list[int] = lay.gpu_type.tolist()
         self._node_rack: list[int] = lay.node_rack.tolist()
@@ -632,7 +631,7 @@ class Simulation:
         self._stop(j)
         done = job.duration_s - self._work_left[j]
         interval = self.preemption.checkpoint_interval_s
-        kept = done if interval is None else math.floor(done / interval + 1e-9) * interval
+        kept = done if interval is None else math.floor(done / interval + _ROUNDING_EPS) * interval
         self._lost_gpu_s[j] = self._lost_gpu_s[j] + (done - kept) * job.gpus * job.gpu_fraction
         self._work_left[j] = job.duration_s - kept + self.preemption.restart_overhead_s
         self._preemptions[j] = self._preemptions[j] + 1

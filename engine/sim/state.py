@@ -25,7 +25,7 @@ ids gets the engine's answer rather than a type error from the record itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Iterable, Mapping, Protocol, Sequence, Union, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Iterable, Mapping, Protocol, Sequence, Union
 
 import numpy as np
 
@@ -41,7 +41,7 @@ FRACTION_EPS: Final = 1e-9
 
 
 # ------------------------------------------------------------------ what a scheduler may say
-_PUT: Final = object.__setattr__  # sets a field of a frozen record (see ARCHITECTURE.md, "Compiled hot modules")
+_PUT: Final = object.__setattr__  # sets a field of a frozen record (ARCHITECTURE.md, "Frozen records")
 
 
 @dataclass(frozen=True, init=False, slots=True)
@@ -288,7 +288,6 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ the protocol
-@runtime_checkable
 class Scheduler(Protocol):
     """The one plug-in protocol for heuristics and learned schedulers alike."""
 

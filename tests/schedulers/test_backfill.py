@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Job, Simulation, Start, parse_cluster
-from engine.schedulers.backfill import EasyBackfill, _MinTree, reserve
+from engine.schedulers.backfill import EasyBackfill
+from engine.schedulers.backfill_index import MinTree, reserve
 from engine.schedulers.placement import first_fit
 from engine.sim.simulator import COMPLETED
 from engine.traces.generator import generate
@@ -97,7 +98,7 @@ def test_a_short_job_deep_in_the_queue_is_found(run):
        st.integers(0, 45), st.floats(0, 10) | st.just(math.inf))
 def test_min_tree_finds_the_first_small_enough_estimate(ops, lo, limit):
     """The segment tree against a plain list: appends, then overwrites, then a query."""
-    tree, plain = _MinTree(), []
+    tree, plain = MinTree(), []
     for i, value in ops:
         if i < len(plain):
             plain[i] = value
