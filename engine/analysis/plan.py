@@ -224,7 +224,7 @@ def plan(trace: str | Sequence[Job], node: str, schedulers: str | Sequence[str],
         rows.append({"scheduler": s, "nodes": n, "gpus": at["gpus"] if at else None, "metric": goal.metric,
                      "value_at_nodes": at["value"] if at else math.nan,
                      "value_at_nodes_minus_1": below["value"] if below else math.nan, "error": search.error})
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows).astype({"nodes": "Int64", "gpus": "Int64"})
     met = [r for r in rows if r["gpus"] is not None]
     frame.attrs["probes"] = sorted(probes.values(), key=lambda p: (names.index(p["scheduler"]), p["nodes"]))
     frame.attrs["meta"] = {"backend": backend, "address": runner.address, "cpus": runner.cpus,

@@ -368,7 +368,7 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
     order = [(c, load, seed, s) for c in spec.clusters for load in spec.loads for seed in range(spec.seeds)
              for s in spec.schedulers]
     frame = pd.DataFrame([rows[k] for k in order if k in rows], columns=[*CELL_COLUMNS, *METRICS])
-    frame[list(METRICS)] = frame[list(METRICS)].astype(float)
+    frame = frame.astype({k: "int64" if m.unit in ("jobs", "count") else "float64" for k, m in METRICS.items()})
     frame.attrs["failures"] = [failures[k].to_dict() for k in order if k in failures]
     frame.attrs["meta"] = {"backend": backend, "address": runner.address, "cpus": runner.cpus, "cells": total,
                            "completed": len(rows), "failed": len(failures),
