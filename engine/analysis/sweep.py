@@ -165,6 +165,44 @@ class SweepSpec:
         return cls.from_dict(data)
 
 
+def parse_numbers(text: str, what: str = "loads") -> tuple[float, ...]:
+    """``"0.5, 0.8,1.1"`` -> ``(0.5, 0.8, 1.1)``: comma-separated finite numbers > 0, each once."""
+    parts = [p.strip() for p in str(text).split(",") if p.strip()]
+    try:
+        values = tuple(float(p) for p in parts)
+    except ValueError:
+        values = (math.nan,)
+    if not values or any(not (math.isfinite(v) and v > 0) for v in values):
+        raise SweepError(f"{what} {text!r}: expected comma-separated numbers > 0, e.g. 0.5,0.8,1.1")
+    if len(set(values)) != len(values):
+        raise SweepError(f"{what} {text!r}: a value is listed more than once")
+    return values
+
+
+def build_cluster(spec: str) -> Cluster:
+    """A grid's cluster: anything :func:`~engine.sim.cluster.parse_cluster` reads, or the cluster JSON as text."""
+    if spec.lstrip().startswith("{"):
+        try:
+            return parse_cluster(json.loads(spec))
+        except json.JSONDecodeError as exc:
+            raise SweepError(f"cluster JSON is not valid JSON ({exc})") from None
+    return parse_cluster(spec)
+
+
+def curve_stats(frame, metric: str):
+    """Mean and 95 % CI half-width of ``metric`` over seeds, per (cluster, load, scheduler) of a sweep frame:
+    columns ``cluster``, ``load``, ``scheduler``, ``mean``, ``ci95`` (NaN with one seed), ``seeds``."""
+    import pandas as pd
+
+    from engine.analysis.evaluate import mean_ci
+
+    rows = []
+    for (c, load, s), group in frame.groupby(["cluster", "load", "scheduler"], sort=False):
+        mean, half = mean_ci(group[metric].tolist())
+        rows.append({"cluster": c, "load": load, "scheduler": s, "mean": mean, "ci95": half, "seeds": len(group)})
+    return pd.DataFrame(rows, columns=["cluster", "load", "scheduler", "mean", "ci95", "seeds"])
+
+
 def run_cell(cluster: Cluster, jobs: Sequence[Job], scheduler: str, seed: int,
              factory: Callable[[], Scheduler] | None = None) -> dict[str, Any]:
     """One cell: ``scheduler`` (or what ``factory`` builds) on ``jobs`` with simulation seed ``seed``; returns
@@ -340,7 +378,7 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
     """
     import pandas as pd
 
-    clusters = {c: parse_cluster(c) for c in spec.clusters}  # bad specs fail before anything runs
+    clusters = {c: build_cluster(c) for c in spec.clusters}  # bad specs fail before anything runs
     check_schedulers(spec.schedulers, factories)
     factories = dict(factories or {})
     base = None

@@ -23,7 +23,6 @@ from engine.cli.common import (
     format_value,
     load_trace_arg,
     output_path,
-    positive_float,
     progress,
     scheduler_list,
     write_json,
@@ -36,12 +35,12 @@ SHOWN_FAILURES = 10
 
 def number_list(text: str) -> list[float]:
     """argparse type: comma-separated numbers > 0, each once (``0.5,0.8,1.1``)."""
-    values = [positive_float(part) for part in text.split(",") if part.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers > 0, got {text!r}")
-    if len(set(values)) != len(values):
-        raise argparse.ArgumentTypeError(f"{text!r} lists a value more than once")
-    return values
+    from engine.analysis.sweep import SweepError, parse_numbers
+
+    try:
+        return list(parse_numbers(text, "list"))
+    except SweepError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def positive_int(text: str) -> int:

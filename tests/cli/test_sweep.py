@@ -38,7 +38,8 @@ def test_sweep_writes_one_row_per_cell_with_the_metrics_of_compare(ray_local, tm
                  "--quiet", "--json", str(tmp_path / "c.json")]) == 0
     compared = json.loads((tmp_path / "c.json").read_text())
     assert list(table[0]) == ["cluster", "load", "seed", "scheduler", *compared["fifo"]]
-    row = next(r for r in table if (r["cluster"], r["load"], r["seed"], r["scheduler"]) == ("1x4:T4", "0.6", "1", "sjf"))
+    row = next(r for r in table
+               if (r["cluster"], r["load"], r["seed"], r["scheduler"]) == ("1x4:T4", "0.6", "1", "sjf"))
     assert float(row["mean_wait_s"]) == compared["sjf"]["mean_wait_s"] and int(row["jobs"]) == 30
     meta = json.loads((tmp_path / "meta.json").read_text())
     assert meta["backend"] == "ray" and meta["address"] == ray_local and meta["cells"] == 16
