@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -260,12 +261,14 @@ class Runner:
     def _connect(self) -> None:
         import logging
 
+        if self.requested_address is None:
+            _exit_cleanly_on_sigterm()  # before ray is imported: it reads its settings then
         import ray
 
         if not ray.is_initialized():
             quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
             if self.requested_address is None:
-                ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False, **quiet)
+                _start_local_ray(num_cpus=self.num_cpus, include_dashboard=False, **quiet)
             else:
                 ray.init(address=self.requested_address, **quiet)
             self.started_ray = True
@@ -308,6 +311,50 @@ class Runner:
                     yield key, ray.get(ref)
                 except Exception as exc:  # RayTaskError wraps what the cell raised; a dead worker is one too
                     yield key, getattr(exc, "cause", None) or exc
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    """Let a SIGTERM end this process through Python's shutdown, which stops a Ray started here.
+
+    Ray's crash handler (on by default) turns SIGTERM into an abrupt exit that skips ``ray.shutdown`` and leaves
+    the node's agent processes running; without it, Streamlit's own handler stops the server normally, and a
+    process with no handler of its own (the CLI) gets one that raises ``SystemExit``."""
+    import signal
+    import threading
+
+    os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
+def _start_local_ray(**options: Any) -> None:
+    """``ray.init(address="local", **options)`` from a thread that lives as long as this process.
+
+    Ray ties the life of the processes it starts to the *thread* that starts them (``PR_SET_PDEATHSIG``): started
+    from a thread that ends, such as a Streamlit script run, the local Ray would die with it. The main thread
+    lives long enough; any other thread hands the start to a daemon thread that waits for the process to end."""
+    import threading
+
+    import ray
+
+    if threading.current_thread() is threading.main_thread():
+        ray.init(address="local", **options)
+        return
+    started, failed = threading.Event(), []
+
+    def owner() -> None:
+        try:
+            ray.init(address="local", **options)
+        except BaseException as exc:  # handed to the caller below
+            failed.append(exc)
+        finally:
+            started.set()
+        threading.Event().wait()
+
+    threading.Thread(target=owner, name="ray-owner", daemon=True).start()
+    started.wait()
+    if failed:
+        raise failed[0]
 
 
 def _remote_cell():
