@@ -13,6 +13,7 @@ from engine import SCHEDULERS, EngineError
 from engine.analysis.metrics import METRICS
 from engine.analysis.plan import Target, plan
 from engine.analysis.sweep import SweepSpec, parse_numbers, run_sweep
+from engine.sim.cluster import parse_shorthand
 from engine.viz import explore
 
 #: Bounds on what one click may ask of the server.
@@ -61,12 +62,14 @@ with sweep_tab:
                                                            else "workload and simulation seeds."))
         chosen = st.multiselect("Schedulers", schedulers, default=[s for s in sc.schedulers if s in schedulers],
                                 key="sweep_schedulers")
-        extra = st.text_area("More clusters (one spec per line, e.g. 4x8:A100-80)", "", key="sweep_clusters",
+        extra = st.text_area("More clusters (one NODESxGPUS:TYPE[,...] per line, e.g. 4x8:A100-80)", "",
+                             key="sweep_clusters",
                              help="The current scenario's cluster is always in the grid.")
         run_clicked = st.form_submit_button("▶ Run sweep", type="primary")
     if run_clicked:
         with common.engine_errors("sweep"):
-            more = [line.strip() for line in extra.splitlines() if line.strip()]
+            # Shorthand only: a .json path or openb:PATH typed here would make the server read its own files.
+            more = [parse_shorthand(line).to_shorthand() for line in extra.splitlines() if line.strip()]
             options = {"users": w.users, "arrival": w.arrival, **({"mix": dict(w.mix)} if w.mix else {})}
             spec = SweepSpec(
                 clusters=(sc.cluster, *(m for m in more if m != sc.cluster)), schedulers=tuple(chosen),

@@ -85,3 +85,11 @@ def test_a_bad_grid_is_an_inline_error():
     at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
     assert not at.exception
     assert any("expected comma-separated numbers > 0" in e for e in errors(at)), errors(at)
+
+
+def test_more_clusters_are_shorthand_only_never_a_path_on_the_server():
+    at = explore()
+    at.text_area(key="sweep_clusters").set_value("openb:/etc/passwd")
+    at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
+    assert not at.exception and "explore_sweep" not in at.session_state
+    assert any("expected NODESxGPUS:TYPE" in e for e in errors(at)), errors(at)

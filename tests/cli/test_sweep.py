@@ -51,16 +51,34 @@ def test_sweep_writes_one_row_per_cell_with_the_metrics_of_compare(ray_local, tm
     capsys.readouterr()
 
 
-def test_sweep_joins_the_ray_cluster_at_address(ray_local, tmp_path):
+@pytest.mark.parametrize("how", ["--address", "RAY_ADDRESS"])
+def test_sweep_joins_the_ray_cluster_at_an_address(ray_local, tmp_path, how):
     env = {**os.environ, "ENGINE_PURE_PYTHON": "1"}
     env.pop("RAY_ADDRESS", None)
+    join = ["--address", ray_local] if how == "--address" else []
+    if how == "RAY_ADDRESS":
+        env["RAY_ADDRESS"] = ray_local
     proc = subprocess.run([sys.executable, "-m", "engine", "sweep", "--cluster", "1x4:T4", "--jobs", "20", "--load",
-                           "0.8", "--schedulers", "fifo", "--address", ray_local, "--out", str(tmp_path / "r.csv"),
+                           "0.8", "--schedulers", "fifo", *join, "--out", str(tmp_path / "r.csv"),
                            "--json", str(tmp_path / "m.json")], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=240)
+                          timeout=240, check=False)
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "m.json").read_text())["address"] == ray_local
     assert len(rows(tmp_path / "r.csv")) == 1
+
+
+def test_sweep_of_a_trace_takes_load_scales(ray_local, tmp_path, capsys):
+    trace = str(write_csv(generate("1x4:T4", 30, load=0.8, seed=2), tmp_path / "t.csv"))
+    assert main(["sweep", "--cluster", "1x4:T4", "--trace", trace, "--first", "25", "--load-scale", "1,2",
+                 "--schedulers", "sjf", "--out", str(tmp_path / "r.csv"), "--json", str(tmp_path / "m.json")]) == 0
+    table = rows(tmp_path / "r.csv")
+    assert [(r["load"], r["jobs"]) for r in table] == [("1.0", "25"), ("2.0", "25")]
+    assert main(["simulate", "--cluster", "1x4:T4", "--trace", trace, "--first", "25", "--load-scale", "2",
+                 "--scheduler", "sjf", "--quiet", "--json", str(tmp_path / "s.json")]) == 0
+    assert float(table[1]["mean_jct_s"]) == json.loads((tmp_path / "s.json").read_text())["mean_jct_s"]
+    spec = json.loads((tmp_path / "m.json").read_text())["spec"]
+    assert spec["trace"] == trace and spec["trace_options"] == {"first": 25} and spec["loads"] == [1.0, 2.0]
+    capsys.readouterr()
 
 
 def test_plan_writes_the_answer_and_the_metric_around_it(ray_local, tmp_path, capsys):
