@@ -138,8 +138,9 @@ with plan_tab:
         value = c[0].number_input("Target value", value=1800.0, key="plan_value",
                                   help="In the metric's unit (seconds for waits).")
         max_nodes = c[1].number_input("At most nodes", 1, MAX_PLAN_NODES, 64, key="plan_max_nodes")
-        grow = c[2].checkbox("Grow this group in the current cluster (node mix)", key="plan_grow",
-                             help="Otherwise the cluster is made of this node shape only.")
+        grow = c[2].checkbox("Grow it inside the current cluster", key="plan_grow",
+                             help="A node mix: the current cluster with its group of this shape grown (or added). "
+                                  "Otherwise the cluster is made of this node shape only.")
         chosen_plan = st.multiselect("Schedulers", schedulers, default=[s for s in sc.schedulers if s in schedulers],
                                      key="plan_schedulers")
         plan_clicked = st.form_submit_button("▶ Find the fewest nodes", type="primary")

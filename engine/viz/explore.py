@@ -55,7 +55,8 @@ def sweep_curves_figure(frame: pd.DataFrame, metric: str, *, load_label: str = "
                 lo, hi = mean - np.nan_to_num(half), mean + np.nan_to_num(half)
                 fig.add_trace(go.Scatter(x=np.concatenate([x, x[::-1]]).tolist(),
                                          y=np.concatenate([hi, lo[::-1]]).tolist(),
-                                         fill="toself", fillcolor=_band_rgba(colour), line=dict(width=0),
+                                         mode="lines", fill="toself", fillcolor=_band_rgba(colour),
+                                         line=dict(width=0),
                                          hoverinfo="skip", showlegend=False, legendgroup=name,
                                          name=f"{name} 95 % band"), row=1, col=col)
             fig.add_trace(go.Scatter(x=x.tolist(), y=mean.tolist(), mode="lines+markers", name=name,
