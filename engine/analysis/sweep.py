@@ -314,11 +314,12 @@ class Runner:
 
 
 def _exit_cleanly_on_sigterm() -> None:
-    """Let a SIGTERM end this process through Python's shutdown, which stops a Ray started here.
+    """Let a SIGTERM end this process through Python's shutdown, which shuts a Ray started here down.
 
-    Ray's crash handler (on by default) turns SIGTERM into an abrupt exit that skips ``ray.shutdown`` and leaves
-    the node's agent processes running; without it, Streamlit's own handler stops the server normally, and a
-    process with no handler of its own (the CLI) gets one that raises ``SystemExit``."""
+    Ray's crash handler (installed by ``ray.init`` unless disabled) answers a SIGTERM with a stack dump and an
+    abort, which reads like a crash (Ray's processes still end with this one). Without it, Streamlit's own
+    handler stops the server normally, and a process with no handler of its own (the CLI) gets one that raises
+    ``SystemExit`` (exit status 143)."""
     import signal
     import threading
 
