@@ -43,7 +43,8 @@ def test_sweep_runs_on_ray_and_downloads_rows_and_spec(page: Page, app_url: str,
     with open(tmp_path / "sweep.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 8 and list(rows[0]) == ["cluster", "load", "seed", "scheduler", *METRICS]
-    assert {(r["load"], r["scheduler"]) for r in rows} == {(load, s) for load in ("0.6", "1.2") for s in ("fifo", "sjf")}
+    cells = {(load, s) for load in ("0.6", "1.2") for s in ("fifo", "sjf")}
+    assert {(r["load"], r["scheduler"]) for r in rows} == cells
 
     with page.expect_download(timeout=60_000) as info:
         page.get_by_role("button", name="Sweep spec (JSON").click()
