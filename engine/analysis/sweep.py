@@ -151,10 +151,13 @@ class SweepSpec:
                 if not isinstance(kwargs[key], (list, tuple)):
                     raise SweepError(f"sweep {key}: expected a list")
                 kwargs[key] = tuple(kwargs[key])
-        trace_options = dict(kwargs.get("trace_options") or {})
-        if trace_options.get("window") is not None:
-            trace_options["window"] = tuple(trace_options["window"])
-        kwargs["trace_options"] = trace_options
+        options = kwargs.get("trace_options") or {}
+        window = options.get("window") if isinstance(options, Mapping) else None
+        if window is not None:  # JSON has no tuples
+            if not (isinstance(window, (list, tuple)) and len(window) == 2
+                    and all(isinstance(v, (int, float)) for v in window)):
+                raise SweepError("sweep trace_options.window: expected [START_S, END_S]")
+            kwargs["trace_options"] = {**options, "window": (float(window[0]), float(window[1]))}
         return cls(**kwargs)
 
     @classmethod

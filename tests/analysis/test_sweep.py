@@ -121,6 +121,9 @@ def test_spec_round_trips_through_json_and_refuses_bad_input():
         ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "jobs": 10, "loads": [0.5], "seeds": 0}, "seeds"),
         ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "jobs": 10, "loads": [0.5], "generator": {"x": 1}},
          "generator"),
+        ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "trace": "t.csv", "trace_options": 5}, "trace_options"),
+        ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "trace": "t.csv", "trace_options": {"window": 3}},
+         "window"),
         ({"clusters": [f"{n}x4:T4" for n in range(1, 101)], "schedulers": [f"s{i}" for i in range(10)],
           "jobs": 10, "loads": [0.1 * i for i in range(1, 101)], "seeds": 2}, "at most 100,000"),
     ]
