@@ -17,6 +17,7 @@ PAGES = [
     st.Page("app_pages/cluster.py", title="Cluster", icon=":material/dns:"),
     st.Page("app_pages/workload.py", title="Workload", icon=":material/work_history:"),
     st.Page("app_pages/compare.py", title="Compare", icon=":material/compare:"),
+    st.Page("app_pages/explore.py", title="Explore", icon=":material/query_stats:"),
     st.Page("app_pages/train.py", title="Train", icon=":material/model_training:"),
     st.Page("app_pages/learn.py", title="Learn", icon=":material/school:"),
 ]

@@ -40,3 +40,25 @@ __all__ = [
     "StallError", "Start", "TraceError", "UnknownNameError", "Wake", "make_scheduler", "parse_cluster",
     "scheduler_names", "simulate",
 ]
+
+
+def sweep(*args, **kwargs):
+    """Every cluster x load x seed x scheduler of a grid on Ray: a pandas frame of metrics, one row per cell.
+
+    See :func:`engine.analysis.sweep.sweep` (imported on first use, so ``import engine`` imports neither ray nor
+    pandas)."""
+    from engine.analysis.sweep import sweep as run
+
+    return run(*args, **kwargs)
+
+
+def plan(*args, **kwargs):
+    """The fewest nodes of one shape meeting a target, per scheduler, searched on Ray: a pandas frame.
+
+    See :func:`engine.analysis.plan.plan` (imported on first use)."""
+    from engine.analysis.plan import plan as run
+
+    return run(*args, **kwargs)
+
+
+__all__ += ["plan", "sweep"]

@@ -16,3 +16,21 @@ def traces_dir() -> Path:
     if not TRACES.is_dir():
         pytest.skip(f"real traces not found at {TRACES} (they live in ../shared/traces beside the repo)")
     return TRACES
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """One local Ray for the whole test session (its start takes seconds): 2 CPUs, no dashboard, temporary files
+    under /tmp, shut down at the end. Yields the cluster's address (for tests that join it with --address)."""
+    import shutil
+    import tempfile
+
+    ray = pytest.importorskip("ray")
+    temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    context = ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                       object_store_memory=256 * 1024 ** 2, _temp_dir=temp_dir)
+    try:
+        yield context.address_info["gcs_address"]
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)

@@ -57,6 +57,10 @@ COMMANDS: dict[str, Command] = {
                      "engine.rl.train:add_arguments", "engine.rl.train:run"),
     "evaluate": Command("run schedulers on seeded workloads: mean, 95 % CI and paired differences",
                         "engine.cli.evaluate:add_arguments", "engine.cli.evaluate:run"),
+    "sweep": Command("run a grid of clusters x loads x seeds x schedulers on Ray: one CSV row per cell",
+                     "engine.cli.sweep:add_sweep_arguments", "engine.cli.sweep:run_sweep"),
+    "plan": Command("capacity plan on Ray: the fewest nodes of a shape for which a trace meets a target",
+                    "engine.cli.sweep:add_plan_arguments", "engine.cli.sweep:run_plan"),
 }
 
 

@@ -49,9 +49,11 @@ def output_path(text: str) -> Path:
     return path
 
 
-def add_cluster_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cluster", required=True, metavar="SPEC",
-                        help="cluster shorthand NODESxGPUS:TYPE[,...] (e.g. 4x8:A100-80,2x4:V100-32) or a .json file")
+def add_cluster_argument(parser: argparse.ArgumentParser, **overrides: Any) -> None:
+    """``--cluster SPEC``; ``overrides`` replace ``add_argument`` settings (e.g. ``action="append"``)."""
+    settings = {"required": True, "metavar": "SPEC",
+                "help": "cluster shorthand NODESxGPUS:TYPE[,...] (e.g. 4x8:A100-80,2x4:V100-32) or a .json file"}
+    parser.add_argument("--cluster", **{**settings, **overrides})
 
 
 def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
@@ -106,15 +108,15 @@ def preemption_arg(args: argparse.Namespace):
 
 
 @contextmanager
-def progress(desc: str, total: int | None = None, *,
-             quiet: bool = False) -> Iterator[Callable[[int, int], None] | None]:
+def progress(desc: str, total: int | None = None, *, quiet: bool = False,
+             unit: str = "job") -> Iterator[Callable[[int, int], None] | None]:
     """A tqdm bar on stderr as an ``on_progress(done, total)`` callback; ``None`` when quiet or not a terminal."""
     if quiet or not sys.stderr.isatty():
         yield None
         return
     from tqdm import tqdm
 
-    bar = tqdm(desc=desc, total=total, unit="job", file=sys.stderr, leave=False, dynamic_ncols=True)
+    bar = tqdm(desc=desc, total=total, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
 
     def update(done: int, total: int) -> None:
         bar.total = total

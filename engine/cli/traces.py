@@ -90,9 +90,10 @@ def _column_map(text: str) -> dict[str, str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_trace_options(parser: argparse.ArgumentParser) -> None:
+def add_trace_options(parser: argparse.ArgumentParser, *, load_scale: bool = True) -> None:
     """The loader's options (``--format --skip-bad --time-unit --map --first --window --load-scale``), for any
-    command that reads a trace; :func:`trace_options` turns them into ``load_trace`` keyword arguments."""
+    command that reads a trace; :func:`trace_options` turns them into ``load_trace`` keyword arguments.
+    ``load_scale=False`` leaves ``--load-scale`` to the command (``sweep`` takes a list)."""
     from engine.traces import TRACE_FORMATS
 
     parser.add_argument("--format", choices=list(TRACE_FORMATS), help="trace format (default: detected)")
@@ -103,8 +104,9 @@ def add_trace_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--first", type=int, metavar="N", help="keep only the first N jobs")
     parser.add_argument("--window", type=_window, metavar="START:END",
                         help="keep jobs submitted START..END seconds after the first arrival")
-    parser.add_argument("--load-scale", type=positive_float, metavar="X",
-                        help="divide submit times by X (X > 1 compresses arrivals: more load)")
+    if load_scale:
+        parser.add_argument("--load-scale", type=positive_float, metavar="X",
+                            help="divide submit times by X (X > 1 compresses arrivals: more load)")
 
 
 def trace_options(args: argparse.Namespace) -> dict:

@@ -1,0 +1,180 @@
+"""Explore: sweeps (metric against load per scheduler, over seeds) and capacity plans of the current scenario,
+run on Ray (``engine.analysis.sweep``, ``engine.analysis.plan``)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from app_pages import common
+from engine import SCHEDULERS, EngineError
+from engine.analysis.metrics import METRICS
+from engine.analysis.plan import Target, plan
+from engine.analysis.sweep import SweepSpec, parse_numbers, run_sweep
+from engine.sim.cluster import parse_shorthand
+from engine.viz import explore
+
+#: Bounds on what one click may ask of the server.
+MAX_CELLS = 2_000
+MAX_JOB_RUNS = 2_000_000  # cells x jobs per workload
+MAX_PLAN_NODES = 512
+_SWEEP, _PLAN = "explore_sweep", "explore_plan"
+
+st.title("Explore")
+sc = common.scenario()
+w = sc.workload
+st.caption("Many runs at once, on Ray: a local Ray on this server's cores (started by the first run, which "
+           "takes a few seconds more), or the Ray cluster the server was started with (RAY_ADDRESS).")
+if w.source == "preset":
+    st.info("Explore sweeps a generated workload or an uploaded trace. This scenario's workload comes from a "
+            "preset: generate or upload one on the Workload page first.")
+    st.stop()
+is_trace = w.source == "trace"
+load_label = "load scale" if is_trace else "offered load"
+schedulers = sorted(SCHEDULERS) + common.trained_agents()
+judged = [k for k, m in METRICS.items() if m.better is not None]
+
+
+def _progress_bar(what: str):
+    bar = st.progress(0.0, text=f"starting {what} on Ray…")
+
+    def update(done: int, total: int) -> None:
+        bar.progress(min(1.0, done / max(total, 1)), text=f"{done:,} / {total:,} {what} runs done")
+
+    return bar, update
+
+
+sweep_tab, plan_tab = st.tabs(["Sweep", "Capacity plan"])
+
+# ---------------------------------------------------------------- sweep
+with sweep_tab:
+    with st.form("sweep_form"):
+        c = st.columns([2, 1])
+        loads_text = c[0].text_input(
+            "Load scales" if is_trace else "Offered loads", "0.5,1,2" if is_trace else "0.5,0.7,0.9,1.1",
+            key="sweep_loads", help="Comma-separated. " + (
+                "Each divides the trace's submit times (2 = arrivals twice as dense)." if is_trace else
+                "Each is a workload generated like the current one at that load."))
+        seeds = c[1].number_input("Seeds", 1, 20, 3, key="sweep_seeds",
+                                  help="Seeds 0..K-1: " + ("simulation seeds (the trace stays the same)." if is_trace
+                                                           else "workload and simulation seeds."))
+        chosen = st.multiselect("Schedulers", schedulers, default=[s for s in sc.schedulers if s in schedulers],
+                                key="sweep_schedulers")
+        extra = st.text_area("More clusters (one NODESxGPUS:TYPE[,...] per line, e.g. 4x8:A100-80)", "",
+                             key="sweep_clusters",
+                             help="The current scenario's cluster is always in the grid.")
+        run_clicked = st.form_submit_button("▶ Run sweep", type="primary")
+    if run_clicked:
+        with common.engine_errors("sweep"):
+            # Shorthand only: a .json path or openb:PATH typed here would make the server read its own files.
+            more = [parse_shorthand(line).to_shorthand() for line in extra.splitlines() if line.strip()]
+            options = {"users": w.users, "arrival": w.arrival, **({"mix": dict(w.mix)} if w.mix else {})}
+            spec = SweepSpec(
+                clusters=(sc.cluster, *(m for m in more if m != sc.cluster)), schedulers=tuple(chosen),
+                seeds=int(seeds), loads=parse_numbers(loads_text, load_label),
+                jobs=None if is_trace else w.n_jobs, generator={} if is_trace else options,
+                trace=(w.trace_name or "trace") if is_trace else None,
+                trace_options={k: v for k, v in (("format", w.trace_format or None), ("skip_bad", w.skip_bad),
+                                                 ("time_unit", w.time_unit or None),
+                                                 ("column_map", dict(w.column_map) or None),
+                                                 ("first", w.first or None)) if v} if is_trace else {})
+            trace_jobs = common.loaded_trace(sc).jobs if is_trace else None
+            runs = spec.cells * (len(trace_jobs) if is_trace else w.n_jobs)
+            if spec.cells > MAX_CELLS or runs > MAX_JOB_RUNS:
+                raise EngineError(f"this grid has {spec.cells:,} cells ({runs:,} job runs); the app runs at most "
+                                  f"{MAX_CELLS:,} cells and {MAX_JOB_RUNS:,} job runs at once (the CLI has no "
+                                  "such limit: download the spec below and use python -m engine sweep --spec)")
+            bar, update = _progress_bar("cell")
+            frame = run_sweep(spec, trace_jobs=trace_jobs, on_progress=update)
+            bar.empty()
+            st.session_state[_SWEEP] = {"spec": spec, "frame": frame, "workload": sc.workload_key()}
+    saved = st.session_state.get(_SWEEP)
+    if saved is None:
+        st.info("Choose the loads, seeds and schedulers, then press **Run sweep**.")
+    else:
+        spec, frame = saved["spec"], saved["frame"]
+        meta, failures = frame.attrs["meta"], frame.attrs["failures"]
+        if saved["workload"] != sc.workload_key():
+            st.warning("This sweep was run on an earlier cluster or workload; press **Run sweep** to update it.")
+        st.success(f"{meta['completed']:,} of {meta['cells']:,} cells completed on Ray ({meta['cpus']} CPUs) "
+                   f"in {meta['wall_s']:.1f} s.")
+        if failures:
+            st.warning(f"{len(failures)} cell(s) failed; the others are shown.")
+            st.dataframe(pd.DataFrame(failures), width="stretch", key="sweep_failures")
+        if not frame.empty:
+            metric = st.selectbox("Metric", judged, index=judged.index("p95_wait_s"), key="sweep_metric",
+                                  format_func=explore.metric_title)
+            common.plot(explore.sweep_curves_figure(frame, metric, load_label=load_label), "sweep_curves")
+            varied = [a for a in explore.HEATMAP_AXES if frame[a].nunique() > 1]
+            if len(varied) >= 2:
+                c = st.columns(2)
+                x = c[0].selectbox("Heatmap across", varied, index=0, key="sweep_heat_x")
+                y = c[1].selectbox("and down", [a for a in varied if a != x], key="sweep_heat_y")
+                common.plot(explore.sweep_heatmap_figure(frame, metric, x, y), "sweep_heatmap")
+            st.dataframe(frame, width="stretch", hide_index=True, key="sweep_table")
+        d = st.columns(2)
+        d[0].download_button("Results (CSV, one row per cell)", frame.to_csv(index=False), file_name="sweep.csv",
+                             mime="text/csv", key="sweep_csv", width="stretch")
+        d[1].download_button("Sweep spec (JSON, for python -m engine sweep --spec)", spec.to_json(),
+                             file_name="sweep.json", mime="application/json", key="sweep_spec", width="stretch")
+        st.caption("`python -m engine sweep --spec sweep.json --out results.csv` reruns this grid from the command "
+                   "line (with the trace file beside it for an uploaded trace), on a laptop or on a Ray cluster "
+                   "(`--address`).")
+
+# ---------------------------------------------------------------- capacity plan
+with plan_tab:
+    with common.engine_errors("cluster"):
+        cluster = common.cluster_of(sc)
+    first = cluster.groups[0]
+    with st.form("plan_form"):
+        c = st.columns([1, 1, 1])
+        node = c[0].text_input("Node shape (GPUS:TYPE)", f"{first.gpus_per_node}:{first.gpu_type}", key="plan_node")
+        metric = c[1].selectbox("Target metric", judged, index=judged.index("p95_wait_s"), key="plan_metric",
+                                format_func=explore.metric_title)
+        op = c[2].radio("must be", ["<=", ">="], horizontal=True, key="plan_op")
+        c = st.columns([1, 1, 1])
+        value = c[0].number_input("Target value", value=1800.0, key="plan_value",
+                                  help="In the metric's unit (seconds for waits).")
+        max_nodes = c[1].number_input("At most nodes", 1, MAX_PLAN_NODES, 64, key="plan_max_nodes")
+        grow = c[2].checkbox("Grow it inside the current cluster", key="plan_grow",
+                             help="A node mix: the current cluster with its group of this shape grown (or added). "
+                                  "Otherwise the cluster is made of this node shape only.")
+        chosen_plan = st.multiselect("Schedulers", schedulers, default=[s for s in sc.schedulers if s in schedulers],
+                                     key="plan_schedulers")
+        plan_clicked = st.form_submit_button("▶ Find the fewest nodes", type="primary")
+    if plan_clicked:
+        with common.engine_errors("capacity plan"):
+            if not math.isfinite(value):
+                raise EngineError("the target value must be a finite number")
+            jobs = common.jobs_of(sc)
+            bar, update = _progress_bar("plan")
+            goal = Target(metric, op, float(value))
+            answer = plan(jobs, node, chosen_plan, goal, cluster=cluster if grow else None, max_nodes=int(max_nodes),
+                          seed=sc.seed, on_progress=update)
+            bar.empty()
+            st.session_state[_PLAN] = {"answer": answer, "target": goal, "workload": sc.workload_key()}
+    saved_plan = st.session_state.get(_PLAN)
+    if saved_plan is None:
+        st.info("Set the node shape and the target, then press **Find the fewest nodes**. Each scheduler's runs "
+                "go out in parallel rounds until two node counts one apart bracket the target.")
+    else:
+        answer, goal = saved_plan["answer"], saved_plan["target"]
+        meta = answer.attrs["meta"]
+        if saved_plan["workload"] != sc.workload_key():
+            st.warning("This plan was made for an earlier cluster or workload.")
+        cols = st.columns(max(1, len(answer)))
+        for col, row in zip(cols, answer.itertuples()):
+            if pd.isna(row.nodes):
+                col.metric(row.scheduler, "not met", help=row.error or "not met with the most nodes allowed")
+            else:
+                col.metric(row.scheduler, f"{int(row.nodes)} nodes · {int(row.gpus)} GPUs")
+        if meta["fewest_gpus"] and len(answer) > 1:
+            st.success(f"Fewest GPUs: {meta['fewest_gpus']} ({meta['runs']} runs in {meta['rounds']} rounds, "
+                       f"{meta['wall_s']:.1f} s).")
+        answers = {r.scheduler: None if pd.isna(r.nodes) else int(r.nodes) for r in answer.itertuples()}
+        common.plot(explore.plan_figure(answer.attrs["probes"], answers, goal.metric, goal.value), "plan_curve")
+        st.dataframe(answer, width="stretch", hide_index=True, key="plan_table")
+        st.download_button("Plan runs (CSV)", pd.DataFrame(answer.attrs["probes"]).to_csv(index=False),
+                           file_name="plan.csv", mime="text/csv", key="plan_csv")

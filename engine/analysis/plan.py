@@ -1,0 +1,240 @@
+"""Capacity plans: the fewest nodes of one shape for which a run meets a target, searched in parallel on Ray.
+
+    from engine.analysis.plan import plan
+    answer = plan("month.csv", "8:A100-80", ["fifo", "easy-backfill"], "p95_wait_s<=1800")
+    answer[["scheduler", "nodes", "gpus"]]        # one row per scheduler; attrs["probes"]: every run made
+
+**Target.** ``METRIC<=VALUE`` or ``METRIC>=VALUE`` over any metric of ``compare --json``. A run *meets* it when
+no job is unschedulable (a cluster too small for some job does not count as meeting a wait target) and the
+metric is defined and on the right side of the value.
+
+**Clusters.** ``node`` is a shape ``GPUS:TYPE`` (e.g. ``8:A100-80``); the cluster with ``n`` nodes is ``n``
+such nodes, or, with a ``cluster`` to grow, that cluster with its first group of that shape set to ``n`` nodes
+(a group of that shape is added when it has none): a node mix where one group grows.
+
+**Search.** Per scheduler, rounds of probes run in parallel (as many per round as the Ray cluster has CPUs,
+at least 2): while no probe meets the target, node counts grow geometrically (1, 2, 4, ... for 2 probes a
+round); once one does, the probes split the gap between the largest count known to fail and the smallest
+known to meet, until they are one node apart. The answer ``nodes`` therefore meets the target and
+``nodes - 1`` does not (both were run). The search assumes that more nodes never make the metric worse;
+scheduling anomalies could make a smaller count below ``nodes - 1`` meet it too. A scheduler that does not meet
+the target with ``max_nodes`` nodes gets ``nodes`` = ``None``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping, Sequence
+
+from engine.analysis.metrics import METRICS
+from engine.analysis.sweep import Runner, check_schedulers, one_line
+from engine.errors import ClusterSpecError, EngineError, UnknownNameError
+from engine.sim.cluster import Cluster, NodeGroup, parse_cluster, parse_shorthand
+from engine.sim.job import Job
+from engine.sim.state import Scheduler
+
+#: Largest node count a plan may probe.
+MAX_NODES = 4096
+_TARGET = re.compile(r"^\s*([a-z0-9_]+)\s*(<=|>=)\s*(\S+)\s*$")
+
+
+class PlanError(EngineError, ValueError):
+    """A plan's target or node shape is invalid; the message says what was expected."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """``metric op value``: what a run must achieve."""
+
+    metric: str
+    op: str
+    value: float
+
+    def met_by(self, summary: Mapping[str, Any]) -> bool:
+        """Whether a run with metrics ``summary`` meets the target (no unschedulable job, metric defined)."""
+        v = summary.get(self.metric)
+        if summary.get("unschedulable") or v is None or (isinstance(v, float) and math.isnan(v)):
+            return False
+        return v <= self.value if self.op == "<=" else v >= self.value
+
+    def __str__(self) -> str:
+        return f"{self.metric}{self.op}{self.value:g}"
+
+
+def parse_target(text: str) -> Target:
+    """``"p95_wait_s<=1800"`` -> :class:`Target`; the metric must be a key of ``compare --json``."""
+    m = _TARGET.match(text or "")
+    if not m:
+        raise PlanError(f"target {text!r}: expected METRIC<=VALUE or METRIC>=VALUE, e.g. p95_wait_s<=1800")
+    metric, op, raw = m.groups()
+    if metric not in METRICS:
+        raise UnknownNameError(f"target {text!r}: unknown metric {metric!r}; valid: {', '.join(METRICS)}")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise PlanError(f"target {text!r}: {raw!r} is not a finite number")
+    return Target(metric, op, value)
+
+
+def parse_node(text: str) -> tuple[int, str]:
+    """``"8:A100-80"`` -> ``(8, "A100-80")``: GPUs per node and the GPU type (checked against the catalog)."""
+    try:
+        groups = parse_shorthand(f"1x{text}").groups if "," not in text else ()
+    except ClusterSpecError as exc:
+        known = f" ({exc.args[0].partition('unknown GPU type ')[2]})" if "unknown GPU type" in str(exc) else ""
+        raise PlanError(f"node shape {text!r}: expected GPUS:TYPE, e.g. 8:A100-80{known}") from None
+    if len(groups) != 1:
+        raise PlanError(f"node shape {text!r}: expected one GPUS:TYPE, e.g. 8:A100-80")
+    return groups[0].gpus_per_node, groups[0].gpu_type
+
+
+def grown_cluster(node: tuple[int, str], nodes: int, base: Cluster | None = None) -> Cluster:
+    """The cluster with ``nodes`` nodes of shape ``node``: alone, or ``base`` with that group grown (added)."""
+    gpus, gpu_type = node
+    if base is None:
+        return parse_shorthand(f"{nodes}x{gpus}:{gpu_type}")
+    groups = list(base.groups)
+    for i, g in enumerate(groups):
+        if (g.gpus_per_node, g.gpu_type) == (gpus, gpu_type):
+            groups[i] = replace(g, nodes=nodes)
+            break
+    else:
+        groups.append(NodeGroup(gpu_type, nodes, gpus))
+    return replace(base, groups=tuple(groups))
+
+
+class _Search:
+    """One scheduler's search: the counts run so far and whether they met the target."""
+
+    def __init__(self, max_nodes: int) -> None:
+        self.max_nodes = max_nodes
+        self.meets: dict[int, bool] = {}
+        self.error: str | None = None
+
+    @property
+    def hi(self) -> int | None:
+        """The smallest count known to meet the target."""
+        return min((n for n, ok in self.meets.items() if ok), default=None)
+
+    @property
+    def lo(self) -> int:
+        """The largest count known to fail below :attr:`hi` (0: none)."""
+        hi = self.hi
+        return max((n for n, ok in self.meets.items() if not ok and (hi is None or n < hi)), default=0)
+
+    @property
+    def done(self) -> bool:
+        hi = self.hi
+        return self.error is not None or (hi is not None and hi - self.lo == 1) or \
+            (hi is None and self.meets.get(self.max_nodes) is False)
+
+    def next_counts(self, k: int) -> list[int]:
+        """Up to ``k`` new counts to run next."""
+        lo, hi = self.lo, self.hi
+        if hi is None:
+            counts = [2 ** i for i in range(k)] if lo == 0 else [lo * 2 ** i for i in range(1, k + 1)]
+            counts = [min(c, self.max_nodes) for c in counts]
+        else:
+            counts = [lo + round((hi - lo) * j / (k + 1)) for j in range(1, k + 1)]
+        return sorted({c for c in counts if lo < c and (hi is None or c < hi) and c not in self.meets})
+
+
+def plan(trace: str | Sequence[Job], node: str, schedulers: str | Sequence[str], target: str | Target, *,
+         cluster: str | Cluster | None = None, max_nodes: int = 1024, seed: int = 0,
+         trace_options: Mapping[str, Any] | None = None, probes_per_round: int | None = None,
+         backend: str = "ray", address: str | None = None, num_cpus: int | None = None,
+         on_progress: Callable[[int, int], None] | None = None,
+         factories: Mapping[str, Callable[[], Scheduler]] | None = None):
+    """The fewest nodes of shape ``node`` for which each scheduler's run on ``trace`` meets ``target``.
+
+    Args:
+        trace: a trace file (read with ``trace_options``, :func:`~engine.traces.load_trace` arguments) or jobs.
+        node: ``GPUS:TYPE``, the shape that is counted.
+        schedulers: one name or several (which one needs the fewest GPUs?).
+        target: ``METRIC<=VALUE`` / ``METRIC>=VALUE`` or a :class:`Target`.
+        cluster: a cluster whose group of that shape grows (the others stay); default: only nodes of the shape.
+        max_nodes: the most nodes tried (at most :data:`MAX_NODES`).
+        seed: the simulation seed of every run.
+        probes_per_round: runs per scheduler per round (default: the CPUs of the Ray cluster, at least 2).
+        backend, address, num_cpus, factories: as in :func:`engine.analysis.sweep.run_sweep`.
+        on_progress: called with ``(runs done, runs submitted so far)``.
+
+    Returns:
+        A pandas frame, one row per scheduler: ``scheduler``, ``nodes`` (``None`` when even ``max_nodes`` fails),
+        ``gpus`` (of the whole cluster), ``metric``, ``value_at_nodes``, ``value_at_nodes_minus_1`` (NaN at 0
+        nodes), ``error``. ``attrs["probes"]``: every run (``scheduler``, ``nodes``, ``gpus``, ``value``,
+        ``meets``, ``unschedulable``), ``attrs["meta"]``: ``backend``, ``address``, ``cpus``, ``target``,
+        ``node``, ``rounds``, ``runs``, ``wall_s``, ``fewest_gpus`` (the scheduler that needs the fewest).
+    """
+    import pandas as pd
+
+    goal = target if isinstance(target, Target) else parse_target(target)
+    shape = parse_node(node)
+    names = [schedulers] if isinstance(schedulers, str) else list(schedulers)
+    if not names or len(set(names)) != len(names):
+        raise PlanError(f"plan schedulers: expected distinct names, got {names}")
+    check_schedulers(names, factories)
+    if not (isinstance(max_nodes, int) and 1 <= max_nodes <= MAX_NODES):
+        raise PlanError(f"max_nodes must be an integer from 1 to {MAX_NODES}, got {max_nodes!r}")
+    base = None if cluster is None else parse_cluster(cluster)
+    if isinstance(trace, str):
+        from engine.traces import load_trace
+
+        jobs = load_trace(trace, **(trace_options or {})).jobs
+    else:
+        jobs = tuple(trace)
+    if not jobs:
+        raise PlanError("the plan's trace has no jobs")
+    factories = dict(factories or {})
+    searches = {s: _Search(max_nodes) for s in names}
+    probes: dict[tuple[str, int], dict[str, Any]] = {}
+    rounds = submitted = finished = 0
+    t0 = time.perf_counter()
+    with Runner(backend, address, num_cpus=num_cpus) as runner:
+        ref = runner.put(jobs)
+        k = probes_per_round or max(2, runner.cpus)
+        while active := [s for s, search in searches.items() if not search.done]:
+            rounds += 1
+            for s in active:
+                for n in searches[s].next_counts(k):
+                    runner.submit((s, n), grown_cluster(shape, n, base), ref, s, seed, factories.get(s))
+                    submitted += 1
+            for (s, n), outcome in runner.completed():
+                finished += 1
+                if on_progress is not None:
+                    on_progress(finished, submitted)
+                if isinstance(outcome, BaseException):
+                    searches[s].error = f"{n} nodes: {one_line(outcome)}"
+                    continue
+                ok = goal.met_by(outcome)
+                searches[s].meets[n] = ok
+                probes[(s, n)] = {"scheduler": s, "nodes": n, "gpus": grown_cluster(shape, n, base).n_gpus,
+                                  "value": _value(outcome, goal.metric), "meets": ok,
+                                  "unschedulable": outcome["unschedulable"]}
+    rows = []
+    for s, search in searches.items():
+        n = search.hi if search.error is None else None
+        at = probes.get((s, n)) if n is not None else None
+        below = probes.get((s, n - 1)) if n is not None else None
+        rows.append({"scheduler": s, "nodes": n, "gpus": at["gpus"] if at else None, "metric": goal.metric,
+                     "value_at_nodes": at["value"] if at else math.nan,
+                     "value_at_nodes_minus_1": below["value"] if below else math.nan, "error": search.error})
+    frame = pd.DataFrame(rows).astype({"nodes": "Int64", "gpus": "Int64"})
+    met = [r for r in rows if r["gpus"] is not None]
+    frame.attrs["probes"] = sorted(probes.values(), key=lambda p: (names.index(p["scheduler"]), p["nodes"]))
+    frame.attrs["meta"] = {"backend": backend, "address": runner.address, "cpus": runner.cpus,
+                           "target": str(goal), "node": f"{shape[0]}:{shape[1]}",
+                           "cluster": None if base is None else base.to_shorthand(), "rounds": rounds,
+                           "runs": len(probes), "wall_s": time.perf_counter() - t0,
+                           "fewest_gpus": min(met, key=lambda r: r["gpus"])["scheduler"] if met else None}
+    return frame
+
+
+def _value(summary: Mapping[str, Any], metric: str) -> float:
+    v = summary[metric]
+    return math.nan if v is None else float(v)

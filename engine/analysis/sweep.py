@@ -1,0 +1,512 @@
+"""Sweeps: every cell of a grid (cluster x load x seed x scheduler) simulated as one Ray task.
+
+    from engine.analysis.sweep import SweepSpec, run_sweep
+    spec = SweepSpec(clusters=("4x8:A100-80",), schedulers=("fifo", "sjf"), jobs=300, loads=(0.6, 0.9), seeds=3)
+    frame = run_sweep(spec)          # one row per cell: cluster, load, seed, scheduler, every metric
+
+**Cells.** A generated workload (``jobs`` set) is ``generate(cluster, jobs, load, seed, **generator)``, exactly
+what ``python -m engine generate --cluster C --jobs N --load L --seed SEED`` writes when ``generator`` is empty;
+a trace workload (``trace`` set) is the trace loaded once with ``trace_options`` and its submit times divided
+by the cell's ``load`` (the ``--load-scale`` of ``simulate``; 1 = as recorded), the same for every seed. Each
+scheduler then runs on it with simulation seed ``seed`` (what ``simulate --seed SEED`` does), and the row holds
+``summarize(result).to_dict()``: the metrics of ``compare --json``, same names.
+
+**Ray.** Each distinct workload is put in the object store once (``ray.put``) and every cell that simulates it
+gets the reference, so a 10,000-job trace crosses the network once per node, not once per task. Results are
+taken as they complete (``ray.wait``) and reported through ``on_progress(done, total)``. A cell that raises is
+recorded with its parameters in ``frame.attrs["failures"]``; the other cells still complete. With no address
+(and no ``RAY_ADDRESS``) a local Ray is started on this machine's cores; ``address`` joins an existing cluster,
+whose nodes must have this project importable (the same version). A Ray already initialised in this process
+is used as it is, and a Ray started here is left running for the next call (``ray.shutdown()`` stops it).
+``backend="serial"`` runs the same cells one after the other in this process (no Ray), for comparison.
+
+This module imports ray only when a Ray backend is used, and pandas only to build the result frame.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from engine.analysis.metrics import METRICS, summarize
+from engine.errors import EngineError
+from engine.schedulers import make_scheduler
+from engine.sim.cluster import Cluster, parse_cluster
+from engine.sim.job import Job
+from engine.sim.simulator import simulate
+from engine.sim.state import Scheduler
+
+BACKENDS = ("ray", "serial")
+#: The columns that name a cell, before the metrics.
+CELL_COLUMNS = ("cluster", "load", "seed", "scheduler")
+#: Bounds on a spec (a spec may come from a file someone else wrote).
+MAX_CELLS = 100_000
+MAX_VALUES = 200
+MAX_SEEDS = 1_000
+MAX_LOAD = 100.0
+#: ``generate`` keyword arguments a spec's ``generator`` may set.
+GENERATOR_OPTIONS = ("mix", "users", "user_skew", "arrival", "estimate_error", "overestimate", "burst_factor",
+                     "burst_share", "diurnal_amplitude", "allowed_share")
+#: ``load_trace`` keyword arguments a spec's ``trace_options`` may set (the load scale is the grid's).
+TRACE_OPTIONS = ("format", "skip_bad", "time_unit", "column_map", "first", "window")
+
+
+class SweepError(EngineError, ValueError):
+    """A sweep spec is invalid; the message names the field and what was expected."""
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A grid of cells: every cluster x load x seed x scheduler.
+
+    Attributes:
+        clusters: cluster specs (anything :func:`~engine.sim.cluster.parse_cluster` reads), as the rows name them.
+        schedulers: scheduler names (see ``python -m engine list``).
+        seeds: seeds ``0..seeds-1``: the generator's seed for generated workloads and every run's simulation seed.
+        jobs: jobs per generated workload; ``None`` when the workload is a trace.
+        loads: offered loads of generated workloads, or load scales (divisors of submit times) of the trace.
+        generator: extra :func:`~engine.traces.generator.generate` arguments (:data:`GENERATOR_OPTIONS`).
+        trace: the trace file (``None`` for generated workloads).
+        trace_options: :func:`~engine.traces.load_trace` arguments (:data:`TRACE_OPTIONS`).
+    """
+
+    clusters: tuple[str, ...]
+    schedulers: tuple[str, ...]
+    seeds: int = 1
+    jobs: int | None = None
+    loads: tuple[float, ...] = ()
+    generator: Mapping[str, Any] = field(default_factory=dict)
+    trace: str | None = None
+    trace_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("clusters", "schedulers"):
+            values = getattr(self, name)
+            if isinstance(values, str) or not all(isinstance(v, str) and v.strip() for v in values):
+                raise SweepError(f"sweep {name}: expected a list of non-empty strings")
+            object.__setattr__(self, name, tuple(v.strip() for v in values))
+            values = getattr(self, name)
+            if not 1 <= len(values) <= MAX_VALUES:
+                raise SweepError(f"sweep {name}: expected 1 to {MAX_VALUES} entries, got {len(values)}")
+            repeated = sorted({v for v in values if values.count(v) > 1})
+            if repeated:
+                raise SweepError(f"sweep {name}: {repeated[0]!r} is listed more than once")
+        if (self.jobs is None) == (self.trace is None):
+            raise SweepError("a sweep needs either jobs (generated workloads) or a trace, not both")
+        if not (isinstance(self.seeds, int) and not isinstance(self.seeds, bool) and 1 <= self.seeds <= MAX_SEEDS):
+            raise SweepError(f"sweep seeds: expected an integer from 1 to {MAX_SEEDS}, got {self.seeds!r}")
+        if self.jobs is not None and not (isinstance(self.jobs, int) and not isinstance(self.jobs, bool)
+                                          and 1 <= self.jobs <= 1_000_000):
+            raise SweepError(f"sweep jobs: expected an integer from 1 to 1000000, got {self.jobs!r}")
+        loads = self.loads if self.loads or self.trace is None else (1.0,)
+        try:
+            loads = tuple(float(v) for v in loads)
+        except (TypeError, ValueError):
+            raise SweepError(f"sweep loads: expected a list of numbers, got {self.loads!r}") from None
+        if not 1 <= len(loads) <= MAX_VALUES or any(not (0 < v <= MAX_LOAD) for v in loads):
+            raise SweepError(f"sweep loads: expected 1 to {MAX_VALUES} numbers in (0, {MAX_LOAD:g}]")
+        if len(set(loads)) != len(loads):
+            raise SweepError("sweep loads: a load is listed more than once")
+        object.__setattr__(self, "loads", loads)
+        for name, allowed in (("generator", GENERATOR_OPTIONS), ("trace_options", TRACE_OPTIONS)):
+            options = getattr(self, name)
+            if not isinstance(options, Mapping) or set(options) - set(allowed):
+                raise SweepError(f"sweep {name}: expected an object with keys among {', '.join(allowed)}")
+            object.__setattr__(self, name, dict(options))
+        if self.cells > MAX_CELLS:
+            raise SweepError(f"the sweep has {self.cells:,} cells; at most {MAX_CELLS:,} are allowed")
+
+    @property
+    def cells(self) -> int:
+        return len(self.clusters) * len(self.loads) * self.seeds * len(self.schedulers)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; :meth:`from_dict` reads it back to an equal spec (``python -m engine sweep --spec``)."""
+        return {"clusters": list(self.clusters), "schedulers": list(self.schedulers), "seeds": self.seeds,
+                "jobs": self.jobs, "loads": list(self.loads), "generator": dict(self.generator),
+                "trace": self.trace, "trace_options": dict(self.trace_options)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "SweepSpec":
+        if not isinstance(data, Mapping):
+            raise SweepError("a sweep spec must be a JSON object")
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = set(data) - known
+        if unknown:
+            raise SweepError(f"sweep spec: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
+        missing = {"clusters", "schedulers"} - set(data)
+        if missing:
+            raise SweepError(f"sweep spec: missing {', '.join(sorted(missing))}")
+        kwargs = dict(data)
+        for key in ("clusters", "schedulers", "loads"):
+            if key in kwargs:
+                if not isinstance(kwargs[key], (list, tuple)):
+                    raise SweepError(f"sweep {key}: expected a list")
+                kwargs[key] = tuple(kwargs[key])
+        options = kwargs.get("trace_options") or {}
+        window = options.get("window") if isinstance(options, Mapping) else None
+        if window is not None:  # JSON has no tuples
+            if not (isinstance(window, (list, tuple)) and len(window) == 2
+                    and all(isinstance(v, (int, float)) for v in window)):
+                raise SweepError("sweep trace_options.window: expected [START_S, END_S]")
+            kwargs["trace_options"] = {**options, "window": (float(window[0]), float(window[1]))}
+        return cls(**kwargs)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "SweepSpec":
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise SweepError(f"sweep spec is not valid JSON ({exc})") from None
+        return cls.from_dict(data)
+
+
+def parse_numbers(text: str, what: str = "loads") -> tuple[float, ...]:
+    """``"0.5, 0.8,1.1"`` -> ``(0.5, 0.8, 1.1)``: comma-separated finite numbers > 0, each once."""
+    parts = [p.strip() for p in str(text).split(",") if p.strip()]
+    try:
+        values = tuple(float(p) for p in parts)
+    except ValueError:
+        values = (math.nan,)
+    if not values or any(not (math.isfinite(v) and v > 0) for v in values):
+        raise SweepError(f"{what} {text!r}: expected comma-separated numbers > 0, e.g. 0.5,0.8,1.1")
+    if len(set(values)) != len(values):
+        raise SweepError(f"{what} {text!r}: a value is listed more than once")
+    return values
+
+
+def build_cluster(spec: str) -> Cluster:
+    """A grid's cluster: anything :func:`~engine.sim.cluster.parse_cluster` reads, or the cluster JSON as text."""
+    if spec.lstrip().startswith("{"):
+        try:
+            return parse_cluster(json.loads(spec))
+        except json.JSONDecodeError as exc:
+            raise SweepError(f"cluster JSON is not valid JSON ({exc})") from None
+    return parse_cluster(spec)
+
+
+def curve_stats(frame, metric: str):
+    """Mean and 95 % CI half-width of ``metric`` over seeds, per (cluster, load, scheduler) of a sweep frame:
+    columns ``cluster``, ``load``, ``scheduler``, ``mean``, ``ci95`` (NaN with one seed), ``seeds``."""
+    import pandas as pd
+
+    from engine.analysis.evaluate import mean_ci
+
+    rows = []
+    for (c, load, s), group in frame.groupby(["cluster", "load", "scheduler"], sort=False):
+        mean, half = mean_ci(group[metric].tolist())
+        rows.append({"cluster": c, "load": load, "scheduler": s, "mean": mean, "ci95": half, "seeds": len(group)})
+    return pd.DataFrame(rows, columns=["cluster", "load", "scheduler", "mean", "ci95", "seeds"])
+
+
+def run_cell(cluster: Cluster, jobs: Sequence[Job], scheduler: str, seed: int,
+             factory: Callable[[], Scheduler] | None = None) -> dict[str, Any]:
+    """One cell: ``scheduler`` (or what ``factory`` builds) on ``jobs`` with simulation seed ``seed``; returns
+    ``summarize(result).to_dict()``. This is the Ray task (workers import this module by name)."""
+    built = factory() if factory is not None else make_scheduler(scheduler)
+    return summarize(simulate(cluster, jobs, built, seed=seed)).to_dict()
+
+
+# ------------------------------------------------------------------------------------------ backends
+@dataclass(frozen=True)
+class CellFailure:
+    """A cell that raised: its parameters and the error, one line."""
+
+    params: Mapping[str, Any]
+    error: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.params, "error": self.error}
+
+
+class Runner:
+    """Runs cells on Ray (``backend="ray"``) or one after the other in this process (``"serial"``).
+
+    ``put`` stores a workload once and returns what ``submit`` takes; ``completed`` yields ``(key, summary or
+    exception)`` as cells finish. Use as a context manager: a Ray started here is shut down on exit only when
+    ``keep_ray`` is false.
+    """
+
+    def __init__(self, backend: str = "ray", address: str | None = None, *, num_cpus: int | None = None,
+                 keep_ray: bool = True) -> None:
+        if backend not in BACKENDS:
+            raise EngineError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")
+        self.backend, self.keep_ray = backend, keep_ray
+        self.requested_address = address or os.environ.get("RAY_ADDRESS") or None
+        self.num_cpus = num_cpus
+        self.started_ray = False
+        self.address = "in-process"
+        self.cpus = 1
+        self.init_s = 0.0
+        self._pending: dict[Any, Any] = {}
+
+    def __enter__(self) -> "Runner":
+        if self.backend == "ray":
+            t0 = time.perf_counter()
+            self._connect()
+            self.init_s = time.perf_counter() - t0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.started_ray and not self.keep_ray:
+            import ray
+
+            ray.shutdown()
+
+    def _connect(self) -> None:
+        import logging
+
+        if self.requested_address is None:
+            _exit_cleanly_on_sigterm()  # before ray is imported: it reads its settings then
+        import ray
+
+        if not ray.is_initialized():
+            quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
+            if self.requested_address is None:
+                _start_local_ray(num_cpus=self.num_cpus, include_dashboard=False, **quiet)
+            else:
+                ray.init(address=self.requested_address, **quiet)
+            self.started_ray = True
+        self.address = ray.get_runtime_context().gcs_address
+        self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self._remote = _remote_cell()
+
+    def put(self, jobs: Sequence[Job]) -> Any:
+        if self.backend == "serial":
+            return jobs
+        import ray
+
+        return ray.put(tuple(jobs))
+
+    def submit(self, key: Any, cluster: Cluster, jobs_ref: Any, scheduler: str, seed: int,
+               factory: Callable[[], Scheduler] | None = None) -> None:
+        """Start one cell (on Ray it is queued at once; serially it runs when :meth:`completed` reaches it)."""
+        if self.backend == "serial":
+            self._pending[key] = (cluster, jobs_ref, scheduler, seed, factory)
+        else:
+            self._pending[self._remote.remote(cluster, jobs_ref, scheduler, seed, factory)] = key
+
+    def completed(self) -> Iterator[tuple[Any, dict[str, Any] | BaseException]]:
+        """Every submitted cell, as it completes: ``(key, summary)`` or ``(key, the exception it raised)``."""
+        if self.backend == "serial":
+            pending, self._pending = self._pending, {}
+            for key, args in pending.items():
+                try:
+                    yield key, run_cell(*args)
+                except Exception as exc:  # a failed cell is reported; the others go on
+                    yield key, exc
+            return
+        import ray
+
+        while self._pending:
+            ready, _ = ray.wait(list(self._pending), num_returns=min(len(self._pending), 64), timeout=0.2)
+            for ref in ready:
+                key = self._pending.pop(ref)
+                try:
+                    yield key, ray.get(ref)
+                except Exception as exc:  # RayTaskError wraps what the cell raised; a dead worker is one too
+                    yield key, getattr(exc, "cause", None) or exc
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    """Let a SIGTERM end this process through Python's shutdown, which shuts a Ray started here down.
+
+    Ray's crash handler (installed by ``ray.init`` unless disabled) answers a SIGTERM with a stack dump and an
+    abort, which reads like a crash (Ray's processes still end with this one). Without it, Streamlit's own
+    handler stops the server normally, and a process with no handler of its own (the CLI) gets one that raises
+    ``SystemExit`` (exit status 143)."""
+    import signal
+    import threading
+
+    os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
+def _start_local_ray(**options: Any) -> None:
+    """``ray.init(address="local", **options)`` from a thread that lives as long as this process.
+
+    Ray ties the life of the processes it starts to the *thread* that starts them (``PR_SET_PDEATHSIG``): started
+    from a thread that ends, such as a Streamlit script run, the local Ray would die with it. The main thread
+    lives long enough; any other thread hands the start to a daemon thread that waits for the process to end."""
+    import threading
+
+    import ray
+
+    if threading.current_thread() is threading.main_thread():
+        ray.init(address="local", **options)
+        return
+    started, failed = threading.Event(), []
+
+    def owner() -> None:
+        try:
+            ray.init(address="local", **options)
+        except BaseException as exc:  # handed to the caller below
+            failed.append(exc)
+        finally:
+            started.set()
+        threading.Event().wait()
+
+    threading.Thread(target=owner, name="ray-owner", daemon=True).start()
+    started.wait()
+    if failed:
+        raise failed[0]
+
+
+def _remote_cell():
+    """:func:`run_cell` as a Ray remote function (made once per process; ray imported here)."""
+    global _REMOTE
+    if _REMOTE is None:
+        import ray
+
+        _REMOTE = ray.remote(num_cpus=1)(run_cell)
+    return _REMOTE
+
+
+_REMOTE = None
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as ``Type: message`` on one line."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def check_schedulers(names: Iterable[str], factories: Mapping[str, Callable[[], Scheduler]] | None) -> None:
+    """Build each scheduler once so that an unknown name fails before any cell runs."""
+    for name in names:
+        if not (factories and name in factories):
+            make_scheduler(name)
+
+
+# ------------------------------------------------------------------------------------------ sweep
+def scale_submits(jobs: Sequence[Job], load_scale: float) -> tuple[Job, ...]:
+    """``jobs`` with submit times divided by ``load_scale``: what ``load_trace(..., load_scale=X)`` returns."""
+    if load_scale == 1.0:
+        return tuple(jobs)
+    return tuple(replace(j, submit_s=j.submit_s / load_scale) for j in jobs)
+
+
+def _load_spec_trace(spec: SweepSpec) -> tuple[Job, ...]:
+    from engine.traces import load_trace
+
+    trace = load_trace(spec.trace, **spec.trace_options)
+    if not trace.jobs:
+        raise EngineError(f"{spec.trace}: no jobs to simulate")
+    return trace.jobs
+
+
+def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backend: str = "ray",
+              address: str | None = None, num_cpus: int | None = None,
+              on_progress: Callable[[int, int], None] | None = None,
+              factories: Mapping[str, Callable[[], Scheduler]] | None = None, keep_ray: bool = True):
+    """Simulate every cell of ``spec`` and return a pandas frame, one row per completed cell in grid order.
+
+    Args:
+        spec: the grid.
+        trace_jobs: the trace's jobs, already loaded (e.g. an upload); otherwise ``spec.trace`` is read here.
+        backend: ``"ray"`` or ``"serial"`` (in this process, one cell after the other).
+        address: a Ray cluster to join (default ``RAY_ADDRESS``, else a local Ray on this machine's cores).
+        num_cpus: CPUs of a local Ray that this call starts (default: all).
+        on_progress: called with ``(cells done, cells)`` as cells complete.
+        factories: schedulers that are not in the registry, by the name ``spec.schedulers`` gives them: each
+            cell calls its factory (on the worker; Ray pickles it) to build a fresh one.
+        keep_ray: leave a Ray started by this call running (for the next sweep) instead of shutting it down.
+
+    Returns:
+        Columns :data:`CELL_COLUMNS` then every key of :data:`~engine.analysis.metrics.METRICS` (undefined values
+        NaN). ``attrs["failures"]``: one dict per failed cell (its parameters and ``error``); ``attrs["meta"]``:
+        ``backend``, ``address``, ``cpus``, ``cells``, ``completed``, ``failed``, ``wall_s``, ``ray_init_s`` and
+        the ``spec``.
+    """
+    import pandas as pd
+
+    clusters = {c: build_cluster(c) for c in spec.clusters}  # bad specs fail before anything runs
+    check_schedulers(spec.schedulers, factories)
+    factories = dict(factories or {})
+    base = None
+    if spec.trace is not None:
+        base = tuple(trace_jobs) if trace_jobs is not None else _load_spec_trace(spec)
+    elif trace_jobs is not None:
+        raise SweepError("trace_jobs given for a sweep of generated workloads")
+    total, done = spec.cells, 0
+    rows: dict[tuple, dict[str, Any]] = {}
+    failures: dict[tuple, CellFailure] = {}
+    t0 = time.perf_counter()
+    with Runner(backend, address, num_cpus=num_cpus, keep_ray=keep_ray) as runner:
+        for key, cluster, jobs_ref in _workloads(spec, clusters, base, runner):
+            for scheduler in spec.schedulers:
+                runner.submit((*key, scheduler), cluster, jobs_ref, scheduler, key[2], factories.get(scheduler))
+        for key, outcome in runner.completed():
+            params = dict(zip(CELL_COLUMNS, key))
+            if isinstance(outcome, BaseException):
+                failures[key] = CellFailure(params, one_line(outcome))
+            else:
+                rows[key] = {**params, **outcome}
+            done += 1
+            if on_progress is not None:
+                on_progress(done, total)
+    order = [(c, load, seed, s) for c in spec.clusters for load in spec.loads for seed in range(spec.seeds)
+             for s in spec.schedulers]
+    frame = pd.DataFrame([rows[k] for k in order if k in rows], columns=[*CELL_COLUMNS, *METRICS])
+    frame = frame.astype({k: "int64" if m.unit in ("jobs", "count") else "float64" for k, m in METRICS.items()})
+    frame.attrs["failures"] = [failures[k].to_dict() for k in order if k in failures]
+    frame.attrs["meta"] = {"backend": backend, "address": runner.address, "cpus": runner.cpus, "cells": total,
+                           "completed": len(rows), "failed": len(failures),
+                           "wall_s": time.perf_counter() - t0, "ray_init_s": runner.init_s, "spec": spec.to_dict()}
+    return frame
+
+
+def _workloads(spec: SweepSpec, clusters: Mapping[str, Cluster], base: tuple[Job, ...] | None,
+               runner: Runner) -> Iterator[tuple[tuple[str, float, int], Cluster, Any]]:
+    """``((cluster, load, seed), cluster, workload reference)`` for every workload of the grid, each workload
+    put once: a generated one per (cluster, load, seed), a trace one per load scale (shared by all)."""
+    if base is not None:
+        refs = {load: runner.put(scale_submits(base, load)) for load in spec.loads}
+        for c, cluster in clusters.items():
+            for load in spec.loads:
+                for seed in range(spec.seeds):
+                    yield (c, load, seed), cluster, refs[load]
+        return
+    from engine.traces.generator import generate
+
+    for c, cluster in clusters.items():
+        for load in spec.loads:
+            for seed in range(spec.seeds):
+                jobs = generate(cluster, spec.jobs, load, seed, **spec.generator)
+                yield (c, load, seed), cluster, runner.put(jobs)
+
+
+def sweep(clusters: str | Sequence[str], schedulers: str | Sequence[str], *, jobs: int | None = None,
+          loads: float | Sequence[float] = (), trace: str | Sequence[Job] | None = None, seeds: int = 1,
+          generator: Mapping[str, Any] | None = None, trace_options: Mapping[str, Any] | None = None,
+          **run_options: Any):
+    """``engine.sweep``: build a :class:`SweepSpec` from these arguments and :func:`run_sweep` it.
+
+    ``trace`` is a file or the jobs themselves (a sequence of :class:`~engine.sim.job.Job`); ``loads`` are
+    offered loads for generated workloads (``jobs=N``) and load scales for a trace. ``run_options`` are those
+    of :func:`run_sweep` (``backend``, ``address``, ``on_progress``, ``factories``, ...). Returns its frame.
+    """
+    def as_tuple(value) -> tuple:
+        return (value,) if isinstance(value, (str, int, float)) else tuple(value)
+
+    trace_jobs = None
+    if trace is not None and not isinstance(trace, (str, os.PathLike)):
+        trace_jobs, trace = tuple(trace), "<jobs>"
+    spec = SweepSpec(clusters=as_tuple(clusters), schedulers=as_tuple(schedulers), seeds=seeds, jobs=jobs,
+                     loads=as_tuple(loads), generator=generator or {},
+                     trace=None if trace is None else str(trace), trace_options=trace_options or {})
+    return run_sweep(spec, trace_jobs=trace_jobs, **run_options)
+
+
+def finite_or_none(value: Any) -> Any:
+    """``None`` for NaN and infinities (strict JSON), the value otherwise."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value

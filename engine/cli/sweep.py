@@ -1,0 +1,199 @@
+"""The ``sweep`` and ``plan`` subcommands of ``python -m engine`` (registered in :mod:`engine.cli`).
+
+    python -m engine sweep --cluster 4x8:A100-80 --jobs 300 --load 0.5,0.8,1.1 --schedulers fifo,sjf --seeds 5 \\
+        --out results.csv --json meta.json
+    python -m engine sweep --spec sweep.json --out results.csv          # a spec the app's Explore page wrote
+    python -m engine plan --trace month.csv --node 8:A100-80 --scheduler fifo --scheduler sjf \\
+        --target 'p95_wait_s<=1800' --json plan.json
+
+Both run on Ray: a local Ray on this machine's cores, or the cluster at ``--address`` (default ``RAY_ADDRESS``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from engine.cli.common import (
+    add_cluster_argument,
+    add_trace_arguments,
+    format_table,
+    format_value,
+    load_trace_arg,
+    output_path,
+    progress,
+    scheduler_list,
+    write_json,
+)
+from engine.errors import EngineError
+
+#: Failed cells listed on stderr (all of them are in the --json file).
+SHOWN_FAILURES = 10
+
+
+def number_list(text: str) -> list[float]:
+    """argparse type: comma-separated numbers > 0, each once (``0.5,0.8,1.1``)."""
+    from engine.analysis.sweep import SweepError, parse_numbers
+
+    try:
+        return list(parse_numbers(text, "list"))
+    except SweepError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def _add_ray_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--address", metavar="ADDR",
+                        help="join this Ray cluster (default: RAY_ADDRESS, else start a local Ray on this machine)")
+    parser.add_argument("--num-cpus", type=positive_int, metavar="N",
+                        help="CPUs of the local Ray started when there is no address (default: all)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+# ------------------------------------------------------------------------------------------ sweep
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    from engine.cli.traces import add_trace_options
+
+    add_cluster_argument(parser, action="append", required=False,
+                         help="a cluster of the grid (repeat for several): shorthand 4x8:A100-80,... or .json")
+    parser.add_argument("--trace", metavar="PATH", help="sweep this trace (the loader options below apply)")
+    add_trace_options(parser, load_scale=False)
+    parser.add_argument("--load-scale", type=number_list, metavar="X,Y",
+                        help="with --trace: load scales of the grid (submit times divided by each; default 1)")
+    parser.add_argument("--jobs", type=positive_int, metavar="N", help="generated workloads of N jobs")
+    parser.add_argument("--load", type=number_list, metavar="L1,L2",
+                        help="with --jobs: offered loads of the grid")
+    parser.add_argument("--schedulers", type=scheduler_list, metavar="A,B", help="comma-separated scheduler names")
+    parser.add_argument("--seeds", type=positive_int, metavar="K",
+                        help="seeds 0..K-1 (workload and simulation seeds; default 1)")
+    parser.add_argument("--spec", type=Path, metavar="FILE",
+                        help="the grid as JSON (e.g. downloaded from the app's Explore page) instead of the options")
+    parser.add_argument("--out", required=True, type=output_path, metavar="FILE",
+                        help="results CSV: one row per cluster x load x seed x scheduler, every metric")
+    parser.add_argument("--json", type=output_path, metavar="FILE",
+                        help="write backend, address, cells, failures and wall time as JSON")
+    _add_ray_arguments(parser)
+
+
+def sweep_spec(args: argparse.Namespace):
+    """The :class:`~engine.analysis.sweep.SweepSpec` of the command line (``--spec`` or the grid options)."""
+    from engine.analysis.sweep import SweepSpec
+    from engine.cli.traces import trace_options
+
+    grid = {"--cluster": args.cluster, "--trace": args.trace, "--jobs": args.jobs, "--load": args.load,
+            "--load-scale": args.load_scale, "--schedulers": args.schedulers, "--seeds": args.seeds}
+    if args.spec is not None:
+        given = [k for k, v in grid.items() if v is not None]
+        if given:
+            raise EngineError(f"--spec holds the whole grid; do not also give {', '.join(given)}")
+        return SweepSpec.from_json(args.spec.read_bytes())
+    missing = [k for k in ("--cluster", "--schedulers") if grid[k] is None]
+    if missing:
+        raise EngineError(f"sweep needs {' and '.join(missing)} (or --spec FILE)")
+    if (args.trace is None) == (args.jobs is None):
+        raise EngineError("sweep needs either --trace FILE or --jobs N with --load L1,L2,...")
+    if args.jobs is not None and (args.load is None or args.load_scale is not None):
+        raise EngineError("--jobs needs --load L1,L2,... (--load-scale is for --trace)")
+    if args.trace is not None and args.load is not None:
+        raise EngineError("--load is for generated workloads (--jobs); a trace takes --load-scale X,Y")
+    options = {k: v for k, v in trace_options(args).items() if k != "load_scale" and v not in (None, False)}
+    return SweepSpec(clusters=tuple(args.cluster), schedulers=tuple(args.schedulers), seeds=args.seeds or 1,
+                     jobs=args.jobs, loads=tuple(args.load or args.load_scale or ()), trace=args.trace,
+                     trace_options=options if args.trace is not None else {})
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    from engine.analysis.sweep import run_sweep as sweep
+
+    spec = sweep_spec(args)
+    with progress("sweep", spec.cells, quiet=args.quiet, unit="cell") as on_progress:
+        frame = sweep(spec, address=args.address, num_cpus=args.num_cpus, on_progress=on_progress, keep_ray=False)
+    frame.to_csv(args.out, index=False)
+    meta, failures = frame.attrs["meta"], frame.attrs["failures"]
+    print(f"{spec.cells:,} cells ({len(spec.clusters)} cluster(s) x {len(spec.loads)} load(s) x {spec.seeds} "
+          f"seed(s) x {len(spec.schedulers)} scheduler(s)) on Ray at {meta['address']} ({meta['cpus']} CPUs): "
+          f"{meta['completed']:,} completed, {meta['failed']:,} failed in {meta['wall_s']:.1f} s; wrote {args.out}")
+    for f in failures[:SHOWN_FAILURES]:
+        print("failed: " + ", ".join(f"{k}={v}" for k, v in f.items() if k != "error") + f": {f['error']}",
+              file=sys.stderr)
+    if len(failures) > SHOWN_FAILURES:
+        print(f"... and {len(failures) - SHOWN_FAILURES} more failed cells (all in --json)", file=sys.stderr)
+    if args.json:
+        write_json(args.json, {**meta, "failures": failures})
+    return 1 if failures else 0
+
+
+# ------------------------------------------------------------------------------------------ plan
+def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    add_trace_arguments(parser)
+    parser.add_argument("--node", required=True, metavar="GPUS:TYPE", help="the node shape to count, e.g. 8:A100-80")
+    parser.add_argument("--scheduler", required=True, action="append", type=scheduler_list, metavar="NAME",
+                        help="scheduler (repeat, or A,B, to find which one needs the fewest GPUs)")
+    parser.add_argument("--target", required=True, metavar="METRIC<=VALUE",
+                        help="what the run must meet: any metric of compare --json with <= or >=, "
+                             "e.g. 'p95_wait_s<=1800'")
+    add_cluster_argument(parser, required=False,
+                         help="grow the group of --node's shape in this cluster (a node mix) instead of a "
+                              "cluster of that shape only")
+    parser.add_argument("--max-nodes", type=positive_int, default=1024, metavar="N",
+                        help="the most nodes tried (default 1024)")
+    parser.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
+    parser.add_argument("--json", type=output_path, metavar="FILE",
+                        help="write nodes, the metric at nodes and nodes - 1, and every probe as JSON")
+    _add_ray_arguments(parser)
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    from engine.analysis.metrics import METRICS
+    from engine.analysis.plan import parse_target, plan
+    from engine.analysis.sweep import finite_or_none
+
+    names = [n for group in args.scheduler for n in group]
+    if len(set(names)) != len(names):
+        raise EngineError(f"--scheduler lists a name more than once: {', '.join(names)}")
+    target = parse_target(args.target)
+    trace = load_trace_arg(args)
+    with progress("plan", quiet=args.quiet, unit="run") as on_progress:
+        frame = plan(trace.jobs, args.node, names, target, cluster=args.cluster, max_nodes=args.max_nodes,
+                     seed=args.seed, address=args.address, num_cpus=args.num_cpus, on_progress=on_progress)
+    meta, probes = frame.attrs["meta"], frame.attrs["probes"]
+    unit = METRICS[target.metric].unit
+    shape = meta["node"] if meta["cluster"] is None else f"{meta['node']} nodes added to {meta['cluster']}"
+    print(f"fewest nodes of {shape} meeting {target} on {trace.source} ({len(trace.jobs):,} jobs); "
+          f"{meta['runs']} runs in {meta['rounds']} rounds on Ray at {meta['address']} ({meta['cpus']} CPUs), "
+          f"{meta['wall_s']:.1f} s")
+    answers = {r["scheduler"]: r for r in _plain_rows(frame)}
+    rows = [[s, "-" if a["nodes"] is None else str(a["nodes"]), "-" if a["gpus"] is None else str(a["gpus"]),
+             format_value(a["value_at_nodes"], unit), format_value(a["value_at_nodes_minus_1"], unit),
+             a["error"] or ("" if a["nodes"] is not None else f"not met with {args.max_nodes} nodes")]
+            for s, a in answers.items()]
+    print(format_table(["scheduler", "nodes", "GPUs", f"{target.metric} at nodes", "at nodes - 1", "note"], rows))
+    if len(names) > 1 and meta["fewest_gpus"] is not None:
+        print(f"fewest GPUs: {meta['fewest_gpus']}")
+    if args.json:
+        best = answers[meta["fewest_gpus"] or names[0]]
+        write_json(args.json, {**best, "target": str(target), "node": meta["node"], "cluster": meta["cluster"],
+                               "schedulers": answers, "fewest_gpus": meta["fewest_gpus"],
+                               "probes": [{k: finite_or_none(v) for k, v in p.items()} for p in probes],
+                               "backend": meta["backend"], "address": meta["address"], "cpus": meta["cpus"],
+                               "rounds": meta["rounds"], "wall_s": meta["wall_s"]})
+    return 1 if frame["error"].notna().any() else 0
+
+
+def _plain_rows(frame) -> list[dict]:
+    """The plan frame's rows as plain JSON-ready values (counts ``int`` or ``None``, NaN ``None``)."""
+    import pandas as pd
+
+    return [{k: None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+             else int(v) if k in ("nodes", "gpus") else v for k, v in r.items()} for r in frame.to_dict("records")]

@@ -1,0 +1,87 @@
+"""Capacity plans: the answer meets the target and one node fewer does not (checked by direct runs), for one
+shape and for a group grown inside a mixed cluster; the search itself and the target's meaning."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from engine import make_scheduler, simulate
+from engine.analysis.metrics import summarize
+from engine.analysis.plan import PlanError, Target, _Search, grown_cluster, parse_node, parse_target, plan
+from engine.errors import UnknownNameError
+from engine.sim.cluster import parse_cluster
+from engine.traces.generator import generate
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def direct(cluster, jobs, scheduler: str) -> dict:
+    return summarize(simulate(cluster, jobs, make_scheduler(scheduler), seed=0)).to_dict()
+
+
+@pytest.mark.parametrize("base", [None, "1x8:A100-80"])
+def test_the_answer_is_the_fewest_nodes_meeting_the_target(ray_local, base):
+    jobs = generate("3x4:V100-32", 70, load=1.0, seed=2)
+    target = parse_target("mean_wait_s<=900")
+    answer = plan(jobs, "4:V100-32", ["fifo", "sjf"], target, cluster=base)
+    assert answer.attrs["meta"]["address"] == ray_local and answer.attrs["meta"]["cpus"] == 2
+    base_cluster = None if base is None else parse_cluster(base)
+    for row in answer.itertuples():
+        n = int(row.nodes)
+        assert n >= 1 and row.error is None
+        runs = {m: direct(grown_cluster((4, "V100-32"), m, base_cluster), jobs, row.scheduler) for m in range(1, n + 1)}
+        assert target.met_by(runs[n]) and row.value_at_nodes == runs[n]["mean_wait_s"]
+        assert not any(target.met_by(runs[m]) for m in range(1, n))  # fewest: every smaller count fails
+        if n > 1:
+            assert row.value_at_nodes_minus_1 == runs[n - 1]["mean_wait_s"]
+        assert row.gpus == grown_cluster((4, "V100-32"), n, base_cluster).n_gpus
+    probed = {(p["scheduler"], p["nodes"]) for p in answer.attrs["probes"]}
+    assert all((r.scheduler, int(r.nodes)) in probed for r in answer.itertuples())
+    fewest = answer.loc[answer.gpus.idxmin(), "scheduler"]
+    assert answer.attrs["meta"]["fewest_gpus"] == fewest
+
+
+def test_grown_cluster_keeps_the_other_groups():
+    base = parse_cluster("2x8:A100-80,3x4:V100-32")
+    assert grown_cluster((4, "V100-32"), 7, base).to_shorthand() == "2x8:A100-80,7x4:V100-32"
+    assert grown_cluster((4, "T4"), 2, base).to_shorthand() == "2x8:A100-80,3x4:V100-32,2x4:T4"
+    assert grown_cluster((8, "A100-80"), 3).to_shorthand() == "3x8:A100-80"
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+@pytest.mark.parametrize("answer", [1, 2, 37, 500])
+def test_search_brackets_the_smallest_count_and_runs_it_and_the_one_below(k, answer):
+    search, rounds = _Search(max_nodes=1024), 0
+    while not search.done:
+        counts = search.next_counts(k)
+        assert counts and len(counts) <= k
+        search.meets.update({n: n >= answer for n in counts})
+        rounds += 1
+    assert search.hi == answer and (answer == 1 or search.meets[answer - 1] is False)
+    assert rounds <= 2 * math.ceil(math.log2(1024)) + 1
+
+
+def test_a_target_no_count_meets_gives_no_answer():
+    jobs = generate("1x4:T4", 20, load=0.5, seed=1)
+    answer = plan(jobs, "4:T4", "fifo", "max_wait_s<=-1", max_nodes=3, backend="serial")
+    assert answer.nodes.isna().all() and [p["nodes"] for p in answer.attrs["probes"]] == [1, 2, 3]
+    assert answer.attrs["meta"]["fewest_gpus"] is None
+
+
+def test_targets_and_shapes_are_checked():
+    assert parse_target("p95_wait_s <= 1800") == Target("p95_wait_s", "<=", 1800.0)
+    assert parse_target("utilization>=0.5") == Target("utilization", ">=", 0.5)
+    with pytest.raises(UnknownNameError, match="unknown metric 'p95_wait'.*p95_wait_s"):
+        parse_target("p95_wait<=10")
+    for bad in ("p95_wait_s<10", "p95_wait_s<=nan", "p95_wait_s<=", ""):
+        with pytest.raises(PlanError):
+            parse_target(bad)
+    for bad in ("8", "8:NOPE", "8:A100-80,4:T4", "0:T4"):
+        with pytest.raises(PlanError, match="node shape"):
+            parse_node(bad)
+    t = Target("mean_wait_s", "<=", 100.0)
+    assert t.met_by({"mean_wait_s": 50.0, "unschedulable": 0})
+    assert not t.met_by({"mean_wait_s": 50.0, "unschedulable": 1})  # a job that never runs is not a short wait
+    assert not t.met_by({"mean_wait_s": None, "unschedulable": 0})

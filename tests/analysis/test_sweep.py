@@ -1,0 +1,146 @@
+"""Sweeps on Ray: rows equal the CLI's own generate + simulate runs, a failing cell is reported with its
+parameters while the others complete, specs round-trip through JSON and refuse bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from engine.analysis.metrics import METRICS
+from engine.analysis.sweep import CELL_COLUMNS, SweepError, SweepSpec, run_sweep, scale_submits
+from engine.cli import main
+from engine.errors import UnknownNameError
+from engine.schedulers import make_scheduler
+from engine.traces import load_trace, write_csv
+from engine.traces.generator import generate
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.timeout(300)  # Ray's start on a loaded 2-core machine takes tens of seconds
+
+
+def cli_metrics(tmp_path: Path, cluster: str, trace: str, scheduler: str, seed: int, *extra: str) -> dict:
+    """``python -m engine simulate ... --json`` (in-process): the metrics a sweep row must equal."""
+    out = tmp_path / f"sim-{scheduler}-{seed}.json"
+    assert main(["simulate", "--cluster", cluster, "--trace", trace, "--scheduler", scheduler, "--seed", str(seed),
+                 "--quiet", "--json", str(out), *extra]) == 0
+    return json.loads(out.read_text())
+
+
+def same(row: pd.Series, metrics: dict) -> bool:
+    return all((v is None and math.isnan(row[k])) or row[k] == v for k, v in metrics.items())
+
+
+def test_rows_equal_generate_then_simulate_on_the_command_line(ray_local, tmp_path, capsys):
+    spec = SweepSpec(clusters=("2x4:V100-32", "1x8:A100-80"), schedulers=("fifo", "sjf"), jobs=40,
+                     loads=(0.7, 1.3), seeds=2)
+    frame = run_sweep(spec)
+    assert frame.attrs["meta"]["backend"] == "ray" and frame.attrs["meta"]["address"] == ray_local
+    assert list(frame.columns) == [*CELL_COLUMNS, *METRICS]
+    assert len(frame) == spec.cells == 16 and not frame.attrs["failures"]
+    for cluster in spec.clusters:
+        for load in spec.loads:
+            for seed in range(spec.seeds):
+                trace = tmp_path / f"gen-{cluster.replace(':', '_')}-{load}-{seed}.csv"
+                assert main(["generate", "--cluster", cluster, "--jobs", "40", "--load", str(load), "--seed",
+                             str(seed), "--out", str(trace)]) == 0
+                for scheduler in spec.schedulers:
+                    row = frame[(frame.cluster == cluster) & (frame.load == load) & (frame.seed == seed)
+                                & (frame.scheduler == scheduler)]
+                    assert len(row) == 1
+                    assert same(row.iloc[0], cli_metrics(tmp_path, cluster, str(trace), scheduler, seed))
+    capsys.readouterr()
+    # The in-process backend (the benchmark's baseline) computes the same cells.
+    serial = run_sweep(spec, backend="serial")
+    pd.testing.assert_frame_equal(serial, frame)
+    assert serial.attrs["meta"]["backend"] == "serial"
+
+
+def test_trace_rows_equal_simulate_with_load_scale(ray_local, tmp_path, capsys):
+    trace = str(write_csv(generate("2x4:T4", 50, load=0.8, seed=4), tmp_path / "t.csv"))
+    spec = SweepSpec(clusters=("2x4:T4",), schedulers=("first-fit", "easy-backfill"), trace=trace,
+                     loads=(1.0, 2.5), seeds=2)
+    frame = run_sweep(spec)
+    assert len(frame) == 8
+    for row in frame.itertuples():
+        expected = cli_metrics(tmp_path, "2x4:T4", trace, row.scheduler, row.seed, "--load-scale", str(row.load))
+        assert same(frame.loc[row.Index], expected)
+    assert scale_submits(load_trace(trace).jobs, 2.5) == load_trace(trace, load_scale=2.5).jobs
+    capsys.readouterr()
+
+
+class _Broken:
+    """A scheduler that fails on clusters of more than 8 GPUs (a bug that shows on some cells only)."""
+
+    name = "broken"
+
+    def __init__(self):
+        self.inner = make_scheduler("fifo")
+
+    def reset(self, state):
+        if state.n_gpus > 8:
+            raise RuntimeError(f"cannot schedule {state.n_gpus} GPUs")
+        self.inner.reset(state)
+
+    def decide(self, state):
+        return self.inner.decide(state)
+
+
+def test_a_failing_cell_is_reported_with_its_parameters_and_the_others_complete(ray_local):
+    spec = SweepSpec(clusters=("2x4:V100-32", "2x8:V100-32"), schedulers=("fifo", "broken"), jobs=30,
+                     loads=(0.9,), seeds=2)
+    frame = run_sweep(spec, factories={"broken": _Broken})
+    failures = frame.attrs["failures"]
+    assert [(f["cluster"], f["load"], f["seed"], f["scheduler"]) for f in failures] == \
+        [("2x8:V100-32", 0.9, 0, "broken"), ("2x8:V100-32", 0.9, 1, "broken")]
+    assert all(f["error"] == "RuntimeError: cannot schedule 16 GPUs" for f in failures)
+    assert frame.attrs["meta"]["failed"] == 2 and frame.attrs["meta"]["completed"] == 6
+    assert set(zip(frame.cluster, frame.scheduler)) == {("2x4:V100-32", "fifo"), ("2x4:V100-32", "broken"),
+                                                        ("2x8:V100-32", "fifo")}
+    assert (frame.completed == 30).all()
+
+
+def test_spec_round_trips_through_json_and_refuses_bad_input():
+    spec = SweepSpec(clusters=("4x8:A100-80",), schedulers=("fifo", "sjf"), jobs=100, loads=(0.5, 1.0), seeds=3,
+                     generator={"users": 6, "arrival": "bursty"})
+    assert SweepSpec.from_json(spec.to_json()) == spec
+    trace_spec = SweepSpec(clusters=("2x4:T4",), schedulers=("fifo",), trace="t.csv",
+                           trace_options={"window": (0.0, 3600.0), "first": 10})
+    assert trace_spec.loads == (1.0,) and SweepSpec.from_json(trace_spec.to_json()) == trace_spec
+    bad = [
+        ({"clusters": ["2x4:T4"], "schedulers": ["fifo"]}, "either jobs"),
+        ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "jobs": 10, "loads": [0.5], "trace": "x"}, "not both"),
+        ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "jobs": 10, "loads": [0.5], "colour": 1}, "unknown keys"),
+        ({"clusters": ["2x4:T4"], "schedulers": ["fifo", "fifo"], "jobs": 10, "loads": [0.5]}, "more than once"),
+        ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "jobs": 10, "loads": [0.0]}, "numbers in (0, 100]"),
+        ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "jobs": 10, "loads": [0.5], "seeds": 0}, "seeds"),
+        ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "jobs": 10, "loads": [0.5], "generator": {"x": 1}},
+         "generator"),
+        ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "trace": "t.csv", "trace_options": 5}, "trace_options"),
+        ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "trace": "t.csv", "trace_options": {"window": 3}},
+         "window"),
+        ({"clusters": [f"{n}x4:T4" for n in range(1, 101)], "schedulers": [f"s{i}" for i in range(10)],
+          "jobs": 10, "loads": [0.1 * i for i in range(1, 101)], "seeds": 2}, "at most 100,000"),
+    ]
+    for data, message in bad:
+        with pytest.raises(SweepError, match="(?s).*" + message.replace("(", r"\(").replace(")", r"\)")):
+            SweepSpec.from_dict(data)
+    with pytest.raises(SweepError, match="not valid JSON"):
+        SweepSpec.from_json("{")
+
+
+def test_unknown_names_fail_before_any_cell_runs():
+    with pytest.raises(UnknownNameError, match="unknown scheduler 'nope'"):
+        run_sweep(SweepSpec(clusters=("2x4:T4",), schedulers=("fifo", "nope"), jobs=5, loads=(0.5,)))
+
+
+def test_import_engine_imports_neither_ray_nor_pandas():
+    code = ("import sys, engine; assert callable(engine.sweep) and callable(engine.plan); "
+            "print(sorted(m for m in ('ray', 'pandas') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,95 @@
+"""The Explore page under AppTest, on the session's local Ray: a sweep's curves, heatmap, table and downloads
+(the spec downloaded is one the CLI takes back), and a capacity plan's answer and curve."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine import make_scheduler, parse_cluster, simulate
+from engine.analysis.metrics import summarize
+from engine.analysis.sweep import SweepSpec
+from engine.traces.generator import generate
+
+from tests.app.test_pages import APP, errors
+
+pytestmark = pytest.mark.timeout(300)
+QUERY = {"cluster": "2x4:V100-32", "sched": "fifo,sjf", "w.n_jobs": "40"}
+
+
+def explore() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=240)
+    for k, v in QUERY.items():
+        at.query_params[k] = v
+    at.run()
+    at.switch_page("app_pages/explore.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def test_a_sweep_shows_curves_with_bands_a_heatmap_and_the_rows(ray_local):
+    at = explore()
+    assert at.title[0].value == "Explore" and not errors(at)
+    at.text_input(key="sweep_loads").set_value("0.6,1.2")
+    at.number_input(key="sweep_seeds").set_value(2)
+    at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    assert any("8 of 8 cells completed on Ray (2 CPUs)" in s.value for s in at.success)
+    curves, heatmap = charts(at)[:2]
+    lines = [t for t in curves["data"] if t.get("mode") == "lines+markers"]
+    assert [t["name"] for t in lines] == ["fifo", "sjf"] and all(t["x"] == [0.6, 1.2] for t in lines)
+    assert sum(t.get("fill") == "toself" for t in curves["data"]) == 2  # a 95 % band per scheduler
+    assert "p95 wait (s)" in curves["layout"]["title"]["text"]
+    assert heatmap["data"][0]["type"] == "heatmap" and heatmap["data"][0]["x"] == ["0.6", "1.2"]
+    table = at.dataframe[-1].value
+    assert len(table) == 8 and list(table.columns[:4]) == ["cluster", "load", "seed", "scheduler"]
+    # The row of a cell is that cell's run: load 1.2, seed 1, sjf on the generated workload of the scenario.
+    jobs = generate("2x4:V100-32", 40, load=1.2, seed=1, users=6)
+    expected = summarize(simulate(parse_cluster("2x4:V100-32"), jobs, make_scheduler("sjf"), seed=1))
+    row = table[(table.load == 1.2) & (table.seed == 1) & (table.scheduler == "sjf")].iloc[0]
+    assert row["mean_wait_s"] == expected.mean_wait_s
+    # Another metric redraws the curves without rerunning the sweep.
+    at.selectbox(key="sweep_metric").select("utilization").run()
+    assert "GPU utilisation" in charts(at)[0]["layout"]["title"]["text"]
+    labels = {d.proto.label for d in at.get("download_button")}
+    assert {"Results (CSV, one row per cell)", "Sweep spec (JSON, for python -m engine sweep --spec)"} <= labels
+    spec = at.session_state["explore_sweep"]["spec"]
+    assert SweepSpec.from_json(spec.to_json()) == spec and spec.generator == {"users": 6, "arrival": "poisson"}
+
+
+def test_a_capacity_plan_shows_the_fewest_nodes_and_its_curve(ray_local):
+    at = explore()
+    at.text_input(key="plan_node").set_value("4:V100-32")
+    at.selectbox(key="plan_metric").select("mean_wait_s")
+    at.number_input(key="plan_value").set_value(900.0)
+    at.button(key="FormSubmitter:plan_form-▶ Find the fewest nodes").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    answer = at.session_state["explore_plan"]["answer"]
+    shown = {m.label: m.value for m in at.metric}
+    for row in answer.itertuples():
+        assert shown[row.scheduler] == f"{row.nodes} nodes · {row.gpus} GPUs"
+    figure = next(c for c in charts(at) if "against nodes" in c["layout"]["title"]["text"])
+    assert {t["name"] for t in figure["data"] if t.get("mode") == "lines+markers"} == {"fifo", "sjf"}
+    assert figure["layout"]["shapes"][0]["y0"] == 900.0  # the target line
+
+
+def test_a_bad_grid_is_an_inline_error():
+    at = explore()
+    at.text_input(key="sweep_loads").set_value("0.5,abc")
+    at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
+    assert not at.exception
+    assert any("expected comma-separated numbers > 0" in e for e in errors(at)), errors(at)
+
+
+def test_more_clusters_are_shorthand_only_never_a_path_on_the_server():
+    at = explore()
+    at.text_area(key="sweep_clusters").set_value("openb:/etc/passwd")
+    at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
+    assert not at.exception and "explore_sweep" not in at.session_state
+    assert any("expected NODESxGPUS:TYPE" in e for e in errors(at)), errors(at)

@@ -1,0 +1,47 @@
+"""Figures of sweeps and plans: the band is mean +/- the 95 % CI over seeds, the heatmap holds means, the plan's
+answers are marked."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from engine.analysis.evaluate import mean_ci
+from engine.viz.explore import plan_figure, sweep_curves_figure, sweep_heatmap_figure
+
+
+@pytest.fixture
+def frame() -> pd.DataFrame:
+    rows = [{"cluster": c, "load": load, "seed": seed, "scheduler": s, "p95_wait_s": 100 * load + 10 * seed + k}
+            for c in ("2x4:T4", "4x4:T4") for load in (0.5, 1.0) for seed in range(3)
+            for k, s in enumerate(("fifo", "sjf"))]
+    return pd.DataFrame(rows)
+
+
+def test_curves_have_one_panel_per_cluster_and_the_confidence_band(frame):
+    fig = sweep_curves_figure(frame, "p95_wait_s").to_plotly_json()
+    assert [a["text"] for a in fig["layout"]["annotations"]] == ["2x4:T4", "4x4:T4"]
+    lines = [t for t in fig["data"] if t["mode"] == "lines+markers"]
+    assert [t["name"] for t in lines] == ["fifo", "sjf", "fifo", "sjf"]
+    mean, half = mean_ci([100 * 1.0 + 10 * seed + 1 for seed in range(3)])
+    sjf, band = lines[1], next(t for t in fig["data"] if t.get("fill") == "toself" and t["legendgroup"] == "sjf")
+    assert list(sjf["x"]) == [0.5, 1.0] and sjf["y"][1] == pytest.approx(mean)
+    assert band["y"][1] == pytest.approx(mean + half) and band["y"][2] == pytest.approx(mean - half)
+
+
+def test_heatmap_holds_the_mean_over_the_other_parameters(frame):
+    fig = sweep_heatmap_figure(frame, "p95_wait_s", "load", "scheduler").to_plotly_json()
+    heat = fig["data"][0]
+    assert list(heat["x"]) == ["0.5", "1.0"] and list(heat["y"]) == ["fifo", "sjf"]
+    assert heat["z"][1][0] == pytest.approx(frame.query("load == 0.5 and scheduler == 'sjf'").p95_wait_s.mean())
+    with pytest.raises(ValueError, match="two different ones"):
+        sweep_heatmap_figure(frame, "p95_wait_s", "load", "load")
+
+
+def test_plan_figure_marks_each_answer_and_the_target():
+    probes = [{"scheduler": "fifo", "nodes": n, "gpus": 4 * n, "value": 1000 / n, "meets": n >= 4,
+               "unschedulable": 0} for n in (1, 2, 3, 4, 8)]
+    fig = plan_figure(probes, {"fifo": 4}, "p95_wait_s", 300.0).to_plotly_json()
+    line, star = fig["data"]
+    assert list(line["x"]) == [1, 2, 3, 4, 8] and list(star["x"]) == [4] and star["marker"]["symbol"] == "star"
+    assert fig["layout"]["shapes"][0]["y0"] == 300.0
