@@ -18,9 +18,9 @@ ALLOWED = {
     "schedulers": {"errors", "sim"},
     "plugins": {"errors"},
     "traces": {"errors", "sim"},
-    "analysis": {"errors", "sim", "schedulers", "traces"},
-    "viz": {"errors", "sim", "analysis"},
-    "rl": {"errors", "sim", "schedulers", "traces", "analysis", "viz"},
+    "analysis": {"errors", "sim", "schedulers", "traces", "plugins"},
+    "viz": {"errors", "sim", "plugins", "analysis"},
+    "rl": {"errors", "sim", "schedulers", "plugins", "traces", "analysis", "viz"},
     "cli": {"errors", "sim", "schedulers", "plugins", "traces", "analysis", "viz", "rl"},
 }
 

@@ -149,7 +149,7 @@ def plan(trace: str | Sequence[Job], node: str, schedulers: str | Sequence[str],
          trace_options: Mapping[str, Any] | None = None, probes_per_round: int | None = None,
          backend: str = "ray", address: str | None = None, num_cpus: int | None = None,
          on_progress: Callable[[int, int], None] | None = None,
-         factories: Mapping[str, Callable[[], Scheduler]] | None = None):
+         factories: Mapping[str, Callable[[], Scheduler]] | None = None, plugins: Sequence[str] = ()):
     """The fewest nodes of shape ``node`` for which each scheduler's run on ``trace`` meets ``target``.
 
     Args:
@@ -161,7 +161,7 @@ def plan(trace: str | Sequence[Job], node: str, schedulers: str | Sequence[str],
         max_nodes: the most nodes tried (at most :data:`MAX_NODES`).
         seed: the simulation seed of every run.
         probes_per_round: runs per scheduler per round (default: the CPUs of the Ray cluster, at least 2).
-        backend, address, num_cpus, factories: as in :func:`engine.analysis.sweep.run_sweep`.
+        backend, address, num_cpus, factories, plugins: as in :func:`engine.analysis.sweep.run_sweep`.
         on_progress: called with ``(runs done, runs submitted so far)``.
 
     Returns:
@@ -195,7 +195,7 @@ def plan(trace: str | Sequence[Job], node: str, schedulers: str | Sequence[str],
     probes: dict[tuple[str, int], dict[str, Any]] = {}
     rounds = submitted = finished = 0
     t0 = time.perf_counter()
-    with Runner(backend, address, num_cpus=num_cpus) as runner:
+    with Runner(backend, address, num_cpus=num_cpus, plugins=plugins) as runner:
         ref = runner.put(jobs)
         k = probes_per_round or max(2, runner.cpus)
         while active := [s for s, search in searches.items() if not search.done]:

@@ -31,10 +31,12 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from engine.analysis.metrics import METRICS, summarize
 from engine.errors import EngineError
+from engine.plugins import load_plugin
 from engine.schedulers import make_scheduler
 from engine.sim.cluster import Cluster, parse_cluster
 from engine.sim.job import Job
@@ -208,9 +210,12 @@ def curve_stats(frame, metric: str):
 
 
 def run_cell(cluster: Cluster, jobs: Sequence[Job], scheduler: str, seed: int,
-             factory: Callable[[], Scheduler] | None = None) -> dict[str, Any]:
+             factory: Callable[[], Scheduler] | None = None, plugins: Sequence[str] = ()) -> dict[str, Any]:
     """One cell: ``scheduler`` (or what ``factory`` builds) on ``jobs`` with simulation seed ``seed``; returns
-    ``summarize(result).to_dict()``. This is the Ray task (workers import this module by name)."""
+    ``summarize(result).to_dict()``. This is the Ray task (workers import this module by name); ``plugins`` are
+    imported first (:func:`engine.plugins.load_plugin`, once per worker), so their schedulers have names there."""
+    for plugin in plugins:
+        load_plugin(plugin)
     built = factory() if factory is not None else make_scheduler(scheduler)
     return summarize(simulate(cluster, jobs, built, seed=seed)).to_dict()
 
@@ -236,10 +241,12 @@ class Runner:
     """
 
     def __init__(self, backend: str = "ray", address: str | None = None, *, num_cpus: int | None = None,
-                 keep_ray: bool = True) -> None:
+                 keep_ray: bool = True, plugins: Sequence[str] = ()) -> None:
         if backend not in BACKENDS:
             raise EngineError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")
         self.backend, self.keep_ray = backend, keep_ray
+        # A plug-in file is named by its absolute path: workers on this machine find it wherever they run.
+        self.plugins = tuple(str(Path(p).resolve()) if p.endswith(".py") else p for p in plugins)
         self.requested_address = address or os.environ.get("RAY_ADDRESS") or None
         self.num_cpus = num_cpus
         self.started_ray = False
@@ -290,9 +297,9 @@ class Runner:
                factory: Callable[[], Scheduler] | None = None) -> None:
         """Start one cell (on Ray it is queued at once; serially it runs when :meth:`completed` reaches it)."""
         if self.backend == "serial":
-            self._pending[key] = (cluster, jobs_ref, scheduler, seed, factory)
+            self._pending[key] = (cluster, jobs_ref, scheduler, seed, factory, self.plugins)
         else:
-            self._pending[self._remote.remote(cluster, jobs_ref, scheduler, seed, factory)] = key
+            self._pending[self._remote.remote(cluster, jobs_ref, scheduler, seed, factory, self.plugins)] = key
 
     def completed(self) -> Iterator[tuple[Any, dict[str, Any] | BaseException]]:
         """Every submitted cell, as it completes: ``(key, summary)`` or ``(key, the exception it raised)``."""
@@ -407,7 +414,8 @@ def _load_spec_trace(spec: SweepSpec) -> tuple[Job, ...]:
 def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backend: str = "ray",
               address: str | None = None, num_cpus: int | None = None,
               on_progress: Callable[[int, int], None] | None = None,
-              factories: Mapping[str, Callable[[], Scheduler]] | None = None, keep_ray: bool = True):
+              factories: Mapping[str, Callable[[], Scheduler]] | None = None, keep_ray: bool = True,
+              plugins: Sequence[str] = ()):
     """Simulate every cell of ``spec`` and return a pandas frame, one row per completed cell in grid order.
 
     Args:
@@ -420,6 +428,8 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
         factories: schedulers that are not in the registry, by the name ``spec.schedulers`` gives them: each
             cell calls its factory (on the worker; Ray pickles it) to build a fresh one.
         keep_ray: leave a Ray started by this call running (for the next sweep) instead of shutting it down.
+        plugins: plug-in files or modules (``--plugin``) every worker imports before it builds a scheduler; they
+            must be loaded here too (their names are checked before anything runs).
 
     Returns:
         Columns :data:`CELL_COLUMNS` then every key of :data:`~engine.analysis.metrics.METRICS` (undefined values
@@ -441,7 +451,7 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
     rows: dict[tuple, dict[str, Any]] = {}
     failures: dict[tuple, CellFailure] = {}
     t0 = time.perf_counter()
-    with Runner(backend, address, num_cpus=num_cpus, keep_ray=keep_ray) as runner:
+    with Runner(backend, address, num_cpus=num_cpus, keep_ray=keep_ray, plugins=plugins) as runner:
         for key, cluster, jobs_ref in _workloads(spec, clusters, base, runner):
             for scheduler in spec.schedulers:
                 runner.submit((*key, scheduler), cluster, jobs_ref, scheduler, key[2], factories.get(scheduler))

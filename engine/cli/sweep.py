@@ -18,6 +18,7 @@ from pathlib import Path
 
 from engine.cli.common import (
     add_cluster_argument,
+    add_plugin_argument,
     add_trace_arguments,
     format_table,
     format_value,
@@ -59,6 +60,7 @@ def _add_ray_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-cpus", type=positive_int, metavar="N",
                         help="CPUs of the local Ray started when there is no address (default: all)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_plugin_argument(parser)  # imported by main here, and by every Ray worker before it builds a scheduler
 
 
 # ------------------------------------------------------------------------------------------ sweep
@@ -118,7 +120,8 @@ def run_sweep(args: argparse.Namespace) -> int:
 
     spec = sweep_spec(args)
     with progress("sweep", spec.cells, quiet=args.quiet, unit="cell") as on_progress:
-        frame = sweep(spec, address=args.address, num_cpus=args.num_cpus, on_progress=on_progress, keep_ray=False)
+        frame = sweep(spec, address=args.address, num_cpus=args.num_cpus, on_progress=on_progress, keep_ray=False,
+                      plugins=args.plugin)
     frame.to_csv(args.out, index=False)
     meta, failures = frame.attrs["meta"], frame.attrs["failures"]
     print(f"{spec.cells:,} cells ({len(spec.clusters)} cluster(s) x {len(spec.loads)} load(s) x {spec.seeds} "
@@ -166,7 +169,8 @@ def run_plan(args: argparse.Namespace) -> int:
     trace = load_trace_arg(args)
     with progress("plan", quiet=args.quiet, unit="run") as on_progress:
         frame = plan(trace.jobs, args.node, names, target, cluster=args.cluster, max_nodes=args.max_nodes,
-                     seed=args.seed, address=args.address, num_cpus=args.num_cpus, on_progress=on_progress)
+                     seed=args.seed, address=args.address, num_cpus=args.num_cpus, on_progress=on_progress,
+                     plugins=args.plugin)
     meta, probes = frame.attrs["meta"], frame.attrs["probes"]
     unit = METRICS[target.metric].unit
     shape = meta["node"] if meta["cluster"] is None else f"{meta['node']} nodes added to {meta['cluster']}"

@@ -12,7 +12,6 @@ from engine import make_scheduler, parse_cluster, simulate
 from engine.analysis.metrics import summarize
 from engine.analysis.sweep import SweepSpec
 from engine.traces.generator import generate
-
 from tests.app.test_pages import APP, errors
 
 pytestmark = pytest.mark.timeout(300)
