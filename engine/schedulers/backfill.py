@@ -22,7 +22,7 @@ import heapq
 import math
 import sys
 from bisect import bisect_right
-from typing import Final, Iterator
+from typing import Final, Generator, Iterator
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -197,18 +197,23 @@ class EasyBackfill:
                 self._fits.keep(state, failed)
 
     def _decide(self, state: ClusterState, failed: set[int]) -> Iterator[Decision]:
-        jobs, job_shape = state.jobs, state.job_shape
         self._sync_placements(state)
-        arrived, rank = self._arrived, self._rank
+        arrived, rank, job_shape = self._arrived, self._rank, state.job_shape
         for j in state.entered:
             arrived[job_shape[j]].append(rank[j])
-        # FIFO phase: start jobs in arrival order until one does not fit: the head.
-        head: Job | None = None
+        head = yield from self._fifo_phase(state, failed)
+        if head is not None and state.free_capacity > FRACTION_EPS:
+            yield from self._backfill_phase(state, failed, head)
+
+    def _fifo_phase(self, state: ClusterState, failed: set[int]) -> Generator[Decision, None, Job | None]:
+        """Start jobs in arrival order until one does not fit: returns that job, the head (``None`` if every
+        waiting job started or the cluster is full)."""
+        jobs, job_shape = state.jobs, state.job_shape
         full = state.free_capacity <= FRACTION_EPS  # changes only when a job starts
         placed = self._placed
         for j in self.order.candidates(state):  # (the ordering reads state.entered on its first step)
             if full:
-                return
+                return None
             sid = job_shape[j]
             if sid in failed:
                 gpus = None
@@ -218,14 +223,16 @@ class EasyBackfill:
             if gpus is None:
                 head = jobs[j]
                 self._fits.fail(state, failed, sid, head)
-                break
+                return head
             yield Start(j, gpus)
             self._started(state, j, gpus)
             full = state.free_capacity <= FRACTION_EPS
-        if head is None or full:
-            return
-        # Backfill phase: the next job in arrival order, over all shapes, that may start without delaying
-        # the head. heap: ranks of jobs, at most one per shape valid at a time: its entry in ``nxt``.
+        return None
+
+    def _backfill_phase(self, state: ClusterState, failed: set[int], head: Job) -> Iterator[Decision]:
+        """Start every later job, in arrival order over all shapes, that may start without delaying ``head``."""
+        jobs, job_shape = state.jobs, state.job_shape
+        # heap: ranks of jobs, at most one per shape valid at a time: its entry in ``nxt``.
         res: Reservation | None = None  # computed once some later job fits
         # Per shape (lists indexed by shape id: cheaper to read and write than dicts): the rank of its job in the
         # heap that is next to try (-1: none).
