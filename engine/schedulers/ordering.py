@@ -105,9 +105,7 @@ class StaticKeyOrder:
             n = len(items)
             while head < n and not state.is_waiting(job_of[items[head]]):
                 head += 1
-            if head * 2 > n:
-                del items[:head]
-                head = 0
+            head = cut_front(items, head)
         self._head = head
         for i in range(head, len(items)):
             j = job_of[items[i]]
@@ -138,9 +136,7 @@ class StaticKeyOrder:
             while not state.is_waiting(job_of[ranks[i]]):  # a waiting shape has an entry of a waiting job
                 i += 1
             self._listed -= i - heads[sid]
-            if i * 2 > len(ranks):
-                del ranks[:i]
-                i = 0
+            i = cut_front(ranks, i)
             heads[sid] = i
             shapes.append(sid)
             at.append(i)
@@ -167,6 +163,16 @@ class StaticKeyOrder:
             shapes[k], at[k] = shapes[last], at[last]
             shapes.pop()
             at.pop()
+
+
+def cut_front(ranks: list[int], head: int) -> int:
+    """The sorted list ``ranks`` is read from ``head`` on; entries before it are dead. Deleting a list's front moves
+    all the rest, so the dead front is cut off only once it is half the list (amortised O(1) per entry); returns
+    the new head."""
+    if head * 2 > len(ranks):
+        del ranks[:head]
+        return 0
+    return head
 
 
 def _insert(ranks: list[int], lo: int, r: int) -> bool:

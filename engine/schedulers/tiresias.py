@@ -29,7 +29,7 @@ from typing import Callable, Final, Iterator
 import numpy as np
 from mypy_extensions import mypyc_attr
 
-from engine.schedulers.ordering import arrival_ranks
+from engine.schedulers.ordering import arrival_ranks, cut_front
 from engine.schedulers.placement import FAILURES_PERSIST, PLACEMENTS, FitMemory, Placement, first_fit, reset_placement
 from engine.schedulers.registry import SchedulerSpec, register
 from engine.sim.agenda import Agenda
@@ -54,9 +54,8 @@ DEFAULT_THRESHOLDS_GPU_S: Final = (3600.0, 36000.0)
 
 
 class _Ranks:
-    """Ranks in increasing order, from ``head`` on: the front is dropped by moving ``head``, and cut off only
-    once it is half the list (deleting a list's front moves all the rest; a long queue would pay that at
-    every start)."""
+    """Ranks in increasing order, from ``head`` on: the front is dropped by moving ``head`` (see
+    :func:`~engine.schedulers.ordering.cut_front`)."""
 
     def __init__(self, rank: int) -> None:
         self.ranks = [rank]
@@ -70,11 +69,7 @@ class _Ranks:
             insort(ranks, rank, self.head)
 
     def pop_front(self) -> None:
-        head = self.head + 1
-        if head * 2 > len(self.ranks):
-            del self.ranks[:head]
-            head = 0
-        self.head = head
+        self.head = cut_front(self.ranks, self.head + 1)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a public base: subclassable compiled too (ARCHITECTURE.md)
