@@ -22,7 +22,7 @@ from engine import EngineError, Job, Result, make_scheduler, simulate
 from engine.analysis.metrics import Summary, compare, job_frame, summarize
 from engine.analysis.scenario import Scenario, content_hash
 from engine.sim.cluster import Cluster
-from engine.viz import charts
+from engine.viz import charts, tables
 
 REPO = Path(__file__).resolve().parents[1]
 #: Largest trace file the app accepts, MiB (``.streamlit/config.toml`` sets ``server.maxUploadSize`` to match).
@@ -31,6 +31,8 @@ MAX_UPLOAD_MB = 50
 MODELS_DIR = REPO / "models"
 
 _SCENARIO, _RESULTS = "scenario", "results"
+#: Session key: the name of a trace upload that did not load (the scenario still holds the previous workload).
+FAILED_UPLOAD = "failed_upload"
 
 
 # ----------------------------------------------------------------------------- errors
@@ -276,6 +278,8 @@ def sidebar() -> None:
     else:
         side.markdown(f"**Workload** · trace `{w.trace_name}` ({w.trace_format or 'auto-detected'}, "
                       f"sha256 {w.trace_sha256[:10]}…)")
+    if st.session_state.get(FAILED_UPLOAD):
+        side.warning(f"{st.session_state[FAILED_UPLOAD]} did not load; the workload above is still in use.")
     side.markdown("**Schedulers** · " + (", ".join(f"`{s}`" for s in sc.schedulers) or "none"))
     side.download_button("Scenario JSON", sc.to_json(), file_name="scenario.json", mime="application/json",
                          key="sidebar_scenario_json", width="stretch")
@@ -289,11 +293,5 @@ def sidebar() -> None:
     side.caption("The page's link (address bar) also reproduces this scenario.")
 
 
-def fmt_seconds(s: float) -> str:
-    """A duration for people: ``42 s``, ``3.5 min``, ``2.1 h``."""
-    if s != s:  # NaN
-        return "–"
-    for unit, div in (("d", 86400), ("h", 3600), ("min", 60)):
-        if abs(s) >= 2 * div:
-            return f"{s / div:.3g} {unit}"
-    return f"{s:.3g} s"
+#: A duration for people (``42 s``, ``3.5 min``, ``2.1 h``, ``178 d``).
+fmt_seconds = tables.human_seconds

@@ -8,9 +8,10 @@ import streamlit as st
 
 from app_pages import common
 from engine import SCHEDULERS
+from engine.analysis import never_ran
 from engine.analysis.metrics import METRICS, best_columns
 from engine.analysis.presets import PRESETS
-from engine.viz import charts
+from engine.viz import charts, tables
 
 st.title("Compare schedulers")
 sc = common.scenario()
@@ -53,45 +54,38 @@ if saved is None:
     st.info("Pick schedulers and press **Run comparison**. Presets on the Home page fill in a ready-made scenario.")
     st.stop()
 ran_sc, results = saved
+if st.session_state.get(common.FAILED_UPLOAD):
+    st.warning(f"Your last upload ({st.session_state[common.FAILED_UPLOAD]}) did not load: these results are for "
+               "the workload shown in the sidebar, not for that file.")
 if ran_sc.workload_key() != sc.workload_key():
     st.warning("These results are for an earlier cluster or workload; press **Run comparison** to update them.")
 elif set(results) != set(chosen):
     st.caption("Showing the last run; press **Run comparison** to include your new choice of schedulers.")
 
-# ---------------------------------------------------------------- KPI table
+# ---------------------------------------------------------------- never ran, KPI table
 views = common.comparison_for(ran_sc, results)
 summaries, table = views.summaries, views.table
+missing = never_ran.of_result(next(iter(results.values())))  # the same jobs never run under every scheduler
+if missing.count:
+    st.warning(missing.sentence(), icon="⚠️")
 best = best_columns(table)
 st.subheader("Key metrics")
-rows = [k for k in METRICS if METRICS[k].better is not None]
-
-
-def _label(key: str) -> str:
-    m = METRICS[key]
-    arrow = "↓" if m.better == "lower" else "↑"
-    return f"{m.label} ({m.unit}) {arrow}"
-
-
-shown = table.loc[rows].copy()
-shown.index = [_label(k) for k in rows]
+rows = [k for k in METRICS if METRICS[k].better is not None or k == "unschedulable"]
+shown = tables.metrics_table(table, rows)
 
 
 def _highlight(frame: pd.DataFrame) -> pd.DataFrame:
     styles = pd.DataFrame("", index=frame.index, columns=frame.columns)
-    for key, label in zip(rows, frame.index):
+    for i, key in enumerate(rows):
         for col in best.get(key, ()):
-            styles.loc[label, col] = "background-color: #c7e9c0; font-weight: 600"
+            styles.loc[i, col] = "background-color: #c7e9c0; font-weight: 600"
     return styles
 
 
-def _number(v: float) -> str:
-    return "–" if v != v else f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
-
-
-st.dataframe(shown.style.apply(_highlight, axis=None).format(_number), width="stretch",
-             key="kpi_table")
-st.caption("Best value per metric in green (↓ lower is better, ↑ higher is better). "
-           "Definitions are on the Learn page.")
+st.dataframe(shown.style.apply(_highlight, axis=None), width="stretch", hide_index=True, key="kpi_table",
+             height=38 + 35 * len(rows), column_config={"metric": st.column_config.TextColumn("metric", width="large")})
+st.caption("Best value per metric in green (↓ lower is better, ↑ higher is better); durations in s, min, h or d "
+           "as each value needs. Wait and JCT are over the jobs that ran. Definitions are on the Learn page.")
 
 # ---------------------------------------------------------------- timelines
 st.subheader("Per-GPU timelines")
@@ -128,7 +122,7 @@ d1, d2, d3 = st.columns(3)
 # The CSV is built only when someone downloads it (it takes longer than drawing a chart).
 d1.download_button("Results (CSV, one row per job)", lambda: all_jobs.to_csv(index=False), file_name="results.csv",
                    mime="text/csv", key="download_csv", width="stretch")
-payload = {"scenario": ran_sc.to_dict(),
+payload = {"scenario": ran_sc.to_dict(), "never_ran": missing.to_dict(),
            "summaries": {n: {k: None if isinstance(v, float) and not math.isfinite(v) else v
                              for k, v in s.to_dict().items()} for n, s in summaries.items()}}
 d2.download_button("Results (JSON, metrics)", json.dumps(payload, indent=2, default=float),

@@ -140,11 +140,14 @@ def test_upload_through_the_column_mapping_form_with_a_time_unit():
     data = b"t0,run,n_gpu,team\n0,60000,1,a\n30000,120000,2,b\n90000,60000,1,a\n"
     at = app("app_pages/workload.py")
     at.selectbox(key="up_format").select("mapped").run()
-    at.selectbox(key="up_unit").select("ms")
-    for field, column in (("submit", "t0"), ("duration", "run"), ("gpus", "n_gpu"), ("user", "team")):
-        at.text_input(key=f"map_{field}").input(column)
     at.file_uploader(key="trace_upload").upload("other.csv", data)
     at.run()
+    # The file's columns, a preview and a guessed map; durations of 17 h to 33 h read as seconds are plausible.
+    assert any("`t0`, `run`, `n_gpu`, `team`" in m.value for m in at.markdown)
+    assert list(at.dataframe[0].value.columns) == ["t0", "run", "n_gpu", "team"]
+    assert [at.selectbox(key=f"map_{f}").value for f in ("submit", "duration", "end", "gpus", "user")] == \
+        ["t0", "run", "(none)", "n_gpu", "team"]
+    at.selectbox(key="up_unit").select("ms")
     at.button(key="load_trace").click().run()
     assert not at.exception and not errors(at), errors(at)
     assert metric(at, "Jobs kept") == "3" and metric(at, "Users") == "2"
@@ -206,7 +209,10 @@ def test_compare_produces_kpis_charts_and_downloads():
     at.button(key="compare_run").click().run()
     assert not at.exception and not errors(at)
     kpi = at.dataframe[0].value
-    assert list(kpi.columns) == ["fifo", "first-fit"] and any("Mean wait (s)" in i for i in kpi.index)
+    assert list(kpi.columns) == ["metric", "fifo", "first-fit"] and "Mean wait ↓" in set(kpi["metric"])
+    never = kpi[kpi["metric"] == "Never ran (cannot fit the cluster)"]
+    assert list(never.iloc[0])[1:] == ["0", "0"] and not at.warning
+    assert all(v == "–" or v.endswith((" s", " min", " h", " d")) for v in kpi[kpi["metric"] == "Mean wait ↓"].iloc[0][1:])
     specs = charts_of(at)
     timeline = specs[0]
     assert timeline["layout"]["meta"]["mode"] == "bars" and len(timeline["frames"]) == 200
@@ -246,7 +252,7 @@ def test_results_persist_and_unchanged_runs_are_reused(monkeypatch):
     at.multiselect(key="compare_schedulers").select("sjf").run()
     at.button(key="compare_run").click().run()
     assert sorted(calls) == ["fifo", "first-fit", "sjf"]
-    assert list(at.dataframe[0].value.columns) == ["fifo", "first-fit", "sjf"]
+    assert list(at.dataframe[0].value.columns) == ["metric", "fifo", "first-fit", "sjf"]
 
 
 def test_learn_worked_example_runs_for_every_registered_scheduler():
@@ -293,7 +299,7 @@ def test_home_preset_opens_compare_ready_to_run():
     assert at.title[0].value == "Compare schedulers"
     assert at.query_params["w.preset"] == name and at.query_params["sched"] == ",".join(PRESETS[name].schedulers)
     at.button(key="compare_run").click().run()
-    assert not errors(at) and list(at.dataframe[0].value.columns) == list(PRESETS[name].schedulers)
+    assert not errors(at) and list(at.dataframe[0].value.columns)[1:] == list(PRESETS[name].schedulers)
 
 
 def test_compare_runs_a_trained_agent_next_to_a_heuristic():
@@ -304,4 +310,78 @@ def test_compare_runs_a_trained_agent_next_to_a_heuristic():
     assert agents[0] in at.multiselect(key="compare_schedulers").options
     at.button(key="compare_run").click().run()
     assert not at.exception and not errors(at), errors(at)
-    assert list(at.dataframe[0].value.columns) == ["fifo", agents[0]]
+    assert list(at.dataframe[0].value.columns) == ["metric", "fifo", agents[0]]
+
+
+#: A cluster of 8 T4s with a workload whose widest jobs ask for 16: they can never run there.
+NARROW = {"cluster": "2x4:T4", "sched": "fifo,sjf", "w.n_jobs": "60"}
+
+
+def _wide_trace() -> bytes:
+    rows = ["submit_s,duration_s,gpus,user"] + [f"{10 * i},{300 + i},{16 if i % 10 == 3 else 1 + i % 4},u{i % 3}"
+                                                for i in range(60)]
+    return ("\n".join(rows) + "\n").encode()
+
+
+def test_never_ran_jobs_are_stated_on_workload_before_a_run_and_on_compare():
+    at = app("app_pages/workload.py", query=NARROW)
+    at.file_uploader(key="trace_upload").upload("wide.csv", _wide_trace(), "text/csv")
+    at.run()
+    at.button(key="load_trace").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    sentence = ("6 of 60 jobs (10.0 %) can never run on this cluster: the widest (job 3) needs 16 GPUs of one type; "
+                "the most any allowed type has is 8 (T4). Wait, JCT and utilisation count only the jobs that ran.")
+    assert [w.value for w in at.warning] == [sentence]
+    reasons = next(d.value for d in at.dataframe if "why the job can never run" in d.value.columns)
+    assert reasons["jobs"].tolist() == [6]
+    at.switch_page("app_pages/compare.py").run()
+    at.button(key="compare_run").click().run()
+    assert not errors(at) and [w.value for w in at.warning] == [sentence]
+    kpi = at.dataframe[0].value
+    assert kpi[kpi["metric"] == "Never ran (cannot fit the cluster)"].iloc[0].tolist() == \
+        ["Never ran (cannot fit the cluster)", "6", "6"]
+    assert kpi[kpi["metric"] == "Completed ↑"].iloc[0].tolist()[1:] == ["54", "54"]
+
+
+def test_an_unknown_csv_gets_its_columns_mapped_end_times_become_durations_and_ms_is_flagged():
+    data = b"id,created,finished,ngpu,owner\n1,1000,61000,1,a\n2,31000,151000,2,b\n3,91000,151000,1,a\n"
+    at = app("app_pages/workload.py")
+    at.file_uploader(key="trace_upload").upload("mine.csv", data, "text/csv")
+    at.run()
+    assert any("not those of a trace format the playground knows" in i.value for i in at.info)
+    assert [at.selectbox(key=f"map_{f}").value for f in ("submit", "duration", "end", "gpus", "user")] == \
+        ["created", "(none)", "finished", "ngpu", "owner"]
+    assert any("duration will be finished − created" in c.value for c in at.caption)
+    assert not any("look like milliseconds" in w.value for w in at.warning)  # 17 h to 33 h jobs: plausible
+    at.button(key="load_trace").click().run()
+    assert not errors(at) and metric(at, "Jobs kept") == "3" and metric(at, "Span") == "25 h"
+    # Epoch milliseconds read as seconds: jobs of months to years are flagged, and ms is suggested.
+    big = b"start,end,gpus\n1700000000000,1700000600000,1\n1700003600000,1700090000000,1\n"
+    at.file_uploader(key="trace_upload").upload("epoch_ms.csv", big, "text/csv")
+    at.run()
+    note = next(w.value for w in at.warning if "look like milliseconds" in w.value)
+    assert note.startswith("If these times are seconds, the median job would run")
+    at.selectbox(key="up_unit").select("ms").run()
+    assert not any("look like milliseconds" in w.value for w in at.warning)
+    at.button(key="load_trace").click().run()
+    assert not errors(at) and metric(at, "Jobs kept") == "2" and metric(at, "Span") == "60 min"
+
+
+def test_a_csv_without_what_a_run_needs_says_so_and_cannot_load():
+    at = app("app_pages/workload.py")
+    at.file_uploader(key="trace_upload").upload("counts.csv", b"host,ngpu\na,1\nb,2\n", "text/csv")
+    at.run()
+    assert any(w.value.startswith("A run needs each job's submit time") for w in at.warning)
+    assert at.button(key="load_trace").disabled
+    assert not any("--" in e for e in errors(at) + [w.value for w in at.warning])  # no CLI flags
+
+
+def test_a_failed_upload_is_stated_where_the_old_workload_is_still_used():
+    at = app("app_pages/workload.py")
+    at.file_uploader(key="trace_upload").upload("bad.csv", b"submit_s,duration_s,gpus\n0,10,1\n5,ten,1\n")
+    at.run()
+    at.button(key="load_trace").click().run()
+    assert any("bad.csv" in e for e in errors(at))
+    at.switch_page("app_pages/compare.py").run()
+    at.button(key="compare_run").click().run()
+    assert any("Your last upload (bad.csv) did not load" in w.value for w in at.warning)
