@@ -238,12 +238,15 @@ def saved_results() -> tuple[Scenario, dict[str, Result]] | None:
 
 
 def trained_agents() -> list[str]:
-    """``rl:<name>`` for each model card in ``models/`` when the RL plug-in is installed, else empty."""
+    """``rl:<name>`` for each model card in ``models/`` and among the models trained in the app
+    (:func:`engine.rl.agent.user_models_dir`) when the RL plug-in is installed, else empty."""
     from engine.schedulers import PREFIXES
 
     if "rl" not in PREFIXES:
         return []
-    return sorted(f"rl:{p.stem}" for p in MODELS_DIR.glob("*.json"))
+    from engine.rl.agent import user_models_dir
+
+    return sorted({f"rl:{p.stem}" for d in (MODELS_DIR, user_models_dir()) for p in d.glob("*.json")})
 
 
 def plot(fig, key: str, where=st) -> None:

@@ -25,7 +25,8 @@ options = heuristics + agents
 chosen = st.multiselect(
     "Schedulers (heuristics and trained agents)", options,
     default=[s for s in sc.schedulers if s in options], key="compare_schedulers",
-    help="`rl:<model>` entries are trained agents from models/; oracle schedulers read true durations.")
+    help="`rl:<model>` entries are trained agents: shipped ones and those trained on the Train page; oracle "
+         "schedulers read true durations.")
 if not agents:
     st.caption("No trained agents are available in this installation (the RL plug-in or models/ is missing).")
 if tuple(chosen) != sc.schedulers:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import app_pages.common as common
 from engine.analysis.scenario import content_hash
+from engine.rl import launch
 from engine.traces import write_csv
 from engine.traces.generator import generate
 
@@ -276,17 +278,71 @@ def test_learn_worked_example_follows_the_chosen_scheduler():
     assert "mean_wait_s" in set(metric_table["key"])
 
 
-def test_train_page_starts_and_stops_a_training_process(tmp_path, monkeypatch):
-    monkeypatch.setattr(common, "MODELS_DIR", tmp_path)
+def _wait_for(at: AppTest, done, timeout_s: float = 180.0) -> None:
+    """Rerun the page (as its 2 s refresh does) until ``done(at)`` holds."""
+    deadline = time.monotonic() + timeout_s
+    while not done(at):
+        assert time.monotonic() < deadline, "training made no progress in time"
+        time.sleep(1.0)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+
+
+def _curve_points(at: AppTest) -> int:
+    specs = [c for c in charts_of(at) if c["layout"].get("annotations", [{}])[0].get("text") == "return"]
+    return sum(len(t.get("x", [])) for s in specs for t in s["data"])
+
+
+def test_train_page_trains_stops_resumes_and_the_agent_runs_on_compare(tmp_path, monkeypatch):
+    """A real (tiny) training: curves appear while it runs, Stop keeps a usable agent, Resume continues it and
+    counts every step, and the agent is offered and run on Compare. Nothing is written to models/."""
+    monkeypatch.setenv("ENGINE_USER_MODELS", str(tmp_path))
+    shipped = sorted(p.name for p in common.MODELS_DIR.iterdir())
     at = app("app_pages/train.py")
-    at.text_input(key="train_name").set_value("apptest-stop")
+    at.text_input(key="train_name").set_value("apptest-tiny")
+    at.number_input(key="train_steps").set_value(100_000)  # far more than the test waits for: it is stopped
     at.button(key="train_start").click().run()
-    assert not at.exception and not errors(at)
+    assert not errors(at), errors(at)
     job = at.session_state["training_job"]
-    assert job["proc"].poll() is None and (job["run_dir"] / "app_config.json").is_file()
-    at.button(key="train_stop").click().run()
-    assert job["proc"].poll() is not None
-    shutil.rmtree(job["run_dir"])
+    try:
+        _wait_for(at, lambda a: _curve_points(a) >= 2)
+        at.button(key="train_stop").click().run()
+        _wait_for(at, lambda a: job["proc"].poll() is not None)
+        card = json.loads((tmp_path / "apptest-tiny.json").read_text())
+        first = card["training"]["timesteps"]
+        assert job["proc"].returncode == 0 and 0 < first < 100_000 and card["training"]["stopped_at"] == first
+        assert any("Saved as `rl:apptest-tiny`" in s.value for s in at.success)
+        assert not at.button(key="train_resume").disabled
+        at.button(key="train_resume").click().run()
+        job = at.session_state["training_job"]
+        _wait_for(at, lambda a: (launch.curves(job["cfg"])["step"].max() or 0) > first)
+        at.button(key="train_stop").click().run()
+        _wait_for(at, lambda a: job["proc"].poll() is not None)
+        card = json.loads((tmp_path / "apptest-tiny.json").read_text())
+        assert card["training"]["timesteps"] > first and card["training"]["init_from"]["model"] == "apptest-tiny"
+    finally:
+        if job["proc"].poll() is None:
+            job["proc"].kill()
+        shutil.rmtree(launch.run_dir(job["cfg"]), ignore_errors=True)
+    assert sorted(p.name for p in common.MODELS_DIR.iterdir()) == shipped
+    at.switch_page("app_pages/compare.py").run()
+    assert "rl:apptest-tiny" in at.multiselect(key="compare_schedulers").options
+    at.multiselect(key="compare_schedulers").set_value(["fifo", "rl:apptest-tiny"]).run()
+    at.button(key="compare_run").click().run()
+    assert not errors(at), errors(at)
+    kpi = at.dataframe[0].value
+    assert list(kpi.columns) == ["metric", "fifo", "rl:apptest-tiny"]
+    assert kpi[kpi["metric"] == "Completed ↑"].iloc[0]["rl:apptest-tiny"] == "80"
+
+
+def test_train_page_refuses_a_shipped_model_name():
+    agents = common.trained_agents()
+    if not agents:
+        pytest.skip("no trained agents in models/")
+    at = app("app_pages/train.py")
+    at.text_input(key="train_name").set_value(agents[0].removeprefix("rl:"))
+    at.button(key="train_start").click().run()
+    assert any("is a shipped agent" in e for e in errors(at)) and "training_job" not in at.session_state
 
 
 def test_home_preset_opens_compare_ready_to_run():
