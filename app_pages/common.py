@@ -209,7 +209,7 @@ def comparison_for(sc: Scenario, results: dict[str, Result]) -> Comparison:
 COMPARISON_CHARTS: dict[str, Callable[[dict[str, Result], Comparison], go.Figure]] = {
     "series": lambda results, views: charts.series_figure(results),
     "cdfs": lambda results, views: charts.cdf_figure(views.job_frames),
-    "user_box": lambda results, views: charts.user_box_figure(
+    "user_box": lambda results, views: charts.user_wait_figure(
         views.job_frames, {name: (s.gini_user_wait, s.jain_user_wait) for name, s in views.summaries.items()}),
 }
 
