@@ -167,7 +167,21 @@ def _run(workload_key: str, scheduler: str) -> Result:
 def run_one(sc: Scenario, scheduler: str) -> Result:
     """One scheduler on the scenario, cached by (scenario's workload key, scheduler): changing the list of
     schedulers reruns only the new ones."""
-    return _run(sc.workload_key(), scheduler)
+    result = _run(sc.workload_key(), scheduler)
+    _ran().add((sc.workload_key(), scheduler))
+    return result
+
+
+@st.cache_resource
+def _ran() -> set[tuple[str, str]]:
+    """(workload key, scheduler) pairs this server has run, so a reloaded page can show them again."""
+    return set()
+
+
+def ran_before(sc: Scenario) -> bool:
+    """True when this server has run every scheduler of ``sc`` on its workload (a reload or a shared link of a
+    scenario someone ran: :func:`run_one` then answers from the cache)."""
+    return bool(sc.schedulers) and all((sc.workload_key(), s) in _ran() for s in sc.schedulers)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

@@ -51,6 +51,11 @@ if run:
     common.save_results(sc, results)
 
 saved = common.saved_results()
+if saved is None and not run and common.ran_before(sc):  # a reload: this server has these runs cached
+    with common.engine_errors("could not rebuild the results"):
+        common.save_results(sc, {name: common.run_one(sc, name) for name in sc.schedulers})
+    saved = common.saved_results()
+    st.caption("Results of this link's scenario, computed earlier on this server.")
 if saved is None:
     st.info("Pick schedulers and press **Run comparison**. Presets on the Home page fill in a ready-made scenario.")
     st.stop()

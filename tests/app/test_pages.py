@@ -441,3 +441,19 @@ def test_a_failed_upload_is_stated_where_the_old_workload_is_still_used():
     at.switch_page("app_pages/compare.py").run()
     at.button(key="compare_run").click().run()
     assert any("Your last upload (bad.csv) did not load" in w.value for w in at.warning)
+
+
+def test_a_reload_shows_the_cached_results_of_the_scenario_in_its_link():
+    query = {**SMALL, "sched": "fifo,sjf", "w.seed": "4242"}  # a scenario no other test ran
+    at = app("app_pages/compare.py", query=query)
+    assert any("press **Run comparison**" in i.value for i in at.info)  # nothing ran yet
+    at.button(key="compare_run").click().run()
+    before = at.dataframe[0].value
+    again = app("app_pages/compare.py", query=query)  # a new session with the same link: a reload
+    assert not errors(again) and again.dataframe, "the reloaded page shows no results"
+    assert again.dataframe[0].value.equals(before)
+    assert any("computed earlier on this server" in c.value for c in again.caption)
+
+
+def test_streamlit_file_watcher_is_off():
+    assert 'fileWatcherType = "none"' in (REPO / ".streamlit" / "config.toml").read_text()
