@@ -8,11 +8,13 @@ import streamlit as st
 
 from app_pages import common
 from engine import SCHEDULERS
-from engine.analysis import never_ran
-from engine.analysis.metrics import METRICS, best_columns
+from engine.analysis import never_ran, seeds
+from engine.analysis.job_story import job_story
+from engine.analysis.metrics import METRICS, best_columns, summarize
 from engine.analysis.presets import PRESETS
 from engine.viz import charts, tables
 
+_SEEDS = "compare_seed_table"  # (workload key, schedulers, seeds, table) of the last multi-seed run
 st.title("Compare schedulers")
 sc = common.scenario()
 if sc.workload.source == "preset" and sc.workload.preset in PRESETS:
@@ -33,9 +35,13 @@ if tuple(chosen) != sc.schedulers:
     common.set_scenario(sc.with_schedulers(chosen))
     sc = common.scenario()
 
-left, right = st.columns([1, 1])
+left, mid, right = st.columns([2, 1, 2], vertical_alignment="bottom")
 color_by = left.radio("Colour jobs by", ["user", "job_type"], horizontal=True, key="compare_color_by",
                       format_func=lambda s: s.replace("_", " "))
+n_seeds = mid.number_input("Workload seeds", 1, seeds.MAX_SEEDS, 1, key="compare_seeds",
+                           disabled=sc.workload.source == "trace",
+                           help="Above 1: every scheduler also runs on the workloads of the next seeds, and a table "
+                                "gives each metric's mean with its 95 % confidence interval (a trace is one workload).")
 run = right.button("▶ Run comparison", type="primary", key="compare_run", disabled=not chosen, width="stretch")
 
 if run:
@@ -47,6 +53,17 @@ if run:
         bar.progress(i / len(chosen), text=f"simulating {name} ({i + 1}/{len(chosen)}) on {len(jobs)} jobs…")
         with common.engine_errors(f"scheduler {name}"):
             results[name] = common.run_one(sc, name)
+    st.session_state.pop(_SEEDS, None)
+    if n_seeds > 1 and sc.workload.source != "trace":
+        with common.engine_errors("several workload seeds"):
+            variants = seeds.seed_variants(sc, int(n_seeds))
+            per_seed: dict[str, list] = {name: [] for name in chosen}
+            for k, variant in enumerate(variants):
+                bar.progress(k / len(variants), text=f"workload seed {variant.workload.seed} ({k + 1}/{len(variants)})…")
+                for name in chosen:
+                    per_seed[name].append(summarize(common.run_one(variant, name)))
+        st.session_state[_SEEDS] = (sc.workload_key(), tuple(chosen), len(variants),
+                                    seeds.ci_frame(per_seed, [k for k in METRICS if METRICS[k].better is not None]))
     bar.empty()
     common.save_results(sc, results)
 
@@ -92,6 +109,13 @@ st.dataframe(shown.style.apply(_highlight, axis=None), width="stretch", hide_ind
              height=38 + 35 * len(rows), column_config={"metric": st.column_config.TextColumn("metric", width="large")})
 st.caption("Best value per metric in green (↓ lower is better, ↑ higher is better); durations in s, min, h or d "
            "as each value needs. Wait and JCT are over the jobs that ran. Definitions are on the Learn page.")
+multi = st.session_state.get(_SEEDS)
+if multi is not None and multi[0] == ran_sc.workload_key() and multi[1] == tuple(results):
+    st.subheader(f"Over {multi[2]} workload seeds: mean ± 95 % confidence interval")
+    st.dataframe(multi[3], hide_index=True, width="stretch", key="seeds_table",
+                 column_config={"metric": st.column_config.TextColumn("metric", width="large")})
+    st.caption(f"Workload seeds {ran_sc.workload.seed} to {ran_sc.workload.seed + multi[2] - 1}, the same jobs for "
+               "every scheduler; intervals that overlap mean the difference may be the luck of the workload.")
 
 # ---------------------------------------------------------------- timelines
 st.subheader("Per-GPU timelines")
@@ -120,6 +144,17 @@ common.plot(common.chart_for(ran_sc, results, "series"), "series_chart")
 common.plot(common.chart_for(ran_sc, results, "cdfs"), "cdf_chart")
 common.plot(common.chart_for(ran_sc, results, "user_box"), "user_box")
 st.caption("Gini of per-user mean wait: 0 = every user waits the same. Jain's index: 1 = perfectly fair.")
+
+# ---------------------------------------------------------------- one job
+st.subheader("Why is this job waiting?")
+first_frame = next(iter(views.job_frames.values()))
+longest = int(first_frame["wait_s"].idxmax()) if first_frame["wait_s"].notna().any() else 0
+pick_job = st.number_input("Job id", 0, max(len(first_frame) - 1, 0), min(longest, max(len(first_frame) - 1, 0)),
+                           key="compare_job", help="Starts at the job that waited longest under the first scheduler.")
+for name, result in results.items():
+    story = common.engine_call(job_story, result, int(pick_job), what="job")
+    if story is not None:
+        st.text(f"{name}: {story.sentence()}")
 
 # ---------------------------------------------------------------- downloads
 st.subheader("Downloads")

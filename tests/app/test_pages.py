@@ -457,3 +457,34 @@ def test_a_reload_shows_the_cached_results_of_the_scenario_in_its_link():
 
 def test_streamlit_file_watcher_is_off():
     assert 'fileWatcherType = "none"' in (REPO / ".streamlit" / "config.toml").read_text()
+
+
+def test_compare_over_several_workload_seeds_gives_confidence_intervals_and_explains_a_job():
+    at = app("app_pages/compare.py", query={**SMALL, "w.n_jobs": "40"})
+    at.number_input(key="compare_seeds").set_value(3)
+    at.button(key="compare_run").click().run()
+    assert not errors(at), errors(at)
+    assert any(h.value == "Over 3 workload seeds: mean ± 95 % confidence interval" for h in at.subheader)
+    table = next(d.value for d in at.dataframe if "metric" in d.value.columns and d.value.shape[0] > 5
+                 and any("±" in str(v) for v in d.value["fifo"]))
+    assert list(table.columns) == ["metric", "fifo", "first-fit"]
+    # The interval is the one engine.analysis.evaluate computes over the same three workloads.
+    from engine.analysis.evaluate import mean_ci
+    from engine.analysis.metrics import summarize
+    from engine.analysis.scenario import Scenario
+    from engine.viz.tables import human_value
+
+    base = Scenario.from_query({**SMALL, "w.n_jobs": "40"})
+    means = [summarize(common.run_one(v, "fifo")).mean_wait_s for v in seeds_of(base)]
+    mean, half = mean_ci(means)
+    row = table[table["metric"] == "Mean wait ↓"].iloc[0]
+    assert row["fifo"] == f"{human_value(mean, 's')} ± {human_value(half, 's')}"
+    # The per-job view explains the job that waited longest.
+    stories = [t.value for t in at.text]
+    assert len(stories) == 2 and stories[0].startswith("fifo: Job ") and "arrived at" in stories[0]
+
+
+def seeds_of(sc):
+    from engine.analysis.seeds import seed_variants
+
+    return seed_variants(sc, 3)
