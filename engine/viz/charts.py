@@ -353,7 +353,7 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
                       row=2, col=col)
         per_row = math.ceil(r.cluster.n_gpus / min(HEATMAP_ROWS, r.cluster.n_gpus)) if mode == "heatmap" else 1
         y_title = f"GPU band (row of ≤{per_row} GPUs)" if per_row > 1 else "GPU (node · type)"
-        ticks = {} if per_row > 1 else _gpu_ticks(r.cluster)
+        ticks = {} if per_row > 1 else {**_gpu_ticks(r.cluster), "showticklabels": col == 1}
         if per_row == 1:
             shapes += _gpu_bands(r.cluster, col)
         fig.update_yaxes(title_text=y_title if col == 1 else None, autorange="reversed",
@@ -369,7 +369,8 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
         n_frames = _add_cursor_animation(fig, runs, t_end, div, unit, n_gpus, frames)
     fig.update_layout(
         height=height_px + (380 if n_frames else 230), template="plotly_white",
-        margin=dict(l=60, r=20, t=50, b=200 if n_frames else 40),  # room for the slider and the play button
+        # Room for the node/type tick labels on the left, the slider and the play button below.
+        margin=dict(l=110 if mode != "heatmap" else 60, r=20, t=50, b=200 if n_frames else 40),
         legend=dict(orientation="h", yanchor="bottom", y=1.04, x=0, title_text=color_by.replace("_", " ")),
         meta={"mode": mode, "frames": n_frames, "time_unit": unit}, hovermode="closest", uirevision="timeline")
     return fig
