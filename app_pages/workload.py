@@ -8,6 +8,7 @@ import streamlit as st
 
 from app_pages import common
 from engine import EngineError
+from engine.errors import TraceError
 from engine.analysis import never_ran
 from engine.analysis.scenario import ARRIVALS, WorkloadSpec
 from engine.traces import TRACE_FORMATS
@@ -71,6 +72,19 @@ def _mapping_form(name: str, pv, unit: str) -> tuple[dict[str, str], str]:
     return column_map, ""
 
 
+def _for_people(exc: EngineError) -> str:
+    """The error in words for this page: where in the file (line, column; never the server's temporary copy)
+    and what was wrong, with no command-line flags."""
+    if not isinstance(exc, TraceError):
+        return str(exc)
+    if exc.reason.startswith("cannot tell the trace format"):
+        return ("the playground cannot tell this file's format from its first line. Choose its format above; for "
+                "a CSV with other column names choose \"any CSV: map my columns\".")
+    where = ", ".join(p for p in (f"line {exc.line}" if exc.line is not None else "",
+                                  f"column {exc.column!r}" if exc.column else "") if p)
+    return f"{where}: {exc.reason}" if where else exc.reason
+
+
 def _load(name: str, data: bytes, fmt: str, unit: str, column_map: dict[str, str], first: int, skip_bad: bool) -> None:
     """Load the trace into the scenario, or keep why not; either way rerun, so the sidebar and every page show
     the workload in use (a failed load is marked: the scenario still holds the previous workload)."""
@@ -87,7 +101,7 @@ def _load(name: str, data: bytes, fmt: str, unit: str, column_map: dict[str, str
         trace = common.loaded_trace(new)
         problem = "" if trace.jobs else f"no usable jobs in the file (dropped: {trace.report.dropped or 'none'})"
     except EngineError as exc:
-        problem = str(exc)
+        problem = _for_people(exc)
     if problem:
         common.forget_trace(digest)
         st.session_state[common.FAILED_UPLOAD] = Path(name).name

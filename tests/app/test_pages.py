@@ -191,6 +191,7 @@ def test_bad_upload_shows_an_inline_error(name, data, words):
     at.button(key="load_trace").click().run()
     assert not at.exception
     assert any(words in e for e in errors(at)), errors(at)
+    assert not any("--" in e or "/tmp" in e or "trace." in e for e in errors(at)), errors(at)  # no flags, no paths
     assert "w.trace_sha256" not in at.query_params  # the scenario did not change
     assert common.trace_bytes(content_hash(data)) is None  # and the server did not keep the bytes
 
