@@ -446,18 +446,16 @@ def _add_raster(fig: go.Figure, seg: pd.DataFrame, r: Result, col: int, name: st
     # Idle cells have no hover (NaN in z), so their job id is never shown: 0 there keeps the base64 payload
     # small (runs of -1 encode as "/////", which Plotly's JSON escapes to six characters each).
     ids = np.where(grid >= 0, grid, 0).astype(np.int16 if len(r.jobs) < 2**15 else np.int32)
-    # One heatmap per node (small clusters) or per run of nodes of one GPU type, so that the hover names the
-    # GPU's type (and node) without a string per cell.
+    # One heatmap per run of nodes of one GPU type, so that the hover names the GPU's type without a string per
+    # cell (the axis names the nodes). Not one per node: that is up to 32 images per column for the browser to
+    # draw, and the browser benchmark on this shared machine could not tell whether it costs (too noisy).
     lay = r.cluster.layout
-    blocks = ([(i, i + 1, int(lay.node_type[i])) for i in range(lay.n_nodes)] if lay.n_nodes <= NODE_TICKS
-              else _type_runs(lay))
-    for a, b, t in blocks:
+    for a, b, t in _type_runs(lay):
         g0, g1 = int(lay.node_first_gpu[a]), int(lay.node_first_gpu[b - 1] + lay.node_gpus[b - 1])
-        node = f" · node {a}" if b == a + 1 else ""
         fig.add_trace(go.Heatmap(
             z=z[g0:g1], x=centres / div, y=np.arange(g0, g1), customdata=ids[g0:g1], zmin=-0.5, zmax=k - 0.5,
             colorscale=scale, showscale=False, hoverongaps=False,
-            hovertemplate=f"job %{{customdata}}<br>GPU %{{y}} · {lay.type_names[t]}{node}<br>t=%{{x:.2f}} {unit}"
+            hovertemplate=f"job %{{customdata}}<br>GPU %{{y}} · {lay.type_names[t]}<br>t=%{{x:.2f}} {unit}"
                           f"<extra>{name}</extra>"), row=1, col=col)
     for c in cats:
         if c in legend_done:

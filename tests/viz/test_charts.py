@@ -217,11 +217,11 @@ def test_raster_timeline_colours_cells_like_the_jobs(runs, monkeypatch):
     fig = charts.timeline_figure(runs, color_by="user")
     assert fig.layout.meta["mode"] == "raster"
     heat = [t for t in fig.data if t.type == "heatmap"]
-    # One heatmap per node (3 nodes) and run; stacked, they cover every GPU once.
-    assert len(heat) == 6 and "GPU %{y} · V100-32 · node 2" in heat[2].hovertemplate
-    z = np.concatenate([np.asarray(t.z) for t in heat[:3]])
-    jobs = np.concatenate([np.asarray(t.customdata) for t in heat[:3]])
-    assert np.concatenate([np.asarray(t.y) for t in heat[:3]]).tolist() == list(range(runs["fifo"].cluster.n_gpus))
+    # One heatmap per GPU type (A100-80, V100-32) and run; stacked, they cover every GPU once.
+    assert len(heat) == 4 and "GPU %{y} · V100-32" in heat[1].hovertemplate
+    z = np.concatenate([np.asarray(t.z) for t in heat[:2]])
+    jobs = np.concatenate([np.asarray(t.customdata) for t in heat[:2]])
+    assert np.concatenate([np.asarray(t.y) for t in heat[:2]]).tolist() == list(range(runs["fifo"].cluster.n_gpus))
     n_gpus = runs["fifo"].cluster.n_gpus
     assert z.shape == jobs.shape == (n_gpus, charts.raster_bins(2))
     users = sorted({j.user for j in runs["fifo"].jobs})
