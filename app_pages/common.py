@@ -22,7 +22,7 @@ from engine import EngineError, Job, Result, make_scheduler, simulate
 from engine.analysis.metrics import Summary, compare, job_frame, summarize
 from engine.analysis.scenario import Scenario, content_hash
 from engine.sim.cluster import Cluster
-from engine.viz import charts
+from engine.viz import charts, tables
 
 REPO = Path(__file__).resolve().parents[1]
 #: Largest trace file the app accepts, MiB (``.streamlit/config.toml`` sets ``server.maxUploadSize`` to match).
@@ -31,6 +31,8 @@ MAX_UPLOAD_MB = 50
 MODELS_DIR = REPO / "models"
 
 _SCENARIO, _RESULTS = "scenario", "results"
+#: Session key: the name of a trace upload that did not load (the scenario still holds the previous workload).
+FAILED_UPLOAD = "failed_upload"
 
 
 # ----------------------------------------------------------------------------- errors
@@ -165,7 +167,21 @@ def _run(workload_key: str, scheduler: str) -> Result:
 def run_one(sc: Scenario, scheduler: str) -> Result:
     """One scheduler on the scenario, cached by (scenario's workload key, scheduler): changing the list of
     schedulers reruns only the new ones."""
-    return _run(sc.workload_key(), scheduler)
+    result = _run(sc.workload_key(), scheduler)
+    _ran().add((sc.workload_key(), scheduler))
+    return result
+
+
+@st.cache_resource
+def _ran() -> set[tuple[str, str]]:
+    """(workload key, scheduler) pairs this server has run, so a reloaded page can show them again."""
+    return set()
+
+
+def ran_before(sc: Scenario) -> bool:
+    """True when this server has run every scheduler of ``sc`` on its workload (a reload or a shared link of a
+    scenario someone ran: :func:`run_one` then answers from the cache)."""
+    return bool(sc.schedulers) and all((sc.workload_key(), s) in _ran() for s in sc.schedulers)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -207,7 +223,7 @@ def comparison_for(sc: Scenario, results: dict[str, Result]) -> Comparison:
 COMPARISON_CHARTS: dict[str, Callable[[dict[str, Result], Comparison], go.Figure]] = {
     "series": lambda results, views: charts.series_figure(results),
     "cdfs": lambda results, views: charts.cdf_figure(views.job_frames),
-    "user_box": lambda results, views: charts.user_box_figure(
+    "user_box": lambda results, views: charts.user_wait_figure(
         views.job_frames, {name: (s.gini_user_wait, s.jain_user_wait) for name, s in views.summaries.items()}),
 }
 
@@ -236,12 +252,15 @@ def saved_results() -> tuple[Scenario, dict[str, Result]] | None:
 
 
 def trained_agents() -> list[str]:
-    """``rl:<name>`` for each model card in ``models/`` when the RL plug-in is installed, else empty."""
+    """``rl:<name>`` for each model card in ``models/`` and among the models trained in the app
+    (:func:`engine.rl.agent.user_models_dir`) when the RL plug-in is installed, else empty."""
     from engine.schedulers import PREFIXES
 
     if "rl" not in PREFIXES:
         return []
-    return sorted(f"rl:{p.stem}" for p in MODELS_DIR.glob("*.json"))
+    from engine.rl.agent import user_models_dir
+
+    return sorted({f"rl:{p.stem}" for d in (MODELS_DIR, user_models_dir()) for p in d.glob("*.json")})
 
 
 def plot(fig, key: str, where=st) -> None:
@@ -276,6 +295,8 @@ def sidebar() -> None:
     else:
         side.markdown(f"**Workload** · trace `{w.trace_name}` ({w.trace_format or 'auto-detected'}, "
                       f"sha256 {w.trace_sha256[:10]}…)")
+    if st.session_state.get(FAILED_UPLOAD):
+        side.warning(f"{st.session_state[FAILED_UPLOAD]} did not load; the workload above is still in use.")
     side.markdown("**Schedulers** · " + (", ".join(f"`{s}`" for s in sc.schedulers) or "none"))
     side.download_button("Scenario JSON", sc.to_json(), file_name="scenario.json", mime="application/json",
                          key="sidebar_scenario_json", width="stretch")
@@ -289,11 +310,5 @@ def sidebar() -> None:
     side.caption("The page's link (address bar) also reproduces this scenario.")
 
 
-def fmt_seconds(s: float) -> str:
-    """A duration for people: ``42 s``, ``3.5 min``, ``2.1 h``."""
-    if s != s:  # NaN
-        return "–"
-    for unit, div in (("d", 86400), ("h", 3600), ("min", 60)):
-        if abs(s) >= 2 * div:
-            return f"{s / div:.3g} {unit}"
-    return f"{s:.3g} s"
+#: A duration for people (``42 s``, ``3.5 min``, ``2.1 h``, ``178 d``).
+fmt_seconds = tables.human_seconds

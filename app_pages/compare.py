@@ -8,10 +8,13 @@ import streamlit as st
 
 from app_pages import common
 from engine import SCHEDULERS
-from engine.analysis.metrics import METRICS, best_columns
+from engine.analysis import never_ran, seeds
+from engine.analysis.job_story import job_story
+from engine.analysis.metrics import METRICS, best_columns, summarize
 from engine.analysis.presets import PRESETS
-from engine.viz import charts
+from engine.viz import charts, tables
 
+_SEEDS = "compare_seed_table"  # (workload key, schedulers, seeds, table) of the last multi-seed run
 st.title("Compare schedulers")
 sc = common.scenario()
 if sc.workload.source == "preset" and sc.workload.preset in PRESETS:
@@ -24,16 +27,21 @@ options = heuristics + agents
 chosen = st.multiselect(
     "Schedulers (heuristics and trained agents)", options,
     default=[s for s in sc.schedulers if s in options], key="compare_schedulers",
-    help="`rl:<model>` entries are trained agents from models/; oracle schedulers read true durations.")
+    help="`rl:<model>` entries are trained agents: shipped ones and those trained on the Train page; oracle "
+         "schedulers read true durations.")
 if not agents:
     st.caption("No trained agents are available in this installation (the RL plug-in or models/ is missing).")
 if tuple(chosen) != sc.schedulers:
     common.set_scenario(sc.with_schedulers(chosen))
     sc = common.scenario()
 
-left, right = st.columns([1, 1])
+left, mid, right = st.columns([2, 1, 2], vertical_alignment="bottom")
 color_by = left.radio("Colour jobs by", ["user", "job_type"], horizontal=True, key="compare_color_by",
                       format_func=lambda s: s.replace("_", " "))
+n_seeds = mid.number_input("Workload seeds", 1, seeds.MAX_SEEDS, 1, key="compare_seeds",
+                           disabled=sc.workload.source == "trace",
+                           help="Above 1: every scheduler also runs on the workloads of the next seeds, and a table "
+                                "gives each metric's mean with its 95 % confidence interval (a trace is one workload).")
 run = right.button("▶ Run comparison", type="primary", key="compare_run", disabled=not chosen, width="stretch")
 
 if run:
@@ -45,53 +53,69 @@ if run:
         bar.progress(i / len(chosen), text=f"simulating {name} ({i + 1}/{len(chosen)}) on {len(jobs)} jobs…")
         with common.engine_errors(f"scheduler {name}"):
             results[name] = common.run_one(sc, name)
+    st.session_state.pop(_SEEDS, None)
+    if n_seeds > 1 and sc.workload.source != "trace":
+        with common.engine_errors("several workload seeds"):
+            variants = seeds.seed_variants(sc, int(n_seeds))
+            per_seed: dict[str, list] = {name: [] for name in chosen}
+            for k, variant in enumerate(variants):
+                bar.progress(k / len(variants), text=f"workload seed {variant.workload.seed} ({k + 1}/{len(variants)})…")
+                for name in chosen:
+                    per_seed[name].append(summarize(common.run_one(variant, name)))
+        st.session_state[_SEEDS] = (sc.workload_key(), tuple(chosen), len(variants),
+                                    seeds.ci_frame(per_seed, [k for k in METRICS if METRICS[k].better is not None]))
     bar.empty()
     common.save_results(sc, results)
 
 saved = common.saved_results()
+if saved is None and not run and common.ran_before(sc):  # a reload: this server has these runs cached
+    with common.engine_errors("could not rebuild the results"):
+        common.save_results(sc, {name: common.run_one(sc, name) for name in sc.schedulers})
+    saved = common.saved_results()
+    st.caption("Results of this link's scenario, computed earlier on this server.")
 if saved is None:
     st.info("Pick schedulers and press **Run comparison**. Presets on the Home page fill in a ready-made scenario.")
     st.stop()
 ran_sc, results = saved
+if st.session_state.get(common.FAILED_UPLOAD):
+    st.warning(f"Your last upload ({st.session_state[common.FAILED_UPLOAD]}) did not load: these results are for "
+               "the workload shown in the sidebar, not for that file.")
 if ran_sc.workload_key() != sc.workload_key():
     st.warning("These results are for an earlier cluster or workload; press **Run comparison** to update them.")
 elif set(results) != set(chosen):
     st.caption("Showing the last run; press **Run comparison** to include your new choice of schedulers.")
 
-# ---------------------------------------------------------------- KPI table
+# ---------------------------------------------------------------- never ran, KPI table
 views = common.comparison_for(ran_sc, results)
 summaries, table = views.summaries, views.table
+missing = never_ran.of_result(next(iter(results.values())))  # the same jobs never run under every scheduler
+if missing.count:
+    st.warning(missing.sentence(), icon="⚠️")
 best = best_columns(table)
 st.subheader("Key metrics")
-rows = [k for k in METRICS if METRICS[k].better is not None]
-
-
-def _label(key: str) -> str:
-    m = METRICS[key]
-    arrow = "↓" if m.better == "lower" else "↑"
-    return f"{m.label} ({m.unit}) {arrow}"
-
-
-shown = table.loc[rows].copy()
-shown.index = [_label(k) for k in rows]
+rows = [k for k in METRICS if METRICS[k].better is not None or k == "unschedulable"]
+shown = tables.metrics_table(table, rows)
 
 
 def _highlight(frame: pd.DataFrame) -> pd.DataFrame:
     styles = pd.DataFrame("", index=frame.index, columns=frame.columns)
-    for key, label in zip(rows, frame.index):
+    for i, key in enumerate(rows):
         for col in best.get(key, ()):
-            styles.loc[label, col] = "background-color: #c7e9c0; font-weight: 600"
+            styles.loc[i, col] = "background-color: #c7e9c0; font-weight: 600"
     return styles
 
 
-def _number(v: float) -> str:
-    return "–" if v != v else f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
-
-
-st.dataframe(shown.style.apply(_highlight, axis=None).format(_number), width="stretch",
-             key="kpi_table")
-st.caption("Best value per metric in green (↓ lower is better, ↑ higher is better). "
-           "Definitions are on the Learn page.")
+st.dataframe(shown.style.apply(_highlight, axis=None), width="stretch", hide_index=True, key="kpi_table",
+             height=38 + 35 * len(rows), column_config={"metric": st.column_config.TextColumn("metric", width="large")})
+st.caption("Best value per metric in green (↓ lower is better, ↑ higher is better); durations in s, min, h or d "
+           "as each value needs. Wait and JCT are over the jobs that ran. Definitions are on the Learn page.")
+multi = st.session_state.get(_SEEDS)
+if multi is not None and multi[0] == ran_sc.workload_key() and multi[1] == tuple(results):
+    st.subheader(f"Over {multi[2]} workload seeds: mean ± 95 % confidence interval")
+    st.dataframe(multi[3], hide_index=True, width="stretch", key="seeds_table",
+                 column_config={"metric": st.column_config.TextColumn("metric", width="large")})
+    st.caption(f"Workload seeds {ran_sc.workload.seed} to {ran_sc.workload.seed + multi[2] - 1}, the same jobs for "
+               "every scheduler; intervals that overlap mean the difference may be the luck of the workload.")
 
 # ---------------------------------------------------------------- timelines
 st.subheader("Per-GPU timelines")
@@ -121,6 +145,17 @@ common.plot(common.chart_for(ran_sc, results, "cdfs"), "cdf_chart")
 common.plot(common.chart_for(ran_sc, results, "user_box"), "user_box")
 st.caption("Gini of per-user mean wait: 0 = every user waits the same. Jain's index: 1 = perfectly fair.")
 
+# ---------------------------------------------------------------- one job
+st.subheader("Why is this job waiting?")
+first_frame = next(iter(views.job_frames.values()))
+longest = int(first_frame["wait_s"].idxmax()) if first_frame["wait_s"].notna().any() else 0
+pick_job = st.number_input("Job id", 0, max(len(first_frame) - 1, 0), min(longest, max(len(first_frame) - 1, 0)),
+                           key="compare_job", help="Starts at the job that waited longest under the first scheduler.")
+for name, result in results.items():
+    story = common.engine_call(job_story, result, int(pick_job), what="job")
+    if story is not None:
+        st.text(f"{name}: {story.sentence()}")
+
 # ---------------------------------------------------------------- downloads
 st.subheader("Downloads")
 all_jobs = pd.concat([f.assign(scheduler=name) for name, f in views.job_frames.items()], ignore_index=True)
@@ -128,7 +163,7 @@ d1, d2, d3 = st.columns(3)
 # The CSV is built only when someone downloads it (it takes longer than drawing a chart).
 d1.download_button("Results (CSV, one row per job)", lambda: all_jobs.to_csv(index=False), file_name="results.csv",
                    mime="text/csv", key="download_csv", width="stretch")
-payload = {"scenario": ran_sc.to_dict(),
+payload = {"scenario": ran_sc.to_dict(), "never_ran": missing.to_dict(),
            "summaries": {n: {k: None if isinstance(v, float) and not math.isfinite(v) else v
                              for k, v in s.to_dict().items()} for n, s in summaries.items()}}
 d2.download_button("Results (JSON, metrics)", json.dumps(payload, indent=2, default=float),

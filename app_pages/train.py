@@ -1,11 +1,6 @@
-"""Train: train a small agent in a separate process, with live curves; the result appears in Compare."""
+"""Train: train an agent in a separate process with live curves; stop, resume; the result appears in Compare."""
 
-import json
-import subprocess
-import sys
 import time
-from dataclasses import replace
-from pathlib import Path
 
 import streamlit as st
 
@@ -15,6 +10,8 @@ from engine.viz import charts
 st.title("Train an agent")
 
 try:
+    from engine.rl import launch
+    from engine.rl.agent import MODELS_DIR, user_models_dir
     from engine.rl.train import load_config, preset_names
 except ImportError as exc:  # the RL extra (gymnasium, sb3) is missing in this installation
     st.error(f"Training is not available in this installation: {exc}. Install requirements.txt to enable it.")
@@ -22,62 +19,77 @@ except ImportError as exc:  # the RL extra (gymnasium, sb3) is missing in this i
 
 RUNS = common.REPO / "runs"
 _JOB = "training_job"
+USER_MODELS = user_models_dir()
 
 st.markdown("Training runs MaskablePPO (sb3-contrib) in a **separate process**, so this page stays responsive. "
-            "Curves come from the run's TensorBoard logs as they are written. When it ends, the agent is saved "
-            "as a model card in `models/` and appears as `rl:<name>` on the Compare page.")
+            "The curves follow the run's logs as they are written: the mean return of training episodes and of "
+            "the validation episodes (the deterministic policy on fixed workloads). **Stop** ends the run and keeps "
+            "what it learned; **Resume** continues it to the steps you asked for. The agent appears as `rl:<name>` "
+            "on the Compare page; models trained here are kept apart from the shipped ones.")
 
 presets = preset_names()
 if not presets:
     st.error("No training presets found in engine/rl/presets/.")
     st.stop()
-c = st.columns(4)
+job = st.session_state.get(_JOB)
+running = job is not None and job["proc"].poll() is None
+c = st.columns([2, 2, 1.3, 1, 1.4])
 preset = c[0].selectbox("Training preset", presets, key="train_preset")
-name = c[1].text_input("Model name", f"{preset}-mine", key="train_name")
-steps = c[2].number_input("Environment steps", 1_000, 1_000_000, 20_000, step=1_000, key="train_steps",
-                          help="The shipped agents trained for 40k-60k steps after behaviour cloning; 20k steps take a few "
-                          "minutes on one core.")
+name = c[1].text_input("Model name", f"{preset}-mine", key="train_name", max_chars=60)
+steps = c[2].number_input("Environment steps", 256, 1_000_000, 4_096, step=1_024, key="train_steps",
+                          help="A quick try shows curves within seconds. The shipped agents trained 40k-60k steps "
+                               "after behaviour cloning (a few minutes per 10k steps on one core).")
 seed = c[3].number_input("Seed", 0, 2**31 - 1, 0, key="train_seed")
+quick = c[4].toggle("Quick try", True, key="train_quick",
+                    help="Small episodes (30 jobs), one environment, short rollouts and no behaviour cloning: "
+                         "curves in seconds. Off: the preset as configured.")
 with st.expander("Preset configuration"):
     with common.engine_errors(f"training preset {preset}"):
         st.json(load_config(preset).to_dict(), expanded=False)
 
 
-def _start(preset: str, name: str, steps: int, seed: int) -> dict:
-    """Write the run's config under runs/<name>/ and start ``engine.rl.train.main`` on it in a new process."""
-    cfg = load_config(preset)
-    steps = int(steps)
-    cfg = replace(cfg, name=name, total_timesteps=steps, seed=int(seed), progress_bar=False,
-                  runs_dir=str(RUNS), eval_freq=min(cfg.eval_freq, max(steps // 5, 1)),
-                  checkpoint_freq=max(cfg.checkpoint_freq, steps))
-    run_dir = RUNS / name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    cfg_path = run_dir / "app_config.json"
-    cfg_path.write_text(json.dumps(cfg.to_dict(), indent=2))
-    log_path = run_dir / "app.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "import sys; from engine.rl.train import main; raise SystemExit(main(sys.argv[1:]))",
-             "--config", str(cfg_path), "--models-dir", str(common.MODELS_DIR)],
-            cwd=common.REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    return {"name": name, "proc": proc, "log": log_path, "run_dir": run_dir, "total": steps, "t0": time.time()}
+def _problem_with(name: str) -> str:
+    """Why ``name`` cannot be a new model, or ""."""
+    if not name or not all(ch.isalnum() or ch in "-_." for ch in name) or name[0] in "._-":
+        return "Use letters, digits, '-', '_' or '.' for the model name (starting with a letter or digit)."
+    if (MODELS_DIR / f"{name}.json").exists():
+        return f"{name} is a shipped agent; choose another model name."
+    if (USER_MODELS / f"{name}.json").exists():
+        return f"You already trained a model called {name}; choose another model name."
+    return ""
 
 
-job = st.session_state.get(_JOB)
-running = job is not None and job["proc"].poll() is None
-b1, b2 = st.columns(2)
-if b1.button("Start training", type="primary", disabled=running, key="train_start", width="stretch"):
-    if (common.MODELS_DIR / f"{name}.json").exists():
-        st.error(f"models/{name}.json already exists; choose another model name.")
+def _launch(cfg, target: int, offset: int = 0) -> None:
+    proc = launch.start(cfg, USER_MODELS, offset_steps=offset)
+    st.session_state[_JOB] = {"name": cfg.name, "cfg": cfg, "proc": proc, "target": target, "t0": time.time()}
+
+
+b = st.columns(3)
+if b[0].button("Start training", type="primary", disabled=running, key="train_start", width="stretch"):
+    problem = _problem_with(name.strip())
+    if problem:
+        st.error(problem)
     else:
-        job = common.engine_call(_start, preset, name, steps, seed, what="training")
-        if job is not None:
-            st.session_state[_JOB] = job
-            running = True
-if b2.button("Stop", disabled=not running, key="train_stop", width="stretch"):
-    job["proc"].terminate()  # only the process this session started
-    job["proc"].wait(timeout=30)
-    running = False
+        cfg = common.engine_call(launch.page_config, preset, name.strip(), steps, seed, quick=quick, runs_dir=RUNS,
+                                 what="training")
+        if cfg is not None:
+            _launch(cfg, int(steps))
+            st.rerun()
+if b[1].button("Stop", disabled=not running, key="train_stop", width="stretch"):
+    launch.request_stop(job["cfg"])  # the run exports what it has learned, then exits
+    try:
+        job["proc"].wait(timeout=60)
+    except Exception:  # noqa: BLE001 - still exporting: the live view below reports when it ends
+        pass
+    st.rerun()
+can_resume = (job is not None and not running and job["proc"].returncode == 0
+              and launch.trained_steps(job["name"], USER_MODELS) < job["target"])
+if b[2].button("Resume", disabled=not can_resume, key="train_resume", width="stretch"):
+    resumed = common.engine_call(launch.resume_config, job["cfg"], job["target"], USER_MODELS, what="resume")
+    if resumed is not None:
+        cfg, done = resumed
+        _launch(cfg, job["target"], offset=done)
+        st.rerun()
 
 
 def live() -> None:
@@ -87,26 +99,30 @@ def live() -> None:
         st.info("No training started in this session yet.")
         return
     code = job["proc"].poll()
-    curves = charts.training_curves(job["run_dir"] / "tb")
-    done_steps = int(curves["step"].max()) if len(curves) else 0
+    curves = launch.curves(job["cfg"])
+    logged = int(curves["step"].max()) if len(curves) else 0
     elapsed = time.time() - job["t0"]
+    trained = launch.trained_steps(job["name"], USER_MODELS)
     if code is None:
-        st.progress(min(done_steps / job["total"], 1.0),
-                    text=f"training {job['name']}: {done_steps:,} / {job['total']:,} steps logged, {elapsed:.0f} s")
+        st.progress(min(logged / job["target"], 1.0),
+                    text=f"training {job['name']}: {logged:,} / {job['target']:,} steps logged, {elapsed:.0f} s")
     elif code == 0:
-        st.progress(1.0, text=f"{job['name']} finished in {elapsed:.0f} s")
-        st.success(f"Saved as `rl:{job['name']}`: choose it on the Compare page.")
+        stopped = trained < job["target"]
+        st.progress(min(trained / job["target"], 1.0),
+                    text=f"{job['name']}: {trained:,} / {job['target']:,} steps" + (" (stopped)" if stopped else ""))
+        st.success(f"Saved as `rl:{job['name']}` after {trained:,} steps: choose it on the Compare page."
+                   + (" Press Resume to train it further." if stopped else ""))
     else:
-        tail = Path(job["log"]).read_text(errors="replace").strip().splitlines()[-5:]
-        st.error(f"Training stopped (exit code {code}). Last lines of {job['log'].name}:\n\n" +
+        log = launch.run_dir(job["cfg"]) / "app.log"
+        tail = log.read_text(errors="replace").strip().splitlines()[-5:] if log.is_file() else []
+        st.error(f"Training stopped with an error (exit code {code}). Last lines of its log:\n\n" +
                  "\n".join(f"    {line}" for line in tail))
     if len(curves):
         common.plot(charts.training_figure(curves), "train_curves")
     elif code is None:
         st.caption("Waiting for the first logged rollout (the first curves appear after one PPO rollout)…")
-    if code is not None and st.session_state.get("_train_reran") != job["name"]:
-        st.session_state["_train_reran"] = job["name"]
+    if code is not None and st.session_state.get("_train_reran") != (job["name"], job["t0"]):
+        st.session_state["_train_reran"] = (job["name"], job["t0"])
         st.rerun()  # once, so the buttons above reflect the end of the run
-
 
 st.fragment(live, run_every=2.0 if running else None)()

@@ -3,19 +3,115 @@
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from app_pages import common
+from engine import EngineError
+from engine.errors import TraceError
+from engine.analysis import never_ran
 from engine.analysis.scenario import ARRIVALS, WorkloadSpec
 from engine.traces import TRACE_FORMATS
 from engine.traces.generator import DEFAULT_MIX
-from engine.traces.mapped import KEYS as MAPPED_KEYS
+from engine.traces import mapped
 from engine.viz import charts
 
 st.title("Workload")
 sc = common.scenario()
 w = sc.workload
 SAMPLES = common.REPO / "sample_traces"
+
+_OUTCOME = "_up_outcome"  # (kind, message) of the last load, shown after the rerun that updates the sidebar
+MAP_LABELS = {"submit": "submit time (or start)", "duration": "duration (run time)", "end": "end time",
+              "gpus": "GPUs", "user": "user"}
+
+
+def _csv_preview(data: bytes):
+    """The CSV's preview, or ``None`` when the file is not comma-separated text with a header."""
+    try:
+        return mapped.preview(data)
+    except EngineError:
+        return None
+
+
+def _mapping_form(name: str, pv, unit: str) -> tuple[dict[str, str], str]:
+    """The file's columns, a preview and one dropdown per field (guesses preselected), with a warning when the
+    times look like another unit; returns the chosen map and a sentence saying what a run still lacks ("" when
+    nothing)."""
+    guess = dict(pv.guess)
+    st.markdown(f"**Columns in {name}**: " + ", ".join(f"`{h}`" for h in pv.header))
+    st.dataframe(pd.DataFrame(list(pv.rows), columns=list(pv.header)) if pv.rows else pd.DataFrame(columns=list(pv.header)),
+                 hide_index=True, width="stretch", key="map_preview")
+    st.markdown("**Column mapping**: which column holds each field (guessed from the names; *none* if absent).")
+    none = "(none)"
+    options = [none, *pv.header]
+
+    def pick(field: str, where) -> None:
+        chosen = where.selectbox(MAP_LABELS.get(field, field), options, key=f"map_{field}",
+                                 index=options.index(guess[field]) if field in guess else 0)
+        if chosen != none:
+            column_map[field] = chosen
+
+    column_map: dict[str, str] = {}
+    c = st.columns(5)
+    for i, field in enumerate(("submit", "duration", "end", "gpus", "user")):
+        pick(field, c[i])
+    with st.expander("More fields (GPU share, memory, job type, priority, estimate, allowed types, name)"):
+        c = st.columns(4)
+        for i, field in enumerate(k for k in mapped.KEYS if k not in ("submit", "duration", "end", "gpus", "user")):
+            pick(field, c[i % 4])
+    blocker = mapped.missing_for_run(column_map)
+    if blocker:
+        st.warning(blocker, icon="⚠️")
+        return column_map, blocker
+    if "duration" not in column_map:
+        st.caption(f"Each job's duration will be {column_map['end']} − {column_map['submit']}.")
+    _, note = mapped.time_unit_note(pv, column_map, unit)
+    if note:
+        st.warning(note, icon="⏱️")
+    return column_map, ""
+
+
+def _for_people(exc: EngineError) -> str:
+    """The error in words for this page: where in the file (line, column; never the server's temporary copy)
+    and what was wrong, with no command-line flags."""
+    if not isinstance(exc, TraceError):
+        return str(exc)
+    if exc.reason.startswith("cannot tell the trace format"):
+        return ("the playground cannot tell this file's format from its first line. Choose its format above; for "
+                "a CSV with other column names choose \"any CSV: map my columns\".")
+    where = ", ".join(p for p in (f"line {exc.line}" if exc.line is not None else "",
+                                  f"column {exc.column!r}" if exc.column else "") if p)
+    return f"{where}: {exc.reason}" if where else exc.reason
+
+
+def _load(name: str, data: bytes, fmt: str, unit: str, column_map: dict[str, str], first: int, skip_bad: bool) -> None:
+    """Load the trace into the scenario, or keep why not; either way rerun, so the sidebar and every page show
+    the workload in use (a failed load is marked: the scenario still holds the previous workload)."""
+    digest = common.store_trace(data)
+    spec = common.engine_call(
+        WorkloadSpec, source="trace", trace_sha256=digest, trace_name=Path(name).name,
+        trace_format="" if fmt == "auto-detect" else fmt, time_unit="" if unit == "format default" else unit,
+        column_map=tuple(column_map.items()), first=first, skip_bad=skip_bad, what=name)
+    if spec is None:
+        common.forget_trace(digest)
+        return
+    new = replace(sc, workload=spec, name="")
+    try:
+        trace = common.loaded_trace(new)
+        problem = "" if trace.jobs else f"no usable jobs in the file (dropped: {trace.report.dropped or 'none'})"
+    except EngineError as exc:
+        problem = _for_people(exc)
+    if problem:
+        common.forget_trace(digest)
+        st.session_state[common.FAILED_UPLOAD] = Path(name).name
+        st.session_state[_OUTCOME] = ("error", f"{name}: {problem}")
+    else:
+        st.session_state.pop(common.FAILED_UPLOAD, None)
+        st.session_state[_OUTCOME] = ("success", f"Loaded {trace.report.jobs:,} jobs from {name} (format: {trace.format}).")
+        common.set_scenario(new)
+    st.rerun()
+
 
 gen_tab, up_tab = st.tabs(["Generate", "Upload a trace"])
 
@@ -45,64 +141,66 @@ with gen_tab:
                     arrival=arrival, seed=int(seed),
                     mix=() if mix == DEFAULT_MIX else tuple(mix.items()), what="workload")
                 if spec is not None:
+                    st.session_state.pop(common.FAILED_UPLOAD, None)
                     common.set_scenario(replace(sc, workload=spec, name=""))
                     st.rerun()
 
 # ---------------------------------------------------------------- upload
+MAPPED = "mapped"
+FORMAT_LABELS = {"auto-detect": "auto-detect", MAPPED: "any CSV: map my columns"}
 with up_tab:
     formats = ["auto-detect"] + list(TRACE_FORMATS)
     c = st.columns(3)
-    fmt = c[0].selectbox("Format", formats, key="up_format")
+    fmt = c[0].selectbox("Format", formats, key="up_format", format_func=lambda f: FORMAT_LABELS.get(f, f))
     unit = c[1].selectbox("Time unit", ["format default", "s", "ms"], key="up_unit",
                           help="Only for formats whose time unit is not fixed (Tiresias-style CSV, mapped CSV).")
     first = c[2].number_input("Keep the first N jobs (0 = all)", 0, 10_000_000, 0, key="up_first")
     skip_bad = st.checkbox("Skip malformed rows and report them (otherwise the first bad row stops the load)",
                            key="up_skip_bad")
-    column_map: dict[str, str] = {}
-    if fmt == "mapped":
-        st.markdown("**Column mapping**: which column of your file holds each field (leave empty if absent).")
-        c = st.columns(4)
-        for i, field in enumerate(MAPPED_KEYS):
-            value = c[i % 4].text_input(field, key=f"map_{field}")
-            if value.strip():
-                column_map[field] = value.strip()
     uploaded = st.file_uploader(f"Trace file (at most {common.MAX_UPLOAD_MB} MiB)",
                                 type=["csv", "swf", "gz", "txt", "tsv", "trace"], key="trace_upload")
     samples = sorted(p.name for p in SAMPLES.glob("*") if p.is_file() and p.suffix != ".md") if SAMPLES.is_dir() else []
     sample = st.selectbox("…or use a sample trace shipped with the project", samples, index=None,
                           placeholder="choose a sample…", key="sample_trace") if samples else None
-    load_clicked = st.button("Load trace", type="primary", key="load_trace",
-                             disabled=uploaded is None and sample is None)
+    if uploaded is not None:
+        name, data = uploaded.name, uploaded.getvalue()
+    elif sample is not None:
+        name, data = sample, (SAMPLES / sample).read_bytes()
+    else:
+        name, data = "", b""
+    column_map: dict[str, str] = {}
+    blocker = ""
+    pv = _csv_preview(data) if data and fmt in ("auto-detect", MAPPED) else None
+    if fmt == MAPPED and data and pv is None:
+        blocker = f"{name} is not comma-separated text with a header line, so its columns cannot be mapped."
+        st.error(blocker)
+    elif pv is not None and (fmt == MAPPED or mapped.needs_map(pv)):
+        if fmt != MAPPED:
+            st.info(f"The columns of {name} are not those of a trace format the playground knows: "
+                    "choose below which column holds each field.")
+            fmt = MAPPED
+        column_map, blocker = _mapping_form(name, pv, "s" if unit == "format default" else unit)
+    load_clicked = st.button("Load trace", type="primary", key="load_trace", disabled=not data or bool(blocker))
     if load_clicked:
-        if uploaded is not None:
-            name, data = uploaded.name, uploaded.getvalue()
-        else:
-            name, data = sample, (SAMPLES / sample).read_bytes()
         if len(data) > common.MAX_UPLOAD_MB * 2**20:
             st.error(f"{name} is {len(data) / 2**20:.1f} MiB; the limit is {common.MAX_UPLOAD_MB} MiB. "
-                     "Use the command line (python -m engine) for larger traces, or keep the first N jobs.")
+                     "Keep the first N jobs of a shorter file, or run the command-line engine on larger traces.")
         else:
-            digest = common.store_trace(data)
-            spec = common.engine_call(
-                WorkloadSpec, source="trace", trace_sha256=digest, trace_name=Path(name).name,
-                trace_format="" if fmt == "auto-detect" else fmt, time_unit="" if unit == "format default" else unit,
-                column_map=tuple(column_map.items()), first=int(first), skip_bad=skip_bad, what=name)
-            new = None if spec is None else replace(sc, workload=spec, name="")
-            trace = None if new is None else common.engine_call(common.loaded_trace, new, what=name)
-            if trace is None or not trace.jobs:
-                common.forget_trace(digest)
-            if trace is not None and not trace.jobs:
-                st.error(f"{name}: no usable jobs in the file (dropped: {trace.report.dropped or 'none'}).")
-            elif trace is not None:
-                common.set_scenario(new)
-                st.success(f"Loaded {trace.report.jobs:,} jobs from {name} (format: {trace.format}).")
-                sc, w = new, spec
+            _load(name, data, fmt, unit, column_map, int(first), skip_bad)
+    outcome = st.session_state.pop(_OUTCOME, None)
+    if outcome is not None:
+        (st.success if outcome[0] == "success" else st.error)(outcome[1])
 
 # ---------------------------------------------------------------- what the workload holds
 st.divider()
 with common.engine_errors("the workload could not be built"):
     cluster = common.cluster_of(sc)
     jobs = common.jobs_of(sc)
+missing = never_ran.before_run(cluster, jobs)
+if missing.count:
+    st.warning(missing.sentence(), icon="⚠️")
+    st.dataframe(pd.DataFrame(missing.by_reason, columns=["why the job can never run", "jobs"]), hide_index=True,
+                 width="stretch", key="never_ran_reasons")
 if w.source == "trace":
     st.subheader(f"Trace report: {w.trace_name}")
     with common.engine_errors(w.trace_name):

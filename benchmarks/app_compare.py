@@ -152,27 +152,31 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=2000)
     p.add_argument("--repeat", type=int, default=3, help="repetitions of the typical measurement")
+    p.add_argument("--schedulers", default=",".join(SCHEDULERS),
+                   help="comma-separated schedulers, e.g. fifo,first-fit,best-fit,sjf,rl:wait-mlp (an agent)")
     args = p.parse_args(argv)
+    schedulers = tuple(s for s in args.schedulers.split(",") if s)
     from playwright.sync_api import sync_playwright
 
-    out: dict = {"jobs": args.jobs, "gpus": 64, "schedulers": list(SCHEDULERS),
+    out: dict = {"jobs": args.jobs, "gpus": 64, "schedulers": list(schedulers),
                  "loadavg_before": [round(x, 2) for x in os.getloadavg()]}
     viewport = {"width": 1400, "height": 1000}
     with serve_app() as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport=viewport)
-        page.goto(scenario_url(base, "compare", args.jobs, seed=1000))
+        page.goto(scenario_url(base, "compare", args.jobs, seed=1000, schedulers=schedulers))
         out["cold_link_s"] = time_run(page)
         print(f"cold link: click -> {COMPARE_CHARTS} charts drawn in {out['cold_link_s']:.2f} s")
         page.close()
         typical = []
         for i in range(args.repeat):
             page = browser.new_page(viewport=viewport)
-            page.goto(scenario_url(base, "workload", args.jobs, seed=i + 1))
+            page.goto(scenario_url(base, "workload", args.jobs, seed=i + 1, schedulers=schedulers))
             page.wait_for_function(CHARTS_DRAWN, arg=5, timeout=120_000)
             page.get_by_role("link", name="Compare").click()
             typical.append(time_run(page))
-            print(f"typical: click -> {COMPARE_CHARTS} charts drawn in {typical[-1]:.2f} s (5 new simulations)")
+            print(f"typical: click -> {COMPARE_CHARTS} charts drawn in {typical[-1]:.2f} s "
+                  f"({len(schedulers)} new simulations)")
             if i < args.repeat - 1:
                 page.close()
         out["typical_s"] = [round(t, 3) for t in typical]

@@ -79,7 +79,7 @@ def _pct(p: int, of: str) -> str:
 METRICS: dict[str, Metric] = {
     "jobs": Metric("Jobs", "jobs", None, "number of jobs in the workload"),
     "completed": Metric("Completed", "jobs", "higher", "jobs that ran to completion"),
-    "unschedulable": Metric("Unschedulable", "jobs", None,
+    "unschedulable": Metric("Never ran (cannot fit the cluster)", "jobs", None,
                             "jobs that can never run on this cluster (too many GPUs or too much memory, "
                             "or no allowed GPU type)"),
     "mean_wait_s": Metric("Mean wait", "s", "lower", "mean of end - submit - run time over completed jobs"),

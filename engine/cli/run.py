@@ -53,7 +53,16 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write one row per user (jobs, mean wait, GPU-hours, share, ...) as CSV")
 
 
+def _print_never_ran(report) -> None:
+    """The never-ran sentence and each reason with its count (nothing when every job ran)."""
+    if report.count:
+        print(report.sentence())
+        for reason, n in report.by_reason:
+            print(f"  {n:,} job(s): {reason}")
+
+
 def run_simulate(args: argparse.Namespace) -> int:
+    from engine.analysis import never_ran
     from engine.analysis.metrics import METRICS, job_frame, summarize, user_frame
     from engine.sim.cluster import parse_cluster
 
@@ -65,9 +74,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     print(f"{result.scheduler}: {_describe_run(cluster, trace)}; seed {args.seed}")
     print(format_table(["metric", "value"], [[metric_label(k), format_value(values[k], m.unit)]
                                              for k, m in METRICS.items()]))
-    if result.unschedulable_reasons:
-        j, reason = next(iter(sorted(result.unschedulable_reasons.items())))
-        print(f"{len(result.unschedulable_reasons)} job(s) can never run on this cluster, e.g. job {j}: {reason}")
+    _print_never_ran(never_ran.of_result(result))
     if args.json:
         write_json(args.json, values)
     if args.jobs_csv:
@@ -88,6 +95,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    from engine.analysis import never_ran
     from engine.analysis.metrics import METRICS, best_columns, compare, summarize
     from engine.schedulers import make_scheduler
     from engine.sim.cluster import parse_cluster
@@ -107,6 +115,7 @@ def run_compare(args: argparse.Namespace) -> int:
     print(_describe_run(cluster, trace) + f"; seed {args.seed}")
     print(format_table(["metric", *(f"{n} " for n in table.columns)], rows))
     print("* best value of the metric (not marked when all schedulers tie)")
+    _print_never_ran(never_ran.before_run(cluster, trace.jobs))  # the same jobs under every scheduler
     if args.json:
         write_json(args.json, {name: s.to_dict() for name, s in summaries.items()})
     return 0

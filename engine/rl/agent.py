@@ -1,4 +1,5 @@
-"""The ``rl:<name>`` scheduler: a trained policy from ``models/`` behind the ordinary scheduler protocol.
+"""The ``rl:<name>`` scheduler: a trained policy from ``models/`` (or, for names not shipped there, from the
+folder of models trained in the app, :func:`user_models_dir`) behind the ordinary scheduler protocol.
 
 Loading is safe by construction: the card ``models/<name>.json`` is JSON; the network is built in code from
 the card's policy spec; the weights file's SHA-256 must equal the card's ``sha256`` before it is opened; and
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any, Iterator
@@ -24,11 +26,25 @@ from engine.rl.encoding import EncodingConfig, decode, encode, snapshot
 from engine.sim.state import ClusterState, Decision
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+#: Environment variable naming the folder of models trained from the app (default ``runs/models/``, git-ignored).
+USER_MODELS_ENV = "ENGINE_USER_MODELS"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class ModelError(EngineError):
     """A model card or weights file is missing, altered or not plain weights; the message says which."""
+
+
+def user_models_dir() -> Path:
+    """Where models trained from the app go: ``$ENGINE_USER_MODELS``, else ``runs/models/`` (git-ignored), so a
+    page never overwrites a shipped card in ``models/``."""
+    return Path(os.environ.get(USER_MODELS_ENV) or MODELS_DIR.parent / "runs" / "models")
+
+
+def home_of(name: str) -> Path:
+    """The folder holding model ``name``'s card: ``models/`` (shipped) first, else :func:`user_models_dir`."""
+    user = user_models_dir()
+    return user if not (MODELS_DIR / f"{name}.json").is_file() and (user / f"{name}.json").is_file() else MODELS_DIR
 
 
 def model_names(models_dir: Path | None = None) -> list[str]:
@@ -121,7 +137,7 @@ def load_agent(name: str, models_dir: Path | None = None) -> RLScheduler:
     from engine.rl.env import observation_space
     from engine.rl.policies import PolicySpec, build_policy
 
-    models_dir = Path(models_dir or MODELS_DIR)
+    models_dir = Path(models_dir or home_of(name))
     card = read_card(name, models_dir)
     weights = str(card["weights"])
     if not _NAME.match(weights) or not weights.endswith(".pt"):

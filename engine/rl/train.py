@@ -29,6 +29,8 @@ from engine.rl.env import EnvConfig, GpuSchedulingEnv
 from engine.rl.policies import PolicySpec
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
+#: A file of this name in ``runs/<name>/`` asks a running training to stop and export what it has.
+STOP_FILE = "STOP"
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 
 
@@ -243,7 +245,7 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     run_dir.mkdir(parents=True, exist_ok=True)
 
     # 0. the parent of a continued run, read before anything is exported (the export may replace it).
-    parent, parent_state = _parent(cfg) if cfg.init_from else (None, None)
+    parent, parent_state = _parent(cfg, models_dir) if cfg.init_from else (None, None)
 
     # 1. environments: training copies seeded seed..seed+n-1; evaluation on fixed validation workloads.
     venv = DummyVecEnv([_make_env(cfg.env, cfg.seed + i) for i in range(cfg.n_envs)])
@@ -292,8 +294,17 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
         eval_env, n_eval_episodes=cfg.eval_episodes, eval_freq=max(cfg.eval_freq // cfg.n_envs, 1),
         deterministic=True, log_path=str(run_dir / "eval"), best_model_save_path=None,
         callback_on_new_best=SaveWeights(str(best_path)), verbose=0)
+    class StopFile(BaseCallback):
+        """Ends training at the next step once ``runs/<name>/STOP`` exists (how the app stops a run and keeps
+        what it learned: the export below still happens)."""
+
+        def _on_step(self) -> bool:
+            return bool(self.n_calls % 16) or not stop_path.exists()
+
+    stop_path = run_dir / STOP_FILE
+    stop_path.unlink(missing_ok=True)  # a stop asked of an earlier run does not stop this one
     callbacks = CallbackList([Curriculum(), SaveWeights(str(run_dir / "checkpoint_{step}.pt"), cfg.checkpoint_freq),
-                              evaluator])
+                              evaluator, StopFile()])
 
     t0 = time.perf_counter()
     cloned = None
@@ -337,6 +348,8 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
             "machine": f"{platform.machine()} CPU, torch threads {cfg.torch_threads}",
         },
     }
+    if stop_path.exists():
+        card["training"]["stopped_at"] = steps  # asked to stop (STOP_FILE) before total_timesteps
     if cloned:
         card["training"]["clone"] = cloned
     if parent:
@@ -412,18 +425,20 @@ def reselect(name: str, candidates: list[Path], n_episodes: int = 10, models_dir
     return card
 
 
-def _parent(cfg: TrainConfig) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Card and SHA-256-checked plain weights of model ``cfg.init_from`` in ``models/``; same network required."""
+def _parent(cfg: TrainConfig, models_dir: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Card and SHA-256-checked plain weights of model ``cfg.init_from`` in ``models_dir`` (where this run
+    exports: a stopped run resumes from there), else in ``models/``; same network required."""
     from engine.rl.agent import ModelError, load_weights, read_card
 
-    card = read_card(cfg.init_from, MODELS_DIR)
+    home = Path(models_dir) if models_dir and (Path(models_dir) / f"{cfg.init_from}.json").is_file() else MODELS_DIR
+    card = read_card(cfg.init_from, home)
     for key, mine in (("policy", cfg.policy.to_dict()), ("encoding", cfg.env.encoding.to_dict())):
         if card[key] != mine:
             raise ModelError(f"train config {cfg.name}: init_from model {cfg.init_from!r} has {key} "
                              f"{json.dumps(card[key])}, this config {json.dumps(mine)}; they must be equal")
     if "training" not in card:
         raise ModelError(f"model card {cfg.init_from}: missing key 'training' (needed to count its steps)")
-    return card, load_weights(MODELS_DIR / card["weights"], card["sha256"])
+    return card, load_weights(home / card["weights"], card["sha256"])
 
 
 def _stage_env(cfg: TrainConfig) -> EnvConfig:

@@ -157,6 +157,41 @@ class Result:
         return self.seg_gpu_ids[self.seg_gpu_ptr[i]:self.seg_gpu_ptr[i + 1]]
 
 
+def _never_runs(job: Job, type_names: tuple[str, ...], allowed: np.ndarray, types: np.ndarray,
+                type_total: np.ndarray) -> str | None:
+    """Why ``job`` can never run (``allowed``/``types``: per GPU type, allowed / allowed with enough memory;
+    ``type_total``: GPUs per type), or ``None`` when some allowed type has enough GPUs and memory."""
+    if not allowed.any():
+        return f"no GPU of an allowed type ({', '.join(sorted(job.allowed_types))}) in the cluster"
+    if not types.any():
+        return f"needs {job.vram_gib:g} GiB per GPU; no allowed GPU type has that much memory"
+    counts = np.where(types, type_total, -1)
+    most = int(np.argmax(counts))
+    if job.gpus > int(counts[most]):
+        return (f"needs {job.gpus} GPUs of one type; the most any allowed type has is "
+                f"{int(counts[most])} ({type_names[most]})")
+    return None
+
+
+def unschedulable_reasons(cluster: Cluster, jobs: Sequence[Job]) -> dict[int, str]:
+    """``job index -> why it can never run on cluster``, for the jobs that never can (what a run's
+    :attr:`Result.unschedulable_reasons` will hold, known before any run)."""
+    lay = cluster.layout
+    type_total = np.bincount(lay.gpu_type, minlength=len(lay.type_names))
+    by_shape: dict[tuple, str | None] = {}
+    out: dict[int, str] = {}
+    for i, job in enumerate(jobs):
+        key = (job.gpus, job.gpu_fraction, job.vram_gib, job.allowed_types)
+        if key not in by_shape:
+            allowed = np.array([not job.allowed_types or t in job.allowed_types for t in lay.type_names])
+            by_shape[key] = _never_runs(job, lay.type_names, allowed, allowed & (lay.type_vram_gib >= job.vram_gib),
+                                        type_total)
+        reason = by_shape[key]
+        if reason is not None:
+            out[i] = reason
+    return out
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)  # a public base: subclassable compiled too (ARCHITECTURE.md)
 class Simulation:
     """A resumable simulation: ``reset()``, then ``apply(decisions)`` / ``advance()`` until ``done``.
@@ -227,16 +262,7 @@ class Simulation:
                 self._shape_gpus.append(_ro(types[lay.gpu_type]))
                 self._shape_type_ok.append(types.tolist())
                 self._shape_node_bits.append(sum(1 << int(n) for n in np.flatnonzero(types[lay.node_type])))
-                if not allowed.any():
-                    reason = f"no GPU of an allowed type ({', '.join(sorted(job.allowed_types))}) in the cluster"
-                elif not types.any():
-                    reason = f"needs {job.vram_gib:g} GiB per GPU; no allowed GPU type has that much memory"
-                elif job.gpus > int(type_total[types].max()):
-                    reason = (f"needs {job.gpus} GPUs of one type; the most any allowed type has is "
-                              f"{int(type_total[types].max())}")
-                else:
-                    reason = None
-                self._shape_reason.append(reason)
+                self._shape_reason.append(_never_runs(job, lay.type_names, allowed, types, type_total))
             self._job_shape.append(sid)
 
     def _reset_state(self) -> None:

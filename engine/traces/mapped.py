@@ -26,7 +26,11 @@ canonical CSV apply (missing time, duration <= 0, GPUs <= 0).
 
 from __future__ import annotations
 
+import csv
+import io
 import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 from engine.traces.base import MAX_TIME_S, BadField, Columns, ReadContext, read_header, read_rows, to_float, to_int
 from engine.traces.csv import split_types
@@ -113,3 +117,145 @@ def read(ctx: ReadContext) -> None:
                  name=get(f, "name") if "name" in ix else str(ctx.n_rows), columns=names)
 
     read_rows(ctx, rows, row, width=len(header), header=header)
+
+
+# ----------------------------------------------------------------------------------------- inspecting a CSV
+#: Column names (lower case, ``-``/space as ``_``) that suggest each key, best first; used by :func:`guess_map`.
+HINTS: dict[str, tuple[str, ...]] = {
+    "submit": ("submit_s", "submit", "submit_time", "submitted", "submission_time", "arrival", "arrival_time",
+               "creation_time", "created", "create_time", "queue_time", "enqueue_time", "start", "start_time",
+               "start_s", "begin", "time", "timestamp", "t0"),
+    "duration": ("duration_s", "duration", "runtime", "run_time", "run_s", "elapsed", "wall_time", "walltime",
+                 "exec_time", "run"),
+    "end": ("end_s", "end", "end_time", "finish", "finish_time", "finished", "completion_time", "stop_time",
+            "stop", "t1"),
+    "gpus": ("gpus", "num_gpus", "num_gpu", "n_gpus", "n_gpu", "ngpu", "ngpus", "gpu", "gpu_count", "gpu_num",
+             "gpus_requested", "plan_gpu"),
+    "user": ("user", "user_id", "username", "user_name", "owner", "team", "tenant", "vc", "group"),
+    "job_type": ("job_type", "type", "task_type", "kind"),
+    "name": ("name", "job_name", "job_id", "jobid", "job", "id"),
+    "vram_gib": ("vram_gib", "gpu_mem_gib", "gpu_memory_gib"),
+    "estimate": ("estimate_s", "estimate", "requested_time", "time_limit", "walltime_limit"),
+}
+#: A median job this long (seconds) or a workload spanning this long suggests the numbers are not seconds.
+SUSPECT_MEDIAN_S = 7 * 86_400.0
+SUSPECT_SPAN_S = 5 * 365 * 86_400.0
+
+
+@dataclass(frozen=True)
+class CsvPreview:
+    """What a CSV holds, read from its first rows: for a person choosing the column map.
+
+    Attributes:
+        header: the file's column names.
+        rows: the first rows (at most ``preview_rows``), as text.
+        guess: ``key -> column`` guessed from the column names (:func:`guess_map`).
+        sample: the rows read to check time units (at most ``sample_rows``).
+    """
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    guess: tuple[tuple[str, str], ...]
+    sample: tuple[tuple[str, ...], ...]
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower().replace("-", "_").replace(" ", "_")
+
+
+def guess_map(header: Sequence[str]) -> dict[str, str]:
+    """``key -> column`` for each key of :data:`HINTS` one of whose names is a column (each column used once);
+    a duration column makes an end column unnecessary, so ``end`` is guessed only without one."""
+    by_norm = {_norm(h): h for h in header}
+    out: dict[str, str] = {}
+    for key, names in HINTS.items():
+        if key == "end" and "duration" in out:
+            continue
+        column = next((by_norm[n] for n in names if n in by_norm and by_norm[n] not in out.values()), None)
+        if column is not None:
+            out[key] = column
+    return out
+
+
+def preview(data: bytes, preview_rows: int = 5, sample_rows: int = 2_000) -> CsvPreview:
+    """Header, first rows and guessed map of the CSV ``data`` (``TraceError`` when it is not CSV text)."""
+    from engine.errors import TraceError
+
+    text = data[:4_000_000].decode("utf-8-sig", errors="replace")
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        lines = [r for r, _ in zip((r for r in reader if any(f.strip() for f in r)), range(sample_rows + 1))]
+    except csv.Error as exc:
+        raise TraceError(f"not valid CSV ({exc})") from None
+    if not lines:
+        raise TraceError("the file is empty; a trace needs a header line naming its columns")
+    header = tuple(h.strip() for h in lines[0])
+    if len(header) < 2:
+        raise TraceError(f"the first line has {len(header)} column; a CSV trace needs at least a submit time and a "
+                         "duration (or an end time), separated by commas")
+    sample = tuple(tuple(f.strip() for f in r) for r in lines[1:])
+    return CsvPreview(header=header, rows=sample[:preview_rows], guess=tuple(guess_map(header).items()),
+                      sample=sample)
+
+
+def missing_for_run(cmap: Mapping[str, str]) -> str:
+    """A sentence saying what a run needs and ``cmap`` lacks; empty when it has a submit time and a duration or
+    an end time."""
+    if not cmap.get("submit"):
+        return ("A run needs each job's submit time: choose the column that holds when jobs were submitted "
+                "(or started). Without one, this file cannot be simulated.")
+    if not cmap.get("duration") and not cmap.get("end"):
+        return ("A run needs each job's length: choose a duration (run time) column, or an end time column, from "
+                "which the duration is end - submit. Without either, this file cannot be simulated.")
+    return ""
+
+
+def _seconds(text: str, scale: float) -> float:
+    try:
+        return float(text) * scale
+    except ValueError:
+        try:
+            return parse_timestamp(text, "")
+        except BadField:
+            return math.nan
+
+
+def time_unit_note(pv: CsvPreview, cmap: Mapping[str, str], time_unit: str) -> tuple[str, str]:
+    """``(suggested unit, sentence)`` from the sampled rows under ``cmap``: the sentence (empty when the times
+    look plausible) says how long the median job and the span would be in ``time_unit`` when that looks wrong;
+    the suggestion is ``"ms"`` when the numbers read as milliseconds look plausible, else ``time_unit``."""
+    from engine.viz.tables import human_seconds
+
+    scale = TIME_UNITS.get(time_unit or "s", 1.0)
+    ix = {k: pv.header.index(c) for k, c in cmap.items() if c in pv.header}
+    if "submit" not in ix:
+        return time_unit, ""
+    submit = [_seconds(r[ix["submit"]], scale) for r in pv.sample if len(r) > ix["submit"] and r[ix["submit"]]]
+    submit = [s for s in submit if math.isfinite(s)]
+    if "duration" in ix:
+        lengths = [_seconds(r[ix["duration"]], scale) for r in pv.sample if len(r) > ix["duration"]]
+    elif "end" in ix:
+        lengths = [_seconds(r[ix["end"]], scale) - _seconds(r[ix["submit"]], scale) for r in pv.sample
+                   if len(r) > max(ix["end"], ix["submit"])]
+    else:
+        lengths = []
+    lengths = sorted(x for x in lengths if math.isfinite(x) and x > 0)
+    median = lengths[len(lengths) // 2] if lengths else math.nan
+    span = max(submit) - min(submit) if len(submit) > 1 else 0.0
+    if not (median > SUSPECT_MEDIAN_S or span > SUSPECT_SPAN_S):
+        return time_unit, ""
+    unit_name = {"s": "seconds", "ms": "milliseconds"}.get(time_unit or "s", time_unit)
+    looks = (f"the median job would run {human_seconds(median)}" if median == median else "") + \
+            (f"{' and ' if median == median else ''}the first {len(submit):,} jobs would span {human_seconds(span)}"
+             if span else "")
+    suggest = "ms" if (time_unit or "s") == "s" else time_unit
+    hint = " They look like milliseconds: choose the time unit ms." if suggest == "ms" else ""
+    return suggest, f"If these times are {unit_name}, {looks}.{hint}"
+
+
+def needs_map(pv: CsvPreview) -> bool:
+    """True when the CSV's header is none of the formats auto-detection knows (it then needs a column map)."""
+    from engine.traces.detect import HEADER_SIGNATURES, OPENB_NODE_COLUMNS
+
+    header = set(pv.header)
+    return not any(cols <= header for cols in (*HEADER_SIGNATURES.values(), OPENB_NODE_COLUMNS))

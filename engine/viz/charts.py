@@ -10,8 +10,8 @@ Main pieces:
 * :func:`timeline_figure`: the animated per-GPU timelines of several schedulers side by side, with a play
   button and a time slider moving a cursor, and each scheduler's queue length underneath. Large runs switch
   to WebGL bars or to a GPU x time heatmap (:func:`timeline_mode` decides; the figure's ``meta`` says which).
-* :func:`series_figure`, :func:`cdf_figure`, :func:`user_box_figure`: queue length and utilisation over
-  time, JCT/wait CDFs, per-user waits.
+* :func:`series_figure`, :func:`cdf_figure`, :func:`user_wait_figure`: queue length and utilisation over
+  time, JCT/wait CDFs, per-user mean waits.
 * workload and cluster pictures: :func:`arrivals_figure`, :func:`gpu_count_figure`,
   :func:`duration_figure`, :func:`user_volume_figure`, :func:`offered_load_figure`, :func:`cluster_figure`.
 """
@@ -29,6 +29,7 @@ from plotly.subplots import make_subplots
 from engine.sim.cluster import Cluster
 from engine.sim.job import Job
 from engine.sim.simulator import Result
+from engine.viz.tables import human_seconds
 
 #: Colour-blind-safe qualitative palette (Okabe-Ito, then Plotly's "Safe"); the last entry is for "other".
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#332288",
@@ -298,6 +299,7 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
     line_px = max(1.0, min(18.0, 0.8 * height_px / n_gpus))
     scatter = go.Scattergl if mode == "webgl" else go.Scatter
     legend_done: set[str] = set()
+    shapes: list[dict] = []
     # One queue scale for all columns, so their heights compare.
     q_top = 1.05 * max((int(r.series_queue.max()) for r in runs if len(r.series_queue)), default=1) + 0.5
     for col, (name, r) in enumerate(zip(names, runs), start=1):
@@ -316,44 +318,110 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
             _add_raster(fig, seg, r, col, name, color_by, colours, t_end, div, unit, legend_done,
                         raster_bins(n_cols))
         else:
+            lay = r.cluster.layout
             cats = seg[color_by].astype(str).map(lambda c: c if colours.get(c) != OTHER_COLOUR else "other")
+            gpu_type = lay.gpu_type[seg["gpu"].to_numpy()] if len(seg) else np.array([], dtype=np.int64)
+            other = "user" if color_by == "job_type" else "job_type"
             for cat in sorted(cats.unique(), key=lambda c: (c == "other", c)):
-                part = seg[cats.to_numpy() == cat]
-                k = len(part)
-                # float32 and small ints halve what the browser downloads; display precision is ample.
-                x = np.empty(3 * k, dtype=np.float32)
-                x[0::3], x[1::3], x[2::3] = part["start_s"] / div, part["end_s"] / div, np.nan
-                y = np.empty(3 * k, dtype=np.float32)
-                y[0::3] = y[1::3] = part["gpu"].to_numpy()
-                y[2::3] = np.nan
-                ids = np.repeat(part["job_id"].to_numpy(), 3).astype(np.int16 if r.n_jobs < 2**15 else np.int32)
-                fig.add_trace(scatter(
-                    x=x, y=y, mode="lines", name=cat, legendgroup=cat, showlegend=cat not in legend_done,
-                    line=dict(color=OTHER_COLOUR if cat == "other" else colours[cat], width=line_px),
-                    customdata=ids, connectgaps=False,
-                    hovertemplate=f"job %{{customdata}} ({cat})<br>GPU %{{y}}<br>t=%{{x:.2f}} {unit}"
-                                  f"<extra>{name}</extra>"), row=1, col=col)
-                legend_done.add(cat)
+                for t in np.unique(gpu_type[cats.to_numpy() == cat]):
+                    # One trace per (colour, GPU type): the hover names the type without a string per point.
+                    part = seg[(cats.to_numpy() == cat) & (gpu_type == t)]
+                    k = len(part)
+                    # float32 and small ints halve what the browser downloads; display precision is ample.
+                    x = np.empty(3 * k, dtype=np.float32)
+                    x[0::3], x[1::3], x[2::3] = part["start_s"] / div, part["end_s"] / div, np.nan
+                    y = np.empty(3 * k, dtype=np.float32)
+                    y[0::3] = y[1::3] = part["gpu"].to_numpy()
+                    y[2::3] = np.nan
+                    small = np.int16 if max(r.n_jobs, lay.n_nodes) < 2**15 else np.int32
+                    ids = np.repeat(np.stack([part["job_id"].to_numpy(), lay.gpu_node[part["gpu"].to_numpy()]],
+                                             axis=1), 3, axis=0).astype(small)
+                    text = np.repeat(part[other].astype(str).to_numpy(), 3)
+                    fig.add_trace(scatter(
+                        x=x, y=y, mode="lines", name=cat, legendgroup=cat, showlegend=cat not in legend_done,
+                        line=dict(color=OTHER_COLOUR if cat == "other" else colours[cat], width=line_px),
+                        customdata=ids, text=text, connectgaps=False,
+                        hovertemplate=f"job %{{customdata[0]}} · {color_by.replace('_', ' ')} {cat} · "
+                                      f"{other.replace('_', ' ')} %{{text}}<br>GPU %{{y}} · "
+                                      f"{lay.type_names[int(t)]} · node %{{customdata[1]}}<br>t=%{{x:.2f}} {unit}"
+                                      f"<extra>{name}</extra>"), row=1, col=col)
+                    legend_done.add(cat)
         tq, q = binned_series(r.series_t, r.series_queue, t_end, how="max")
         fig.add_trace(go.Scatter(x=tq / div, y=q, mode="lines", line=dict(shape="hv", color="#555"),
                                  name="queue", showlegend=False,
                                  hovertemplate=f"t=%{{x:.2f}} {unit}<br>%{{y}} jobs waiting<extra>{name}</extra>"),
                       row=2, col=col)
         per_row = math.ceil(r.cluster.n_gpus / min(HEATMAP_ROWS, r.cluster.n_gpus)) if mode == "heatmap" else 1
-        y_title = f"GPU band (row of ≤{per_row} GPUs)" if per_row > 1 else "GPU (id)"
+        y_title = f"GPU band (row of ≤{per_row} GPUs)" if per_row > 1 else "GPU (node · type)"
+        ticks = {} if per_row > 1 else {**_gpu_ticks(r.cluster), "showticklabels": col == 1}
+        if per_row == 1:
+            shapes += _gpu_bands(r.cluster, col)
         fig.update_yaxes(title_text=y_title if col == 1 else None, autorange="reversed",
-                         range=None, showgrid=False, row=1, col=col)
+                         range=None, showgrid=False, row=1, col=col, **ticks)
         fig.update_yaxes(title_text="queue (jobs)" if col == 1 else None, range=[0, q_top], row=2, col=col)
         fig.update_xaxes(title_text=f"time ({unit})", range=[0, t_end / div], row=2, col=col)
+    if shapes:
+        fig.layout._validate = True  # set once, validated once (they are few)
+        fig.update_layout(shapes=shapes)
+        fig.layout._validate = False
     n_frames = 0
     if animate and runs:
         n_frames = _add_cursor_animation(fig, runs, t_end, div, unit, n_gpus, frames)
     fig.update_layout(
         height=height_px + (380 if n_frames else 230), template="plotly_white",
-        margin=dict(l=60, r=20, t=50, b=200 if n_frames else 40),  # room for the slider and the play button
+        # Room for the node/type tick labels on the left, the slider and the play button below.
+        margin=dict(l=110 if mode != "heatmap" else 60, r=20, t=50, b=200 if n_frames else 40),
         legend=dict(orientation="h", yanchor="bottom", y=1.04, x=0, title_text=color_by.replace("_", " ")),
         meta={"mode": mode, "frames": n_frames, "time_unit": unit}, hovermode="closest", uirevision="timeline")
     return fig
+
+
+#: Nodes are named on the timeline's axis (one tick each) and shaded in alternate bands up to this many.
+NODE_TICKS = 32
+
+
+def _gpu_ticks(cluster: Cluster) -> dict:
+    """Axis ticks of a per-GPU timeline: one per node (``n3 · A100-80``) for small clusters, else one per run of
+    nodes of a GPU type (``A100-80 ×64``), at the middle of its GPUs."""
+    lay = cluster.layout
+    first, count = lay.node_first_gpu.astype(float), lay.node_gpus.astype(float)
+    if lay.n_nodes <= NODE_TICKS:
+        vals = first + (count - 1) / 2
+        text = [f"n{i} · {lay.type_names[int(t)]}" for i, t in enumerate(lay.node_type)]
+    else:
+        vals, text = [], []
+        for a, b, t in _type_runs(lay):
+            vals.append((lay.node_first_gpu[a] + lay.node_first_gpu[b - 1] + lay.node_gpus[b - 1] - 1) / 2)
+            text.append(f"{lay.type_names[t]} ×{int(lay.node_gpus[a:b].sum())}")
+    return dict(tickmode="array", tickvals=[float(v) for v in vals], ticktext=text, ticks="")
+
+
+def _type_runs(lay) -> list[tuple[int, int, int]]:
+    """Runs of consecutive nodes of one GPU type: ``(first node, end node, type index)``."""
+    runs, start = [], 0
+    for i in range(1, lay.n_nodes + 1):
+        if i == lay.n_nodes or lay.node_type[i] != lay.node_type[start]:
+            runs.append((start, i, int(lay.node_type[start])))
+            start = i
+    return runs
+
+
+def _gpu_bands(cluster: Cluster, col: int) -> list[dict]:
+    """Shapes behind column ``col``'s timeline: every other node shaded (small clusters) and a line where the GPU
+    type changes, so rows read as nodes and types."""
+    lay = cluster.layout
+    ref = "" if col == 1 else str(col)
+    base = dict(xref=f"x{ref} domain", yref=f"y{ref}", x0=0, x1=1, layer="below")
+    out = []
+    if lay.n_nodes <= NODE_TICKS:
+        for i in range(1, lay.n_nodes, 2):
+            y0 = float(lay.node_first_gpu[i]) - 0.5
+            out.append(dict(base, type="rect", y0=y0, y1=y0 + float(lay.node_gpus[i]),
+                            fillcolor="rgba(0,0,0,0.045)", line=dict(width=0)))
+    for a, _, _ in _type_runs(lay)[1:]:
+        y = float(lay.node_first_gpu[a]) - 0.5
+        out.append(dict(base, type="line", y0=y, y1=y, line=dict(color="#444", width=1.2, dash="dot")))
+    return out
 
 
 def _add_raster(fig: go.Figure, seg: pd.DataFrame, r: Result, col: int, name: str, color_by: str,
@@ -378,11 +446,17 @@ def _add_raster(fig: go.Figure, seg: pd.DataFrame, r: Result, col: int, name: st
     # Idle cells have no hover (NaN in z), so their job id is never shown: 0 there keeps the base64 payload
     # small (runs of -1 encode as "/////", which Plotly's JSON escapes to six characters each).
     ids = np.where(grid >= 0, grid, 0).astype(np.int16 if len(r.jobs) < 2**15 else np.int32)
-    fig.add_trace(go.Heatmap(
-        z=z, x=centres / div, y=np.arange(r.cluster.n_gpus), customdata=ids, zmin=-0.5, zmax=k - 0.5,
-        colorscale=scale, showscale=False, hoverongaps=False,
-        hovertemplate=f"job %{{customdata}}<br>GPU %{{y}}<br>t=%{{x:.2f}} {unit}<extra>{name}</extra>"),
-        row=1, col=col)
+    # One heatmap per run of nodes of one GPU type, so that the hover names the GPU's type without a string per
+    # cell (the axis names the nodes). Not one per node: that is up to 32 images per column for the browser to
+    # draw, and the browser benchmark on this shared machine could not tell whether it costs (too noisy).
+    lay = r.cluster.layout
+    for a, b, t in _type_runs(lay):
+        g0, g1 = int(lay.node_first_gpu[a]), int(lay.node_first_gpu[b - 1] + lay.node_gpus[b - 1])
+        fig.add_trace(go.Heatmap(
+            z=z[g0:g1], x=centres / div, y=np.arange(g0, g1), customdata=ids[g0:g1], zmin=-0.5, zmax=k - 0.5,
+            colorscale=scale, showscale=False, hoverongaps=False,
+            hovertemplate=f"job %{{customdata}}<br>GPU %{{y}} · {lay.type_names[t]}<br>t=%{{x:.2f}} {unit}"
+                          f"<extra>{name}</extra>"), row=1, col=col)
     for c in cats:
         if c in legend_done:
             continue
@@ -400,8 +474,12 @@ def _add_cursor_animation(fig: go.Figure, runs: Sequence[Result], t_end: float, 
     times = np.linspace(0.0, t_end, frames)
     first_cursor = len(fig.data)
     queues = [step_at(r.series_t, r.series_queue, times) for r in runs]
+    labels = [human_seconds(float(t)) for t in times]
     for col in range(1, len(runs) + 1):
-        fig.add_trace(go.Scatter(x=[0, 0], y=[-0.5, n_gpus - 0.5], mode="lines", showlegend=False, hoverinfo="skip",
+        # The cursor's top end carries the time it stands at, so the readout moves with every frame.
+        fig.add_trace(go.Scatter(x=[0, 0], y=[-0.5, n_gpus - 0.5], mode="lines+text", showlegend=False,
+                                 hoverinfo="skip", text=[labels[0], ""], textposition="top right",
+                                 textfont=dict(color="#D62728", size=12), cliponaxis=False,
                                  line=dict(color="#D62728", width=2), name="cursor"), row=1, col=col)
         fig.add_trace(go.Scatter(x=[0], y=[queues[col - 1][0]], mode="markers", showlegend=False,
                                  hoverinfo="skip", marker=dict(color="#D62728", size=8), name="cursor"),
@@ -410,7 +488,7 @@ def _add_cursor_animation(fig: go.Figure, runs: Sequence[Result], t_end: float, 
     frame_specs = [
         dict(name=str(k), traces=idx, data=[
             trace for q in queues for trace in (
-                dict(type="scatter", x=[float(t / div)] * 2, y=[-0.5, n_gpus - 0.5]),
+                dict(type="scatter", x=[float(t / div)] * 2, y=[-0.5, n_gpus - 0.5], text=[labels[k], ""]),
                 dict(type="scatter", x=[float(t / div)], y=[float(q[k])]))])
         for k, t in enumerate(times)]
     play = dict(label="▶ play", method="animate",
@@ -424,9 +502,9 @@ def _add_cursor_animation(fig: go.Figure, runs: Sequence[Result], t_end: float, 
         # buttons on their own line, so that narrow windows keep both usable.
         updatemenus=[dict(type="buttons", direction="left", buttons=[play, pause], x=0, y=0,
                           xanchor="left", yanchor="top", pad=dict(t=150, r=10), showactive=False)],
-        sliders=[dict(active=0, x=0, len=1, y=0, yanchor="top", pad=dict(t=60),
-                      currentvalue=dict(prefix=f"time ({unit}): "),
-                      steps=[dict(label=f"{t / div:.3g}" if k % 20 == 0 else "", method="animate",
+        # The readout is on the cursor: the slider's own current value would show only the labelled steps'.
+        sliders=[dict(active=0, x=0, len=1, y=0, yanchor="top", pad=dict(t=60), currentvalue=dict(visible=False),
+                      steps=[dict(label=labels[k] if k % SLIDER_LABEL_EVERY == 0 else "", method="animate",
                                   args=[[str(k)], dict(mode="immediate", frame=dict(duration=0, redraw=False),
                                                        transition=dict(duration=0))])
                              for k, t in enumerate(times)])])
@@ -506,45 +584,59 @@ def cdf_figure(job_frames: Mapping[str, pd.DataFrame],
     return fig
 
 
-def box_stats(frame: pd.DataFrame, by: str, column: str) -> pd.DataFrame:
-    """Tukey box statistics of ``column`` per ``by`` group (finite values only): ``q1, median, q3, mean`` and
-    the whiskers ``lowerfence``/``upperfence`` (the most extreme values within 1.5 IQR of the box), as
-    Plotly's box plot computes them (quartiles by linear interpolation)."""
-    rows = {}
-    for key, part in frame.groupby(by, sort=True):
-        v = part[column].to_numpy(dtype=float)
-        v = np.sort(v[np.isfinite(v)])
-        if v.size == 0:
-            continue
-        q1, med, q3 = np.percentile(v, [25, 50, 75])
-        iqr = q3 - q1
-        lo = v[v >= q1 - 1.5 * iqr].min()
-        hi = v[v <= q3 + 1.5 * iqr].max()
-        rows[key] = (q1, med, q3, float(v.mean()), lo, hi)
-    return pd.DataFrame.from_dict(rows, orient="index",
-                                  columns=["q1", "median", "q3", "mean", "lowerfence", "upperfence"])
+#: Up to this many users the per-user chart names each user (grouped bars); above, it ranks them (lines).
+USER_BARS = 30
 
 
-def user_box_figure(job_frames: Mapping[str, pd.DataFrame], fairness: Mapping[str, tuple[float, float]],
-                    column: str = "wait_s") -> go.Figure:
-    """Per-user waits as box plots, one box group per run; ``fairness`` maps run -> (Gini, Jain) of
-    per-user mean wait, shown in the legend."""
-    top = max((float(np.nanmax(f[column])) for f in job_frames.values() if len(f) and f[column].notna().any()),
-              default=1.0)
+def user_wait_frame(job_frames: Mapping[str, pd.DataFrame], column: str = "wait_s") -> pd.DataFrame:
+    """Mean ``column`` per user (over completed jobs) for each run: rows = users (those with a completed job in
+    any run), columns = runs; users sorted by their mean over runs, largest first (ties by name)."""
+    per = {name: f.dropna(subset=[column]).groupby("user")[column].mean() for name, f in job_frames.items()}
+    table = pd.DataFrame(per)
+    if table.empty:
+        return table
+    order = table.mean(axis=1).rename("m").to_frame().assign(u=table.index.astype(str))
+    return table.loc[order.sort_values(["m", "u"], ascending=[False, True]).index]
+
+
+def user_wait_figure(job_frames: Mapping[str, pd.DataFrame], fairness: Mapping[str, tuple[float, float]],
+                     column: str = "wait_s") -> go.Figure:
+    """Mean wait per user for each run, readable at any number of users and when most waits are 0.
+
+    Up to :data:`USER_BARS` users: grouped bars, one per user and run, users by mean wait (largest first). More:
+    one line per run through its users ranked by their own mean wait, against the share of users (%), so
+    hundreds of users read as a profile (how many wait, how long the worst-off wait). The legend gives each
+    run's Gini and Jain index of per-user mean wait (``fairness``) and its share of users who never waited.
+    """
+    table = user_wait_frame(job_frames, column)
+    top = float(np.nanmax(table.to_numpy())) if table.size and np.isfinite(table.to_numpy()).any() else 1.0
     unit, div = time_scale(top)
     fig = go.Figure()
-    for i, (name, frame) in enumerate(job_frames.items()):
+    n_users = len(table)
+    for i, name in enumerate(job_frames):
         gini, jain = fairness.get(name, (math.nan, math.nan))
-        st = box_stats(frame, "user", column)
-        # Precomputed quartiles and whiskers: the browser draws the same boxes without every job's value.
-        fig.add_trace(go.Box(x=st.index.astype(str), q1=st["q1"] / div, median=st["median"] / div,
-                             q3=st["q3"] / div, lowerfence=st["lowerfence"] / div,
-                             upperfence=st["upperfence"] / div, mean=st["mean"] / div,
-                             name=f"{name} (Gini {gini:.2f}, Jain {jain:.2f})",
-                             marker_color=PALETTE[i % len(PALETTE)]))
-    fig.update_layout(boxmode="group", title="wait per user", xaxis_title="user",
-                      yaxis_title=f"wait ({unit})", template="plotly_white", height=380,
-                      margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.3))
+        values = table[name].dropna() if name in table else pd.Series(dtype=float)
+        zero = float((values <= 0).mean() * 100) if len(values) else math.nan
+        label = f"{name} (Gini {gini:.2f}, Jain {jain:.2f}; {zero:.0f}% of users never waited)"
+        colour = PALETTE[i % len(PALETTE)]
+        if n_users <= USER_BARS:
+            fig.add_trace(go.Bar(x=table.index.astype(str), y=table[name] / div if name in table else [], name=label,
+                                 marker_color=colour,
+                                 hovertemplate=f"%{{x}}: mean wait %{{y:.3g}} {unit}<extra>{name}</extra>"))
+        else:
+            ranked = values.sort_values(ascending=False)
+            share = (np.arange(1, len(ranked) + 1) / max(len(ranked), 1)) * 100
+            fig.add_trace(go.Scatter(x=share, y=ranked.to_numpy() / div, name=label, mode="lines",
+                                     line=dict(color=colour, shape="hv"), text=ranked.index.astype(str),
+                                     hovertemplate=f"%{{text}}: mean wait %{{y:.3g}} {unit} (top %{{x:.0f}}% of "
+                                                   f"users)<extra>{name}</extra>"))
+    many = n_users > USER_BARS
+    fig.update_layout(barmode="group", title="wait per user", template="plotly_white", height=380,
+                      xaxis_title=(f"users ranked by mean wait, longest first (% of {n_users} users)" if many
+                                   else "user (longest mean wait first)"),
+                      yaxis_title=f"mean wait ({unit})", margin=dict(l=60, r=20, t=50, b=40),
+                      legend=dict(orientation="h", y=-0.3))
+    fig.update_yaxes(rangemode="tozero")
     return fig
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import app_pages.common as common
 from engine.analysis.scenario import content_hash
+from engine.rl import launch
 from engine.traces import write_csv
 from engine.traces.generator import generate
 
@@ -140,11 +142,14 @@ def test_upload_through_the_column_mapping_form_with_a_time_unit():
     data = b"t0,run,n_gpu,team\n0,60000,1,a\n30000,120000,2,b\n90000,60000,1,a\n"
     at = app("app_pages/workload.py")
     at.selectbox(key="up_format").select("mapped").run()
-    at.selectbox(key="up_unit").select("ms")
-    for field, column in (("submit", "t0"), ("duration", "run"), ("gpus", "n_gpu"), ("user", "team")):
-        at.text_input(key=f"map_{field}").input(column)
     at.file_uploader(key="trace_upload").upload("other.csv", data)
     at.run()
+    # The file's columns, a preview and a guessed map; durations of 17 h to 33 h read as seconds are plausible.
+    assert any("`t0`, `run`, `n_gpu`, `team`" in m.value for m in at.markdown)
+    assert list(at.dataframe[0].value.columns) == ["t0", "run", "n_gpu", "team"]
+    assert [at.selectbox(key=f"map_{f}").value for f in ("submit", "duration", "end", "gpus", "user")] == \
+        ["t0", "run", "(none)", "n_gpu", "team"]
+    at.selectbox(key="up_unit").select("ms")
     at.button(key="load_trace").click().run()
     assert not at.exception and not errors(at), errors(at)
     assert metric(at, "Jobs kept") == "3" and metric(at, "Users") == "2"
@@ -186,6 +191,7 @@ def test_bad_upload_shows_an_inline_error(name, data, words):
     at.button(key="load_trace").click().run()
     assert not at.exception
     assert any(words in e for e in errors(at)), errors(at)
+    assert not any("--" in e or "/tmp" in e or "trace." in e for e in errors(at)), errors(at)  # no flags, no paths
     assert "w.trace_sha256" not in at.query_params  # the scenario did not change
     assert common.trace_bytes(content_hash(data)) is None  # and the server did not keep the bytes
 
@@ -206,7 +212,10 @@ def test_compare_produces_kpis_charts_and_downloads():
     at.button(key="compare_run").click().run()
     assert not at.exception and not errors(at)
     kpi = at.dataframe[0].value
-    assert list(kpi.columns) == ["fifo", "first-fit"] and any("Mean wait (s)" in i for i in kpi.index)
+    assert list(kpi.columns) == ["metric", "fifo", "first-fit"] and "Mean wait ↓" in set(kpi["metric"])
+    never = kpi[kpi["metric"] == "Never ran (cannot fit the cluster)"]
+    assert list(never.iloc[0])[1:] == ["0", "0"] and not at.warning
+    assert all(v == "–" or v.endswith((" s", " min", " h", " d")) for v in kpi[kpi["metric"] == "Mean wait ↓"].iloc[0][1:])
     specs = charts_of(at)
     timeline = specs[0]
     assert timeline["layout"]["meta"]["mode"] == "bars" and len(timeline["frames"]) == 200
@@ -246,7 +255,7 @@ def test_results_persist_and_unchanged_runs_are_reused(monkeypatch):
     at.multiselect(key="compare_schedulers").select("sjf").run()
     at.button(key="compare_run").click().run()
     assert sorted(calls) == ["fifo", "first-fit", "sjf"]
-    assert list(at.dataframe[0].value.columns) == ["fifo", "first-fit", "sjf"]
+    assert list(at.dataframe[0].value.columns) == ["metric", "fifo", "first-fit", "sjf"]
 
 
 def test_learn_worked_example_runs_for_every_registered_scheduler():
@@ -270,17 +279,71 @@ def test_learn_worked_example_follows_the_chosen_scheduler():
     assert "mean_wait_s" in set(metric_table["key"])
 
 
-def test_train_page_starts_and_stops_a_training_process(tmp_path, monkeypatch):
-    monkeypatch.setattr(common, "MODELS_DIR", tmp_path)
+def _wait_for(at: AppTest, done, timeout_s: float = 180.0) -> None:
+    """Rerun the page (as its 2 s refresh does) until ``done(at)`` holds."""
+    deadline = time.monotonic() + timeout_s
+    while not done(at):
+        assert time.monotonic() < deadline, "training made no progress in time"
+        time.sleep(1.0)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+
+
+def _curve_points(at: AppTest) -> int:
+    specs = [c for c in charts_of(at) if c["layout"].get("annotations", [{}])[0].get("text") == "return"]
+    return sum(len(t.get("x", [])) for s in specs for t in s["data"])
+
+
+def test_train_page_trains_stops_resumes_and_the_agent_runs_on_compare(tmp_path, monkeypatch):
+    """A real (tiny) training: curves appear while it runs, Stop keeps a usable agent, Resume continues it and
+    counts every step, and the agent is offered and run on Compare. Nothing is written to models/."""
+    monkeypatch.setenv("ENGINE_USER_MODELS", str(tmp_path))
+    shipped = sorted(p.name for p in common.MODELS_DIR.iterdir())
     at = app("app_pages/train.py")
-    at.text_input(key="train_name").set_value("apptest-stop")
+    at.text_input(key="train_name").set_value("apptest-tiny")
+    at.number_input(key="train_steps").set_value(100_000)  # far more than the test waits for: it is stopped
     at.button(key="train_start").click().run()
-    assert not at.exception and not errors(at)
+    assert not errors(at), errors(at)
     job = at.session_state["training_job"]
-    assert job["proc"].poll() is None and (job["run_dir"] / "app_config.json").is_file()
-    at.button(key="train_stop").click().run()
-    assert job["proc"].poll() is not None
-    shutil.rmtree(job["run_dir"])
+    try:
+        _wait_for(at, lambda a: _curve_points(a) >= 2)
+        at.button(key="train_stop").click().run()
+        _wait_for(at, lambda a: job["proc"].poll() is not None)
+        card = json.loads((tmp_path / "apptest-tiny.json").read_text())
+        first = card["training"]["timesteps"]
+        assert job["proc"].returncode == 0 and 0 < first < 100_000 and card["training"]["stopped_at"] == first
+        assert any("Saved as `rl:apptest-tiny`" in s.value for s in at.success)
+        assert not at.button(key="train_resume").disabled
+        at.button(key="train_resume").click().run()
+        job = at.session_state["training_job"]
+        _wait_for(at, lambda a: (launch.curves(job["cfg"])["step"].max() or 0) > first)
+        at.button(key="train_stop").click().run()
+        _wait_for(at, lambda a: job["proc"].poll() is not None)
+        card = json.loads((tmp_path / "apptest-tiny.json").read_text())
+        assert card["training"]["timesteps"] > first and card["training"]["init_from"]["model"] == "apptest-tiny"
+    finally:
+        if job["proc"].poll() is None:
+            job["proc"].kill()
+        shutil.rmtree(launch.run_dir(job["cfg"]), ignore_errors=True)
+    assert sorted(p.name for p in common.MODELS_DIR.iterdir()) == shipped
+    at.switch_page("app_pages/compare.py").run()
+    assert "rl:apptest-tiny" in at.multiselect(key="compare_schedulers").options
+    at.multiselect(key="compare_schedulers").set_value(["fifo", "rl:apptest-tiny"]).run()
+    at.button(key="compare_run").click().run()
+    assert not errors(at), errors(at)
+    kpi = at.dataframe[0].value
+    assert list(kpi.columns) == ["metric", "fifo", "rl:apptest-tiny"]
+    assert kpi[kpi["metric"] == "Completed ↑"].iloc[0]["rl:apptest-tiny"] == "80"
+
+
+def test_train_page_refuses_a_shipped_model_name():
+    agents = common.trained_agents()
+    if not agents:
+        pytest.skip("no trained agents in models/")
+    at = app("app_pages/train.py")
+    at.text_input(key="train_name").set_value(agents[0].removeprefix("rl:"))
+    at.button(key="train_start").click().run()
+    assert any("is a shipped agent" in e for e in errors(at)) and "training_job" not in at.session_state
 
 
 def test_home_preset_opens_compare_ready_to_run():
@@ -293,7 +356,7 @@ def test_home_preset_opens_compare_ready_to_run():
     assert at.title[0].value == "Compare schedulers"
     assert at.query_params["w.preset"] == name and at.query_params["sched"] == ",".join(PRESETS[name].schedulers)
     at.button(key="compare_run").click().run()
-    assert not errors(at) and list(at.dataframe[0].value.columns) == list(PRESETS[name].schedulers)
+    assert not errors(at) and list(at.dataframe[0].value.columns)[1:] == list(PRESETS[name].schedulers)
 
 
 def test_compare_runs_a_trained_agent_next_to_a_heuristic():
@@ -304,4 +367,125 @@ def test_compare_runs_a_trained_agent_next_to_a_heuristic():
     assert agents[0] in at.multiselect(key="compare_schedulers").options
     at.button(key="compare_run").click().run()
     assert not at.exception and not errors(at), errors(at)
-    assert list(at.dataframe[0].value.columns) == ["fifo", agents[0]]
+    assert list(at.dataframe[0].value.columns) == ["metric", "fifo", agents[0]]
+
+
+#: A cluster of 8 T4s with a workload whose widest jobs ask for 16: they can never run there.
+NARROW = {"cluster": "2x4:T4", "sched": "fifo,sjf", "w.n_jobs": "60"}
+
+
+def _wide_trace() -> bytes:
+    rows = ["submit_s,duration_s,gpus,user"] + [f"{10 * i},{300 + i},{16 if i % 10 == 3 else 1 + i % 4},u{i % 3}"
+                                                for i in range(60)]
+    return ("\n".join(rows) + "\n").encode()
+
+
+def test_never_ran_jobs_are_stated_on_workload_before_a_run_and_on_compare():
+    at = app("app_pages/workload.py", query=NARROW)
+    at.file_uploader(key="trace_upload").upload("wide.csv", _wide_trace(), "text/csv")
+    at.run()
+    at.button(key="load_trace").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    sentence = ("6 of 60 jobs (10.0 %) can never run on this cluster: the widest (job 3) needs 16 GPUs of one type; "
+                "the most any allowed type has is 8 (T4). Wait, JCT and utilisation count only the jobs that ran.")
+    assert [w.value for w in at.warning] == [sentence]
+    reasons = next(d.value for d in at.dataframe if "why the job can never run" in d.value.columns)
+    assert reasons["jobs"].tolist() == [6]
+    at.switch_page("app_pages/compare.py").run()
+    at.button(key="compare_run").click().run()
+    assert not errors(at) and [w.value for w in at.warning] == [sentence]
+    kpi = at.dataframe[0].value
+    assert kpi[kpi["metric"] == "Never ran (cannot fit the cluster)"].iloc[0].tolist() == \
+        ["Never ran (cannot fit the cluster)", "6", "6"]
+    assert kpi[kpi["metric"] == "Completed ↑"].iloc[0].tolist()[1:] == ["54", "54"]
+
+
+def test_an_unknown_csv_gets_its_columns_mapped_end_times_become_durations_and_ms_is_flagged():
+    data = b"id,created,finished,ngpu,owner\n1,1000,61000,1,a\n2,31000,151000,2,b\n3,91000,151000,1,a\n"
+    at = app("app_pages/workload.py")
+    at.file_uploader(key="trace_upload").upload("mine.csv", data, "text/csv")
+    at.run()
+    assert any("not those of a trace format the playground knows" in i.value for i in at.info)
+    assert [at.selectbox(key=f"map_{f}").value for f in ("submit", "duration", "end", "gpus", "user")] == \
+        ["created", "(none)", "finished", "ngpu", "owner"]
+    assert any("duration will be finished − created" in c.value for c in at.caption)
+    assert not any("look like milliseconds" in w.value for w in at.warning)  # 17 h to 33 h jobs: plausible
+    at.button(key="load_trace").click().run()
+    assert not errors(at) and metric(at, "Jobs kept") == "3" and metric(at, "Span") == "25 h"
+    # Epoch milliseconds read as seconds: jobs of months to years are flagged, and ms is suggested.
+    big = b"start,end,gpus\n1700000000000,1700000600000,1\n1700003600000,1700090000000,1\n"
+    at.file_uploader(key="trace_upload").upload("epoch_ms.csv", big, "text/csv")
+    at.run()
+    note = next(w.value for w in at.warning if "look like milliseconds" in w.value)
+    assert note.startswith("If these times are seconds, the median job would run")
+    at.selectbox(key="up_unit").select("ms").run()
+    assert not any("look like milliseconds" in w.value for w in at.warning)
+    at.button(key="load_trace").click().run()
+    assert not errors(at) and metric(at, "Jobs kept") == "2" and metric(at, "Span") == "60 min"
+
+
+def test_a_csv_without_what_a_run_needs_says_so_and_cannot_load():
+    at = app("app_pages/workload.py")
+    at.file_uploader(key="trace_upload").upload("counts.csv", b"host,ngpu\na,1\nb,2\n", "text/csv")
+    at.run()
+    assert any(w.value.startswith("A run needs each job's submit time") for w in at.warning)
+    assert at.button(key="load_trace").disabled
+    assert not any("--" in e for e in errors(at) + [w.value for w in at.warning])  # no CLI flags
+
+
+def test_a_failed_upload_is_stated_where_the_old_workload_is_still_used():
+    at = app("app_pages/workload.py")
+    at.file_uploader(key="trace_upload").upload("bad.csv", b"submit_s,duration_s,gpus\n0,10,1\n5,ten,1\n")
+    at.run()
+    at.button(key="load_trace").click().run()
+    assert any("bad.csv" in e for e in errors(at))
+    at.switch_page("app_pages/compare.py").run()
+    at.button(key="compare_run").click().run()
+    assert any("Your last upload (bad.csv) did not load" in w.value for w in at.warning)
+
+
+def test_a_reload_shows_the_cached_results_of_the_scenario_in_its_link():
+    query = {**SMALL, "sched": "fifo,sjf", "w.seed": "4242"}  # a scenario no other test ran
+    at = app("app_pages/compare.py", query=query)
+    assert any("press **Run comparison**" in i.value for i in at.info)  # nothing ran yet
+    at.button(key="compare_run").click().run()
+    before = at.dataframe[0].value
+    again = app("app_pages/compare.py", query=query)  # a new session with the same link: a reload
+    assert not errors(again) and again.dataframe, "the reloaded page shows no results"
+    assert again.dataframe[0].value.equals(before)
+    assert any("computed earlier on this server" in c.value for c in again.caption)
+
+
+def test_streamlit_file_watcher_is_off():
+    assert 'fileWatcherType = "none"' in (REPO / ".streamlit" / "config.toml").read_text()
+
+
+def test_compare_over_several_workload_seeds_gives_confidence_intervals_and_explains_a_job():
+    at = app("app_pages/compare.py", query={**SMALL, "w.n_jobs": "40"})
+    at.number_input(key="compare_seeds").set_value(3)
+    at.button(key="compare_run").click().run()
+    assert not errors(at), errors(at)
+    assert any(h.value == "Over 3 workload seeds: mean ± 95 % confidence interval" for h in at.subheader)
+    table = next(d.value for d in at.dataframe if "metric" in d.value.columns and d.value.shape[0] > 5
+                 and any("±" in str(v) for v in d.value["fifo"]))
+    assert list(table.columns) == ["metric", "fifo", "first-fit"]
+    # The interval is the one engine.analysis.evaluate computes over the same three workloads.
+    from engine.analysis.evaluate import mean_ci
+    from engine.analysis.metrics import summarize
+    from engine.analysis.scenario import Scenario
+    from engine.viz.tables import human_value
+
+    base = Scenario.from_query({**SMALL, "w.n_jobs": "40"})
+    means = [summarize(common.run_one(v, "fifo")).mean_wait_s for v in seeds_of(base)]
+    mean, half = mean_ci(means)
+    row = table[table["metric"] == "Mean wait ↓"].iloc[0]
+    assert row["fifo"] == f"{human_value(mean, 's')} ± {human_value(half, 's')}"
+    # The per-job view explains the job that waited longest.
+    stories = [t.value for t in at.text]
+    assert len(stories) == 2 and stories[0].startswith("fifo: Job ") and "arrived at" in stories[0]
+
+
+def seeds_of(sc):
+    from engine.analysis.seeds import seed_variants
+
+    return seed_variants(sc, 3)

@@ -81,9 +81,23 @@ def test_unschedulable_jobs_are_reported_and_undefined_metrics_are_null(capsys, 
     code, out, err = run_cli(capsys, "simulate", "--cluster", "1x1:generic", "--trace", trace,
                              "--scheduler", "fifo", "--json", str(js))
     assert code == 0, err
-    assert "2 job(s) can never run on this cluster, e.g. job 0: needs 2 GPUs" in out
+    assert "2 of 2 jobs (100.0 %) can never run on this cluster: the widest (job 1) " \
+           "needs 4 GPUs of one type; the most any allowed type has is 1 (generic)" in out
+    assert "1 job(s): needs 2 GPUs of one type" in out and "Never ran (cannot fit the cluster)" in out
     data = json.loads(js.read_text())
     assert data["unschedulable"] == 2 and data["mean_wait_s"] is None and data["utilization"] == 0
+
+
+def test_compare_states_the_jobs_that_never_ran(capsys, tmp_path):
+    jobs = [Job(0, 0.0, 10.0, gpus=1), Job(1, 1.0, 10.0, gpus=8), Job(2, 2.0, 10.0, gpus=1)]
+    trace = str(write_csv(jobs, tmp_path / "wide.csv"))
+    code, out, err = run_cli(capsys, "compare", "--cluster", "1x4:T4", "--trace", trace,
+                             "--schedulers", "fifo,sjf")
+    assert code == 0, err
+    assert "1 of 3 jobs (33.3 %) can never run on this cluster: the widest (job 1) needs 8 GPUs of one type; " \
+           "the most any allowed type has is 4 (T4). Wait, JCT and utilisation count only the jobs that ran." in out
+    row = next(line for line in out.splitlines() if line.startswith("Never ran"))
+    assert row.split()[-2:] == ["1", "1"]
 
 
 def test_same_seed_same_json(capsys, trace, tmp_path):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from benchmarks.app_compare import CHROMIUM, CHROMIUM_ARGS, serve_app
+from benchmarks.app_compare import CHROMIUM, CHROMIUM_ARGS, REPO, serve_app
+
+SHOTS = REPO / "runs" / "e2e"
 
 
 @pytest.fixture(scope="session")
@@ -23,6 +26,28 @@ def browser_context_args(browser_context_args):
 
 
 @pytest.fixture(scope="session")
-def app_url() -> str:
-    with serve_app() as url:
-        yield url
+def app_url(tmp_path_factory) -> str:
+    # Models trained by the browser tests go to a temporary folder, never to runs/models/ or models/.
+    before = os.environ.get("ENGINE_USER_MODELS")
+    os.environ["ENGINE_USER_MODELS"] = str(tmp_path_factory.mktemp("user_models"))
+    try:
+        with serve_app() as url:
+            yield url
+    finally:
+        if before is None:
+            os.environ.pop("ENGINE_USER_MODELS")
+        else:
+            os.environ["ENGINE_USER_MODELS"] = before
+
+
+@pytest.fixture
+def shot(request):
+    """``shot(page, step)`` writes a screenshot of the step to ``runs/e2e/<test>-<step>.png`` (git-ignored)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+
+    def take(page, step: str) -> Path:
+        path = SHOTS / f"{request.node.name}-{step}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take

@@ -81,6 +81,17 @@ def test_timeline_figure_side_by_side_with_animation(runs, color_by):
     # Every step moves the cursor; only every SLIDER_LABEL_EVERY-th has a label (each label costs a layout).
     assert [list(s.args[0]) for s in steps] == [[str(k)] for k in range(50)]
     assert [k for k, s in enumerate(steps) if s.label] == list(range(0, 50, charts.SLIDER_LABEL_EVERY))
+    # Labels and the cursor's readout in human time; the readout changes with every frame.
+    assert all(s.label.endswith((" s", " min", " h", " d")) for s in steps if s.label)
+    readouts = [fr["data"][0]["text"][0] for fr in spec["frames"]]
+    assert readouts[0] == "0 s" and len(set(readouts)) == 50 and readouts[-1].endswith(" min")
+    # Rows read as nodes and GPU types: a tick per node, a dotted line where the type changes, and a hover
+    # that names the job, its user and job type, the GPU's type and its node.
+    assert list(fig.layout.yaxis.ticktext) == ["n0 · A100-80", "n1 · A100-80", "n2 · V100-32"]
+    assert [sh.type for sh in fig.layout.shapes].count("line") == 2  # one per column
+    bar = next(t for t in fig.data if t.showlegend)
+    assert "job %{customdata[0]}" in bar.hovertemplate and "node %{customdata[1]}" in bar.hovertemplate
+    assert ("A100-80" in bar.hovertemplate or "V100-32" in bar.hovertemplate) and "%{text}" in bar.hovertemplate
     titles = [ax.title.text for name, ax in fig.layout.to_plotly_json().items() if name.startswith("xaxis")
               for ax in [fig.layout[name]] if ax.title.text]
     assert titles and all(t == "time (min)" for t in titles)
@@ -119,8 +130,8 @@ def test_series_cdf_and_box_figures(runs):
     unit, div = charts.time_scale(max(float(np.nanmax(f["wait_s"])) for f in frames.values()))
     assert cdf.data[0].x[-1] == pytest.approx(waits[-1] / div)
     assert cdf.layout.xaxis.title.text == f"wait ({unit})" and cdf.layout.xaxis2.title.text.startswith("JCT (")
-    box = charts.user_box_figure(frames, {"fifo": (0.25, 0.8)})
-    assert box.data[0].name == "fifo (Gini 0.25, Jain 0.80)" and "nan" in box.data[1].name
+    users = charts.user_wait_figure(frames, {"fifo": (0.25, 0.8)})
+    assert users.data[0].name.startswith("fifo (Gini 0.25, Jain 0.80;") and "nan" in users.data[1].name
 
 
 def test_workload_figures_and_offered_load():
@@ -168,12 +179,22 @@ def test_cdf_curve_thins_but_keeps_the_ends():
     assert np.all(np.diff(v) > 0)
 
 
-def test_box_stats_match_numpy_and_tukey_whiskers():
-    frame = pd.DataFrame({"user": ["a"] * 5 + ["b"] * 3, "wait_s": [1, 2, 3, 4, 100, 5, 5, np.nan]})
-    st = charts.box_stats(frame, "user", "wait_s")
-    assert st.loc["a", ["q1", "median", "q3"]].tolist() == [2, 3, 4]
-    assert st.loc["a", "upperfence"] == 4 and st.loc["a", "lowerfence"] == 1  # 100 is an outlier
-    assert st.loc["b", "median"] == 5 and st.loc["b", "mean"] == 5
+def test_user_wait_figure_names_few_users_and_ranks_hundreds_even_when_most_waits_are_zero():
+    few = {"fifo": pd.DataFrame({"user": ["a", "a", "b", "c"], "wait_s": [0.0, 600.0, 0.0, np.nan]}),
+           "sjf": pd.DataFrame({"user": ["a", "a", "b", "c"], "wait_s": [0.0, 0.0, 0.0, 120.0]})}
+    fig = charts.user_wait_figure(few, {"fifo": (0.25, 0.8)})
+    assert [t.type for t in fig.data] == ["bar", "bar"] and list(fig.data[0].x) == ["a", "c", "b"]
+    assert list(fig.data[0].y[:1]) == [5.0] and fig.layout.yaxis.title.text == "mean wait (min)"
+    assert fig.data[0].name == "fifo (Gini 0.25, Jain 0.80; 50% of users never waited)" and "nan" in fig.data[1].name
+    # 400 users, 90 % of whom never wait: one ranked line per run, every user on it, zeros included.
+    rng = np.random.default_rng(0)
+    waits = np.where(np.arange(400) % 10 == 0, rng.uniform(3600, 7200, 400), 0.0)
+    many = {"fifo": pd.DataFrame({"user": [f"u{i}" for i in range(400)], "wait_s": waits})}
+    fig = charts.user_wait_figure(many, {})
+    (line,) = fig.data
+    assert line.type == "scatter" and len(line.y) == 400 and list(line.y).count(0.0) == 360
+    assert list(line.y) == sorted(line.y, reverse=True) and line.x[-1] == 100
+    assert "90% of users never waited" in line.name and "400 users" in fig.layout.xaxis.title.text
 
 
 def test_raster_bins_follow_the_width_of_a_column():
@@ -196,8 +217,11 @@ def test_raster_timeline_colours_cells_like_the_jobs(runs, monkeypatch):
     fig = charts.timeline_figure(runs, color_by="user")
     assert fig.layout.meta["mode"] == "raster"
     heat = [t for t in fig.data if t.type == "heatmap"]
-    assert len(heat) == 2
-    z, jobs = np.asarray(heat[0].z), np.asarray(heat[0].customdata)
+    # One heatmap per GPU type (A100-80, V100-32) and run; stacked, they cover every GPU once.
+    assert len(heat) == 4 and "GPU %{y} · V100-32" in heat[1].hovertemplate
+    z = np.concatenate([np.asarray(t.z) for t in heat[:2]])
+    jobs = np.concatenate([np.asarray(t.customdata) for t in heat[:2]])
+    assert np.concatenate([np.asarray(t.y) for t in heat[:2]]).tolist() == list(range(runs["fifo"].cluster.n_gpus))
     n_gpus = runs["fifo"].cluster.n_gpus
     assert z.shape == jobs.shape == (n_gpus, charts.raster_bins(2))
     users = sorted({j.user for j in runs["fifo"].jobs})

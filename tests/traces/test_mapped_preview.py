@@ -1,0 +1,45 @@
+"""Inspecting an unknown CSV: columns, preview, guessed map, what a run lacks, and suspicious time units."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.errors import TraceError
+from engine.traces import mapped
+
+
+def test_preview_lists_columns_first_rows_and_guesses_the_map():
+    pv = mapped.preview(b"Job ID,Submit Time,Run-Time,Num GPUs,User\n1,0,60,2,a\n2,5,30,1,b\n")
+    assert pv.header == ("Job ID", "Submit Time", "Run-Time", "Num GPUs", "User")
+    assert pv.rows == (("1", "0", "60", "2", "a"), ("2", "5", "30", "1", "b"))
+    assert dict(pv.guess) == {"submit": "Submit Time", "duration": "Run-Time", "gpus": "Num GPUs", "user": "User",
+                              "name": "Job ID"}
+    assert mapped.needs_map(pv)
+    assert not mapped.needs_map(mapped.preview(b"submit_s,duration_s,gpus\n0,1,1\n"))
+
+
+def test_an_end_column_is_guessed_only_without_a_duration():
+    assert mapped.guess_map(["start_time", "end_time"]) == {"submit": "start_time", "end": "end_time"}
+    assert "end" not in mapped.guess_map(["submit", "duration", "end"])
+
+
+@pytest.mark.parametrize("cmap, words", [({}, "submit time"), ({"submit": "t"}, "duration (run time) column"),
+                                         ({"submit": "t", "end": "e"}, "")])
+def test_missing_for_run_names_what_is_lacking(cmap, words):
+    sentence = mapped.missing_for_run(cmap)
+    assert (words in sentence) if words else sentence == ""
+
+
+def test_time_unit_note_flags_milliseconds_and_is_silent_when_plausible():
+    rows = "\n".join(f"{i * 60_000},{3_600_000 + i}" for i in range(100))
+    pv = mapped.preview(("t,d\n" + rows + "\n").encode())
+    cmap = {"submit": "t", "duration": "d"}
+    unit, note = mapped.time_unit_note(pv, cmap, "s")
+    assert unit == "ms" and "the median job would run 41.7 d" in note and "choose the time unit ms" in note
+    assert mapped.time_unit_note(pv, cmap, "ms") == ("ms", "")
+
+
+@pytest.mark.parametrize("data, words", [(b"", "empty"), (b"just one column\n1\n", "at least a submit time")])
+def test_preview_refuses_what_is_not_a_csv_trace(data, words):
+    with pytest.raises(TraceError, match=words):
+        mapped.preview(data)
