@@ -8,12 +8,11 @@ import streamlit as st
 
 from app_pages import common
 from engine import EngineError
-from engine.errors import TraceError
 from engine.analysis import never_ran
 from engine.analysis.scenario import ARRIVALS, WorkloadSpec
-from engine.traces import TRACE_FORMATS
+from engine.errors import TraceError
+from engine.traces import TRACE_FORMATS, mapped
 from engine.traces.generator import DEFAULT_MIX
-from engine.traces import mapped
 from engine.viz import charts
 
 st.title("Workload")

@@ -13,15 +13,16 @@ ENGINE = Path(__file__).resolve().parents[1] / "engine"
 #: package -> the engine packages its modules may import (itself always allowed).
 ALLOWED = {
     "errors": set(),
+    "units": set(),
     "_native": set(),
-    "sim": {"errors"},
-    "schedulers": {"errors", "sim"},
-    "plugins": {"errors"},
-    "traces": {"errors", "sim"},
-    "analysis": {"errors", "sim", "schedulers", "traces", "plugins"},
-    "viz": {"errors", "sim", "plugins", "analysis"},
-    "rl": {"errors", "sim", "schedulers", "plugins", "traces", "analysis", "viz"},
-    "cli": {"errors", "sim", "schedulers", "plugins", "traces", "analysis", "viz", "rl"},
+    "sim": {"errors", "units"},
+    "schedulers": {"errors", "units", "sim"},
+    "plugins": {"errors", "units"},
+    "traces": {"errors", "units", "sim"},
+    "analysis": {"errors", "units", "sim", "schedulers", "traces", "plugins"},
+    "viz": {"errors", "units", "sim", "plugins", "analysis"},
+    "rl": {"errors", "units", "sim", "schedulers", "plugins", "traces", "analysis", "viz"},
+    "cli": {"errors", "units", "sim", "schedulers", "plugins", "traces", "analysis", "viz", "rl"},
 }
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from engine.errors import EngineError
 from engine.sim.simulator import COMPLETED, Result
-from engine.viz.tables import human_seconds
+from engine.units import human_seconds
 
 
 @dataclass(frozen=True)

@@ -390,3 +390,9 @@ def best_columns(table: pd.DataFrame, *, rel_tol: float = 1e-9) -> dict[str, tup
         out[str(key)] = tuple(c for c, b in zip(vals.index, is_best) if b)
     return out
 
+
+def metric_name(key: str) -> str:
+    """A metric's full name with its direction: ``Mean wait ↓``, ``Completed ↑``, ``Never ran (...)``."""
+    m = METRICS[key]
+    arrow = {"lower": " ↓", "higher": " ↑"}.get(m.better or "", "")
+    return m.label + arrow

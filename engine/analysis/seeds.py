@@ -14,9 +14,9 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from engine.analysis.evaluate import mean_ci
-from engine.analysis.metrics import METRICS, Summary
+from engine.analysis.metrics import METRICS, Summary, metric_name
 from engine.analysis.scenario import Scenario, ScenarioError
-from engine.viz.tables import human_value, metric_name
+from engine.units import human_value
 
 #: Most workload seeds a page may ask for (each one is a run of every scheduler).
 MAX_SEEDS = 20

@@ -224,7 +224,7 @@ def time_unit_note(pv: CsvPreview, cmap: Mapping[str, str], time_unit: str) -> t
     """``(suggested unit, sentence)`` from the sampled rows under ``cmap``: the sentence (empty when the times
     look plausible) says how long the median job and the span would be in ``time_unit`` when that looks wrong;
     the suggestion is ``"ms"`` when the numbers read as milliseconds look plausible, else ``time_unit``."""
-    from engine.viz.tables import human_seconds
+    from engine.units import human_seconds
 
     scale = TIME_UNITS.get(time_unit or "s", 1.0)
     ix = {k: pv.header.index(c) for k, c in cmap.items() if c in pv.header}

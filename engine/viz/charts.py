@@ -29,7 +29,7 @@ from plotly.subplots import make_subplots
 from engine.sim.cluster import Cluster
 from engine.sim.job import Job
 from engine.sim.simulator import Result
-from engine.viz.tables import human_seconds
+from engine.units import human_seconds
 
 #: Colour-blind-safe qualitative palette (Okabe-Ito, then Plotly's "Safe"); the last entry is for "other".
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#332288",

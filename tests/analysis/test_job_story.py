@@ -6,9 +6,9 @@ import pytest
 
 from engine import EngineError, Job, make_scheduler, simulate
 from engine.analysis.job_story import job_story
+from engine.analysis.metrics import summarize
 from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec
 from engine.analysis.seeds import ci_frame, seed_variants
-from engine.analysis.metrics import summarize
 from engine.sim.cluster import parse_cluster
 
 CLUSTER = parse_cluster("1x4:generic")  # speed 1: run times equal the reference durations

@@ -473,7 +473,7 @@ def test_compare_over_several_workload_seeds_gives_confidence_intervals_and_expl
     from engine.analysis.evaluate import mean_ci
     from engine.analysis.metrics import summarize
     from engine.analysis.scenario import Scenario
-    from engine.viz.tables import human_value
+    from engine.units import human_value
 
     base = Scenario.from_query({**SMALL, "w.n_jobs": "40"})
     means = [summarize(common.run_one(v, "fifo")).mean_wait_s for v in seeds_of(base)]
