@@ -1,4 +1,4 @@
-"""Durations for people: the one formatter of seconds in the unit their size calls for (imports nothing)."""
+"""Values for people: durations in the unit their size calls for, metric values in their unit (imports nothing)."""
 
 from __future__ import annotations
 
