@@ -8,7 +8,6 @@ schedules anything.
 from __future__ import annotations
 
 import json
-import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,25 +140,12 @@ def jobs_of(sc: Scenario) -> tuple[Job, ...]:
 
 
 # ----------------------------------------------------------------------------- runs
-_agent_locks: dict[str, threading.Lock] = {}
-
-
-@st.cache_resource(show_spinner=False)
-def _agent(name: str):
-    """A trained agent, loaded once per server (its weights are read-only; runs are serialised by a lock)."""
-    _agent_locks[name] = threading.Lock()
-    return make_scheduler(name)
-
-
 @st.cache_data(show_spinner=False, max_entries=256)
 def _run(workload_key: str, scheduler: str) -> Result:
     sc = Scenario.from_dict(json.loads(workload_key))
-    cluster, jobs = cluster_of(sc), jobs_of(sc)
-    if scheduler.startswith("rl:"):
-        agent = _agent(scheduler)
-        with _agent_locks[scheduler]:
-            return simulate(cluster, jobs, agent, seed=sc.seed)
-    return simulate(cluster, jobs, make_scheduler(scheduler), seed=sc.seed)
+    # A trained agent (rl:) is a fresh scheduler over a read-only NumPy policy cached by engine.rl.agent, so
+    # runs of one agent in different sessions never wait for each other.
+    return simulate(cluster_of(sc), jobs_of(sc), make_scheduler(scheduler), seed=sc.seed)
 
 
 def run_one(sc: Scenario, scheduler: str) -> Result:
