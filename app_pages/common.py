@@ -8,6 +8,7 @@ schedules anything.
 from __future__ import annotations
 
 import json
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,6 +229,21 @@ def trained_agents() -> list[str]:
     if "rl" not in PREFIXES:
         return []
     return sorted(f"rl:{p.stem}" for p in MODELS_DIR.glob("*.json"))
+
+
+def agent_verdict(name: str) -> tuple[bool, str] | None:
+    """For ``rl:<model>``: whether its card says it beats the best hand-written policy, and the card's sentence
+    saying so, escaped to show as plain text; ``None`` if the card has no verdict or cannot be read."""
+    from engine.rl.agent import ModelError, read_card
+
+    try:
+        card = read_card(name.removeprefix("rl:"), MODELS_DIR)
+    except ModelError:
+        return None
+    verdict = card.get("verdict")
+    if not isinstance(verdict, str):
+        return None
+    return card.get("beats_best_baseline") is True, re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", verdict[:2000])
 
 
 def plot(fig, key: str, where=st) -> None:

@@ -378,10 +378,11 @@ def _comparison(card: dict[str, Any], other: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def write_cards(names: Sequence[str], seeds: int = 30, general_seeds: int = 10, workers: int = 1,
+def write_cards(plans: dict[str, dict[str, Any]], seeds: int = 30, general_seeds: int = 10, workers: int = 1,
                 cache_dir: Path | None = None, cached_only: bool = False) -> dict[str, dict[str, Any]]:
-    """Evaluate the models ``names`` (their :data:`PLANS`) and rewrite their cards (see :func:`evaluate_cards`)."""
-    sections = evaluate_cards({n: PLANS[n] for n in names}, seeds, general_seeds, workers, cache_dir, cached_only)
+    """Evaluate the models of ``plans`` (model -> plan, as in :data:`PLANS`) and rewrite their cards (see
+    :func:`evaluate_cards`)."""
+    sections = evaluate_cards(plans, seeds, general_seeds, workers, cache_dir, cached_only)
     out = {}
     for name, section in sections.items():
         card = json.loads((MODELS_DIR / f"{name}.json").read_text())
@@ -417,20 +418,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cached-only", action="store_true",
                    help="write the cards from the tasks in --cache only (the others: not run)")
     p.add_argument("--rerender", action="store_true", help="only recompute the summary and Markdown from the card")
+    p.add_argument("--train", help="comma-separated training scenarios, for a model without a plan in PLANS")
+    p.add_argument("--larger", default="v100-128", help="with --train: a cluster twice as large as in training")
+    p.add_argument("--philly", default="philly-64", help="with --train: a Philly-trace scenario")
     args = p.parse_args(argv)
-    unknown = [n for n in args.names if n not in PLANS]
-    if unknown:
-        p.error(f"no evaluation plan for {', '.join(unknown)}; plans: {', '.join(PLANS)}")
     if args.rerender:
         for name in args.names:
             rerender(name)
         return 0
-    for name in args.names:
-        for sc in [*PLANS[name]["train"], PLANS[name]["larger"], PLANS[name]["philly"]]:
+    plans = {n: PLANS[n] if n in PLANS and not args.train else
+             {"train": args.train.split(","), "larger": args.larger, "philly": args.philly} if args.train else None
+             for n in args.names}
+    unknown = [n for n, plan in plans.items() if plan is None]
+    if unknown:
+        p.error(f"no evaluation plan for {', '.join(unknown)} (plans: {', '.join(PLANS)}); give --train")
+    for plan in plans.values():
+        for sc in [*plan["train"], plan["larger"], plan["philly"]]:
             parse_scenario(sc)
     if args.cache is not None:
         args.cache.mkdir(parents=True, exist_ok=True)
-    for name, card in write_cards(args.names, args.seeds, args.general_seeds, args.workers, args.cache,
+    for name, card in write_cards(plans, args.seeds, args.general_seeds, args.workers, args.cache,
                                   args.cached_only).items():
         print(name, card["verdict"])
     return 0

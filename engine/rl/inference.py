@@ -137,9 +137,10 @@ def param_shapes(spec: PolicySpec, enc: EncodingConfig) -> dict[str, tuple[int, 
 
 
 def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    mu = x.mean(axis=-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + 1e-5) * w + b
+    """``torch.nn.LayerNorm`` over the last axis (eps 1e-5, biased variance), rows of ``x`` independent."""
+    inv_d = 1.0 / x.shape[-1]
+    centred = x - x.sum(axis=-1, keepdims=True) * inv_d
+    return centred / np.sqrt((centred * centred).sum(axis=-1, keepdims=True) * inv_d + 1e-5) * w + b
 
 
 class NumpyPolicy:
@@ -151,56 +152,60 @@ class NumpyPolicy:
     def __init__(self, spec: PolicySpec, enc: EncodingConfig, weights: Mapping[str, np.ndarray]) -> None:
         self.spec, self.enc = spec, enc
 
-        def w(name: str) -> np.ndarray:
+        def w(name: str, transpose: bool = False) -> np.ndarray:
             a = np.array(weights[name], dtype=np.float64)
+            a = np.ascontiguousarray(a.T) if transpose else a
             a.setflags(write=False)
             return a
 
-        self._pi = [(w(f"mlp_extractor.policy_net.{2 * i}.weight").T, w(f"mlp_extractor.policy_net.{2 * i}.bias"))
+        self._pi = [(w(f"mlp_extractor.policy_net.{2 * i}.weight", True), w(f"mlp_extractor.policy_net.{2 * i}.bias"))
                     for i in range(len(spec.net_arch))]
-        self._head = (w("action_net.weight").T, w("action_net.bias"))
+        self._head = (w("action_net.weight", True), w("action_net.bias"))
         if spec.kind == "attention":
             p = "pi_features_extractor"
-            self._embed = {k: (w(f"{p}.{k}_in.weight").T, w(f"{p}.{k}_in.bias")) for k in ("job", "group", "glob")}
+            self._embed = {k: (w(f"{p}.{k}_in.weight", True), w(f"{p}.{k}_in.bias")) for k in ("job", "group")}
             self._layers = []
             for i in range(spec.n_layers):
                 q = f"{p}.encoder.layers.{i}"
-                self._layers.append({k: w(f"{q}.{k}") for k in (
-                    "self_attn.in_proj_weight", "self_attn.in_proj_bias", "self_attn.out_proj.weight",
-                    "self_attn.out_proj.bias", "linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias",
-                    "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias")})
+                self._layers.append((
+                    w(f"{q}.self_attn.in_proj_weight", True), w(f"{q}.self_attn.in_proj_bias"),
+                    w(f"{q}.self_attn.out_proj.weight", True), w(f"{q}.self_attn.out_proj.bias"),
+                    w(f"{q}.linear1.weight", True), w(f"{q}.linear1.bias"),
+                    w(f"{q}.linear2.weight", True), w(f"{q}.linear2.bias"),
+                    w(f"{q}.norm1.weight"), w(f"{q}.norm1.bias"), w(f"{q}.norm2.weight"), w(f"{q}.norm2.bias")))
 
-    def _features(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+    def _hidden(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The first actor layer's pre-activation."""
+        weight_t, bias = self._pi[0]
         if self.spec.kind == "mlp":  # SB3's CombinedExtractor: every part flattened, in the Dict space's key order
-            return np.concatenate([np.asarray(obs[k], dtype=np.float64).ravel() for k in sorted(obs)])
-        jobs, groups, glob = (np.asarray(obs[k], dtype=np.float64) for k in ("jobs", "groups", "global"))
-        e = self._embed
-        x = np.concatenate([(glob @ e["glob"][0] + e["glob"][1])[None, :], jobs @ e["job"][0] + e["job"][1],
-                            groups @ e["group"][0] + e["group"][1]])
+            return np.concatenate([np.asarray(obs[k], dtype=np.float64).ravel() for k in sorted(obs)]) @ weight_t + bias
         # Feature 0 of a job or group slot is "present". The global token counts as empty, as in the torch
         # extractor the shipped weights were trained with (it tests a zero against 0.5): its features never
-        # reach the policy. Kept so that decisions stay the trained policy's.
-        empty = np.concatenate([[True], jobs[:, 0] < 0.5, groups[:, 0] < 0.5])
+        # reach the policy. Kept so that decisions stay the trained policy's. Empty tokens are masked out of
+        # attention and their outputs zeroed, so only the present ones are computed (rows are independent).
+        jobs, groups = np.asarray(obs["jobs"], dtype=np.float64), np.asarray(obs["groups"], dtype=np.float64)
+        job_rows, group_rows = np.flatnonzero(jobs[:, 0] >= 0.5), np.flatnonzero(groups[:, 0] >= 0.5)
+        e = self._embed
+        x = np.concatenate([jobs[job_rows] @ e["job"][0] + e["job"][1],
+                            groups[group_rows] @ e["group"][0] + e["group"][1]])
         d, h = self.spec.d_model, self.spec.n_heads
-        dh = d // h
-        for L in self._layers:
-            qkv = x @ L["self_attn.in_proj_weight"].T + L["self_attn.in_proj_bias"]
-            q, k, v = (qkv[:, i * d:(i + 1) * d].reshape(-1, h, dh).transpose(1, 0, 2) for i in range(3))
-            scores = (q / math.sqrt(dh)) @ k.transpose(0, 2, 1)
-            scores[:, :, empty] = -np.inf
+        dh, n = d // h, x.shape[0]
+        scale = 1.0 / math.sqrt(dh)
+        for in_w, in_b, out_w, out_b, w1, b1, w2, b2, n1w, n1b, n2w, n2b in self._layers:
+            qkv = (x @ in_w + in_b).reshape(n, 3, h, dh).transpose(1, 2, 0, 3)  # (q/k/v, head, token, dh)
+            scores = (qkv[0] * scale) @ qkv[1].transpose(0, 2, 1)
             scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-            attn = (scores / scores.sum(axis=-1, keepdims=True)) @ v
-            attn = attn.transpose(1, 0, 2).reshape(-1, d) @ L["self_attn.out_proj.weight"].T + L["self_attn.out_proj.bias"]
-            x = _layer_norm(x + attn, L["norm1.weight"], L["norm1.bias"])
-            ff = np.maximum(x @ L["linear1.weight"].T + L["linear1.bias"], 0.0) @ L["linear2.weight"].T + L["linear2.bias"]
-            x = _layer_norm(x + ff, L["norm2.weight"], L["norm2.bias"])
-        x[empty] = 0.0
-        return x.ravel()
+            attn = (scores / scores.sum(axis=-1, keepdims=True)) @ qkv[2]
+            x = _layer_norm(x + (attn.transpose(1, 0, 2).reshape(n, d) @ out_w + out_b), n1w, n1b)
+            x = _layer_norm(x + (np.maximum(x @ w1 + b1, 0.0) @ w2 + b2), n2w, n2b)
+        tokens = np.zeros((1 + self.enc.window + self.enc.max_types, d))  # token 0 is the global one
+        tokens[np.concatenate([1 + job_rows, 1 + self.enc.window + group_rows])] = x
+        return tokens.ravel() @ weight_t + bias
 
     def logits(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
         """The action logits for one observation (every action of the window, in one pass)."""
-        x = self._features(obs)
-        for weight_t, bias in self._pi:
+        x = np.tanh(self._hidden(obs))
+        for weight_t, bias in self._pi[1:]:
             x = np.tanh(x @ weight_t + bias)
         return x @ self._head[0] + self._head[1]
 

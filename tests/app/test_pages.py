@@ -305,3 +305,8 @@ def test_compare_runs_a_trained_agent_next_to_a_heuristic():
     at.button(key="compare_run").click().run()
     assert not at.exception and not errors(at), errors(at)
     assert list(at.dataframe[0].value.columns) == ["fifo", agents[0]]
+    # Its card's verdict against the best hand-written policy is shown next to the results, as plain text.
+    beats, verdict = common.agent_verdict(agents[0])
+    shown = (at.success if beats else at.warning)
+    card = json.loads((common.MODELS_DIR / f"{agents[0][3:]}.json").read_text())
+    assert [w.value.replace("\\", "") for w in shown] == [card["verdict"]]
