@@ -68,13 +68,16 @@ def _read_regular(path: Path, limit: int, what: str) -> bytes:
         raise ModelError(f"{what}: file {path.name} is missing") from None
     except OSError:  # ELOOP: a symbolic link; or unreadable
         raise ModelError(f"{what}: file {path.name} is a symbolic link or not readable; refused") from None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise ModelError(f"{what}: {path.name} is not a regular file; refused")
-        if st.st_size > limit:
-            raise ModelError(f"{what}: {path.name} has {st.st_size:,} bytes, more than the {limit:,} allowed")
-        data = f.read(limit + 1)
+    try:
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise ModelError(f"{what}: {path.name} is not a regular file; refused")
+            if st.st_size > limit:
+                raise ModelError(f"{what}: {path.name} has {st.st_size:,} bytes, more than the {limit:,} allowed")
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise ModelError(f"{what}: {path.name} could not be read ({type(exc).__name__})") from None
     if len(data) > limit:
         raise ModelError(f"{what}: {path.name} is larger than the {limit:,} bytes allowed")
     return data
@@ -115,7 +118,7 @@ def write_weights(arrays: Mapping[str, np.ndarray], path: Path) -> None:
     """Write weights (name -> array, stored as float32) as an uncompressed ``.npz`` (what :func:`load_weights`
     reads)."""
     buf = io.BytesIO()
-    np.savez(buf, **{k: np.ascontiguousarray(v, dtype="<f4") for k, v in arrays.items()})
+    np.savez(buf, **{k: np.ascontiguousarray(v, dtype="<f4") for k, v in arrays.items()})  # type: ignore[arg-type]
     Path(path).write_bytes(buf.getvalue())
 
 
@@ -134,8 +137,8 @@ def load_weights(path: Path, sha256: str, shapes: Mapping[str, tuple[int, ...]])
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             for info in z.infolist():
-                key = info.filename[:-4] if info.filename.endswith(".npy") else None
-                if key not in shapes or key in out:
+                key = info.filename[:-4]
+                if not info.filename.endswith(".npy") or key not in shapes or key in out:
                     raise ModelError(f"{what}: unexpected entry {info.filename[:100]!r}; refused")
                 shape = shapes[key]
                 n_bytes = 4 * math.prod(shape)

@@ -87,7 +87,8 @@ class PolicySpec:
 
 
 def _mlp_shapes(prefix: str, n_in: int, arch: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
-    out, prev = {}, n_in
+    out: dict[str, tuple[int, ...]] = {}
+    prev = n_in
     for i, width in enumerate(arch):  # Linear, Tanh, Linear, Tanh, ...: the Linear layers are 0, 2, 4, ...
         out[f"{prefix}.{2 * i}.weight"], out[f"{prefix}.{2 * i}.bias"] = (width, prev), (width,)
         prev = width

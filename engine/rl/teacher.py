@@ -42,6 +42,7 @@ CLI, ``evaluate``, the app and the model cards compare agents with.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
@@ -268,5 +269,5 @@ def register_teachers() -> None:
     from engine.schedulers.registry import SchedulerSpec, register
 
     for name in TEACHERS:
-        register(SchedulerSpec(name, lambda name=name: TeacherScheduler(name), SUMMARIES[name],
+        register(SchedulerSpec(name, partial(TeacherScheduler, name), SUMMARIES[name],
                                preemptive=name in EVICTING))

@@ -20,8 +20,8 @@ from engine import make_scheduler, parse_cluster, simulate
 from engine.errors import EngineError
 from engine.rl.agent import MAX_CARD_BYTES, MODELS_DIR, ModelError, RLScheduler, load_agent, model_names
 from engine.rl.encoding import EncodingConfig
-from engine.rl.inference import PolicySpec, param_shapes
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
+from engine.rl.inference import PolicySpec, param_shapes
 from engine.rl.train import sha256_file
 from engine.rl.workload import make_jobs
 
