@@ -229,9 +229,10 @@ def summary(me: str, tables: dict[str, Any]) -> dict[str, Any]:
             return "; ".join(f"{sc} with {st} preemption vs {t['best_baseline']} "
                              f"({100 * (t['vs_best']['relative'] or 0):+.0f} %)" for sc, st, t in items)
         text = (f"{me} does not beat the best hand-written policy: of {len(rows)} scenario and preemption "
-                f"settings it is significantly better on {len(better)}, significantly worse on {len(worse)}"
-                + (f" ({where(worse)})" if worse else "") + ", and indistinguishable on the rest. "
-                "Use the hand-written policy instead where it is better.")
+                f"settings it is significantly better on {len(better)}" + (f" ({where(better)})" if better else "")
+                + f", significantly worse on {len(worse)}" + (f" ({where(worse)})" if worse else "")
+                + ", and indistinguishable on the rest. Where it is not better, use the best hand-written policy "
+                "the card names for that setting.")
     return {"beats_best_baseline": beats, "verdict": text, "settings": len(rows), "better": len(better),
             "worse": len(worse)}
 

@@ -52,7 +52,8 @@ def test_card_compares_with_the_best_fair_policy_and_says_so_plainly(monkeypatch
     s = ev["summary"]
     assert s["beats_best_baseline"] is False and (s["settings"], s["better"], s["worse"]) == (4, 2, 2)
     assert s["verdict"].startswith("rl:m does not beat the best hand-written policy")
-    assert "b with free preemption vs short-fast (+25 %)" in s["verdict"]
+    assert "better on 2 (a with free preemption vs short-fast (-17 %); a with costly" in s["verdict"]
+    assert "worse on 2 (b with free preemption vs short-fast (+25 %)" in s["verdict"]
 
     card = {"name": "m", "description": "d", "weights": "m.npz", "sha256": "0" * 64,
             "policy": {"kind": "mlp"}, "encoding": {}, "reward": {"wait": 1.0, "wait_scale_s": 3600.0},
