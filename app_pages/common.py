@@ -8,7 +8,7 @@ schedules anything.
 from __future__ import annotations
 
 import json
-import threading
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,25 +143,12 @@ def jobs_of(sc: Scenario) -> tuple[Job, ...]:
 
 
 # ----------------------------------------------------------------------------- runs
-_agent_locks: dict[str, threading.Lock] = {}
-
-
-@st.cache_resource(show_spinner=False)
-def _agent(name: str):
-    """A trained agent, loaded once per server (its weights are read-only; runs are serialised by a lock)."""
-    _agent_locks[name] = threading.Lock()
-    return make_scheduler(name)
-
-
 @st.cache_data(show_spinner=False, max_entries=256)
 def _run(workload_key: str, scheduler: str) -> Result:
     sc = Scenario.from_dict(json.loads(workload_key))
-    cluster, jobs = cluster_of(sc), jobs_of(sc)
-    if scheduler.startswith("rl:"):
-        agent = _agent(scheduler)
-        with _agent_locks[scheduler]:
-            return simulate(cluster, jobs, agent, seed=sc.seed)
-    return simulate(cluster, jobs, make_scheduler(scheduler), seed=sc.seed)
+    # A trained agent (rl:) is a fresh scheduler over a read-only NumPy policy cached by engine.rl.agent, so
+    # runs of one agent in different sessions never wait for each other.
+    return simulate(cluster_of(sc), jobs_of(sc), make_scheduler(scheduler), seed=sc.seed)
 
 
 def run_one(sc: Scenario, scheduler: str) -> Result:
@@ -261,6 +248,21 @@ def trained_agents() -> list[str]:
     from engine.rl.agent import user_models_dir
 
     return sorted({f"rl:{p.stem}" for d in (MODELS_DIR, user_models_dir()) for p in d.glob("*.json")})
+
+
+def agent_verdict(name: str) -> tuple[bool, str] | None:
+    """For ``rl:<model>``: whether its card says it beats the best hand-written policy, and the card's sentence
+    saying so, escaped to show as plain text; ``None`` if the card has no verdict or cannot be read."""
+    from engine.rl.agent import ModelError, read_card
+
+    try:
+        card = read_card(name.removeprefix("rl:"), MODELS_DIR)
+    except ModelError:
+        return None
+    verdict = card.get("verdict")
+    if not isinstance(verdict, str):
+        return None
+    return card.get("beats_best_baseline") is True, re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", verdict[:2000])
 
 
 def plot(fig, key: str, where=st) -> None:

@@ -84,6 +84,10 @@ if ran_sc.workload_key() != sc.workload_key():
     st.warning("These results are for an earlier cluster or workload; press **Run comparison** to update them.")
 elif set(results) != set(chosen):
     st.caption("Showing the last run; press **Run comparison** to include your new choice of schedulers.")
+for name in results:  # a trained agent's card says plainly whether it beats the best hand-written policy
+    verdict = common.agent_verdict(name) if name.startswith("rl:") else None
+    if verdict is not None:
+        (st.success if verdict[0] else st.warning)(verdict[1])
 
 # ---------------------------------------------------------------- never ran, KPI table
 views = common.comparison_for(ran_sc, results)

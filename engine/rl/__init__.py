@@ -1,11 +1,12 @@
 """Learned schedulers: the shared encoding, training (MaskablePPO), policies and the ``rl:<name>`` plug-in.
 
-Importing this package imports neither torch nor gymnasium; :func:`rl_scheduler` imports torch only when a
-model is actually loaded.
+Importing this package imports neither torch nor gymnasium; it registers the teachers
+(:mod:`engine.rl.teacher`, hand-written policies over the agents' action space) as ordinary schedulers.
 """
 
 from __future__ import annotations
 
+from engine.rl.teacher import register_teachers
 from engine.schedulers.registry import PREFIXES
 
 
@@ -17,3 +18,4 @@ def rl_scheduler(name: str):
 
 
 PREFIXES["rl"] = rl_scheduler  # rl:<model>; torch is imported only when a model is loaded
+register_teachers()

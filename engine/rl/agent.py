@@ -1,34 +1,57 @@
 """The ``rl:<name>`` scheduler: a trained policy from ``models/`` (or, for names not shipped there, from the
 folder of models trained in the app, :func:`user_models_dir`) behind the ordinary scheduler protocol.
 
-Loading is safe by construction: the card ``models/<name>.json`` is JSON; the network is built in code from
-the card's policy spec; the weights file's SHA-256 must equal the card's ``sha256`` before it is opened; and
-it is read with ``torch.load(weights_only=True)``, which accepts only tensors and plain containers and refuses
-any pickle that would import or call code. SB3 ``.zip`` files (which unpickle objects) are never loaded.
+Loading treats every file as hostile and never unpickles anything:
+
+* the card ``models/<name>.json`` is JSON (at most :data:`MAX_CARD_BYTES`); its policy and encoding are checked
+  for type and bounds (:class:`~engine.rl.inference.PolicySpec`, :class:`~engine.rl.encoding.EncodingConfig`),
+  and the shapes of every weight array follow from them, so a card asking for a huge network is refused before
+  anything is allocated;
+* files are opened without following symbolic links and must be regular files directly in the models folder
+  (no FIFOs, devices or links to elsewhere); names are plain (no paths);
+* the weights file (NumPy ``.npz``, at most :data:`MAX_WEIGHTS_BYTES`) must have the card's SHA-256; each array's
+  header is read and checked (little-endian float32, the expected shape) before its data, which must be finite.
+
+Every failure is a :class:`ModelError` whose message names the model and the file, never a server path.
 
 At each decision point the scheduler repeats: encode the state (the same :mod:`engine.rl.encoding` functions
-the environment uses), pick the most likely allowed action, decode it into a ``Start`` (after its preemptions,
-for the ``"evict"`` rule), until the policy chooses *wait* or nothing more can start. Decisions are
-deterministic.
+the environment uses), score every action of the window in one NumPy pass (:class:`~engine.rl.inference.
+NumpyPolicy`) and take the most likely allowed one, decode it into a ``Start`` (after its preemptions, for the
+``"evict"`` rule), until the policy chooses *wait* or nothing more can start. Decisions are deterministic.
+Loaded policies are read-only and cached per process, so runs of one agent never wait for each other.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import math
 import os
 import re
+import stat
+import zipfile
+import zlib
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, Protocol
+
+import numpy as np
 
 from engine.errors import EngineError
 from engine.rl.encoding import EncodingConfig, decode, encode, snapshot
+from engine.rl.inference import NumpyPolicy, PolicySpec, param_shapes
 from engine.sim.state import ClusterState, Decision
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 #: Environment variable naming the folder of models trained from the app (default ``runs/models/``, git-ignored).
 USER_MODELS_ENV = "ENGINE_USER_MODELS"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+#: The weights format written by training and the only one loaded (``.npz``: NumPy arrays, no pickles).
+WEIGHTS_FORMAT = "npz"
+MAX_CARD_BYTES = 4 * 2**20
+MAX_WEIGHTS_BYTES = 80 * 2**20
+_NPY_HEADER_BYTES = 4096  # room allowed per array for the .npy header and the zip entry
 
 
 class ModelError(EngineError):
@@ -47,76 +70,140 @@ def home_of(name: str) -> Path:
     return user if not (MODELS_DIR / f"{name}.json").is_file() and (user / f"{name}.json").is_file() else MODELS_DIR
 
 
+class Policy(Protocol):
+    def act(self, obs: Mapping[str, np.ndarray], mask: np.ndarray) -> int: ...
+
+
+def _read_regular(path: Path, limit: int, what: str) -> bytes:
+    """The bytes of ``path``, a regular file (not a link, FIFO or device) of at most ``limit`` bytes."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise ModelError(f"{what}: file {path.name} is missing") from None
+    except OSError:  # ELOOP: a symbolic link; or unreadable
+        raise ModelError(f"{what}: file {path.name} is a symbolic link or not readable; refused") from None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise ModelError(f"{what}: {path.name} is not a regular file; refused")
+            if st.st_size > limit:
+                raise ModelError(f"{what}: {path.name} has {st.st_size:,} bytes, more than the {limit:,} allowed")
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise ModelError(f"{what}: {path.name} could not be read ({type(exc).__name__})") from None
+    if len(data) > limit:
+        raise ModelError(f"{what}: {path.name} is larger than the {limit:,} bytes allowed")
+    return data
+
+
 def model_names(models_dir: Path | None = None) -> list[str]:
-    """Names of the models with a card in ``models_dir`` (default ``models/``)."""
-    return sorted(p.stem for p in Path(models_dir or MODELS_DIR).glob("*.json"))
+    """Names of the models with a card in ``models_dir`` (default ``models/``): plain names, regular files."""
+    return sorted(p.stem for p in Path(models_dir or MODELS_DIR).glob("*.json")
+                  if _NAME.match(p.stem) and not p.is_symlink() and p.is_file())
 
 
 def read_card(name: str, models_dir: Path | None = None) -> dict[str, Any]:
-    """The card of model ``name`` (JSON only; nothing is executed)."""
+    """The card of model ``name`` (JSON only; nothing is executed), with its keys' types checked."""
     models_dir = Path(models_dir or MODELS_DIR)
-    if not _NAME.match(name):
-        raise ModelError(f"model name {name!r}: use letters, digits, '.', '_' or '-' (no paths)")
-    path = models_dir / f"{name}.json"
-    if not path.is_file():
-        known = ", ".join(model_names(models_dir)) or "none"
-        raise ModelError(f"no model {name!r} in {models_dir}; available: {known}")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ModelError(f"model name {str(name)[:100]!r}: use letters, digits, '.', '_' or '-' (no paths)")
+    if not (models_dir / f"{name}.json").exists() and not (models_dir / f"{name}.json").is_symlink():
+        raise ModelError(f"no model {name!r}; available: {', '.join(model_names(models_dir)) or 'none'}")
+    data = _read_regular(models_dir / f"{name}.json", MAX_CARD_BYTES, f"model card {name}")
     try:
-        card = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelError(f"model card {path}: not readable JSON ({exc})") from None
-    for key in ("weights", "sha256", "policy", "encoding"):
+        card = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ModelError(f"model card {name}: not readable JSON ({str(exc)[:200]})") from None
+    if not isinstance(card, dict):
+        raise ModelError(f"model card {name}: expected a JSON object, got {type(card).__name__}")
+    for key, kind in (("weights", str), ("sha256", str), ("policy", dict), ("encoding", dict)):
         if key not in card:
-            raise ModelError(f"model card {path}: missing key {key!r}")
+            raise ModelError(f"model card {name}: missing key {key!r}")
+        if not isinstance(card[key], kind):
+            raise ModelError(f"model card {name}: {key} must be a {'string' if kind is str else 'JSON object'}, "
+                             f"got {type(card[key]).__name__}")
+    if not _SHA256.match(card["sha256"]):
+        raise ModelError(f"model card {name}: sha256 must be 64 lowercase hex digits")
     return card
 
 
-def load_weights(path: Path, sha256: str) -> dict[str, Any]:
-    """A plain ``state_dict`` from ``path`` after checking its SHA-256; refuses anything that is not plain data."""
-    import pickle
+def write_weights(arrays: Mapping[str, np.ndarray], path: Path) -> None:
+    """Write weights (name -> array, stored as float32) as an uncompressed ``.npz`` (what :func:`load_weights`
+    reads)."""
+    buf = io.BytesIO()
+    np.savez(buf, **{k: np.ascontiguousarray(v, dtype="<f4") for k, v in arrays.items()})  # type: ignore[arg-type]
+    Path(path).write_bytes(buf.getvalue())
 
-    import torch
 
-    data = Path(path).read_bytes()
+def load_weights(path: Path, sha256: str, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` at ``path`` after checking its SHA-256: exactly the names of ``shapes``, each
+    little-endian float32 of that shape and finite. Anything else is a ``ModelError``; nothing is unpickled."""
+    path = Path(path)
+    what = f"weights {path.name}"
+    limit = min(MAX_WEIGHTS_BYTES, sum(4 * math.prod(s) + _NPY_HEADER_BYTES for s in shapes.values()) + 2**16)
+    data = _read_regular(path, limit, what)
     digest = hashlib.sha256(data).hexdigest()
     if digest != sha256:
-        raise ModelError(f"weights {path}: SHA-256 {digest[:16]}... does not match the card's {sha256[:16]}...; "
+        raise ModelError(f"{what}: SHA-256 {digest[:16]}... does not match the card's {sha256[:16]}...; "
                          "refusing to load an altered file")
+    out: dict[str, np.ndarray] = {}
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, AttributeError, TypeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(f"weights {path}: refused, not a plain tensor state dict ({first})") from None
-    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise ModelError(f"weights {path}: refused, expected a mapping of parameter names to tensors")
-    return state
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            for info in z.infolist():
+                key = info.filename[:-4]
+                if not info.filename.endswith(".npy") or key not in shapes or key in out:
+                    raise ModelError(f"{what}: unexpected entry {info.filename[:100]!r}; refused")
+                shape = shapes[key]
+                n_bytes = 4 * math.prod(shape)
+                if info.file_size > n_bytes + _NPY_HEADER_BYTES:
+                    raise ModelError(f"{what}: entry {key} is larger than a {shape} float32 array; refused")
+                with z.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                              else np.lib.format.read_array_header_2_0)
+                    got_shape, fortran, dtype = header(f)
+                    if dtype != np.dtype("<f4") or fortran or tuple(got_shape) != shape:
+                        raise ModelError(f"{what}: {key} is {dtype} {tuple(got_shape)}, expected float32 {shape}")
+                    raw = f.read(n_bytes + 1)
+                if len(raw) != n_bytes:
+                    raise ModelError(f"{what}: {key} holds {len(raw)} bytes of data, expected {n_bytes}")
+                arr = np.frombuffer(raw, dtype="<f4").reshape(shape)
+                if not np.isfinite(arr).all():
+                    raise ModelError(f"{what}: {key} holds values that are not finite")
+                out[key] = arr
+    except ModelError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, ValueError, OSError, EOFError,
+            NotImplementedError, RuntimeError, TypeError) as exc:  # a corrupt archive or .npy header
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"{what}: not a plain array archive ({first})") from None
+    missing = [k for k in shapes if k not in out]
+    if missing:
+        raise ModelError(f"{what}: missing {len(missing)} arrays the card's network needs, e.g. {missing[0]!r}")
+    return out
 
 
 class RLScheduler:
-    """A trained agent as a :class:`~engine.sim.state.Scheduler` (build it with :func:`load_agent`)."""
+    """A trained agent as a :class:`~engine.sim.state.Scheduler` (build it with :func:`load_agent`).
 
-    def __init__(self, name: str, card: dict[str, Any], policy: Any, encoding: EncodingConfig) -> None:
-        import torch
+    ``policy`` answers ``act(observation, mask) -> action``: a :class:`~engine.rl.inference.NumpyPolicy` for
+    ``rl:`` schedulers (or, in training, :class:`engine.rl.policies.TorchPolicy`).
+    """
 
+    def __init__(self, name: str, card: dict[str, Any], policy: Policy, encoding: EncodingConfig) -> None:
         self.name = f"rl:{name}"
         self.card = card
         self.policy = policy
         self.encoding = encoding
-        self._torch = torch
 
     def reset(self, state: ClusterState) -> None:
         """Nothing to clear: the policy is a function of the current state."""
 
-    def act(self, obs: dict[str, Any], mask) -> int:
+    def act(self, obs: Mapping[str, np.ndarray], mask: np.ndarray) -> int:
         """The most likely allowed action for one observation."""
-        torch = self._torch
-        with torch.no_grad():
-            t = {k: torch.as_tensor(v).unsqueeze(0) for k, v in obs.items()}
-            pol = self.policy
-            features = pol.extract_features(t, pol.pi_features_extractor)
-            logits = pol.action_net(pol.mlp_extractor.forward_actor(features))[0]
-            logits[~torch.as_tensor(mask)] = -torch.inf
-            return int(torch.argmax(logits))
+        return self.policy.act(obs, mask)
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
         enc = self.encoding
@@ -130,30 +217,47 @@ class RLScheduler:
             yield from decode(state, action, enc, snap)
 
 
+def model_spec(name: str, card: Mapping[str, Any]) -> tuple[PolicySpec, EncodingConfig, dict[str, tuple[int, ...]]]:
+    """The card's network, encoding and weight shapes, checked (``ModelError`` if bad or too large)."""
+    try:
+        enc = EncodingConfig.from_dict(card["encoding"])
+        spec = PolicySpec.from_dict(card["policy"])
+        return spec, enc, param_shapes(spec, enc)
+    except (EngineError, TypeError, ValueError) as exc:
+        raise ModelError(f"model card {name}: {exc}") from None
+
+
+def load_model_weights(name: str, card: Mapping[str, Any], models_dir: Path,
+                       shapes: Mapping[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    """The SHA-256-checked weights of the model ``name`` whose card is ``card`` (file beside the card)."""
+    weights = card["weights"]
+    if not _NAME.match(weights) or not weights.endswith(".npz"):
+        raise ModelError(f"model card {name}: weights must be a plain .npz file name beside the card, "
+                         f"got {weights[:100]!r}")
+    if card.get("format", WEIGHTS_FORMAT) != WEIGHTS_FORMAT:
+        raise ModelError(f"model card {name}: unsupported weights format {str(card.get('format'))[:50]!r}; "
+                         f"expected {WEIGHTS_FORMAT!r} (pickled weights are never loaded)")
+    return load_weights(Path(models_dir) / weights, card["sha256"], shapes)
+
+
+_POLICIES: dict[tuple[str, str, str], NumpyPolicy] = {}
+
+
 def load_agent(name: str, models_dir: Path | None = None) -> RLScheduler:
-    """Build the scheduler ``rl:<name>`` from ``models_dir/<name>.json`` and its weights (hash checked)."""
-    import torch
+    """Build the scheduler ``rl:<name>`` from ``models_dir/<name>.json`` and its weights (hash checked).
 
-    from engine.rl.env import observation_space
-    from engine.rl.policies import PolicySpec, build_policy
-
+    The policy is cached per (folder, name, card): the card is read again on every call, so an edited card
+    loads afresh; the cached policy is read-only and may serve any number of runs at once.
+    """
     models_dir = Path(models_dir or home_of(name))
     card = read_card(name, models_dir)
-    weights = str(card["weights"])
-    if not _NAME.match(weights) or not weights.endswith(".pt"):
-        raise ModelError(f"model card {name}: weights must be a plain .pt file name beside the card, got {weights!r}")
-    if card.get("format", "torch-state-dict") != "torch-state-dict":
-        raise ModelError(f"model card {name}: unsupported weights format {card.get('format')!r}")
-    state = load_weights(models_dir / weights, str(card["sha256"]))
-    enc = EncodingConfig.from_dict(card["encoding"])
-    spec = PolicySpec.from_dict(card["policy"])
-    obs_space, act_space = observation_space(enc)
-    torch.set_num_threads(1)
-    policy = build_policy(spec, obs_space, act_space)
-    try:
-        policy.load_state_dict(state, strict=True)
-    except RuntimeError as exc:
-        raise ModelError(f"weights of {name} do not fit the network its card describes "
-                         f"({str(exc).splitlines()[0]})") from None
-    policy.eval()
+    spec, enc, shapes = model_spec(name, card)
+    key = (str(models_dir.resolve()), name, json.dumps([card["weights"], card["sha256"], card["policy"],
+                                                        card["encoding"], card.get("format")], sort_keys=True))
+    policy = _POLICIES.get(key)
+    if policy is None:
+        policy = NumpyPolicy(spec, enc, load_model_weights(name, card, models_dir, shapes))
+        if len(_POLICIES) >= 32:
+            _POLICIES.clear()
+        _POLICIES[key] = policy
     return RLScheduler(name, card, policy, enc)

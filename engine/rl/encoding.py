@@ -106,16 +106,17 @@ class EncodingConfig:
     max_evictions: int | None = None
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.window, int) and 1 <= self.window <= 256):
+        if isinstance(self.window, bool) or not (isinstance(self.window, int) and 1 <= self.window <= 256):
             raise EngineError(f"encoding.window must be an integer from 1 to 256, got {self.window!r}")
-        if not (isinstance(self.max_types, int) and 1 <= self.max_types <= 32):
+        if isinstance(self.max_types, bool) or not (isinstance(self.max_types, int) and 1 <= self.max_types <= 32):
             raise EngineError(f"encoding.max_types must be an integer from 1 to 32, got {self.max_types!r}")
         object.__setattr__(self, "rules", tuple(self.rules))
         if not self.rules or any(r not in RULES for r in self.rules) or len(set(self.rules)) != len(self.rules):
             raise EngineError(f"encoding.rules {list(self.rules)!r}: expected distinct names from {list(RULES)}")
-        if self.max_evictions is not None and not (isinstance(self.max_evictions, int) and self.max_evictions >= 1):
+        if self.max_evictions is not None and (isinstance(self.max_evictions, bool) or not (
+                isinstance(self.max_evictions, int) and self.max_evictions >= 1)):
             raise EngineError(f"encoding.max_evictions must be an integer >= 1 or null, got {self.max_evictions!r}")
-        if self.window_order not in WINDOW_ORDERS:
+        if not isinstance(self.window_order, str) or self.window_order not in WINDOW_ORDERS:
             raise EngineError(f"encoding.window_order {self.window_order!r}: expected one of {list(WINDOW_ORDERS)}")
 
     @property
@@ -163,6 +164,9 @@ class EncodingConfig:
         unknown = set(data) - known
         if unknown:
             raise EngineError(f"encoding: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
+        rules = data.get("rules", cls.rules)
+        if not isinstance(rules, (list, tuple)) or not all(isinstance(r, str) for r in rules):
+            raise EngineError(f"encoding.rules must be a list of rule names from {list(RULES)}, got {rules!r}")
         return cls(**{k: (tuple(v) if k == "rules" else v) for k, v in data.items()})
 
 

@@ -1,6 +1,7 @@
 """Policy networks for learned schedulers, built in code (never unpickled).
 
-Two kinds, described by a :class:`PolicySpec`:
+Two kinds, described by a :class:`~engine.rl.inference.PolicySpec` (inference runs in NumPy,
+:mod:`engine.rl.inference`; torch is for training):
 
 * ``mlp``: Stable-Baselines3's ``MultiInputPolicy`` layout: every observation part is flattened, concatenated
   and fed to separate actor and critic MLPs (``net_arch``).
@@ -12,68 +13,29 @@ Two kinds, described by a :class:`PolicySpec`:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
+import numpy as np
 import torch
 from gymnasium import spaces
 from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, CombinedExtractor
 from torch import nn
 
-from engine.errors import EngineError
+from engine.rl.inference import PolicySpec
 
-POLICY_KINDS = ("mlp", "attention")
+__all__ = ["AttentionExtractor", "PolicySpec", "TorchPolicy", "build_policy", "policy_kwargs", "state_arrays"]
 
 
-@dataclass(frozen=True)
-class PolicySpec:
-    """The network of an agent.
-
-    Attributes:
-        kind: ``"mlp"`` or ``"attention"``.
-        net_arch: hidden layer sizes of the actor and critic heads.
-        d_model: token width of the attention extractor.
-        n_heads: attention heads.
-        n_layers: Transformer encoder layers.
-    """
-
-    kind: str = "mlp"
-    net_arch: tuple[int, ...] = (64, 64)
-    d_model: int = 32
-    n_heads: int = 2
-    n_layers: int = 1
-
-    def __post_init__(self) -> None:
-        if self.kind not in POLICY_KINDS:
-            raise EngineError(f"policy.kind {self.kind!r}: expected one of {list(POLICY_KINDS)}")
-        object.__setattr__(self, "net_arch", tuple(int(x) for x in self.net_arch))
-        if self.d_model % self.n_heads:
-            raise EngineError(f"policy.d_model ({self.d_model}) must be a multiple of n_heads ({self.n_heads})")
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["net_arch"] = list(self.net_arch)
-        return d
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "PolicySpec":
-        valid = set(cls.__dataclass_fields__)
-        unknown = set(data) - valid
-        if unknown:
-            raise EngineError(f"policy: unknown keys {sorted(unknown)}; valid keys: {sorted(valid)}")
-        return cls(**data)
-
-    def policy_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``MaskablePPO(policy_kwargs=...)`` / the policy constructor."""
-        kw: dict[str, Any] = {"net_arch": dict(pi=list(self.net_arch), vf=list(self.net_arch))}
-        if self.kind == "attention":
-            kw["features_extractor_class"] = AttentionExtractor
-            kw["features_extractor_kwargs"] = dict(d_model=self.d_model, n_heads=self.n_heads,
-                                                   n_layers=self.n_layers)
-        else:
-            kw["features_extractor_class"] = CombinedExtractor
-        return kw
+def policy_kwargs(spec: PolicySpec) -> dict[str, Any]:
+    """Keyword arguments for ``MaskablePPO(policy_kwargs=...)`` / the policy constructor."""
+    kw: dict[str, Any] = {"net_arch": dict(pi=list(spec.net_arch), vf=list(spec.net_arch))}
+    if spec.kind == "attention":
+        kw["features_extractor_class"] = AttentionExtractor
+        kw["features_extractor_kwargs"] = dict(d_model=spec.d_model, n_heads=spec.n_heads, n_layers=spec.n_layers)
+    else:
+        kw["features_extractor_class"] = CombinedExtractor
+    return kw
 
 
 class AttentionExtractor(BaseFeaturesExtractor):
@@ -94,7 +56,9 @@ class AttentionExtractor(BaseFeaturesExtractor):
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         jobs, groups, glob = obs["jobs"], obs["groups"], obs["global"]
         tokens = torch.cat([self.glob_in(glob).unsqueeze(1), self.job_in(jobs), self.group_in(groups)], dim=1)
-        # Feature 0 of a job or group slot is "present"; the global token is always present.
+        # Feature 0 of a job or group slot is "present". The global token's entry is a zero, so it counts as
+        # empty (masked out of attention, its output zeroed): the trained weights depend on this, so it stays
+        # until a model is retrained (engine.rl.inference mirrors it).
         empty = torch.cat([torch.zeros_like(glob[:, :1]), jobs[..., 0], groups[..., 0]], dim=1) < 0.5
         out = self.encoder(tokens, src_key_padding_mask=empty)
         out = out.masked_fill(empty.unsqueeze(-1), 0.0)
@@ -105,4 +69,29 @@ def build_policy(spec: PolicySpec, observation_space: spaces.Dict, action_space:
                  ) -> MaskableMultiInputActorCriticPolicy:
     """A fresh policy network of ``spec`` for these spaces (weights are loaded separately)."""
     return MaskableMultiInputActorCriticPolicy(observation_space, action_space, lr_schedule=lambda _: 0.0,
-                                               **spec.policy_kwargs())
+                                               **policy_kwargs(spec))
+
+
+class TorchPolicy:
+    """The torch policy's most likely allowed action for one observation (what training's evaluation uses;
+    the ``rl:`` scheduler uses :class:`~engine.rl.inference.NumpyPolicy`, which takes the same actions)."""
+
+    def __init__(self, policy: MaskableMultiInputActorCriticPolicy) -> None:
+        self.policy = policy
+
+    def logits(self, obs: Mapping[str, np.ndarray]) -> torch.Tensor:
+        with torch.no_grad():
+            t = {k: torch.as_tensor(v).unsqueeze(0) for k, v in obs.items()}
+            pol = self.policy
+            features = pol.extract_features(t, pol.pi_features_extractor)
+            return pol.action_net(pol.mlp_extractor.forward_actor(features))[0]
+
+    def act(self, obs: Mapping[str, np.ndarray], mask: np.ndarray) -> int:
+        logits = self.logits(obs)
+        logits[~torch.as_tensor(np.asarray(mask, dtype=bool))] = -torch.inf
+        return int(torch.argmax(logits))
+
+
+def state_arrays(policy: torch.nn.Module) -> dict[str, np.ndarray]:
+    """The policy's ``state_dict`` as float32 NumPy arrays (what weights files hold)."""
+    return {k: v.detach().cpu().numpy().astype(np.float32) for k, v in policy.state_dict().items()}

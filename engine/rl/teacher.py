@@ -35,10 +35,14 @@ Teachers (:data:`TEACHERS`), each scoring every feasible (job, GPU type) pair an
 The teachers without ``-evict`` decline every eviction.
 
 Every teacher places with the packing rule ``rule`` (an index into the encoding's rules) on the chosen type.
+
+Every teacher is also a registered scheduler under its own name (:func:`register_teachers`), a baseline that the
+CLI, ``evaluate``, the app and the model cards compare agents with.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
@@ -186,21 +190,84 @@ def _score(name: str) -> Score:
         raise EngineError(f"unknown teacher {name!r}; valid teachers: {', '.join(TEACHERS)}") from None
 
 
-class TeacherScheduler:
-    """A teacher as an engine scheduler (to measure it with ``simulate`` like any heuristic)."""
+#: The window every registered teacher chooses from (half oldest jobs, half shortest that can start now), and
+#: the packing rule it places with. The agents' own encodings may differ (cards also run a model's teacher in
+#: its model's encoding).
+REGISTERED_WINDOW, REGISTERED_ORDER, REGISTERED_RULE = 16, "mixed", "best-fit"
 
-    def __init__(self, name: str, cfg: EncodingConfig, rule: int = 0) -> None:
+#: What each teacher does, for a student (the registry's summaries).
+SUMMARIES: dict[str, str] = {
+    "sjf-fast": "Shortest estimated GPU-time first (estimate x GPUs), on the GPU type the job runs fastest on "
+                "among those with room now. Never preempts; jobs that do not fit are skipped.",
+    "short-fast": "Shortest estimated run time first, whatever the GPU count, on the job's fastest GPU type with "
+                  "room now. Short jobs dominate the mean wait, so this cuts it; long jobs may wait long.",
+    "short-packed": "Like short-fast, but prefers a GPU type with a node that holds the whole job, so a "
+                    "multi-GPU job avoids slow communication between nodes.",
+    "short-tight": "Like short-packed, then prefers the type whose emptiest node has the fewest idle GPUs "
+                   "(packing tightly, as best-fit does), keeping whole nodes free for big jobs.",
+    "short-spare": "Like short-tight, but first prefers the type with the least memory per GPU that fits, "
+                   "leaving large-memory GPUs to the jobs that fit nowhere else.",
+    "short-whole": "Like short-tight, but a multi-GPU job that one node could hold never starts spread over "
+                   "several nodes: it waits for a whole node (communication cost matters).",
+    "srpt-type": "Smallest estimated GPU-time on each type first (estimate divided by the job's speed there), "
+                 "so a job that gains little from a fast GPU type leaves it to one that gains more.",
+    "fifo-fast": "The oldest waiting job that fits anywhere, on its fastest GPU type with room now: FIFO order "
+                 "without head-of-line blocking.",
+    "short-spare-evict": "short-spare, plus: the oldest waiting job that fits nowhere first preempts running "
+                         "jobs that would outlast it (latest estimated end first) to make room.",
+    "short-whole-evict": "short-whole, plus: the oldest waiting job that fits nowhere first preempts running "
+                         "jobs that would outlast it (latest estimated end first) to make room.",
+    "short-fast-evict-est": "short-fast, plus: a job that fits nowhere may preempt running jobs that would "
+                            "outlast it, competing with the other starts by its estimate (shortest first).",
+    "short-spare-evict-est": "short-spare, plus: a job that fits nowhere may preempt running jobs that would "
+                             "outlast it, competing with the other starts by its estimate (shortest first).",
+}
+#: Teachers that may take the ``"evict"`` rule (preempt); the others decline it.
+EVICTING = frozenset(n for n in TEACHERS if "-evict" in n)
+
+
+class TeacherScheduler:
+    """A teacher as an engine scheduler: ``simulate`` applies its decisions (for ``"evict"``, the victims'
+    ``Preempt``s, then the ``Start``) like any heuristic's.
+
+    With ``cfg``, it chooses within that encoding (a model's own window and rules) and is called
+    ``teacher:NAME``. Without, it is the registered scheduler ``NAME``: a window of :data:`REGISTERED_WINDOW`
+    jobs (:data:`REGISTERED_ORDER`), GPU-type slots for every type of the cluster it runs on, and the rules
+    ``best-fit`` (plus ``"evict"`` for the teachers in :data:`EVICTING`).
+    """
+
+    def __init__(self, name: str, cfg: EncodingConfig | None = None, rule: int = 0) -> None:
         _score(name)
-        self.name, self.cfg, self.rule = f"teacher:{name}", cfg, rule
+        self.name = f"teacher:{name}" if cfg is not None else name
+        self.cfg, self.rule, self._fixed = cfg, rule, cfg is not None
         self._teacher = name
 
     def reset(self, state: ClusterState) -> None:
-        """Stateless: every choice is a function of the current state."""
+        """A registered teacher sizes its type slots to the cluster; every choice is a function of the state."""
+        if not self._fixed:
+            n_types = len(state.layout.type_names)
+            if n_types > 32:
+                raise EngineError(f"teacher {self._teacher}: clusters with at most 32 GPU types, got {n_types}")
+            rules = (REGISTERED_RULE, EVICT) if self._teacher in EVICTING else (REGISTERED_RULE,)
+            self.cfg = EncodingConfig(window=REGISTERED_WINDOW, max_types=max(n_types, 1), rules=rules,
+                                      window_order=REGISTERED_ORDER)
+            self.rule = 0
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
+        cfg = self.cfg
+        assert cfg is not None, "reset() sizes the encoding before the first decision"
         while True:
-            snap = snapshot(state, self.cfg)
-            action = teacher_action(self._teacher, state, self.cfg, snap, self.rule)
-            if action == self.cfg.wait_action:
+            snap = snapshot(state, cfg)
+            action = teacher_action(self._teacher, state, cfg, snap, self.rule)
+            if action == cfg.wait_action:
                 return
-            yield from decode(state, action, self.cfg, snap)
+            yield from decode(state, action, cfg, snap)
+
+
+def register_teachers() -> None:
+    """Register every teacher as an ordinary scheduler (called once, from :mod:`engine.rl`)."""
+    from engine.schedulers.registry import SchedulerSpec, register
+
+    for name in TEACHERS:
+        register(SchedulerSpec(name, partial(TeacherScheduler, name), SUMMARIES[name],
+                               preemptive=name in EVICTING))

@@ -7,7 +7,7 @@
 3. train with sb3-contrib's ``MaskablePPO``: TensorBoard logs, a progress bar, plain-weight checkpoints, a
    maskable evaluation callback that keeps the best policy, and a curriculum that changes the clusters,
    loads and episode lengths the environments draw from as training goes on;
-4. export ``models/<name>.pt`` (a plain ``state_dict``, loadable with ``torch.load(weights_only=True)``) and
+4. export ``models/<name>.npz`` (the policy's ``state_dict`` as float32 NumPy arrays; no pickle) and
    the card ``models/<name>.json`` with the config, time steps, wall time, library versions and SHA-256.
 
 Everything written during training goes under ``runs/<name>/`` (git-ignored).
@@ -23,10 +23,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
+
 from engine.errors import EngineError
+from engine.rl.agent import WEIGHTS_FORMAT, write_weights
 from engine.rl.clone import CloneConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
-from engine.rl.policies import PolicySpec
+from engine.rl.policies import PolicySpec, policy_kwargs, state_arrays
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 #: A file of this name in ``runs/<name>/`` asks a running training to stop and export what it has.
@@ -56,7 +59,7 @@ class TrainConfig:
     """Everything that defines a training run (a model card stores it verbatim).
 
     Attributes:
-        name: model name; the weights go to ``models/<name>.pt`` and the card to ``models/<name>.json``.
+        name: model name; the weights go to ``models/<name>.npz`` and the card to ``models/<name>.json``.
         description: one sentence for the model card: what the agent is for.
         env: the episodes (clusters, loads, jobs, encoding, reward) of the first stage and of evaluation.
         policy: the network (``mlp`` or ``attention``).
@@ -256,10 +259,10 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     model = MaskablePPO(
         "MultiInputPolicy", venv, n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
         learning_rate=cfg.learning_rate, gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef,
-        clip_range=cfg.clip_range, vf_coef=cfg.vf_coef, seed=cfg.seed, policy_kwargs=cfg.policy.policy_kwargs(),
+        clip_range=cfg.clip_range, vf_coef=cfg.vf_coef, seed=cfg.seed, policy_kwargs=policy_kwargs(cfg.policy),
         tensorboard_log=str(run_dir / "tb"), device="cpu", verbose=0)
     if parent_state is not None:
-        model.policy.load_state_dict(parent_state)
+        model.policy.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in parent_state.items()})
 
     # 3. callbacks: curriculum, plain-weight checkpoints, best-model evaluation.
     class Curriculum(BaseCallback):
@@ -277,7 +280,7 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
             return True
 
     class SaveWeights(BaseCallback):
-        """Saves the policy's plain state_dict (never a pickled SB3 zip) to ``path``."""
+        """Saves the policy's weights as plain arrays (``.npz``; never a pickled SB3 zip) to ``path``."""
 
         def __init__(self, path_fmt: str, every: int = 0) -> None:
             super().__init__()
@@ -285,10 +288,10 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
 
         def _on_step(self) -> bool:
             if self.every == 0 or self.num_timesteps % self.every < cfg.n_envs:
-                torch.save(self.model.policy.state_dict(), self.path_fmt.format(step=self.num_timesteps))
+                write_weights(state_arrays(self.model.policy), Path(self.path_fmt.format(step=self.num_timesteps)))
             return True
 
-    best_path = run_dir / "best_policy.pt"
+    best_path = run_dir / "best_policy.npz"
     best_path.unlink(missing_ok=True)  # a previous run's best is no candidate of this one
     evaluator = MaskableEvalCallback(
         eval_env, n_eval_episodes=cfg.eval_episodes, eval_freq=max(cfg.eval_freq // cfg.n_envs, 1),
@@ -303,7 +306,7 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
 
     stop_path = run_dir / STOP_FILE
     stop_path.unlink(missing_ok=True)  # a stop asked of an earlier run does not stop this one
-    callbacks = CallbackList([Curriculum(), SaveWeights(str(run_dir / "checkpoint_{step}.pt"), cfg.checkpoint_freq),
+    callbacks = CallbackList([Curriculum(), SaveWeights(str(run_dir / "checkpoint_{step}.npz"), cfg.checkpoint_freq),
                               evaluator, StopFile()])
 
     t0 = time.perf_counter()
@@ -319,13 +322,13 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
                                      return_episode_rewards=True)
         cloned["eval_mean_return"] = float(sum(returns) / len(returns))
         evaluator.best_mean_reward = cloned["eval_mean_return"]
-        torch.save(model.policy.state_dict(), best_path)
-        torch.save(model.policy.state_dict(), run_dir / "cloned_policy.pt")
+        write_weights(state_arrays(model.policy), best_path)
+        write_weights(state_arrays(model.policy), run_dir / "cloned_policy.npz")
     model.learn(total_timesteps=cfg.total_timesteps, callback=callbacks, progress_bar=cfg.progress_bar,
                 tb_log_name="ppo")
     wall_s = time.perf_counter() - t0
-    final_path = run_dir / "final_policy.pt"
-    torch.save(model.policy.state_dict(), final_path)
+    final_path = run_dir / "final_policy.npz"
+    write_weights(state_arrays(model.policy), final_path)
 
     chosen = best_path if best_path.exists() else final_path
     steps, prior_steps = int(model.num_timesteps), int(parent["training"]["timesteps"]) if parent else 0
@@ -333,8 +336,8 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     card = {
         "name": cfg.name,
         "description": cfg.description,
-        "format": "torch-state-dict",
-        "weights": f"{cfg.name}.pt",
+        "format": WEIGHTS_FORMAT,
+        "weights": f"{cfg.name}.npz",
         "policy": cfg.policy.to_dict(),
         "encoding": cfg.env.encoding.to_dict(),
         "reward": cfg.env.to_dict()["reward"],
@@ -383,17 +386,13 @@ def validation_return(name: str, weights: Path, n_episodes: int, models_dir: Pat
     a training seed, not a test seed, and not one the evaluation callback used). Actions: the most likely
     allowed one, as the ``rl:`` scheduler decides.
     """
-    from engine.rl.agent import RLScheduler, load_weights, read_card
-    from engine.rl.env import observation_space
-    from engine.rl.policies import build_policy
+    from engine.rl.agent import RLScheduler, load_weights, model_spec, read_card
+    from engine.rl.inference import NumpyPolicy
 
     card = read_card(name, models_dir)
     cfg = TrainConfig.from_dict(card["training"]["config"])
-    enc = cfg.env.encoding
-    policy = build_policy(PolicySpec.from_dict(card["policy"]), *observation_space(enc))
-    policy.load_state_dict(load_weights(weights, sha256_file(weights)))
-    policy.eval()
-    agent = RLScheduler(name, card, policy, enc)
+    spec, enc, shapes = model_spec(name, card)
+    agent = RLScheduler(name, card, NumpyPolicy(spec, enc, load_weights(weights, sha256_file(weights), shapes)), enc)
     env = GpuSchedulingEnv(_stage_env(cfg))
     total = 0.0
     for k in range(n_episodes):
@@ -428,7 +427,7 @@ def reselect(name: str, candidates: list[Path], n_episodes: int = 10, models_dir
 def _parent(cfg: TrainConfig, models_dir: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Card and SHA-256-checked plain weights of model ``cfg.init_from`` in ``models_dir`` (where this run
     exports: a stopped run resumes from there), else in ``models/``; same network required."""
-    from engine.rl.agent import ModelError, load_weights, read_card
+    from engine.rl.agent import ModelError, load_model_weights, model_spec, read_card
 
     home = Path(models_dir) if models_dir and (Path(models_dir) / f"{cfg.init_from}.json").is_file() else MODELS_DIR
     card = read_card(cfg.init_from, home)
@@ -438,7 +437,7 @@ def _parent(cfg: TrainConfig, models_dir: Path | None) -> tuple[dict[str, Any], 
                              f"{json.dumps(card[key])}, this config {json.dumps(mine)}; they must be equal")
     if "training" not in card:
         raise ModelError(f"model card {cfg.init_from}: missing key 'training' (needed to count its steps)")
-    return card, load_weights(home / card["weights"], card["sha256"])
+    return card, load_model_weights(cfg.init_from, card, home, model_spec(cfg.init_from, card)[2])
 
 
 def _stage_env(cfg: TrainConfig) -> EnvConfig:
@@ -457,7 +456,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--timesteps", type=int, metavar="N", help="override total_timesteps")
     parser.add_argument("--name", help="override the model name")
     parser.add_argument("--models-dir", default=str(MODELS_DIR), metavar="DIR",
-                        help="where to write <name>.pt and <name>.json (default: models/)")
+                        help="where to write <name>.npz and <name>.json (default: models/)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

@@ -368,6 +368,11 @@ def test_compare_runs_a_trained_agent_next_to_a_heuristic():
     at.button(key="compare_run").click().run()
     assert not at.exception and not errors(at), errors(at)
     assert list(at.dataframe[0].value.columns) == ["metric", "fifo", agents[0]]
+    # Its card's verdict against the best hand-written policy is shown next to the results, as plain text.
+    beats, verdict = common.agent_verdict(agents[0])
+    shown = (at.success if beats else at.warning)
+    card = json.loads((common.MODELS_DIR / f"{agents[0][3:]}.json").read_text())
+    assert [w.value.replace("\\", "") for w in shown] == [card["verdict"]]
 
 
 #: A cluster of 8 T4s with a workload whose widest jobs ask for 16: they can never run there.

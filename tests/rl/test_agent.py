@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import pickle
 import shutil
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +19,10 @@ import torch
 from engine import make_scheduler, parse_cluster, simulate
 from engine.analysis.workload import make_jobs
 from engine.errors import EngineError
-from engine.rl.agent import MODELS_DIR, ModelError, load_agent, model_names
+from engine.rl.agent import MAX_CARD_BYTES, MODELS_DIR, ModelError, RLScheduler, load_agent, model_names
 from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
+from engine.rl.inference import PolicySpec, param_shapes
 from engine.rl.train import sha256_file
 
 from .conftest import SMALL
@@ -71,14 +75,31 @@ def test_too_many_gpu_types_is_a_clear_error(tiny_models):
 
 def _copy_model(src: Path, dst: Path, name: str) -> Path:
     dst.mkdir(exist_ok=True)
-    for suffix in (".json", ".pt"):
+    for suffix in (".json", ".npz"):
         shutil.copy(src / f"{name}{suffix}", dst / f"{name}{suffix}")
     return dst
 
 
+def _edit_card(models: Path, **changes) -> None:
+    path = models / "tiny-mlp.json"
+    card = json.loads(path.read_text())
+    for key, value in changes.items():
+        if "." in key:
+            outer, inner = key.split(".")
+            card[outer][inner] = value
+        else:
+            card[key] = value
+    path.write_text(json.dumps(card))
+
+
+def _rehash(models: Path) -> None:
+    """The attacker also rewrites the card's hash, so a bad file passes the integrity check."""
+    _edit_card(models, sha256=sha256_file(models / "tiny-mlp.npz"))
+
+
 def test_altered_weights_are_refused_before_loading(tiny_models, tmp_path):
     models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
-    with open(models / "tiny-mlp.pt", "ab") as f:
+    with open(models / "tiny-mlp.npz", "ab") as f:
         f.write(b"\0")
     with pytest.raises(ModelError, match="does not match the card"):
         load_agent("tiny-mlp", models)
@@ -94,50 +115,251 @@ class _Payload:
         return (Path.touch, (self.marker,))
 
 
-@pytest.mark.parametrize("writer", ["pickle", "torch.save"])
+@pytest.mark.parametrize("writer", ["pickle", "torch.save", "npz object array"])
 def test_malicious_weights_file_is_refused_without_running_its_code(tiny_models, tmp_path, writer):
     models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
     marker = tmp_path / "pwned"
     payload = {"mlp_extractor.policy_net.0.weight": _Payload(marker)}
-    weights = models / "tiny-mlp.pt"
+    weights = models / "tiny-mlp.npz"
     if writer == "pickle":
         weights.write_bytes(pickle.dumps(payload))
-    else:
+    elif writer == "torch.save":
         torch.save(payload, weights)
-    # The attacker also rewrites the card's hash, so the file passes the integrity check and reaches torch.load.
-    card = json.loads((models / "tiny-mlp.json").read_text())
-    card["sha256"] = sha256_file(weights)
-    (models / "tiny-mlp.json").write_text(json.dumps(card))
-    with pytest.raises(ModelError, match="refused"):
+    else:  # an .npz whose array is a pickle of objects
+        buf = io.BytesIO()
+        np.savez(buf, **{k: np.array([v], dtype=object) for k, v in payload.items()})
+        weights.write_bytes(buf.getvalue())
+    _rehash(models)
+    with pytest.raises(ModelError, match="refused|not a plain array archive|expected float32"):
         load_agent("tiny-mlp", models)
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("name,match", [("../secrets", "no paths"), ("nope", "no model 'nope'")])
+def test_pickled_weights_formats_are_refused(tiny_models, tmp_path):
+    models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
+    _edit_card(models, format="torch-state-dict")
+    with pytest.raises(ModelError, match="pickled weights are never loaded"):
+        load_agent("tiny-mlp", models)
+
+
+def _npz(models: Path, arrays: dict, compress: bool = False) -> None:
+    buf = io.BytesIO()
+    (np.savez_compressed if compress else np.savez)(buf, **arrays)
+    (models / "tiny-mlp.npz").write_bytes(buf.getvalue())
+    _rehash(models)
+
+
+def _arrays(models: Path) -> dict:
+    with np.load(models / "tiny-mlp.npz", allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+@pytest.mark.parametrize("attack,match", [
+    ("truncated", "not a plain array archive"),
+    ("not a zip", "not a plain array archive"),
+    ("float64", "expected float32"),
+    ("wrong shape", "expected float32"),
+    ("nan", "not finite"),
+    ("missing array", "missing 1 arrays"),
+    ("extra array", "unexpected entry"),
+    ("zip bomb", "larger than"),
+])
+def test_corrupt_weights_with_a_matching_hash_are_a_model_error(tiny_models, tmp_path, attack, match):
+    models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
+    arrays = _arrays(models)
+    key = "action_net.weight"
+    if attack == "truncated":
+        (models / "tiny-mlp.npz").write_bytes((models / "tiny-mlp.npz").read_bytes()[:-200])
+        _rehash(models)
+    elif attack == "not a zip":
+        (models / "tiny-mlp.npz").write_bytes(b"\x93NUMPY" + b"\0" * 100)
+        _rehash(models)
+    elif attack == "float64":
+        _npz(models, {**arrays, key: arrays[key].astype(np.float64)})
+    elif attack == "wrong shape":
+        _npz(models, {**arrays, key: arrays[key][:-1]})
+    elif attack == "nan":
+        _npz(models, {**arrays, key: np.full_like(arrays[key], np.nan)})
+    elif attack == "missing array":
+        _npz(models, {k: v for k, v in arrays.items() if k != key})
+    elif attack == "extra array":
+        _npz(models, {**arrays, "extra": np.zeros(3, dtype=np.float32)})
+    else:  # a small compressed entry (about 40 KB) that would inflate to 40 MB
+        _npz(models, {**arrays, key: np.zeros(10**7, dtype=np.float32)}, compress=True)
+    with pytest.raises(ModelError, match=match):
+        load_agent("tiny-mlp", models)
+
+
+@pytest.mark.parametrize("key,value,match", [
+    ("encoding.rules", 5, "encoding.rules must be a list"),
+    ("encoding.window", "8", "encoding.window must be an integer"),
+    ("encoding.window", True, "encoding.window must be an integer"),
+    ("policy.net_arch", "64", "net_arch"),
+    ("policy.kind", ["mlp"], "policy.kind"),
+    ("policy.d_model", 1.5, "d_model must be an integer"),
+    ("policy", [1, 2], "policy must be a JSON object"),
+    ("sha256", 123, "sha256 must be a string"),
+    ("sha256", "g" * 64, "64 lowercase hex"),
+    ("weights", None, "weights must be a string"),
+    ("weights", "../elsewhere.npz", "plain .npz file name"),
+    ("weights", "/etc/passwd", "plain .npz file name"),
+])
+def test_cards_with_wrong_types_are_a_model_error(tiny_models, tmp_path, key, value, match):
+    models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
+    _edit_card(models, **{key: value})
+    with pytest.raises(ModelError, match=match):
+        load_agent("tiny-mlp", models)
+
+
+@pytest.mark.parametrize("policy,encoding,match", [
+    ({"kind": "mlp", "net_arch": [200000, 200000]}, None, "integer from 1 to 4096"),
+    ({"kind": "mlp", "net_arch": [64] * 100}, None, "1 to 8 layers"),
+    ({"kind": "attention", "net_arch": [64], "d_model": 10**6, "n_heads": 1}, None, "d_model"),
+    # Every size within its own bound, but together too many parameters.
+    ({"kind": "mlp", "net_arch": [4096] * 8}, {"window": 256, "max_types": 32, "rules": ["best-fit"]}, "parameters"),
+])
+def test_networks_too_large_are_refused_before_anything_is_allocated(tiny_models, tmp_path, policy, encoding, match):
+    models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
+    _edit_card(models, policy=policy, **({"encoding": encoding} if encoding else {}))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ModelError, match=match):
+            load_agent("tiny-mlp", models)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20  # what a [200000, 200000] layer alone would take: 160 GB
+
+
+def test_card_and_weights_that_are_links_are_refused(tiny_models, tmp_path):
+    models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"root:x:0:0\n")
+    (models / "tiny-mlp.npz").unlink()
+    (models / "tiny-mlp.npz").symlink_to(secret)
+    _edit_card(models, sha256=sha256_file(secret))  # the hash of the file the link points to
+    with pytest.raises(ModelError, match="symbolic link"):
+        load_agent("tiny-mlp", models)
+    outside = tmp_path / "outside.json"
+    shutil.move(models / "tiny-mlp.json", outside)
+    (models / "tiny-mlp.json").symlink_to(outside)
+    with pytest.raises(ModelError, match="symbolic link"):
+        load_agent("tiny-mlp", models)
+    assert "tiny-mlp" not in model_names(models)
+
+
+def test_a_fifo_in_place_of_the_weights_is_refused_without_blocking(tiny_models, tmp_path):
+    models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
+    (models / "tiny-mlp.npz").unlink()
+    os.mkfifo(models / "tiny-mlp.npz")
+    with pytest.raises(ModelError, match="not a regular file"):
+        load_agent("tiny-mlp", models)
+
+
+@pytest.mark.parametrize("text,match", [("[1, 2]", "expected a JSON object"), ("{", "not readable JSON"),
+                                        ("\xff", "not readable JSON"), ("[" * 100000, "not readable JSON")])
+def test_cards_that_are_not_json_objects_are_a_model_error(tiny_models, tmp_path, text, match):
+    models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
+    (models / "tiny-mlp.json").write_bytes(text.encode("latin-1"))
+    with pytest.raises(ModelError, match=match):
+        load_agent("tiny-mlp", models)
+
+
+def test_an_oversized_card_is_refused_unread(tiny_models, tmp_path):
+    models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
+    with open(models / "tiny-mlp.json", "ab") as f:
+        f.truncate(MAX_CARD_BYTES + 1)
+    with pytest.raises(ModelError, match="more than the"):
+        load_agent("tiny-mlp", models)
+
+
+@pytest.mark.parametrize("name,match", [("../secrets", "no paths"), ("nope", "no model 'nope'"),
+                                        ("/etc/passwd", "no paths"), ("a" * 500, "no paths")])
 def test_bad_names_are_clear_errors(tiny_models, name, match):
     with pytest.raises(ModelError, match=match):
         load_agent(name, tiny_models)
 
 
-def test_card_pointing_outside_the_models_folder_is_refused(tiny_models, tmp_path):
+def test_errors_name_files_not_server_paths(tiny_models, tmp_path):
     models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
-    card = json.loads((models / "tiny-mlp.json").read_text())
-    card["weights"] = "../elsewhere.pt"
-    (models / "tiny-mlp.json").write_text(json.dumps(card))
-    with pytest.raises(ModelError, match="plain .pt file name"):
+    (models / "tiny-mlp.npz").unlink()
+    with pytest.raises(ModelError) as err:
         load_agent("tiny-mlp", models)
+    assert "tiny-mlp.npz is missing" in str(err.value) and str(tmp_path) not in str(err.value)
 
 
 def test_weights_that_do_not_fit_the_card_are_refused(tiny_models, tmp_path):
     models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
-    card = json.loads((models / "tiny-mlp.json").read_text())
-    card["encoding"] = EncodingConfig(window=6, max_types=2, window_order="mixed").to_dict()
-    (models / "tiny-mlp.json").write_text(json.dumps(card))
-    with pytest.raises(ModelError, match="do not fit"):
+    _edit_card(models, encoding=EncodingConfig(window=6, max_types=2, window_order="mixed").to_dict())
+    with pytest.raises(ModelError, match="expected float32|larger than"):
         load_agent("tiny-mlp", models)
+
+
+def _torch_twin(name: str, models: Path):
+    """The same weights in the torch policy training uses."""
+    from engine.rl.agent import load_model_weights, model_spec, read_card
+    from engine.rl.env import observation_space
+    from engine.rl.policies import TorchPolicy, build_policy
+
+    card = read_card(name, models)
+    spec, enc, shapes = model_spec(name, card)
+    policy = build_policy(spec, *observation_space(enc))
+    weights = load_model_weights(name, card, models, shapes)
+    policy.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in weights.items()})
+    policy.eval()
+    return TorchPolicy(policy)
+
+
+@pytest.mark.parametrize("name", ["tiny-mlp", "tiny-attn", *model_names()])
+def test_numpy_policy_takes_the_torch_policys_action_at_every_decision(tiny_models, name):
+    models = tiny_models if name.startswith("tiny") else MODELS_DIR
+    agent = load_agent(name, models)
+    twin = _torch_twin(name, models)
+    cluster = parse_cluster("2x8:A100-80,4x4:V100-32" if not name.startswith("tiny") else SMALL)
+    jobs = make_jobs(cluster, 80, 1.5, 11)
+    seen = []
+    numpy_act = agent.policy.act
+
+    def both(obs, mask):
+        a = numpy_act(obs, mask)
+        seen.append((a, twin.act(obs, mask)))
+        return a
+
+    agent.policy = type("Both", (), {"act": staticmethod(both)})()
+    with_numpy = simulate(cluster, jobs, agent)
+    torch_run = simulate(cluster, jobs, RLScheduler(name, agent.card, twin, agent.encoding))
+    assert len(seen) >= 80 and all(a == b for a, b in seen)
+    np.testing.assert_array_equal(with_numpy.first_start_s, torch_run.first_start_s)
+    assert with_numpy.gpu_ids == torch_run.gpu_ids
+
+
+def test_param_shapes_are_the_torch_policys_state_dict():
+    from engine.rl.env import observation_space
+    from engine.rl.policies import build_policy
+
+    enc = EncodingConfig(window=5, max_types=3, rules=("best-fit", "evict"))
+    for spec in (PolicySpec("mlp", (7, 5)), PolicySpec("attention", (6,), d_model=8, n_heads=2, n_layers=2)):
+        state = build_policy(spec, *observation_space(enc)).state_dict()
+        assert {k: tuple(v.shape) for k, v in state.items()} == param_shapes(spec, enc)
+
+
+def test_one_loaded_policy_serves_concurrent_runs_identically():
+    from concurrent.futures import ThreadPoolExecutor
+
+    cluster = parse_cluster("2x8:A100-80,4x4:V100-32")
+    jobs = make_jobs(cluster, 60, 1.5, 4)
+    alone = simulate(cluster, jobs, make_scheduler("rl:wait-attn"))
+    with ThreadPoolExecutor(4) as pool:
+        runs = list(pool.map(lambda _: simulate(cluster, jobs, make_scheduler("rl:wait-attn")), range(4)))
+    assert make_scheduler("rl:wait-attn").policy is make_scheduler("rl:wait-attn").policy  # loaded once
+    assert all(r.gpu_ids == alone.gpu_ids and np.array_equal(r.end_s, alone.end_s) for r in runs)
 
 
 def test_importing_engine_and_heuristics_does_not_import_torch():
     code = ("import sys, engine, engine.analysis.evaluate, engine.rl.encoding; from engine import make_scheduler; "
-            "make_scheduler('sjf'); assert 'torch' not in sys.modules and 'gymnasium' not in sys.modules")
+            "make_scheduler('sjf'); assert 'torch' not in sys.modules and 'gymnasium' not in sys.modules; "
+            # a trained agent runs in NumPy: loading and running it imports neither
+            "from engine import parse_cluster, simulate; from engine.analysis.workload import make_jobs; "
+            "c = parse_cluster('2x8:A100-80,4x4:V100-32'); simulate(c, make_jobs(c, 20, 1.2, 0), "
+            "make_scheduler('rl:wait-attn')); assert 'torch' not in sys.modules and 'gymnasium' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)

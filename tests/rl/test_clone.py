@@ -55,7 +55,7 @@ def test_training_with_cloning_records_it_in_the_card(tmp_path):
     assert TrainConfig.from_dict(card["training"]["config"]) == cfg  # the config travels with the artifact
     assert card["training"]["kept"] in ("best evaluation", "the cloned policy (no PPO evaluation beat its "
                                         "validation return)")
-    assert (tmp_path / "runs" / "tiny-clone" / "cloned_policy.pt").is_file()
+    assert (tmp_path / "runs" / "tiny-clone" / "cloned_policy.npz").is_file()
     text = cards.render_markdown(json.loads((tmp_path / "models" / "tiny-clone.json").read_text()))
     assert "behaviour cloning of the teacher `sjf-fast`" in text
 

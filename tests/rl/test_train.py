@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
-import torch
 
 from engine.errors import EngineError
+from engine.rl.agent import load_weights, model_spec
 from engine.rl.train import TrainConfig, load_config, preset_names, sha256_file
 
 
@@ -22,8 +23,9 @@ def test_smoke_training_writes_weights_and_card(tiny_models, tmp_path):
         # The card's config rebuilds the same config (what was trained is exactly reproducible).
         cfg = TrainConfig.from_dict(card["training"]["config"])
         assert cfg.to_dict() == card["training"]["config"]
-        state = torch.load(weights, weights_only=True)
-        assert all(isinstance(v, torch.Tensor) for v in state.values())
+        assert card["format"] == "npz" and weights.suffix == ".npz"
+        state = load_weights(weights, card["sha256"], model_spec(name, card)[2])  # exactly the network's arrays
+        assert all(v.dtype == np.float32 for v in state.values())
     assert (tiny_models.parent / "runs" / "tiny-mlp" / "tb").is_dir()  # TensorBoard logs
 
 
@@ -107,10 +109,12 @@ def test_init_from_continues_the_parent_and_counts_its_steps(tiny_models, tmp_pa
     assert tr["timesteps"] == parent["training"]["timesteps"] + 128
     assert tr["wall_time_s"] >= parent["training"]["wall_time_s"]
     assert tr["init_from"]["sha256"] == parent["sha256"] and tr["config"]["init_from"] == "tiny-mlp"
-    start = torch.load(tiny_models / parent["weights"], weights_only=True)
-    end = torch.load(tmp_path / "runs" / "tiny-mlp-cont" / "final_policy.pt", weights_only=True)
+    shapes = model_spec("tiny-mlp", parent)[2]
+    start = load_weights(tiny_models / parent["weights"], parent["sha256"], shapes)
+    final = tmp_path / "runs" / "tiny-mlp-cont" / "final_policy.npz"
+    end = load_weights(final, sha256_file(final), shapes)
     assert start.keys() == end.keys()
-    assert all(torch.allclose(start[k].float(), end[k].float(), atol=1e-6) for k in start)
+    assert all(np.allclose(start[k], end[k], atol=1e-6) for k in start)
 
 
 @pytest.mark.parametrize("parent,kind,match", [

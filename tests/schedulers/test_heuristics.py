@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine import Job, scheduler_names
+from engine.rl.teacher import TEACHERS
 
 # Two nodes of equal speed: node 0 has four 16 GiB GPUs (0-3), node 1 four 80 GiB GPUs (4-7).
 MIXED = {"groups": [{"gpu_type": "SMALL", "nodes": 1, "gpus_per_node": 4},
@@ -22,6 +23,9 @@ EXPECTED = {
     "easy-backfill": PACKED, "tiresias": PACKED, "drf": PACKED, "fgd": PACKED, "topo-pack": PACKED,
     # Most free memory first: jobs 0 and 2 go to the BIG GPUs, so job 1 waits until job 0 ends.
     "least-loaded": ((0.0, 100.0, 2.0), ((4,), (4, 5, 6, 7), (5,))),
+    # Teachers (tests/schedulers/test_teachers.py): job 0 ties on every key but the type slot, so it takes the
+    # first type (SMALL, also the one with less memory); job 1 fits only BIG; job 2 packs next to job 0.
+    **{name: PACKED for name in TEACHERS},
 }
 #: Schedulers whose choice is random by design; tested for seeding below instead.
 RANDOMISED = {"random"}

@@ -1,0 +1,217 @@
+"""A trained policy evaluated in NumPy from its weights: no torch, no lock, one forward pass per decision.
+
+:class:`PolicySpec` describes the network (the same layouts :mod:`engine.rl.policies` builds in torch for
+training); :func:`param_shapes` says which arrays of which shapes its weights are, from the spec and the
+encoding alone (so a card that asks for a huge network is refused before anything is allocated);
+:class:`NumpyPolicy` scores every action of one observation in one pass and takes the most likely allowed one.
+
+The arithmetic is the torch policy's, in float64 (the weights are float32): Stable-Baselines3's
+``MultiInputPolicy`` (observation parts flattened in key order, tanh MLP, linear action head) and, for
+``attention``, the token extractor of :class:`engine.rl.policies.AttentionExtractor` (a post-norm Transformer
+encoder layer with ReLU feed-forward, empty slots masked out of attention and zeroed). A test runs both on the
+same workloads and checks every action is the same.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from engine.errors import EngineError
+from engine.rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, EncodingConfig
+
+POLICY_KINDS = ("mlp", "attention")
+#: Bounds on what a card may ask for (each far above the shipped models), checked before anything is built.
+MAX_LAYERS, MAX_WIDTH, MAX_D_MODEL, MAX_HEADS, MAX_ENCODER_LAYERS = 8, 4096, 512, 16, 8
+#: Most parameters a model may have (float32: 64 MiB), checked from the shapes before any weight is read.
+MAX_PARAMS = 16 * 2**20
+
+
+def _int_in(name: str, v: Any, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise EngineError(f"policy.{name} must be an integer from {lo} to {hi}, got {v!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """The network of an agent.
+
+    Attributes:
+        kind: ``"mlp"`` or ``"attention"``.
+        net_arch: hidden layer sizes of the actor and critic heads (1 to :data:`MAX_LAYERS` layers, each at
+            most :data:`MAX_WIDTH` wide).
+        d_model: token width of the attention extractor.
+        n_heads: attention heads.
+        n_layers: Transformer encoder layers.
+    """
+
+    kind: str = "mlp"
+    net_arch: tuple[int, ...] = (64, 64)
+    d_model: int = 32
+    n_heads: int = 2
+    n_layers: int = 1
+
+    def __post_init__(self) -> None:
+        if self.kind not in POLICY_KINDS:
+            raise EngineError(f"policy.kind {self.kind!r}: expected one of {list(POLICY_KINDS)}")
+        if isinstance(self.net_arch, (str, bytes)) or not hasattr(self.net_arch, "__iter__"):
+            raise EngineError(f"policy.net_arch must be a list of layer sizes, got {self.net_arch!r}")
+        arch = tuple(self.net_arch)
+        if not 1 <= len(arch) <= MAX_LAYERS:
+            raise EngineError(f"policy.net_arch: 1 to {MAX_LAYERS} layers, got {len(arch)}")
+        object.__setattr__(self, "net_arch", tuple(_int_in("net_arch[]", x, 1, MAX_WIDTH) for x in arch))
+        _int_in("d_model", self.d_model, 1, MAX_D_MODEL)
+        _int_in("n_heads", self.n_heads, 1, MAX_HEADS)
+        _int_in("n_layers", self.n_layers, 1, MAX_ENCODER_LAYERS)
+        if self.d_model % self.n_heads:
+            raise EngineError(f"policy.d_model ({self.d_model}) must be a multiple of n_heads ({self.n_heads})")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["net_arch"] = list(self.net_arch)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PolicySpec":
+        if not isinstance(data, Mapping):
+            raise EngineError(f"policy must be an object, got {type(data).__name__}")
+        valid = set(cls.__dataclass_fields__)
+        unknown = set(data) - valid
+        if unknown:
+            raise EngineError(f"policy: unknown keys {sorted(unknown)}; valid keys: {sorted(valid)}")
+        return cls(**data)
+
+
+def _mlp_shapes(prefix: str, n_in: int, arch: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
+    out: dict[str, tuple[int, ...]] = {}
+    prev = n_in
+    for i, width in enumerate(arch):  # Linear, Tanh, Linear, Tanh, ...: the Linear layers are 0, 2, 4, ...
+        out[f"{prefix}.{2 * i}.weight"], out[f"{prefix}.{2 * i}.bias"] = (width, prev), (width,)
+        prev = width
+    return out
+
+
+def _extractor_shapes(prefix: str, spec: PolicySpec, enc: EncodingConfig) -> dict[str, tuple[int, ...]]:
+    d = spec.d_model
+    out = {f"{prefix}.job_in.weight": (d, enc.job_features), f"{prefix}.job_in.bias": (d,),
+           f"{prefix}.group_in.weight": (d, GROUP_FEATURES), f"{prefix}.group_in.bias": (d,),
+           f"{prefix}.glob_in.weight": (d, GLOBAL_FEATURES), f"{prefix}.glob_in.bias": (d,)}
+    for i in range(spec.n_layers):
+        p = f"{prefix}.encoder.layers.{i}"
+        out |= {f"{p}.self_attn.in_proj_weight": (3 * d, d), f"{p}.self_attn.in_proj_bias": (3 * d,),
+                f"{p}.self_attn.out_proj.weight": (d, d), f"{p}.self_attn.out_proj.bias": (d,),
+                f"{p}.linear1.weight": (2 * d, d), f"{p}.linear1.bias": (2 * d,),
+                f"{p}.linear2.weight": (d, 2 * d), f"{p}.linear2.bias": (d,),
+                f"{p}.norm1.weight": (d,), f"{p}.norm1.bias": (d,), f"{p}.norm2.weight": (d,), f"{p}.norm2.bias": (d,)}
+    return out
+
+
+def features_dim(spec: PolicySpec, enc: EncodingConfig) -> int:
+    """Width of the features the MLP heads read."""
+    if spec.kind == "attention":
+        return (1 + enc.window + enc.max_types) * spec.d_model
+    return enc.window * enc.job_features + enc.max_types * GROUP_FEATURES + GLOBAL_FEATURES + enc.n_actions
+
+
+def param_shapes(spec: PolicySpec, enc: EncodingConfig) -> dict[str, tuple[int, ...]]:
+    """Name -> shape of every array in the weights of ``spec`` over ``enc`` (the torch policy's ``state_dict``).
+
+    Raises ``EngineError`` if the network would have more than :data:`MAX_PARAMS` parameters.
+    """
+    n_in, last = features_dim(spec, enc), spec.net_arch[-1]
+    out: dict[str, tuple[int, ...]] = {}
+    if spec.kind == "attention":  # SB3 keeps the actor's and the critic's extractors, and an alias of the first
+        for prefix in ("features_extractor", "pi_features_extractor", "vf_features_extractor"):
+            out |= _extractor_shapes(prefix, spec, enc)
+    out |= _mlp_shapes("mlp_extractor.policy_net", n_in, spec.net_arch)
+    out |= _mlp_shapes("mlp_extractor.value_net", n_in, spec.net_arch)
+    out |= {"action_net.weight": (enc.n_actions, last), "action_net.bias": (enc.n_actions,),
+            "value_net.weight": (1, last), "value_net.bias": (1,)}
+    n = sum(math.prod(s) for s in out.values())
+    if n > MAX_PARAMS:
+        raise EngineError(f"the network would have {n:,} parameters; at most {MAX_PARAMS:,} are allowed")
+    return out
+
+
+def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``torch.nn.LayerNorm`` over the last axis (eps 1e-5, biased variance), rows of ``x`` independent."""
+    inv_d = 1.0 / x.shape[-1]
+    centred = x - x.sum(axis=-1, keepdims=True) * inv_d
+    return centred / np.sqrt((centred * centred).sum(axis=-1, keepdims=True) * inv_d + 1e-5) * w + b
+
+
+class NumpyPolicy:
+    """The actor of a trained policy, from its weights (name -> float32 array, see :func:`param_shapes`).
+
+    Stateless and read-only after construction, so one instance may serve any number of runs at once.
+    """
+
+    def __init__(self, spec: PolicySpec, enc: EncodingConfig, weights: Mapping[str, np.ndarray]) -> None:
+        self.spec, self.enc = spec, enc
+
+        def w(name: str, transpose: bool = False) -> np.ndarray:
+            a = np.array(weights[name], dtype=np.float64)
+            a = np.ascontiguousarray(a.T) if transpose else a
+            a.setflags(write=False)
+            return a
+
+        self._pi = [(w(f"mlp_extractor.policy_net.{2 * i}.weight", True), w(f"mlp_extractor.policy_net.{2 * i}.bias"))
+                    for i in range(len(spec.net_arch))]
+        self._head = (w("action_net.weight", True), w("action_net.bias"))
+        if spec.kind == "attention":
+            p = "pi_features_extractor"
+            self._embed = {k: (w(f"{p}.{k}_in.weight", True), w(f"{p}.{k}_in.bias")) for k in ("job", "group")}
+            self._layers = []
+            for i in range(spec.n_layers):
+                q = f"{p}.encoder.layers.{i}"
+                self._layers.append((
+                    w(f"{q}.self_attn.in_proj_weight", True), w(f"{q}.self_attn.in_proj_bias"),
+                    w(f"{q}.self_attn.out_proj.weight", True), w(f"{q}.self_attn.out_proj.bias"),
+                    w(f"{q}.linear1.weight", True), w(f"{q}.linear1.bias"),
+                    w(f"{q}.linear2.weight", True), w(f"{q}.linear2.bias"),
+                    w(f"{q}.norm1.weight"), w(f"{q}.norm1.bias"), w(f"{q}.norm2.weight"), w(f"{q}.norm2.bias")))
+
+    def _hidden(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The first actor layer's pre-activation."""
+        weight_t, bias = self._pi[0]
+        if self.spec.kind == "mlp":  # SB3's CombinedExtractor: every part flattened, in the Dict space's key order
+            return np.concatenate([np.asarray(obs[k], dtype=np.float64).ravel() for k in sorted(obs)]) @ weight_t + bias
+        # Feature 0 of a job or group slot is "present". The global token counts as empty, as in the torch
+        # extractor the shipped weights were trained with (it tests a zero against 0.5): its features never
+        # reach the policy. Kept so that decisions stay the trained policy's. Empty tokens are masked out of
+        # attention and their outputs zeroed, so only the present ones are computed (rows are independent).
+        jobs, groups = np.asarray(obs["jobs"], dtype=np.float64), np.asarray(obs["groups"], dtype=np.float64)
+        job_rows, group_rows = np.flatnonzero(jobs[:, 0] >= 0.5), np.flatnonzero(groups[:, 0] >= 0.5)
+        e = self._embed
+        x = np.concatenate([jobs[job_rows] @ e["job"][0] + e["job"][1],
+                            groups[group_rows] @ e["group"][0] + e["group"][1]])
+        d, h = self.spec.d_model, self.spec.n_heads
+        dh, n = d // h, x.shape[0]
+        scale = 1.0 / math.sqrt(dh)
+        for in_w, in_b, out_w, out_b, w1, b1, w2, b2, n1w, n1b, n2w, n2b in self._layers:
+            qkv = (x @ in_w + in_b).reshape(n, 3, h, dh).transpose(1, 2, 0, 3)  # (q/k/v, head, token, dh)
+            scores = (qkv[0] * scale) @ qkv[1].transpose(0, 2, 1)
+            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            attn = (scores / scores.sum(axis=-1, keepdims=True)) @ qkv[2]
+            x = _layer_norm(x + (attn.transpose(1, 0, 2).reshape(n, d) @ out_w + out_b), n1w, n1b)
+            x = _layer_norm(x + (np.maximum(x @ w1 + b1, 0.0) @ w2 + b2), n2w, n2b)
+        tokens = np.zeros((1 + self.enc.window + self.enc.max_types, d))  # token 0 is the global one
+        tokens[np.concatenate([1 + job_rows, 1 + self.enc.window + group_rows])] = x
+        return tokens.ravel() @ weight_t + bias
+
+    def logits(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The action logits for one observation (every action of the window, in one pass)."""
+        x = np.tanh(self._hidden(obs))
+        for weight_t, bias in self._pi[1:]:
+            x = np.tanh(x @ weight_t + bias)
+        return x @ self._head[0] + self._head[1]
+
+    def act(self, obs: Mapping[str, np.ndarray], mask: np.ndarray) -> int:
+        """The most likely allowed action (ties: the lowest index, as ``torch.argmax``)."""
+        logits = self.logits(obs)
+        logits[~np.asarray(mask, dtype=bool)] = -np.inf
+        return int(np.argmax(logits))
