@@ -22,7 +22,8 @@ from engine import EngineError, Job, Result, make_scheduler, simulate
 from engine.analysis.metrics import Summary, compare, job_frame, summarize
 from engine.analysis.scenario import Scenario, content_hash
 from engine.sim.cluster import Cluster
-from engine.viz import charts, tables
+from engine.units import human_seconds
+from engine.viz import charts
 
 REPO = Path(__file__).resolve().parents[1]
 #: Largest trace file the app accepts, MiB (``.streamlit/config.toml`` sets ``server.maxUploadSize`` to match).
@@ -313,4 +314,4 @@ def sidebar() -> None:
 
 
 #: A duration for people (``42 s``, ``3.5 min``, ``2.1 h``, ``178 d``).
-fmt_seconds = tables.human_seconds
+fmt_seconds = human_seconds
