@@ -21,6 +21,7 @@ import streamlit as st
 from engine import EngineError, Job, Result, make_scheduler, simulate
 from engine.analysis.metrics import Summary, compare, job_frame, summarize
 from engine.analysis.scenario import Scenario, content_hash
+from engine.rl.agent import MODELS_DIR  # trained agents: <name>.json model cards (rl:<name>)
 from engine.sim.cluster import Cluster
 from engine.units import human_seconds
 from engine.viz import charts
@@ -28,8 +29,6 @@ from engine.viz import charts
 REPO = Path(__file__).resolve().parents[1]
 #: Largest trace file the app accepts, MiB (``.streamlit/config.toml`` sets ``server.maxUploadSize`` to match).
 MAX_UPLOAD_MB = 50
-#: Trained agents live here as ``<name>.json`` model cards (``rl:<name>`` schedulers).
-MODELS_DIR = REPO / "models"
 
 _SCENARIO, _RESULTS = "scenario", "results"
 #: Session key: the name of a trace upload that did not load (the scenario still holds the previous workload).

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from engine.analysis.metrics import METRICS, summarize
-from engine.errors import EngineError
+from engine.errors import EngineError, reject_unknown_keys
 from engine.plugins import load_plugin
 from engine.schedulers import make_scheduler
 from engine.sim.cluster import Cluster, parse_cluster
@@ -141,9 +141,7 @@ class SweepSpec:
         if not isinstance(data, Mapping):
             raise SweepError("a sweep spec must be a JSON object")
         known = {f for f in cls.__dataclass_fields__}
-        unknown = set(data) - known
-        if unknown:
-            raise SweepError(f"sweep spec: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
+        reject_unknown_keys(data, known, 'sweep spec', SweepError)
         missing = {"clusters", "schedulers"} - set(data)
         if missing:
             raise SweepError(f"sweep spec: missing {', '.join(sorted(missing))}")

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from engine.errors import EngineError
+from engine.errors import EngineError, reject_unknown_keys
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
 from engine.rl.teacher import TEACHERS, teacher_action
 
@@ -67,9 +67,7 @@ class CloneConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "CloneConfig":
         valid = set(cls.__dataclass_fields__)
-        unknown = set(data) - valid
-        if unknown:
-            raise EngineError(f"clone: unknown keys {sorted(unknown)}; valid keys: {sorted(valid)}")
+        reject_unknown_keys(data, valid, 'clone')
         return cls(**data)
 
 

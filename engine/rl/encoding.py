@@ -65,7 +65,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from engine.errors import EngineError
+from engine.errors import EngineError, reject_unknown_keys
 from engine.schedulers.placement import PLACEMENTS
 from engine.sim.job import Job
 from engine.sim.state import ClusterState, Decision, Preempt, Start
@@ -161,9 +161,7 @@ class EncodingConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "EncodingConfig":
         known = {"window", "max_types", "rules", "window_order", "max_evictions"}
-        unknown = set(data) - known
-        if unknown:
-            raise EngineError(f"encoding: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
+        reject_unknown_keys(data, known, 'encoding')
         rules = data.get("rules", cls.rules)
         if not isinstance(rules, (list, tuple)) or not all(isinstance(r, str) for r in rules):
             raise EngineError(f"encoding.rules must be a list of rule names from {list(RULES)}, got {rules!r}")

@@ -49,7 +49,7 @@ import numpy as np
 from gymnasium import spaces
 
 from engine.analysis.workload import TRAIN_SEED_MIN, make_jobs
-from engine.errors import EngineError
+from engine.errors import EngineError, reject_unknown_keys
 from engine.rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, EncodingConfig, Snapshot, decode, encode, snapshot
 from engine.rl.reward import RewardWeights, terminal_cost
 from engine.sim.cluster import Cluster, parse_cluster
@@ -97,9 +97,7 @@ class EnvConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "EnvConfig":
         known = {"clusters", "loads", "n_jobs", "workload", "encoding", "reward"}
-        unknown = set(data) - known
-        if unknown:
-            raise EngineError(f"env: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
+        reject_unknown_keys(data, known, 'env')
         kw: dict[str, Any] = {k: data[k] for k in ("clusters", "loads", "n_jobs", "workload") if k in data}
         if "encoding" in data:
             kw["encoding"] = EncodingConfig.from_dict(data["encoding"])

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from engine.errors import EngineError
+from engine.errors import EngineError, reject_unknown_keys
 from engine.rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, EncodingConfig
 
 POLICY_KINDS = ("mlp", "attention")
@@ -80,9 +80,7 @@ class PolicySpec:
         if not isinstance(data, Mapping):
             raise EngineError(f"policy must be an object, got {type(data).__name__}")
         valid = set(cls.__dataclass_fields__)
-        unknown = set(data) - valid
-        if unknown:
-            raise EngineError(f"policy: unknown keys {sorted(unknown)}; valid keys: {sorted(valid)}")
+        reject_unknown_keys(data, valid, 'policy')
         return cls(**data)
 
 

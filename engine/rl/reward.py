@@ -29,7 +29,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from engine.analysis.metrics import gini
-from engine.errors import EngineError
+from engine.errors import EngineError, reject_unknown_keys
 from engine.sim.simulator import COMPLETED, Result
 
 
@@ -72,9 +72,7 @@ class RewardWeights:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RewardWeights":
         valid = set(cls.__dataclass_fields__)
-        unknown = set(data) - valid
-        if unknown:
-            raise EngineError(f"reward: unknown keys {sorted(unknown)}; valid keys: {sorted(valid)}")
+        reject_unknown_keys(data, valid, 'reward')
         return cls(**data)
 
 

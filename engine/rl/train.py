@@ -25,8 +25,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from engine.errors import EngineError
-from engine.rl.agent import WEIGHTS_FORMAT, write_weights
+from engine.errors import EngineError, reject_unknown_keys
+from engine.rl.agent import MODELS_DIR, WEIGHTS_FORMAT, write_weights
 from engine.rl.clone import CloneConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
 from engine.rl.policies import PolicySpec, policy_kwargs, state_arrays
@@ -34,7 +34,6 @@ from engine.rl.policies import PolicySpec, policy_kwargs, state_arrays
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 #: A file of this name in ``runs/<name>/`` asks a running training to stop and export what it has.
 STOP_FILE = "STOP"
-MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 
 
 @dataclass(frozen=True)
@@ -140,9 +139,7 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "train config") -> "TrainConfig":
         valid = set(cls.__dataclass_fields__)
-        unknown = set(data) - valid
-        if unknown:
-            raise EngineError(f"{where}: unknown keys {sorted(unknown)}; valid keys: {sorted(valid)}")
+        reject_unknown_keys(data, valid, where)
         kw = dict(data)
         try:
             if "env" in kw:
