@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,3 +35,21 @@ def ray_local():
     finally:
         ray.shutdown()
         shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def registry():
+    """Names registered during the test, and the plug-in modules that registered them, are removed afterwards
+    (the registry is global, and a plug-in loaded again from sys.modules would not register again)."""
+    from engine import SCHEDULERS
+
+    before, modules = set(SCHEDULERS), set(sys.modules)
+    yield SCHEDULERS
+    for name in set(SCHEDULERS) - before:
+        del SCHEDULERS[name]
+    for name in set(sys.modules) - modules:
+        path = str(getattr(sys.modules[name], "__file__", "") or "")
+        if name.startswith("engine_plugin_") or not path.startswith((sys.prefix, str(REPO / "engine"))):
+            del sys.modules[name]
+
+

@@ -11,25 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from engine import SCHEDULERS, Job, make_scheduler, parse_cluster, simulate
+from engine import Job, make_scheduler, parse_cluster, simulate
 from engine.cli import main
 from engine.plugins import PluginError, load_entry_points, load_plugin
 from engine.traces import write_csv
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "widest_first.py"
-
-
-@pytest.fixture
-def registry():
-    """Names registered during the test, and the plug-in modules that registered them, are removed afterwards
-    (the registry is global)."""
-    before, modules = set(SCHEDULERS), set(sys.modules)
-    yield SCHEDULERS
-    for name in set(SCHEDULERS) - before:
-        del SCHEDULERS[name]
-    for name in set(sys.modules) - modules:
-        del sys.modules[name]
 
 
 @pytest.fixture

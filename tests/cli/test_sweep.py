@@ -118,17 +118,12 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, argv, messag
     assert not (tmp_path / "r.csv").exists()
 
 
-def test_sweep_runs_a_plugin_scheduler_on_ray_workers(ray_local, tmp_path):
+def test_sweep_runs_a_plugin_scheduler_on_ray_workers(ray_local, registry, tmp_path):
     """--plugin is imported by the driver and by every worker, so a user's scheduler runs as a cell."""
-    from engine import SCHEDULERS
-
     out = tmp_path / "r.csv"
-    try:
-        code = main(["sweep", "--plugin", str(REPO / "examples" / "widest_first.py"), "--cluster", "2x4:generic",
-                     "--jobs", "40", "--load", "0.9", "--schedulers", "widest-first,fifo", "--seeds", "1",
-                     "--out", str(out), "--quiet", "--address", ray_local])
-    finally:
-        SCHEDULERS.pop("widest-first", None)
+    code = main(["sweep", "--plugin", str(REPO / "examples" / "widest_first.py"), "--cluster", "2x4:generic",
+                 "--jobs", "40", "--load", "0.9", "--schedulers", "widest-first,fifo", "--seeds", "1",
+                 "--out", str(out), "--quiet", "--address", ray_local])
     assert code == 0
     rows = list(csv.DictReader(out.open()))
     assert sorted(r["scheduler"] for r in rows) == ["fifo", "widest-first"]
