@@ -18,44 +18,19 @@ CLUSTER = parse_cluster("4x4:V100-32")
 JOBS = generate(CLUSTER, 150, load=1.2, seed=3)
 
 
-class CountingList(ListScheduler):
-    def __init__(self):
-        super().__init__("counting", StaticKeyOrder(), first_fit)
-        self.calls = 0
+def counting(base, *args):
+    """An interpreted subclass of ``base`` that counts its decision points and otherwise decides as ``base`` does."""
 
-    def decide(self, state):
-        self.calls += 1
-        return super().decide(state)
+    class Counting(base):
+        def __init__(self):
+            super().__init__(*args)
+            self.calls = 0
 
+        def decide(self, state):
+            self.calls += 1
+            return super().decide(state)
 
-class CountingBackfill(EasyBackfill):
-    def __init__(self):
-        super().__init__("counting-backfill")
-        self.calls = 0
-
-    def decide(self, state):
-        self.calls += 1
-        return super().decide(state)
-
-
-class CountingTiresias(Tiresias):
-    def __init__(self):
-        super().__init__("counting-tiresias")
-        self.calls = 0
-
-    def decide(self, state):
-        self.calls += 1
-        return super().decide(state)
-
-
-class CountingDrf(DrfScheduler):
-    def __init__(self):
-        super().__init__("counting-drf")
-        self.calls = 0
-
-    def decide(self, state):
-        self.calls += 1
-        return super().decide(state)
+    return Counting
 
 
 class ShortestKeyOrder(StaticKeyOrder):
@@ -78,9 +53,11 @@ class CountingRandom(RandomPlacement):
 
 
 @pytest.mark.parametrize("subclass, reference", [
-    (CountingList, "first-fit"), (CountingBackfill, "easy-backfill"), (CountingTiresias, "tiresias"),
-    (CountingDrf, "drf"),
-])
+    (counting(ListScheduler, "counting", StaticKeyOrder(), first_fit), "first-fit"),
+    (counting(EasyBackfill, "counting-backfill"), "easy-backfill"),
+    (counting(Tiresias, "counting-tiresias"), "tiresias"),
+    (counting(DrfScheduler, "counting-drf"), "drf"),
+], ids=["ListScheduler", "EasyBackfill", "Tiresias", "DrfScheduler"])
 def test_a_scheduler_subclass_schedules_like_its_base(subclass, reference):
     mine = subclass()
     result, expected = simulate(CLUSTER, JOBS, mine), simulate(CLUSTER, JOBS, make_scheduler(reference))
