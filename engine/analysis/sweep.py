@@ -141,7 +141,7 @@ class SweepSpec:
         if not isinstance(data, Mapping):
             raise SweepError("a sweep spec must be a JSON object")
         known = {f for f in cls.__dataclass_fields__}
-        reject_unknown_keys(data, known, 'sweep spec', SweepError)
+        reject_unknown_keys(data, known, "sweep spec", SweepError)
         missing = {"clusters", "schedulers"} - set(data)
         if missing:
             raise SweepError(f"sweep spec: missing {', '.join(sorted(missing))}")

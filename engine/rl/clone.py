@@ -67,7 +67,7 @@ class CloneConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "CloneConfig":
         valid = set(cls.__dataclass_fields__)
-        reject_unknown_keys(data, valid, 'clone')
+        reject_unknown_keys(data, valid, "clone")
         return cls(**data)
 
 

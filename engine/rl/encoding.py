@@ -161,7 +161,7 @@ class EncodingConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "EncodingConfig":
         known = {"window", "max_types", "rules", "window_order", "max_evictions"}
-        reject_unknown_keys(data, known, 'encoding')
+        reject_unknown_keys(data, known, "encoding")
         rules = data.get("rules", cls.rules)
         if not isinstance(rules, (list, tuple)) or not all(isinstance(r, str) for r in rules):
             raise EngineError(f"encoding.rules must be a list of rule names from {list(RULES)}, got {rules!r}")

@@ -97,7 +97,7 @@ class EnvConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "EnvConfig":
         known = {"clusters", "loads", "n_jobs", "workload", "encoding", "reward"}
-        reject_unknown_keys(data, known, 'env')
+        reject_unknown_keys(data, known, "env")
         kw: dict[str, Any] = {k: data[k] for k in ("clusters", "loads", "n_jobs", "workload") if k in data}
         if "encoding" in data:
             kw["encoding"] = EncodingConfig.from_dict(data["encoding"])

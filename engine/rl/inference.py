@@ -80,7 +80,7 @@ class PolicySpec:
         if not isinstance(data, Mapping):
             raise EngineError(f"policy must be an object, got {type(data).__name__}")
         valid = set(cls.__dataclass_fields__)
-        reject_unknown_keys(data, valid, 'policy')
+        reject_unknown_keys(data, valid, "policy")
         return cls(**data)
 
 

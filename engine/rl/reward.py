@@ -72,7 +72,7 @@ class RewardWeights:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RewardWeights":
         valid = set(cls.__dataclass_fields__)
-        reject_unknown_keys(data, valid, 'reward')
+        reject_unknown_keys(data, valid, "reward")
         return cls(**data)
 
 
