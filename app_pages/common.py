@@ -24,6 +24,8 @@ from engine.analysis.scenario import Scenario, content_hash
 from engine.sim.cluster import Cluster
 from engine.viz import charts
 
+from app_pages.text import as_text
+
 REPO = Path(__file__).resolve().parents[1]
 #: Largest trace file the app accepts, MiB (``.streamlit/config.toml`` sets ``server.maxUploadSize`` to match).
 MAX_UPLOAD_MB = 50
@@ -40,7 +42,7 @@ def engine_errors(what: str = "") -> Iterator[None]:
     try:
         yield
     except EngineError as exc:
-        st.error(f"{what}: {exc}" if what else str(exc), icon="⚠️")
+        st.error(as_text(f"{what}: {exc}" if what else exc), icon="⚠️")
         st.stop()
 
 
@@ -49,7 +51,7 @@ def engine_call(fn: Callable, *args, what: str = "", **kwargs):
     try:
         return fn(*args, **kwargs)
     except EngineError as exc:
-        st.error(f"{what}: {exc}" if what else str(exc), icon="⚠️")
+        st.error(as_text(f"{what}: {exc}" if what else exc), icon="⚠️")
         return None
 
 
@@ -64,7 +66,7 @@ def scenario() -> Scenario:
             try:
                 sc = Scenario.from_query(params)
             except EngineError as exc:
-                st.warning(f"The link's scenario could not be read ({exc}); using the default.")
+                st.warning(as_text(f"The link's scenario could not be read ({exc}); using the default."))
         st.session_state[_SCENARIO] = sc
     return sc
 
@@ -260,23 +262,23 @@ def sidebar() -> None:
     side = st.sidebar
     side.markdown("### Current scenario")
     if sc.name:
-        side.caption(f"preset: **{sc.name}**")
+        side.caption(f"preset: **{as_text(sc.name)}**")
     try:
         cluster = cluster_of(sc)
         types = ", ".join(f"{n}× {t}" for t, n in cluster.gpus_by_type().items())
-        side.markdown(f"**Cluster** · {cluster.n_nodes} nodes, {cluster.n_gpus} GPUs  \n{types}")
+        side.markdown(f"**Cluster** · {cluster.n_nodes} nodes, {cluster.n_gpus} GPUs  \n{as_text(types)}")
     except EngineError as exc:
-        side.error(f"Cluster: {exc}")
+        side.error(as_text(f"Cluster: {exc}"))
     w = sc.workload
     if w.source == "generate":
         side.markdown(f"**Workload** · {w.n_jobs} generated jobs, load {w.load:g}, {w.users} users, "
                       f"{w.arrival} arrivals, seed {w.seed}")
     elif w.source == "preset":
-        side.markdown(f"**Workload** · from preset `{w.preset}`, seed {w.seed}")
+        side.markdown(f"**Workload** · from preset {as_text(w.preset)}, seed {w.seed}")
     else:
-        side.markdown(f"**Workload** · trace `{w.trace_name}` ({w.trace_format or 'auto-detected'}, "
+        side.markdown(f"**Workload** · trace {as_text(w.trace_name)} ({w.trace_format or 'auto-detected'}, "
                       f"sha256 {w.trace_sha256[:10]}…)")
-    side.markdown("**Schedulers** · " + (", ".join(f"`{s}`" for s in sc.schedulers) or "none"))
+    side.markdown("**Schedulers** · " + (as_text(", ".join(sc.schedulers)) or "none"))
     side.download_button("Scenario JSON", sc.to_json(), file_name="scenario.json", mime="application/json",
                          key="sidebar_scenario_json", width="stretch")
     up = side.file_uploader("Open a scenario JSON", type=["json"], key="sidebar_scenario_upload")

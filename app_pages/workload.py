@@ -6,7 +6,8 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages import common
-from engine.analysis.scenario import ARRIVALS, WorkloadSpec
+from app_pages.text import as_text
+from engine.analysis.scenario import ARRIVALS, MAX_FIRST, MAX_JOBS, MAX_MIX_WEIGHT, MAX_SEED, MAX_USERS, WorkloadSpec
 from engine.traces import TRACE_FORMATS
 from engine.traces.generator import DEFAULT_MIX
 from engine.traces.mapped import KEYS as MAPPED_KEYS
@@ -23,18 +24,18 @@ gen_tab, up_tab = st.tabs(["Generate", "Upload a trace"])
 with gen_tab:
     with st.form("generate_form"):
         c = st.columns(3)
-        n_jobs = c[0].number_input("Jobs", 1, 100_000, w.n_jobs if w.source == "generate" else 300, step=50,
+        n_jobs = c[0].number_input("Jobs", 1, MAX_JOBS, w.n_jobs if w.source == "generate" else 300, step=50,
                                    key="gen_n_jobs")
         load = c[1].slider("Offered load", 0.1, 2.0, float(min(max(w.load, 0.1), 2.0)), 0.05, key="gen_load",
                            help="Arrival rate × mean GPU-seconds per job ÷ cluster GPUs (1 = saturated).")
-        users = c[2].number_input("Users", 1, 1000, w.users, key="gen_users")
+        users = c[2].number_input("Users", 1, MAX_USERS, w.users, key="gen_users")
         c = st.columns(3)
         arrival = c[0].selectbox("Arrivals", ARRIVALS, index=ARRIVALS.index(w.arrival), key="gen_arrival")
-        seed = c[1].number_input("Seed", 0, 2**31 - 1, w.seed, key="gen_seed")
+        seed = c[1].number_input("Seed", 0, MAX_SEED, w.seed, key="gen_seed")
         st.markdown("**Job mix** (relative weights)")
         mix_now = dict(w.mix) or DEFAULT_MIX
         c = st.columns(len(DEFAULT_MIX))
-        mix = {t: c[i].number_input(t, 0.0, 10.0, float(mix_now.get(t, 0.0)), 0.05, key=f"gen_mix_{t}")
+        mix = {t: c[i].number_input(t, 0.0, MAX_MIX_WEIGHT, float(mix_now.get(t, 0.0)), 0.05, key=f"gen_mix_{t}")
                for i, t in enumerate(DEFAULT_MIX)}
         if st.form_submit_button("Generate", type="primary"):
             if sum(mix.values()) <= 0:
@@ -55,7 +56,7 @@ with up_tab:
     fmt = c[0].selectbox("Format", formats, key="up_format")
     unit = c[1].selectbox("Time unit", ["format default", "s", "ms"], key="up_unit",
                           help="Only for formats whose time unit is not fixed (Tiresias-style CSV, mapped CSV).")
-    first = c[2].number_input("Keep the first N jobs (0 = all)", 0, 10_000_000, 0, key="up_first")
+    first = c[2].number_input("Keep the first N jobs (0 = all)", 0, MAX_FIRST, 0, key="up_first")
     skip_bad = st.checkbox("Skip malformed rows and report them (otherwise the first bad row stops the load)",
                            key="up_skip_bad")
     column_map: dict[str, str] = {}
@@ -79,7 +80,7 @@ with up_tab:
         else:
             name, data = sample, (SAMPLES / sample).read_bytes()
         if len(data) > common.MAX_UPLOAD_MB * 2**20:
-            st.error(f"{name} is {len(data) / 2**20:.1f} MiB; the limit is {common.MAX_UPLOAD_MB} MiB. "
+            st.error(f"{as_text(name)} is {len(data) / 2**20:.1f} MiB; the limit is {common.MAX_UPLOAD_MB} MiB. "
                      "Use the command line (python -m engine) for larger traces, or keep the first N jobs.")
         else:
             digest = common.store_trace(data)
@@ -92,10 +93,10 @@ with up_tab:
             if trace is None or not trace.jobs:
                 common.forget_trace(digest)
             if trace is not None and not trace.jobs:
-                st.error(f"{name}: no usable jobs in the file (dropped: {trace.report.dropped or 'none'}).")
+                st.error(as_text(f"{name}: no usable jobs in the file (dropped: {trace.report.dropped or 'none'})."))
             elif trace is not None:
                 common.set_scenario(new)
-                st.success(f"Loaded {trace.report.jobs:,} jobs from {name} (format: {trace.format}).")
+                st.success(as_text(f"Loaded {trace.report.jobs:,} jobs from {name} (format: {trace.format})."))
                 sc, w = new, spec
 
 # ---------------------------------------------------------------- what the workload holds
@@ -104,7 +105,7 @@ with common.engine_errors("the workload could not be built"):
     cluster = common.cluster_of(sc)
     jobs = common.jobs_of(sc)
 if w.source == "trace":
-    st.subheader(f"Trace report: {w.trace_name}")
+    st.subheader(f"Trace report: {as_text(w.trace_name)}")
     with common.engine_errors(w.trace_name):
         report = common.loaded_trace(sc).report.to_dict()
     m = st.columns(5)
@@ -116,9 +117,9 @@ if w.source == "trace":
     if report["dropped"]:
         st.table({"reason": list(report["dropped"]), "rows dropped": list(report["dropped"].values())})
     for example in report.get("examples", []):
-        st.caption(f"skipped: {example}")
+        st.caption(as_text(f"skipped: {example}"))
 elif w.source == "preset":
-    st.subheader(f"Workload of preset {w.preset}: {len(jobs):,} jobs")
+    st.subheader(f"Workload of preset {as_text(w.preset)}: {len(jobs):,} jobs")
 else:
     st.subheader(f"Generated workload: {len(jobs):,} jobs")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -34,7 +35,8 @@ def app(page_path: str | None = None, query: dict | None = None) -> AppTest:
 
 
 def errors(at: AppTest) -> list[str]:
-    return [e.value for e in at.error]
+    """The page's error lines as a reader sees them (user text in them is Markdown-escaped)."""
+    return [re.sub(r"\\(.)", r"\1", e.value) for e in at.error]
 
 
 def metric(at: AppTest, label: str) -> str:
