@@ -428,8 +428,9 @@ def loads_bounded(text: str | bytes, what: str, max_depth: int) -> Any:
 def parse_cluster(spec: str | Mapping[str, Any] | Cluster) -> Cluster:
     """Turn any cluster description into a :class:`Cluster`.
 
-    Accepts a Cluster, a dict (JSON structure), a path to a ``.json`` file, ``PREFIX:ARG`` for a registered
-    source in :data:`CLUSTER_SOURCES`, or shorthand such as ``"4x8:A100-80,2x4:V100-32"``.
+    Accepts a Cluster, a dict (JSON structure), inline JSON, a path to a ``.json`` file, ``PREFIX:ARG`` for a
+    registered source in :data:`CLUSTER_SOURCES`, or shorthand such as ``"4x8:A100-80,2x4:V100-32"``. This is
+    for trusted callers (the command line, code): text from a link or an upload goes to :func:`parse_cluster_text`.
     """
     if isinstance(spec, Cluster):
         return spec
@@ -438,16 +439,22 @@ def parse_cluster(spec: str | Mapping[str, Any] | Cluster) -> Cluster:
     spec = str(spec).strip()
     if not spec:
         raise ClusterSpecError("empty cluster spec; expected e.g. 4x8:A100-80,2x4:V100-32 or a .json file")
+    if spec.startswith("{"):
+        return parse_cluster_text(spec)
     prefix, sep, rest = spec.partition(":")
     if sep and prefix in CLUSTER_SOURCES:
         return CLUSTER_SOURCES[prefix](rest)
     if spec.endswith(".json") or (("/" in spec or "\\" in spec) and Path(spec).exists()):
         path = Path(spec)
         try:
-            data = json.loads(path.read_text())
+            with open(path, "rb") as f:
+                text = f.read(MAX_SPEC_CHARS + 1)
         except FileNotFoundError:
             raise ClusterSpecError(f"cluster file {spec} does not exist") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ClusterSpecError(f"cluster file {spec}: not valid JSON ({exc})") from None
+        except OSError as exc:
+            raise ClusterSpecError(f"cluster file {spec}: cannot read it ({exc.strerror or exc})") from None
+        if len(text) > MAX_SPEC_CHARS:
+            raise ClusterSpecError(f"cluster file {spec}: larger than the limit of {MAX_SPEC_CHARS:,} bytes")
+        data = loads_bounded(text, f"cluster file {spec}", MAX_JSON_DEPTH)
         return cluster_from_dict(data, where=f"cluster file {spec}")
     return parse_shorthand(spec)
