@@ -8,7 +8,6 @@ schedules anything.
 from __future__ import annotations
 
 import json
-import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +17,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import EngineError, Job, Result, make_scheduler, simulate
+from engine import EngineError, Job, Result
 from engine.analysis.metrics import Summary, compare, job_frame, summarize
 from engine.analysis.scenario import Scenario, content_hash
 from engine.sim.cluster import Cluster
 from engine.viz import charts
 
+from app_pages import uploads, workers
 from app_pages.text import as_text
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,26 +84,19 @@ def sync_query_params(sc: Scenario) -> None:
 
 
 # ----------------------------------------------------------------------------- traces and jobs
-@st.cache_resource
-def _trace_store() -> dict[str, bytes]:
-    """Uploaded trace files by SHA-256, shared by the sessions of this server (so links work here)."""
-    return {}
-
-
 def store_trace(data: bytes) -> str:
-    digest = content_hash(data)
-    _trace_store()[digest] = data
-    return digest
+    """Keep an upload in this session's bounded store (:mod:`app_pages.uploads`); returns its SHA-256."""
+    return uploads.session_store().put(data)
 
 
 def forget_trace(digest: str) -> None:
     """Drop an upload that did not load (unless the current scenario uses the same bytes)."""
     if scenario().workload.trace_sha256 != digest:
-        _trace_store().pop(digest, None)
+        uploads.session_store().drop(digest)
 
 
 def trace_bytes(digest: str) -> bytes | None:
-    return _trace_store().get(digest)
+    return uploads.session_store().get(digest)
 
 
 # Clusters and job tuples are frozen records: cache_resource shares them instead of unpickling a copy on
@@ -121,7 +114,12 @@ def cluster_of(sc: Scenario) -> Cluster:
 @st.cache_data(show_spinner=False, max_entries=8)
 def _trace(workload_key: str):
     sc = Scenario.from_dict(json.loads(workload_key))
-    return sc.load_trace(trace_bytes(sc.workload.trace_sha256))
+    data, name = trace_bytes(sc.workload.trace_sha256), sc.workload.trace_name or "the trace"
+    if data is not None:
+        uploads.check_trace_size(data, name)
+    trace = workers.call(sc.load_trace, data, what=f"loading {name}")
+    uploads.check_job_limit(len(trace.jobs), name)
+    return trace
 
 
 def loaded_trace(sc: Scenario):
@@ -134,7 +132,7 @@ def _jobs(workload_key: str) -> tuple[Job, ...]:
     sc = Scenario.from_dict(json.loads(workload_key))
     if sc.workload.source == "trace":
         return _trace(workload_key).jobs
-    return sc.build_jobs(cluster_of(sc))
+    return workers.call(sc.build_jobs, cluster_of(sc), what="building the workload")
 
 
 def jobs_of(sc: Scenario) -> tuple[Job, ...]:
@@ -143,25 +141,11 @@ def jobs_of(sc: Scenario) -> tuple[Job, ...]:
 
 
 # ----------------------------------------------------------------------------- runs
-_agent_locks: dict[str, threading.Lock] = {}
-
-
-@st.cache_resource(show_spinner=False)
-def _agent(name: str):
-    """A trained agent, loaded once per server (its weights are read-only; runs are serialised by a lock)."""
-    _agent_locks[name] = threading.Lock()
-    return make_scheduler(name)
-
-
 @st.cache_data(show_spinner=False, max_entries=256)
 def _run(workload_key: str, scheduler: str) -> Result:
     sc = Scenario.from_dict(json.loads(workload_key))
-    cluster, jobs = cluster_of(sc), jobs_of(sc)
-    if scheduler.startswith("rl:"):
-        agent = _agent(scheduler)
-        with _agent_locks[scheduler]:
-            return simulate(cluster, jobs, agent, seed=sc.seed)
-    return simulate(cluster, jobs, make_scheduler(scheduler), seed=sc.seed)
+    return workers.call(workers.simulate_named, cluster_of(sc), jobs_of(sc), scheduler, sc.seed,
+                        what=f"the run of {scheduler}")
 
 
 def run_one(sc: Scenario, scheduler: str) -> Result:

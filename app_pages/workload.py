@@ -82,16 +82,19 @@ with up_tab:
         if len(data) > common.MAX_UPLOAD_MB * 2**20:
             st.error(f"{as_text(name)} is {len(data) / 2**20:.1f} MiB; the limit is {common.MAX_UPLOAD_MB} MiB. "
                      "Use the command line (python -m engine) for larger traces, or keep the first N jobs.")
-        else:
-            digest = common.store_trace(data)
-            spec = common.engine_call(
-                WorkloadSpec, source="trace", trace_sha256=digest, trace_name=Path(name).name,
-                trace_format="" if fmt == "auto-detect" else fmt, time_unit="" if unit == "format default" else unit,
-                column_map=tuple(column_map.items()), first=int(first), skip_bad=skip_bad, what=name)
-            new = None if spec is None else replace(sc, workload=spec, name="")
-            trace = None if new is None else common.engine_call(common.loaded_trace, new, what=name)
-            if trace is None or not trace.jobs:
-                common.forget_trace(digest)
+        elif (digest := common.engine_call(common.store_trace, data, what=name)) is not None:
+            trace = None
+            try:
+                spec = common.engine_call(
+                    WorkloadSpec, source="trace", trace_sha256=digest, trace_name=Path(name).name[-200:],
+                    trace_format="" if fmt == "auto-detect" else fmt,
+                    time_unit="" if unit == "format default" else unit,
+                    column_map=tuple(column_map.items()), first=int(first), skip_bad=skip_bad, what=name)
+                new = None if spec is None else replace(sc, workload=spec, name="")
+                trace = None if new is None else common.engine_call(common.loaded_trace, new, what=name)
+            finally:  # an upload that did not load is dropped, whatever stopped it
+                if trace is None or not trace.jobs:
+                    common.forget_trace(digest)
             if trace is not None and not trace.jobs:
                 st.error(as_text(f"{name}: no usable jobs in the file (dropped: {trace.report.dropped or 'none'})."))
             elif trace is not None:

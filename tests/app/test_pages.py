@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import app_pages.common as common
+from app_pages import workers
 from engine.analysis.scenario import content_hash
 from engine.traces import write_csv
 from engine.traces.generator import generate
@@ -228,13 +229,14 @@ def test_compare_produces_kpis_charts_and_downloads():
 
 def test_results_persist_and_unchanged_runs_are_reused(monkeypatch):
     calls = []
-    real = common.simulate
+    real = workers.call
 
-    def counting(cluster, jobs, scheduler, **kw):
-        calls.append(scheduler.name)
-        return real(cluster, jobs, scheduler, **kw)
+    def counting(fn, *args, what):  # every run goes through a worker process
+        if fn is workers.simulate_named:
+            calls.append(args[2])
+        return real(fn, *args, what=what)
 
-    monkeypatch.setattr(common, "simulate", counting)
+    monkeypatch.setattr(workers, "call", counting)
     common._run.clear()
     at = app("app_pages/compare.py")
     at.button(key="compare_run").click().run()
