@@ -1,6 +1,7 @@
 """Train: train a small agent in a separate process, with live curves; the result appears in Compare."""
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -10,6 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages import common
+from app_pages.text import as_text
 from engine.viz import charts
 
 st.title("Train an agent")
@@ -21,6 +23,7 @@ except ImportError as exc:  # the RL extra (gymnasium, sb3) is missing in this i
     st.stop()
 
 RUNS = common.REPO / "runs"
+MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _JOB = "training_job"
 
 st.markdown("Training runs MaskablePPO (sb3-contrib) in a **separate process**, so this page stays responsive. "
@@ -67,8 +70,10 @@ job = st.session_state.get(_JOB)
 running = job is not None and job["proc"].poll() is None
 b1, b2 = st.columns(2)
 if b1.button("Start training", type="primary", disabled=running, key="train_start", width="stretch"):
-    if (common.MODELS_DIR / f"{name}.json").exists():
-        st.error(f"models/{name}.json already exists; choose another model name.")
+    if not MODEL_NAME.fullmatch(name):  # the name becomes a file name under models/ and runs/: never a path
+        st.error("A model name is 1 to 64 letters, digits, '-' or '_', starting with a letter or digit.")
+    elif (common.MODELS_DIR / f"{name}.json").exists():
+        st.error(f"models/{as_text(name)}.json already exists; choose another model name.")
     else:
         job = common.engine_call(_start, preset, name, steps, seed, what="training")
         if job is not None:

@@ -6,6 +6,19 @@ the app shows it inline. None of them should ever surface as a traceback.
 
 from __future__ import annotations
 
+from typing import Any
+
+
+def clip(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters: a message quotes only the start of what a user gave (a
+    5,000-digit number or a 100,000-character spec must not become a 5,000-character error line)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def quote(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, clipped as :func:`clip` does."""
+    return clip(repr(value), limit)
+
 
 class EngineError(Exception):
     """Base class: a problem with the user's input or with a scheduler's decisions."""

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from engine.errors import EngineError, TraceError
+from engine.errors import EngineError, TraceError, quote
 from engine.sim.cluster import Cluster, loads_bounded, parse_cluster, parse_cluster_text
 from engine.sim.job import Job
 from engine.traces import TRACE_FORMATS
@@ -100,33 +100,33 @@ class WorkloadSpec:
         object.__setattr__(self, "mix", tuple(sorted((str(k), v) for k, v in self.mix)))
         object.__setattr__(self, "column_map", tuple(sorted((str(k), str(v)) for k, v in self.column_map)))
         if self.source not in WORKLOAD_SOURCES:
-            raise ScenarioError(f"workload.source {_clip(self.source)}: expected one of {', '.join(WORKLOAD_SOURCES)}")
+            raise ScenarioError(f"workload.source {quote(self.source)}: expected one of {', '.join(WORKLOAD_SOURCES)}")
         _check_int(self.n_jobs, "workload.n_jobs", 1, MAX_JOBS)
         _check_int(self.users, "workload.users", 1, MAX_USERS)
         _check_int(self.seed, "workload.seed", 0, MAX_SEED)
         _check_int(self.first, "workload.first", 0, MAX_FIRST)
         if not (isinstance(self.load, (int, float)) and not isinstance(self.load, bool) and 0 < self.load <= MAX_LOAD):
-            raise ScenarioError(f"workload.load must be a number in (0, {MAX_LOAD:g}], got {_clip(self.load)}")
+            raise ScenarioError(f"workload.load must be a number in (0, {MAX_LOAD:g}], got {quote(self.load)}")
         if self.arrival not in ARRIVALS:
-            raise ScenarioError(f"workload.arrival {_clip(self.arrival)}: expected one of {', '.join(ARRIVALS)}")
+            raise ScenarioError(f"workload.arrival {quote(self.arrival)}: expected one of {', '.join(ARRIVALS)}")
         if not isinstance(self.skip_bad, bool):
-            raise ScenarioError(f"workload.skip_bad must be true or false, got {_clip(self.skip_bad)}")
+            raise ScenarioError(f"workload.skip_bad must be true or false, got {quote(self.skip_bad)}")
         for name, weight in self.mix:
             if name not in DEFAULT_TYPES:
-                raise ScenarioError(f"workload.mix: unknown job type {_clip(name)}; known: {', '.join(DEFAULT_TYPES)}")
+                raise ScenarioError(f"workload.mix: unknown job type {quote(name)}; known: {', '.join(DEFAULT_TYPES)}")
             if not (isinstance(weight, (int, float)) and 0 <= weight <= MAX_MIX_WEIGHT):
                 raise ScenarioError(f"workload.mix[{name!r}] must be a number from 0 to {MAX_MIX_WEIGHT:g}, "
-                                    f"got {_clip(weight)}")
+                                    f"got {quote(weight)}")
         if self.mix and not sum(w for _, w in self.mix) > 0:
             raise ScenarioError("workload.mix needs at least one weight above 0")
         if self.trace_format and self.trace_format not in TRACE_FORMATS:
-            raise ScenarioError(f"workload.trace_format {_clip(self.trace_format)}: expected one of "
+            raise ScenarioError(f"workload.trace_format {quote(self.trace_format)}: expected one of "
                                 f"{', '.join(TRACE_FORMATS)} (or empty to auto-detect)")
         if self.time_unit not in TIME_UNITS:
-            raise ScenarioError(f"workload.time_unit {_clip(self.time_unit)}: expected 's', 'ms' or empty")
+            raise ScenarioError(f"workload.time_unit {quote(self.time_unit)}: expected 's', 'ms' or empty")
         for key, column in self.column_map:
             if key not in MAPPED_KEYS and key not in MAPPED_ALIASES:
-                raise ScenarioError(f"workload.column_map: {_clip(key)} is not a job field; "
+                raise ScenarioError(f"workload.column_map: {quote(key)} is not a job field; "
                                     f"valid: {', '.join(MAPPED_KEYS)}")
             _check_text(column, f"workload.column_map[{key!r}]")
         _check_text(self.trace_name, "workload.trace_name")
@@ -136,7 +136,7 @@ class WorkloadSpec:
             from engine.analysis.presets import PRESETS
 
             if self.preset not in PRESETS:
-                raise ScenarioError(f"workload.preset {_clip(self.preset)}: expected one of {', '.join(PRESETS)}")
+                raise ScenarioError(f"workload.preset {quote(self.preset)}: expected one of {', '.join(PRESETS)}")
         if self.source == "trace" and not re.fullmatch(r"[0-9a-f]{64}", self.trace_sha256):
             raise ScenarioError("workload.trace_sha256 must be the 64-hex-digit SHA-256 of the trace file")
 
@@ -170,13 +170,14 @@ class Scenario:
         _check_int(self.seed, "scenario.seed", 0, MAX_SEED)
         _check_text(self.name, "scenario.name")
         if len(self.schedulers) > MAX_SCHEDULERS:
-            raise ScenarioError(f"scenario.schedulers lists {len(self.schedulers)} names; the limit is {MAX_SCHEDULERS}")
+            raise ScenarioError(f"scenario.schedulers lists {len(self.schedulers)} names; "
+                                f"the limit is {MAX_SCHEDULERS}")
         for name in self.schedulers:
             if not (isinstance(name, str) and len(name) <= MAX_NAME_CHARS and SCHEDULER_NAME.fullmatch(name)):
-                raise ScenarioError(f"scenario.schedulers: {_clip(name)} is not a scheduler name (letters, digits, "
+                raise ScenarioError(f"scenario.schedulers: {quote(name)} is not a scheduler name (letters, digits, "
                                     "'_.+-', and at most one ':' before a plug-in's name)")
         if len(set(self.schedulers)) != len(self.schedulers):
-            raise ScenarioError(f"scenario.schedulers lists a name twice: {_clip(list(self.schedulers))}")
+            raise ScenarioError(f"scenario.schedulers lists a name twice: {quote(list(self.schedulers))}")
 
     # ------------------------------------------------------------------ engine objects
     def build_cluster(self) -> Cluster:
@@ -302,7 +303,7 @@ class Scenario:
         for key, value in params.items():
             limit = MAX_CLUSTER_CHARS if key == "cluster" else MAX_NAME_CHARS * 8
             if len(_one(value)) > limit:
-                raise ScenarioError(f"link parameter {_clip(key)} has {len(_one(value)):,} characters; "
+                raise ScenarioError(f"link parameter {quote(key)} has {len(_one(value)):,} characters; "
                                     f"the limit is {limit:,}")
         data: dict[str, Any] = {"cluster": _one(params["cluster"])}
         if "sched" in params:
@@ -322,7 +323,7 @@ class Scenario:
                 for part in filter(None, text.split(",")):
                     k, sep, v = part.partition(":")
                     if not sep:
-                        raise ScenarioError(f"link parameter {key}: expected NAME:VALUE pairs, got {_clip(part)}")
+                        raise ScenarioError(f"link parameter {key}: expected NAME:VALUE pairs, got {quote(part)}")
                     pairs[k] = _coerce(v, float, key) if f.name == "mix" else v
                 wl[f.name] = pairs
             elif f.name == "skip_bad":
@@ -372,7 +373,7 @@ def load_trace_bytes(data: bytes, workload: WorkloadSpec):
 def _check_keys(data: Mapping[str, Any], known: set[str], where: str) -> None:
     unknown = set(data) - known
     if unknown:
-        raise ScenarioError(f"{where}: unknown keys {_clip(sorted(map(str, unknown)))}; valid keys: {sorted(known)}")
+        raise ScenarioError(f"{where}: unknown keys {quote(sorted(map(str, unknown)))}; valid keys: {sorted(known)}")
 
 
 def _coerce(value: Any, kind: type, where: str):
@@ -382,31 +383,25 @@ def _coerce(value: Any, kind: type, where: str):
     try:
         out = kind(value)
     except (TypeError, ValueError, OverflowError):
-        raise ScenarioError(f"{where} must be {expected}, got {_clip(value)}") from None
+        raise ScenarioError(f"{where} must be {expected}, got {quote(value)}") from None
     if kind is int and isinstance(value, float) and value != out:
-        raise ScenarioError(f"{where} must be an integer, got {_clip(value)}")
+        raise ScenarioError(f"{where} must be an integer, got {quote(value)}")
     return out
 
 
 def _check_int(value: Any, where: str, low: int, high: int) -> None:
     if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
-        raise ScenarioError(f"{where} must be an integer from {low:,} to {high:,}, got {_clip(value)}")
+        raise ScenarioError(f"{where} must be an integer from {low:,} to {high:,}, got {quote(value)}")
 
 
 def _check_text(value: Any, where: str) -> None:
     """A name or label: a string of at most :data:`MAX_NAME_CHARS` printable characters."""
     if not isinstance(value, str):
-        raise ScenarioError(f"{where} must be text, got {_clip(value)}")
+        raise ScenarioError(f"{where} must be text, got {quote(value)}")
     if len(value) > MAX_NAME_CHARS:
         raise ScenarioError(f"{where} has {len(value):,} characters; the limit is {MAX_NAME_CHARS}")
     if not value.isprintable():
-        raise ScenarioError(f"{where} holds control characters (line breaks, tabs, ...), got {_clip(value)}")
-
-
-def _clip(value: Any, limit: int = 60) -> str:
-    """``repr(value)`` cut to ``limit`` characters: messages quote only a short piece of what was given."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+        raise ScenarioError(f"{where} holds control characters (line breaks, tabs, ...), got {quote(value)}")
 
 
 def _one(value: Any) -> str:

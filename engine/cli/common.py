@@ -10,14 +10,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from engine.errors import TraceError
+from engine.errors import TraceError, quote
 
 
 def positive_float(text: str) -> float:
     """argparse type: a finite number > 0."""
     v = _float(text)
     if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {_clip(text)}")
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {quote(text, 40)}")
     return v
 
 
@@ -25,7 +25,7 @@ def non_negative_float(text: str) -> float:
     """argparse type: a finite number >= 0."""
     v = _float(text)
     if not v >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {_clip(text)}")
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {quote(text, 40)}")
     return v
 
 
@@ -33,9 +33,9 @@ def _float(text: str) -> float:
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {_clip(text)}") from None
+        raise argparse.ArgumentTypeError(f"expected a number, got {quote(text, 40)}") from None
     if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {_clip(text)}")
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {quote(text, 40)}")
     return v
 
 
@@ -48,7 +48,7 @@ def int_in(low: int, high: int) -> Callable[[str], int]:
         except ValueError:
             v = None
         if v is None or not low <= v <= high:
-            raise argparse.ArgumentTypeError(f"expected an integer from {low:,} to {high:,}, got {_clip(text)}")
+            raise argparse.ArgumentTypeError(f"expected an integer from {low:,} to {high:,}, got {quote(text, 40)}")
         return v
 
     parse.__name__ = "integer"  # argparse names the type in some messages
@@ -57,12 +57,6 @@ def int_in(low: int, high: int) -> Callable[[str], int]:
 
 #: Seeds: what NumPy's generators take, bounded so that a seed prints on one line.
 SEED = int_in(0, 2**63 - 1)
-
-
-def _clip(text: str, limit: int = 40) -> str:
-    """``repr(text)``, cut to ``limit`` characters: a usage error quotes only the start of an absurd argument."""
-    shown = repr(text)
-    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 def output_path(text: str) -> Path:

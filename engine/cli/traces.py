@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from engine.cli.common import SEED, _clip, int_in, output_path, positive_float, write_json
+from engine.cli.common import SEED, int_in, output_path, positive_float, write_json
+from engine.errors import quote
 
 #: What ``generate`` makes at most: jobs (about 1 KiB of memory each while generating) and users.
 MAX_GENERATED_JOBS = 5_000_000
@@ -83,7 +84,8 @@ def _window(text: str) -> tuple[float, float]:
     except ValueError:
         lo = hi = math.nan
     if not colon or math.isnan(lo) or math.isnan(hi) or lo > hi or lo < 0:
-        raise argparse.ArgumentTypeError(f"--window {_clip(text)}: expected START:END seconds with 0 <= START <= END")
+        raise argparse.ArgumentTypeError(
+            f"--window {quote(text, 40)}: expected START:END seconds with 0 <= START <= END")
     return lo, hi
 
 

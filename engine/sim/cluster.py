@@ -43,7 +43,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from engine.errors import ClusterSpecError
+from engine.errors import ClusterSpecError, clip, quote
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,7 +294,7 @@ def parse_shorthand(spec: str, catalog: Mapping[str, GpuType] | None = None) -> 
         m = _SHORTHAND_PART.match(part)
         if not m:
             raise ClusterSpecError(
-                f"cluster spec part {i + 1} {_clip(repr(part.strip()))}: expected NODESxGPUS:TYPE, e.g. 4x8:A100-80")
+                f"cluster spec part {i + 1} {quote(part.strip())}: expected NODESxGPUS:TYPE, e.g. 4x8:A100-80")
         if len(m.group(1)) > 9 or len(m.group(2)) > 9:
             raise ClusterSpecError(f"cluster spec part {i + 1}: counts of at most {MAX_NODES:,} nodes and 64 GPUs "
                                    "per node are allowed")
@@ -305,10 +305,10 @@ def parse_shorthand(spec: str, catalog: Mapping[str, GpuType] | None = None) -> 
                 gtype = lower[gtype.lower()]
             else:
                 raise ClusterSpecError(
-                    f"cluster spec part {i + 1} {_clip(repr(part.strip()))}: unknown GPU type {gtype!r}; "
+                    f"cluster spec part {i + 1} {quote(part.strip())}: unknown GPU type {gtype!r}; "
                     f"known: {', '.join(catalog)}")
         if nodes < 1 or gpn < 1:
-            raise ClusterSpecError(f"cluster spec part {i + 1} {_clip(repr(part.strip()))}: counts must be >= 1")
+            raise ClusterSpecError(f"cluster spec part {i + 1} {quote(part.strip())}: counts must be >= 1")
         groups.append(NodeGroup(gtype, nodes, gpn))
     return Cluster(groups=tuple(groups), catalog=catalog)
 
@@ -328,7 +328,7 @@ def cluster_from_dict(data: Mapping[str, Any], where: str = "cluster JSON") -> C
             gt = GpuType(str(t["name"]), float(t["vram_gib"]), float(t["speed"]))
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ClusterSpecError(
-                f"{where}: gpu_types[{i}] needs name, vram_gib and speed ({_clip(str(exc))})") from None
+                f"{where}: gpu_types[{i}] needs name, vram_gib and speed ({clip(str(exc))})") from None
         catalog[gt.name] = gt
     groups = []
     raw_groups = data.get("groups")
@@ -340,7 +340,7 @@ def cluster_from_dict(data: Mapping[str, Any], where: str = "cluster JSON") -> C
                                     None if g.get("rack") is None else str(g["rack"])))
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ClusterSpecError(f"{where}: groups[{i}] needs gpu_type, nodes and gpus_per_node "
-                                   f"(missing or bad: {_clip(str(exc))})") from None
+                                   f"(missing or bad: {clip(str(exc))})") from None
     kwargs: dict[str, Any] = {}
     if "nodes_per_rack" in data:
         kwargs["nodes_per_rack"] = data["nodes_per_rack"]
@@ -367,12 +367,9 @@ def _number(value: Any, key: str, where: str) -> float:
     try:
         return float(value)
     except (TypeError, ValueError, OverflowError):
-        raise ClusterSpecError(f"{where}: {_clip(key)} must be a number, got {_clip(repr(value))}") from None
+        raise ClusterSpecError(f"{where}: {clip(str(key))} must be a number, got {quote(value)}") from None
 
 
-def _clip(text: str, limit: int = 60) -> str:
-    """``text`` cut to ``limit`` characters, for messages that quote what a user wrote."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 #: Extra ``PREFIX:ARGUMENT`` cluster sources; each takes the argument and returns a Cluster. Modules that add a
@@ -422,7 +419,7 @@ def loads_bounded(text: str | bytes, what: str, max_depth: int) -> Any:
     try:
         return json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
-        raise ClusterSpecError(f"{what}: not valid JSON ({_clip(str(exc), 120)})") from None
+        raise ClusterSpecError(f"{what}: not valid JSON ({clip(str(exc), 120)})") from None
 
 
 def parse_cluster(spec: str | Mapping[str, Any] | Cluster) -> Cluster:

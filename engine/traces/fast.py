@@ -56,9 +56,9 @@ def check_widths(ctx: ReadContext, width: int, sep: str = ",", block_bytes: int 
     NUL byte, no carriage return but before a line feed, and at most ``csv.field_size_limit()`` bytes.
 
     pandas pads short rows silently, reads NUL bytes in columns it then ignores and fields of any length, and
-    splits records at a lone carriage return differently; the row path calls all of these malformed (its ``csv`` module refuses a field longer than its limit, and a
-    line longer than that may hold one). Counting on the raw bytes (block by block, so memory stays bounded)
-    finds them cheaply.
+    splits records at a lone carriage return differently; the row path calls all of these malformed (its
+    ``csv`` module refuses a field longer than its limit, and a line longer than that may hold one).
+    Counting on the raw bytes (block by block, so memory stays bounded) finds them cheaply.
     """
     sep_b = ord(sep)
     max_line = csv.field_size_limit()

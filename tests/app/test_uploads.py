@@ -16,7 +16,7 @@ from engine.sim.cluster import parse_cluster
 from engine.traces import write_csv
 from engine.traces.generator import generate
 
-from tests.app.test_links import APP
+from tests.app.test_pages import APP
 
 
 def rss_mib() -> float:
