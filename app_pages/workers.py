@@ -24,6 +24,7 @@ import multiprocessing
 import os
 import resource
 import threading
+from multiprocessing import spawn
 from typing import Any, Callable
 
 from engine import EngineError, make_scheduler, simulate
@@ -34,6 +35,8 @@ _CONTEXT = multiprocessing.get_context("forkserver")
 # Children fork from a server with these imported: a worker starts in milliseconds, not seconds.
 _CONTEXT.set_forkserver_preload(["engine", "engine.analysis.scenario", "engine.analysis.presets",
                                  "engine.traces", "app_pages.workers"])
+_PREPARATION = spawn.get_preparation_data
+_start_lock = threading.Lock()
 _slots_lock = threading.Lock()
 _slots: threading.BoundedSemaphore | None = None
 
@@ -66,6 +69,25 @@ def _semaphore() -> threading.BoundedSemaphore:
         return _slots
 
 
+def _preparation_without_main(name: str) -> dict:
+    """What a new process is told to prepare, less the parent's ``__main__``: under ``streamlit run`` that is
+    the page script, which every worker would otherwise import, and so run, bare, before its work."""
+    data = _PREPARATION(name)
+    data.pop("init_main_from_path", None)
+    data.pop("init_main_from_name", None)
+    return data
+
+
+def _start(proc) -> None:
+    # multiprocessing reads the preparation data while starting the process; nothing else here starts one.
+    with _start_lock:
+        spawn.get_preparation_data = _preparation_without_main
+        try:
+            proc.start()
+        finally:
+            spawn.get_preparation_data = _PREPARATION
+
+
 def call(fn: Callable, *args: Any, what: str) -> Any:
     """``fn(*args)`` in a worker process within this server's bounds; ``what`` names the work in messages.
 
@@ -78,7 +100,7 @@ def call(fn: Callable, *args: Any, what: str) -> Any:
     try:
         receive, send = _CONTEXT.Pipe(duplex=False)
         proc = _CONTEXT.Process(target=_work, args=(send, mem_mb * 2**20, fn, args), daemon=True)
-        proc.start()
+        _start(proc)
         send.close()
         try:
             if not receive.poll(limit_s):
