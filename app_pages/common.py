@@ -19,7 +19,7 @@ import streamlit as st
 
 from engine import EngineError, Job, Result
 from engine.analysis.metrics import Summary, compare, job_frame, summarize
-from engine.analysis.scenario import Scenario, content_hash
+from engine.analysis.scenario import Scenario
 from engine.sim.cluster import Cluster
 from engine.viz import charts
 

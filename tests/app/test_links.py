@@ -17,7 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine.analysis import scenario as scenario_mod
-from tests.app.test_pages import APP, app
+from tests.app.test_pages import app
 from engine.sim import cluster as cluster_mod
 
 REPO = Path(__file__).resolve().parents[2]
