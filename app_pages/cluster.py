@@ -21,7 +21,9 @@ PRESETS = {
     "tiny (2 nodes × 4 T4)": "2x4:T4",
 }
 if "openb" in CLUSTER_SOURCES and OPENB_NODES.is_file():
-    PRESETS["Alibaba PAI, 2023 (openb node list: 1,213 nodes)"] = f"openb:{OPENB_NODES}"
+    # A scenario (and so a link) carries the cluster itself, never a path: the server reads its own file here.
+    PRESETS["Alibaba PAI, 2023 (openb node list: 1,213 nodes)"] = json.dumps(
+        CLUSTER_SOURCES["openb"](str(OPENB_NODES)).to_dict(), separators=(",", ":"))
 
 c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
 preset = c1.selectbox("Start from a preset", list(PRESETS), index=None, placeholder="choose a preset…",

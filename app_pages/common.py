@@ -8,7 +8,6 @@ schedules anything.
 from __future__ import annotations
 
 import json
-import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +17,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import EngineError, Job, Result, make_scheduler, simulate
+from app_pages import uploads, workers
+from app_pages.text import as_text
+from engine import EngineError, Job, Result
 from engine.analysis.metrics import Summary, compare, job_frame, summarize
-from engine.analysis.scenario import Scenario, content_hash
+from engine.analysis.scenario import Scenario
 from engine.rl.agent import MODELS_DIR  # trained agents: <name>.json model cards (rl:<name>)
 from engine.sim.cluster import Cluster
 from engine.units import human_seconds
@@ -42,7 +43,7 @@ def engine_errors(what: str = "") -> Iterator[None]:
     try:
         yield
     except EngineError as exc:
-        st.error(f"{what}: {exc}" if what else str(exc), icon="⚠️")
+        st.error(as_text(f"{what}: {exc}" if what else exc), icon="⚠️")
         st.stop()
 
 
@@ -51,7 +52,7 @@ def engine_call(fn: Callable, *args, what: str = "", **kwargs):
     try:
         return fn(*args, **kwargs)
     except EngineError as exc:
-        st.error(f"{what}: {exc}" if what else str(exc), icon="⚠️")
+        st.error(as_text(f"{what}: {exc}" if what else exc), icon="⚠️")
         return None
 
 
@@ -66,7 +67,7 @@ def scenario() -> Scenario:
             try:
                 sc = Scenario.from_query(params)
             except EngineError as exc:
-                st.warning(f"The link's scenario could not be read ({exc}); using the default.")
+                st.warning(as_text(f"The link's scenario could not be read ({exc}); using the default."))
         st.session_state[_SCENARIO] = sc
     return sc
 
@@ -84,26 +85,19 @@ def sync_query_params(sc: Scenario) -> None:
 
 
 # ----------------------------------------------------------------------------- traces and jobs
-@st.cache_resource
-def _trace_store() -> dict[str, bytes]:
-    """Uploaded trace files by SHA-256, shared by the sessions of this server (so links work here)."""
-    return {}
-
-
 def store_trace(data: bytes) -> str:
-    digest = content_hash(data)
-    _trace_store()[digest] = data
-    return digest
+    """Keep an upload in this session's bounded store (:mod:`app_pages.uploads`); returns its SHA-256."""
+    return uploads.session_store().put(data)
 
 
 def forget_trace(digest: str) -> None:
     """Drop an upload that did not load (unless the current scenario uses the same bytes)."""
     if scenario().workload.trace_sha256 != digest:
-        _trace_store().pop(digest, None)
+        uploads.session_store().drop(digest)
 
 
 def trace_bytes(digest: str) -> bytes | None:
-    return _trace_store().get(digest)
+    return uploads.session_store().get(digest)
 
 
 # Clusters and job tuples are frozen records: cache_resource shares them instead of unpickling a copy on
@@ -121,7 +115,12 @@ def cluster_of(sc: Scenario) -> Cluster:
 @st.cache_data(show_spinner=False, max_entries=8)
 def _trace(workload_key: str):
     sc = Scenario.from_dict(json.loads(workload_key))
-    return sc.load_trace(trace_bytes(sc.workload.trace_sha256))
+    data, name = trace_bytes(sc.workload.trace_sha256), sc.workload.trace_name or "the trace"
+    if data is not None:
+        uploads.check_trace_size(data, name)
+    trace = workers.call(sc.load_trace, data, what=f"loading {name}")
+    uploads.check_job_limit(len(trace.jobs), name)
+    return trace
 
 
 def loaded_trace(sc: Scenario):
@@ -134,7 +133,7 @@ def _jobs(workload_key: str) -> tuple[Job, ...]:
     sc = Scenario.from_dict(json.loads(workload_key))
     if sc.workload.source == "trace":
         return _trace(workload_key).jobs
-    return sc.build_jobs(cluster_of(sc))
+    return workers.call(sc.build_jobs, cluster_of(sc), what="building the workload")
 
 
 def jobs_of(sc: Scenario) -> tuple[Job, ...]:
@@ -146,9 +145,8 @@ def jobs_of(sc: Scenario) -> tuple[Job, ...]:
 @st.cache_data(show_spinner=False, max_entries=256)
 def _run(workload_key: str, scheduler: str) -> Result:
     sc = Scenario.from_dict(json.loads(workload_key))
-    # A trained agent (rl:) is a fresh scheduler over a read-only NumPy policy cached by engine.rl.agent, so
-    # runs of one agent in different sessions never wait for each other.
-    return simulate(cluster_of(sc), jobs_of(sc), make_scheduler(scheduler), seed=sc.seed)
+    return workers.call(workers.simulate_named, cluster_of(sc), jobs_of(sc), scheduler, sc.seed,
+                        what=f"the run of {scheduler}")
 
 
 def run_one(sc: Scenario, scheduler: str) -> Result:
@@ -262,7 +260,7 @@ def agent_verdict(name: str) -> tuple[bool, str] | None:
     verdict = card.get("verdict")
     if not isinstance(verdict, str):
         return None
-    return card.get("beats_best_baseline") is True, re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", verdict[:2000])
+    return card.get("beats_best_baseline") is True, as_text(verdict[:2000])
 
 
 def plot(fig, key: str, where=st) -> None:
@@ -281,25 +279,25 @@ def sidebar() -> None:
     side = st.sidebar
     side.markdown("### Current scenario")
     if sc.name:
-        side.caption(f"preset: **{sc.name}**")
+        side.caption(f"preset: **{as_text(sc.name)}**")
     try:
         cluster = cluster_of(sc)
         types = ", ".join(f"{n}× {t}" for t, n in cluster.gpus_by_type().items())
-        side.markdown(f"**Cluster** · {cluster.n_nodes} nodes, {cluster.n_gpus} GPUs  \n{types}")
+        side.markdown(f"**Cluster** · {cluster.n_nodes} nodes, {cluster.n_gpus} GPUs  \n{as_text(types)}")
     except EngineError as exc:
-        side.error(f"Cluster: {exc}")
+        side.error(as_text(f"Cluster: {exc}"))
     w = sc.workload
     if w.source == "generate":
         side.markdown(f"**Workload** · {w.n_jobs} generated jobs, load {w.load:g}, {w.users} users, "
                       f"{w.arrival} arrivals, seed {w.seed}")
     elif w.source == "preset":
-        side.markdown(f"**Workload** · from preset `{w.preset}`, seed {w.seed}")
+        side.markdown(f"**Workload** · from preset {as_text(w.preset)}, seed {w.seed}")
     else:
-        side.markdown(f"**Workload** · trace `{w.trace_name}` ({w.trace_format or 'auto-detected'}, "
+        side.markdown(f"**Workload** · trace {as_text(w.trace_name)} ({w.trace_format or 'auto-detected'}, "
                       f"sha256 {w.trace_sha256[:10]}…)")
     if st.session_state.get(FAILED_UPLOAD):
-        side.warning(f"{st.session_state[FAILED_UPLOAD]} did not load; the workload above is still in use.")
-    side.markdown("**Schedulers** · " + (", ".join(f"`{s}`" for s in sc.schedulers) or "none"))
+        side.warning(as_text(f"{st.session_state[FAILED_UPLOAD]} did not load; the workload above is still in use."))
+    side.markdown("**Schedulers** · " + (as_text(", ".join(sc.schedulers)) or "none"))
     side.download_button("Scenario JSON", sc.to_json(), file_name="scenario.json", mime="application/json",
                          key="sidebar_scenario_json", width="stretch")
     up = side.file_uploader("Open a scenario JSON", type=["json"], key="sidebar_scenario_upload")

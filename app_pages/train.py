@@ -1,10 +1,12 @@
 """Train: train an agent in a separate process with live curves; stop, resume; the result appears in Compare."""
 
+import re
 import time
 
 import streamlit as st
 
 from app_pages import common
+from app_pages.text import as_text
 from engine.viz import charts
 
 st.title("Train an agent")
@@ -18,6 +20,7 @@ except ImportError as exc:  # the RL extra (gymnasium, sb3) is missing in this i
     st.stop()
 
 RUNS = common.REPO / "runs"
+MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _JOB = "training_job"
 USER_MODELS = user_models_dir()
 
@@ -49,13 +52,13 @@ with st.expander("Preset configuration"):
 
 
 def _problem_with(name: str) -> str:
-    """Why ``name`` cannot be a new model, or ""."""
-    if not name or not all(ch.isalnum() or ch in "-_." for ch in name) or name[0] in "._-":
-        return "Use letters, digits, '-', '_' or '.' for the model name (starting with a letter or digit)."
+    """Why ``name`` cannot be a new model, or "" (it becomes a file name under runs/: never a path)."""
+    if not MODEL_NAME.fullmatch(name):
+        return "A model name is 1 to 64 letters, digits, '-' or '_', starting with a letter or digit."
     if (MODELS_DIR / f"{name}.json").exists():
-        return f"{name} is a shipped agent; choose another model name."
+        return f"{as_text(name)} is a shipped agent; choose another model name."
     if (USER_MODELS / f"{name}.json").exists():
-        return f"You already trained a model called {name}; choose another model name."
+        return f"You already trained a model called {as_text(name)}; choose another model name."
     return ""
 
 

@@ -7,9 +7,10 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import common
+from app_pages.text import as_text
 from engine import EngineError
 from engine.analysis import never_ran
-from engine.analysis.scenario import ARRIVALS, WorkloadSpec
+from engine.analysis.scenario import ARRIVALS, MAX_FIRST, MAX_JOBS, MAX_MIX_WEIGHT, MAX_SEED, MAX_USERS, WorkloadSpec
 from engine.errors import TraceError
 from engine.traces import TRACE_FORMATS, mapped
 from engine.traces.generator import DEFAULT_MIX
@@ -87,9 +88,12 @@ def _for_people(exc: EngineError) -> str:
 def _load(name: str, data: bytes, fmt: str, unit: str, column_map: dict[str, str], first: int, skip_bad: bool) -> None:
     """Load the trace into the scenario, or keep why not; either way rerun, so the sidebar and every page show
     the workload in use (a failed load is marked: the scenario still holds the previous workload)."""
-    digest = common.store_trace(data)
+    digest = common.engine_call(common.store_trace, data, what=name)  # refused when past the store's bound
+    if digest is None:
+        st.session_state[common.FAILED_UPLOAD] = Path(name).name
+        return
     spec = common.engine_call(
-        WorkloadSpec, source="trace", trace_sha256=digest, trace_name=Path(name).name,
+        WorkloadSpec, source="trace", trace_sha256=digest, trace_name=Path(name).name[-200:],
         trace_format="" if fmt == "auto-detect" else fmt, time_unit="" if unit == "format default" else unit,
         column_map=tuple(column_map.items()), first=first, skip_bad=skip_bad, what=name)
     if spec is None:
@@ -104,10 +108,11 @@ def _load(name: str, data: bytes, fmt: str, unit: str, column_map: dict[str, str
     if problem:
         common.forget_trace(digest)
         st.session_state[common.FAILED_UPLOAD] = Path(name).name
-        st.session_state[_OUTCOME] = ("error", f"{name}: {problem}")
+        st.session_state[_OUTCOME] = ("error", as_text(f"{name}: {problem}"))
     else:
         st.session_state.pop(common.FAILED_UPLOAD, None)
-        st.session_state[_OUTCOME] = ("success", f"Loaded {trace.report.jobs:,} jobs from {name} (format: {trace.format}).")
+        st.session_state[_OUTCOME] = ("success", as_text(f"Loaded {trace.report.jobs:,} jobs from {name} "
+                                                         f"(format: {trace.format})."))
         common.set_scenario(new)
     st.rerun()
 
@@ -118,18 +123,18 @@ gen_tab, up_tab = st.tabs(["Generate", "Upload a trace"])
 with gen_tab:
     with st.form("generate_form"):
         c = st.columns(3)
-        n_jobs = c[0].number_input("Jobs", 1, 100_000, w.n_jobs if w.source == "generate" else 300, step=50,
+        n_jobs = c[0].number_input("Jobs", 1, MAX_JOBS, w.n_jobs if w.source == "generate" else 300, step=50,
                                    key="gen_n_jobs")
         load = c[1].slider("Offered load", 0.1, 2.0, float(min(max(w.load, 0.1), 2.0)), 0.05, key="gen_load",
                            help="Arrival rate × mean GPU-seconds per job ÷ cluster GPUs (1 = saturated).")
-        users = c[2].number_input("Users", 1, 1000, w.users, key="gen_users")
+        users = c[2].number_input("Users", 1, MAX_USERS, w.users, key="gen_users")
         c = st.columns(3)
         arrival = c[0].selectbox("Arrivals", ARRIVALS, index=ARRIVALS.index(w.arrival), key="gen_arrival")
-        seed = c[1].number_input("Seed", 0, 2**31 - 1, w.seed, key="gen_seed")
+        seed = c[1].number_input("Seed", 0, MAX_SEED, w.seed, key="gen_seed")
         st.markdown("**Job mix** (relative weights)")
         mix_now = dict(w.mix) or DEFAULT_MIX
         c = st.columns(len(DEFAULT_MIX))
-        mix = {t: c[i].number_input(t, 0.0, 10.0, float(mix_now.get(t, 0.0)), 0.05, key=f"gen_mix_{t}")
+        mix = {t: c[i].number_input(t, 0.0, MAX_MIX_WEIGHT, float(mix_now.get(t, 0.0)), 0.05, key=f"gen_mix_{t}")
                for i, t in enumerate(DEFAULT_MIX)}
         if st.form_submit_button("Generate", type="primary"):
             if sum(mix.values()) <= 0:
@@ -153,7 +158,7 @@ with up_tab:
     fmt = c[0].selectbox("Format", formats, key="up_format", format_func=lambda f: FORMAT_LABELS.get(f, f))
     unit = c[1].selectbox("Time unit", ["format default", "s", "ms"], key="up_unit",
                           help="Only for formats whose time unit is not fixed (Tiresias-style CSV, mapped CSV).")
-    first = c[2].number_input("Keep the first N jobs (0 = all)", 0, 10_000_000, 0, key="up_first")
+    first = c[2].number_input("Keep the first N jobs (0 = all)", 0, MAX_FIRST, 0, key="up_first")
     skip_bad = st.checkbox("Skip malformed rows and report them (otherwise the first bad row stops the load)",
                            key="up_skip_bad")
     uploaded = st.file_uploader(f"Trace file (at most {common.MAX_UPLOAD_MB} MiB)",
@@ -182,7 +187,7 @@ with up_tab:
     load_clicked = st.button("Load trace", type="primary", key="load_trace", disabled=not data or bool(blocker))
     if load_clicked:
         if len(data) > common.MAX_UPLOAD_MB * 2**20:
-            st.error(f"{name} is {len(data) / 2**20:.1f} MiB; the limit is {common.MAX_UPLOAD_MB} MiB. "
+            st.error(f"{as_text(name)} is {len(data) / 2**20:.1f} MiB; the limit is {common.MAX_UPLOAD_MB} MiB. "
                      "Keep the first N jobs of a shorter file, or run the command-line engine on larger traces.")
         else:
             _load(name, data, fmt, unit, column_map, int(first), skip_bad)
@@ -201,7 +206,7 @@ if missing.count:
     st.dataframe(pd.DataFrame(missing.by_reason, columns=["why the job can never run", "jobs"]), hide_index=True,
                  width="stretch", key="never_ran_reasons")
 if w.source == "trace":
-    st.subheader(f"Trace report: {w.trace_name}")
+    st.subheader(f"Trace report: {as_text(w.trace_name)}")
     with common.engine_errors(w.trace_name):
         report = common.loaded_trace(sc).report.to_dict()
     m = st.columns(5)
@@ -213,9 +218,9 @@ if w.source == "trace":
     if report["dropped"]:
         st.table({"reason": list(report["dropped"]), "rows dropped": list(report["dropped"].values())})
     for example in report.get("examples", []):
-        st.caption(f"skipped: {example}")
+        st.caption(as_text(f"skipped: {example}"))
 elif w.source == "preset":
-    st.subheader(f"Workload of preset {w.preset}: {len(jobs):,} jobs")
+    st.subheader(f"Workload of preset {as_text(w.preset)}: {len(jobs):,} jobs")
 else:
     st.subheader(f"Generated workload: {len(jobs):,} jobs")
 

@@ -6,6 +6,19 @@ the app shows it inline. None of them should ever surface as a traceback.
 
 from __future__ import annotations
 
+from typing import Any
+
+
+def clip(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters: a message quotes only the start of what a user gave (a
+    5,000-digit number or a 100,000-character spec must not become a 5,000-character error line)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def quote(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, clipped as :func:`clip` does."""
+    return clip(repr(value), limit)
+
 
 class EngineError(Exception):
     """Base class: a problem with the user's input or with a scheduler's decisions."""
@@ -54,7 +67,8 @@ class UnknownNameError(EngineError, KeyError):
 def reject_unknown_keys(data: object, valid: "set[str] | frozenset[str]", where: str,
                         error: type[Exception] = EngineError) -> None:
     """Raise ``error`` naming ``where``, the keys of ``data`` that are not in ``valid``, and the valid keys; the
-    one check behind every ``from_dict`` of a config, card, preset or cluster file."""
+    one check behind every ``from_dict`` of a config, card, preset or cluster file. The unknown keys come from a
+    user: they are quoted clipped (:func:`quote`)."""
     unknown = set(data) - set(valid)  # type: ignore[call-overload]
     if unknown:
-        raise error(f"{where}: unknown keys {sorted(unknown)}; valid keys: {sorted(valid)}")
+        raise error(f"{where}: unknown keys {quote(sorted(map(str, unknown)))}; valid keys: {sorted(valid)}")

@@ -7,6 +7,11 @@ what a shared link carries in its query parameters. It round-trips exactly throu
 An uploaded trace is not stored in the scenario, only referenced by the SHA-256 of its bytes
 (``WorkloadSpec.trace_sha256``); whoever rebuilds the jobs (:meth:`Scenario.build_jobs`) supplies the bytes.
 
+A scenario is data from whoever made the link or the file, so it is untrusted: its cluster is shorthand or
+inline JSON (never a file or a ``PREFIX:`` source such as ``openb:PATH``), every number is bounded (the limits
+below, which the app's widgets share), every name is checked against what exists, and every message is one
+line that quotes at most a short piece of what was given and names no server path.
+
 This module imports neither streamlit nor torch.
 """
 
@@ -14,18 +19,40 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tempfile
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from engine.errors import EngineError, reject_unknown_keys
-from engine.sim.cluster import Cluster, parse_cluster
+from engine.errors import EngineError, TraceError, quote, reject_unknown_keys
+from engine.sim.cluster import Cluster, loads_bounded, parse_cluster, parse_cluster_text
 from engine.sim.job import Job
-from engine.traces.generator import ARRIVALS
+from engine.traces import TRACE_FORMATS
+from engine.traces.generator import ARRIVALS, DEFAULT_TYPES
+from engine.traces.mapped import ALIASES as MAPPED_ALIASES
+from engine.traces.mapped import KEYS as MAPPED_KEYS
 
 #: Workload sources a scenario knows.
 WORKLOAD_SOURCES = ("generate", "trace", "preset")
+
+# Limits of what a scenario may ask for (the app's widgets use the same bounds).
+MAX_JOBS = 100_000  # generated jobs
+MAX_USERS = 1_000
+MAX_LOAD = 4.0
+MAX_MIX_WEIGHT = 10.0
+MAX_SEED = 2**31 - 1
+MAX_FIRST = 10_000_000
+MAX_NODES = 10_000  # a scenario's cluster (the engine's own limits are larger: engine.sim.cluster.MAX_NODES)
+MAX_GPUS = 65_536
+MAX_SCHEDULERS = 16
+MAX_NAME_CHARS = 200  # names and labels
+MAX_CLUSTER_CHARS = 64 * 1024  # cluster shorthand or inline JSON (the openb cluster is about 19 KiB)
+MAX_SCENARIO_BYTES = 256 * 1024  # a scenario JSON file
+MAX_JSON_DEPTH = 6
+#: Scheduler names: registry names (``sjf+best-fit``) and ``PREFIX:NAME`` plug-ins without path characters.
+SCHEDULER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*(:[A-Za-z0-9][A-Za-z0-9_-]*)?")
+TIME_UNITS = ("", "s", "ms")
 
 
 class ScenarioError(EngineError, ValueError):
@@ -73,25 +100,44 @@ class WorkloadSpec:
         object.__setattr__(self, "mix", tuple(sorted((str(k), v) for k, v in self.mix)))
         object.__setattr__(self, "column_map", tuple(sorted((str(k), str(v)) for k, v in self.column_map)))
         if self.source not in WORKLOAD_SOURCES:
-            raise ScenarioError(f"workload.source {self.source!r}: expected one of {', '.join(WORKLOAD_SOURCES)}")
-        if not (isinstance(self.n_jobs, int) and 1 <= self.n_jobs <= 1_000_000):
-            raise ScenarioError(f"workload.n_jobs must be an integer from 1 to 1000000, got {self.n_jobs!r}")
-        if not (isinstance(self.load, (int, float)) and 0 < self.load <= 4):
-            raise ScenarioError(f"workload.load must be a number in (0, 4], got {self.load!r}")
-        if not (isinstance(self.users, int) and 1 <= self.users <= 10_000):
-            raise ScenarioError(f"workload.users must be an integer from 1 to 10000, got {self.users!r}")
+            raise ScenarioError(f"workload.source {quote(self.source)}: expected one of {', '.join(WORKLOAD_SOURCES)}")
+        _check_int(self.n_jobs, "workload.n_jobs", 1, MAX_JOBS)
+        _check_int(self.users, "workload.users", 1, MAX_USERS)
+        _check_int(self.seed, "workload.seed", 0, MAX_SEED)
+        _check_int(self.first, "workload.first", 0, MAX_FIRST)
+        if not (isinstance(self.load, (int, float)) and not isinstance(self.load, bool) and 0 < self.load <= MAX_LOAD):
+            raise ScenarioError(f"workload.load must be a number in (0, {MAX_LOAD:g}], got {quote(self.load)}")
         if self.arrival not in ARRIVALS:
-            raise ScenarioError(f"workload.arrival {self.arrival!r}: expected one of {', '.join(ARRIVALS)}")
+            raise ScenarioError(f"workload.arrival {quote(self.arrival)}: expected one of {', '.join(ARRIVALS)}")
         if not isinstance(self.skip_bad, bool):
-            raise ScenarioError(f"workload.skip_bad must be true or false, got {self.skip_bad!r}")
-        if not (isinstance(self.first, int) and self.first >= 0):
-            raise ScenarioError(f"workload.first must be an integer >= 0, got {self.first!r}")
+            raise ScenarioError(f"workload.skip_bad must be true or false, got {quote(self.skip_bad)}")
         for name, weight in self.mix:
-            if not (isinstance(weight, (int, float)) and weight >= 0):
-                raise ScenarioError(f"workload.mix[{name!r}] must be a number >= 0, got {weight!r}")
-        if self.source == "preset" and not self.preset:
-            raise ScenarioError("workload.preset must name a preset when workload.source is 'preset'")
-        if self.source == "trace" and len(self.trace_sha256) != 64:
+            if name not in DEFAULT_TYPES:
+                raise ScenarioError(f"workload.mix: unknown job type {quote(name)}; known: {', '.join(DEFAULT_TYPES)}")
+            if not (isinstance(weight, (int, float)) and 0 <= weight <= MAX_MIX_WEIGHT):
+                raise ScenarioError(f"workload.mix[{name!r}] must be a number from 0 to {MAX_MIX_WEIGHT:g}, "
+                                    f"got {quote(weight)}")
+        if self.mix and not sum(w for _, w in self.mix) > 0:
+            raise ScenarioError("workload.mix needs at least one weight above 0")
+        if self.trace_format and self.trace_format not in TRACE_FORMATS:
+            raise ScenarioError(f"workload.trace_format {quote(self.trace_format)}: expected one of "
+                                f"{', '.join(TRACE_FORMATS)} (or empty to auto-detect)")
+        if self.time_unit not in TIME_UNITS:
+            raise ScenarioError(f"workload.time_unit {quote(self.time_unit)}: expected 's', 'ms' or empty")
+        for key, column in self.column_map:
+            if key not in MAPPED_KEYS and key not in MAPPED_ALIASES:
+                raise ScenarioError(f"workload.column_map: {quote(key)} is not a job field; "
+                                    f"valid: {', '.join(MAPPED_KEYS)}")
+            _check_text(column, f"workload.column_map[{key!r}]")
+        _check_text(self.trace_name, "workload.trace_name")
+        if "/" in self.trace_name or "\\" in self.trace_name:
+            raise ScenarioError("workload.trace_name must be a file name, not a path")
+        if self.source == "preset":
+            from engine.analysis.presets import PRESETS
+
+            if self.preset not in PRESETS:
+                raise ScenarioError(f"workload.preset {quote(self.preset)}: expected one of {', '.join(PRESETS)}")
+        if self.source == "trace" and not re.fullmatch(r"[0-9a-f]{64}", self.trace_sha256):
             raise ScenarioError("workload.trace_sha256 must be the 64-hex-digit SHA-256 of the trace file")
 
 
@@ -116,23 +162,32 @@ class Scenario:
     def __post_init__(self) -> None:
         if not isinstance(self.cluster, str) or not self.cluster.strip():
             raise ScenarioError("scenario.cluster must be a non-empty cluster spec")
+        if len(self.cluster) > MAX_CLUSTER_CHARS:
+            raise ScenarioError(f"scenario.cluster has {len(self.cluster):,} characters; "
+                                f"the limit is {MAX_CLUSTER_CHARS:,}")
         if not isinstance(self.workload, WorkloadSpec):
             raise ScenarioError("scenario.workload must be a WorkloadSpec")
-        if not isinstance(self.seed, int):
-            raise ScenarioError(f"scenario.seed must be an integer, got {self.seed!r}")
+        _check_int(self.seed, "scenario.seed", 0, MAX_SEED)
+        _check_text(self.name, "scenario.name")
+        if len(self.schedulers) > MAX_SCHEDULERS:
+            raise ScenarioError(f"scenario.schedulers lists {len(self.schedulers)} names; "
+                                f"the limit is {MAX_SCHEDULERS}")
+        for name in self.schedulers:
+            if not (isinstance(name, str) and len(name) <= MAX_NAME_CHARS and SCHEDULER_NAME.fullmatch(name)):
+                raise ScenarioError(f"scenario.schedulers: {quote(name)} is not a scheduler name (letters, digits, "
+                                    "'_.+-', and at most one ':' before a plug-in's name)")
         if len(set(self.schedulers)) != len(self.schedulers):
-            raise ScenarioError(f"scenario.schedulers lists a name twice: {list(self.schedulers)}")
+            raise ScenarioError(f"scenario.schedulers lists a name twice: {quote(list(self.schedulers))}")
 
     # ------------------------------------------------------------------ engine objects
     def build_cluster(self) -> Cluster:
-        """The :class:`Cluster` this scenario names (``ClusterSpecError`` if it is invalid)."""
-        text = self.cluster.strip()
-        if text.startswith("{"):
-            try:
-                return parse_cluster(json.loads(text))
-            except json.JSONDecodeError as exc:
-                raise ScenarioError(f"scenario.cluster: not valid JSON ({exc})") from None
-        return parse_cluster(text)
+        """The :class:`Cluster` this scenario names (``ClusterSpecError`` if it is invalid or larger than
+        :data:`MAX_NODES` nodes or :data:`MAX_GPUS` GPUs). Only shorthand and inline JSON: never a file."""
+        cluster = parse_cluster_text(self.cluster)
+        if cluster.n_nodes > MAX_NODES or cluster.n_gpus > MAX_GPUS:
+            raise ScenarioError(f"the cluster has {cluster.n_nodes:,} nodes and {cluster.n_gpus:,} GPUs; "
+                                f"the playground's limit is {MAX_NODES:,} nodes and {MAX_GPUS:,} GPUs")
+        return cluster
 
     def build_jobs(self, cluster: Cluster, trace_bytes: bytes | None = None) -> tuple[Job, ...]:
         """The workload's jobs: generated, or loaded from ``trace_bytes`` (which must match the hash)."""
@@ -202,19 +257,24 @@ class Scenario:
             if key in wl:
                 wl[key] = _coerce(wl[key], kind, f"scenario.workload.{key}")
         scheds = data.get("schedulers", cls.schedulers)
-        if isinstance(scheds, str) or not all(isinstance(s, str) for s in scheds):
+        if not isinstance(scheds, (list, tuple)) or not all(isinstance(s, str) for s in scheds):
             raise ScenarioError("scenario.schedulers must be a list of scheduler names")
         kwargs = {k: data[k] for k in ("cluster", "name") if k in data}
         if "seed" in data:
             kwargs["seed"] = _coerce(data["seed"], int, "scenario.seed")
-        return cls(workload=WorkloadSpec(**wl), schedulers=tuple(scheds), **kwargs)
+        sc = cls(workload=WorkloadSpec(**wl), schedulers=tuple(scheds), **kwargs)
+        sc.build_cluster()  # a scenario from outside is checked whole, its cluster included (cheap: no layout)
+        return sc
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "Scenario":
+        """A scenario from its JSON (at most :data:`MAX_SCENARIO_BYTES`, nested at most :data:`MAX_JSON_DEPTH`)."""
+        if len(text) > MAX_SCENARIO_BYTES:
+            raise ScenarioError(f"the scenario JSON has {len(text):,} bytes; the limit is {MAX_SCENARIO_BYTES:,}")
         try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ScenarioError(f"scenario JSON is not valid JSON ({exc})") from None
+            data = loads_bounded(text, "scenario JSON", MAX_JSON_DEPTH)
+        except ValueError as exc:
+            raise ScenarioError(str(exc)) from None
         return cls.from_dict(data)
 
     # ------------------------------------------------------------------ URL query parameters
@@ -240,6 +300,11 @@ class Scenario:
         """Inverse of :meth:`to_query`; unknown parameters are ignored (links may carry others)."""
         if "cluster" not in params:
             raise ScenarioError("the link has no 'cluster' parameter")
+        for key, value in params.items():
+            limit = MAX_CLUSTER_CHARS if key == "cluster" else MAX_NAME_CHARS * 8
+            if len(_one(value)) > limit:
+                raise ScenarioError(f"link parameter {quote(key)} has {len(_one(value)):,} characters; "
+                                    f"the limit is {limit:,}")
         data: dict[str, Any] = {"cluster": _one(params["cluster"])}
         if "sched" in params:
             data["schedulers"] = [s for s in _one(params["sched"]).split(",") if s]
@@ -258,7 +323,7 @@ class Scenario:
                 for part in filter(None, text.split(",")):
                     k, sep, v = part.partition(":")
                     if not sep:
-                        raise ScenarioError(f"link parameter {key}: expected NAME:VALUE pairs, got {part!r}")
+                        raise ScenarioError(f"link parameter {key}: expected NAME:VALUE pairs, got {quote(part)}")
                     pairs[k] = _coerce(v, float, key) if f.name == "mix" else v
                 wl[f.name] = pairs
             elif f.name == "skip_bad":
@@ -288,18 +353,21 @@ def load_trace_bytes(data: bytes, workload: WorkloadSpec):
     """Load a trace held in memory with the workload's format options; returns an ``engine.traces.Trace``.
 
     The loaders read files (and detect formats partly by file extension), so the bytes go through a
-    temporary file named like the original.
+    temporary file named like the original; errors name the original file, never the temporary one.
     """
     from engine.traces import load_trace
 
-    suffix = "".join(Path(workload.trace_name).suffixes[-2:]) or ".csv"
+    suffix = "".join(re.sub(r"[^A-Za-z0-9.]", "", s) for s in Path(workload.trace_name).suffixes[-2:]) or ".csv"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"trace{suffix}"
         path.write_bytes(data)
-        trace = load_trace(path, workload.trace_format or None, skip_bad=workload.skip_bad,
-                           time_unit=workload.time_unit or None,
-                           column_map=dict(workload.column_map) or None, first=workload.first or None)
-    return trace
+        try:
+            return load_trace(path, workload.trace_format or None, skip_bad=workload.skip_bad,
+                              time_unit=workload.time_unit or None,
+                              column_map=dict(workload.column_map) or None, first=workload.first or None)
+        except TraceError as exc:
+            raise TraceError(exc.reason.replace(str(path), workload.trace_name or "the trace"),
+                             path=workload.trace_name or "the trace", line=exc.line, column=exc.column) from None
 
 
 def _check_keys(data: Mapping[str, Any], known: set[str], where: str) -> None:
@@ -307,13 +375,31 @@ def _check_keys(data: Mapping[str, Any], known: set[str], where: str) -> None:
 
 
 def _coerce(value: Any, kind: type, where: str):
+    expected = "an integer" if kind is int else "a number"
+    if isinstance(value, str) and len(value) > 40:
+        raise ScenarioError(f"{where} must be {expected} of at most 40 characters, got {len(value):,} characters")
     try:
         out = kind(value)
-    except (TypeError, ValueError):
-        raise ScenarioError(f"{where} must be {'an integer' if kind is int else 'a number'}, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ScenarioError(f"{where} must be {expected}, got {quote(value)}") from None
     if kind is int and isinstance(value, float) and value != out:
-        raise ScenarioError(f"{where} must be an integer, got {value!r}")
+        raise ScenarioError(f"{where} must be an integer, got {quote(value)}")
     return out
+
+
+def _check_int(value: Any, where: str, low: int, high: int) -> None:
+    if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
+        raise ScenarioError(f"{where} must be an integer from {low:,} to {high:,}, got {quote(value)}")
+
+
+def _check_text(value: Any, where: str) -> None:
+    """A name or label: a string of at most :data:`MAX_NAME_CHARS` printable characters."""
+    if not isinstance(value, str):
+        raise ScenarioError(f"{where} must be text, got {quote(value)}")
+    if len(value) > MAX_NAME_CHARS:
+        raise ScenarioError(f"{where} has {len(value):,} characters; the limit is {MAX_NAME_CHARS}")
+    if not value.isprintable():
+        raise ScenarioError(f"{where} holds control characters (line breaks, tabs, ...), got {quote(value)}")
 
 
 def _one(value: Any) -> str:

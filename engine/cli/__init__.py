@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (EngineError, OSError, ValueError) as exc:
+    except (EngineError, OSError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
         if args.traceback:
             raise
         print(f"error: {_one_line(exc)}", file=sys.stderr)

@@ -10,14 +10,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from engine.errors import TraceError
+from engine.errors import TraceError, quote
 
 
 def positive_float(text: str) -> float:
     """argparse type: a finite number > 0."""
     v = _float(text)
     if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {quote(text, 40)}")
     return v
 
 
@@ -25,7 +25,7 @@ def non_negative_float(text: str) -> float:
     """argparse type: a finite number >= 0."""
     v = _float(text)
     if not v >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {quote(text, 40)}")
     return v
 
 
@@ -33,10 +33,30 @@ def _float(text: str) -> float:
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number, got {quote(text, 40)}") from None
     if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {quote(text, 40)}")
     return v
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """argparse type: an integer from ``low`` to ``high`` (the usage error states the range)."""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text) if len(text) <= 30 else None
+        except ValueError:
+            v = None
+        if v is None or not low <= v <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer from {low:,} to {high:,}, got {quote(text, 40)}")
+        return v
+
+    parse.__name__ = "integer"  # argparse names the type in some messages
+    return parse
+
+
+#: Seeds: what NumPy's generators take, bounded so that a seed prints on one line.
+SEED = int_in(0, 2**63 - 1)
 
 
 def output_path(text: str) -> Path:
@@ -85,8 +105,9 @@ def add_plugin_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--seed``, the preemption model, ``--plugin`` and ``--quiet``: options of every command that runs simulations."""
-    parser.add_argument("--seed", type=int, default=0, help="seed for randomised schedulers (default 0)")
+    """``--seed``, the preemption model, ``--plugin`` and ``--quiet``: options of every command that runs
+    simulations."""
+    parser.add_argument("--seed", type=SEED, default=0, help="seed for randomised schedulers (default 0)")
     add_preemption_arguments(parser)
     add_plugin_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

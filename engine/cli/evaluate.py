@@ -14,13 +14,14 @@ _SHOWN_DIFFS = ("mean_wait_s", "p95_wait_s", "mean_jct_s", "mean_bounded_slowdow
 
 
 def add_arguments(parser) -> None:
-    from engine.cli.common import add_plugin_argument, add_preemption_arguments, output_path
+    from engine.cli.common import add_plugin_argument, add_preemption_arguments, int_in, output_path
 
     parser.add_argument("--schedulers", required=True, metavar="A,B,...",
                         help="comma-separated scheduler names, e.g. first-fit,sjf,rl:wait-mlp")
     parser.add_argument("--scenario", required=True, metavar="NAME|SPEC",
                         help=f"named ({', '.join(SCENARIOS)}) or 'cluster=4x8:V100-32;jobs=200;load=1.5'")
-    parser.add_argument("--seeds", type=int, default=10, metavar="N", help="workload seeds 0..N-1 (default 10)")
+    parser.add_argument("--seeds", type=int_in(1, 10_000), default=10, metavar="N",
+                        help="workload seeds 0..N-1 (default 10, at most 10,000)")
     parser.add_argument("--baseline", metavar="NAME", help="paired differences against this one (default: first)")
     parser.add_argument("--json", type=output_path, metavar="FILE", help="also write every number as JSON")
     add_preemption_arguments(parser)

@@ -9,7 +9,12 @@ from __future__ import annotations
 import argparse
 import math
 
-from engine.cli.common import output_path, positive_float, write_json
+from engine.cli.common import SEED, int_in, output_path, positive_float, write_json
+from engine.errors import quote
+
+#: What ``generate`` makes at most: jobs (about 1 KiB of memory each while generating) and users.
+MAX_GENERATED_JOBS = 5_000_000
+MAX_USERS = 1_000_000
 
 
 # ------------------------------------------------------------------------------------------ generate
@@ -32,15 +37,17 @@ def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--cluster", required=True, metavar="SPEC",
                         help="the cluster the load is computed for: shorthand (4x8:A100-80,...), .json or openb:PATH")
-    parser.add_argument("--jobs", required=True, type=int, metavar="N", help="number of jobs")
+    parser.add_argument("--jobs", required=True, type=int_in(1, MAX_GENERATED_JOBS), metavar="N",
+                        help=f"number of jobs (at most {MAX_GENERATED_JOBS:,})")
     parser.add_argument("--load", type=positive_float, default=0.8,
                         help="offered load: arrival rate x mean GPU-seconds per job / cluster GPUs (default 0.8)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0); same arguments, same file")
+    parser.add_argument("--seed", type=SEED, default=0, help="random seed (default 0); same arguments, same file")
     parser.add_argument("--out", required=True, type=output_path, metavar="FILE", help="canonical CSV to write")
     parser.add_argument("--mix", type=_mix, metavar="T=S,...",
                         help="job type shares (default " + ",".join(f"{k}={v:g}" for k, v in DEFAULT_MIX.items()) + ")")
     parser.add_argument("--arrival", choices=ARRIVALS, default="poisson", help="arrival process (default poisson)")
-    parser.add_argument("--users", type=int, default=10, help="number of users (default 10)")
+    parser.add_argument("--users", type=int_in(1, MAX_USERS), default=10,
+                        help=f"number of users (default 10, at most {MAX_USERS:,})")
     parser.add_argument("--user-skew", type=float, default=1.2, help="Zipf skew of user activity (default 1.2)")
     parser.add_argument("--estimate-error", type=float, default=0.4,
                         help="sigma of the log-normal run-time estimate error (default 0.4; 0 = no noise)")
@@ -77,7 +84,8 @@ def _window(text: str) -> tuple[float, float]:
     except ValueError:
         lo = hi = math.nan
     if not colon or math.isnan(lo) or math.isnan(hi) or lo > hi or lo < 0:
-        raise argparse.ArgumentTypeError(f"--window {text!r}: expected START:END seconds with 0 <= START <= END")
+        raise argparse.ArgumentTypeError(
+            f"--window {quote(text, 40)}: expected START:END seconds with 0 <= START <= END")
     return lo, hi
 
 
@@ -101,7 +109,7 @@ def add_trace_options(parser: argparse.ArgumentParser, *, load_scale: bool = Tru
     parser.add_argument("--time-unit", choices=["s", "ms"], help="time unit of tiresias and mapped traces")
     parser.add_argument("--map", type=_column_map, metavar="KEY=COL,...",
                         help="column map (implies --format mapped), e.g. submit=creation_time,duration=run_s,gpus=n_gpu")
-    parser.add_argument("--first", type=int, metavar="N", help="keep only the first N jobs")
+    parser.add_argument("--first", type=int_in(0, 2**53), metavar="N", help="keep only the first N jobs")
     parser.add_argument("--window", type=_window, metavar="START:END",
                         help="keep jobs submitted START..END seconds after the first arrival")
     if load_scale:

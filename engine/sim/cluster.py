@@ -43,7 +43,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from engine.errors import ClusterSpecError, reject_unknown_keys
+from engine.errors import ClusterSpecError, clip, quote, reject_unknown_keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +94,14 @@ DEFAULT_BANDWIDTH: dict[str, float] = {"cross_node": 0.25, "cross_rack": 0.6}
 
 DEFAULT_COLOCATION_SLOWDOWN = 0.1
 DEFAULT_NODES_PER_RACK = 4
+
+#: Largest cluster the engine builds: nodes and GPUs in all (larger ones would take minutes and gigabytes to lay
+#: out; the largest real clusters in the traces have about 1,200 nodes).
+MAX_NODES = 100_000
+MAX_GPUS = 1_000_000
+#: Longest cluster text (shorthand or inline JSON) and deepest JSON nesting :func:`parse_cluster_text` reads.
+MAX_SPEC_CHARS = 1 << 20
+MAX_JSON_DEPTH = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +163,9 @@ class Cluster:
                 raise ClusterSpecError(f"{where}: node count must be an integer >= 1")
             if not (isinstance(g.gpus_per_node, int) and 1 <= g.gpus_per_node <= 64):
                 raise ClusterSpecError(f"{where}: GPUs per node must be an integer from 1 to 64")
+        if self.n_nodes > MAX_NODES or self.n_gpus > MAX_GPUS:
+            raise ClusterSpecError(f"the cluster has {self.n_nodes:,} nodes and {self.n_gpus:,} GPUs; the limit is "
+                                   f"{MAX_NODES:,} nodes and {MAX_GPUS:,} GPUs")
         if not (isinstance(self.nodes_per_rack, int) and self.nodes_per_rack >= 1):
             raise ClusterSpecError("nodes_per_rack must be an integer >= 1")
         for key in ("cross_node", "cross_rack"):
@@ -283,7 +294,10 @@ def parse_shorthand(spec: str, catalog: Mapping[str, GpuType] | None = None) -> 
         m = _SHORTHAND_PART.match(part)
         if not m:
             raise ClusterSpecError(
-                f"cluster spec part {i + 1} {part.strip()!r}: expected NODESxGPUS:TYPE, e.g. 4x8:A100-80")
+                f"cluster spec part {i + 1} {quote(part.strip())}: expected NODESxGPUS:TYPE, e.g. 4x8:A100-80")
+        if len(m.group(1)) > 9 or len(m.group(2)) > 9:
+            raise ClusterSpecError(f"cluster spec part {i + 1}: counts of at most {MAX_NODES:,} nodes and 64 GPUs "
+                                   "per node are allowed")
         nodes, gpn, gtype = int(m.group(1)), int(m.group(2)), m.group(3)
         if gtype not in catalog:
             lower = {k.lower(): k for k in catalog}
@@ -291,10 +305,10 @@ def parse_shorthand(spec: str, catalog: Mapping[str, GpuType] | None = None) -> 
                 gtype = lower[gtype.lower()]
             else:
                 raise ClusterSpecError(
-                    f"cluster spec part {i + 1} {part.strip()!r}: unknown GPU type {gtype!r}; "
+                    f"cluster spec part {i + 1} {quote(part.strip())}: unknown GPU type {gtype!r}; "
                     f"known: {', '.join(catalog)}")
         if nodes < 1 or gpn < 1:
-            raise ClusterSpecError(f"cluster spec part {i + 1} {part.strip()!r}: counts must be >= 1")
+            raise ClusterSpecError(f"cluster spec part {i + 1} {quote(part.strip())}: counts must be >= 1")
         groups.append(NodeGroup(gtype, nodes, gpn))
     return Cluster(groups=tuple(groups), catalog=catalog)
 
@@ -310,8 +324,9 @@ def cluster_from_dict(data: Mapping[str, Any], where: str = "cluster JSON") -> C
     for i, t in enumerate(data.get("gpu_types", []) or []):
         try:
             gt = GpuType(str(t["name"]), float(t["vram_gib"]), float(t["speed"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ClusterSpecError(f"{where}: gpu_types[{i}] needs name, vram_gib and speed ({exc})") from None
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise ClusterSpecError(
+                f"{where}: gpu_types[{i}] needs name, vram_gib and speed ({clip(str(exc))})") from None
         catalog[gt.name] = gt
     groups = []
     raw_groups = data.get("groups")
@@ -321,9 +336,9 @@ def cluster_from_dict(data: Mapping[str, Any], where: str = "cluster JSON") -> C
         try:
             groups.append(NodeGroup(str(g["gpu_type"]), int(g["nodes"]), int(g["gpus_per_node"]),
                                     None if g.get("rack") is None else str(g["rack"])))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ClusterSpecError(
-                f"{where}: groups[{i}] needs gpu_type, nodes and gpus_per_node (missing or bad: {exc})") from None
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise ClusterSpecError(f"{where}: groups[{i}] needs gpu_type, nodes and gpus_per_node "
+                                   f"(missing or bad: {clip(str(exc))})") from None
     kwargs: dict[str, Any] = {}
     if "nodes_per_rack" in data:
         kwargs["nodes_per_rack"] = data["nodes_per_rack"]
@@ -336,20 +351,23 @@ def cluster_from_dict(data: Mapping[str, Any], where: str = "cluster JSON") -> C
             raise ClusterSpecError(f"{where}: 'speeds' must map GPU type -> {{job type: speed}}")
         kwargs["speeds"] = {k: _numbers(v, f"speeds.{k}", where) for k, v in data["speeds"].items()}
     if "colocation_slowdown" in data:
-        kwargs["colocation_slowdown"] = float(data["colocation_slowdown"])
+        kwargs["colocation_slowdown"] = _number(data["colocation_slowdown"], "colocation_slowdown", where)
     return Cluster(groups=tuple(groups), catalog=catalog, **kwargs)
 
 
 def _numbers(value: Any, key: str, where: str) -> dict[str, float]:
     if not isinstance(value, Mapping):
         raise ClusterSpecError(f"{where}: {key!r} must be an object of numbers")
-    out = {}
-    for k, v in value.items():
-        try:
-            out[str(k)] = float(v)
-        except (TypeError, ValueError):
-            raise ClusterSpecError(f"{where}: {key}.{k} must be a number, got {v!r}") from None
-    return out
+    return {str(k): _number(v, f"{key}.{k}", where) for k, v in value.items()}
+
+
+def _number(value: Any, key: str, where: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ClusterSpecError(f"{where}: {clip(str(key))} must be a number, got {quote(value)}") from None
+
+
 
 
 #: Extra ``PREFIX:ARGUMENT`` cluster sources; each takes the argument and returns a Cluster. Modules that add a
@@ -358,11 +376,56 @@ def _numbers(value: Any, key: str, where: str) -> dict[str, float]:
 CLUSTER_SOURCES: dict[str, Callable[[str], "Cluster"]] = {}
 
 
+def parse_cluster_text(spec: str) -> Cluster:
+    """A cluster from text that names no file: shorthand (``"4x8:A100-80"``) or inline JSON (``{"groups": ...}``).
+
+    What a link or an uploaded scenario may carry: it never reads a file or a registered source, and the text
+    (at most :data:`MAX_SPEC_CHARS` characters, JSON nested at most :data:`MAX_JSON_DEPTH` deep) and the cluster
+    (:data:`MAX_NODES`, :data:`MAX_GPUS`) are bounded. ``ClusterSpecError`` says what is wrong in one line.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ClusterSpecError("empty cluster spec; expected e.g. 4x8:A100-80,2x4:V100-32 or inline JSON")
+    if len(spec) > MAX_SPEC_CHARS:
+        raise ClusterSpecError(f"the cluster spec has {len(spec):,} characters; the limit is {MAX_SPEC_CHARS:,}")
+    text = spec.strip()
+    if text.startswith("{"):
+        return cluster_from_dict(loads_bounded(text, "cluster JSON", MAX_JSON_DEPTH), where="cluster JSON")
+    return parse_shorthand(text)
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def loads_bounded(text: str | bytes, what: str, max_depth: int) -> Any:
+    """``json.loads`` of text whose arrays and objects nest at most ``max_depth`` deep (checked first, so deep
+    nesting is refused in one line instead of exhausting the parser's recursion). ``ClusterSpecError`` (a
+    ``ValueError``) names ``what`` on any problem."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise ClusterSpecError(f"{what}: not UTF-8 text") from None
+    depth = 0
+    # Brackets inside strings do not nest: drop the strings (escapes included) before counting.
+    for bracket in _JSON_STRING.sub("", text):
+        if bracket in "[{":
+            depth += 1
+            if depth > max_depth:
+                raise ClusterSpecError(f"{what}: nested more than {max_depth} levels deep; the limit is {max_depth}")
+        elif bracket in "]}":
+            depth -= 1
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ClusterSpecError(f"{what}: not valid JSON ({clip(str(exc), 120)})") from None
+
+
 def parse_cluster(spec: str | Mapping[str, Any] | Cluster) -> Cluster:
     """Turn any cluster description into a :class:`Cluster`.
 
-    Accepts a Cluster, a dict (JSON structure), a path to a ``.json`` file, ``PREFIX:ARG`` for a registered
-    source in :data:`CLUSTER_SOURCES`, or shorthand such as ``"4x8:A100-80,2x4:V100-32"``.
+    Accepts a Cluster, a dict (JSON structure), inline JSON, a path to a ``.json`` file, ``PREFIX:ARG`` for a
+    registered source in :data:`CLUSTER_SOURCES`, or shorthand such as ``"4x8:A100-80,2x4:V100-32"``. This is
+    for trusted callers (the command line, code): text from a link or an upload goes to :func:`parse_cluster_text`.
     """
     if isinstance(spec, Cluster):
         return spec
@@ -371,16 +434,22 @@ def parse_cluster(spec: str | Mapping[str, Any] | Cluster) -> Cluster:
     spec = str(spec).strip()
     if not spec:
         raise ClusterSpecError("empty cluster spec; expected e.g. 4x8:A100-80,2x4:V100-32 or a .json file")
+    if spec.startswith("{"):
+        return parse_cluster_text(spec)
     prefix, sep, rest = spec.partition(":")
     if sep and prefix in CLUSTER_SOURCES:
         return CLUSTER_SOURCES[prefix](rest)
     if spec.endswith(".json") or (("/" in spec or "\\" in spec) and Path(spec).exists()):
         path = Path(spec)
         try:
-            data = json.loads(path.read_text())
+            with open(path, "rb") as f:
+                text = f.read(MAX_SPEC_CHARS + 1)
         except FileNotFoundError:
             raise ClusterSpecError(f"cluster file {spec} does not exist") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ClusterSpecError(f"cluster file {spec}: not valid JSON ({exc})") from None
+        except OSError as exc:
+            raise ClusterSpecError(f"cluster file {spec}: cannot read it ({exc.strerror or exc})") from None
+        if len(text) > MAX_SPEC_CHARS:
+            raise ClusterSpecError(f"cluster file {spec}: larger than the limit of {MAX_SPEC_CHARS:,} bytes")
+        data = loads_bounded(text, f"cluster file {spec}", MAX_JSON_DEPTH)
         return cluster_from_dict(data, where=f"cluster file {spec}")
     return parse_shorthand(spec)

@@ -28,7 +28,7 @@ from engine.traces import openb as _openb
 from engine.traces import philly as _philly
 from engine.traces import swf as _swf
 from engine.traces import tiresias as _tiresias
-from engine.traces.base import DROP_REASONS, ReadContext
+from engine.traces.base import DROP_REASONS, MAX_TIME_S, ReadContext
 from engine.traces.csv import write_csv
 from engine.traces.fast import Fallback
 from engine.traces.report import TraceReport, make_report
@@ -174,7 +174,11 @@ def _build_jobs(ctx: ReadContext, *, first: int | None, window: tuple[float, flo
     if first is not None:
         order, times = order[:first], times[:first]
     if load_scale is not None:
-        times = times / load_scale
+        with np.errstate(over="ignore"):
+            times = times / load_scale
+        if len(times) and not times[-1] <= MAX_TIME_S:
+            raise ctx.error(f"load scale {load_scale:g} stretches the submit times past {MAX_TIME_S:.0e} seconds; "
+                            f"use a scale of at least {float(times[-1] * load_scale / MAX_TIME_S):.3g}")
     order_list = order.tolist()
 
     def column(values) -> list:

@@ -13,6 +13,7 @@ import csv
 import gzip
 import io
 import math
+import zlib
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
@@ -52,13 +53,14 @@ class BadField(Exception):
 
 
 def open_text(path: Path) -> IO[str]:
-    """Open ``path`` as UTF-8 text, transparently un-gzipping it when it starts with the gzip magic."""
+    """Open ``path`` as UTF-8 text (a leading byte-order mark is skipped), transparently un-gzipping it when it
+    starts with the gzip magic."""
     try:
         with open(path, "rb") as raw:
             magic = raw.read(2)
         if magic == GZIP_MAGIC:
-            return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-        return open(path, encoding="utf-8", newline="")
+            return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
+        return open(path, encoding="utf-8-sig", newline="")
     except FileNotFoundError:
         raise TraceError("file not found", path=str(path)) from None
     except IsADirectoryError:
@@ -86,7 +88,7 @@ def iter_raw_lines(path: Path) -> Iterator[tuple[int, str]]:
         except UnicodeDecodeError:
             raise TraceError("not UTF-8 text; expected a text trace file", path=str(path),
                              line=line_no + 1) from None
-        except (EOFError, OSError, gzip.BadGzipFile) as exc:
+        except (EOFError, OSError, zlib.error) as exc:  # zlib.error: a gzip file whose body is corrupt
             raise TraceError(f"cannot read ({exc})", path=str(path), line=line_no + 1) from None
 
 
@@ -134,18 +136,24 @@ def to_time(text: str, column: str, scale: float = 1.0) -> float:
     return v
 
 
+#: Integers must be smaller than this in magnitude: every such integer is exact as a float (the fast path reads
+#: numbers as floats) and fits the 64-bit columns jobs are stored in.
+MAX_INT = 2**53
+
+
 def to_int(text: str, column: str) -> int:
-    """An integer (``"4"`` or ``"4.0"``); ``BadField`` otherwise."""
+    """An integer (``"4"`` or ``"4.0"``) of magnitude below :data:`MAX_INT`; ``BadField`` otherwise."""
     try:
-        return int(text)
+        v: float | int = int(text)
     except (TypeError, ValueError):
-        pass
-    try:
-        v = to_float(text, column)
-    except BadField:
-        raise BadField(column, "an integer", text) from None
-    if v != int(v) or abs(v) > 2**53:
-        raise BadField(column, "an integer", text)
+        try:
+            v = to_float(text, column)
+        except BadField:
+            raise BadField(column, "an integer", text) from None
+        if v != int(v):
+            raise BadField(column, "an integer", text) from None
+    if abs(v) >= MAX_INT:
+        raise BadField(column, f"an integer of magnitude below 2**53 ({MAX_INT:,})", text)
     return int(v)
 
 

@@ -18,7 +18,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from engine.traces.base import MAX_GPUS, MAX_LINE_CHARS, MAX_TIME_S, ReadContext, open_text
+from engine.traces.base import MAX_GPUS, MAX_INT, MAX_TIME_S, ReadContext, open_text
 
 #: Rows per pandas chunk.
 CHUNK_ROWS = 200_000
@@ -52,26 +52,33 @@ def read_chunks(ctx: ReadContext, *, sep: str = ",", expected: tuple[str, ...] |
 
 
 def check_widths(ctx: ReadContext, width: int, sep: str = ",", block_bytes: int = 1 << 24) -> None:
-    """``Fallback`` unless every non-blank line has exactly ``width - 1`` separators and no quote character.
+    """``Fallback`` unless every non-blank line has exactly ``width - 1`` separators, no quote character, no
+    NUL byte, no carriage return but before a line feed, and at most ``csv.field_size_limit()`` bytes.
 
-    pandas pads short rows silently; the row path calls them malformed. Counting separators per line on the
-    raw bytes (block by block, so memory stays bounded) finds them cheaply.
+    pandas pads short rows silently, reads NUL bytes in columns it then ignores and fields of any length, and
+    splits records at a lone carriage return differently; the row path calls all of these malformed (its
+    ``csv`` module refuses a field longer than its limit, and a line longer than that may hold one).
+    Counting on the raw bytes (block by block, so memory stays bounded) finds them cheaply.
     """
     sep_b = ord(sep)
+    max_line = csv.field_size_limit()
     carry_seps = carry_len = 0  # the unfinished line at the end of the previous block
     with open_text(ctx.path) as f:
         while block := f.buffer.read(block_bytes):
             data = np.frombuffer(block, dtype=np.uint8)
-            if (data == ord('"')).any():
+            if (data == ord('"')).any() or (data == 0).any():
                 raise Fallback
+            cr = np.flatnonzero(data == ord("\r"))
+            if len(cr) and (cr[-1] == len(data) - 1 or (data[cr + 1] != ord("\n")).any()):
+                raise Fallback  # a lone carriage return ends a record for the csv module, not for pandas
             ends = np.flatnonzero(data == ord("\n"))
             sep_at = np.flatnonzero(data == sep_b)
             starts = np.concatenate([[0], ends + 1])
             stops = np.append(ends, len(data))
             line_seps = np.searchsorted(sep_at, stops) - np.searchsorted(sep_at, starts)
             line_seps[0] += carry_seps
-            if (stops - starts > MAX_LINE_CHARS).any() or carry_len > MAX_LINE_CHARS:
-                raise Fallback  # the row path refuses over-long lines without reading them whole
+            if (stops - starts > max_line).any() or carry_len + int(stops[0] - starts[0]) > max_line:
+                raise Fallback  # the row path refuses over-long fields and lines
             for i in np.flatnonzero(line_seps[:-1] != width - 1).tolist():
                 if (i == 0 and carry_len) or block[starts[i]:stops[i]].strip():
                     raise Fallback  # a short or long row (blank lines are fine)
@@ -100,7 +107,7 @@ def numbers(chunk: pd.DataFrame, column: str, *, integer: bool = False, time: bo
     present = values[~missing]
     if not np.isfinite(present).all():
         raise Fallback
-    if integer and ((present != np.floor(present)).any() or (np.abs(present) > 2**53).any()):
+    if integer and ((present != np.floor(present)).any() or (np.abs(present) >= MAX_INT).any()):
         raise Fallback
     if time and (np.abs(present) > MAX_TIME_S).any():
         raise Fallback

@@ -14,7 +14,7 @@ as ``non_positive_duration``, ``num_gpus`` <= 0 as ``no_gpu``, an empty timestam
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import datetime, timezone
 
 import numpy as np
 import pandas as pd
@@ -26,14 +26,21 @@ COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 REQUIRED = ("timestamp", "duration", "num_gpus")
 EPOCH = datetime(1970, 1, 1)
 COLUMN_NAMES = Columns(gpus="num_gpus", duration_s="duration")
+#: The one timestamp form the fast path reads itself (any other goes to the row path).
+STAMP_FORM = r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}"
 
 
 def parse_timestamp(text: str, column: str) -> float:
-    """Seconds since 1970 of an ISO date-time without zone (``2017-10-09 07:01:55``), or a plain number."""
+    """Seconds since 1970 of an ISO date-time (``2017-10-09 07:01:55``; without a zone it is read as UTC, with
+    one, such as ``+02:00`` or ``Z``, converted to UTC), or a plain number of seconds."""
     try:
-        return (datetime.fromisoformat(text) - EPOCH).total_seconds()
+        stamp = datetime.fromisoformat(text)
     except ValueError:
         pass
+    else:
+        if stamp.tzinfo is not None:
+            stamp = stamp.astimezone(timezone.utc).replace(tzinfo=None)
+        return (stamp - EPOCH).total_seconds()
     try:
         return to_time(text, column)
     except BadField:
@@ -67,7 +74,11 @@ def fast(ctx: ReadContext) -> None:
     start = 0
     for chunk in read_chunks(ctx, expected=tuple(header)):
         n = len(chunk)
-        stamps = pd.to_datetime(strings(chunk, "timestamp"), format="%Y-%m-%d %H:%M:%S", errors="coerce")
+        text = strings(chunk, "timestamp")
+        # Only the exact form: pandas also takes "2017-1-9 7:1:55", which the row path's fromisoformat refuses.
+        if not pd.Series(text, dtype=object).str.fullmatch(STAMP_FORM).all():
+            raise Fallback
+        stamps = pd.to_datetime(text, format="%Y-%m-%d %H:%M:%S", errors="coerce")
         if stamps.isna().any():
             raise Fallback
         submit = np.asarray((stamps - pd.Timestamp(EPOCH)).total_seconds(), dtype=np.float64)

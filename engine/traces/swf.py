@@ -23,7 +23,8 @@ import math
 
 import numpy as np
 
-from engine.traces.base import MAX_TIME_S, BadField, Columns, ReadContext, iter_lines, read_rows, to_int, to_time
+from engine.traces.base import (MAX_INT, MAX_TIME_S, BadField, Columns, ReadContext, iter_lines, read_rows, to_int,
+                                to_time)
 from engine.traces.fast import CHUNK_ROWS, Fallback, keep_frame
 
 N_FIELDS = 18
@@ -90,7 +91,7 @@ def _fast_chunk(ctx: ReadContext, rows: list[list[str]]) -> None:
     if (np.abs(values[:, [0, 1, 4]]) > MAX_TIME_S).any():
         raise Fallback
     ints = values[:, [2, 3, 5]]
-    if (ints != np.floor(ints)).any() or (np.abs(ints) > 2**53).any():
+    if (ints != np.floor(ints)).any() or (np.abs(ints) >= MAX_INT).any():
         raise Fallback
     users = np.array(["unknown" if u < 0 else f"u{u}" for u in user.astype(np.int64).tolist()], dtype=object)
     keep_frame(ctx, submit_s=np.where(submit >= 0, submit, np.nan), duration_s=run,

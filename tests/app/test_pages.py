@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import app_pages.common as common
+from app_pages import workers
 from engine.analysis.scenario import content_hash
 from engine.rl import launch
 from engine.traces import write_csv
@@ -36,7 +38,8 @@ def app(page_path: str | None = None, query: dict | None = None) -> AppTest:
 
 
 def errors(at: AppTest) -> list[str]:
-    return [e.value for e in at.error]
+    """The page's error lines as a reader sees them (user text in them is Markdown-escaped)."""
+    return [re.sub(r"\\(.)", r"\1", e.value) for e in at.error]
 
 
 def metric(at: AppTest, label: str) -> str:
@@ -235,13 +238,14 @@ def test_compare_produces_kpis_charts_and_downloads():
 
 def test_results_persist_and_unchanged_runs_are_reused(monkeypatch):
     calls = []
-    real = common.simulate
+    real = workers.call
 
-    def counting(cluster, jobs, scheduler, **kw):
-        calls.append(scheduler.name)
-        return real(cluster, jobs, scheduler, **kw)
+    def counting(fn, *args, what):  # every run goes through a worker process
+        if fn is workers.simulate_named:
+            calls.append(args[2])
+        return real(fn, *args, what=what)
 
-    monkeypatch.setattr(common, "simulate", counting)
+    monkeypatch.setattr(workers, "call", counting)
     common._run.clear()
     at = app("app_pages/compare.py")
     at.button(key="compare_run").click().run()

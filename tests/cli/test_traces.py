@@ -65,7 +65,8 @@ def test_trace_info_trims_and_maps(tmp_path):
     (["trace", "info", "{tmp}/bad.csv", "--window", "5:1"], "--window"),
     (["trace", "info", "{tmp}/bad.csv", "--map", "submit"], "expected KEY=COLUMN"),
     (["trace", "info", "{tmp}/bad.csv", "--format", "tiresias", "--time-unit", "ms"], "missing required column"),
-    (["generate", "--cluster", "2x8:T4", "--jobs", "0", "--out", "{tmp}/x.csv"], "n_jobs must be"),
+    (["generate", "--cluster", "2x8:T4", "--jobs", "0", "--out", "{tmp}/x.csv"],
+     "--jobs: expected an integer from 1 to 5,000,000"),
     (["generate", "--cluster", "2x8:T4", "--jobs", "5", "--out", "{tmp}/x.csv", "--mix", "a"], "TYPE=SHARE"),
     (["generate", "--cluster", "2x8:T4", "--jobs", "5", "--out", "{tmp}/no/x.csv"], "does not exist"),
 ])
