@@ -22,7 +22,7 @@ from app_pages.text import as_text
 from engine import EngineError, Job, Result
 from engine.analysis.metrics import Summary, compare, job_frame, summarize
 from engine.analysis.scenario import Scenario
-from engine.rl.agent import MODELS_DIR  # trained agents: <name>.json model cards (rl:<name>)
+from engine.rl.agent import MODELS_DIR, user_models_dir  # trained agents: <name>.json model cards (rl:<name>)
 from engine.sim.cluster import Cluster
 from engine.units import human_seconds
 from engine.viz import charts
@@ -146,7 +146,7 @@ def jobs_of(sc: Scenario) -> tuple[Job, ...]:
 def _run(workload_key: str, scheduler: str) -> Result:
     sc = Scenario.from_dict(json.loads(workload_key))
     return workers.call(workers.simulate_named, cluster_of(sc), jobs_of(sc), scheduler, sc.seed,
-                        what=f"the run of {scheduler}")
+                        str(user_models_dir()), what=f"the run of {scheduler}")
 
 
 def run_one(sc: Scenario, scheduler: str) -> Result:
@@ -243,8 +243,6 @@ def trained_agents() -> list[str]:
 
     if "rl" not in PREFIXES:
         return []
-    from engine.rl.agent import user_models_dir
-
     return sorted({f"rl:{p.stem}" for d in (MODELS_DIR, user_models_dir()) for p in d.glob("*.json")})
 
 

@@ -147,6 +147,11 @@ def _work(send, memory_bytes: int, fn: Callable, args: tuple) -> None:
         send.close()
 
 
-def simulate_named(cluster, jobs, scheduler: str, seed: int):
-    """One run of the scheduler called ``scheduler`` (made in the worker, trained agents included)."""
+def simulate_named(cluster, jobs, scheduler: str, seed: int, user_models: str):
+    """One run of the scheduler called ``scheduler`` (made in the worker, trained agents included: those trained
+    on the Train page are looked for in ``user_models``, the server's folder as the page sees it; the worker may
+    have forked from a server started before it was set)."""
+    from engine.rl.agent import USER_MODELS_ENV
+
+    os.environ[USER_MODELS_ENV] = user_models  # this worker process's own environment
     return simulate(cluster, jobs, make_scheduler(scheduler), seed=seed)
