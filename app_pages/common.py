@@ -297,7 +297,7 @@ def sidebar() -> None:
         side.warning(as_text(f"{st.session_state[FAILED_UPLOAD]} did not load; the workload above is still in use."))
     side.markdown("**Schedulers** · " + (as_text(", ".join(sc.schedulers)) or "none"))
     side.download_button("Scenario JSON", sc.to_json(), file_name="scenario.json", mime="application/json",
-                         key="sidebar_scenario_json", width="stretch")
+                         key="sidebar_scenario_json", on_click="ignore", width="stretch")
     up = side.file_uploader("Open a scenario JSON", type=["json"], key="sidebar_scenario_upload")
     if up is not None and st.session_state.get("_opened_scenario") != up.file_id:
         st.session_state["_opened_scenario"] = up.file_id

@@ -166,11 +166,11 @@ all_jobs = pd.concat([f.assign(scheduler=name) for name, f in views.job_frames.i
 d1, d2, d3 = st.columns(3)
 # The CSV is built only when someone downloads it (it takes longer than drawing a chart).
 d1.download_button("Results (CSV, one row per job)", lambda: all_jobs.to_csv(index=False), file_name="results.csv",
-                   mime="text/csv", key="download_csv", width="stretch")
+                   mime="text/csv", key="download_csv", on_click="ignore", width="stretch")
 payload = {"scenario": ran_sc.to_dict(), "never_ran": missing.to_dict(),
            "summaries": {n: {k: None if isinstance(v, float) and not math.isfinite(v) else v
                              for k, v in s.to_dict().items()} for n, s in summaries.items()}}
 d2.download_button("Results (JSON, metrics)", json.dumps(payload, indent=2, default=float),
-                   file_name="results.json", mime="application/json", key="download_json", width="stretch")
+                   file_name="results.json", mime="application/json", key="download_json", on_click="ignore", width="stretch")
 d3.download_button("Scenario (JSON)", ran_sc.to_json(), file_name="scenario.json", mime="application/json",
-                   key="download_scenario", width="stretch")
+                   key="download_scenario", on_click="ignore", width="stretch")

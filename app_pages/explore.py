@@ -116,9 +116,9 @@ with sweep_tab:
             st.dataframe(frame, width="stretch", hide_index=True, key="sweep_table")
         d = st.columns(2)
         d[0].download_button("Results (CSV, one row per cell)", frame.to_csv(index=False), file_name="sweep.csv",
-                             mime="text/csv", key="sweep_csv", width="stretch")
+                             mime="text/csv", key="sweep_csv", on_click="ignore", width="stretch")
         d[1].download_button("Sweep spec (JSON, for python -m engine sweep --spec)", spec.to_json(),
-                             file_name="sweep.json", mime="application/json", key="sweep_spec", width="stretch")
+                             file_name="sweep.json", mime="application/json", key="sweep_spec", on_click="ignore", width="stretch")
         st.caption("`python -m engine sweep --spec sweep.json --out results.csv` reruns this grid from the command "
                    "line (with the trace file beside it for an uploaded trace), on a laptop or on a Ray cluster "
                    "(`--address`).")
@@ -177,4 +177,4 @@ with plan_tab:
         common.plot(explore.plan_figure(answer.attrs["probes"], answers, goal.metric, goal.value), "plan_curve")
         st.dataframe(answer, width="stretch", hide_index=True, key="plan_table")
         st.download_button("Plan runs (CSV)", pd.DataFrame(answer.attrs["probes"]).to_csv(index=False),
-                           file_name="plan.csv", mime="text/csv", key="plan_csv")
+                           file_name="plan.csv", mime="text/csv", key="plan_csv", on_click="ignore")
