@@ -38,18 +38,23 @@ with common.engine_errors("the cluster is invalid"):
 # ---------------------------------------------------------------- node groups
 st.subheader("Node groups")
 st.caption("Each row is a group of identical nodes. Leave *rack* empty to fill racks of "
-           f"{cluster.nodes_per_rack} nodes automatically. Add or delete rows at the bottom of the table.")
+           f"{cluster.nodes_per_rack} nodes automatically. Add or delete rows at the bottom of the table; edits take "
+           "effect when you press *Apply node groups*.")
 groups = pd.DataFrame([{"gpu_type": g.gpu_type, "nodes": g.nodes, "gpus_per_node": g.gpus_per_node,
                         "rack": g.rack or ""} for g in cluster.groups])
-edited = st.data_editor(
-    groups, num_rows="dynamic", hide_index=True, width="stretch", key=f"cluster_groups_{hash(sc.cluster)}",
-    column_config={
-        "gpu_type": st.column_config.SelectboxColumn("GPU type", options=list(cluster.catalog), required=True),
-        "nodes": st.column_config.NumberColumn("nodes", min_value=1, max_value=10_000, step=1, required=True),
-        "gpus_per_node": st.column_config.NumberColumn("GPUs per node", min_value=1, max_value=64, step=1,
-                                                       required=True),
-        "rack": st.column_config.TextColumn("rack (optional)"),
-    })
+# The edits wait in a form until Apply: a rerun for each edit rebuilt the table while the user went on typing, and
+# the edits typed meanwhile were lost.
+with st.form("cluster_groups_form", border=False):
+    edited = st.data_editor(
+        groups, num_rows="dynamic", hide_index=True, width="stretch", key=f"cluster_groups_{hash(sc.cluster)}",
+        column_config={
+            "gpu_type": st.column_config.SelectboxColumn("GPU type", options=list(cluster.catalog), required=True),
+            "nodes": st.column_config.NumberColumn("nodes", min_value=1, max_value=10_000, step=1, required=True),
+            "gpus_per_node": st.column_config.NumberColumn("GPUs per node", min_value=1, max_value=64, step=1,
+                                                           required=True),
+            "rack": st.column_config.TextColumn("rack (optional)"),
+        })
+    applied = st.form_submit_button("Apply node groups", type="primary")
 
 
 def _spec_from_table(table: pd.DataFrame) -> str:
@@ -68,7 +73,7 @@ def _spec_from_table(table: pd.DataFrame) -> str:
     return json.dumps(data, separators=(",", ":"))
 
 
-if not edited.reset_index(drop=True).equals(groups):
+if applied and not edited.reset_index(drop=True).equals(groups):
     spec = common.engine_call(_spec_from_table, edited, what="node groups")
     if spec is not None and spec != sc.cluster:
         new = replace(sc, cluster=spec)
