@@ -49,6 +49,17 @@ def _pop_min(ranks: list[int]) -> int:
     ranks.pop()
     return best
 
+
+def _fail_at(failed: list[int], shapes: set[int], q: int, n_queues: int) -> int:
+    """Mark those of ``shapes`` that have not failed yet (``failed[sid] == n_queues``) as failed at queue ``q``;
+    returns how many were marked."""
+    marked = 0
+    for sid in shapes:
+        if failed[sid] == n_queues:
+            failed[sid] = q
+            marked += 1
+    return marked
+
 #: Default queue thresholds in GPU-seconds: 1 GPU-hour and 10 GPU-hours (three queues).
 DEFAULT_THRESHOLDS_GPU_S: Final = (3600.0, 36000.0)
 
@@ -375,10 +386,7 @@ class Tiresias:
         no_room = state.free_capacity <= FRACTION_EPS  # changes only when jobs start or are preempted
         for q in range(n_queues):
             if lowest <= q and not copied:  # lowest only grows until a preemption, which empties unfit
-                for sid in unfit:
-                    if failed[sid] == n_queues:
-                        failed[sid] = q
-                        n_failed += 1
+                n_failed += _fail_at(failed, unfit, q, n_queues)
                 copied = True
             heads = self._heads(state, q, failed)
             while heads:
@@ -398,17 +406,7 @@ class Tiresias:
                 if gpus is None and lowest > q:
                     victims = self._victims(state, job, q)
                     if victims:
-                        if self._remember:
-                            fits.keep(state, unfit)
-                        for k in victims:
-                            yield Preempt(k)
-                            self._run_s[k] = self._run_s[k] + state.now_s - self._started_s[k]
-                            self._stopped(state, k)
-                            preempted.append(k)
-                        if self._remember:  # GPUs were freed: keep only the shapes they cannot fit either
-                            still = fits.recall(state)
-                            unfit.clear()
-                            unfit.update(still)
+                        yield from self._preempt(state, victims, preempted, unfit)
                         copied = False
                         gpus = place(state, job)
                         lowest = self._lowest_running_queue(state)
@@ -430,6 +428,22 @@ class Tiresias:
                 r = self._front(state, q, sid)
                 if r >= 0:
                     heads.append(r)
+
+    def _preempt(self, state: ClusterState, victims: list[int], preempted: list[int], unfit: set[int]
+                 ) -> Iterator[Decision]:
+        """Preempt ``victims`` (they join ``preempted``, to be queued again after the pass) and keep in ``unfit``
+        only the shapes that the freed GPUs cannot fit either."""
+        if self._remember:
+            self._fits.keep(state, unfit)
+        for k in victims:
+            yield Preempt(k)
+            self._run_s[k] = self._run_s[k] + state.now_s - self._started_s[k]
+            self._stopped(state, k)
+            preempted.append(k)
+        if self._remember:
+            still = self._fits.recall(state)
+            unfit.clear()
+            unfit.update(still)
 
     def _victims(self, state: ClusterState, job: Job, q: int) -> list[int]:
         """Running jobs of queues below ``q`` to preempt so that ``job`` can start: taken lowest priority first
