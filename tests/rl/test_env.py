@@ -14,6 +14,7 @@ from engine.rl.env import ENV_ID, EnvConfig, GpuSchedulingEnv
 from engine.rl.reward import RewardWeights, objective, objective_terms
 from engine.schedulers.placement import first_fit
 from engine.sim.job import Job
+from engine.sim.simulator import PreemptionModel
 
 MIXED = "2x4:A100-80,3x4:V100-32,2x2:T4"
 
@@ -192,10 +193,15 @@ def test_job_features_per_gpu_type_slot():
 EVICT_ENC = EncodingConfig(window=6, max_types=3, rules=("first-fit", "best-fit", "evict"))
 
 
+COSTLY = PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0)
+
+
+@pytest.mark.parametrize("preemption", [PreemptionModel(), COSTLY], ids=["free", "costly"])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_random_play_with_evictions_keeps_every_constraint_and_returns_the_objective(seed):
+def test_random_play_with_evictions_keeps_every_constraint_and_returns_the_objective(seed, preemption):
     weights = RewardWeights(wait=1.0, jct=0.5, comm=1.0)
-    env = _env(encoding=EVICT_ENC, reward=weights, loads=(2.0,), clusters=("1x4:A100-80,2x2:V100-32,1x2:T4",))
+    env = _env(encoding=EVICT_ENC, reward=weights, loads=(2.0,), clusters=("1x4:A100-80,2x2:V100-32,1x2:T4",),
+               preemption=preemption)
     env.reset(seed=seed)
     rng = np.random.default_rng(seed)
     state, enc, total, done, evictions = env.simulation.state, EVICT_ENC, 0.0, False, 0
@@ -226,6 +232,22 @@ def test_random_play_with_evictions_keeps_every_constraint_and_returns_the_objec
     assert evictions > 0 and res.preemptions.sum() >= evictions
     assert (res.status == 0).all() and np.isfinite(res.end_s).all()
     assert total == pytest.approx(-objective(res, weights), rel=1e-9, abs=1e-12)
+    # Under costly preemption the run really lost work and paid restarts (else this would only repeat the free
+    # case): the summed reward is still minus the objective of the run's own result.
+    assert (res.lost_gpu_s.sum() > 0) == (preemption == COSTLY)
+
+
+def test_env_config_preemption_round_trips_and_rejects_unknown_keys():
+    cfg = EnvConfig(preemption=COSTLY)
+    d = cfg.to_dict()
+    assert d["preemption"] == {"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0}
+    assert EnvConfig.from_dict(d) == cfg
+    old = {k: v for k, v in d.items() if k != "preemption"}  # a config written before the key existed
+    assert EnvConfig.from_dict(old).preemption == PreemptionModel()
+    with pytest.raises(EngineError, match="restart_s"):
+        EnvConfig.from_dict({**d, "preemption": {"restart_s": 60}})
+    with pytest.raises(EngineError, match="checkpoint_interval_s"):
+        EnvConfig.from_dict({**d, "preemption": {"checkpoint_interval_s": -1}})
 
 
 def test_evict_action_by_hand():
