@@ -15,7 +15,8 @@ Observation space
     ``Dict(jobs=Box(0, 4, (window, 12 + k * max_types)), groups=Box(0, 4, (max_types, 10)),
     global=Box(0, 4, (8,)), action_mask=MultiBinary(n_actions))``: 12 features per job plus k = 4 per (job, GPU
     type slot) (its speed, expected run time, can start now, can start now on one node of that type), k = 6 with
-    ``"evict"`` (can start by evicting, the victims' remaining work); every feature is documented in
+    ``"evict"`` (can start by evicting, the victims' remaining work), k = 7 with ``evict_cost`` too (the work
+    evicting would cost the victims under the episode's preemption model); every feature is documented in
     :mod:`engine.rl.encoding`.
 Transitions
     A step applies one action: a start (after its preemptions, for ``"evict"``) or *wait*. If another start is still feasible at the same simulated time, the next
