@@ -278,6 +278,16 @@ def _provenance(card: dict[str, Any]) -> list[str]:
             "parent's config, then this one"]
 
 
+def _training_preemption(env: dict[str, Any]) -> str:
+    """How the card's training episodes treated preemption (configs without the key trained with it free)."""
+    p = env.get("preemption") or {}
+    interval, restart = p.get("checkpoint_interval_s"), p.get("restart_overhead_s") or 0.0
+    if interval is None and not restart:
+        return "trained with free preemption (a preempted job lost nothing)"
+    kept = "all its work" if interval is None else f"its work up to a checkpoint every {interval:g} s of work"
+    return f"trained with costly preemption (a preempted job kept {kept}, {restart:g} s restart)"
+
+
 def render_markdown(card: dict[str, Any]) -> str:
     """The human-readable card."""
     tr, ev = card["training"], card.get("evaluation", {})
@@ -303,7 +313,7 @@ def render_markdown(card: dict[str, Any]) -> str:
         f"- libraries: {', '.join(f'{k} {v}' for k, v in tr['libraries'].items())}",
         f"- episodes: clusters {tr['config']['env']['clusters']}, loads {tr['config']['env']['loads']}, "
         f"{tr['config']['env']['n_jobs']} jobs; curriculum {json.dumps(tr['config']['curriculum'])}; "
-        "training assumed free preemption",
+        f"{_training_preemption(tr['config']['env'])}",
         *_provenance(card), "",
     ]
     if ev:

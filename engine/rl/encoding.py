@@ -51,7 +51,9 @@ Observation (a dict of float32 arrays, all features roughly in [0, 1])
     at 1), log1p(oldest job's wait / 60 s)/10, oldest job's demand / cluster GPUs, oldest job can start now,
     log1p(waiting jobs outside the window)/6, waiting demand / cluster GPUs / 4 (clipped at 1).
     With the ``"evict"`` rule, each (job, GPU type) slot has two more features (:data:`EVICT_FEATURES`): can
-    start there by evicting, and log1p(estimated GPU-seconds its victims still had to run / 60 s)/12.
+    start there by evicting, and log1p(estimated GPU-seconds its victims still had to run / 60 s)/12; with
+    ``evict_cost``, one more (:data:`EVICT_COST_FEATURES`): log1p(GPU-seconds of work evicting them would cost
+    / 60 s)/12, their work since the last checkpoint plus the restart overhead (0 under free preemption).
     ``action_mask`` (n actions, int8): the mask above, for libraries that read masks from observations.
 """
 
@@ -78,6 +80,8 @@ GLOBAL_FEATURES = 8
 WINDOW_ORDERS = ("arrival", "mixed")
 #: Per (job, GPU type) slot, when the encoding offers ``"evict"``: can evict-start there, victims' remaining work.
 EVICT_FEATURES = 2
+#: One more per (job, GPU type) slot with ``evict_cost``: what evicting there would cost the victims.
+EVICT_COST_FEATURES = 1
 #: The rule that makes room by preempting (see the module docstring); it places with :data:`EVICT_PLACEMENT`.
 EVICT = "evict"
 EVICT_PLACEMENT = "best-fit"
@@ -97,6 +101,10 @@ class EncodingConfig:
         window_order: how the window is filled, ``"arrival"`` or ``"mixed"`` (see the module docstring).
         max_evictions: with ``"evict"``, a job that was preempted this many times is never a victim again
             (bounds the work rollbacks can lose when preemption is not free); ``None``: no limit.
+        evict_cost: with ``"evict"``, one more feature per (job, GPU type) slot: the GPU-seconds of work its
+            victims would lose (work since their last checkpoint plus the restart overhead, per the run's
+            preemption model; 0 when preemption is free). Without it an agent cannot tell a cheap eviction
+            from a costly one. Off by default, so encodings written before the option keep their layout.
     """
 
     window: int = 8
@@ -104,6 +112,7 @@ class EncodingConfig:
     rules: tuple[str, ...] = ("first-fit", "best-fit")
     window_order: str = "arrival"
     max_evictions: int | None = None
+    evict_cost: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.window, bool) or not (isinstance(self.window, int) and 1 <= self.window <= 256):
@@ -118,6 +127,10 @@ class EncodingConfig:
             raise EngineError(f"encoding.max_evictions must be an integer >= 1 or null, got {self.max_evictions!r}")
         if not isinstance(self.window_order, str) or self.window_order not in WINDOW_ORDERS:
             raise EngineError(f"encoding.window_order {self.window_order!r}: expected one of {list(WINDOW_ORDERS)}")
+        if not isinstance(self.evict_cost, bool):
+            raise EngineError(f"encoding.evict_cost must be true or false, got {self.evict_cost!r}")
+        if self.evict_cost and not self.evicts:
+            raise EngineError("encoding.evict_cost needs the \"evict\" rule in encoding.rules")
 
     @property
     def evicts(self) -> bool:
@@ -127,7 +140,8 @@ class EncodingConfig:
     @property
     def type_features(self) -> int:
         """Features per (job, GPU type) slot."""
-        return JOB_TYPE_FEATURES + (EVICT_FEATURES if self.evicts else 0)
+        return (JOB_TYPE_FEATURES + (EVICT_FEATURES if self.evicts else 0)
+                + (EVICT_COST_FEATURES if self.evict_cost else 0))
 
     @property
     def job_features(self) -> int:
@@ -156,11 +170,13 @@ class EncodingConfig:
                "window_order": self.window_order}
         if self.max_evictions is not None:  # cards written before the option existed stay as they were
             out["max_evictions"] = self.max_evictions
+        if self.evict_cost:
+            out["evict_cost"] = True
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "EncodingConfig":
-        known = {"window", "max_types", "rules", "window_order", "max_evictions"}
+        known = {"window", "max_types", "rules", "window_order", "max_evictions", "evict_cost"}
         reject_unknown_keys(data, known, "encoding")
         rules = data.get("rules", cls.rules)
         if not isinstance(rules, (list, tuple)) or not all(isinstance(r, str) for r in rules):
@@ -179,6 +195,8 @@ class Snapshot:
         victims: ``(slot, type) -> job ids`` the ``"evict"`` rule would preempt to start that slot's job on that
             type (only pairs where it is offered).
         victim_work_gpu_s: ``(slot, type) ->`` estimated GPU-seconds those victims still had to run.
+        victim_cost_gpu_s: ``(slot, type) ->`` GPU-seconds of work evicting those victims would cost them
+            (filled only for encodings with ``evict_cost``).
     """
 
     window: list[int]
@@ -187,6 +205,7 @@ class Snapshot:
     type_fits_cache: dict[int, np.ndarray] = field(default_factory=dict)
     victims: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
     victim_work_gpu_s: dict[tuple[int, int], float] = field(default_factory=dict)
+    victim_cost_gpu_s: dict[tuple[int, int], float] = field(default_factory=dict)
 
 
 def _type_fits(state: ClusterState, job: Job, n_types: int) -> np.ndarray:
@@ -247,7 +266,10 @@ def snapshot(state: ClusterState, cfg: EncodingConfig) -> Snapshot:
                 row[t, evict_rule] = (slot, t) in victims
         mask[slot * block:(slot + 1) * block] = row.ravel()
     mask[-1] = bool(state.running)
-    return Snapshot(window, fits, mask, cache, victims, victim_work)
+    # The cost of each offered eviction, for encodings that show it (the preemption model decides it).
+    cost = ({k: sum(state.preemption_cost_s(v) * state.jobs[v].gpus for v in vs) for k, vs in victims.items()}
+            if cfg.evict_cost else {})
+    return Snapshot(window, fits, mask, cache, victims, victim_work, cost)
 
 
 def _evictions(state: ClusterState, window: list[int], fits: list[np.ndarray], n_types: int,
@@ -394,7 +416,10 @@ def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Sn
         per_type[:, :n_types, 2] = fits
         per_type[:, :n_types, 3] = np.where(whole, elig & (block_t[None, :] >= gpus), fits)
         for (slot, t), left_gpu_s in snap.victim_work_gpu_s.items():
-            per_type[slot, t, JOB_TYPE_FEATURES:] = (1.0, log1p(left_gpu_s / 60.0) / 12.0)
+            per_type[slot, t, JOB_TYPE_FEATURES:JOB_TYPE_FEATURES + EVICT_FEATURES] = (
+                1.0, log1p(left_gpu_s / 60.0) / 12.0)
+        for (slot, t), cost_gpu_s in snap.victim_cost_gpu_s.items():
+            per_type[slot, t, JOB_TYPE_FEATURES + EVICT_FEATURES] = log1p(cost_gpu_s / 60.0) / 12.0
         jf[:n, JOB_BASE_FEATURES:] = per_type.reshape(n, -1)
     idle_t = np.bincount(lay.node_type, weights=node_free, minlength=n_types)
     freecap_t = np.bincount(lay.gpu_type, weights=state.gpu_free, minlength=n_types)

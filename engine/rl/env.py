@@ -15,7 +15,8 @@ Observation space
     ``Dict(jobs=Box(0, 4, (window, 12 + k * max_types)), groups=Box(0, 4, (max_types, 10)),
     global=Box(0, 4, (8,)), action_mask=MultiBinary(n_actions))``: 12 features per job plus k = 4 per (job, GPU
     type slot) (its speed, expected run time, can start now, can start now on one node of that type), k = 6 with
-    ``"evict"`` (can start by evicting, the victims' remaining work); every feature is documented in
+    ``"evict"`` (can start by evicting, the victims' remaining work), k = 7 with ``evict_cost`` too (the work
+    evicting would cost the victims under the episode's preemption model); every feature is documented in
     :mod:`engine.rl.encoding`.
 Transitions
     A step applies one action: a start (after its preemptions, for ``"evict"``) or *wait*. If another start is still feasible at the same simulated time, the next
@@ -54,7 +55,7 @@ from engine.rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, EncodingConfig, 
 from engine.rl.reward import RewardWeights, terminal_cost
 from engine.sim.cluster import Cluster, parse_cluster
 from engine.sim.job import Job
-from engine.sim.simulator import Result, Simulation
+from engine.sim.simulator import PreemptionModel, Result, Simulation
 from engine.sim.state import Decision, Preempt
 
 ENV_ID = "engine/GpuScheduling-v0"
@@ -71,6 +72,9 @@ class EnvConfig:
         workload: extra keyword arguments of the workload generator (``mix``, ``users``, ``arrival``, ...).
         encoding: observation/action layout.
         reward: objective weights.
+        preemption: what a preempted job loses in every episode (the engine's
+            :class:`~engine.sim.simulator.PreemptionModel`; the default is free preemption). Train with the
+            model the scheduler will meet: under free preemption an agent learns that evicting costs nothing.
     """
 
     clusters: tuple[str, ...] = ("4x8:V100-32",)
@@ -79,6 +83,7 @@ class EnvConfig:
     workload: Mapping[str, Any] = field(default_factory=dict)
     encoding: EncodingConfig = field(default_factory=EncodingConfig)
     reward: RewardWeights = field(default_factory=RewardWeights)
+    preemption: PreemptionModel = field(default_factory=PreemptionModel)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "clusters", tuple(self.clusters))
@@ -89,20 +94,32 @@ class EnvConfig:
             raise EngineError(f"env n_jobs must be an integer >= 1, got {self.n_jobs!r}")
         if not isinstance(self.workload, Mapping):
             raise EngineError("env workload must be an object of generator arguments")
+        if not isinstance(self.preemption, PreemptionModel):
+            raise EngineError("env preemption must be a PreemptionModel")
 
     def to_dict(self) -> dict[str, Any]:
         return {"clusters": list(self.clusters), "loads": list(self.loads), "n_jobs": self.n_jobs,
-                "workload": dict(self.workload), "encoding": self.encoding.to_dict(), "reward": asdict(self.reward)}
+                "workload": dict(self.workload), "encoding": self.encoding.to_dict(), "reward": asdict(self.reward),
+                "preemption": asdict(self.preemption)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "EnvConfig":
-        known = {"clusters", "loads", "n_jobs", "workload", "encoding", "reward"}
+        known = {"clusters", "loads", "n_jobs", "workload", "encoding", "reward", "preemption"}
         reject_unknown_keys(data, known, "env")
         kw: dict[str, Any] = {k: data[k] for k in ("clusters", "loads", "n_jobs", "workload") if k in data}
         if "encoding" in data:
             kw["encoding"] = EncodingConfig.from_dict(data["encoding"])
         if "reward" in data:
             kw["reward"] = RewardWeights.from_dict(data["reward"])
+        if "preemption" in data:  # configs written before this key trained with free preemption: the default
+            p = data["preemption"]
+            if not isinstance(p, Mapping):
+                raise EngineError("env preemption must be an object with checkpoint_interval_s, restart_overhead_s")
+            reject_unknown_keys(p, {"checkpoint_interval_s", "restart_overhead_s"}, "env.preemption")
+            try:
+                kw["preemption"] = PreemptionModel(**p)
+            except (TypeError, ValueError) as e:
+                raise EngineError(f"env.preemption: {e}") from None
         return cls(**kw)
 
 
@@ -171,7 +188,8 @@ class GpuSchedulingEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
         super().reset(seed=seed)
         cluster, jobs = self._episode(options or {})
-        sim = Simulation(cluster, jobs, seed=0 if seed is None else seed, scheduler_name="rl-env")
+        sim = Simulation(cluster, jobs, preemption=self.config.preemption, seed=0 if seed is None else seed,
+                         scheduler_name="rl-env")
         self._sim = sim
         self._result = None
         state = sim.reset()

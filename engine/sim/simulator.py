@@ -656,13 +656,26 @@ class Simulation:
         job = self.jobs[j]
         self._stop(j)
         done = job.duration_s - self._work_left[j]
-        interval = self.preemption.checkpoint_interval_s
-        kept = done if interval is None else math.floor(done / interval + _ROUNDING_EPS) * interval
+        kept = self._kept_work_s(done)
         self._lost_gpu_s[j] = self._lost_gpu_s[j] + (done - kept) * job.gpus * job.gpu_fraction
         self._work_left[j] = job.duration_s - kept + self.preemption.restart_overhead_s
         self._preemptions[j] = self._preemptions[j] + 1
         self._version[j] = self._version[j] + 1
         self._enqueue(j)
+
+    def _kept_work_s(self, done: float) -> float:
+        """Of ``done`` reference seconds of work, what a preemption keeps: all, or up to the last checkpoint."""
+        interval = self.preemption.checkpoint_interval_s
+        return done if interval is None else math.floor(done / interval + _ROUNDING_EPS) * interval
+
+    def preemption_cost_s(self, j: int) -> float:
+        """Reference seconds of work that preempting running job ``j`` now would cost it: the work since its
+        last checkpoint plus the restart overhead (both 0 under free preemption); what :meth:`_preempt` adds."""
+        r = self._running.get(j)
+        if r is None:
+            raise ValueError(f"job {j} is not running ({self._describe(j)})")
+        done = self.jobs[j].duration_s - (self._work_left[j] - (self.now_s - self._last_update[j]) * r.rate)
+        return done - self._kept_work_s(done) + self.preemption.restart_overhead_s
 
     def _enqueue(self, j: int) -> None:
         self._state[j] = _QUEUED

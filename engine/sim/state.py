@@ -232,6 +232,12 @@ class ClusterState:
         """GPU-seconds of service the job has received so far (GPUs x run time, fractions included)."""
         return self._sim.attained_gpu_s(job_id)
 
+    def preemption_cost_s(self, job_id: int) -> float:
+        """Reference seconds of work that preempting the running job now would cost it under the run's
+        preemption model: the work since its last checkpoint plus the restart overhead (0 when preemption is
+        free). It depends only on the work done so far, never on how much is left."""
+        return self._sim.preemption_cost_s(job_id)
+
     def preemptions(self, job_id: int) -> int:
         """How many times the job has been preempted so far."""
         return self._preemptions[job_id]

@@ -111,3 +111,17 @@ def test_continued_card_says_where_its_weights_started():
     assert "1,500 environment steps in 30 s" in text
     assert "this run 1,490 steps in 29 s" in text and "`rl:p` (SHA-256 `abababababababab...`)" in text
     assert "had trained 10 steps in 1 s" in text and "retrain with" not in text
+
+
+def test_card_says_which_preemption_model_training_used():
+    env = {"clusters": [], "loads": [], "n_jobs": 1}
+    base = {"timesteps": 10, "wall_time_s": 1.0, "machine": "x", "kept": "final", "libraries": {"torch": "1"},
+            "config": {"env": env, "curriculum": []}}
+    card = {"name": "m", "description": "d", "weights": "m.npz", "sha256": "0" * 64, "policy": {"kind": "mlp"},
+            "encoding": {}, "reward": {"wait": 1.0, "wait_scale_s": 3600.0}, "training": base}
+    assert "trained with free preemption" in cards.render_markdown(card)  # a config from before the key
+    costly = {**env, "preemption": {"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0}}
+    card["training"] = {**base, "config": {"env": costly, "curriculum": []}}
+    text = cards.render_markdown(card)
+    assert ("trained with costly preemption (a preempted job kept its work up to a checkpoint every 1800 s of "
+            "work, 60 s restart)") in text and "free preemption (a preempted job lost" not in text

@@ -9,11 +9,12 @@ import pytest
 from engine import Start, make_scheduler, parse_cluster, simulate
 from engine.analysis.workload import make_jobs
 from engine.errors import EngineError
-from engine.rl.encoding import EncodingConfig, decode, snapshot
+from engine.rl.encoding import EncodingConfig, decode, encode, snapshot
 from engine.rl.env import ENV_ID, EnvConfig, GpuSchedulingEnv
 from engine.rl.reward import RewardWeights, objective, objective_terms
 from engine.schedulers.placement import first_fit
 from engine.sim.job import Job
+from engine.sim.simulator import PreemptionModel
 
 MIXED = "2x4:A100-80,3x4:V100-32,2x2:T4"
 
@@ -192,10 +193,15 @@ def test_job_features_per_gpu_type_slot():
 EVICT_ENC = EncodingConfig(window=6, max_types=3, rules=("first-fit", "best-fit", "evict"))
 
 
+COSTLY = PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0)
+
+
+@pytest.mark.parametrize("preemption", [PreemptionModel(), COSTLY], ids=["free", "costly"])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_random_play_with_evictions_keeps_every_constraint_and_returns_the_objective(seed):
+def test_random_play_with_evictions_keeps_every_constraint_and_returns_the_objective(seed, preemption):
     weights = RewardWeights(wait=1.0, jct=0.5, comm=1.0)
-    env = _env(encoding=EVICT_ENC, reward=weights, loads=(2.0,), clusters=("1x4:A100-80,2x2:V100-32,1x2:T4",))
+    env = _env(encoding=EVICT_ENC, reward=weights, loads=(2.0,), clusters=("1x4:A100-80,2x2:V100-32,1x2:T4",),
+               preemption=preemption)
     env.reset(seed=seed)
     rng = np.random.default_rng(seed)
     state, enc, total, done, evictions = env.simulation.state, EVICT_ENC, 0.0, False, 0
@@ -226,6 +232,55 @@ def test_random_play_with_evictions_keeps_every_constraint_and_returns_the_objec
     assert evictions > 0 and res.preemptions.sum() >= evictions
     assert (res.status == 0).all() and np.isfinite(res.end_s).all()
     assert total == pytest.approx(-objective(res, weights), rel=1e-9, abs=1e-12)
+    # Under costly preemption the run really lost work and paid restarts (else this would only repeat the free
+    # case): the summed reward is still minus the objective of the run's own result.
+    assert (res.lost_gpu_s.sum() > 0) == (preemption == COSTLY)
+
+
+def test_env_config_preemption_round_trips_and_rejects_unknown_keys():
+    cfg = EnvConfig(preemption=COSTLY)
+    d = cfg.to_dict()
+    assert d["preemption"] == {"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0}
+    assert EnvConfig.from_dict(d) == cfg
+    old = {k: v for k, v in d.items() if k != "preemption"}  # a config written before the key existed
+    assert EnvConfig.from_dict(old).preemption == PreemptionModel()
+    with pytest.raises(EngineError, match="restart_s"):
+        EnvConfig.from_dict({**d, "preemption": {"restart_s": 60}})
+    with pytest.raises(EngineError, match="checkpoint_interval_s"):
+        EnvConfig.from_dict({**d, "preemption": {"checkpoint_interval_s": -1}})
+
+
+@pytest.mark.parametrize("preemption", [PreemptionModel(), COSTLY], ids=["free", "costly"])
+def test_evict_cost_feature_is_what_the_victims_would_lose(preemption):
+    cost_enc = EncodingConfig(window=6, max_types=3, rules=("first-fit", "best-fit", "evict"), evict_cost=True)
+    assert cost_enc.type_features == EVICT_ENC.type_features + 1
+    assert EncodingConfig.from_dict(cost_enc.to_dict()) == cost_enc and "evict_cost" not in EVICT_ENC.to_dict()
+    env = _env(encoding=cost_enc, loads=(2.0,), clusters=("1x4:A100-80,2x2:V100-32,1x2:T4",), preemption=preemption)
+    env.reset(seed=1)
+    rng = np.random.default_rng(1)
+    state, done, seen = env.simulation.state, False, []
+    k, k_old = cost_enc.type_features, EVICT_ENC.type_features
+    while not done:
+        snap = env.snapshot
+        obs = encode(state, cost_enc, snap)
+        old = encode(state, EVICT_ENC, snapshot(state, EVICT_ENC))
+        per_type = obs["jobs"][:, 12:].reshape(cost_enc.window, 3, k)
+        # The old features are unchanged; the new one is the victims' lost work plus restarts, in GPU-seconds.
+        np.testing.assert_array_equal(per_type[..., :k_old], old["jobs"][:, 12:].reshape(cost_enc.window, 3, k_old))
+        for (slot, t), victims in snap.victims.items():
+            cost = sum(state.preemption_cost_s(v) * state.jobs[v].gpus for v in victims)
+            assert per_type[slot, t, -1] == pytest.approx(np.log1p(cost / 60.0) / 12.0, rel=1e-6)
+            seen.append(cost)
+        assert (per_type[..., -1] > 0).sum() <= len(snap.victims)
+        _, _, done, _, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+    assert seen and (max(seen) > 0) == (preemption == COSTLY)
+
+
+def test_evict_cost_needs_the_evict_rule():
+    with pytest.raises(EngineError, match="evict_cost needs"):
+        EncodingConfig(rules=("first-fit",), evict_cost=True)
+    with pytest.raises(EngineError, match="evict_cost must be true or false"):
+        EncodingConfig.from_dict({"rules": ["evict"], "evict_cost": 1})
 
 
 def test_evict_action_by_hand():

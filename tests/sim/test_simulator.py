@@ -129,6 +129,44 @@ def test_preemption_loses_work_since_checkpoint_and_pays_restart():
     assert r.run_s[0] == pytest.approx(105.0)
 
 
+class CostReader(Scripted):
+    """The script of :class:`Scripted`, recording ``state.preemption_cost_s(0)`` whenever job 0 runs."""
+
+    def __init__(self, script):
+        super().__init__(script)
+        self.costs = {}
+
+    def decide(self, state):
+        if 0 in state.running:
+            self.costs[state.now_s] = state.preemption_cost_s(0)
+        return super().decide(state)
+
+
+@pytest.mark.parametrize("model, costs, end_s", [
+    # checkpoints every 4 s, restart costs 3: at 10 s, 2 s since the checkpoint at 8 (+3) are what preempting
+    # costs; after the restart at 10 the job redoes 3 s of overhead and 2 s of work: at 15 it is back at 10 s
+    # of work (cost 2 + 3 again); at 17 it has 12 s done, exactly a checkpoint (cost 0 + 3).
+    (PreemptionModel(checkpoint_interval_s=4, restart_overhead_s=3), {10.0: 5.0, 15.0: 5.0, 17.0: 3.0}, 105.0),
+    (PreemptionModel(), {10.0: 0.0, 15.0: 0.0, 17.0: 0.0}, 100.0),
+])
+def test_preemption_cost_is_what_a_preemption_then_loses(model, costs, end_s):
+    c = parse_cluster("1x1:generic")
+    sched = CostReader({0.0: [Start(0, (0,)), Wake(10.0)], 10.0: [Preempt(0), Start(0, (0,)), Wake(15.0)],
+                        15.0: [Wake(17.0)]})
+    r = simulate(c, [job(0, 0, 100)], sched, preemption=model)
+    assert sched.costs == pytest.approx(costs)
+    # The cost read at 10 s is what the preemption then lost: the rolled-back work plus the restart.
+    assert r.lost_gpu_s[0] + (model.restart_overhead_s if r.preemptions[0] else 0) == pytest.approx(costs[10.0])
+    assert r.end_s[0] == pytest.approx(end_s)
+
+
+def test_preemption_cost_of_a_job_not_running_is_refused():
+    sim = Simulation(parse_cluster("1x1:generic"), [job(0, 0, 10)])
+    sim.reset()
+    with pytest.raises(ValueError, match="job 0 is not running"):
+        sim.state.preemption_cost_s(0)
+
+
 def test_stall_raises_instead_of_spinning():
     c = parse_cluster("1x1:generic")
     with pytest.raises(StallError, match="1 job\\(s\\) wait"):
