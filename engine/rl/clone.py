@@ -4,7 +4,9 @@ Reinforcement learning from scratch spends most of a small CPU budget rediscover
 already knows (shortest jobs first, fast GPUs for the jobs that gain). Cloning starts the policy there:
 
 1. roll out the teacher through the training environment and record every (observation, mask, teacher
-   action, discounted return-to-go);
+   action, discounted return-to-go); with ``expert`` set, the labeller is the lookahead expert of
+   :mod:`engine.rl.lookahead` instead (the teachers' choices improved by rollouts on estimates: expert
+   iteration), whose first candidate is ``teacher``;
 2. DAgger rounds (Ross et al., 2011): roll out the *student* (its most likely allowed action), still labelled
    with the teacher's choice in each state it reaches, and add those samples, so the student learns to
    recover from its own mistakes;
@@ -18,13 +20,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from engine.errors import EngineError, reject_unknown_keys
+from engine.rl.encoding import Snapshot
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
+from engine.rl.lookahead import Lookahead, LookaheadConfig
 from engine.rl.teacher import TEACHERS, teacher_action
+from engine.sim.state import ClusterState
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ class CloneConfig:
         batch_size: samples per gradient step.
         learning_rate: Adam step size.
         value_coef: weight of the value loss (mean squared error to the discounted return-to-go).
+        expert: label with the lookahead expert (:class:`~engine.rl.lookahead.LookaheadConfig`) instead of
+            ``teacher``; ``None``: the teacher labels.
     """
 
     teacher: str = "sjf-fast"
@@ -50,6 +57,7 @@ class CloneConfig:
     batch_size: int = 256
     learning_rate: float = 1e-3
     value_coef: float = 0.5
+    expert: LookaheadConfig | None = None
 
     def __post_init__(self) -> None:
         if self.teacher not in TEACHERS:
@@ -61,27 +69,42 @@ class CloneConfig:
         if not (self.learning_rate > 0 and self.value_coef >= 0):
             raise EngineError("clone.learning_rate must be > 0 and clone.value_coef >= 0")
 
+        if self.expert is not None and self.expert.candidates[0] != self.teacher:
+            raise EngineError(f"clone.expert.candidates must start with clone.teacher {self.teacher!r}")
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "expert": None if self.expert is None else self.expert.to_dict()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "CloneConfig":
         valid = set(cls.__dataclass_fields__)
         reject_unknown_keys(data, valid, "clone")
-        return cls(**data)
+        kw = dict(data)
+        if kw.get("expert") is not None:
+            if not isinstance(kw["expert"], Mapping):
+                raise EngineError("clone.expert must be an object (engine.rl.lookahead.LookaheadConfig)")
+            kw["expert"] = LookaheadConfig.from_dict(kw["expert"])
+        return cls(**kw)
+
+    def labeller(self, env_cfg: EnvConfig) -> Callable[[ClusterState, Snapshot], int]:
+        """What labels a state of ``env_cfg``'s episodes: the teacher, or the lookahead expert."""
+        enc = env_cfg.encoding
+        if self.rule not in enc.rules:
+            raise EngineError(f"clone.rule {self.rule!r} is not one of the encoding's rules {list(enc.rules)}")
+        rule = enc.rules.index(self.rule)
+        if self.expert is not None:
+            return Lookahead(self.expert, enc, env_cfg.reward, env_cfg.preemption, rule).action
+        return lambda state, snap: teacher_action(self.teacher, state, enc, snap, rule)
 
 
 def collect(env: GpuSchedulingEnv, cfg: CloneConfig, gamma: float, seeds: range, student: Any = None
             ) -> dict[str, np.ndarray]:
     """Samples from one episode per seed: observations, masks, teacher actions and discounted returns.
 
-    ``student`` (a callable ``(obs, mask) -> action``) drives the episodes when given; the teacher drives
-    them otherwise. The teacher labels every state either way.
+    ``student`` (a callable ``(obs, mask) -> action``) drives the episodes when given; the labeller (teacher
+    or expert, :meth:`CloneConfig.labeller`) drives them otherwise. It labels every state either way.
     """
-    enc = env.config.encoding
-    if cfg.rule not in enc.rules:
-        raise EngineError(f"clone.rule {cfg.rule!r} is not one of the encoding's rules {list(enc.rules)}")
-    rule = enc.rules.index(cfg.rule)
+    label_of = cfg.labeller(env.config)
     obs_parts: dict[str, list[np.ndarray]] = {}
     masks, actions, returns = [], [], []
     for seed in seeds:
@@ -90,7 +113,7 @@ def collect(env: GpuSchedulingEnv, cfg: CloneConfig, gamma: float, seeds: range,
         done = False
         while not done:
             mask = env.action_masks()
-            label = teacher_action(cfg.teacher, env.simulation.state, enc, env.snapshot, rule)
+            label = label_of(env.simulation.state, env.snapshot)
             for k, v in obs.items():
                 obs_parts.setdefault(k, []).append(v)
             masks.append(mask)

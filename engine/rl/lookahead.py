@@ -1,0 +1,200 @@
+"""A lookahead expert for expert iteration: the teachers' choices, improved by rollouts on what is known.
+
+At a decision point, every teacher of :attr:`LookaheadConfig.candidates` proposes its action (plus *wait*,
+where it is allowed). When they disagree, each proposal is tried on a *believed* copy of the present: a fresh
+:class:`~engine.sim.simulator.Simulation` holding only the jobs in the system now, every one of them
+believed to run exactly as long as its estimate says (a running job for the rest of its estimated run, a
+preempted one for that plus what the preemption costs it under the run's preemption model). Nothing in it
+reads a true duration, and no future arrival is in it. The proposal's start (with its preemptions) is applied
+there first, then :attr:`LookaheadConfig.rollout` schedules the rest to the end, and the proposal whose
+rollout has the smallest objective (the agent's own, :func:`engine.rl.reward.objective`) wins; ties go to the
+earlier candidate. This is rollout-based policy improvement (Bertsekas' rollout algorithm): in the believed
+world, the winner is at least as good as each candidate teacher followed by the rollout policy.
+
+The expert is a labeller for :mod:`engine.rl.clone` (``clone.expert``), not a scheduler the registry offers: a
+decision costs one simulation per distinct proposal. :class:`LookaheadScheduler` runs it through the engine
+anyway, to measure how much it improves on the teachers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Iterator, Mapping
+
+from engine.errors import EngineError, reject_unknown_keys
+from engine.rl.encoding import EVICT, EVICT_PLACEMENT, EncodingConfig, Snapshot, snapshot
+from engine.rl.reward import RewardWeights, objective
+from engine.rl.teacher import TEACHERS, teacher_action
+from engine.schedulers.placement import PLACEMENTS
+from engine.sim.job import Job
+from engine.sim.simulator import PreemptionModel, simulate
+from engine.sim.state import ClusterState, Decision, Start
+
+#: Seconds a running job is still believed to need when its estimate has already run out.
+OVERDUE_S = 60.0
+
+
+@dataclass(frozen=True)
+class LookaheadConfig:
+    """The expert's proposals and how it judges them.
+
+    Attributes:
+        candidates: teachers whose choices are compared (:data:`engine.rl.teacher.TEACHERS`); the first is the
+            default when the rollouts cannot tell them apart.
+        rollout: the registered scheduler that finishes each believed run; ``None``: each proposal is finished
+            by the teachers that proposed it (the best of them counts), *wait* by the first candidate, so in the
+            believed world the winner is at least as good as every candidate teacher on its own.
+        consider_wait: also compare *wait* (start nothing until the next event), where it is allowed.
+        max_jobs: the believed run holds the running jobs and at most this many queued jobs (oldest first), so
+            a decision costs a bounded amount of simulation.
+    """
+
+    candidates: tuple[str, ...] = ("short-spare-evict-est", "short-spare-evict", "short-spare", "short-fast",
+                                   "short-whole")
+    rollout: str | None = None
+    consider_wait: bool = True
+    max_jobs: int = 64
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "candidates", tuple(self.candidates))
+        if not self.candidates:
+            raise EngineError("expert.candidates needs at least one teacher")
+        for name in self.candidates:
+            if name not in TEACHERS:
+                raise EngineError(f"expert candidate {name!r}: expected one of {list(TEACHERS)}")
+        if not (isinstance(self.max_jobs, int) and self.max_jobs >= 1):
+            raise EngineError(f"expert.max_jobs must be an integer >= 1, got {self.max_jobs!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "candidates": list(self.candidates)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "LookaheadConfig":
+        reject_unknown_keys(data, set(cls.__dataclass_fields__), "expert")
+        return cls(**data)
+
+
+class Lookahead:
+    """The expert for one encoding, objective and preemption model (see the module docstring)."""
+
+    def __init__(self, cfg: LookaheadConfig, enc: EncodingConfig, reward: RewardWeights,
+                 preemption: PreemptionModel, rule: int = 0) -> None:
+        from engine.schedulers.registry import make_scheduler
+
+        self.cfg, self.enc, self.reward, self.preemption, self.rule = cfg, enc, reward, preemption, rule
+        self._make = make_scheduler
+        if cfg.rollout is not None:
+            make_scheduler(cfg.rollout)  # an unknown name fails here, with the registry's list of names
+        self.rollouts = 0  # believed runs simulated so far (what the expert cost)
+
+    def action(self, state: ClusterState, snap: Snapshot) -> int:
+        """The expert's action in ``state`` (``snap``: its snapshot); the first candidate's when all agree."""
+        enc = self.enc
+        cfg = self.cfg
+        proposals: dict[int, list[str]] = {}  # action -> the teachers that propose it
+        for name in cfg.candidates:
+            proposals.setdefault(teacher_action(name, state, enc, snap, self.rule), []).append(name)
+        if cfg.consider_wait and snap.mask[enc.wait_action]:
+            proposals.setdefault(enc.wait_action, [cfg.candidates[0]])
+        if len(proposals) == 1:
+            return next(iter(proposals))
+        best, best_cost = enc.wait_action, float("inf")
+        for a, names in proposals.items():
+            finishers = names if cfg.rollout is None else [cfg.rollout]
+            cost = min(self._cost(state, snap, a, f) for f in finishers)
+            if cost < best_cost:
+                best, best_cost = a, cost
+        return best
+
+    def _cost(self, state: ClusterState, snap: Snapshot, action: int, finisher: str) -> float:
+        """The objective of the believed run that starts with ``action`` and goes on with ``finisher``."""
+        enc, now = self.enc, state.now_s
+        start: tuple[int, int, str] | None = None  # (job, type slot, placement rule)
+        victims: tuple[int, ...] = ()
+        if action != enc.wait_action:
+            slot, t, r = enc.unpack(action)
+            rule = enc.rules[r]
+            if rule == EVICT:
+                victims = snap.victims.get((slot, t), ())
+                rule = EVICT_PLACEMENT
+            start = (snap.window[slot], t, rule)
+        jobs: list[Job] = []
+        placed: list[tuple[int, tuple[int, ...]]] = []
+
+        def add(job: Job, work_s: float) -> int:
+            jobs.append(replace(job, job_id=len(jobs), submit_s=0.0, duration_s=work_s, estimate_s=work_s))
+            return len(jobs) - 1
+
+        for j, r in state.running.items():
+            if j in victims:
+                continue
+            placed.append((add(r.job, max(r.est_end_s - now, OVERDUE_S) * r.rate), r.gpu_ids))
+        first = None
+        if start is not None:
+            first = (add(state.jobs[start[0]], state.jobs[start[0]].estimate_s), start[1], start[2])
+        queued = [j for j in state.queue if start is None or j != start[0]][:self.cfg.max_jobs]
+        for j in queued:
+            add(state.jobs[j], state.jobs[j].estimate_s)
+        for v in victims:
+            r = state.running[v]
+            add(r.job, max(r.est_end_s - now, OVERDUE_S) * r.rate + state.preemption_cost_s(v))
+        self.rollouts += 1
+        sched = _Forced(placed, first, self._make(finisher))
+        result = simulate(state.cluster, jobs, sched, preemption=self.preemption)
+        return objective(result, self.reward)
+
+
+class _Forced:
+    """Rebuilds the present in a believed run (the running jobs on their GPUs, then the proposal's start),
+    then hands over to the rollout scheduler; with no start (*wait*) nothing else starts at time 0."""
+
+    name = "lookahead-rollout"
+
+    def __init__(self, placed: list[tuple[int, tuple[int, ...]]], first: tuple[int, int, str] | None,
+                 then: Any) -> None:
+        self._placed, self._first, self._then, self._fresh = placed, first, then, True
+
+    def reset(self, state: ClusterState) -> None:
+        self._then.reset(state)
+        self._fresh = True
+
+    def decide(self, state: ClusterState) -> Iterator[Decision]:
+        if not self._fresh:
+            yield from self._then.decide(state)
+            return
+        self._fresh = False
+        for j, gpus in self._placed:
+            yield Start(j, gpus)
+        if self._first is None:
+            return
+        j, t, rule = self._first
+        gpus = PLACEMENTS[rule]()(state.of_type(t), state.jobs[j])
+        if gpus is None:
+            raise EngineError(f"lookahead: job {j} no longer fits GPU type slot {t} in its believed run")
+        yield Start(j, gpus)
+        yield from self._then.decide(state)
+
+
+class LookaheadScheduler:
+    """The expert as an engine scheduler (``expert:<first candidate>``), to measure it against the teachers."""
+
+    def __init__(self, cfg: LookaheadConfig, enc: EncodingConfig, reward: RewardWeights,
+                 preemption: PreemptionModel, rule: int = 0) -> None:
+        self.name = f"expert:{cfg.candidates[0]}"
+        self.expert = Lookahead(cfg, enc, reward, preemption, rule)
+
+    def reset(self, state: ClusterState) -> None:
+        pass
+
+    def decide(self, state: ClusterState) -> Iterator[Decision]:
+        from engine.rl.encoding import decode
+
+        enc = self.expert.enc
+        while True:
+            snap = snapshot(state, enc)
+            if not snap.mask[:-1].any():
+                return
+            action = self.expert.action(state, snap)
+            if action == enc.wait_action:
+                return
+            yield from decode(state, action, enc, snap)

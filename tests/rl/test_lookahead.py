@@ -1,0 +1,112 @@
+"""The lookahead expert: it reads estimates only, it improves on its teachers where its belief is true, and
+cloning can learn from it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from engine import parse_cluster, simulate
+from engine.analysis.workload import make_jobs
+from engine.errors import EngineError
+from engine.rl.clone import CloneConfig, collect
+from engine.rl.encoding import EncodingConfig, snapshot
+from engine.rl.env import EnvConfig, GpuSchedulingEnv
+from engine.rl.lookahead import Lookahead, LookaheadConfig, LookaheadScheduler
+from engine.rl.reward import RewardWeights, objective
+from engine.rl.teacher import TeacherScheduler
+from engine.sim.job import Job
+from engine.sim.simulator import PreemptionModel, Simulation
+from engine.sim.state import Start
+
+CLUSTER = "2x8:V100-32"
+ENC = EncodingConfig(window=8, max_types=2, rules=("best-fit", "evict"), window_order="mixed")
+COSTLY = PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0)
+CANDIDATES = ("short-spare-evict-est", "short-spare-evict", "short-spare", "short-fast", "fifo-fast")
+
+
+def _state_at_zero(jobs: list[Job], running: dict[int, tuple[int, ...]]):
+    """A simulation at time 0 with ``running`` started (job -> GPUs) and the rest queued."""
+    sim = Simulation(parse_cluster(CLUSTER), jobs, preemption=COSTLY)
+    state = sim.reset()
+    sim.apply([Start(j, g) for j, g in running.items()])
+    return state
+
+
+def test_the_expert_reads_estimates_never_true_durations():
+    # The same workload twice, with different true durations and the same estimates: every believed run, and so
+    # every choice and its cost, must be the same.
+    rng = np.random.default_rng(3)
+    gpus = [8, 4, 1, 2, 4, 8, 1, 1, 2, 4, 8, 1, 2, 1]
+    jobs_a = [Job(i, 0.0, e, gpus=g, estimate_s=e) for i, (e, g) in enumerate(zip(rng.uniform(600, 20_000, 14), gpus))]
+    jobs_b = [replace(j, duration_s=j.estimate_s * f) for j, f in zip(jobs_a, rng.uniform(0.2, 3.0, 14))]
+    running = {0: tuple(range(8)), 1: (8, 9, 10, 11)}
+    cfg = LookaheadConfig(candidates=CANDIDATES)
+    choices, costs = [], []
+    for jobs in (jobs_a, jobs_b):
+        state = _state_at_zero(jobs, running)
+        snap = snapshot(state, ENC)
+        expert = Lookahead(cfg, ENC, RewardWeights(), COSTLY)
+        choices.append(expert.action(state, snap))
+        costs.append([expert._cost(state, snap, a, "short-spare") for a in np.flatnonzero(snap.mask)])
+        assert expert.rollouts > 0
+    assert choices[0] == choices[1]
+    assert costs[0] == costs[1]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_where_its_belief_is_true_the_expert_is_no_worse_than_any_candidate(seed):
+    # Exact estimates, every job known at time 0, free preemption: the believed run is the real future, and
+    # rollout with the candidates' own continuations can only improve on the best of them (Bertsekas).
+    cluster = parse_cluster(CLUSTER)
+    gen = make_jobs(cluster, 30, 1.5, seed)
+    jobs = [replace(j, submit_s=0.0, estimate_s=j.duration_s) for j in gen]
+    rw = RewardWeights()
+    expert = LookaheadScheduler(LookaheadConfig(candidates=CANDIDATES), ENC, rw, PreemptionModel())
+    best = min(objective(simulate(cluster, jobs, TeacherScheduler(n, ENC)), rw) for n in CANDIDATES)
+    assert objective(simulate(cluster, jobs, expert), rw) <= best + 1e-9
+
+
+def test_the_expert_cuts_wait_against_its_teachers_under_costly_preemption():
+    cluster = parse_cluster("4x8:V100-32")
+    rw = RewardWeights()
+    diffs = []
+    for seed in range(3):
+        jobs = make_jobs(cluster, 120, 1.5, seed)
+        expert = LookaheadScheduler(LookaheadConfig(candidates=CANDIDATES), ENC, rw, COSTLY)
+        mine = objective(simulate(cluster, jobs, expert, preemption=COSTLY), rw)
+        best = min(objective(simulate(cluster, jobs, TeacherScheduler(n, ENC), preemption=COSTLY), rw)
+                   for n in CANDIDATES)
+        diffs.append(mine - best)
+    assert np.mean(diffs) < 0
+
+
+def test_cloning_labels_with_the_expert():
+    env_cfg = EnvConfig(clusters=("4x8:V100-32",), loads=(1.8,), n_jobs=80, encoding=ENC, preemption=COSTLY)
+    expert = LookaheadConfig(candidates=CANDIDATES)
+    cfg = CloneConfig(teacher=CANDIDATES[0], expert=expert, episodes=1, rounds=1)
+    data = collect(GpuSchedulingEnv(env_cfg), cfg, 0.99, range(2))
+    plain = collect(GpuSchedulingEnv(env_cfg), replace(cfg, expert=None), 0.99, range(2))
+    assert data["mask"][np.arange(len(data["action"])), data["action"]].all()  # every label is allowed
+    n = min(len(data["action"]), len(plain["action"]))  # the expert drives its episodes elsewhere
+    assert (data["action"][:n] != plain["action"][:n]).any()
+    assert CloneConfig.from_dict(cfg.to_dict()) == cfg  # the expert travels with the card's config
+
+
+@pytest.mark.parametrize("data,match", [
+    ({"teacher": "short-fast", "expert": {"candidates": ["short-spare"]}}, "must start with clone.teacher"),
+    ({"teacher": "short-fast", "expert": {"candidates": ["short-fast", "oracle"]}}, "expert candidate"),
+    ({"teacher": "short-fast", "expert": {"candidates": ["short-fast"], "max_jobs": 0}}, "max_jobs"),
+    ({"teacher": "short-fast", "expert": {"candidates": ["short-fast"], "depth": 3}}, "unknown keys"),
+    ({"teacher": "short-fast", "expert": "yes"}, "must be an object"),
+])
+def test_bad_expert_configs_are_one_line_errors(data, match):
+    with pytest.raises(EngineError, match=match):
+        CloneConfig.from_dict(data)
+
+
+def test_unknown_rollout_scheduler_lists_the_valid_names():
+    with pytest.raises(EngineError, match="short-spare"):
+        Lookahead(LookaheadConfig(rollout="nope"), ENC, RewardWeights(), COSTLY)
