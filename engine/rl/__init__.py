@@ -1,7 +1,8 @@
 """Learned schedulers: the shared encoding, training (MaskablePPO), policies and the ``rl:<name>`` plug-in.
 
 Importing this package imports neither torch nor gymnasium; it registers the teachers
-(:mod:`engine.rl.teacher`, hand-written policies over the agents' action space) as ordinary schedulers.
+(:mod:`engine.rl.teacher`, hand-written policies over the agents' action space) as ordinary schedulers, and the
+prefixes ``rl:<model>`` (a trained agent) and ``expert:<model>`` (the lookahead expert it was cloned from).
 """
 
 from __future__ import annotations
@@ -17,5 +18,13 @@ def rl_scheduler(name: str):
     return load_agent(name)
 
 
+def expert_scheduler(name: str):
+    """Build ``expert:<name>``: the lookahead expert model ``name`` was cloned from (the ``expert`` prefix factory)."""
+    from engine.rl.lookahead import expert_of
+
+    return expert_of(name)
+
+
 PREFIXES["rl"] = rl_scheduler  # rl:<model>; torch is imported only when a model is loaded
+PREFIXES["expert"] = expert_scheduler
 register_teachers()

@@ -258,8 +258,14 @@ def _provenance(card: dict[str, Any]) -> list[str]:
     lines = []
     if tr.get("clone"):
         c, last = tr["clone"], tr["clone"]["rounds"][-1]
+        expert = c["config"].get("expert")
+        who = (f"the teacher `{c['config']['teacher']}`" if not expert else
+               "the lookahead expert (`engine/rl/lookahead.py`: the proposals of "
+               f"{', '.join(f'`{n}`' for n in expert['candidates'])} compared by rollouts on estimates, each "
+               "finished by " + (f"`{expert['rollout']}`" if expert.get("rollout") else "the teachers that proposed it")
+               + "; expert iteration)")
         lines.append(
-            f"- warm start: behaviour cloning of the teacher `{c['config']['teacher']}` (placing with "
+            f"- warm start: behaviour cloning of {who} (placing with "
             f"`{c['config']['rule']}`, `engine/rl/teacher.py`) over {len(c['rounds'])} rounds "
             f"({c['config']['episodes']} episodes each, DAgger after the first), {c['samples']:,} labelled "
             f"decisions, {c['wall_time_s']:,.0f} s (counted in the wall time); accuracy on those decisions "

@@ -11,9 +11,10 @@ rollout has the smallest objective (the agent's own, :func:`engine.rl.reward.obj
 earlier candidate. This is rollout-based policy improvement (Bertsekas' rollout algorithm): in the believed
 world, the winner is at least as good as each candidate teacher followed by the rollout policy.
 
-The expert is a labeller for :mod:`engine.rl.clone` (``clone.expert``), not a scheduler the registry offers: a
-decision costs one simulation per distinct proposal. :class:`LookaheadScheduler` runs it through the engine
-anyway, to measure how much it improves on the teachers.
+The expert is a labeller for :mod:`engine.rl.clone` (``clone.expert``); a decision costs one simulation per
+distinct proposal, so it is slow next to the agent it teaches. ``expert:<model>`` (:func:`expert_of`) runs a
+model's expert as a scheduler, to measure what the agent learned from: e.g. ``python -m engine evaluate
+--schedulers expert:wait-mlp,rl:wait-mlp,short-spare-evict-est --scenario v100-32 --seeds 30``.
 """
 
 from __future__ import annotations
@@ -176,11 +177,14 @@ class _Forced:
 
 
 class LookaheadScheduler:
-    """The expert as an engine scheduler (``expert:<first candidate>``), to measure it against the teachers."""
+    """The expert as an engine scheduler, to measure it against the teachers and the agent it taught.
+
+    Its believed runs use ``preemption`` (the model it was trained for), whatever the run's own model is.
+    """
 
     def __init__(self, cfg: LookaheadConfig, enc: EncodingConfig, reward: RewardWeights,
-                 preemption: PreemptionModel, rule: int = 0) -> None:
-        self.name = f"expert:{cfg.candidates[0]}"
+                 preemption: PreemptionModel, rule: int = 0, name: str = "expert") -> None:
+        self.name = name
         self.expert = Lookahead(cfg, enc, reward, preemption, rule)
 
     def reset(self, state: ClusterState) -> None:
@@ -198,3 +202,21 @@ class LookaheadScheduler:
             if action == enc.wait_action:
                 return
             yield from decode(state, action, enc, snap)
+
+
+def expert_of(model: str) -> LookaheadScheduler:
+    """``expert:<model>``: the expert model ``model`` was cloned from, built from its card's training config (its
+    encoding, objective, preemption model and ``clone.expert``); ``ModelError`` if it had none."""
+    from engine.rl.agent import ModelError, home_of, read_card
+    from engine.rl.train import TrainConfig
+
+    card = read_card(model, home_of(model))
+    try:
+        cfg = TrainConfig.from_dict(card["training"]["config"])
+    except (KeyError, TypeError):
+        raise ModelError(f"model card {model}: no training config to build its expert from") from None
+    if cfg.clone is None or cfg.clone.expert is None:
+        raise ModelError(f"model {model!r} was not cloned from a lookahead expert (its clone.expert is empty)")
+    env = cfg.env
+    return LookaheadScheduler(cfg.clone.expert, env.encoding, env.reward, env.preemption,
+                              env.encoding.rules.index(cfg.clone.rule), name=f"expert:{model}")

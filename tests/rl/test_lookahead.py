@@ -110,3 +110,35 @@ def test_bad_expert_configs_are_one_line_errors(data, match):
 def test_unknown_rollout_scheduler_lists_the_valid_names():
     with pytest.raises(EngineError, match="short-spare"):
         Lookahead(LookaheadConfig(rollout="nope"), ENC, RewardWeights(), COSTLY)
+
+
+def test_a_model_cloned_from_the_expert_says_so_and_its_expert_runs_as_a_scheduler(tmp_path, monkeypatch,
+                                                                                   tiny_models):
+    import json
+
+    from engine.rl import cards
+    from engine.rl.agent import USER_MODELS_ENV, ModelError
+    from engine.rl.train import TrainConfig, train
+    from engine.schedulers.registry import make_scheduler
+
+    from .conftest import tiny_config
+
+    base = tiny_config(tmp_path, "tiny-expert", "mlp")
+    enc = EncodingConfig(window=4, max_types=2, rules=("best-fit", "evict"), window_order="mixed")
+    expert = LookaheadConfig(candidates=("short-spare-evict-est", "short-fast"))
+    cfg = replace(base, total_timesteps=128, env=replace(base.env, encoding=enc, preemption=COSTLY),
+                  clone=CloneConfig(teacher="short-spare-evict-est", expert=expert, episodes=2, rounds=1,
+                                    epochs=1, batch_size=64))
+    card = train(cfg, models_dir=tmp_path / "models")
+    assert TrainConfig.from_dict(card["training"]["config"]) == cfg
+    text = cards.render_markdown(json.loads((tmp_path / "models" / "tiny-expert.json").read_text()))
+    assert "behaviour cloning of the lookahead expert" in text and "`short-fast`" in text
+
+    monkeypatch.setenv(USER_MODELS_ENV, str(tmp_path / "models"))
+    sched = make_scheduler("expert:tiny-expert")
+    cluster = parse_cluster("2x4:A100-80,2x4:V100-32")
+    res = simulate(cluster, make_jobs(cluster, 25, 1.2, 0), sched, preemption=COSTLY)
+    assert sched.name == "expert:tiny-expert" and (res.status == 0).all() and sched.expert.rollouts > 0
+    monkeypatch.setenv(USER_MODELS_ENV, str(tiny_models))
+    with pytest.raises(ModelError, match="not cloned from a lookahead expert"):
+        make_scheduler("expert:tiny-mlp")
