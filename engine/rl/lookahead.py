@@ -113,7 +113,7 @@ class Lookahead:
         start: tuple[int, int, str] | None = None  # (job, type slot, placement rule)
         victims: tuple[int, ...] = ()
         if action != enc.wait_action:
-            slot, t, r = enc.unpack(action)
+            slot, t, r = enc.unpack(int(action))
             rule = enc.rules[r]
             if rule == EVICT:
                 victims = snap.victims.get((slot, t), ())
