@@ -90,8 +90,7 @@ class Lookahead:
 
     def action(self, state: ClusterState, snap: Snapshot) -> int:
         """The expert's action in ``state`` (``snap``: its snapshot); the first candidate's when all agree."""
-        enc = self.enc
-        cfg = self.cfg
+        enc, cfg = self.enc, self.cfg
         proposals: dict[int, list[str]] = {}  # action -> the teachers that propose it
         for name in cfg.candidates:
             proposals.setdefault(teacher_action(name, state, enc, snap, self.rule), []).append(name)
@@ -113,8 +112,8 @@ class Lookahead:
         start: tuple[int, int, str] | None = None  # (job, type slot, placement rule)
         victims: tuple[int, ...] = ()
         if action != enc.wait_action:
-            slot, t, r = enc.unpack(int(action))
-            rule = enc.rules[r]
+            slot, t, rule_index = enc.unpack(int(action))
+            rule = enc.rules[rule_index]
             if rule == EVICT:
                 victims = snap.victims.get((slot, t), ())
                 rule = EVICT_PLACEMENT
