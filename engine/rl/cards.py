@@ -285,13 +285,19 @@ def _provenance(card: dict[str, Any]) -> list[str]:
 
 
 def _training_preemption(env: dict[str, Any]) -> str:
-    """How the card's training episodes treated preemption (configs without the key trained with it free)."""
-    p = env.get("preemption") or {}
-    interval, restart = p.get("checkpoint_interval_s"), p.get("restart_overhead_s") or 0.0
-    if interval is None and not restart:
-        return "trained with free preemption (a preempted job lost nothing)"
-    kept = "all its work" if interval is None else f"its work up to a checkpoint every {interval:g} s of work"
-    return f"trained with costly preemption (a preempted job kept {kept}, {restart:g} s restart)"
+    """How the card's training episodes treated preemption (configs without either key trained with it free)."""
+    models = env.get("preemptions") or [env.get("preemption") or {}]
+    texts = []
+    for p in models:
+        interval, restart = p.get("checkpoint_interval_s"), p.get("restart_overhead_s") or 0.0
+        if interval is None and not restart:
+            texts.append("free preemption (a preempted job lost nothing)")
+            continue
+        kept = "all its work" if interval is None else f"its work up to a checkpoint every {interval:g} s of work"
+        texts.append(f"costly preemption (a preempted job kept {kept}, {restart:g} s restart)")
+    if len(texts) == 1:
+        return f"trained with {texts[0]}"
+    return f"trained with, drawn per episode, {' or '.join(texts)}"
 
 
 def render_markdown(card: dict[str, Any]) -> str:

@@ -93,7 +93,7 @@ class CloneConfig:
             raise EngineError(f"clone.rule {self.rule!r} is not one of the encoding's rules {list(enc.rules)}")
         rule = enc.rules.index(self.rule)
         if self.expert is not None:
-            return Lookahead(self.expert, enc, env_cfg.reward, env_cfg.preemption, rule).action
+            return Lookahead(self.expert, enc, env_cfg.reward, rule).action
         return lambda state, snap: teacher_action(self.teacher, state, enc, snap, rule)
 
 

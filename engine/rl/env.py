@@ -34,10 +34,11 @@ Episode end
     step starts a job or moves time to the next event, the workload is finite, and ``"evict"`` never preempts a
     job that started at the current time. Never truncated.
 Reset
-    ``reset(seed=...)`` draws a cluster, a load and a workload seed from the sampling lists
+    ``reset(seed=...)`` draws a preemption model, a cluster, a load and a workload seed from the sampling lists
     (:class:`EnvConfig`; workload seeds are drawn at or above ``TRAIN_SEED_MIN`` = 2**20, so evaluations on
     seeds below it never meet a training workload); ``options={"cluster": ..., "jobs": [...]}`` runs a given workload instead, and
-    ``options={"cluster": ..., "load": ..., "n_jobs": ..., "workload_seed": ...}`` a given generated one.
+    ``options={"cluster": ..., "load": ..., "n_jobs": ..., "workload_seed": ...}`` a given generated one, and
+    ``options={"preemption": PreemptionModel(...)}`` a given preemption model.
 """
 
 from __future__ import annotations
@@ -72,9 +73,10 @@ class EnvConfig:
         workload: extra keyword arguments of the workload generator (``mix``, ``users``, ``arrival``, ...).
         encoding: observation/action layout.
         reward: objective weights.
-        preemption: what a preempted job loses in every episode (the engine's
-            :class:`~engine.sim.simulator.PreemptionModel`; the default is free preemption). Train with the
-            model the scheduler will meet: under free preemption an agent learns that evicting costs nothing.
+        preemptions: what a preempted job loses (the engine's :class:`~engine.sim.simulator.PreemptionModel`);
+            an episode draws one, uniformly. The default is free preemption only. Train with the models the
+            scheduler will meet: under free preemption alone an agent learns that evicting costs nothing; with
+            both, and ``encoding.evict_cost``, it sees what each eviction costs and can learn when one pays.
     """
 
     clusters: tuple[str, ...] = ("4x8:V100-32",)
@@ -83,7 +85,7 @@ class EnvConfig:
     workload: Mapping[str, Any] = field(default_factory=dict)
     encoding: EncodingConfig = field(default_factory=EncodingConfig)
     reward: RewardWeights = field(default_factory=RewardWeights)
-    preemption: PreemptionModel = field(default_factory=PreemptionModel)
+    preemptions: tuple[PreemptionModel, ...] = (PreemptionModel(),)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "clusters", tuple(self.clusters))
@@ -94,33 +96,47 @@ class EnvConfig:
             raise EngineError(f"env n_jobs must be an integer >= 1, got {self.n_jobs!r}")
         if not isinstance(self.workload, Mapping):
             raise EngineError("env workload must be an object of generator arguments")
-        if not isinstance(self.preemption, PreemptionModel):
-            raise EngineError("env preemption must be a PreemptionModel")
+        object.__setattr__(self, "preemptions", tuple(self.preemptions))
+        if not self.preemptions or not all(isinstance(p, PreemptionModel) for p in self.preemptions):
+            raise EngineError("env preemptions must be one or more PreemptionModels")
 
     def to_dict(self) -> dict[str, Any]:
         return {"clusters": list(self.clusters), "loads": list(self.loads), "n_jobs": self.n_jobs,
                 "workload": dict(self.workload), "encoding": self.encoding.to_dict(), "reward": asdict(self.reward),
-                "preemption": asdict(self.preemption)}
+                "preemptions": [asdict(p) for p in self.preemptions]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "EnvConfig":
-        known = {"clusters", "loads", "n_jobs", "workload", "encoding", "reward", "preemption"}
+        known = {"clusters", "loads", "n_jobs", "workload", "encoding", "reward", "preemptions", "preemption"}
         reject_unknown_keys(data, known, "env")
+        if "preemption" in data and "preemptions" in data:
+            raise EngineError("env: give preemptions (a list) or the older preemption (one object), not both")
         kw: dict[str, Any] = {k: data[k] for k in ("clusters", "loads", "n_jobs", "workload") if k in data}
         if "encoding" in data:
             kw["encoding"] = EncodingConfig.from_dict(data["encoding"])
         if "reward" in data:
             kw["reward"] = RewardWeights.from_dict(data["reward"])
-        if "preemption" in data:  # configs written before this key trained with free preemption: the default
-            p = data["preemption"]
-            if not isinstance(p, Mapping):
-                raise EngineError("env preemption must be an object with checkpoint_interval_s, restart_overhead_s")
-            reject_unknown_keys(p, {"checkpoint_interval_s", "restart_overhead_s"}, "env.preemption")
-            try:
-                kw["preemption"] = PreemptionModel(**p)
-            except (TypeError, ValueError) as e:
-                raise EngineError(f"env.preemption: {e}") from None
+        # Configs written before ``preemptions`` name one model as ``preemption``; older ones had neither and
+        # trained with free preemption, the default.
+        if "preemption" in data:
+            kw["preemptions"] = (_preemption_model(data["preemption"], "env.preemption"),)
+        if "preemptions" in data:
+            ps = data["preemptions"]
+            if not isinstance(ps, list) or not ps:
+                raise EngineError("env.preemptions must be a non-empty list of preemption models")
+            kw["preemptions"] = tuple(_preemption_model(p, f"env.preemptions[{i}]") for i, p in enumerate(ps))
         return cls(**kw)
+
+
+def _preemption_model(p: Any, where: str) -> PreemptionModel:
+    """A preemption model from its JSON object (``where`` names it in the one-line error)."""
+    if not isinstance(p, Mapping):
+        raise EngineError(f"{where} must be an object with checkpoint_interval_s, restart_overhead_s")
+    reject_unknown_keys(p, {"checkpoint_interval_s", "restart_overhead_s"}, where)
+    try:
+        return PreemptionModel(**p)
+    except (TypeError, ValueError) as e:
+        raise EngineError(f"{where}: {e}") from None
 
 
 def observation_space(enc: EncodingConfig) -> tuple[spaces.Dict, spaces.Discrete]:
@@ -171,24 +187,30 @@ class GpuSchedulingEnv(gym.Env):
                 raise EngineError(f"cluster {c.to_shorthand()} has {len(c.layout.type_names)} GPU types; "
                                   f"encoding.max_types is {self.config.encoding.max_types}")
 
-    def _episode(self, options: Mapping[str, Any]) -> tuple[Cluster, tuple[Job, ...]]:
+    def _episode(self, options: Mapping[str, Any]) -> tuple[Cluster, tuple[Job, ...], PreemptionModel]:
         rng = self.np_random
+        models = self.config.preemptions
+        # Drawn first, and only when there is a choice: configs with one model keep their episodes.
+        preemption = models[int(rng.integers(len(models)))] if len(models) > 1 else models[0]
+        preemption = options.get("preemption", preemption)
+        if not isinstance(preemption, PreemptionModel):
+            raise EngineError("reset option preemption must be a PreemptionModel")
         if "cluster" in options:
             cluster = parse_cluster(options["cluster"])
         else:
             cluster = self._clusters[int(rng.integers(len(self._clusters)))]
         if "jobs" in options:
-            return cluster, tuple(options["jobs"])
+            return cluster, tuple(options["jobs"]), preemption
         load = float(options.get("load", self.config.loads[int(rng.integers(len(self.config.loads)))]))
         n_jobs = int(options.get("n_jobs", self.config.n_jobs))
         seed = int(options.get("workload_seed", rng.integers(TRAIN_SEED_MIN, 2**31 - 1)))
-        return cluster, make_jobs(cluster, n_jobs, load, seed, self.config.workload)
+        return cluster, make_jobs(cluster, n_jobs, load, seed, self.config.workload), preemption
 
     # ----------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
         super().reset(seed=seed)
-        cluster, jobs = self._episode(options or {})
-        sim = Simulation(cluster, jobs, preemption=self.config.preemption, seed=0 if seed is None else seed,
+        cluster, jobs, preemption = self._episode(options or {})
+        sim = Simulation(cluster, jobs, preemption=preemption, seed=0 if seed is None else seed,
                          scheduler_name="rl-env")
         self._sim = sim
         self._result = None

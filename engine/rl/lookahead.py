@@ -28,7 +28,7 @@ from engine.rl.reward import RewardWeights, objective
 from engine.rl.teacher import TEACHERS, teacher_action
 from engine.schedulers.placement import PLACEMENTS
 from engine.sim.job import Job
-from engine.sim.simulator import PreemptionModel, simulate
+from engine.sim.simulator import simulate
 from engine.sim.state import ClusterState, Decision, Start
 
 #: Seconds a running job is still believed to need when its estimate has already run out.
@@ -76,13 +76,13 @@ class LookaheadConfig:
 
 
 class Lookahead:
-    """The expert for one encoding, objective and preemption model (see the module docstring)."""
+    """The expert for one encoding and objective (see the module docstring); its believed runs use the preemption
+    model of the run it decides in."""
 
-    def __init__(self, cfg: LookaheadConfig, enc: EncodingConfig, reward: RewardWeights,
-                 preemption: PreemptionModel, rule: int = 0) -> None:
+    def __init__(self, cfg: LookaheadConfig, enc: EncodingConfig, reward: RewardWeights, rule: int = 0) -> None:
         from engine.schedulers.registry import make_scheduler
 
-        self.cfg, self.enc, self.reward, self.preemption, self.rule = cfg, enc, reward, preemption, rule
+        self.cfg, self.enc, self.reward, self.rule = cfg, enc, reward, rule
         self._make = make_scheduler
         if cfg.rollout is not None:
             make_scheduler(cfg.rollout)  # an unknown name fails here, with the registry's list of names
@@ -140,7 +140,7 @@ class Lookahead:
             add(r.job, max(r.est_end_s - now, OVERDUE_S) * r.rate + state.preemption_cost_s(v))
         self.rollouts += 1
         sched = _Forced(placed, first, self._make(finisher))
-        result = simulate(state.cluster, jobs, sched, preemption=self.preemption)
+        result = simulate(state.cluster, jobs, sched, preemption=state.preemption)
         return objective(result, self.reward)
 
 
@@ -176,15 +176,12 @@ class _Forced:
 
 
 class LookaheadScheduler:
-    """The expert as an engine scheduler, to measure it against the teachers and the agent it taught.
+    """The expert as an engine scheduler, to measure it against the teachers and the agent it taught."""
 
-    Its believed runs use ``preemption`` (the model it was trained for), whatever the run's own model is.
-    """
-
-    def __init__(self, cfg: LookaheadConfig, enc: EncodingConfig, reward: RewardWeights,
-                 preemption: PreemptionModel, rule: int = 0, name: str = "expert") -> None:
+    def __init__(self, cfg: LookaheadConfig, enc: EncodingConfig, reward: RewardWeights, rule: int = 0,
+                 name: str = "expert") -> None:
         self.name = name
-        self.expert = Lookahead(cfg, enc, reward, preemption, rule)
+        self.expert = Lookahead(cfg, enc, reward, rule)
 
     def reset(self, state: ClusterState) -> None:
         pass
@@ -205,7 +202,7 @@ class LookaheadScheduler:
 
 def expert_of(model: str) -> LookaheadScheduler:
     """``expert:<model>``: the expert model ``model`` was cloned from, built from its card's training config (its
-    encoding, objective, preemption model and ``clone.expert``); ``ModelError`` if it had none."""
+    encoding, objective and ``clone.expert``); ``ModelError`` if it had none."""
     from engine.rl.agent import ModelError, home_of, read_card
     from engine.rl.train import TrainConfig
 
@@ -217,5 +214,5 @@ def expert_of(model: str) -> LookaheadScheduler:
     if cfg.clone is None or cfg.clone.expert is None:
         raise ModelError(f"model {model!r} was not cloned from a lookahead expert (its clone.expert is empty)")
     env = cfg.env
-    return LookaheadScheduler(cfg.clone.expert, env.encoding, env.reward, env.preemption,
-                              env.encoding.rules.index(cfg.clone.rule), name=f"expert:{model}")
+    return LookaheadScheduler(cfg.clone.expert, env.encoding, env.reward, env.encoding.rules.index(cfg.clone.rule),
+                              name=f"expert:{model}")

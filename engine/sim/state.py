@@ -34,7 +34,7 @@ from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from engine.sim.simulator import Simulation
+    from engine.sim.simulator import PreemptionModel, Simulation
 
 #: Tolerance for sums of GPU fractions (0.1 + 0.2 must fit in 0.3).
 FRACTION_EPS: Final = 1e-9
@@ -163,6 +163,8 @@ class ClusterState:
         stops: how many times a running job has stopped (ended or was preempted). Resources grow only when it
             changes, so a placement that failed cannot succeed before it does.
         seed: the run's seed; randomised schedulers derive their generator from it.
+        preemption: the run's preemption model (what a preempted job loses; a known policy of the cluster, like
+            its checkpoint interval, never a job's true duration).
         shape_node_bits: per job shape, its eligible nodes as a bitmask (bit ``n`` is node ``n``).
     """
 
@@ -180,6 +182,7 @@ class ClusterState:
         self.jobs: Sequence[Job] = sim.jobs
         self.arrival_order: Sequence[int] = arrival_order
         self.seed: int = sim.seed
+        self.preemption: PreemptionModel = sim.preemption
         self.now_s: float = 0.0
         self._queue = queue
         self.queue = queue.keys()

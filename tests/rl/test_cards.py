@@ -125,3 +125,8 @@ def test_card_says_which_preemption_model_training_used():
     text = cards.render_markdown(card)
     assert ("trained with costly preemption (a preempted job kept its work up to a checkpoint every 1800 s of "
             "work, 60 s restart)") in text and "free preemption (a preempted job lost" not in text
+    both = {**env, "preemptions": [costly["preemption"], {"checkpoint_interval_s": None, "restart_overhead_s": 0.0}]}
+    card["training"] = {**base, "config": {"env": both, "curriculum": []}}
+    assert ("trained with, drawn per episode, costly preemption (a preempted job kept its work up to a checkpoint "
+            "every 1800 s of work, 60 s restart) or free preemption (a preempted job lost nothing)"
+            in cards.render_markdown(card))

@@ -201,7 +201,7 @@ COSTLY = PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0)
 def test_random_play_with_evictions_keeps_every_constraint_and_returns_the_objective(seed, preemption):
     weights = RewardWeights(wait=1.0, jct=0.5, comm=1.0)
     env = _env(encoding=EVICT_ENC, reward=weights, loads=(2.0,), clusters=("1x4:A100-80,2x2:V100-32,1x2:T4",),
-               preemption=preemption)
+               preemptions=(preemption,))
     env.reset(seed=seed)
     rng = np.random.default_rng(seed)
     state, enc, total, done, evictions = env.simulation.state, EVICT_ENC, 0.0, False, 0
@@ -237,17 +237,38 @@ def test_random_play_with_evictions_keeps_every_constraint_and_returns_the_objec
     assert (res.lost_gpu_s.sum() > 0) == (preemption == COSTLY)
 
 
-def test_env_config_preemption_round_trips_and_rejects_unknown_keys():
-    cfg = EnvConfig(preemption=COSTLY)
+def test_env_config_preemptions_round_trip_and_reject_bad_ones():
+    cfg = EnvConfig(preemptions=(COSTLY, PreemptionModel()))
     d = cfg.to_dict()
-    assert d["preemption"] == {"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0}
+    assert d["preemptions"] == [{"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0},
+                                {"checkpoint_interval_s": None, "restart_overhead_s": 0.0}]
     assert EnvConfig.from_dict(d) == cfg
-    old = {k: v for k, v in d.items() if k != "preemption"}  # a config written before the key existed
-    assert EnvConfig.from_dict(old).preemption == PreemptionModel()
-    with pytest.raises(EngineError, match="restart_s"):
-        EnvConfig.from_dict({**d, "preemption": {"restart_s": 60}})
-    with pytest.raises(EngineError, match="checkpoint_interval_s"):
-        EnvConfig.from_dict({**d, "preemption": {"checkpoint_interval_s": -1}})
+    rest = {k: v for k, v in d.items() if k != "preemptions"}
+    assert EnvConfig.from_dict(rest).preemptions == (PreemptionModel(),)  # a config from before either key
+    # A config written while the key named one model.
+    assert EnvConfig.from_dict({**rest, "preemption": d["preemptions"][0]}).preemptions == (COSTLY,)
+    for bad, match in [({"preemptions": [{"restart_s": 60}]}, "restart_s"),
+                       ({"preemptions": [{"checkpoint_interval_s": -1}]}, r"preemptions\[0\].*checkpoint_interval_s"),
+                       ({"preemptions": []}, "non-empty list"),
+                       ({"preemption": {"restart_s": 60}}, "restart_s"),
+                       ({"preemptions": d["preemptions"], "preemption": d["preemptions"][0]}, "not both")]:
+        with pytest.raises(EngineError, match=match):
+            EnvConfig.from_dict({**rest, **bad})
+
+
+def test_episodes_draw_every_preemption_model_and_a_reset_option_picks_one():
+    env = _env(encoding=EVICT_ENC, preemptions=(COSTLY, PreemptionModel()))
+    seen = set()
+    for s in range(16):
+        env.reset(seed=s)
+        seen.add(env.simulation.preemption)
+    assert seen == {COSTLY, PreemptionModel()}
+    env.reset(seed=0, options={"preemption": COSTLY})
+    assert env.simulation.preemption == COSTLY
+    # With one model the draw is skipped, so a config's episodes are those it had before the list existed.
+    one = _env(encoding=EVICT_ENC)
+    one.reset(seed=5)
+    assert one.simulation.preemption == PreemptionModel()
 
 
 @pytest.mark.parametrize("preemption", [PreemptionModel(), COSTLY], ids=["free", "costly"])
@@ -255,7 +276,7 @@ def test_evict_cost_feature_is_what_the_victims_would_lose(preemption):
     cost_enc = EncodingConfig(window=6, max_types=3, rules=("first-fit", "best-fit", "evict"), evict_cost=True)
     assert cost_enc.type_features == EVICT_ENC.type_features + 1
     assert EncodingConfig.from_dict(cost_enc.to_dict()) == cost_enc and "evict_cost" not in EVICT_ENC.to_dict()
-    env = _env(encoding=cost_enc, loads=(2.0,), clusters=("1x4:A100-80,2x2:V100-32,1x2:T4",), preemption=preemption)
+    env = _env(encoding=cost_enc, loads=(2.0,), clusters=("1x4:A100-80,2x2:V100-32,1x2:T4",), preemptions=(preemption,))
     env.reset(seed=1)
     rng = np.random.default_rng(1)
     state, done, seen = env.simulation.state, False, []

@@ -27,9 +27,9 @@ COSTLY = PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0)
 CANDIDATES = ("short-spare-evict-est", "short-spare-evict", "short-spare", "short-fast", "fifo-fast")
 
 
-def _state_at_zero(jobs: list[Job], running: dict[int, tuple[int, ...]]):
+def _state_at_zero(jobs: list[Job], running: dict[int, tuple[int, ...]], preemption: PreemptionModel = COSTLY):
     """A simulation at time 0 with ``running`` started (job -> GPUs) and the rest queued."""
-    sim = Simulation(parse_cluster(CLUSTER), jobs, preemption=COSTLY)
+    sim = Simulation(parse_cluster(CLUSTER), jobs, preemption=preemption)
     state = sim.reset()
     sim.apply([Start(j, g) for j, g in running.items()])
     return state
@@ -48,12 +48,34 @@ def test_the_expert_reads_estimates_never_true_durations():
     for jobs in (jobs_a, jobs_b):
         state = _state_at_zero(jobs, running)
         snap = snapshot(state, ENC)
-        expert = Lookahead(cfg, ENC, RewardWeights(), COSTLY)
+        expert = Lookahead(cfg, ENC, RewardWeights())
         choices.append(expert.action(state, snap))
         costs.append([expert._cost(state, snap, a, "short-spare") for a in np.flatnonzero(snap.mask)])
         assert expert.rollouts > 0
     assert choices[0] == choices[1]
     assert costs[0] == costs[1]
+
+
+def test_the_believed_runs_follow_the_runs_preemption_model():
+    # The same moment under free and costly preemption: an eviction is believed to cost the victims what the
+    # run's own model says (here 1000 s of work since the last checkpoint plus the 60 s restart), so the victim
+    # ends later and evicting looks dearer under costly preemption (the objective counts JCT); waiting preempts
+    # nothing and looks the same.
+    jobs = [Job(0, 0.0, 9000.0, gpus=8), Job(1, 0.0, 9000.0, gpus=8), Job(2, 1000.0, 600.0, gpus=8)]
+    costs = {}
+    for name, model in (("free", PreemptionModel()), ("costly", COSTLY)):
+        sim = Simulation(parse_cluster(CLUSTER), jobs, preemption=model)
+        state = sim.reset()
+        sim.step([Start(0, tuple(range(8))), Start(1, tuple(range(8, 16)))])  # to job 2's arrival at 1000 s
+        assert state.now_s == 1000.0
+        snap = snapshot(state, ENC)
+        expert = Lookahead(LookaheadConfig(candidates=CANDIDATES), ENC, RewardWeights(wait=1.0, jct=1.0))
+        costs[name] = {int(a): expert._cost(state, snap, int(a), "short-spare") for a in np.flatnonzero(snap.mask)}
+    evicts = [a for a in costs["free"] if a != ENC.wait_action]
+    assert evicts  # job 2 can only start by evicting
+    for a in evicts:
+        assert costs["costly"][a] > costs["free"][a]
+    assert costs["costly"][ENC.wait_action] == costs["free"][ENC.wait_action]
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -64,7 +86,7 @@ def test_where_its_belief_is_true_the_expert_is_no_worse_than_any_candidate(seed
     gen = make_jobs(cluster, 30, 1.5, seed)
     jobs = [replace(j, submit_s=0.0, estimate_s=j.duration_s) for j in gen]
     rw = RewardWeights()
-    expert = LookaheadScheduler(LookaheadConfig(candidates=CANDIDATES), ENC, rw, PreemptionModel())
+    expert = LookaheadScheduler(LookaheadConfig(candidates=CANDIDATES), ENC, rw)
     best = min(objective(simulate(cluster, jobs, TeacherScheduler(n, ENC)), rw) for n in CANDIDATES)
     assert objective(simulate(cluster, jobs, expert), rw) <= best + 1e-9
 
@@ -75,7 +97,7 @@ def test_the_expert_cuts_wait_against_its_teachers_under_costly_preemption():
     diffs = []
     for seed in range(3):
         jobs = make_jobs(cluster, 120, 1.5, seed)
-        expert = LookaheadScheduler(LookaheadConfig(candidates=CANDIDATES), ENC, rw, COSTLY)
+        expert = LookaheadScheduler(LookaheadConfig(candidates=CANDIDATES), ENC, rw)
         mine = objective(simulate(cluster, jobs, expert, preemption=COSTLY), rw)
         best = min(objective(simulate(cluster, jobs, TeacherScheduler(n, ENC), preemption=COSTLY), rw)
                    for n in CANDIDATES)
@@ -84,7 +106,7 @@ def test_the_expert_cuts_wait_against_its_teachers_under_costly_preemption():
 
 
 def test_cloning_labels_with_the_expert():
-    env_cfg = EnvConfig(clusters=("4x8:V100-32",), loads=(1.8,), n_jobs=80, encoding=ENC, preemption=COSTLY)
+    env_cfg = EnvConfig(clusters=("4x8:V100-32",), loads=(1.8,), n_jobs=80, encoding=ENC, preemptions=(COSTLY,))
     expert = LookaheadConfig(candidates=CANDIDATES)
     cfg = CloneConfig(teacher=CANDIDATES[0], expert=expert, episodes=1, rounds=1)
     data = collect(GpuSchedulingEnv(env_cfg), cfg, 0.99, range(2))
@@ -109,7 +131,7 @@ def test_bad_expert_configs_are_one_line_errors(data, match):
 
 def test_unknown_rollout_scheduler_lists_the_valid_names():
     with pytest.raises(EngineError, match="short-spare"):
-        Lookahead(LookaheadConfig(rollout="nope"), ENC, RewardWeights(), COSTLY)
+        Lookahead(LookaheadConfig(rollout="nope"), ENC, RewardWeights())
 
 
 def test_a_model_cloned_from_the_expert_says_so_and_its_expert_runs_as_a_scheduler(tmp_path, monkeypatch,
@@ -126,7 +148,7 @@ def test_a_model_cloned_from_the_expert_says_so_and_its_expert_runs_as_a_schedul
     base = tiny_config(tmp_path, "tiny-expert", "mlp")
     enc = EncodingConfig(window=4, max_types=2, rules=("best-fit", "evict"), window_order="mixed")
     expert = LookaheadConfig(candidates=("short-spare-evict-est", "short-fast"))
-    cfg = replace(base, total_timesteps=128, env=replace(base.env, encoding=enc, preemption=COSTLY),
+    cfg = replace(base, total_timesteps=128, env=replace(base.env, encoding=enc, preemptions=(COSTLY,)),
                   clone=CloneConfig(teacher="short-spare-evict-est", expert=expert, episodes=2, rounds=1,
                                     epochs=1, batch_size=64))
     card = train(cfg, models_dir=tmp_path / "models")
