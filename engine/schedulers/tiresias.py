@@ -10,6 +10,9 @@ order, which avoids the constant switching of pure least-attained-service.
   first) when that lets it start; jobs in the same queue never preempt each other.
 * **Demotion.** A running job moves down a queue when its service crosses a threshold; the scheduler asks
   to be woken (``Wake``) at that moment, since the crossing may let a waiting job preempt it.
+* **Decision points** are the model's events: arrivals, ends, crossings and promotions. At a wake-up whose
+  reason has gone (the job whose crossing it was asked for has ended) nothing is decided: jobs this
+  scheduler preempted wait for the next event, as they would had the wake-up not been asked for.
 * **Starvation guard.** A preempted job that has waited longer than ``promote_knob`` times the total time
   it has run is promoted to the top queue and its service count starts again from zero. Measuring against
   the total (not only the last run) makes each new promotion of the same job wait longer, so under overload
@@ -141,12 +144,14 @@ class Tiresias:
         self._runs = 0
         self._wake_s = math.inf  # the last wake-up asked for (pending while it lies ahead)
         self._released_at = 0  # how much of state.occupancy.released has been read
+        self._released_decided = 0  # how much of it there was when the last decision ended
 
     def reset(self, state: ClusterState) -> None:
         reset_placement(self.place, state)
         self._reset_memory(len(state.jobs))
         self._rank, self._job_of = arrival_ranks(state)
         self._released_at = len(state.occupancy.released)
+        self._released_decided = self._released_at
         self._fits.reset()
 
     # ----------------------------------------------------------------- bookkeeping
@@ -230,11 +235,13 @@ class Tiresias:
             self._stopped(state, j)
         return False
 
-    def _catch_up(self, state: ClusterState) -> None:
-        """Forget the jobs that ended; apply arrivals, promotions and demotions due by now."""
+    def _catch_up(self, state: ClusterState) -> bool:
+        """Forget the jobs that ended; apply arrivals, promotions and demotions due by now. Returns whether any
+        of those events happened since the last decision."""
         # Jobs that ended are found through the GPUs they left, so that the per-queue and per-GPU lists hold
         # running jobs only and stay short however long the run.
         released = state.occupancy.released
+        due = len(released) > self._released_decided  # a job ended (this scheduler's preemptions are not counted)
         if len(released) > self._released_at and self._gpu_jobs:
             running, gpu_jobs, run_queue = state.running, self._gpu_jobs, self._run_queue
             for g in released[self._released_at:]:
@@ -247,6 +254,7 @@ class Tiresias:
         for j in state.entered:
             if not listed[j]:  # jobs this scheduler preempted are already listed
                 self._enqueue(state, j)
+                due = True
         n = len(self._version)
         promotions = self._promotions
         while promotions.earliest() <= now:
@@ -255,6 +263,7 @@ class Tiresias:
                 if self._version[j] == e // n and state.is_waiting(j):
                     self._base[j] = state.attained_gpu_s(j)
                     self._enqueue(state, j, queue=0)
+                    due = True
         crossings = self._crossings
         while crossings.earliest() <= now:
             t = crossings.earliest()
@@ -262,6 +271,8 @@ class Tiresias:
                 j = e % n
                 if self._run_id[j] == e // n and self._is_running(state, j):
                     self._cross(state, j, t)
+                    due = True
+        return due
 
     def _cross(self, state: ClusterState, j: int, t: float) -> None:
         """Running job ``j`` crosses into the next queue at time ``t``."""
@@ -277,16 +288,17 @@ class Tiresias:
 
     # ----------------------------------------------------------------- decisions
     def decide(self, state: ClusterState) -> Iterator[Decision]:
-        self._catch_up(state)
-        preempted: list[int] = []
-        unfit = self._fits.recall(state) if self._remember else set()
-        try:
-            yield from self._pass(state, preempted, unfit)
-        finally:
-            if self._remember:
-                self._fits.keep(state, unfit)
-        for j in preempted:
-            self._enqueue(state, j)
+        if self._catch_up(state):
+            preempted: list[int] = []
+            unfit = self._fits.recall(state) if self._remember else set()
+            try:
+                yield from self._pass(state, preempted, unfit)
+            finally:
+                if self._remember:
+                    self._fits.keep(state, unfit)
+            for j in preempted:
+                self._enqueue(state, j)
+            self._released_decided = len(state.occupancy.released)
         if state.queue:
             wake = self._next_wake(state)
             if wake < math.inf and wake != self._wake_s:  # (a wake-up asked for before is still pending)

@@ -116,6 +116,17 @@ def test_reference_preempts_a_job_that_has_had_much_service():
     assert engine_starts(2, jobs) == [[0.0, 40.0], [30.0]]
 
 
+def test_a_wake_up_whose_reason_has_gone_decides_nothing():
+    # At 50 s job 1 asks to be woken at its next crossing, 140 s, but ends at 70 s. At 130 s job 8 preempts jobs 7
+    # and 2, leaving a GPU free; preempted jobs wait for the next event, which is at 150 s (ends), not the stale
+    # wake-up at 140 s.
+    durations_gpus = [(12, 1), (3, 4), (9, 2), (1, 1), (1, 1), (1, 1), (2, 2), (7, 1), (2, 2)]
+    submits = [0, 0, 0, 0, 0, 0, 0, 7, 13]
+    jobs = [Job(i, 10.0 * s, 10.0 * d, gpus=g) for i, (s, (d, g)) in enumerate(zip(submits, durations_gpus))]
+    assert reference_tiresias(4, jobs)[7] == [70.0, 150.0]
+    assert engine_starts(4, jobs) == reference_tiresias(4, jobs)
+
+
 @settings(max_examples=80, deadline=None)
 @given(n_gpus=st.sampled_from([1, 2, 4, 8]), knob=st.sampled_from([8.0, 1.0, math.inf]), data=st.data())
 def test_tiresias_matches_the_reference(n_gpus, knob, data):
