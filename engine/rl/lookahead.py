@@ -5,8 +5,7 @@ where it is allowed). When they disagree, each proposal is tried on a *believed*
 :class:`~engine.sim.simulator.Simulation` holding only the jobs in the system now, every one of them
 believed to run exactly as long as its estimate says (a running job for the rest of its estimated run, a
 preempted one for that plus what the preemption costs it under the run's preemption model). Nothing in it
-reads a true duration, and no future arrival is in it (unless :attr:`LookaheadConfig.replay_s` replays the recent
-arrivals as future ones). The proposal's start (with its preemptions) is applied
+reads a true duration, and no future arrival is in it. The proposal's start (with its preemptions) is applied
 there first, then :attr:`LookaheadConfig.rollout` schedules the rest to the end, and the proposal whose
 rollout has the smallest objective (the agent's own, :func:`engine.rl.reward.objective`) wins; ties go to the
 earlier candidate. This is rollout-based policy improvement (Bertsekas' rollout algorithm): in the believed
@@ -20,7 +19,6 @@ model's expert as a scheduler, to measure what the agent learned from: e.g. ``py
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterator, Mapping
 
@@ -50,10 +48,6 @@ class LookaheadConfig:
         consider_wait: also compare *wait* (start nothing until the next event), where it is allowed.
         max_jobs: the believed run holds the running jobs and at most this many queued jobs (oldest first), so
             a decision costs a bounded amount of simulation.
-        replay_s: ``None``: no future arrivals are believed. A number: the believed run also holds the jobs that
-            arrived in the last ``replay_s`` seconds once more, as arrivals of the next ``replay_s`` seconds (the
-            same gaps, their estimates; at most ``max_jobs`` of them, the latest): the recent past believed to
-            repeat, so a proposal that blocks the jobs to come pays for it. Only jobs that have arrived are read.
     """
 
     candidates: tuple[str, ...] = ("short-spare-evict-est", "short-spare-evict", "short-spare", "short-fast",
@@ -61,7 +55,6 @@ class LookaheadConfig:
     rollout: str | None = None
     consider_wait: bool = True
     max_jobs: int = 64
-    replay_s: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "candidates", tuple(self.candidates))
@@ -72,8 +65,6 @@ class LookaheadConfig:
                 raise EngineError(f"expert candidate {name!r}: expected one of {list(TEACHERS)}")
         if not (isinstance(self.max_jobs, int) and self.max_jobs >= 1):
             raise EngineError(f"expert.max_jobs must be an integer >= 1, got {self.max_jobs!r}")
-        if self.replay_s is not None and not (isinstance(self.replay_s, (int, float)) and self.replay_s > 0):
-            raise EngineError(f"expert.replay_s must be a number of seconds > 0 or null, got {self.replay_s!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "candidates": list(self.candidates)}
@@ -130,8 +121,8 @@ class Lookahead:
         jobs: list[Job] = []
         placed: list[tuple[int, tuple[int, ...]]] = []
 
-        def add(job: Job, work_s: float, submit_s: float = 0.0) -> int:
-            jobs.append(replace(job, job_id=len(jobs), submit_s=submit_s, duration_s=work_s, estimate_s=work_s))
+        def add(job: Job, work_s: float) -> int:
+            jobs.append(replace(job, job_id=len(jobs), submit_s=0.0, duration_s=work_s, estimate_s=work_s))
             return len(jobs) - 1
 
         for j, r in state.running.items():
@@ -147,27 +138,10 @@ class Lookahead:
         for v in victims:
             r = state.running[v]
             add(r.job, max(r.est_end_s - now, OVERDUE_S) * r.rate + state.preemption_cost_s(v))
-        if self.cfg.replay_s is not None:
-            for job in self._recent(state):
-                add(job, job.estimate_s, job.submit_s - (now - self.cfg.replay_s))
         self.rollouts += 1
         sched = _Forced(placed, first, self._make(finisher))
         result = simulate(state.cluster, jobs, sched, preemption=state.preemption)
         return objective(result, self.reward)
-
-    def _recent(self, state: ClusterState) -> list[Job]:
-        """The jobs that arrived in the last ``replay_s`` seconds (at most ``max_jobs``, the latest), oldest
-        first; ``state.jobs`` also holds jobs yet to arrive, and those are never read."""
-        order, jobs, now = state.arrival_order, state.jobs, state.now_s
-        arrived = bisect_right(order, now, key=lambda j: jobs[j].submit_s)
-        since = now - float(self.cfg.replay_s or 0.0)
-        recent: list[Job] = []
-        for i in range(arrived - 1, -1, -1):
-            job = jobs[order[i]]
-            if job.submit_s <= since or len(recent) == self.cfg.max_jobs:
-                break
-            recent.append(job)
-        return recent[::-1]
 
 
 class _Forced:

@@ -78,33 +78,6 @@ def test_the_believed_runs_follow_the_runs_preemption_model():
     assert costs["costly"][ENC.wait_action] == costs["free"][ENC.wait_action]
 
 
-def test_replayed_arrivals_are_only_jobs_that_have_arrived():
-    # Two workloads equal up to 5,000 s and different after it: with replay on, the expert's costs at a decision
-    # point between 4,000 s and 5,000 s are the same (it never reads a job yet to arrive), and they differ from the costs without replay.
-    cluster = parse_cluster(CLUSTER)
-    past = [replace(j, submit_s=j.submit_s % 5000.0) for j in make_jobs(cluster, 40, 1.5, 0)]
-    past.sort(key=lambda j: j.submit_s)
-    past = [replace(j, job_id=i) for i, j in enumerate(past)]
-    later = [Job(40, 5000.5, 20_000.0, gpus=8), Job(41, 5001.0, 300.0, gpus=1)]
-    costs = []
-    for jobs in (past + later, past + [replace(j, gpus=1, duration_s=10.0, estimate_s=10.0) for j in later]):
-        sim = Simulation(cluster, jobs, preemption=COSTLY)
-        state = sim.reset()
-        sched = TeacherScheduler("short-spare", ENC)
-        sched.reset(state)
-        while state.now_s < 4000.0:
-            assert sim.step(sched.decide(state))
-        assert state.now_s < 5000.5  # the later jobs have not arrived
-        snap = snapshot(state, ENC)
-        row = []
-        for replay in (3600.0, None):
-            expert = Lookahead(LookaheadConfig(candidates=CANDIDATES, replay_s=replay), ENC, RewardWeights())
-            row.append([expert._cost(state, snap, int(a), "short-spare") for a in np.flatnonzero(snap.mask)])
-        costs.append(row)
-    assert costs[0][0] == costs[1][0]
-    assert costs[0][0] != costs[0][1]
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_where_its_belief_is_true_the_expert_is_no_worse_than_any_candidate(seed):
     # Exact estimates, every job known at time 0, free preemption: the believed run is the real future, and
@@ -148,7 +121,6 @@ def test_cloning_labels_with_the_expert():
     ({"teacher": "short-fast", "expert": {"candidates": ["short-spare"]}}, "must start with clone.teacher"),
     ({"teacher": "short-fast", "expert": {"candidates": ["short-fast", "oracle"]}}, "expert candidate"),
     ({"teacher": "short-fast", "expert": {"candidates": ["short-fast"], "max_jobs": 0}}, "max_jobs"),
-    ({"teacher": "short-fast", "expert": {"candidates": ["short-fast"], "replay_s": 0}}, "replay_s"),
     ({"teacher": "short-fast", "expert": {"candidates": ["short-fast"], "depth": 3}}, "unknown keys"),
     ({"teacher": "short-fast", "expert": "yes"}, "must be an object"),
 ])
