@@ -347,7 +347,7 @@ def render_markdown(card: dict[str, Any]) -> str:
                     continue
                 s, b = t["scenario"], t["vs_best"]
                 lines += [f"### {sc}, {setting} preemption: `{s['cluster']}`, {s['n_jobs']} jobs, load {s['load']}"
-                          + (f", trace {s['trace']}" if s.get("trace") else "") + f", {len(t['seeds'])} seeds", "",
+                          + _trace_text(s) + f", {len(t['seeds'])} seeds", "",
                           f"Agent minus the best hand-written policy (`{t['best_baseline']}`): "
                           f"{_fmt(b['diff'], 'objective')} +- {_fmt(b['ci95'], 'objective')} "
                           f"({100 * (b['relative'] or 0):+.1f} %): **{b['verdict']}**.", "",
@@ -423,6 +423,15 @@ def _save(name: str, card: dict[str, Any]) -> dict[str, Any]:
     return card
 
 
+def _trace_text(scenario: dict[str, Any]) -> str:
+    """How a trace scenario's workloads are cut from the trace ("" for a generated one)."""
+    if not scenario.get("trace"):
+        return ""
+    skip = scenario.get("skip_jobs", 0)
+    return (f", trace {scenario['trace']}: a seed's block of {scenario['n_jobs']} consecutive jobs"
+            + (f" after its first {skip:,}" if skip else "") + ", arrivals scaled to offer the load while they last")
+
+
 def rerender(name: str) -> dict[str, Any]:
     """Recompute the summary from the card's stored tables and rewrite the card and its Markdown (no runs)."""
     card = json.loads((MODELS_DIR / f"{name}.json").read_text())
@@ -435,7 +444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m engine.rl.cards", description=__doc__.splitlines()[0])
     p.add_argument("names", nargs="+", help="model names in models/")
     p.add_argument("--seeds", type=int, default=30, help="workload seeds on the training scenarios")
-    p.add_argument("--general-seeds", type=int, default=10, help="seeds on the larger cluster and the Philly window")
+    p.add_argument("--general-seeds", type=int, default=30, help="seeds on the larger cluster and the Philly window")
     p.add_argument("--workers", type=int, default=1, help="processes running (scenario, setting) tasks")
     p.add_argument("--cache", type=Path, help="folder keeping each finished (scenario, setting) task, to resume")
     p.add_argument("--cached-only", action="store_true",

@@ -11,7 +11,11 @@ import pytest
 from engine.analysis.evaluate import SCENARIOS, _trace_block, evaluate, mean_ci, parse_scenario
 from engine.cli import main
 from engine.errors import EngineError
+from engine.analysis.metrics import summarize
+from engine.schedulers import make_scheduler
+from engine.sim.cluster import parse_cluster
 from engine.sim.job import Job
+from engine.sim.simulator import simulate
 
 SPEC = "cluster=2x4:V100-32;jobs=30;load=1.2"
 
@@ -74,9 +78,20 @@ def test_trace_blocks_are_renumbered_and_scaled_to_the_load():
     block = _trace_block(jobs, 1, 4, load=0.5, n_gpus=8)
     assert [j.job_id for j in block] == [0, 1, 2, 3] and block[0].submit_s == 0.0
     span = block[-1].submit_s
-    assert sum(j.duration_s * j.gpus for j in block) / (span * 8) == pytest.approx(0.5)
+    # GPU-seconds used before the last arrival, had each job started on arrival, over span x GPUs
+    offered = sum(j.gpus * min(j.duration_s, span - j.submit_s) for j in block) / (span * 8)
+    assert offered == pytest.approx(0.5)
     with pytest.raises(EngineError, match="not enough"):
         _trace_block(jobs, 2, 4, 0.5, 8)
+
+
+def test_a_long_job_in_a_trace_block_does_not_stand_for_load_after_its_arrivals():
+    # One job runs 1000x longer than the rest: counted whole, it would stretch the arrivals until the short jobs
+    # never met each other; counted only while the block's arrivals last, the short jobs still contend.
+    jobs = (Job(0, 0.0, 1e6, gpus=1),) + tuple(Job(i, float(i), 1000.0, gpus=4) for i in range(1, 40))
+    block = _trace_block(jobs, 0, 40, load=1.5, n_gpus=8)
+    result = simulate(parse_cluster("1x8:V100-32"), block, make_scheduler("fifo"))
+    assert summarize(result).mean_wait_s > 1000.0
 
 
 def test_cli_prints_table_and_writes_json(tmp_path, capsys):
@@ -95,9 +110,25 @@ def test_cli_bad_input_is_one_line_exit_2(capsys):
     assert err.count("\n") == 1 and "unknown scheduler 'bogus'" in err
 
 
-def test_philly_window_scenario(traces_dir):
-    jobs = SCENARIOS["philly-64"].jobs(0)
-    assert len(jobs) == 300 and jobs[0].submit_s == 0.0
+def test_philly_windows_are_congested(traces_dir):
+    # A window where every job starts on arrival says nothing about a scheduler: most must make jobs wait.
+    scenario = SCENARIOS["philly-64"]
+    cluster = scenario.build_cluster()
+    waits = []
+    for seed in range(10):
+        jobs = scenario.jobs(seed)
+        assert len(jobs) == 300 and jobs[0].submit_s == 0.0
+        waits.append(summarize(simulate(cluster, jobs, make_scheduler("fifo"))).mean_wait_s)
+    assert sum(w > 60.0 for w in waits) >= 9, waits
+
+
+def test_trace_scenario_spec_skips_the_start_of_the_trace(traces_dir):
+    path = traces_dir / "philly" / "philly.csv"
+    plain = parse_scenario(f"cluster=8x8:V100-32;jobs=100;load=1.2;trace={path}")
+    skipped = parse_scenario(f"cluster=8x8:V100-32;jobs=100;load=1.2;trace={path};skip=100")
+    assert [j.duration_s for j in skipped.jobs(0)] == [j.duration_s for j in plain.jobs(1)]
+    with pytest.raises(EngineError, match="skip=N needs trace"):
+        parse_scenario("cluster=8x8:V100-32;skip=100")
 
 
 def test_teaching_presets_are_scenarios():
