@@ -19,7 +19,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--schedulers", required=True, metavar="A,B,...",
                         help="comma-separated scheduler names, e.g. first-fit,sjf,rl:wait-mlp")
     parser.add_argument("--scenario", required=True, metavar="NAME|SPEC",
-                        help=f"named ({', '.join(SCENARIOS)}) or 'cluster=4x8:V100-32;jobs=200;load=1.5'")
+                        help=f"named ({', '.join(SCENARIOS)}) or 'cluster=4x8:V100-32;jobs=200;load=1.5'"
+                             " (optionally ';trace=FILE;skip=N': blocks of a trace after its first N jobs)")
     parser.add_argument("--seeds", type=int_in(1, 10_000), default=10, metavar="N",
                         help="workload seeds 0..N-1 (default 10, at most 10,000)")
     parser.add_argument("--baseline", metavar="NAME", help="paired differences against this one (default: first)")
