@@ -96,6 +96,9 @@ def test_shipped_cards_state_whether_they_beat_the_best_hand_written_policy(name
             if "error" not in t:
                 assert set(t["mean_ci95"]) == {f"rl:{name}", *SCHEDULERS}
                 assert t == {**t, **cards.compare_runs(f"rl:{name}", t["objective_runs"])}
+                assert len(t["seeds"]) >= 30  # every paired table, the generalisation ones too
+    philly = card["evaluation"]["scenarios"]["philly-64"]["free"]["scenario"]
+    assert philly == SCENARIOS["philly-64"].to_dict()  # evaluated on the windows the scenario cuts now
 
 
 def test_continued_card_says_where_its_weights_started():
