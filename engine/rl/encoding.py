@@ -21,6 +21,12 @@ Evict (the rule ``"evict"``, offered only by encodings that list it)
     the current time are never victims, so the decisions at one time always run out. It is offered exactly when
     the job does not fit the type now and would after evicting every job that may be evicted.
 
+    With ``evict_scope="node"`` a job that one node of the type could hold makes room on *one* node instead, so
+    it never starts spread over nodes (a spread job is slowed by communication): on each eligible node of the
+    type, the node's victims are taken latest estimated end first, under the same rules, until the node has
+    ``gpus`` idle GPUs, and the node whose victims have the least estimated work left wins (ties: lower node
+    id). A victim spread over several nodes counts only its GPUs on that node. Bigger jobs evict as above.
+
 Mask
     ``action_mask(state)[a]`` is true exactly when the action is feasible now: the slot holds a job and the
     rule finds GPUs of that type for it (all rules here take idle GPUs of one type, so a whole-GPU job fits a
@@ -88,6 +94,8 @@ EVICT_PLACEMENT = "best-fit"
 #: Rules an encoding may use: packing rules that take only idle GPUs of one type (the mask relies on it), and
 #: ``"evict"``.
 RULES = ("first-fit", "best-fit", "least-loaded", EVICT)
+#: Where ``"evict"`` makes room for a job that one node could hold: anywhere on its GPU type, or on one node.
+EVICT_SCOPES = ("type", "node")
 
 
 @dataclass(frozen=True)
@@ -105,6 +113,8 @@ class EncodingConfig:
             victims would lose (work since their last checkpoint plus the restart overhead, per the run's
             preemption model; 0 when preemption is free). Without it an agent cannot tell a cheap eviction
             from a costly one. Off by default, so encodings written before the option keep their layout.
+        evict_scope: with ``"evict"``, where a job that one node could hold makes room: ``"type"`` (anywhere
+            on the GPU type, the default) or ``"node"`` (on one node, so it is not spread; module docstring).
     """
 
     window: int = 8
@@ -113,6 +123,7 @@ class EncodingConfig:
     window_order: str = "arrival"
     max_evictions: int | None = None
     evict_cost: bool = False
+    evict_scope: str = "type"
 
     def __post_init__(self) -> None:
         if isinstance(self.window, bool) or not (isinstance(self.window, int) and 1 <= self.window <= 256):
@@ -131,6 +142,10 @@ class EncodingConfig:
             raise EngineError(f"encoding.evict_cost must be true or false, got {self.evict_cost!r}")
         if self.evict_cost and not self.evicts:
             raise EngineError("encoding.evict_cost needs the \"evict\" rule in encoding.rules")
+        if not isinstance(self.evict_scope, str) or self.evict_scope not in EVICT_SCOPES:
+            raise EngineError(f"encoding.evict_scope {self.evict_scope!r}: expected one of {list(EVICT_SCOPES)}")
+        if self.evict_scope != "type" and not self.evicts:
+            raise EngineError("encoding.evict_scope needs the \"evict\" rule in encoding.rules")
 
     @property
     def evicts(self) -> bool:
@@ -172,11 +187,13 @@ class EncodingConfig:
             out["max_evictions"] = self.max_evictions
         if self.evict_cost:
             out["evict_cost"] = True
+        if self.evict_scope != "type":
+            out["evict_scope"] = self.evict_scope
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "EncodingConfig":
-        known = {"window", "max_types", "rules", "window_order", "max_evictions", "evict_cost"}
+        known = {"window", "max_types", "rules", "window_order", "max_evictions", "evict_cost", "evict_scope"}
         reject_unknown_keys(data, known, "encoding")
         rules = data.get("rules", cls.rules)
         if not isinstance(rules, (list, tuple)) or not all(isinstance(r, str) for r in rules):
@@ -255,7 +272,7 @@ def snapshot(state: ClusterState, cfg: EncodingConfig) -> Snapshot:
     n_rules = len(cfg.rules)
     mask = np.zeros(cfg.n_actions, dtype=bool)
     block = cfg.max_types * n_rules
-    victims, victim_work = _evictions(state, window, fits, n_types, cfg.max_evictions) if cfg.evicts else ({}, {})
+    victims, victim_work = _evictions(state, window, fits, n_types, cfg) if cfg.evicts else ({}, {})
     evict_rule = cfg.rules.index(EVICT) if cfg.evicts else -1
     for slot, f in enumerate(fits):
         row = np.zeros((cfg.max_types, n_rules), dtype=bool)
@@ -272,14 +289,15 @@ def snapshot(state: ClusterState, cfg: EncodingConfig) -> Snapshot:
     return Snapshot(window, fits, mask, cache, victims, victim_work, cost)
 
 
-def _evictions(state: ClusterState, window: list[int], fits: list[np.ndarray], n_types: int,
-               max_evictions: int | None) -> tuple[dict[tuple[int, int], tuple[int, ...]], dict[tuple[int, int], float]]:
+def _evictions(state: ClusterState, window: list[int], fits: list[np.ndarray], n_types: int, cfg: EncodingConfig
+               ) -> tuple[dict[tuple[int, int], tuple[int, ...]], dict[tuple[int, int], float]]:
     """Per (slot, type) where ``"evict"`` is offered: its victims and their estimated remaining GPU-seconds."""
     victims: dict[tuple[int, int], tuple[int, ...]] = {}
     work: dict[tuple[int, int], float] = {}
     lay, jobs, now = state.layout, state.jobs, state.now_s
     idle_t = None
     by_type: dict[int, list] = {}
+    by_node: dict[int, list] | None = None
     for slot, j in enumerate(window):
         job = jobs[j]
         if job.fractional:
@@ -293,12 +311,21 @@ def _evictions(state: ClusterState, window: list[int], fits: list[np.ndarray], n
                 idle_t = np.bincount(lay.node_type, weights=state.node_free, minlength=n_types)
                 for r in state.running.values():  # may be evicted: whole-GPU jobs that started before now
                     if r.start_s < now and not r.job.fractional and (
-                            max_evictions is None or state.preemptions(r.job.job_id) < max_evictions):
+                            cfg.max_evictions is None or state.preemptions(r.job.job_id) < cfg.max_evictions):
                         by_type.setdefault(r.gpu_type, []).append(r)
                 for rs in by_type.values():
                     rs.sort(key=lambda r: (-r.est_end_s, -r.job.job_id))
-            need = job.gpus - int(idle_t[t])
             own_s = job.estimate_s / speeds[t]  # how long the job would run there, by its estimate
+            if cfg.evict_scope == "node":
+                nodes = np.flatnonzero(state.eligible_nodes(job) & (lay.node_type == t))
+                if job.gpus <= int(lay.node_gpus[nodes].max(initial=0)):
+                    if by_node is None:
+                        by_node = _victims_by_node(lay, by_type)
+                    found = _node_victims(state, job.gpus, own_s, nodes, by_node)
+                    if found is not None:
+                        work[slot, t], victims[slot, t] = found
+                    continue
+            need = job.gpus - int(idle_t[t])
             taken, freed, left_gpu_s = [], 0, 0.0
             for r in by_type.get(t, ()):
                 if freed >= need or r.est_end_s - now <= own_s:
@@ -310,6 +337,35 @@ def _evictions(state: ClusterState, window: list[int], fits: list[np.ndarray], n
                 victims[slot, t] = tuple(taken)
                 work[slot, t] = left_gpu_s
     return victims, work
+
+
+def _victims_by_node(lay, by_type: dict[int, list]) -> dict[int, list[tuple[Any, int]]]:
+    """The evictable running jobs of each node, latest estimated end first, with their GPU count there."""
+    out: dict[int, list[tuple[Any, int]]] = {}
+    for rs in by_type.values():
+        for r in rs:  # already latest estimated end first
+            for n, k in zip(*np.unique(lay.gpu_node[list(r.gpu_ids)], return_counts=True)):
+                out.setdefault(int(n), []).append((r, int(k)))
+    return out
+
+
+def _node_victims(state: ClusterState, gpus: int, own_s: float, nodes: np.ndarray,
+                  by_node: dict[int, list[tuple[Any, int]]]) -> tuple[float, tuple[int, ...]] | None:
+    """The node-scoped eviction (module docstring): (victims' estimated GPU-seconds left, victims), or ``None``."""
+    now = state.now_s
+    best: tuple[float, tuple[int, ...]] | None = None
+    for n in nodes.tolist():
+        need = gpus - int(state.node_free[n])
+        taken, freed, left_gpu_s = [], 0, 0.0
+        for r, k in by_node.get(n, ()):
+            if freed >= need or r.est_end_s - now <= own_s:
+                break
+            taken.append(r.job.job_id)
+            freed += k
+            left_gpu_s += r.job.gpus * max(r.est_end_s - now, 0.0)
+        if freed >= need and (best is None or left_gpu_s < best[0]):
+            best = (left_gpu_s, tuple(taken))
+    return best
 
 
 def _gpu_time(job: Job) -> float:

@@ -27,7 +27,8 @@ Teachers (:data:`TEACHERS`), each scoring every feasible (job, GPU type) pair an
 * ``fifo-fast``: the oldest job that fits anywhere, on its fastest fitting type (FIFO without blocking).
 * ``short-spare-evict``, ``short-whole-evict``: like ``short-spare`` and ``short-whole``, but first, the oldest
   window job that fits no GPU type now makes room with the ``"evict"`` rule (where the encoding offers it), on
-  the type whose victims have the least estimated work left.
+  the type whose victims have the least estimated work left. Registered, ``short-whole-evict`` makes room on
+  one node (``evict_scope="node"``), so it too never spreads a job that one node could hold.
 * ``short-fast-evict-est``, ``short-spare-evict-est``: like ``short-fast`` and ``short-spare``, but a window
   job that fits no GPU type now may make room with ``"evict"``: such starts compete with the others by the
   job's estimate (shortest first; at equal estimates a start on idle GPUs wins).
@@ -216,7 +217,8 @@ SUMMARIES: dict[str, str] = {
     "short-spare-evict": "short-spare, plus: the oldest waiting job that fits nowhere first preempts running "
                          "jobs that would outlast it (latest estimated end first) to make room.",
     "short-whole-evict": "short-whole, plus: the oldest waiting job that fits nowhere first preempts running "
-                         "jobs that would outlast it (latest estimated end first) to make room.",
+                         "jobs that would outlast it (latest estimated end first) to make room, on one node "
+                         "if one node could hold it, so it never starts spread.",
     "short-fast-evict-est": "short-fast, plus: a job that fits nowhere may preempt running jobs that would "
                             "outlast it, competing with the other starts by its estimate (shortest first).",
     "short-spare-evict-est": "short-spare, plus: a job that fits nowhere may preempt running jobs that would "
@@ -224,6 +226,9 @@ SUMMARIES: dict[str, str] = {
 }
 #: Teachers that may take the ``"evict"`` rule (preempt); the others decline it.
 EVICTING = frozenset(n for n in TEACHERS if "-evict" in n)
+#: Where each registered evicting teacher makes room (``EncodingConfig.evict_scope``): short-whole-evict, whose
+#: point is never to spread a job that one node could hold, on one node; the others anywhere on the type.
+REGISTERED_EVICT_SCOPE = {n: "node" if n == "short-whole-evict" else "type" for n in EVICTING}
 
 
 class TeacherScheduler:
@@ -233,7 +238,8 @@ class TeacherScheduler:
     With ``cfg``, it chooses within that encoding (a model's own window and rules) and is called
     ``teacher:NAME``. Without, it is the registered scheduler ``NAME``: a window of :data:`REGISTERED_WINDOW`
     jobs (:data:`REGISTERED_ORDER`), GPU-type slots for every type of the cluster it runs on, and the rules
-    ``best-fit`` (plus ``"evict"`` for the teachers in :data:`EVICTING`).
+    ``best-fit`` (plus ``"evict"`` for the teachers in :data:`EVICTING`, scoped by
+    :data:`REGISTERED_EVICT_SCOPE`).
     """
 
     def __init__(self, name: str, cfg: EncodingConfig | None = None, rule: int = 0) -> None:
@@ -250,7 +256,8 @@ class TeacherScheduler:
                 raise EngineError(f"teacher {self._teacher}: clusters with at most 32 GPU types, got {n_types}")
             rules = (REGISTERED_RULE, EVICT) if self._teacher in EVICTING else (REGISTERED_RULE,)
             self.cfg = EncodingConfig(window=REGISTERED_WINDOW, max_types=max(n_types, 1), rules=rules,
-                                      window_order=REGISTERED_ORDER)
+                                      window_order=REGISTERED_ORDER,
+                                      evict_scope=REGISTERED_EVICT_SCOPE.get(self._teacher, "type"))
             self.rule = 0
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:

@@ -332,6 +332,53 @@ def test_evict_action_by_hand():
     assert state.preemptions(0) == state.preemptions(1) == 1 and state.preemptions(2) == 0
 
 
+@pytest.mark.parametrize("scope, victims, nodes", [("type", (0, 2), 2), ("node", (0, 1), 1)])
+def test_evict_scope_node_makes_room_on_one_node(scope, victims, nodes):
+    # Two 4-GPU nodes, full at t=0: jobs 0 and 1 on node 0, jobs 2 and 3 on node 1 (first-fit). Job 4 (4 GPUs,
+    # estimated 100 s, so still running at the next decision) arrives at t=10. Anywhere on the type, the latest estimated ends (jobs 0 and 2) make room on two
+    # nodes, so it starts spread; on one node, node 0's victims have less work left (2 x 8,990 + 2 x 990 GPU-s
+    # against 2 x 7,990 + 2 x 6,990) and it starts whole there.
+    jobs = (Job(0, 0.0, 9000.0, gpus=2, estimate_s=9000.0), Job(1, 0.0, 1000.0, gpus=2, estimate_s=1000.0),
+            Job(2, 0.0, 8000.0, gpus=2, estimate_s=8000.0), Job(3, 0.0, 7000.0, gpus=2, estimate_s=7000.0),
+            Job(4, 10.0, 50000.0, gpus=4, estimate_s=100.0))
+    enc = EncodingConfig(window=4, max_types=1, rules=("first-fit", "evict"), evict_scope=scope)
+    env = GpuSchedulingEnv(EnvConfig(clusters=("2x4:V100-32",), encoding=enc))
+    env.reset(seed=0, options={"cluster": "2x4:V100-32", "jobs": jobs})
+    for _ in range(4):
+        env.step(enc.action(0, 0, 0))
+    assert env.simulation.now_s == 10.0 and env.snapshot.window == [4]
+    assert env.snapshot.victims == {(0, 0): victims}
+    env.step(enc.action(0, 0, 1))
+    assert env.simulation.state.running[4].n_nodes == nodes
+    assert EncodingConfig.from_dict(enc.to_dict()) == enc
+
+
+def test_evict_scope_node_counts_a_spread_victims_gpus_on_that_node_only():
+    # Two 4-GPU nodes: job 0 on node 0, job 1 beside it until t=20, job 2 on node 1; at t=20 job 3 (4 GPUs)
+    # starts spread, 2 GPUs on each node. Job 4 (4 GPUs) arrives at t=30: evicting job 3 frees only 2 GPUs on
+    # either node, so a node needs job 3 and its other job too, and node 1's (job 2) has less work left than
+    # node 0's (job 0). Counting all of job 3's GPUs would have taken job 3 alone.
+    jobs = (Job(0, 0.0, 9000.0, gpus=2, estimate_s=9000.0), Job(1, 0.0, 20.0, gpus=2, estimate_s=20.0),
+            Job(2, 0.0, 7000.0, gpus=2, estimate_s=7000.0), Job(3, 5.0, 9500.0, gpus=4, estimate_s=9500.0),
+            Job(4, 30.0, 100.0, gpus=4, estimate_s=100.0))
+    enc = EncodingConfig(window=4, max_types=1, rules=("first-fit", "evict"), evict_scope="node")
+    env = GpuSchedulingEnv(EnvConfig(clusters=("2x4:V100-32",), encoding=enc))
+    env.reset(seed=0, options={"cluster": "2x4:V100-32", "jobs": jobs})
+    for _ in range(4):  # jobs 0, 1, 2 at t=0, job 3 at t=20 (first-fit spreads it)
+        env.step(enc.action(0, 0, 0))
+    state = env.simulation.state
+    assert env.simulation.now_s == 30.0 and state.running[3].n_nodes == 2
+    assert env.snapshot.victims == {(0, 0): (3, 2)}
+
+
+def test_evict_scope_needs_the_evict_rule_and_a_known_scope():
+    with pytest.raises(EngineError, match="evict_scope needs"):
+        EncodingConfig(rules=("first-fit",), evict_scope="node")
+    with pytest.raises(EngineError, match="evict_scope 'rack'"):
+        EncodingConfig(rules=("evict",), evict_scope="rack")
+    assert "evict_scope" not in EncodingConfig(rules=("evict",)).to_dict()
+
+
 def test_max_evictions_protects_jobs_preempted_that_often():
     # Job 0 (4 GPUs, long) is evicted by job 1 at t=10; when job 2 arrives at t=20 and job 1 has ended, job 0 runs
     # again: with max_evictions=1 it can no longer be a victim, without a limit it can.

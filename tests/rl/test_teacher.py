@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine import parse_cluster, simulate
+from engine import make_scheduler, parse_cluster, simulate
 from engine.analysis.workload import make_jobs
 from engine.errors import EngineError
 from engine.rl.encoding import EncodingConfig
@@ -101,3 +101,20 @@ def test_short_spare_leaves_large_memory_gpus_to_jobs_that_fit_nowhere_else():
     big = (Job(0, 0.0, 100.0, gpus=2, vram_gib=40.0, job_type="training", estimate_s=100.0),)
     env.reset(seed=0, options={"cluster": MIXED, "jobs": big})
     assert ENC.unpack(teacher_action("short-spare", env.simulation.state, ENC, env.snapshot))[:2] == (0, 0)
+
+
+def test_registered_short_whole_evict_never_spreads_a_job_one_node_could_hold():
+    # Its evictions make room on one node: every run segment of a job of at most 8 GPUs is on one node, though it
+    # preempts often (anywhere on the type, as short-spare-evict evicts, such segments do spread).
+    cluster = parse_cluster("8x8:V100-32")
+    jobs = make_jobs(cluster, 400, 1.5, 1)
+    node = cluster.layout.gpu_node
+
+    def spread_small_segments(result) -> int:
+        ptr, ids = result.seg_gpu_ptr, result.seg_gpu_ids
+        return sum(1 for i, j in enumerate(result.seg_job) if jobs[j].gpus <= 8
+                   and len(set(node[ids[ptr[i]:ptr[i + 1]]].tolist())) > 1)
+
+    whole = simulate(cluster, jobs, make_scheduler("short-whole-evict"))
+    assert whole.preemptions.sum() > 20 and spread_small_segments(whole) == 0
+    assert spread_small_segments(simulate(cluster, jobs, make_scheduler("short-spare-evict"))) > 0
