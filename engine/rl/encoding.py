@@ -30,8 +30,9 @@ Evict (the rule ``"evict"``, offered only by encodings that list it)
 Mask
     ``action_mask(state)[a]`` is true exactly when the action is feasible now: the slot holds a job and the
     rule finds GPUs of that type for it (all rules here take idle GPUs of one type, so a whole-GPU job fits a
-    type iff the type's eligible nodes have ``gpus`` idle GPUs in total, and a fractional job iff one GPU of
-    the type can host it). *Wait* is allowed whenever a job is running; when nothing runs it is masked, so an
+    type iff the type's eligible nodes have ``gpus`` idle GPUs in total, or, with ``whole_node`` and a job that
+    one of them could hold, iff one of them has ``gpus`` idle GPUs; a fractional job fits iff one GPU of the
+    type can host it). *Wait* is allowed whenever a job is running; when nothing runs it is masked, so an
     agent can never idle an empty cluster while a job could start.
 
 Job window
@@ -115,6 +116,10 @@ class EncodingConfig:
             from a costly one. Off by default, so encodings written before the option keep their layout.
         evict_scope: with ``"evict"``, where a job that one node could hold makes room: ``"type"`` (anywhere
             on the GPU type, the default) or ``"node"`` (on one node, so it is not spread; module docstring).
+        whole_node: a multi-GPU job that one node of a type could hold fits that type only where one node has
+            it idle, so no action starts it spread over nodes (a spread job is slowed by communication): it
+            waits or, with ``"evict"``, makes room. Off by default, so encodings written before it stay as
+            they were.
     """
 
     window: int = 8
@@ -124,6 +129,7 @@ class EncodingConfig:
     max_evictions: int | None = None
     evict_cost: bool = False
     evict_scope: str = "type"
+    whole_node: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.window, bool) or not (isinstance(self.window, int) and 1 <= self.window <= 256):
@@ -146,6 +152,8 @@ class EncodingConfig:
             raise EngineError(f"encoding.evict_scope {self.evict_scope!r}: expected one of {list(EVICT_SCOPES)}")
         if self.evict_scope != "type" and not self.evicts:
             raise EngineError("encoding.evict_scope needs the \"evict\" rule in encoding.rules")
+        if not isinstance(self.whole_node, bool):
+            raise EngineError(f"encoding.whole_node must be true or false, got {self.whole_node!r}")
 
     @property
     def evicts(self) -> bool:
@@ -189,11 +197,13 @@ class EncodingConfig:
             out["evict_cost"] = True
         if self.evict_scope != "type":
             out["evict_scope"] = self.evict_scope
+        if self.whole_node:
+            out["whole_node"] = True
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "EncodingConfig":
-        known = {"window", "max_types", "rules", "window_order", "max_evictions", "evict_cost", "evict_scope"}
+        known = {"window", "max_types", "rules", "window_order", "max_evictions", "evict_cost", "evict_scope", "whole_node"}
         reject_unknown_keys(data, known, "encoding")
         rules = data.get("rules", cls.rules)
         if not isinstance(rules, (list, tuple)) or not all(isinstance(r, str) for r in rules):
@@ -207,7 +217,8 @@ class Snapshot:
 
     Attributes:
         window: job ids in the slots (may be shorter than the window).
-        fits: per slot, boolean per cluster GPU type: the job can start on that type now.
+        fits: per slot, boolean per cluster GPU type: the job can start on that type now (with ``whole_node``,
+            without spreading over nodes when one node of the type could hold it).
         mask: the action mask (bool, ``n_actions``).
         victims: ``(slot, type) -> job ids`` the ``"evict"`` rule would preempt to start that slot's job on that
             type (only pairs where it is offered).
@@ -225,16 +236,25 @@ class Snapshot:
     victim_cost_gpu_s: dict[tuple[int, int], float] = field(default_factory=dict)
 
 
-def _type_fits(state: ClusterState, job: Job, n_types: int) -> np.ndarray:
-    """Boolean per GPU type: can ``job`` start on idle (or, if fractional, shareable) GPUs of that type now."""
+def _type_fits(state: ClusterState, job: Job, n_types: int, whole_node: bool) -> np.ndarray:
+    """Boolean per GPU type: can ``job`` start on idle (or, if fractional, shareable) GPUs of that type now;
+    with ``whole_node``, on one node of the type when one of its eligible nodes is big enough."""
     lay = state.layout
     if job.gpu_fraction < 1.0:
         hosts = state.can_host(job)
         return np.bincount(lay.gpu_type[hosts], minlength=n_types) > 0
     if state.free_gpus < job.gpus:
         return np.zeros(n_types, dtype=bool)
-    free = np.where(state.eligible_nodes(job), state.node_free, 0)
-    return np.bincount(lay.node_type, weights=free, minlength=n_types) >= job.gpus
+    elig = state.eligible_nodes(job)
+    free = np.where(elig, state.node_free, 0)
+    fits = np.bincount(lay.node_type, weights=free, minlength=n_types) >= job.gpus
+    if whole_node and job.gpus > 1:
+        block = np.zeros(n_types)
+        np.maximum.at(block, lay.node_type, free)
+        size = np.zeros(n_types)
+        np.maximum.at(size, lay.node_type, np.where(elig, lay.node_gpus, 0))
+        fits = np.where(size >= job.gpus, block >= job.gpus, fits)
+    return fits
 
 
 def _check_cluster(state: ClusterState, cfg: EncodingConfig) -> int:
@@ -255,7 +275,7 @@ def snapshot(state: ClusterState, cfg: EncodingConfig) -> Snapshot:
         sid = shapes[j]
         f = cache.get(sid)
         if f is None:
-            f = cache[sid] = _type_fits(state, jobs[j], n_types)
+            f = cache[sid] = _type_fits(state, jobs[j], n_types, cfg.whole_node)
         return f
 
     if cfg.window_order == "arrival":

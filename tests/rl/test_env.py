@@ -371,12 +371,56 @@ def test_evict_scope_node_counts_a_spread_victims_gpus_on_that_node_only():
     assert env.snapshot.victims == {(0, 0): (3, 2)}
 
 
+@pytest.mark.parametrize("whole_node", [False, True])
+def test_whole_node_never_spreads_a_job_one_node_could_hold(whole_node):
+    # Two 4-GPU nodes (first-fit): jobs 0 and 1 on node 0, jobs 2 and 3 on node 1, 2 GPUs each; 1 and 3 end at
+    # t=5. At t=10 job 4 (4 GPUs) arrives with 4 idle GPUs, 2 on each node, and job 5 (8 GPUs) waits for the
+    # whole cluster. Without whole_node job 4 may start spread; with it, it fits nowhere and makes room on
+    # node 1 instead, whose victim (job 2) has less work left than node 0's (job 0).
+    jobs = (Job(0, 0.0, 9000.0, gpus=2, estimate_s=9000.0), Job(1, 0.0, 5.0, gpus=2, estimate_s=5.0),
+            Job(2, 0.0, 5000.0, gpus=2, estimate_s=5000.0), Job(3, 0.0, 5.0, gpus=2, estimate_s=5.0),
+            Job(4, 10.0, 100.0, gpus=4, estimate_s=100.0), Job(5, 10.0, 100.0, gpus=8, estimate_s=100.0))
+    enc = EncodingConfig(window=4, max_types=1, rules=("first-fit", "evict"), evict_scope="node",
+                         whole_node=whole_node)
+    env = GpuSchedulingEnv(EnvConfig(clusters=("2x4:V100-32",), encoding=enc))
+    env.reset(seed=0, options={"cluster": "2x4:V100-32", "jobs": jobs})
+    for _ in range(4):
+        env.step(enc.action(0, 0, 0))
+    assert env.simulation.now_s == 10.0 and env.snapshot.window == [4, 5]
+    mask = env.action_masks()
+    assert bool(mask[enc.action(0, 0, 0)]) is not whole_node and bool(mask[enc.action(0, 0, 1)]) is whole_node
+    assert env.snapshot.victims.get((0, 0)) == ((2,) if whole_node else None)
+    obs = encode(env.simulation.state, enc, env.snapshot)
+    assert obs["jobs"][0, 12 + 2] == (0.0 if whole_node else 1.0)  # can start now on the type
+    sim = env.simulation
+    sim.apply(decode(sim.state, enc.action(0, 0, 1 if whole_node else 0), enc, env.snapshot))
+    assert sim.state.running[4].n_nodes == (1 if whole_node else 2)
+    assert (2 not in sim.state.running) is whole_node
+    assert EncodingConfig.from_dict(enc.to_dict()) == enc
+
+
+def test_whole_node_spreads_a_job_bigger_than_every_node():
+    jobs = (Job(0, 0.0, 100.0, gpus=6, estimate_s=100.0),)
+    enc = EncodingConfig(window=2, max_types=1, rules=("best-fit",), whole_node=True)
+    env = GpuSchedulingEnv(EnvConfig(clusters=("2x4:V100-32",), encoding=enc))
+    env.reset(seed=0, options={"cluster": "2x4:V100-32", "jobs": jobs})
+    sim = env.simulation
+    sim.apply(decode(sim.state, enc.action(0, 0, 0), enc, env.snapshot))
+    assert sim.state.running[0].n_nodes == 2
+
+
 def test_evict_scope_needs_the_evict_rule_and_a_known_scope():
     with pytest.raises(EngineError, match="evict_scope needs"):
         EncodingConfig(rules=("first-fit",), evict_scope="node")
     with pytest.raises(EngineError, match="evict_scope 'rack'"):
         EncodingConfig(rules=("evict",), evict_scope="rack")
     assert "evict_scope" not in EncodingConfig(rules=("evict",)).to_dict()
+
+
+def test_whole_node_is_a_boolean_left_out_of_older_cards():
+    assert "whole_node" not in EncodingConfig().to_dict()
+    with pytest.raises(EngineError, match="whole_node must be true or false"):
+        EncodingConfig.from_dict({"whole_node": "yes"})
 
 
 def test_max_evictions_protects_jobs_preempted_that_often():
