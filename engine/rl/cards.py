@@ -284,6 +284,16 @@ def _provenance(card: dict[str, Any]) -> list[str]:
             "parent's config, then this one"]
 
 
+def _deployed(config: dict) -> list[str]:
+    """The card line that says which encoding options apply at inference only (``deploy_encoding``), if any."""
+    opts = config.get("deploy_encoding") or {}
+    if not opts:
+        return []
+    return [f"- trained with the encoding {json.dumps(config['env']['encoding'])}; {json.dumps(opts)} applies at "
+            "inference only, as a constraint on the trained policy's actions (its next-best feasible choice is "
+            "taken; the observation layout is the same)"]
+
+
 def _training_preemption(env: dict[str, Any]) -> str:
     """How the card's training episodes treated preemption (configs without either key trained with it free)."""
     models = env.get("preemptions") or [env.get("preemption") or {}]
@@ -317,6 +327,7 @@ def render_markdown(card: dict[str, Any]) -> str:
         "## Network and inputs", "",
         f"- policy: `{card['policy']['kind']}` ({json.dumps(card['policy'])})",
         f"- encoding: {json.dumps(card['encoding'])} (see `engine/rl/encoding.py`)",
+        *_deployed(tr["config"]),
         f"- weights: `{card['weights']}`, SHA-256 `{card['sha256']}` (checked before loading; plain float32 "
         "arrays in a NumPy `.npz`, never unpickled; evaluated in NumPy, `engine/rl/inference.py`)", "",
         "## Training", "",

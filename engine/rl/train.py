@@ -28,6 +28,7 @@ import numpy as np
 from engine.errors import EngineError, reject_unknown_keys
 from engine.rl.agent import MODELS_DIR, WEIGHTS_FORMAT, write_weights
 from engine.rl.clone import CloneConfig
+from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
 from engine.rl.policies import PolicySpec, policy_kwargs, state_arrays
 
@@ -51,6 +52,11 @@ class Stage:
     clusters: tuple[str, ...] | None = None
     loads: tuple[float, ...] | None = None
     n_jobs: int | None = None
+
+
+#: Encoding options a card may run with that its training did not (``TrainConfig.deploy_encoding``): each changes
+#: only which actions are feasible, never the observation and action layout.
+DEPLOY_OPTIONS = ("whole_node",)
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,12 @@ class TrainConfig:
             and encoding; its weights are read with the SHA-256-checked loader of :mod:`engine.rl.agent`. The
             new card counts the parent's steps and wall time in its totals and keeps the parent's
             ``training`` section under ``training.init_from``.
+        deploy_encoding: encoding options the exported card runs with, over ``env.encoding``: constraints on
+            which actions the trained policy may take (a shield), applied at inference only; training, cloning
+            and the kept-policy evaluation use ``env.encoding``. Only options in :data:`DEPLOY_OPTIONS`, which
+            leave the observation and action layout as they are (e.g. ``{"whole_node": true}``: a job that
+            one node could hold never starts spread, the policy's next choice is taken instead); empty: the
+            card runs with ``env.encoding``.
     """
 
     name: str
@@ -117,6 +129,7 @@ class TrainConfig:
     runs_dir: str = "runs"
     clone: CloneConfig | None = None
     init_from: str = ""
+    deploy_encoding: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c in "-_." for c in self.name):
@@ -126,12 +139,22 @@ class TrainConfig:
             v = getattr(self, k)
             if not (isinstance(v, int) and v >= 1):
                 raise EngineError(f"train config: {k} must be an integer >= 1, got {v!r}")
+        if not isinstance(self.deploy_encoding, Mapping) or set(self.deploy_encoding) - set(DEPLOY_OPTIONS):
+            raise EngineError(f"train config: deploy_encoding {self.deploy_encoding!r} must be an object with "
+                              f"keys from {list(DEPLOY_OPTIONS)}")
+        object.__setattr__(self, "deploy_encoding", dict(self.deploy_encoding))
+        self.deployed_encoding()  # validates the options against env.encoding
+
+    def deployed_encoding(self) -> EncodingConfig:
+        """The encoding the exported card runs with: ``env.encoding`` with ``deploy_encoding`` applied."""
+        return EncodingConfig.from_dict(self.env.encoding.to_dict() | self.deploy_encoding)
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["env"] = self.env.to_dict()
         d["policy"] = self.policy.to_dict()
         d["clone"] = self.clone.to_dict() if self.clone else None
+        d["deploy_encoding"] = dict(self.deploy_encoding)
         d["curriculum"] = [{k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(s).items()
                             if v is not None} for s in self.curriculum]
         return d
@@ -336,7 +359,7 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
         "format": WEIGHTS_FORMAT,
         "weights": f"{cfg.name}.npz",
         "policy": cfg.policy.to_dict(),
-        "encoding": cfg.env.encoding.to_dict(),
+        "encoding": cfg.deployed_encoding().to_dict(),
         "reward": cfg.env.to_dict()["reward"],
         "training": {
             "config": cfg.to_dict(),

@@ -132,3 +132,60 @@ def test_init_from_refuses_a_mismatched_or_missing_parent(parent, kind, match, t
     cfg = replace(tiny_config(tmp_path, "child", kind), init_from=parent)
     with pytest.raises(EngineError, match=match):
         train_mod.train(cfg, models_dir=tmp_path / "out")
+
+
+def test_deploy_encoding_shields_the_exported_agent_only(tmp_path):
+    # Trained with the plain encoding, shipped with whole_node: the card runs with it, its config still says how
+    # it was trained, and the agent never starts a job that one node could hold spread over nodes.
+    from dataclasses import replace
+
+    from engine import parse_cluster, simulate
+    from engine.analysis.workload import make_jobs
+    from engine.rl.agent import load_agent
+    from engine.rl.cards import render_markdown
+    from engine.rl.train import train
+
+    from .conftest import SMALL, tiny_config
+
+    cfg = replace(tiny_config(tmp_path, "tiny-shield", "mlp"), total_timesteps=128,
+                  deploy_encoding={"whole_node": True})
+    card = train(cfg, models_dir=tmp_path / "out")
+    assert card["encoding"]["whole_node"] is True
+    assert "whole_node" not in card["training"]["config"]["env"]["encoding"]
+    assert TrainConfig.from_dict(card["training"]["config"]) == cfg
+    assert '{"whole_node": true} applies at inference only' in render_markdown(card | {"sha256": "x"})
+    agent = load_agent("tiny-shield", tmp_path / "out")
+    assert agent.encoding.whole_node
+    cluster = parse_cluster(SMALL)
+    jobs = make_jobs(cluster, 80, 1.5, 7)  # the same weights without the shield spread 3 of its 10 such jobs
+    res = simulate(cluster, jobs, agent)
+    node = cluster.layout.gpu_node
+    held = [ids for job, ids in zip(jobs, res.gpu_ids) if 1 < job.gpus <= 4]
+    assert len(held) >= 5
+    assert all(len(set(node[list(ids)].tolist())) == 1 for ids in held)
+
+
+@pytest.mark.parametrize("deploy,match", [({"window": 8}, "deploy_encoding"), ({"whole_node": 1}, "whole_node")])
+def test_deploy_encoding_takes_only_layout_preserving_options(deploy, match):
+    with pytest.raises(EngineError, match=match):
+        TrainConfig.from_dict({"name": "x", "deploy_encoding": deploy})
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_each_shipped_card_holds_its_presets_config(name):
+    # Config travels with its artifact: retraining the preset is what made the shipped weights.
+    from engine.rl.agent import MODELS_DIR, read_card
+
+    if not (MODELS_DIR / f"{name}.json").is_file():
+        pytest.skip(f"preset {name} has no shipped model")
+    card = read_card(name)
+    preset, shipped = load_config(name), TrainConfig.from_dict(card["training"]["config"])
+    assert _with_progress_of(shipped, preset) == preset
+    assert card["encoding"] == preset.deployed_encoding().to_dict()
+
+
+def _with_progress_of(cfg: TrainConfig, like: TrainConfig) -> TrainConfig:
+    """``cfg`` with ``like``'s progress bar setting (how a run displays, not what it trains)."""
+    from dataclasses import replace
+
+    return replace(cfg, progress_bar=like.progress_bar)
