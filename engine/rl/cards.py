@@ -4,9 +4,11 @@
 and every registered scheduler (every hand-written policy: the heuristics, the teachers of
 :mod:`engine.rl.teacher` and the oracles, which read true durations and are marked and never counted as the
 best) on the model's evaluation scenarios (:data:`PLANS`): its training scenarios on workload seeds
-``0..seeds-1``, a cluster at least twice as large and a window of the real Philly trace on seeds
-``0..general_seeds-1`` (training never uses seeds below 2**20), each twice: with free preemption and with
-costly preemption (:data:`PREEMPTION`: checkpoint every 1800 s of work, 60 s restart). It writes:
+``0..seeds-1``; a cluster at least twice as large, a window of the real Philly trace and every teaching preset
+(:data:`TEACHING`) on seeds ``0..general_seeds-1`` (training never uses seeds below 2**20), each twice: with
+free preemption and with costly preemption (:data:`PREEMPTION`: checkpoint every 1800 s of work, 60 s
+restart). ``--only SCENARIO,...`` runs just those scenarios and keeps the card's other stored tables. It
+writes:
 
 * ``models/NAME.json`` key ``evaluation``: per scenario and preemption setting, the mean and 95 % CI of mean
   wait, mean JCT, bounded slowdown, Gini of user waits, communication overhead, preemptions and the model's own
@@ -29,22 +31,34 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from engine.analysis.evaluate import Evaluation, evaluate, mean_ci, parse_scenario
+from engine.analysis.presets import PRESETS
+from engine.errors import EngineError
 from engine.rl.agent import MODELS_DIR, read_card
 from engine.rl.encoding import EVICT
 from engine.rl.reward import RewardWeights, objective_terms, weighted
 from engine.schedulers import SCHEDULERS
 from engine.sim.simulator import PreemptionModel
 
+#: The teaching presets (``presets/``): every agent is evaluated on each of them, none of which it trained on.
+TEACHING: tuple[str, ...] = tuple(sorted(PRESETS))
+
 #: Evaluation scenarios of the shipped models: those of their training distribution, one on a cluster at
-#: least twice as large as any in training, and a window of the real Philly trace.
+#: least twice as large as any in training, a window of the real Philly trace and the teaching presets.
 PLANS: dict[str, dict[str, Any]] = {
     "wait-mlp": {"train": ["v100-32", "mixed-32", "v100-64"], "larger": "v100-128", "philly": "philly-64",
-                 "compare": "wait-attn"},
+                 "presets": list(TEACHING), "compare": "wait-attn"},
     "wait-attn": {"train": ["v100-32", "mixed-32", "v100-64"], "larger": "v100-128", "philly": "philly-64",
-                  "compare": "wait-mlp"},
-    "fair-comm": {"train": ["mixed-32", "v100-32", "v100-64"], "larger": "mixed-128", "philly": "philly-64"},
-    "hpc-backfill": {"train": ["hpc-64", "hpc-32"], "larger": "hpc-128", "philly": "philly-64"},
+                  "presets": list(TEACHING), "compare": "wait-mlp"},
+    "fair-comm": {"train": ["mixed-32", "v100-32", "v100-64"], "larger": "mixed-128", "philly": "philly-64",
+                  "presets": list(TEACHING)},
+    "hpc-backfill": {"train": ["hpc-64", "hpc-32"], "larger": "hpc-128", "philly": "philly-64",
+                     "presets": list(TEACHING)},
 }
+
+
+def plan_scenarios(plan: dict[str, Any]) -> list[str]:
+    """A plan's scenarios in card order: training ones, the larger cluster, the Philly window, the presets."""
+    return [*plan["train"], plan["larger"], plan["philly"], *plan.get("presets", ())]
 
 #: The preemption settings every scenario is evaluated under: what a preempted job loses.
 PREEMPTION: dict[str, PreemptionModel | None] = {
@@ -147,11 +161,15 @@ def _scenario_tables(task: tuple[str, int, str, tuple[str, ...]]) -> dict[str, A
     return out
 
 
-def _tasks(plans: dict[str, dict[str, Any]], seeds: int, general_seeds: int) -> list[tuple[str, int, str, tuple]]:
-    """One task per (scenario, seeds, setting), naming every model evaluated there."""
+def _tasks(plans: dict[str, dict[str, Any]], seeds: int, general_seeds: int,
+           only: frozenset[str] | None = None) -> list[tuple[str, int, str, tuple]]:
+    """One task per (scenario, seeds, setting), naming every model evaluated there (scenarios in ``only``, if
+    given)."""
     wanted: dict[tuple[str, int, str], list[str]] = {}
     for name, plan in plans.items():
-        for sc in [*plan["train"], plan["larger"], plan["philly"]]:
+        for sc in plan_scenarios(plan):
+            if only is not None and sc not in only:
+                continue
             n = seeds if sc in plan["train"] else general_seeds
             for setting in PREEMPTION:
                 wanted.setdefault((sc, n, setting), []).append(name)
@@ -172,11 +190,19 @@ def _run_and_keep(args: tuple[tuple[str, int, str, tuple[str, ...]], str | None]
 
 
 def evaluate_cards(plans: dict[str, dict[str, Any]], seeds: int, general_seeds: int, workers: int = 1,
-                   cache_dir: Path | None = None, cached_only: bool = False) -> dict[str, dict[str, Any]]:
+                   cache_dir: Path | None = None, cached_only: bool = False,
+                   kept: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """The ``evaluation`` section of each model's card (model -> section), the (scenario, setting) tasks run by
     ``workers`` processes, training scenarios first. With ``cache_dir``, each task's tables are kept there when
-    done and reused by a later call; with ``cached_only``, tasks not there are reported as not run."""
-    tasks = sorted(_tasks(plans, seeds, general_seeds), key=lambda t: t[1] != seeds)
+    done and reused by a later call; with ``cached_only``, tasks not there are reported as not run. With
+    ``kept`` (model -> scenario -> its stored tables), those scenarios are not run again: their tables are
+    taken as they are."""
+    kept = kept or {}
+    only = None
+    if kept:  # run the scenarios some model has no kept tables for
+        only = frozenset(sc for name, plan in plans.items() for sc in plan_scenarios(plan)
+                         if sc not in kept.get(name, {}))
+    tasks = sorted(_tasks(plans, seeds, general_seeds, only), key=lambda t: t[1] != seeds)
     done: dict[tuple[str, int, str], dict[str, Any]] = {}
     todo = []
     for t in tasks:
@@ -199,10 +225,11 @@ def evaluate_cards(plans: dict[str, dict[str, Any]], seeds: int, general_seeds: 
     out = {}
     for name, plan in plans.items():
         tables: dict[str, Any] = {}
-        for sc in [*plan["train"], plan["larger"], plan["philly"]]:
+        for sc in plan_scenarios(plan):
             n = seeds if sc in plan["train"] else general_seeds
-            tables[sc] = {st: done[sc, n, st][name] for st in PREEMPTION}
-        out[name] = {"seeds": {"train": f"0..{seeds - 1}", "larger and philly": f"0..{general_seeds - 1}",
+            stored = kept.get(name, {}).get(sc)
+            tables[sc] = stored if stored is not None else {st: done[sc, n, st][name] for st in PREEMPTION}
+        out[name] = {"seeds": {"train": f"0..{seeds - 1}", "general": f"0..{general_seeds - 1}",
                                "note": "training workloads use seeds >= 2**20; validation 900000+"},
                      "preemption": {k: PREEMPTION_TEXT[k] for k in PREEMPTION}, "plan": plan, "scenarios": tables,
                      "summary": summary(f"rl:{name}", tables)}
@@ -227,7 +254,7 @@ def summary(me: str, tables: dict[str, Any]) -> dict[str, Any]:
     else:
         def where(items):
             return "; ".join(f"{sc} with {st} preemption vs {t['best_baseline']} "
-                             f"({100 * (t['vs_best']['relative'] or 0):+.0f} %)" for sc, st, t in items)
+                             f"({_percent(t['vs_best']['relative'])})" for sc, st, t in items)
         text = (f"{me} does not beat the best hand-written policy: of {len(rows)} scenario and preemption "
                 f"settings it is significantly better on {len(better)}" + (f" ({where(better)})" if better else "")
                 + f", significantly worse on {len(worse)}" + (f" ({where(worse)})" if worse else "")
@@ -235,6 +262,12 @@ def summary(me: str, tables: dict[str, Any]) -> dict[str, Any]:
                 "the card names for that setting.")
     return {"beats_best_baseline": beats, "verdict": text, "settings": len(rows), "better": len(better),
             "worse": len(worse)}
+
+
+def _percent(relative: float | None) -> str:
+    """A relative difference as a signed percentage, whole unless that would round a real difference to 0."""
+    pct = 100 * (relative or 0)
+    return f"{pct:+.0f} %" if abs(pct) >= 0.5 or pct == 0 else f"{pct:+.1f} %"
 
 
 def _clean(v: float) -> float | None:
@@ -343,8 +376,9 @@ def render_markdown(card: dict[str, Any]) -> str:
         evicts = EVICT in card["encoding"].get("rules", ())
         seeds = ev["seeds"]
         lines += ["## Evaluation against every hand-written policy", "",
-                  f"Workload seeds {seeds['train']} on the training scenarios, {seeds['larger and philly']} on the "
-                  f"larger cluster and the Philly window ({seeds['note']}). Each scenario runs twice: "
+                  f"Workload seeds {seeds['train']} on the training scenarios, {seeds['general']} on the "
+                  "larger cluster, the Philly window and the teaching presets (`presets/`, where a preset's "
+                  f"workload is generated with each seed; {seeds['note']}). Each scenario runs twice: "
                   f"{PREEMPTION_TEXT['free']} and {PREEMPTION_TEXT['costly']}. Mean over seeds; objective = this "
                   "model's objective; the last column is the agent's paired difference in objective (agent minus "
                   "that policy on the same workloads, mean and 95 % CI; negative: the agent is better). Oracles read "
@@ -412,14 +446,29 @@ def _comparison(card: dict[str, Any], other: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def kept_tables(name: str, only: frozenset[str], seeds: int, general_seeds: int) -> dict[str, Any]:
+    """The tables of model ``name``'s card for every scenario not in ``only``, checked to be from the same
+    weights and seeds as the run about to add the others (else an error says to evaluate them all again)."""
+    card = json.loads((MODELS_DIR / f"{name}.json").read_text())
+    ev = card.get("evaluation") or {}
+    if ev.get("sha256") != card["sha256"] or not ev.get("scenarios"):
+        raise EngineError(f"{name}: the card's stored tables are not of its weights; evaluate every scenario")
+    if ev["seeds"]["train"] != f"0..{seeds - 1}" or ev["seeds"]["general"] != f"0..{general_seeds - 1}":
+        raise EngineError(f"{name}: the card's stored tables use other seeds ({ev['seeds']}); evaluate every scenario")
+    return {sc: by for sc, by in ev["scenarios"].items() if sc not in only}
+
+
 def write_cards(plans: dict[str, dict[str, Any]], seeds: int = 30, general_seeds: int = 10, workers: int = 1,
-                cache_dir: Path | None = None, cached_only: bool = False) -> dict[str, dict[str, Any]]:
+                cache_dir: Path | None = None, cached_only: bool = False,
+                only: frozenset[str] | None = None) -> dict[str, dict[str, Any]]:
     """Evaluate the models of ``plans`` (model -> plan, as in :data:`PLANS`) and rewrite their cards (see
-    :func:`evaluate_cards`)."""
-    sections = evaluate_cards(plans, seeds, general_seeds, workers, cache_dir, cached_only)
+    :func:`evaluate_cards`); with ``only``, just those scenarios run and the card's other tables are kept."""
+    kept = None if only is None else {n: kept_tables(n, only, seeds, general_seeds) for n in plans}
+    sections = evaluate_cards(plans, seeds, general_seeds, workers, cache_dir, cached_only, kept)
     out = {}
     for name, section in sections.items():
         card = json.loads((MODELS_DIR / f"{name}.json").read_text())
+        section["sha256"] = card["sha256"]
         card["evaluation"] = section
         out[name] = _save(name, card)
     return out
@@ -461,6 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cached-only", action="store_true",
                    help="write the cards from the tasks in --cache only (the others: not run)")
     p.add_argument("--rerender", action="store_true", help="only recompute the summary and Markdown from the card")
+    p.add_argument("--only", help="comma-separated scenarios to (re)run; the card's other tables are kept")
     p.add_argument("--train", help="comma-separated training scenarios, for a model without a plan in PLANS")
     p.add_argument("--larger", default="v100-128", help="with --train: a cluster twice as large as in training")
     p.add_argument("--philly", default="philly-64", help="with --train: a Philly-trace scenario")
@@ -470,18 +520,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             rerender(name)
         return 0
     plans = {n: PLANS[n] if n in PLANS and not args.train else
-             {"train": args.train.split(","), "larger": args.larger, "philly": args.philly} if args.train else None
+             {"train": args.train.split(","), "larger": args.larger, "philly": args.philly,
+              "presets": list(TEACHING)} if args.train else None
              for n in args.names}
     unknown = [n for n, plan in plans.items() if plan is None]
     if unknown:
         p.error(f"no evaluation plan for {', '.join(unknown)} (plans: {', '.join(PLANS)}); give --train")
     for plan in plans.values():
-        for sc in [*plan["train"], plan["larger"], plan["philly"]]:
+        for sc in plan_scenarios(plan):
             parse_scenario(sc)
+    only = None if args.only is None else frozenset(filter(None, (s.strip() for s in args.only.split(","))))
+    if only is not None:
+        unplanned = sorted(only - {sc for plan in plans.values() for sc in plan_scenarios(plan)})
+        if unplanned:
+            p.error(f"--only: not in the models' plans: {', '.join(unplanned)}")
     if args.cache is not None:
         args.cache.mkdir(parents=True, exist_ok=True)
     for name, card in write_cards(plans, args.seeds, args.general_seeds, args.workers, args.cache,
-                                  args.cached_only).items():
+                                  args.cached_only, only).items():
         print(name, card["verdict"])
     return 0
 

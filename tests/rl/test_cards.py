@@ -38,6 +38,15 @@ def _fake(name, scenario, seeds, setting="free"):
     return TABLES[scenario]
 
 
+def _card(ev: dict) -> dict:
+    return {"name": "m", "description": "d", "weights": "m.npz", "sha256": "0" * 64, "policy": {"kind": "mlp"},
+            "encoding": {}, "reward": {"wait": 1.0, "wait_scale_s": 3600.0},
+            "training": {"timesteps": 10, "wall_time_s": 1.0, "machine": "x", "kept": "final",
+                         "libraries": {"torch": "1"}, "config": {"env": {"clusters": [], "loads": [], "n_jobs": 1},
+                                                                 "curriculum": []}},
+            "evaluation": ev}
+
+
 def test_card_compares_with_the_best_fair_policy_and_says_so_plainly(monkeypatch):
     monkeypatch.setattr(cards, "evaluate_model", _fake)
     ev = cards.card_evaluation("m", {"train": ["a"], "larger": "b", "philly": "philly"}, 4, 4)
@@ -55,17 +64,42 @@ def test_card_compares_with_the_best_fair_policy_and_says_so_plainly(monkeypatch
     assert "better on 2 (a with free preemption vs short-fast (-17 %); a with costly" in s["verdict"]
     assert "worse on 2 (b with free preemption vs short-fast (+25 %)" in s["verdict"]
 
-    card = {"name": "m", "description": "d", "weights": "m.npz", "sha256": "0" * 64,
-            "policy": {"kind": "mlp"}, "encoding": {}, "reward": {"wait": 1.0, "wait_scale_s": 3600.0},
-            "training": {"timesteps": 10, "wall_time_s": 1.0, "machine": "x", "kept": "final",
-                         "libraries": {"torch": "1"}, "config": {"env": {"clusters": [], "loads": [], "n_jobs": 1},
-                                                                 "curriculum": []}},
-            "evaluation": ev, "verdict": s["verdict"]}
+    card = {**_card(ev), "verdict": s["verdict"]}
     text = cards.render_markdown(card)
     assert f"**Verdict: {s['verdict']}**" in text
     assert "| sjf-oracle (oracle) |" in text
     assert "Agent minus the best hand-written policy (`short-fast`): -0.200 +- 0.000 (-16.7 %): **better**" in text
     assert "### philly, costly preemption" in text and "not evaluated: real traces not found" in text
+
+
+def test_only_reruns_the_named_scenarios_and_keeps_the_cards_other_tables(monkeypatch, tmp_path):
+    monkeypatch.setattr(cards, "MODELS_DIR", tmp_path)
+    monkeypatch.setattr(cards, "evaluate_model", _fake)
+    plan = {"train": ["a"], "larger": "b", "philly": "philly"}
+    stored = {**cards.card_evaluation("m", plan, 4, 4), "sha256": "0" * 64}  # as write_cards stores it
+    (tmp_path / "m.json").write_text(json.dumps(_card(stored)))
+    before = json.loads((tmp_path / "m.json").read_text())["evaluation"]["scenarios"]
+
+    ran = []
+
+    def only_b(name, scenario, seeds, setting="free"):
+        ran.append(scenario)
+        return TABLES["a"]  # b's new tables: the agent is now better there
+    monkeypatch.setattr(cards, "evaluate_model", only_b)
+    card = cards.write_cards({"m": plan}, 4, 4, only=frozenset({"b"}))["m"]
+    assert set(ran) == {"b"}  # neither a nor philly ran again
+    after = card["evaluation"]["scenarios"]
+    assert after["a"] == before["a"] and after["philly"] == before["philly"]
+    assert after["b"]["free"]["vs_best"]["verdict"] == "better"
+    assert (card["evaluation"]["summary"]["better"], card["evaluation"]["summary"]["worse"]) == (4, 0)
+    assert card["evaluation"]["sha256"] == "0" * 64 and "### b, free preemption" in (tmp_path / "m.md").read_text()
+
+    with pytest.raises(EngineError, match="other seeds"):  # tables of other seeds are never mixed in
+        cards.write_cards({"m": plan}, 5, 4, only=frozenset({"b"}))
+    card["sha256"] = "1" * 64  # new weights: the stored tables are of the old ones
+    (tmp_path / "m.json").write_text(json.dumps(card))
+    with pytest.raises(EngineError, match="not of its weights"):
+        cards.write_cards({"m": plan}, 4, 4, only=frozenset({"b"}))
 
 
 def test_an_agent_better_everywhere_beats_the_best_baseline(monkeypatch):
@@ -99,6 +133,8 @@ def test_shipped_cards_state_whether_they_beat_the_best_hand_written_policy(name
                 assert len(t["seeds"]) >= 30  # every paired table, the generalisation ones too
     philly = card["evaluation"]["scenarios"]["philly-64"]["free"]["scenario"]
     assert philly == SCENARIOS["philly-64"].to_dict()  # evaluated on the windows the scenario cuts now
+    for preset in cards.TEACHING:  # generalisation to every teaching preset, with and without preemption cost
+        assert set(card["evaluation"]["scenarios"][preset]) == set(cards.PREEMPTION)
 
 
 def test_continued_card_says_where_its_weights_started():
