@@ -60,6 +60,7 @@ def plan_scenarios(plan: dict[str, Any]) -> list[str]:
     """A plan's scenarios in card order: training ones, the larger cluster, the Philly window, the presets."""
     return [*plan["train"], plan["larger"], plan["philly"], *plan.get("presets", ())]
 
+
 #: The preemption settings every scenario is evaluated under: what a preempted job loses.
 PREEMPTION: dict[str, PreemptionModel | None] = {
     "free": None,
