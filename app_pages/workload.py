@@ -13,6 +13,7 @@ from engine.analysis import never_ran
 from engine.analysis.scenario import ARRIVALS, MAX_FIRST, MAX_JOBS, MAX_MIX_WEIGHT, MAX_SEED, MAX_USERS, WorkloadSpec
 from engine.errors import TraceError
 from engine.traces import TRACE_FORMATS, mapped
+from engine.traces.detect import UNKNOWN_FORMAT
 from engine.traces.generator import DEFAULT_MIX
 from engine.viz import charts
 
@@ -77,7 +78,7 @@ def _for_people(exc: EngineError) -> str:
     and what was wrong, with no command-line flags."""
     if not isinstance(exc, TraceError):
         return str(exc)
-    if exc.reason.startswith("cannot tell the trace format"):
+    if exc.reason.startswith(UNKNOWN_FORMAT):
         return ("the playground cannot tell this file's format from its first line. Choose its format above; for "
                 "a CSV with other column names choose \"any CSV: map my columns\".")
     where = ", ".join(p for p in (f"line {exc.line}" if exc.line is not None else "",

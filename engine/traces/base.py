@@ -339,26 +339,28 @@ def read_header(ctx: ReadContext, valid: Iterable[str] | None, required: Iterabl
     return header, rows
 
 
-def check_width(fields: list[str], header: list[str]) -> None:
-    """``BadField`` when a row has fewer or more fields than the header."""
+def check_width(fields: list[str], header: list[str], like: str = "as in the header") -> None:
+    """``BadField`` when a row has fewer or more fields than the header (``like`` says where the count comes
+    from, for files without a header line)."""
+    expected = f"{len(header)} fields {like}, got {len(fields)}"
     if len(fields) < len(header):
-        raise BadField(header[len(fields)], f"{len(header)} fields as in the header, got {len(fields)}",
-                       ",".join(fields))
-    raise BadField(f"field {len(header) + 1}", f"{len(header)} fields as in the header, got {len(fields)}",
-                   fields[len(header)])
+        raise BadField(header[len(fields)], expected, ",".join(fields))
+    raise BadField(f"field {len(header) + 1}", expected, fields[len(header)])
 
 
 def read_rows(ctx: ReadContext, rows: Iterable[tuple[int, list[str]]], handle: Callable[[list[str], int], None],
-              *, width: int | None = None, header: list[str] | None = None) -> None:
+              *, width: int | None = None, header: list[str] | None = None,
+              like: str = "as in the header") -> None:
     """Count each row and hand it to ``handle(fields, line)``; unreadable fields go to ``ctx.bad``.
 
-    With ``width``, a row with another number of fields is malformed (named by ``header``'s columns).
+    With ``width``, a row with another number of fields is malformed (named by ``header``'s columns; ``like``
+    says where the expected count comes from).
     """
     for line, fields in rows:
         ctx.n_rows += 1
         try:
             if width is not None and len(fields) != width:
-                check_width(fields, header or [f"field {i + 1}" for i in range(width)])
+                check_width(fields, header or [f"field {i + 1}" for i in range(width)], like)
             handle(fields, line)
         except BadField as exc:
             ctx.bad(line, exc)

@@ -3,7 +3,8 @@
 Rules, in order:
 
 * lines starting with ``;`` or a first data line of 18 whitespace-separated numbers: ``swf``;
-* a first line of 10 tab-separated fields ending in a number: ``gavel`` (it has no header);
+* a first line of 10 or 7 tab-separated fields ending in a number: ``gavel`` (either layout; it has no
+  header);
 * a CSV header naming ``submit_s`` and ``duration_s``: ``csv``; ``timestamp, duration, num_gpus``:
   ``philly``; ``name, num_gpu, gpu_milli``: ``openb``; ``job_id, num_gpu, submit_time, duration``:
   ``tiresias``;
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from engine.errors import TraceError
 from engine.traces.base import iter_lines
+from engine.traces.gavel import layout_of
 
 #: ``format -> header columns that identify it`` (all must be present).
 HEADER_SIGNATURES: dict[str, frozenset[str]] = {
@@ -27,6 +29,8 @@ HEADER_SIGNATURES: dict[str, frozenset[str]] = {
     "tiresias": frozenset({"job_id", "num_gpu", "submit_time", "duration"}),
 }
 OPENB_NODE_COLUMNS = frozenset({"sn", "gpu", "model"})
+#: How the error for a file of no known format begins (front ends that word it their own way look for it).
+UNKNOWN_FORMAT = "its first line fits no known trace format"
 
 
 def _is_number(text: str) -> bool:
@@ -56,7 +60,7 @@ def detect_format(path: Path) -> str:
     if len(words) == 18 and all(_is_number(w) for w in words):
         return "swf"
     tabs = text.split("\t")
-    if len(tabs) == 10 and _is_number(tabs[-1].strip()):
+    if layout_of(len(tabs)) is not None and _is_number(tabs[-1].strip()):
         return "gavel"
     try:
         header = {h.strip() for h in next(csv.reader([text]))}
@@ -68,7 +72,6 @@ def detect_format(path: Path) -> str:
     if OPENB_NODE_COLUMNS <= header:
         raise TraceError("this is an openb node list, not a job trace; use it as a cluster: --cluster openb:PATH",
                          path=str(path), line=line)
-    raise TraceError(
-        "cannot tell the trace format from the first line "
-        f"({stripped[:60]!r}); pass --format (csv, swf, philly, openb, tiresias, gavel) or map the columns "
-        "with --format mapped --map submit=COL,duration=COL,...", path=str(path), line=line)
+    known = ", ".join(f for f in (*HEADER_SIGNATURES, "swf", "gavel"))
+    raise TraceError(f"{UNKNOWN_FORMAT} ({known}): choose the format, or map its columns to submit time, "
+                     f"duration and GPUs; it reads {stripped[:60]!r}", path=str(path), line=line)

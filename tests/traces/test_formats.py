@@ -141,3 +141,33 @@ def test_mapped_error_names_the_file_column(tmp_path):
     path = write(tmp_path, "m.csv", "when,secs,g\n1,5,1\n2,5,many\n")
     with pytest.raises(TraceError, match="line 3, column 'g': expected an integer"):
         load_trace(path, "mapped", column_map={"submit": "when", "duration": "secs", "gpus": "g"})
+
+
+def test_gavel_older_seven_field_layout(tmp_path):
+    """Gavel's older per-virtual-cluster Philly traces: job type, command, steps flag, scale factor, total
+    steps, arrival time, priority; no header. Detected and read like the 10-field layout."""
+    def line(model, gpus, steps, arrival, priority):
+        return "\t".join([model, "python3 main.py --data_dir=/data", "--num_steps", str(gpus), str(steps),
+                          f"{arrival:.6f}", str(priority)])
+
+    path = write(tmp_path, "cluster_0.trace", "\n".join([
+        line("ResNet-50 (batch size 64)", 4, 2931, 12.5, 1),
+        line("LM (batch size 20)", 1, 9625, 3.0, 2),
+    ]) + "\n")
+    trace = load_trace(path)
+    assert trace.format == "gavel"
+    assert [(j.submit_s, j.gpus, j.priority) for j in trace.jobs] == [(0.0, 1, 2), (9.5, 4, 1)]
+    assert trace.jobs[0].duration_s == pytest.approx(9625 / THROUGHPUT_STEPS_PER_S["LM"])
+    assert trace.jobs[1].duration_s == pytest.approx(2931 / (4 * THROUGHPUT_STEPS_PER_S["ResNet-50"]))
+
+
+def test_gavel_line_of_another_width_names_the_layouts(tmp_path):
+    path = write(tmp_path, "g.trace", "\t".join(["ResNet-50 (batch size 64)", "cmd", "--n", "1", "10", "0",
+                                                  "1"]) + "\n" + "\t".join(["LM", "cmd", "5"]) + "\n")
+    with pytest.raises(TraceError, match="expected 7 fields as on the first line, got 3") as err:
+        load_trace(path)
+    assert err.value.line == 2
+    odd = write(tmp_path, "odd.trace", "\t".join(["a", "b", "c", "d", "1"]) + "\n")
+    with pytest.raises(TraceError, match="10 tab-separated fields .or 7 in Gavel's older Philly traces., but "
+                                         "this one has 5"):
+        load_trace(odd, "gavel")

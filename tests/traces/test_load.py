@@ -62,7 +62,7 @@ def test_unknown_format_lists_valid_names(path):
     (b"\x00\x01\x02garbage", "NUL"),
     (b"\xff\xfe\xfa bytes", "not UTF-8"),
     (b"\x1f\x8bnot really gzip", "cannot read"),
-    (b"just some words\n", "cannot tell the trace format"),
+    (b"just some words\n", "fits no known trace format"),
     (b"sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,8,T4\n", "--cluster openb:PATH"),
 ])
 def test_bad_files_give_one_clear_error(tmp_path, content, expected):
