@@ -218,6 +218,8 @@ if w.source == "trace":
     m[4].metric("GPU-hours", f"{report['gpu_hours']:,.0f}")
     if report["dropped"]:
         st.table({"reason": list(report["dropped"]), "rows dropped": list(report["dropped"].values())})
+    if report.get("unit_warning"):
+        st.warning(report["unit_warning"], icon="⏱️")
     for example in report.get("examples", []):
         st.caption(as_text(f"skipped: {example}"))
 elif w.source == "preset":

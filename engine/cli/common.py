@@ -94,7 +94,14 @@ def load_trace_arg(args: argparse.Namespace):
     if not trace.jobs:
         dropped = ", ".join(f"{k} {v}" for k, v in trace.report.dropped.items() if v) or "none"
         raise TraceError(f"no jobs to simulate ({trace.report.rows} rows; dropped: {dropped})", path=args.trace)
+    if trace.report.unit_warning:
+        print(f"warning: {args.trace}: {cli_unit_hint(trace.report.unit_warning)}", file=sys.stderr)
     return trace
+
+
+def cli_unit_hint(warning: str) -> str:
+    """A trace's unit warning with the command-line switch it suggests."""
+    return warning.replace("choose the time unit ms.", "add --time-unit ms.")
 
 
 def add_plugin_argument(parser: argparse.ArgumentParser) -> None:

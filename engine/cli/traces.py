@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from engine.cli.common import SEED, int_in, output_path, positive_float, write_json
+from engine.cli.common import SEED, cli_unit_hint, int_in, output_path, positive_float, write_json
 from engine.errors import quote
 
 #: What ``generate`` makes at most: jobs (about 1 KiB of memory each while generating) and users.
@@ -177,4 +177,6 @@ def format_info(info: dict) -> str:
         lines.append(f"  offered load   {'inf (all jobs arrive at once)' if load is None else f'{load:.3f}'} "
                      f"on {info['cluster']} ({info['cluster_gpus']} GPUs)")
     lines += [f"  skipped: {e}" for e in info["examples"]]
+    if info.get("unit_warning"):
+        lines.append(f"  warning: {cli_unit_hint(info['unit_warning'])}")
     return "\n".join(lines)

@@ -31,6 +31,7 @@ from engine.traces import tiresias as _tiresias
 from engine.traces.base import DROP_REASONS, MAX_TIME_S, ReadContext
 from engine.traces.csv import write_csv
 from engine.traces.fast import Fallback
+from engine.traces.plausibility import unit_warning
 from engine.traces.report import TraceReport, make_report
 
 __all__ = ["DROP_REASONS", "TRACE_FORMATS", "Trace", "TraceError", "TraceFormat", "TraceReport", "load_trace",
@@ -137,7 +138,11 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
         raise TraceError(f"load scale must be a number > 0, got {load_scale}", path=str(path))
     ctx = read_file(fmt, path, skip_bad=skip_bad, time_unit=time_unit, column_map=column_map)
     jobs, trimmed = _build_jobs(ctx, first=first, window=window, load_scale=load_scale)
-    report = make_report(jobs, rows=ctx.n_rows, dropped=ctx.dropped, trimmed=trimmed, examples=ctx.examples)
+    warning = unit_warning(np.frombuffer(ctx.rows.submit_s, dtype=np.float64),
+                           np.frombuffer(ctx.rows.duration_s, dtype=np.float64),
+                           time_unit=time_unit or "s", switchable="time_unit" in fmt.options)
+    report = make_report(jobs, rows=ctx.n_rows, dropped=ctx.dropped, trimmed=trimmed, examples=ctx.examples,
+                         unit_warning=warning)
     return Trace(jobs=jobs, report=report, format=fmt.name, source=str(path))
 
 

@@ -35,6 +35,7 @@ from typing import Mapping, Sequence
 from engine.traces.base import MAX_TIME_S, BadField, Columns, ReadContext, read_header, read_rows, to_float, to_int
 from engine.traces.csv import split_types
 from engine.traces.philly import parse_timestamp
+from engine.traces.plausibility import unit_warning
 from engine.traces.tiresias import TIME_UNITS
 
 KEYS = ("submit", "duration", "end", "gpus", "gpu_fraction", "vram_gib", "user", "job_type", "priority",
@@ -137,9 +138,6 @@ HINTS: dict[str, tuple[str, ...]] = {
     "vram_gib": ("vram_gib", "gpu_mem_gib", "gpu_memory_gib"),
     "estimate": ("estimate_s", "estimate", "requested_time", "time_limit", "walltime_limit"),
 }
-#: A median job this long (seconds) or a workload spanning this long suggests the numbers are not seconds.
-SUSPECT_MEDIAN_S = 7 * 86_400.0
-SUSPECT_SPAN_S = 5 * 365 * 86_400.0
 
 
 @dataclass(frozen=True)
@@ -221,17 +219,14 @@ def _seconds(text: str, scale: float) -> float:
 
 
 def time_unit_note(pv: CsvPreview, cmap: Mapping[str, str], time_unit: str) -> tuple[str, str]:
-    """``(suggested unit, sentence)`` from the sampled rows under ``cmap``: the sentence (empty when the times
-    look plausible) says how long the median job and the span would be in ``time_unit`` when that looks wrong;
-    the suggestion is ``"ms"`` when the numbers read as milliseconds look plausible, else ``time_unit``."""
-    from engine.units import human_seconds
-
+    """``(suggested unit, sentence)`` from the sampled rows under ``cmap``: the sentence of
+    :func:`engine.traces.plausibility.unit_warning` (empty when the times look plausible); the suggestion is
+    ``"ms"`` when it says the numbers look like milliseconds, else ``time_unit``."""
     scale = TIME_UNITS.get(time_unit or "s", 1.0)
     ix = {k: pv.header.index(c) for k, c in cmap.items() if c in pv.header}
     if "submit" not in ix:
         return time_unit, ""
     submit = [_seconds(r[ix["submit"]], scale) for r in pv.sample if len(r) > ix["submit"] and r[ix["submit"]]]
-    submit = [s for s in submit if math.isfinite(s)]
     if "duration" in ix:
         lengths = [_seconds(r[ix["duration"]], scale) for r in pv.sample if len(r) > ix["duration"]]
     elif "end" in ix:
@@ -239,18 +234,8 @@ def time_unit_note(pv: CsvPreview, cmap: Mapping[str, str], time_unit: str) -> t
                    if len(r) > max(ix["end"], ix["submit"])]
     else:
         lengths = []
-    lengths = sorted(x for x in lengths if math.isfinite(x) and x > 0)
-    median = lengths[len(lengths) // 2] if lengths else math.nan
-    span = max(submit) - min(submit) if len(submit) > 1 else 0.0
-    if not (median > SUSPECT_MEDIAN_S or span > SUSPECT_SPAN_S):
-        return time_unit, ""
-    unit_name = {"s": "seconds", "ms": "milliseconds"}.get(time_unit or "s", time_unit)
-    looks = (f"the median job would run {human_seconds(median)}" if median == median else "") + \
-            (f"{' and ' if median == median else ''}the first {len(submit):,} jobs would span {human_seconds(span)}"
-             if span else "")
-    suggest = "ms" if (time_unit or "s") == "s" else time_unit
-    hint = " They look like milliseconds: choose the time unit ms." if suggest == "ms" else ""
-    return suggest, f"If these times are {unit_name}, {looks}.{hint}"
+    note = unit_warning(submit, lengths, time_unit=time_unit or "s", jobs_label=f"the first {len(submit):,} jobs")
+    return ("ms" if note and (time_unit or "s") == "s" else time_unit), note
 
 
 def needs_map(pv: CsvPreview) -> bool:

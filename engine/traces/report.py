@@ -26,6 +26,8 @@ class TraceReport:
         users: distinct users among the kept jobs.
         gpu_histogram: GPUs per job -> jobs; fractional jobs are counted under ``"<1"``.
         examples: messages of the first few malformed rows skipped with ``skip_bad``.
+        unit_warning: a sentence when the times look read in the wrong unit (see
+            :mod:`engine.traces.plausibility`), else empty.
     """
 
     rows: int
@@ -37,6 +39,7 @@ class TraceReport:
     trimmed: int = 0
     gpu_histogram: dict[str, int] = field(default_factory=dict)
     examples: tuple[str, ...] = ()
+    unit_warning: str = ""
 
     @property
     def dropped_total(self) -> int:
@@ -67,6 +70,7 @@ class TraceReport:
             "users": self.users,
             "gpu_histogram": dict(self.gpu_histogram),
             "examples": list(self.examples),
+            "unit_warning": self.unit_warning,
         }
 
 
@@ -79,7 +83,7 @@ def gpu_histogram(jobs: Sequence[Job]) -> dict[str, int]:
 
 
 def make_report(jobs: Sequence[Job], *, rows: int, dropped: dict[str, int], trimmed: int = 0,
-                examples: Sequence[str] = ()) -> TraceReport:
+                examples: Sequence[str] = (), unit_warning: str = "") -> TraceReport:
     """Build the report of ``jobs`` (already renumbered and shifted) read from ``rows`` data rows."""
     span = (jobs[-1].submit_s - jobs[0].submit_s) if jobs else 0.0
     gpu_s = np.array([j.duration_s * j.gpus * j.gpu_fraction for j in jobs], dtype=np.float64)
@@ -93,4 +97,5 @@ def make_report(jobs: Sequence[Job], *, rows: int, dropped: dict[str, int], trim
         trimmed=trimmed,
         gpu_histogram=gpu_histogram(jobs),
         examples=tuple(examples),
+        unit_warning=unit_warning,
     )
