@@ -197,3 +197,27 @@ def test_reopen_a_link_after_a_reload_shows_its_results(page: Page, app_url: str
     expect(page.get_by_text("computed earlier on this server")).to_be_visible()
     page.wait_for_function(CHARTS_DRAWN, arg=COMPARE_CHARTS, timeout=SLOW_MS)
     shot(page, "reloaded")
+
+
+def test_older_gavel_and_millisecond_traces_load_detected_and_warned(page: Page, app_url: str, tmp_path: Path,
+                                                                      shot):
+    """Gavel's older 7-field layout is detected and loads; a Tiresias/Muri CSV in milliseconds, detected and read
+    as seconds, loads with a warning that says what looks wrong and which unit to choose."""
+    gavel = tmp_path / "cluster_0.trace"
+    gavel.write_text("\n".join("\t".join(["ResNet-50 (batch size 64)", "python3 main.py", "--num_steps", str(g),
+                                          str(2931 * g), f"{60.0 * i:.6f}", "1"]) for i, g in enumerate((1, 2, 4))))
+    page.goto(f"{app_url}/workload")
+    expect(page.get_by_role("heading", name="Workload", exact=True)).to_be_visible(timeout=SLOW_MS)
+    _upload(page, gavel)
+    page.get_by_role("button", name="Load trace").click()
+    expect(page.get_by_text("Loaded 3 jobs from cluster_0.trace (format: gavel)")).to_be_visible(timeout=SLOW_MS)
+    muri = tmp_path / "muri.csv"
+    muri.write_text("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+                    "1,1,0,100,resnet50,7200000,1\n2,2,86400000,100,vgg16,1800000,1\n"
+                    "3,4,259200000,100,bert,28800000,1\n")
+    _upload(page, muri)
+    page.get_by_role("button", name="Load trace").click()
+    expect(page.get_by_text("Trace report: muri.csv")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_text("If these times are seconds, the median job would run 83.3 d")).to_be_visible()
+    expect(page.get_by_text("They look like milliseconds: choose the time unit ms.")).to_be_visible()
+    shot(page, "unit-warning")
