@@ -18,6 +18,15 @@ def test_preview_lists_columns_first_rows_and_guesses_the_map():
     assert not mapped.needs_map(mapped.preview(b"submit_s,duration_s,gpus\n0,1,1\n"))
 
 
+def test_pollux_and_alibaba_2025_columns_are_guessed():
+    pollux = ["name", "time", "application", "num_replicas", "batch_size"]
+    assert mapped.guess_map(pollux) == {"submit": "time", "gpus": "num_replicas", "job_type": "application",
+                                        "name": "name"}
+    alibaba = ["job_name", "app_name", "creation_time", "deletion_time", "gpu_request"]
+    assert mapped.guess_map(alibaba) == {"submit": "creation_time", "end": "deletion_time", "gpus": "gpu_request",
+                                         "user": "app_name", "name": "job_name"}
+
+
 def test_an_end_column_is_guessed_only_without_a_duration():
     assert mapped.guess_map(["start_time", "end_time"]) == {"submit": "start_time", "end": "end_time"}
     assert "end" not in mapped.guess_map(["submit", "duration", "end"])
