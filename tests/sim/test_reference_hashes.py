@@ -13,7 +13,7 @@ import pytest
 
 from engine import make_scheduler, parse_cluster, simulate
 from engine.analysis.presets import load_preset
-from engine.sim.simulator import PreemptionModel
+from engine.sim.options import PreemptionModel, RunOptions
 from engine.traces.generator import generate
 
 COSTLY = PreemptionModel(checkpoint_interval_s=900.0, restart_overhead_s=45.0)
@@ -75,6 +75,6 @@ REFERENCE = {
 @pytest.mark.parametrize("preemption", ["free", "costly"])
 def test_results_match_the_reference_hashes(workload, scheduler, preemption):
     cluster, jobs = _workload(workload)
-    result = simulate(cluster, jobs, make_scheduler(scheduler), seed=3, preemption=PREEMPTION[preemption])
+    result = simulate(cluster, jobs, make_scheduler(scheduler), seed=3, options=RunOptions(preemption=PREEMPTION[preemption]))
     assert result.seg_job.size >= len(jobs) - len(result.unschedulable_reasons)  # every runnable job ran
     assert result_hash(result) == REFERENCE[(workload, scheduler, preemption)]
