@@ -32,7 +32,8 @@ from engine.errors import EngineError, reject_unknown_keys
 from engine.schedulers import make_scheduler
 from engine.sim.cluster import Cluster, parse_cluster
 from engine.sim.job import Job
-from engine.sim.simulator import PreemptionModel, Result, simulate
+from engine.sim.options import RunOptions
+from engine.sim.simulator import Result, simulate
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -287,11 +288,11 @@ class Evaluation:
 def evaluate(schedulers: Sequence[str], scenario: str | EvalScenario, seeds: int | Sequence[int], *,
              baseline: str | None = None, extra: Mapping[str, Callable[[Result], float]] | None = None,
              on_run: Callable[[str, int], None] | None = None,
-             preemption: PreemptionModel | None = None) -> Evaluation:
+             options: RunOptions | None = None) -> Evaluation:
     """Run every scheduler on the scenario's workload for each seed (``seeds=n`` means ``0..n-1``).
 
     ``extra`` adds metrics computed from each run's :class:`~engine.sim.simulator.Result` (e.g. a model's objective);
-    ``preemption`` is what preempted jobs lose (default: nothing).
+    ``options`` are the runs' options (default :class:`~engine.sim.options.RunOptions`: preemption loses nothing).
     """
     sc = scenario if isinstance(scenario, EvalScenario) else parse_scenario(scenario)
     names = [s.strip() for s in schedulers if s.strip()]
@@ -312,7 +313,7 @@ def evaluate(schedulers: Sequence[str], scenario: str | EvalScenario, seeds: int
     for seed in seed_list:
         jobs = sc.jobs(seed)
         for n in names:
-            result = simulate(cluster, jobs, make_scheduler(n), seed=seed, preemption=preemption)
+            result = simulate(cluster, jobs, make_scheduler(n), seed=seed, options=options)
             row = summarize(result).to_dict()
             row.update({k: float(f(result)) for k, f in (extra or {}).items()})
             runs[n].append(row)

@@ -7,7 +7,7 @@ import math
 from engine.analysis.evaluate import SCENARIOS, evaluate
 from engine.analysis.metrics import METRICS
 from engine.errors import EngineError
-from engine.sim.simulator import PreemptionModel
+from engine.sim.options import PreemptionModel, RunOptions
 
 _SHOWN_DIFFS = ("mean_wait_s", "p95_wait_s", "mean_jct_s", "mean_bounded_slowdown", "utilization",
                 "gini_user_wait", "comm_overhead_gpu_h")
@@ -47,7 +47,8 @@ def run(args) -> int:
             print(f"\r{done[0]}/{total} runs", end="", file=sys.stderr, flush=True)
 
     preemption = preemption_arg(args)
-    ev = evaluate(names, args.scenario, args.seeds, baseline=args.baseline, on_run=tick, preemption=preemption)
+    ev = evaluate(names, args.scenario, args.seeds, baseline=args.baseline, on_run=tick,
+                  options=RunOptions(preemption=preemption))
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
     every = preemption.checkpoint_interval_s
