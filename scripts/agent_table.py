@@ -20,11 +20,19 @@ README = REPO / "README.md"
 BEGIN, END = "<!-- agents:begin -->", "<!-- agents:end -->"
 
 #: Reward terms in the words the README uses (a weight other than 1 is written before its term).
-TERMS = {"wait": "mean wait", "jct": "mean JCT", "bounded_slowdown": "bounded slowdown", "utilization_band": "utilization band",
-         "fairness": "Gini of user waits", "comm": "communication"}
+TERMS = {
+    "wait": "mean wait",
+    "jct": "mean JCT",
+    "bounded_slowdown": "bounded slowdown",
+    "utilization_band": "utilization band",
+    "fairness": "Gini of user waits",
+    "comm": "communication",
+}
 POLICIES = {"mlp": "MLP", "attention": "attention over the queue"}
-HEADER = ("| agent | policy | objective | trained on | better than the best hand-written policy (95 % CI) | worse "
-          "| card |\n|---|---|---|---|---|---|---|")
+HEADER = (
+    "| agent | policy | objective | trained on | better than the best hand-written policy (95 % CI) | worse "
+    "| card |\n|---|---|---|---|---|---|---|"
+)
 
 
 def objective(reward: dict) -> str:
@@ -45,10 +53,14 @@ def trained_on(env: dict, curriculum: list) -> str:
     families = dict.fromkeys(part.split(":")[1].split("-")[0] for c in clusters for part in c.split(","))
     loads = [x for s in stages for x in s.get("loads") or ()]
     jobs = [s["n_jobs"] for s in stages if s.get("n_jobs")]
-    costly = ["costly" if p.get("checkpoint_interval_s") is not None or p.get("restart_overhead_s") else "free"
-              for p in env.get("preemptions") or [env.get("preemption") or {}]]
-    return (f"{len(clusters)} cluster{'s' * (len(clusters) > 1)} ({', '.join(families)}), load {_span(loads)}, "
-            f"{_span(jobs)} jobs, {' or '.join(dict.fromkeys(costly))} preemption")
+    costly = [
+        "costly" if p.get("checkpoint_interval_s") is not None or p.get("restart_overhead_s") else "free"
+        for p in env.get("preemptions") or [env.get("preemption") or {}]
+    ]
+    return (
+        f"{len(clusters)} cluster{'s' * (len(clusters) > 1)} ({', '.join(families)}), load {_span(loads)}, "
+        f"{_span(jobs)} jobs, {' or '.join(dict.fromkeys(costly))} preemption"
+    )
 
 
 def _percent(relative: float) -> str:
@@ -68,8 +80,12 @@ def where(card: dict, verdict: str) -> str:
             continue
         baselines = dict.fromkeys(t["best_baseline"] for _, t in hits)
         if len(baselines) > 1:  # a different best policy per setting: each its own number
-            parts.append(f"{sc} " + ", ".join(f"{st} {_percent(t['vs_best']['relative'])} % (vs `{t['best_baseline']}`)"
-                                              for st, t in hits))
+            parts.append(
+                f"{sc} "
+                + ", ".join(
+                    f"{st} {_percent(t['vs_best']['relative'])} % (vs `{t['best_baseline']}`)" for st, t in hits
+                )
+            )
             continue
         pcts = sorted({_percent(t["vs_best"]["relative"]) for _, t in hits}, key=lambda p: abs(float(p)))
         label = sc if len(hits) == len(by) else f"{sc} {'/'.join(st for st, _ in hits)}"
@@ -85,9 +101,11 @@ def agent_table(models_dir: Path = REPO / "models") -> str:
         card = json.loads(path.read_text())
         config = card["training"]["config"]
         name, md = card["name"], path.with_suffix(".md").relative_to(REPO).as_posix()
-        rows.append(f"| `rl:{name}` | {POLICIES.get(card['policy']['kind'], card['policy']['kind'])} | {objective(card['reward'])} "
-                    f"| {trained_on(config['env'], config.get('curriculum') or [])} | {where(card, 'better')} "
-                    f"| {where(card, 'worse')} | [{md}]({md}) |")
+        rows.append(
+            f"| `rl:{name}` | {POLICIES.get(card['policy']['kind'], card['policy']['kind'])} | {objective(card['reward'])} "
+            f"| {trained_on(config['env'], config.get('curriculum') or [])} | {where(card, 'better')} "
+            f"| {where(card, 'worse')} | [{md}]({md}) |"
+        )
     return "\n".join(rows)
 
 

@@ -64,8 +64,10 @@ def test_every_named_path_exists(doc):
 
 
 def test_named_paths_parser():
-    text = ("`engine/sim/` and `app.py`, `presets/*.json`, `models/<name>.md`, `python -m engine run`, `.npz`, "
-            "`https://x.org/a`, `engine.sweep/plan`, `rl:wait-mlp`, `../shared/DESIGN.md`")
+    text = (
+        "`engine/sim/` and `app.py`, `presets/*.json`, `models/<name>.md`, `python -m engine run`, `.npz`, "
+        "`https://x.org/a`, `engine.sweep/plan`, `rl:wait-mlp`, `../shared/DESIGN.md`"
+    )
     assert named_paths(text) == ["engine/sim/", "app.py", "presets/*.json", "../shared/DESIGN.md"]
     assert exists("presets/*.json") and exists("sim/") and exists("runs/models/")
     assert not exists("engine/no_such_module.py") and not exists("presets/*.yaml")
@@ -84,17 +86,26 @@ def test_readme_agents_table_is_generated_from_the_cards():
     cards = sorted((REPO / "models").glob("*.json"))
     assert len(table.splitlines()) == 2 + len(cards)
     assert agent_table.readme_table((REPO / "README.md").read_text()) == table, (
-        "README.md's agents table differs from the cards': run `python scripts/agent_table.py --write`")
+        "README.md's agents table differs from the cards': run `python scripts/agent_table.py --write`"
+    )
 
 
 def test_agents_table_states_what_the_cards_say():
     agent_table = _agent_table_module()
-    assert agent_table.objective({"wait": 1.0, "bounded_slowdown": 0.5, "jct": 0.0}) == \
-        "mean wait + 0.5 bounded slowdown"
+    assert (
+        agent_table.objective({"wait": 1.0, "bounded_slowdown": 0.5, "jct": 0.0}) == "mean wait + 0.5 bounded slowdown"
+    )
+
     def row(relative, verdict):
         return {"best_baseline": "fgd", "vs_best": {"verdict": verdict, "relative": relative}}
 
-    card = {"evaluation": {"scenarios": {"a": {"free": row(0.2, "worse"), "costly": row(0.571, "worse")},
-                                         "b": {"free": row(-0.1, "better"), "costly": row(0.0, "no clear difference")}}}}
+    card = {
+        "evaluation": {
+            "scenarios": {
+                "a": {"free": row(0.2, "worse"), "costly": row(0.571, "worse")},
+                "b": {"free": row(-0.1, "better"), "costly": row(0.0, "no clear difference")},
+            }
+        }
+    }
     assert agent_table.where(card, "worse") == "2 of 4: a +20 to +57 % (vs `fgd`)"
     assert agent_table.where(card, "better") == "1 of 4: b free -10 % (vs `fgd`)"
