@@ -1,4 +1,4 @@
-# The two commands a newcomer needs: `make run` and `make test`.
+# The two commands a newcomer needs: `make run` and `make test` (`make test-fast` while working: no slow or browser tests).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -6,7 +6,7 @@ PORT ?= 8501
 # NATIVE=0 skips compiling the engine's hot modules (they then run interpreted; results are the same).
 NATIVE ?= 1
 
-.PHONY: run test bench build clean-native clean-venv
+.PHONY: run lint test test-fast bench build clean-native clean-venv
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,8 +30,17 @@ endif
 run: build
 	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.headless true
 
-test: build
+# The gate, in seconds: lint, formatting and types (settings in pyproject.toml); every test target runs it first.
+lint: $(VENV)/.installed
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy engine
+
+test: lint build
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: lint build
+	$(PY) -m pytest -m "not slow and not e2e" $(PYTEST_ARGS)
 
 bench: build
 	$(PY) -m benchmarks

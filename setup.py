@@ -14,8 +14,8 @@ import os
 import sys
 from pathlib import Path
 
-from setuptools import setup
 from mypyc.build import mypycify
+from setuptools import setup
 
 ROOT = Path(__file__).resolve().parent
 spec = importlib.util.spec_from_file_location("_native", ROOT / "engine" / "_native.py")

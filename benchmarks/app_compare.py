@@ -202,7 +202,7 @@ def main(argv=None) -> int:
     with serve_app(script=str(baseline_script)) as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         base_times = []
-        for i in range(args.repeat + 1):  # the first click also loads Plotly's JavaScript, like cold_link
+        for _ in range(args.repeat + 1):  # the first click also loads Plotly's JavaScript, like cold_link
             page = browser.new_page(viewport=viewport)
             page.goto(base)
             page.get_by_role("button", name="Run comparison").wait_for(timeout=120_000)

@@ -64,7 +64,7 @@ class UnknownNameError(EngineError, KeyError):
         return str(self.args[0])
 
 
-def reject_unknown_keys(data: object, valid: "set[str] | frozenset[str]", where: str,
+def reject_unknown_keys(data: object, valid: set[str] | frozenset[str], where: str,
                         error: type[Exception] = EngineError) -> None:
     """Raise ``error`` naming ``where``, the keys of ``data`` that are not in ``valid``, and the valid keys; the
     one check behind every ``from_dict`` of a config, card, preset or cluster file. The unknown keys come from a

@@ -224,7 +224,7 @@ class Scenario:
         d.pop("name")
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
-    def with_schedulers(self, names) -> "Scenario":
+    def with_schedulers(self, names) -> Scenario:
         return replace(self, schedulers=tuple(names))
 
     # ------------------------------------------------------------------ JSON
@@ -239,7 +239,7 @@ class Scenario:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Scenario":
+    def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
         if not isinstance(data, Mapping):
             raise ScenarioError("a scenario must be a JSON object with cluster, workload and schedulers")
         _check_keys(data, {f.name for f in fields(cls)}, "scenario")
@@ -267,7 +267,7 @@ class Scenario:
         return sc
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> "Scenario":
+    def from_json(cls, text: str | bytes) -> Scenario:
         """A scenario from its JSON (at most :data:`MAX_SCENARIO_BYTES`, nested at most :data:`MAX_JSON_DEPTH`)."""
         if len(text) > MAX_SCENARIO_BYTES:
             raise ScenarioError(f"the scenario JSON has {len(text):,} bytes; the limit is {MAX_SCENARIO_BYTES:,}")
@@ -296,7 +296,7 @@ class Scenario:
         return out
 
     @classmethod
-    def from_query(cls, params: Mapping[str, Any]) -> "Scenario":
+    def from_query(cls, params: Mapping[str, Any]) -> Scenario:
         """Inverse of :meth:`to_query`; unknown parameters are ignored (links may carry others)."""
         if "cluster" not in params:
             raise ScenarioError("the link has no 'cluster' parameter")

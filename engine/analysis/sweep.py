@@ -137,7 +137,7 @@ class SweepSpec:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "SweepSpec":
+    def from_dict(cls, data: Mapping[str, Any]) -> SweepSpec:
         if not isinstance(data, Mapping):
             raise SweepError("a sweep spec must be a JSON object")
         known = {f for f in cls.__dataclass_fields__}
@@ -161,7 +161,7 @@ class SweepSpec:
         return cls(**kwargs)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> "SweepSpec":
+    def from_json(cls, text: str | bytes) -> SweepSpec:
         try:
             data = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -253,7 +253,7 @@ class Runner:
         self.init_s = 0.0
         self._pending: dict[Any, Any] = {}
 
-    def __enter__(self) -> "Runner":
+    def __enter__(self) -> Runner:
         if self.backend == "ray":
             t0 = time.perf_counter()
             self._connect()

@@ -76,7 +76,7 @@ class CloneConfig:
         return {**asdict(self), "expert": None if self.expert is None else self.expert.to_dict()}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "CloneConfig":
+    def from_dict(cls, data: Mapping[str, Any]) -> CloneConfig:
         valid = set(cls.__dataclass_fields__)
         reject_unknown_keys(data, valid, "clone")
         kw = dict(data)

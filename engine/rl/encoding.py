@@ -202,13 +202,13 @@ class EncodingConfig:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "EncodingConfig":
+    def from_dict(cls, data: Mapping[str, Any]) -> EncodingConfig:
         known = {"window", "max_types", "rules", "window_order", "max_evictions", "evict_cost", "evict_scope", "whole_node"}
         reject_unknown_keys(data, known, "encoding")
         rules = data.get("rules", cls.rules)
         if not isinstance(rules, (list, tuple)) or not all(isinstance(r, str) for r in rules):
             raise EngineError(f"encoding.rules must be a list of rule names from {list(RULES)}, got {rules!r}")
-        return cls(**{k: (tuple(v) if k == "rules" else v) for k, v in data.items()})
+        return cls(**{**data, "rules": tuple(rules)})
 
 
 @dataclass

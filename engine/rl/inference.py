@@ -76,7 +76,7 @@ class PolicySpec:
         return d
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "PolicySpec":
+    def from_dict(cls, data: Mapping[str, Any]) -> PolicySpec:
         if not isinstance(data, Mapping):
             raise EngineError(f"policy must be an object, got {type(data).__name__}")
         valid = set(cls.__dataclass_fields__)

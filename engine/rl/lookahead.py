@@ -71,7 +71,7 @@ class LookaheadConfig:
         return {**asdict(self), "candidates": list(self.candidates)}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "LookaheadConfig":
+    def from_dict(cls, data: Mapping[str, Any]) -> LookaheadConfig:
         reject_unknown_keys(data, set(cls.__dataclass_fields__), "expert")
         return cls(**data)
 

@@ -70,7 +70,7 @@ class RewardWeights:
             raise EngineError(f"reward band [{self.band_low}, {self.band_high}] must satisfy low <= high <= 1")
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "RewardWeights":
+    def from_dict(cls, data: Mapping[str, Any]) -> RewardWeights:
         valid = set(cls.__dataclass_fields__)
         reject_unknown_keys(data, valid, "reward")
         return cls(**data)

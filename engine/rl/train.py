@@ -160,7 +160,7 @@ class TrainConfig:
         return d
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], where: str = "train config") -> "TrainConfig":
+    def from_dict(cls, data: Mapping[str, Any], where: str = "train config") -> TrainConfig:
         valid = set(cls.__dataclass_fields__)
         reject_unknown_keys(data, valid, where)
         kw = dict(data)

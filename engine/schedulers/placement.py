@@ -16,7 +16,7 @@ over ``state.node_free`` / ``state.can_host`` described in its docstring would.
 from __future__ import annotations
 
 import math
-from typing import Callable, Final, Optional
+from typing import Callable, Final
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -25,7 +25,7 @@ from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy, bits, lowest_bit
 from engine.sim.state import FRACTION_EPS, ClusterState
 
-Placement = Callable[[ClusterState, Job], Optional[tuple[int, ...]]]
+Placement = Callable[[ClusterState, Job], tuple[int, ...] | None]
 
 
 def _node_gpus(state: ClusterState, node: int, k: int) -> tuple[int, ...]:

@@ -373,7 +373,7 @@ def _number(value: Any, key: str, where: str) -> float:
 #: Extra ``PREFIX:ARGUMENT`` cluster sources; each takes the argument and returns a Cluster. Modules that add a
 #: source register it here (:mod:`engine.traces.openb` adds ``openb:PATH``, a real node list), so the cluster
 #: model knows no trace format.
-CLUSTER_SOURCES: dict[str, Callable[[str], "Cluster"]] = {}
+CLUSTER_SOURCES: dict[str, Callable[[str], Cluster]] = {}
 
 
 def parse_cluster_text(spec: str) -> Cluster:

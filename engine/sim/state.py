@@ -25,7 +25,7 @@ ids gets the engine's answer rather than a type error from the record itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Iterable, Mapping, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Any, Final, Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -87,7 +87,7 @@ class Wake:
         return (Wake, (self.at_s,))
 
 
-Decision = Union[Start, Preempt, Wake]
+Decision = Start | Preempt | Wake
 
 
 # ------------------------------------------------------------------ what a scheduler sees
@@ -303,8 +303,8 @@ class Scheduler(Protocol):
 
     name: str
 
-    def reset(self, state: "ClusterState") -> None:
+    def reset(self, state: ClusterState) -> None:
         """Called once before a run, with the initial state (clear any per-run memory here)."""
 
-    def decide(self, state: "ClusterState") -> Iterable[Decision]:
+    def decide(self, state: ClusterState) -> Iterable[Decision]:
         """Return (or yield) the decisions to apply now; an empty iterable means "nothing now"."""

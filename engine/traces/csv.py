@@ -77,10 +77,10 @@ def fast(ctx: ReadContext) -> None:
     for chunk in read_chunks(ctx, expected=tuple(header)):
         n = len(chunk)
 
-        def num(c, default, **kw):
+        def num(c, default, chunk=chunk, n=n, **kw):  # defaults bind this chunk (ruff B023)
             return numbers(chunk, c, allow_missing=True, **kw) if c in chunk else np.full(n, default)
 
-        def text(c, default):
+        def text(c, default, chunk=chunk, n=n):
             if c not in chunk:
                 return np.full(n, default, dtype=object)
             values = strings(chunk, c)

@@ -64,7 +64,7 @@ def check_widths(ctx: ReadContext, width: int, sep: str = ",", block_bytes: int 
     max_line = csv.field_size_limit()
     carry_seps = carry_len = 0  # the unfinished line at the end of the previous block
     with open_text(ctx.path) as f:
-        while block := f.buffer.read(block_bytes):
+        while block := f.buffer.read(block_bytes):  # type: ignore[attr-defined]  # open_text gives a TextIOWrapper
             data = np.frombuffer(block, dtype=np.uint8)
             if (data == ord('"')).any() or (data == 0).any():
                 raise Fallback
@@ -125,7 +125,7 @@ def strings(chunk: pd.DataFrame, column: str) -> np.ndarray:
 def keep_frame(ctx: ReadContext, *, submit_s: np.ndarray, duration_s: np.ndarray, gpus: np.ndarray,
                gpu_fraction: np.ndarray | float = 1.0, vram_gib: np.ndarray | float = 0.0,
                user: np.ndarray | str = "user0", job_type: np.ndarray | str = "batch",
-               priority: np.ndarray | int = 0, allowed: np.ndarray | None = None,
+               priority: np.ndarray | int = 0, allowed: np.ndarray | list | None = None,
                estimate_s: np.ndarray | float = np.nan, name: np.ndarray) -> None:
     """Vectorised :meth:`ReadContext.keep` for one chunk (``allowed``: frozensets, ``None`` = unknown types)."""
     n = len(submit_s)

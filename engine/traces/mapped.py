@@ -86,7 +86,10 @@ def read(ctx: ReadContext) -> None:
     header, rows = read_header(ctx, None, list(dict.fromkeys(cmap.values())))
     ix = {key: header.index(col) for key, col in cmap.items()}
 
-    col = cmap.get
+    def col(key: str) -> str:
+        """The file's column for ``key`` ("" when the map has none)."""
+        return cmap.get(key, "")
+
     names = Columns(gpus=col("gpus") or "gpus", gpu_fraction=col("gpu_fraction") or "gpu_fraction",
                     vram_gib=col("vram_gib") or "vram_gib", estimate_s=col("estimate") or "estimate",
                     duration_s=col("duration") or col("end"))

@@ -14,7 +14,7 @@ as ``non_positive_duration``, ``num_gpus`` <= 0 as ``no_gpu``, an empty timestam
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
@@ -39,7 +39,7 @@ def parse_timestamp(text: str, column: str) -> float:
         pass
     else:
         if stamp.tzinfo is not None:
-            stamp = stamp.astimezone(timezone.utc).replace(tzinfo=None)
+            stamp = stamp.astimezone(UTC).replace(tzinfo=None)
         return (stamp - EPOCH).total_seconds()
     try:
         return to_time(text, column)
@@ -84,7 +84,7 @@ def fast(ctx: ReadContext) -> None:
         submit = np.asarray((stamps - pd.Timestamp(EPOCH)).total_seconds(), dtype=np.float64)
         if "cluster" in chunk:
             vc = strings(chunk, "cluster")
-            user = np.where(vc == "", "unknown", vc).astype(object)
+            user: np.ndarray | str = np.where(vc == "", "unknown", vc).astype(object)
         else:
             user = _user(None)
         keep_frame(ctx, submit_s=submit, duration_s=numbers(chunk, "duration", time=True),

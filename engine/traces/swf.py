@@ -23,8 +23,17 @@ import math
 
 import numpy as np
 
-from engine.traces.base import (MAX_INT, MAX_TIME_S, BadField, Columns, ReadContext, iter_lines, read_rows, to_int,
-                                to_time)
+from engine.traces.base import (
+    MAX_INT,
+    MAX_TIME_S,
+    BadField,
+    Columns,
+    ReadContext,
+    iter_lines,
+    read_rows,
+    to_int,
+    to_time,
+)
 from engine.traces.fast import CHUNK_ROWS, Fallback, keep_frame
 
 N_FIELDS = 18

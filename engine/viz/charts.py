@@ -386,7 +386,7 @@ def _gpu_ticks(cluster: Cluster) -> dict:
     lay = cluster.layout
     first, count = lay.node_first_gpu.astype(float), lay.node_gpus.astype(float)
     if lay.n_nodes <= NODE_TICKS:
-        vals = first + (count - 1) / 2
+        vals: np.ndarray | list[float] = first + (count - 1) / 2
         text = [f"n{i} · {lay.type_names[int(t)]}" for i, t in enumerate(lay.node_type)]
     else:
         vals, text = [], []
@@ -791,7 +791,7 @@ def training_curves(log_dir) -> pd.DataFrame:
 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    rows = []
+    rows: list[tuple] = []
     for events in sorted(Path(log_dir).rglob("events.out.tfevents.*")):
         acc = EventAccumulator(str(events.parent), size_guidance={"scalars": 0})
         acc.Reload()

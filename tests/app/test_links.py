@@ -73,6 +73,7 @@ def attack_specs(files) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # one app run per attack link: about 7 s
 def test_a_link_never_reads_a_file_or_tells_whether_one_exists(server_files):
     """Files named every way (absolute, relative, ~, file://, ../, Windows, FIFOs, /proc, openb:): each link
     gets the same message whether the file exists or not, and the page uses the default cluster."""
@@ -130,6 +131,7 @@ def test_huge_and_malformed_numbers_get_one_line_with_the_limit(query, limit):
     assert DEFAULT_TOTALS in shown_text(at)
 
 
+@pytest.mark.slow  # a dozen app runs: about 7 s
 def test_pages_with_widgets_open_links_their_widgets_would_refuse():
     """The Workload and Cluster pages' widgets raise on values outside their bounds: such links never reach them."""
     for query, _ in (BAD_NUMBERS[i] for i in (0, 8, 10, 13, 17)):

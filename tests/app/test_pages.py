@@ -298,6 +298,7 @@ def _curve_points(at: AppTest) -> int:
     return sum(len(t.get("x", [])) for s in specs for t in s["data"])
 
 
+@pytest.mark.slow  # trains an agent: about 30 s
 def test_train_page_trains_stops_resumes_and_the_agent_runs_on_compare(tmp_path, monkeypatch):
     """A real (tiny) training: curves appear while it runs, Stop keeps a usable agent, Resume continues it and
     counts every step, and the agent is offered and run on Compare. Nothing is written to models/."""

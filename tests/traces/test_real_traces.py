@@ -6,7 +6,7 @@ Skipped with a clear reason when the folder is absent (a fresh clone has no ../s
 from __future__ import annotations
 
 import dataclasses
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -17,7 +17,7 @@ from engine.traces import TRACE_FORMATS, load_trace, read_file
 OPENB = "alibaba-gpu-v2023-openb"
 
 
-@lru_cache(maxsize=None)
+@cache
 def cached(path):
     """Each real file is loaded once per session with default options (Philly takes a second or two)."""
     return load_trace(path)
