@@ -57,7 +57,7 @@ PLANS: dict[str, dict[str, Any]] = {
 
 
 def plan_scenarios(plan: dict[str, Any]) -> list[str]:
-    """A plan's scenarios in card order: training ones, the larger cluster, the Philly window, the presets."""
+    """A plan's scenarios in card order: training ones, the larger cluster, the Philly window, the teaching presets."""
     return [*plan["train"], plan["larger"], plan["philly"], *plan.get("presets", ())]
 
 

@@ -1,6 +1,6 @@
 """Train a learned scheduler with MaskablePPO, CleanRL-style: one config, one file, top to bottom.
 
-``python -m engine train --config FILE`` (or ``--config NAME`` for a preset in ``engine/rl/presets/``) runs:
+``python -m engine train --config FILE`` (or ``--config NAME`` for a config in ``engine/rl/configs/``) runs:
 
 1. build ``n_envs`` copies of :class:`engine.rl.env.GpuSchedulingEnv` (``DummyVecEnv``, ``Monitor``-wrapped);
 2. build the policy network in code from the config (:mod:`engine.rl.policies`);
@@ -32,7 +32,8 @@ from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
 from engine.rl.policies import PolicySpec, policy_kwargs, state_arrays
 
-PRESETS_DIR = Path(__file__).resolve().parent / "presets"
+#: The shipped training configs, one ``<name>.json`` each (``--config NAME``).
+CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
 #: A file of this name in ``runs/<name>/`` asks a running training to stop and export what it has.
 STOP_FILE = "STOP"
 
@@ -179,19 +180,20 @@ class TrainConfig:
             raise EngineError(f"{where}: {exc}") from None
 
 
-def preset_names() -> list[str]:
-    return sorted(p.stem for p in PRESETS_DIR.glob("*.json"))
+def config_names() -> list[str]:
+    """The names of the shipped training configs (``engine/rl/configs/<name>.json``)."""
+    return sorted(p.stem for p in CONFIGS_DIR.glob("*.json"))
 
 
 def load_config(name_or_path: str) -> TrainConfig:
-    """A training config from a JSON file, or from a preset name (``engine/rl/presets/<name>.json``)."""
+    """A training config from a JSON file, or from a shipped config's name (``engine/rl/configs/<name>.json``)."""
     path = Path(name_or_path)
     if not path.is_file():
-        preset = PRESETS_DIR / f"{name_or_path}.json"
-        if not preset.is_file():
-            raise EngineError(f"train config {name_or_path!r}: no such file and no such preset; "
-                              f"presets: {', '.join(preset_names())}")
-        path = preset
+        shipped = CONFIGS_DIR / f"{name_or_path}.json"
+        if not shipped.is_file():
+            raise EngineError(f"train config {name_or_path!r}: no such file and no such shipped config; "
+                              f"configs: {', '.join(config_names())}")
+        path = shipped
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -471,8 +473,8 @@ def _stage_env(cfg: TrainConfig) -> EnvConfig:
 
 def add_arguments(parser) -> None:
     """Arguments of ``python -m engine train``."""
-    parser.add_argument("--config", required=True, metavar="FILE|PRESET",
-                        help=f"a JSON training config or a preset: {', '.join(preset_names())}")
+    parser.add_argument("--config", required=True, metavar="FILE|NAME",
+                        help=f"a JSON training config or a shipped config's name: {', '.join(config_names())}")
     parser.add_argument("--timesteps", type=int, metavar="N", help="override total_timesteps")
     parser.add_argument("--name", help="override the model name")
     parser.add_argument("--models-dir", default=str(MODELS_DIR), metavar="DIR",
@@ -481,7 +483,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    """``python -m engine train``: train from a config file or preset, export weights and card."""
+    """``python -m engine train``: train from a config file or a shipped config, export weights and card."""
     cfg = load_config(args.config)
     over: dict[str, Any] = {}
     if args.timesteps is not None:
