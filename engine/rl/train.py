@@ -469,31 +469,3 @@ def _stage_env(cfg: TrainConfig) -> EnvConfig:
         env = replace(env, **{k: v for k, v in (("clusters", s.clusters), ("loads", s.loads),
                                                  ("n_jobs", s.n_jobs)) if v is not None})
     return env
-
-
-def add_arguments(parser) -> None:
-    """Arguments of ``python -m engine train``."""
-    parser.add_argument("--config", required=True, metavar="FILE|NAME",
-                        help=f"a JSON training config or a shipped config's name: {', '.join(config_names())}")
-    parser.add_argument("--timesteps", type=int, metavar="N", help="override total_timesteps")
-    parser.add_argument("--name", help="override the model name")
-    parser.add_argument("--models-dir", default=str(MODELS_DIR), metavar="DIR",
-                        help="where to write <name>.npz and <name>.json (default: models/)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def run(args) -> int:
-    """``python -m engine train``: train from a config file or a shipped config, export weights and card."""
-    cfg = load_config(args.config)
-    over: dict[str, Any] = {}
-    if args.timesteps is not None:
-        over["total_timesteps"] = args.timesteps
-    if args.name:
-        over["name"] = args.name
-    if args.quiet:
-        over["progress_bar"] = False
-    cfg = replace(cfg, **over)
-    card = train(cfg, models_dir=Path(args.models_dir))
-    print(f"trained {card['name']}: {card['training']['timesteps']} steps in {card['training']['wall_time_s']} s; "
-          f"weights {Path(args.models_dir) / card['weights']} (sha256 {card['sha256'][:12]}...)")
-    return 0
