@@ -401,51 +401,6 @@ def _kept(best: bool, cloned: dict[str, Any] | None, best_return: float) -> str:
     return "best evaluation"
 
 
-def validation_return(name: str, weights: Path, n_episodes: int, models_dir: Path | None = None) -> float:
-    """Mean episode return of model ``name``'s network with ``weights`` on fresh validation workloads.
-
-    Episodes follow the last curriculum stage; episode ``k`` uses seed ``VALIDATION_SEED_BASE + 100 + k`` (not
-    a training seed, not a test seed, and not one the evaluation callback used). Actions: the most likely
-    allowed one, as the ``rl:`` scheduler decides.
-    """
-    from engine.rl.agent import RLScheduler, load_weights, model_spec, read_card
-    from engine.rl.inference import NumpyPolicy
-
-    card = read_card(name, models_dir)
-    cfg = TrainConfig.from_dict(card["training"]["config"])
-    spec, enc, shapes = model_spec(name, card)
-    agent = RLScheduler(name, card, NumpyPolicy(spec, enc, load_weights(weights, sha256_file(weights), shapes)), enc)
-    env = GpuSchedulingEnv(_stage_env(cfg))
-    total = 0.0
-    for k in range(n_episodes):
-        seed = VALIDATION_SEED_BASE + 100 + k
-        obs, _ = env.reset(seed=seed, options={"workload_seed": seed})
-        done = False
-        while not done:
-            obs, r, done, _, _ = env.step(agent.act(obs, env.action_masks()))
-            total += r
-    return total / n_episodes
-
-
-def reselect(name: str, candidates: list[Path], n_episodes: int = 10, models_dir: Path | None = None) -> dict:
-    """Keep, among saved weight files of model ``name``, the one with the best :func:`validation_return`.
-
-    Updates the exported weights, their SHA-256 and the card's ``training.kept`` (with every candidate's score).
-    """
-    out = Path(models_dir or MODELS_DIR)
-    scores = {str(c): round(validation_return(name, Path(c), n_episodes, out), 5) for c in candidates}
-    best = max(scores, key=scores.get)
-    card_path = out / f"{name}.json"
-    card = json.loads(card_path.read_text())
-    (out / card["weights"]).write_bytes(Path(best).read_bytes())
-    card["sha256"] = sha256_file(out / card["weights"])
-    card["training"]["kept"] = (f"{Path(best).name}: best mean return over {n_episodes} validation episodes "
-                                f"(seeds {VALIDATION_SEED_BASE + 100}..{VALIDATION_SEED_BASE + 99 + n_episodes})")
-    card["training"]["validation_returns"] = {Path(c).name: v for c, v in scores.items()}
-    card_path.write_text(json.dumps(card, indent=2) + "\n")
-    return card
-
-
 def _parent(cfg: TrainConfig, models_dir: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Card and SHA-256-checked plain weights of model ``cfg.init_from`` in ``models_dir`` (where this run
     exports: a stopped run resumes from there), else in ``models/``; same network required."""
