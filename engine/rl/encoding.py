@@ -12,20 +12,9 @@ Action space (``Discrete(window * max_types * len(rules) + 1)``)
     indices, so a model trained on one cluster runs on any other with at most ``max_types`` GPU types.
 
 Evict (the rule ``"evict"``, offered only by encodings that list it)
-    Make room, then start: for a whole-GPU job that does not fit its GPU type now, preempt the running
-    whole-GPU jobs of that type, latest estimated end first (ties: higher job id first), until the type has
-    ``gpus`` idle GPUs, then place the job there with ``best-fit``. Only jobs that would, by their estimates,
-    still run longer than the job itself would there may be preempted (shortest remaining time first: a victim
-    can never evict the job that evicted it), and, with ``max_evictions`` set, only jobs preempted fewer times. Victims return to the queue and lose what
-    the run's preemption model says (by default nothing: they checkpoint when preempted). Jobs that started at
-    the current time are never victims, so the decisions at one time always run out. It is offered exactly when
-    the job does not fit the type now and would after evicting every job that may be evicted.
-
-    With ``evict_scope="node"`` a job that one node of the type could hold makes room on *one* node instead, so
-    it never starts spread over nodes (a spread job is slowed by communication): on each eligible node of the
-    type, the node's victims are taken latest estimated end first, under the same rules, until the node has
-    ``gpus`` idle GPUs, and the node whose victims have the least estimated work left wins (ties: lower node
-    id). A victim spread over several nodes counts only its GPUs on that node. Bigger jobs evict as above.
+    Make room, then start: preempt running jobs of the GPU type (which ones, and when an eviction is offered, is
+    the eviction policy of :mod:`engine.rl.eviction`, with the encoding's ``evict_scope`` and
+    ``max_evictions``), then place the job there with :data:`~engine.rl.eviction.EVICT_PLACEMENT`.
 
 Mask
     ``action_mask(state)[a]`` is true exactly when the action is feasible now: the slot holds a job and the
@@ -75,6 +64,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from engine.errors import EngineError, reject_unknown_keys
+from engine.rl.eviction import EVICT_PLACEMENT, EVICT_SCOPES, eviction_cost_gpu_s, find_victims
 from engine.schedulers.placement import PLACEMENTS
 from engine.sim.job import Job
 from engine.sim.state import ClusterState, Decision, Preempt, Start
@@ -89,14 +79,11 @@ WINDOW_ORDERS = ("arrival", "mixed")
 EVICT_FEATURES = 2
 #: One more per (job, GPU type) slot with ``evict_cost``: what evicting there would cost the victims.
 EVICT_COST_FEATURES = 1
-#: The rule that makes room by preempting (see the module docstring); it places with :data:`EVICT_PLACEMENT`.
+#: The rule that makes room by preempting (:mod:`engine.rl.eviction`).
 EVICT = "evict"
-EVICT_PLACEMENT = "best-fit"
 #: Rules an encoding may use: packing rules that take only idle GPUs of one type (the mask relies on it), and
 #: ``"evict"``.
 RULES = ("first-fit", "best-fit", "least-loaded", EVICT)
-#: Where ``"evict"`` makes room for a job that one node could hold: anywhere on its GPU type, or on one node.
-EVICT_SCOPES = ("type", "node")
 
 
 @dataclass(frozen=True)
@@ -292,7 +279,8 @@ def snapshot(state: ClusterState, cfg: EncodingConfig) -> Snapshot:
     n_rules = len(cfg.rules)
     mask = np.zeros(cfg.n_actions, dtype=bool)
     block = cfg.max_types * n_rules
-    victims, victim_work = _evictions(state, window, fits, n_types, cfg) if cfg.evicts else ({}, {})
+    victims, victim_work = (find_victims(state, window, fits, n_types, _tables(state.cluster).job_speeds,
+                                         cfg.evict_scope, cfg.max_evictions) if cfg.evicts else ({}, {}))
     evict_rule = cfg.rules.index(EVICT) if cfg.evicts else -1
     for slot, f in enumerate(fits):
         row = np.zeros((cfg.max_types, n_rules), dtype=bool)
@@ -303,89 +291,8 @@ def snapshot(state: ClusterState, cfg: EncodingConfig) -> Snapshot:
                 row[t, evict_rule] = (slot, t) in victims
         mask[slot * block:(slot + 1) * block] = row.ravel()
     mask[-1] = bool(state.running)
-    # The cost of each offered eviction, for encodings that show it (the preemption model decides it).
-    cost = ({k: sum(state.preemption_cost_s(v) * state.jobs[v].gpus for v in vs) for k, vs in victims.items()}
-            if cfg.evict_cost else {})
+    cost = eviction_cost_gpu_s(state, victims) if cfg.evict_cost else {}
     return Snapshot(window, fits, mask, cache, victims, victim_work, cost)
-
-
-def _evictions(state: ClusterState, window: list[int], fits: list[np.ndarray], n_types: int, cfg: EncodingConfig
-               ) -> tuple[dict[tuple[int, int], tuple[int, ...]], dict[tuple[int, int], float]]:
-    """Per (slot, type) where ``"evict"`` is offered: its victims and their estimated remaining GPU-seconds."""
-    victims: dict[tuple[int, int], tuple[int, ...]] = {}
-    work: dict[tuple[int, int], float] = {}
-    lay, jobs, now = state.layout, state.jobs, state.now_s
-    idle_t = None
-    by_type: dict[int, list] = {}
-    by_node: dict[int, list] | None = None
-    for slot, j in enumerate(window):
-        job = jobs[j]
-        if job.fractional:
-            continue
-        elig = state.eligible_types(job)
-        speeds = type_speeds(state.cluster, job.job_type)
-        for t in range(n_types):
-            if fits[slot][t] or not elig[t]:
-                continue
-            if idle_t is None:
-                idle_t = np.bincount(lay.node_type, weights=state.node_free, minlength=n_types)
-                for r in state.running.values():  # may be evicted: whole-GPU jobs that started before now
-                    if r.start_s < now and not r.job.fractional and (
-                            cfg.max_evictions is None or state.preemptions(r.job.job_id) < cfg.max_evictions):
-                        by_type.setdefault(r.gpu_type, []).append(r)
-                for rs in by_type.values():
-                    rs.sort(key=lambda r: (-r.est_end_s, -r.job.job_id))
-            own_s = job.estimate_s / speeds[t]  # how long the job would run there, by its estimate
-            if cfg.evict_scope == "node":
-                nodes = np.flatnonzero(state.eligible_nodes(job) & (lay.node_type == t))
-                if job.gpus <= int(lay.node_gpus[nodes].max(initial=0)):
-                    if by_node is None:
-                        by_node = _victims_by_node(lay, by_type)
-                    found = _node_victims(state, job.gpus, own_s, nodes, by_node)
-                    if found is not None:
-                        work[slot, t], victims[slot, t] = found
-                    continue
-            need = job.gpus - int(idle_t[t])
-            taken, freed, left_gpu_s = [], 0, 0.0
-            for r in by_type.get(t, ()):
-                if freed >= need or r.est_end_s - now <= own_s:
-                    break
-                taken.append(r.job.job_id)
-                freed += r.job.gpus
-                left_gpu_s += r.job.gpus * max(r.est_end_s - now, 0.0)
-            if freed >= need:
-                victims[slot, t] = tuple(taken)
-                work[slot, t] = left_gpu_s
-    return victims, work
-
-
-def _victims_by_node(lay, by_type: dict[int, list]) -> dict[int, list[tuple[Any, int]]]:
-    """The evictable running jobs of each node, latest estimated end first, with their GPU count there."""
-    out: dict[int, list[tuple[Any, int]]] = {}
-    for rs in by_type.values():
-        for r in rs:  # already latest estimated end first
-            for n, k in zip(*np.unique(lay.gpu_node[list(r.gpu_ids)], return_counts=True)):
-                out.setdefault(int(n), []).append((r, int(k)))
-    return out
-
-
-def _node_victims(state: ClusterState, gpus: int, own_s: float, nodes: np.ndarray,
-                  by_node: dict[int, list[tuple[Any, int]]]) -> tuple[float, tuple[int, ...]] | None:
-    """The node-scoped eviction (module docstring): (victims' estimated GPU-seconds left, victims), or ``None``."""
-    now = state.now_s
-    best: tuple[float, tuple[int, ...]] | None = None
-    for n in nodes.tolist():
-        need = gpus - int(state.node_free[n])
-        taken, freed, left_gpu_s = [], 0, 0.0
-        for r, k in by_node.get(n, ()):
-            if freed >= need or r.est_end_s - now <= own_s:
-                break
-            taken.append(r.job.job_id)
-            freed += k
-            left_gpu_s += r.job.gpus * max(r.est_end_s - now, 0.0)
-        if freed >= need and (best is None or left_gpu_s < best[0]):
-            best = (left_gpu_s, tuple(taken))
-    return best
 
 
 def _gpu_time(job: Job) -> float:

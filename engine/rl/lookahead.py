@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterator, Mapping
 
 from engine.errors import EngineError, reject_unknown_keys
-from engine.rl.encoding import EVICT, EVICT_PLACEMENT, EncodingConfig, Snapshot, snapshot
+from engine.rl.encoding import EVICT, EncodingConfig, Snapshot, snapshot
+from engine.rl.eviction import EVICT_PLACEMENT
 from engine.rl.reward import RewardWeights, objective
 from engine.rl.teacher import TEACHERS, teacher_action
 from engine.schedulers.placement import PLACEMENTS
