@@ -29,27 +29,11 @@ Job window
     one FIFO would start). ``"mixed"``: the first half in queue order, the rest the waiting jobs with the
     smallest estimated GPU-time (``estimate_s * gpus * gpu_fraction``) among those that can start now.
 
-Observation (a dict of float32 arrays, all features roughly in [0, 1])
-    ``jobs`` (window x (12 + 4 x max_types)): present, log2(gpus)/6, demand / free capacity (clipped at 2,
-    halved), gpu_fraction, vram_gib/80, log1p(wait/60 s)/10, log1p(estimate/60 s)/10, log1p(estimated
-    GPU-time/60 s)/12, rank of the estimated GPU-time within the window (0 = shortest), the user's current GPU
-    share of the cluster, can-start-now, the job type's communication sensitivity; then, for each GPU type slot
-    ``t`` in turn (zeros for absent types), four features of this job on that type: its speed there
-    (``Cluster.speed(job_type, type)``, /4, clipped at 1), log1p(estimate / that speed / 60 s)/10 (its expected
-    run time there), can-start-now on that type, and can-start-now-on-one-node of that type (a node of the
-    type it may use has ``gpus`` idle GPUs, so it would not be spread over nodes; for a fractional job, the
-    same as can-start-now).
-    ``groups`` (max_types x 10): present, share of the cluster's GPUs, idle GPUs / GPUs of the type, largest
-    idle block on one node / GPUs per node, speed/4, vram/80, free capacity (fractions counted) / GPUs of the
-    type, fully idle nodes / nodes of the type, and in absolute terms (so types with different node sizes
-    compare): largest idle block on one node / 8 and GPUs per node / 8 (both clipped at 1).
-    ``global`` (8): log1p(queue length)/6, free capacity / cluster GPUs, running jobs / cluster GPUs (clipped
-    at 1), log1p(oldest job's wait / 60 s)/10, oldest job's demand / cluster GPUs, oldest job can start now,
-    log1p(waiting jobs outside the window)/6, waiting demand / cluster GPUs / 4 (clipped at 1).
-    With the ``"evict"`` rule, each (job, GPU type) slot has two more features (:data:`EVICT_FEATURES`): can
-    start there by evicting, and log1p(estimated GPU-seconds its victims still had to run / 60 s)/12; with
-    ``evict_cost``, one more (:data:`EVICT_COST_FEATURES`): log1p(GPU-seconds of work evicting them would cost
-    / 60 s)/12, their work since the last checkpoint plus the restart overhead (0 under free preemption).
+Observation (a dict of float32 arrays, all features roughly in [0, 1]; :func:`encode`)
+    ``jobs`` (window x :attr:`EncodingConfig.job_features`): per job slot, :func:`job_features`, then for each GPU
+    type slot in turn :func:`job_type_features` (zeros for empty slots and absent types).
+    ``groups`` (max_types x 10): :func:`group_features` per GPU type slot (zeros for absent types).
+    ``global`` (8): :func:`global_features`.
     ``action_mask`` (n actions, int8): the mask above, for libraries that read masks from observations.
 """
 
@@ -346,29 +330,49 @@ def type_speeds(cluster, job_type: str) -> np.ndarray:
 
 def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Snapshot | None = None
            ) -> dict[str, np.ndarray]:
-    """The observation dict for ``state`` (see the module docstring for every feature)."""
+    """The observation dict for ``state``: the feature functions below, laid out as the module docstring says."""
     snap = snap or snapshot(state, cfg)
-    lay, now, jobs = state.layout, state.now_s, state.jobs
-    n_gpus = lay.n_gpus
-    free_cap = max(state.free_capacity, 0.0)
-    comm = state.cluster.communication
-    user_gpus = state.user_gpus
-    log1p, log2 = math.log1p, math.log2
-
     tab = _tables(state.cluster)
-    n_types = tab.n_types
-    node_free = state.node_free
-    block_t = np.maximum.reduceat(node_free[tab.node_order], tab.starts)  # largest idle block per type
-    rows = []
+    block_t = _idle_blocks(state, tab)
+    jf = np.zeros((cfg.window, cfg.job_features), dtype=np.float32)
+    n = len(snap.window)
+    if n:
+        jf[:n, :JOB_BASE_FEATURES] = job_features(state, snap)
+        jf[:n, JOB_BASE_FEATURES:] = job_type_features(state, snap, cfg, tab, block_t).reshape(n, -1)
+    gf = np.zeros((cfg.max_types, GROUP_FEATURES), dtype=np.float32)
+    gf[:tab.n_types] = group_features(state, tab, block_t)
+    return {"jobs": jf, "groups": gf, "global": global_features(state, snap),
+            "action_mask": snap.mask.astype(np.int8)}
+
+
+def _idle_blocks(state: ClusterState, tab: _TypeTables) -> np.ndarray:
+    """Per GPU type: the largest number of idle GPUs on one node."""
+    return np.maximum.reduceat(state.node_free[tab.node_order], tab.starts)
+
+
+def job_features(state: ClusterState, snap: Snapshot) -> list[tuple[float, ...]]:
+    """The :data:`JOB_BASE_FEATURES` features of each window job that do not depend on the GPU types, in order:
+
+    present (1), log2(gpus)/6, demand / free capacity (clipped at 2, halved; 1 when nothing is free),
+    gpu_fraction, vram_gib/80 (clipped at 1), log1p(wait/60 s)/10, log1p(estimate/60 s)/10, log1p(estimated
+    GPU-time/60 s)/12, rank of the estimated GPU-time within the window (0 = shortest, 1 = longest), the user's
+    current GPU share of the cluster, can start now (on some type), the job type's communication sensitivity
+    (clipped at 1).
+    """
+    jobs, now, n_gpus = state.jobs, state.now_s, state.layout.n_gpus
+    free_cap = max(state.free_capacity, 0.0)
+    comm, user_gpus = state.cluster.communication, state.user_gpus
+    log1p = math.log1p
     gpu_times = [_gpu_time(jobs[j]) for j in snap.window]
     ranks = np.argsort(np.argsort(gpu_times, kind="stable"), kind="stable").tolist() if gpu_times else []
     denom = max(len(snap.window) - 1, 1)
+    rows: list[tuple[float, ...]] = []
     for slot, j in enumerate(snap.window):
         job = jobs[j]
         demand = job.gpus * job.gpu_fraction
         rows.append((
             1.0,
-            log2(job.gpus) / 6.0,
+            math.log2(job.gpus) / 6.0,
             min(demand / free_cap, 2.0) / 2.0 if free_cap > 0 else 1.0,
             job.gpu_fraction,
             min(job.vram_gib / 80.0, 1.0),
@@ -380,56 +384,88 @@ def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Sn
             float(snap.fits[slot].any()),
             min(comm.get(job.job_type, comm.get("batch", 0.3)), 1.0),
         ))
-    jf = np.zeros((cfg.window, cfg.job_features), dtype=np.float32)
-    if rows:
-        n = len(rows)
-        jf[:n, :JOB_BASE_FEATURES] = rows
-        # Per (job, type): all window jobs at once. Eligibility is per type (memory, allowed types), so a whole
-        # job fits on one node of an eligible type exactly when the type's largest idle block holds it.
-        wjobs = [jobs[j] for j in snap.window]
-        speeds = np.array([tab.job_speeds(job.job_type) for job in wjobs])
-        est = np.array([job.estimate_s for job in wjobs])[:, None]
-        fits = np.array(snap.fits, dtype=bool)
-        gpus = np.array([job.gpus for job in wjobs])[:, None]
-        whole = np.array([not job.fractional for job in wjobs])[:, None]
-        elig = np.array([state.eligible_types(job) for job in wjobs], dtype=bool)
-        per_type = np.zeros((n, cfg.max_types, cfg.type_features))
-        per_type[:, :n_types, 0] = np.minimum(speeds / 4.0, 1.0)
-        per_type[:, :n_types, 1] = np.log1p(est / speeds / 60.0) / 10.0
-        per_type[:, :n_types, 2] = fits
-        per_type[:, :n_types, 3] = np.where(whole, elig & (block_t[None, :] >= gpus), fits)
-        for (slot, t), left_gpu_s in snap.victim_work_gpu_s.items():
-            per_type[slot, t, JOB_TYPE_FEATURES:JOB_TYPE_FEATURES + EVICT_FEATURES] = (
-                1.0, log1p(left_gpu_s / 60.0) / 12.0)
-        for (slot, t), cost_gpu_s in snap.victim_cost_gpu_s.items():
-            per_type[slot, t, JOB_TYPE_FEATURES + EVICT_FEATURES] = log1p(cost_gpu_s / 60.0) / 12.0
-        jf[:n, JOB_BASE_FEATURES:] = per_type.reshape(n, -1)
+    return rows
+
+
+def job_type_features(state: ClusterState, snap: Snapshot, cfg: EncodingConfig, tab: _TypeTables,
+                      block_t: np.ndarray) -> np.ndarray:
+    """Features of each window job on each GPU type slot (window jobs x ``max_types`` x
+    :attr:`EncodingConfig.type_features`; zeros for absent types), in order:
+
+    its speed there (``Cluster.speed(job_type, type)``, /4, clipped at 1), log1p(estimate / that speed / 60 s)/10
+    (its expected run time there), can start now on that type, and can start now on one node of that type (a node
+    of the type it may use has ``gpus`` idle GPUs, so it would not be spread over nodes; for a fractional job, the
+    same as can start now). With the ``"evict"`` rule, :data:`EVICT_FEATURES` more: can start there by evicting,
+    and log1p(estimated GPU-seconds its victims still had to run / 60 s)/12; with ``evict_cost``,
+    :data:`EVICT_COST_FEATURES` more: log1p(GPU-seconds of work evicting them would cost / 60 s)/12, their work
+    since the last checkpoint plus the restart overhead (0 under free preemption).
+    """
+    n_types = tab.n_types
+    # All window jobs at once. Eligibility is per type (memory, allowed types), so a whole job fits on one node
+    # of an eligible type exactly when the type's largest idle block holds it.
+    wjobs = [state.jobs[j] for j in snap.window]
+    speeds = np.array([tab.job_speeds(job.job_type) for job in wjobs])
+    est = np.array([job.estimate_s for job in wjobs])[:, None]
+    fits = np.array(snap.fits, dtype=bool)
+    gpus = np.array([job.gpus for job in wjobs])[:, None]
+    whole = np.array([not job.fractional for job in wjobs])[:, None]
+    elig = np.array([state.eligible_types(job) for job in wjobs], dtype=bool)
+    per_type = np.zeros((len(wjobs), cfg.max_types, cfg.type_features))
+    per_type[:, :n_types, 0] = np.minimum(speeds / 4.0, 1.0)
+    per_type[:, :n_types, 1] = np.log1p(est / speeds / 60.0) / 10.0
+    per_type[:, :n_types, 2] = fits
+    per_type[:, :n_types, 3] = np.where(whole, elig & (block_t[None, :] >= gpus), fits)
+    for (slot, t), left_gpu_s in snap.victim_work_gpu_s.items():
+        per_type[slot, t, JOB_TYPE_FEATURES:JOB_TYPE_FEATURES + EVICT_FEATURES] = (
+            1.0, math.log1p(left_gpu_s / 60.0) / 12.0)
+    for (slot, t), cost_gpu_s in snap.victim_cost_gpu_s.items():
+        per_type[slot, t, JOB_TYPE_FEATURES + EVICT_FEATURES] = math.log1p(cost_gpu_s / 60.0) / 12.0
+    return per_type
+
+
+def group_features(state: ClusterState, tab: _TypeTables, block_t: np.ndarray) -> np.ndarray:
+    """The :data:`GROUP_FEATURES` features of each GPU type of the cluster (types x 10), in order:
+
+    present (1), share of the cluster's GPUs, idle GPUs / GPUs of the type, largest idle block on one node / GPUs
+    per node, speed/4, vram/80, free capacity (fractions counted) / GPUs of the type, fully idle nodes / nodes of
+    the type, and in absolute terms (so types with different node sizes compare): largest idle block on one node
+    / 8 and GPUs per node / 8 (both clipped at 1).
+    """
+    lay, n_types, node_free = state.layout, tab.n_types, state.node_free
     idle_t = np.bincount(lay.node_type, weights=node_free, minlength=n_types)
     freecap_t = np.bincount(lay.gpu_type, weights=state.gpu_free, minlength=n_types)
     idle_nodes_t = np.bincount(lay.node_type, weights=(node_free == lay.node_gpus), minlength=n_types)
-    gf = np.zeros((cfg.max_types, GROUP_FEATURES), dtype=np.float32)
-    gf[:n_types] = np.stack([
-        np.ones(n_types), tab.total / n_gpus, idle_t / tab.total, block_t / tab.max_node_gpus, tab.speed,
+    return np.stack([
+        np.ones(n_types), tab.total / lay.n_gpus, idle_t / tab.total, block_t / tab.max_node_gpus, tab.speed,
         tab.vram, freecap_t / tab.total, idle_nodes_t / tab.nodes, np.minimum(block_t / 8.0, 1.0),
         np.minimum(tab.max_node_gpus / 8.0, 1.0),
     ], axis=1)
 
-    queue = state.queue
+
+def global_features(state: ClusterState, snap: Snapshot) -> np.ndarray:
+    """The :data:`GLOBAL_FEATURES` features of the whole state (float32), in order:
+
+    log1p(queue length)/6, free capacity / cluster GPUs, running jobs / cluster GPUs (clipped at 1), log1p(oldest
+    job's wait / 60 s)/10, oldest job's demand / cluster GPUs (clipped at 1), oldest job can start now (the three
+    oldest-job features are 0 with an empty queue), log1p(waiting jobs outside the window)/6, waiting demand /
+    cluster GPUs / 4 (clipped at 1).
+    """
+    jobs, queue, n_gpus, log1p = state.jobs, state.queue, state.layout.n_gpus, math.log1p
     n_queue = len(queue)
     head = next(iter(queue), None)
     waiting_demand = sum(jobs[j].gpus * jobs[j].gpu_fraction for j in queue)
     glob = np.zeros(GLOBAL_FEATURES, dtype=np.float32)
     glob[0] = log1p(n_queue) / 6.0
-    glob[1] = free_cap / n_gpus
+    glob[1] = max(state.free_capacity, 0.0) / n_gpus
     glob[2] = min(len(state.running) / n_gpus, 1.0)
     if head is not None:
         hj = jobs[head]
-        glob[3] = log1p(max(now - hj.submit_s, 0.0) / 60.0) / 10.0
+        glob[3] = log1p(max(state.now_s - hj.submit_s, 0.0) / 60.0) / 10.0
         glob[4] = min(hj.gpus * hj.gpu_fraction / n_gpus, 1.0)
         glob[5] = float(snap.fits[0].any()) if snap.window and snap.window[0] == head else 0.0
     glob[6] = log1p(max(n_queue - len(snap.window), 0)) / 6.0
     glob[7] = min(waiting_demand / n_gpus / 4.0, 1.0)
-    return {"jobs": jf, "groups": gf, "global": glob, "action_mask": snap.mask.astype(np.int8)}
+    return glob
 
 
 def action_mask(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Snapshot | None = None
