@@ -20,12 +20,14 @@ from engine.cli.common import (
     add_cluster_argument,
     add_plugin_argument,
     add_trace_arguments,
+    add_trace_options,
     format_table,
     format_value,
     load_trace_arg,
     output_path,
     progress,
     scheduler_list,
+    trace_options,
     write_json,
 )
 from engine.errors import EngineError
@@ -65,8 +67,6 @@ def _add_ray_arguments(parser: argparse.ArgumentParser) -> None:
 
 # ------------------------------------------------------------------------------------------ sweep
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    from engine.cli.traces import add_trace_options
-
     add_cluster_argument(parser, action="append", required=False,
                          help="a cluster of the grid (repeat for several): shorthand 4x8:A100-80,... or .json")
     parser.add_argument("--trace", metavar="PATH", help="sweep this trace (the loader options below apply)")
@@ -91,7 +91,6 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 def sweep_spec(args: argparse.Namespace):
     """The :class:`~engine.analysis.sweep.SweepSpec` of the command line (``--spec`` or the grid options)."""
     from engine.analysis.sweep import SweepSpec
-    from engine.cli.traces import trace_options
 
     grid = {"--cluster": args.cluster, "--trace": args.trace, "--jobs": args.jobs, "--load": args.load,
             "--load-scale": args.load_scale, "--schedulers": args.schedulers, "--seeds": args.seeds}
