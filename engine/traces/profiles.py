@@ -6,25 +6,25 @@ and a speed-up table by GPU count, so a job of ``g`` GPUs runs ``reference_run_s
 
 All numbers come from Pollux's public artifact (Aurick Qiao et al., *Pollux: Co-adaptive Cluster Scheduling for
 Goodput-Optimized Deep Learning*, OSDI 2021; ``petuum/adaptdl``, folder ``simulator/``), measured on the paper's
-testbed of 4-GPU nodes (NVIDIA T4). ``scripts/derive_profiles.py`` holds the transcribed measurements and the
-arithmetic, and prints this table; a test checks the two agree. Speed-ups are at the profile's fixed total batch
+testbed of 4-GPU nodes. ``scripts/derive_profiles.py`` holds the transcribed measurements and the
+arithmetic, and prints these numbers; a test checks the two agree. Speed-ups are at the profile's fixed total batch
 size (throughput on ``g`` GPUs / throughput on 1, consolidated into as few 4-GPU nodes as possible):
 
-===========  ======  ===========  ====================================================================  ==========
-application  batch   1 GPU        speed-up at 1, 2, 3, 4, 6, 8, 12, 16 GPUs                             data
-===========  ======  ===========  ====================================================================  ==========
-cifar10      2048    4,461 s      1, 1.68, 2.57, 3.56, 5.22, 5.40, 7.41, 9.09                           measured
-bert         384     13,951 s     1, 2.09, 3.01, 4.15, 4.57, 5.63, 8.78, 10.45                          measured
-imagenet     6400    714,408 s    1, 1.98, 2.78, 3.70, 5.78, 7.31, 11.17, 14.16                         estimate
-yolov3       64      37,780 s     1, 1.95, 2.31, 2.94, 1.28, 1.58, 2.08, 2.21                           measured
-deepspeech2  320     23,175 s     1 GPU 1; 6: 5.80, 8: 7.81, 12: 8.43, 16: 8.24                        estimate
-ncf          32768   77 s         1 GPU only                                                            estimate
-===========  ======  ===========  ====================================================================  ==========
+===========  ======  ===========  ====================================================  =====================
+application  batch   1 GPU        speed-up at 1, 2, 3, 4, 6, 8, 12, 16 GPUs             numbers
+===========  ======  ===========  ====================================================  =====================
+cifar10      2048    4,461 s      1, 1.68, 2.57, 3.56, 5.22, 5.40, 7.41, 9.09           measured
+bert         384     13,951 s     1, 2.09, 3.01, 4.15, 4.57, 5.63, 8.78, 10.45          measured
+imagenet     6400    594,741 s    1, 1.98, 2.78, 3.70, 5.78, 7.31, 11.17, 14.16         run time estimated
+yolov3       64      37,780 s     1, 1.95, 2.31, 2.94, 1.28, 1.58, 2.08, 2.21           measured
+deepspeech2  320     23,175 s     at 1, 6, 8, 12, 16 only: 1, 5.80, 7.81, 8.43, 8.24   estimated
+ncf          32768   77 s         1 (1 GPU only)                                        estimated
+===========  ======  ===========  ====================================================  =====================
 
 Between table points the speed-up is linear in the GPU count; beyond the last point it stays flat (no
 extrapolation past what was measured: Pollux's placements span at most 4 nodes, 16 GPUs). The tables are what the
-measurements say, not smoothed: yolov3 and bert slow down when a job spans nodes (a synchronisation of about
-1 s a step across nodes), so yolov3 on 6 GPUs is slower than on 4.
+measurements say, not smoothed: a step that spans nodes synchronises for about 1 s, so yolov3 on 6 GPUs (two
+nodes) is slower than on 4 and bert gains little from 4 to 6 (its 2.09 on 2 GPUs, above 2, is as measured).
 """
 
 from __future__ import annotations
@@ -87,12 +87,13 @@ APPLICATION_PROFILES: dict[str, AppProfile] = {
                                (16, 10.451)), 384,
                        f"{POLLUX_ARTIFACT}: bert placements.csv, validation-384.csv (2 epochs)"),
     # Estimate: the copy read has no validation-6400.csv (iterations at this batch size). The speed-ups are
-    # measured (placements.csv); the run time is anchored on Pollux's own rigid simulation, where a 32-replica
-    # job of batch 6400 (workload-7 imagenet-25) took 50,452 s: 50,452 x speed-up(32) (= 14.16, flat past 16).
-    "imagenet": AppProfile(714408, ((1, 1.0), (2, 1.983), (3, 2.78), (4, 3.695), (6, 5.781), (8, 7.305),
+    # measured (placements.csv); the run time is anchored on Pollux's own rigid simulation, where the fastest
+    # 32-replica job of batch 6400 (workload-6 imagenet-81) completed in 42,001 s: 42,001 x speed-up(32)
+    # (= 14.16, flat past 16), so a 32-replica job runs 42,001 s here.
+    "imagenet": AppProfile(594741, ((1, 1.0), (2, 1.983), (3, 2.78), (4, 3.695), (6, 5.781), (8, 7.305),
                                     (12, 11.17), (16, 14.16)), 6400,
                            f"{POLLUX_ARTIFACT}: imagenet placements.csv; run time an estimate from the rigid "
-                           "(Tiresias) simulation's 50,452 s for 32 replicas (results-jobload/tiresias-1.0)"),
+                           "(Tiresias) simulation's 42,001 s for 32 replicas (results-jobload/tiresias-1.0)"),
     # 14,577 iterations (validation-64, epoch 50) x 2.592 s (1 GPU: 8 micro-steps of 8, max_local_bsz=8). Across
     # nodes a step synchronises for about 1 s, more than it computes: 6 to 16 GPUs are slower than 4.
     "yolov3": AppProfile(37780, ((1, 1.0), (2, 1.949), (3, 2.306), (4, 2.936), (6, 1.282), (8, 1.583), (12, 2.082),
@@ -105,7 +106,8 @@ APPLICATION_PROFILES: dict[str, AppProfile] = {
                               f"{POLLUX_ARTIFACT}: deepspeech2 scalability.csv, validation-320.csv (80 epochs); "
                               "1-GPU step and spread placements: an estimate"),
     # Estimate: the copy read has no ncf placements.csv and Pollux runs ncf on 1 GPU only; 77 s is the shortest
-    # ncf completion time of the rigid simulation (an upper bound of its run time). No speed-up data.
+    # ncf completion time of the rigid simulation over its 8 workloads (an upper bound of the run time). No
+    # speed-up data.
     "ncf": AppProfile(77, ((1, 1.0),), 32768,
                       f"{POLLUX_ARTIFACT}: ncf run time an estimate, the shortest rigid (Tiresias) completion "
                       "time (results-jobload/tiresias-1.0); no multi-GPU data"),

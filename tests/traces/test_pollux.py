@@ -37,7 +37,7 @@ def test_a_pollux_workload_loads_detected_with_the_profiles_run_times(tmp_path):
         ("yolov3-4", 1593.0, 4, "user0", "training"), ("cifar10-5", 1693.0, 16, "user0", "training"),
         ("cifar10-6", 1793.0, 16, "user0", "training")]
     assert [j.duration_s for j in trace.jobs] == pytest.approx([
-        4461 / 5.222, 13951 / 8.778, 77, 714408 / 14.16, 37780 / 2.936, 4461 / 9.091, 4461 / 9.091])
+        4461 / 5.222, 13951 / 8.778, 77, 594741 / 14.16, 37780 / 2.936, 4461 / 9.091, 4461 / 9.091])
     # The batch size is not used: a 4096 job runs as long as a 2048 job on as many GPUs (the profile's batch).
 
 
