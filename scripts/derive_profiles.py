@@ -49,27 +49,20 @@ GPU_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16)
 GPUS_PER_NODE = 4
 
 # ------------------------------------------------------------------------------------- transcribed numbers
-#: ``applications.py``: max_epochs of each application.
-MAX_EPOCHS = {"bert": 2, "cifar10": 100, "ncf": 10, "imagenet": 90, "deepspeech2": 80, "yolov3": 50}
-
 #: Largest per-GPU batch measured in ``placements.csv`` (yolov3: ``max_local_bsz=8`` in ``applications.py``;
 #: deepspeech2: largest ``local_bsz`` in its ``scalability.csv``).
 MAX_LOCAL_BSZ = {"cifar10": 1024, "bert": 12, "imagenet": 200, "yolov3": 8, "deepspeech2": 80}
 
 #: The batch size of each profile: the one Pollux's workloads use most for the application. ``workload.py`` draws
-#: each job's (replicas, batch size) uniformly from the application's configurations; what workload-1 and
-#: workload-7 hold (jobs per batch size):
+#: each job's (replicas, batch size) uniformly from the application's configurations. In workload-1 and workload-7:
+#: cifar10 2048 on 6 or 8 replicas and 4096 on 12 or 16 (two configurations each; the copy read has
+#: validation-2048.csv, not validation-4096.csv); bert 384 only; imagenet 6400 x 3 and 3200 x 1 (workload-1),
+#: 6400 x 4 and 3200 x 1 (workload-7); yolov3 64 only; deepspeech2 320 x 8 and 640 x 4 (workload-1), 320 x 7 and
+#: 640 x 2 (workload-7); ncf 32768 only.
 BATCH_SIZE = {"cifar10": 2048, "bert": 384, "imagenet": 6400, "yolov3": 64, "deepspeech2": 320, "ncf": 32768}
-WORKLOAD_USE = {
-    "cifar10": "2048 on 6 or 8 replicas, 4096 on 12 or 16: two configurations each (2048 has a validation file)",
-    "bert": "384 only (6, 8, 12 or 16 replicas)",
-    "imagenet": "6400 x 3 and 3200 x 1 (workload-1); 6400 x 4 and 3200 x 1 (workload-7)",
-    "yolov3": "64 only (4 replicas)",
-    "deepspeech2": "320 x 8 and 640 x 4 (workload-1); 320 x 7 and 640 x 2 (workload-7)",
-    "ncf": "32768 only (1 replica)",
-}
 
-#: ``validation-<B>.csv``: the ``iteration`` value of the last row (epoch ``max_epochs``).
+#: ``validation-<B>.csv``: the ``iteration`` value of the last row, the end of epoch max_epochs (``applications.py``:
+#: cifar10 100, bert 2, yolov3 50, deepspeech2 80).
 ITERATIONS = {"cifar10": 3178, "bert": 480, "yolov3": 14577, "deepspeech2": 2264}
 
 #: Rows of ``placements.csv`` (placement, local_bsz, step_time, sync_time) that the consolidated placements at
