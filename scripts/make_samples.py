@@ -132,7 +132,23 @@ def write_mapped(out: Path) -> None:
                         int(round(j.duration_s * 1000)), j.gpus, j.gpu_fraction, int(j.vram_gib)])
 
 
-WRITERS = (write_canonical, write_swf, write_philly, write_openb, write_tiresias, write_gavel, write_mapped)
+def write_pollux(out: Path) -> None:
+    jobs = generate("4x8:V100-32", 40, 0.8, 8, mix={"training": 1.0})
+    # (application, replicas, batch size) as in Pollux's workloads; run times come from engine/traces/profiles.py.
+    configs = [("cifar10", 6, 2048), ("ncf", 1, 32768), ("cifar10", 16, 4096), ("bert", 8, 384), ("ncf", 1, 32768),
+               ("deepspeech2", 6, 320), ("yolov3", 4, 64)]
+    with open(out / "pollux.csv", "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["name", "time", "application", "num_replicas", "batch_size"])
+        for j in jobs:
+            app, replicas, batch = configs[j.job_id % len(configs)]
+            if j.job_id in (12, 31):
+                app = "resnet50"  # dropped: no profile for this application
+            w.writerow([f"{app}-{j.job_id}", int(j.submit_s), app, replicas, batch])
+
+
+WRITERS = (write_canonical, write_swf, write_philly, write_openb, write_tiresias, write_gavel, write_mapped,
+           write_pollux)
 
 
 def main(argv: list[str] | None = None) -> int:

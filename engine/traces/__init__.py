@@ -26,6 +26,7 @@ from engine.traces import gavel as _gavel
 from engine.traces import mapped as _mapped
 from engine.traces import openb as _openb
 from engine.traces import philly as _philly
+from engine.traces import pollux as _pollux
 from engine.traces import swf as _swf
 from engine.traces import tiresias as _tiresias
 from engine.traces.base import DROP_REASONS, MAX_TIME_S, ReadContext
@@ -71,6 +72,8 @@ TRACE_FORMATS: dict[str, TraceFormat] = {
                     fast=_openb.fast),
         TraceFormat("tiresias", _tiresias.read, "Tiresias/Muri CSV (--time-unit s|ms)", frozenset({"time_unit"})),
         TraceFormat("gavel", _gavel.read, "Gavel TSV (durations from steps and a throughput table)"),
+        TraceFormat("pollux", _pollux.read, "Pollux workload CSV (name, time, application, num_replicas, "
+                    "batch_size; durations from application profiles)"),
         TraceFormat("mapped", _mapped.read, "any CSV through --map submit=COL,duration=COL,... (--time-unit)",
                     frozenset({"time_unit", "column_map"})),
     )

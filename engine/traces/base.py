@@ -31,6 +31,7 @@ DROP_REASONS: dict[str, str] = {
     "no_gpu": "asks for no GPU (or a non-positive processor/GPU count)",
     "unknown_gpu_type": "asks only for GPU types the format's tables do not know",
     "unknown_model": "names a model the format's throughput table does not know (Gavel)",
+    "unknown_application": "names an application without a run-time profile (Pollux workloads)",
     "missing_time": "submit time (or another time the duration needs) is missing",
     "malformed": "a field could not be read (only counted with skip_bad; otherwise an error)",
 }

@@ -7,7 +7,7 @@ Rules, in order:
   header);
 * a CSV header naming ``submit_s`` and ``duration_s``: ``csv``; ``timestamp, duration, num_gpus``:
   ``philly``; ``name, num_gpu, gpu_milli``: ``openb``; ``job_id, num_gpu, submit_time, duration``:
-  ``tiresias``;
+  ``tiresias``; ``name, time, application, num_replicas, batch_size``: ``pollux``;
 * an openb *node* list (``sn, gpu, model``) is not a trace: the error says to use it as a cluster;
 * anything else is an error that suggests ``--format mapped --map ...``.
 """
@@ -27,6 +27,7 @@ HEADER_SIGNATURES: dict[str, frozenset[str]] = {
     "philly": frozenset({"timestamp", "duration", "num_gpus"}),
     "openb": frozenset({"name", "num_gpu", "gpu_milli"}),
     "tiresias": frozenset({"job_id", "num_gpu", "submit_time", "duration"}),
+    "pollux": frozenset({"name", "time", "application", "num_replicas", "batch_size"}),
 }
 OPENB_NODE_COLUMNS = frozenset({"sn", "gpu", "model"})
 #: How the error for a file of no known format begins (front ends that word it their own way look for it).

@@ -221,3 +221,19 @@ def test_older_gavel_and_millisecond_traces_load_detected_and_warned(page: Page,
     expect(page.get_by_text("If these times are seconds, the median job would run 83.3 d")).to_be_visible()
     expect(page.get_by_text("They look like milliseconds: choose the time unit ms.")).to_be_visible()
     shot(page, "unit-warning")
+
+
+def test_a_pollux_workload_loads_detected_with_run_times_from_the_application_profiles(page: Page, app_url: str,
+                                                                                       tmp_path: Path, shot):
+    """A Pollux-style workload names an application and a replica count instead of a run time: it is detected and
+    loads (run times from the application profiles); a row of an application without a profile is dropped."""
+    workload = tmp_path / "workload-1.csv"
+    workload.write_text("name,time,application,num_replicas,batch_size\ncifar10-0,107,cifar10,6,2048\n"
+                        "ncf-1,135,ncf,1,32768\nbert-2,5813,bert,12,384\nresnet-3,6000,resnet50,2,64\n")
+    page.goto(f"{app_url}/workload")
+    expect(page.get_by_role("heading", name="Workload", exact=True)).to_be_visible(timeout=SLOW_MS)
+    _upload(page, workload)
+    page.get_by_role("button", name="Load trace").click()
+    expect(page.get_by_text("Loaded 3 jobs from workload-1.csv (format: pollux)")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_text("Trace report: workload-1.csv")).to_be_visible()
+    shot(page, "pollux")

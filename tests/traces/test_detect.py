@@ -19,6 +19,7 @@ SWF_LINE = " ".join(["1", "0", "0", "5", "1", "-1", "-1", "1", "60", "-1", "1", 
     ("timestamp,duration,num_gpus,gpu_time,cluster\n", "philly"),
     ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\n", "openb"),
     ("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n", "tiresias"),
+    ("name,time,application,num_replicas,batch_size\n", "pollux"),
 ])
 def test_detects(tmp_path, text, fmt):
     path = tmp_path / "trace"

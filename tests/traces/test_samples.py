@@ -34,6 +34,7 @@ def test_script_regenerates_the_samples_bit_for_bit(tmp_path):
     ("openb-pods.csv", "openb", {}, 300, {"no_gpu": 12}),
     ("tiresias.csv", "tiresias", {"time_unit": "s"}, 60, {}),
     ("gavel.trace", "gavel", {}, 30, {}),
+    ("pollux.csv", "pollux", {}, 40, {"unknown_application": 2}),
     ("mapped.csv", "mapped", {"column_map": MAP, "time_unit": "ms"}, 200, {}),
 ])
 def test_samples_load(name, fmt, kwargs, rows, dropped):
