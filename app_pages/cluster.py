@@ -9,7 +9,7 @@ import streamlit as st
 from app_pages import common
 from engine import EngineError
 from engine.sim.cluster import CLUSTER_SOURCES, DEFAULT_CATALOG, Cluster
-from engine.viz import charts
+from engine.viz.cluster import cluster_figure
 
 st.title("Cluster")
 sc = common.scenario()
@@ -98,7 +98,7 @@ m[0].metric("Racks", len(lay.rack_names))
 m[1].metric("Nodes", cluster.n_nodes)
 m[2].metric("GPUs", cluster.n_gpus)
 m[3].metric("GPU memory", f"{vram / 1024:.1f} TiB" if vram >= 10_240 else f"{vram:.0f} GiB")
-common.plot(charts.cluster_figure(cluster), "cluster_picture")
+common.plot(cluster_figure(cluster), "cluster_picture")
 
 st.subheader("GPU catalog")
 st.caption("Speed is relative training throughput (V100 = 1). Inference and interactive jobs gain less from a "

@@ -14,7 +14,14 @@ from engine.analysis.scenario import ARRIVALS, MAX_FIRST, MAX_JOBS, MAX_MIX_WEIG
 from engine.errors import TraceError
 from engine.traces import TRACE_FORMATS, mapped
 from engine.traces.generator import DEFAULT_MIX
-from engine.viz import charts
+from engine.viz.workload import (
+    arrivals_figure,
+    duration_figure,
+    gpu_count_figure,
+    jobs_frame,
+    offered_load_figure,
+    user_volume_figure,
+)
 
 st.title("Workload")
 sc = common.scenario()
@@ -224,7 +231,7 @@ elif w.source == "preset":
 else:
     st.subheader(f"Generated workload: {len(jobs):,} jobs")
 
-frame = charts.jobs_frame(jobs)
+frame = jobs_frame(jobs)
 span = float(frame["submit_s"].max()) if len(frame) else 0.0
 offered = frame["gpu_s"].sum() / (cluster.n_gpus * span) if span > 0 else float("inf")
 m = st.columns(4)
@@ -233,11 +240,11 @@ m[1].metric("Users", frame["user"].nunique())
 m[2].metric("GPU-hours asked", f"{frame['gpu_s'].sum() / 3600:,.0f}")
 m[3].metric(f"Offered load on {cluster.n_gpus} GPUs", f"{offered:.2f}")
 c1, c2 = st.columns(2)
-common.plot(charts.arrivals_figure(frame), "wl_arrivals", c1)
-common.plot(charts.offered_load_figure(frame, cluster.n_gpus), "wl_load", c2)
+common.plot(arrivals_figure(frame), "wl_arrivals", c1)
+common.plot(offered_load_figure(frame, cluster.n_gpus), "wl_load", c2)
 c1, c2 = st.columns(2)
-common.plot(charts.gpu_count_figure(frame), "wl_gpus", c1)
-common.plot(charts.duration_figure(frame), "wl_durations", c2)
-common.plot(charts.user_volume_figure(frame), "wl_users")
+common.plot(gpu_count_figure(frame), "wl_gpus", c1)
+common.plot(duration_figure(frame), "wl_durations", c2)
+common.plot(user_volume_figure(frame), "wl_users")
 with st.expander("First 200 jobs"):
     st.dataframe(frame.head(200), hide_index=True, width="stretch")

@@ -1,19 +1,9 @@
-"""Plotly figures and the data shaping behind them, for the playground and for notebooks.
+"""The animated per-GPU timelines of several runs side by side, and the data shaping behind them.
 
-Pure functions of results and frames: nothing here imports streamlit or torch, so every figure can be
-built and checked in a unit test. Every axis title carries its unit.
-
-Main pieces:
-
-* :func:`segments_frame`: one row per (run segment, GPU) of a :class:`engine.Result`, the raw material of
-  per-GPU timelines.
-* :func:`timeline_figure`: the animated per-GPU timelines of several schedulers side by side, with a play
-  button and a time slider moving a cursor, and each scheduler's queue length underneath. Large runs switch
-  to WebGL bars or to a GPU x time heatmap (:func:`timeline_mode` decides; the figure's ``meta`` says which).
-* :func:`series_figure`, :func:`cdf_figure`, :func:`user_wait_figure`: queue length and utilisation over
-  time, JCT/wait CDFs, per-user mean waits.
-* workload and cluster pictures: :func:`arrivals_figure`, :func:`gpu_count_figure`,
-  :func:`duration_figure`, :func:`user_volume_figure`, :func:`offered_load_figure`, :func:`cluster_figure`.
+* :func:`segments_frame`: one row per (run segment, GPU) of a :class:`engine.Result`.
+* :func:`timeline_figure`: one column per run, a play button and a time slider moving a cursor, each run's queue
+  length underneath. Large runs switch to a raster of GPU x time cells or to a busy-share heatmap of GPU bands
+  (:func:`timeline_mode` decides; the figure's ``meta`` says which).
 """
 
 from __future__ import annotations
@@ -27,16 +17,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from engine.sim.cluster import Cluster
-from engine.sim.job import Job
 from engine.sim.simulator import Result
 from engine.units import human_seconds
+from engine.viz.series import binned_series, step_at
+from engine.viz.style import OTHER_COLOUR, category_colours, time_scale
 
-#: Colour-blind-safe qualitative palette (Okabe-Ito, then Plotly's "Safe"); the last entry is for "other".
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#332288",
-           "#117733", "#882255", "#44AA99", "#999933")
-OTHER_COLOUR = "#BBBBBB"
-#: At most this many categories get their own colour; the rest are drawn as "other".
-MAX_CATEGORIES = len(PALETTE)
 #: Animation frames of the timeline cursor.
 MAX_FRAMES = 200
 #: The time slider labels one step in this many: the browser measures every label it draws (a forced layout
@@ -59,20 +44,7 @@ HEATMAP_GPUS = 512
 HEATMAP_BINS = 300
 HEATMAP_ROWS = 256
 
-_TIME_UNITS = (("s", 1.0), ("min", 60.0), ("h", 3600.0), ("d", 86400.0))
 
-
-def time_scale(span_s: float) -> tuple[str, float]:
-    """The unit that keeps a span of ``span_s`` seconds readable: ``(label, seconds per unit)``."""
-    span_s = abs(float(span_s)) if math.isfinite(span_s) else 0.0
-    label, div = _TIME_UNITS[0]
-    for name, secs in _TIME_UNITS:
-        if span_s >= 3 * secs:
-            label, div = name, secs
-    return label, div
-
-
-# ----------------------------------------------------------------------------- data shaping
 def segments_frame(result: Result) -> pd.DataFrame:
     """One row per (run segment, GPU): ``job_id, gpu, start_s, end_s, fraction, user, job_type, gpus``.
 
@@ -95,94 +67,6 @@ def segments_frame(result: Result) -> pd.DataFrame:
         "job_type": types[job] if len(job) else np.array([], dtype=object),
         "gpus": gpus[job] if len(job) else np.array([], dtype=np.int64),
     })
-
-
-def series_frame(result: Result) -> pd.DataFrame:
-    """The run's state over time: ``t_s, queue, running, busy_gpus, utilization`` (busy share, 0..1)."""
-    n = max(result.cluster.n_gpus, 1)
-    busy = np.asarray(result.series_busy_gpus, dtype=float)
-    return pd.DataFrame({
-        "t_s": np.asarray(result.series_t, dtype=float),
-        "queue": np.asarray(result.series_queue, dtype=np.int64),
-        "running": np.asarray(result.series_running, dtype=np.int64),
-        "busy_gpus": busy,
-        "utilization": busy / n,
-    })
-
-
-def step_at(t_s: np.ndarray, values: np.ndarray, at_s: np.ndarray) -> np.ndarray:
-    """Value of the step function (``values[i]`` holds from ``t_s[i]`` on) at each time in ``at_s``;
-    0 before the first change."""
-    t_s, values = np.asarray(t_s, dtype=float), np.asarray(values)
-    idx = np.searchsorted(t_s, np.asarray(at_s, dtype=float), side="right") - 1
-    out = np.where(idx >= 0, values[np.clip(idx, 0, max(len(values) - 1, 0))] if len(values) else 0, 0)
-    return out.astype(float)
-
-
-def cdf_points(values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-    """Empirical CDF of the finite values: sorted values and the share of values <= each (0..1]."""
-    v = np.sort(np.asarray(values, dtype=float))
-    v = v[np.isfinite(v)]
-    if v.size == 0:
-        return v, v
-    return v, np.arange(1, v.size + 1) / v.size
-
-
-#: Lines of step series and CDFs are drawn with at most this many points: a chart is about 1,000 pixels wide,
-#: and every extra point costs the browser time.
-MAX_POINTS = 600
-
-
-def binned_series(t_s: np.ndarray, values: np.ndarray, t_end_s: float, bins: int = MAX_POINTS,
-                  how: str = "max") -> tuple[np.ndarray, np.ndarray]:
-    """A step series (``values[i]`` holds from ``t_s[i]`` to the next change, 0 before the first) reduced
-    to ``bins`` equal time bins over ``[0, t_end_s]``: per bin its maximum (``how="max"``, keeps peaks such
-    as queue spikes) or its time-weighted mean (``how="mean"``). Returns ``(bin start times, values)``;
-    a series with at most ``bins`` changes is returned unchanged."""
-    t_s, values = np.asarray(t_s, dtype=float), np.asarray(values, dtype=float)
-    if len(t_s) <= bins or t_end_s <= 0:
-        return t_s, values
-    edges = np.linspace(0.0, t_end_s, bins + 1)
-    if how == "mean":
-        # Integral of the step function at each edge, then differences per bin.
-        seg_end = np.append(t_s[1:], max(t_end_s, t_s[-1]))
-        area = np.concatenate([[0.0], np.cumsum(values * (seg_end - t_s))])
-        k = np.searchsorted(t_s, edges, side="right") - 1
-        kc = np.clip(k, 0, None)
-        upto = np.where(k >= 0, area[kc] + values[kc] * (edges - t_s[kc]), 0.0)
-        return edges[:-1], np.diff(upto) / np.diff(edges)
-    if how != "max":
-        raise ValueError(f"how must be 'max' or 'mean', got {how!r}")
-    # Max per bin: the value holding at the bin start, and every change inside the bin.
-    start_val = step_at(t_s, values, edges[:-1])
-    b = np.clip(np.searchsorted(edges, t_s, side="right") - 1, 0, bins - 1)
-    out = start_val.copy()
-    np.maximum.at(out, b, values)
-    return edges[:-1], out
-
-
-def cdf_curve(values: Sequence[float], points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`cdf_points` thinned to at most ``points`` points (the value at evenly spaced ranks, always
-    including the largest), for drawing."""
-    v, p = cdf_points(values)
-    if v.size <= points:
-        return v, p
-    idx = np.unique(np.linspace(0, v.size - 1, points).round().astype(np.int64))
-    return v[idx], p[idx]
-
-
-def category_colours(values: Sequence[str], limit: int = MAX_CATEGORIES) -> dict[str, str]:
-    """Colour per category: the ``limit - 1`` most frequent get palette colours (ties by name), the rest
-    map to grey under the name ``"other"``. Deterministic for equal inputs."""
-    counts = pd.Series(list(values), dtype=object).value_counts()
-    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
-    names = [str(k) for k, _ in ordered]
-    if len(names) <= limit:
-        return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted(names))}
-    top = sorted(names[: limit - 1])
-    out = {name: PALETTE[i] for i, name in enumerate(top)}
-    out.update({name: OTHER_COLOUR for name in names[limit - 1:]})
-    return out
 
 
 #: How a timeline can be drawn (see :func:`timeline_figure`).
@@ -263,7 +147,6 @@ def busy_grid(seg: pd.DataFrame, n_gpus: int, edges_s: np.ndarray, rows: int) ->
     return np.nan_to_num(np.clip(out, 0.0, 1.0))
 
 
-# ----------------------------------------------------------------------------- timelines
 def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", frames: int = MAX_FRAMES,
                     mode: str | None = None, animate: bool = True) -> go.Figure:
     """Per-GPU timelines of several runs side by side (one column each), queue length under each.
@@ -527,292 +410,3 @@ def _set_unvalidated(fig: go.Figure, frames: list[dict], layout: dict) -> None:
     finally:
         fig.layout._validate = validate
     fig._frame_objs = tuple(go.Frame(f, _validate=False) for f in frames)
-
-
-# ----------------------------------------------------------------------------- comparison charts
-def series_figure(results: Mapping[str, Result]) -> go.Figure:
-    """Queue length (jobs) and utilisation (% of GPUs busy) over time, one line per run."""
-    t_end = max((float(r.series_t[-1]) for r in results.values() if len(r.series_t)), default=1.0)
-    unit, div = time_scale(t_end)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=("jobs waiting", "GPU utilisation"))
-    for i, (name, r) in enumerate(results.items()):
-        s = series_frame(r)
-        colour = PALETTE[i % len(PALETTE)]
-        tq, q = binned_series(s["t_s"], s["queue"], t_end, how="max")
-        tu, u = binned_series(s["t_s"], s["utilization"], t_end, how="mean")
-        fig.add_trace(go.Scatter(x=tq / div, y=q, name=name, legendgroup=name, mode="lines",
-                                 line=dict(shape="hv", color=colour)), row=1, col=1)
-        fig.add_trace(go.Scatter(x=tu / div, y=u * 100, name=name, legendgroup=name,
-                                 showlegend=False, mode="lines", line=dict(shape="hv", color=colour)), row=2, col=1)
-    fig.update_yaxes(title_text="queue (jobs; max per bin)" if _binned(results) else "queue (jobs)",
-                     rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="busy GPUs (%)", range=[0, 105], row=2, col=1)
-    fig.update_xaxes(title_text=f"time ({unit})", row=2, col=1)
-    fig.update_layout(height=460, template="plotly_white", margin=dict(l=60, r=20, t=40, b=40),
-                      legend=dict(orientation="h", y=-0.18))
-    return fig
-
-
-def _binned(results: Mapping[str, Result]) -> bool:
-    return any(len(r.series_t) > MAX_POINTS for r in results.values())
-
-
-def cdf_figure(job_frames: Mapping[str, pd.DataFrame],
-               quantities: Sequence[tuple[str, str]] = (("wait_s", "wait"), ("jct_s", "JCT"))) -> go.Figure:
-    """Empirical CDFs side by side, one panel per ``(column, label)`` of ``quantities`` (columns of the job
-    frames, in seconds; the label names the quantity, e.g. "wait"), one line per run, one legend for all.
-
-    One figure rather than one per quantity: the browser lays out one chart instead of several, and Streamlit
-    re-creates charts placed in columns on every rerun."""
-    fig = make_subplots(rows=1, cols=len(quantities), horizontal_spacing=0.08,
-                        subplot_titles=[f"{label} CDF" for _, label in quantities])
-    for k, (column, label) in enumerate(quantities, start=1):
-        values = [f[column].to_numpy(dtype=float) for f in job_frames.values()]
-        top = max((float(np.nanmax(v)) for v in values if v.size and np.isfinite(v).any()), default=1.0)
-        unit, div = time_scale(top)
-        for i, (name, v) in enumerate(zip(job_frames, values)):
-            x, p = cdf_curve(v)
-            fig.add_trace(go.Scatter(x=x / div, y=p * 100, name=name, legendgroup=name, showlegend=k == 1,
-                                     mode="lines", line=dict(shape="hv", color=PALETTE[i % len(PALETTE)]),
-                                     hovertemplate=f"{label} ≤ %{{x:.2f}} {unit}: %{{y:.1f}}% of jobs"
-                                                   f"<extra>{name}</extra>"), row=1, col=k)
-        fig.update_xaxes(title_text=f"{label} ({unit})", row=1, col=k)
-        fig.update_yaxes(title_text="jobs (%)" if k == 1 else None, range=[0, 101], row=1, col=k)
-    fig.update_layout(template="plotly_white", height=360, margin=dict(l=60, r=20, t=50, b=40),
-                      legend=dict(orientation="h", y=-0.25))
-    return fig
-
-
-#: Up to this many users the per-user chart names each user (grouped bars); above, it ranks them (lines).
-USER_BARS = 30
-
-
-def user_wait_frame(job_frames: Mapping[str, pd.DataFrame], column: str = "wait_s") -> pd.DataFrame:
-    """Mean ``column`` per user (over completed jobs) for each run: rows = users (those with a completed job in
-    any run), columns = runs; users sorted by their mean over runs, largest first (ties by name)."""
-    per = {name: f.dropna(subset=[column]).groupby("user")[column].mean() for name, f in job_frames.items()}
-    table = pd.DataFrame(per)
-    if table.empty:
-        return table
-    order = table.mean(axis=1).rename("m").to_frame().assign(u=table.index.astype(str))
-    return table.loc[order.sort_values(["m", "u"], ascending=[False, True]).index]
-
-
-def user_wait_figure(job_frames: Mapping[str, pd.DataFrame], fairness: Mapping[str, tuple[float, float]],
-                     column: str = "wait_s") -> go.Figure:
-    """Mean wait per user for each run, readable at any number of users and when most waits are 0.
-
-    Up to :data:`USER_BARS` users: grouped bars, one per user and run, users by mean wait (largest first). More:
-    one line per run through its users ranked by their own mean wait, against the share of users (%), so
-    hundreds of users read as a profile (how many wait, how long the worst-off wait). The legend gives each
-    run's Gini and Jain index of per-user mean wait (``fairness``) and its share of users who never waited.
-    """
-    table = user_wait_frame(job_frames, column)
-    top = float(np.nanmax(table.to_numpy())) if table.size and np.isfinite(table.to_numpy()).any() else 1.0
-    unit, div = time_scale(top)
-    fig = go.Figure()
-    n_users = len(table)
-    for i, name in enumerate(job_frames):
-        gini, jain = fairness.get(name, (math.nan, math.nan))
-        values = table[name].dropna() if name in table else pd.Series(dtype=float)
-        zero = float((values <= 0).mean() * 100) if len(values) else math.nan
-        label = f"{name} (Gini {gini:.2f}, Jain {jain:.2f}; {zero:.0f}% of users never waited)"
-        colour = PALETTE[i % len(PALETTE)]
-        if n_users <= USER_BARS:
-            fig.add_trace(go.Bar(x=table.index.astype(str), y=table[name] / div if name in table else [], name=label,
-                                 marker_color=colour,
-                                 hovertemplate=f"%{{x}}: mean wait %{{y:.3g}} {unit}<extra>{name}</extra>"))
-        else:
-            ranked = values.sort_values(ascending=False)
-            share = (np.arange(1, len(ranked) + 1) / max(len(ranked), 1)) * 100
-            fig.add_trace(go.Scatter(x=share, y=ranked.to_numpy() / div, name=label, mode="lines",
-                                     line=dict(color=colour, shape="hv"), text=ranked.index.astype(str),
-                                     hovertemplate=f"%{{text}}: mean wait %{{y:.3g}} {unit} (top %{{x:.0f}}% of "
-                                                   f"users)<extra>{name}</extra>"))
-    many = n_users > USER_BARS
-    fig.update_layout(barmode="group", title="wait per user", template="plotly_white", height=380,
-                      xaxis_title=(f"users ranked by mean wait, longest first (% of {n_users} users)" if many
-                                   else "user (longest mean wait first)"),
-                      yaxis_title=f"mean wait ({unit})", margin=dict(l=60, r=20, t=50, b=40),
-                      legend=dict(orientation="h", y=-0.3))
-    fig.update_yaxes(rangemode="tozero")
-    return fig
-
-
-# ----------------------------------------------------------------------------- workload charts
-def jobs_frame(jobs: Sequence[Job]) -> pd.DataFrame:
-    """The workload as a table: ``job_id, submit_s, duration_s, gpus, gpu_fraction, gpu_demand, user,
-    job_type, gpu_s`` (GPU-seconds at reference speed)."""
-    df = pd.DataFrame({
-        "job_id": [j.job_id for j in jobs],
-        "submit_s": np.array([j.submit_s for j in jobs], dtype=float),
-        "duration_s": np.array([j.duration_s for j in jobs], dtype=float),
-        "gpus": np.array([j.gpus for j in jobs], dtype=np.int64),
-        "gpu_fraction": np.array([j.gpu_fraction for j in jobs], dtype=float),
-        "user": [j.user for j in jobs],
-        "job_type": [j.job_type for j in jobs],
-    })
-    df["gpu_demand"] = df["gpus"] * df["gpu_fraction"]
-    df["gpu_s"] = df["gpu_demand"] * df["duration_s"]
-    return df
-
-
-def _small(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
-    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, template="plotly_white", height=300,
-                      margin=dict(l=60, r=20, t=50, b=40), bargap=0.05)
-    return fig
-
-
-def arrivals_figure(jobs: pd.DataFrame, bins: int = 60) -> go.Figure:
-    """Jobs submitted per time bin."""
-    span = float(jobs["submit_s"].max()) if len(jobs) else 1.0
-    unit, div = time_scale(span)
-    counts, edges = np.histogram(jobs["submit_s"] / div, bins=bins, range=(0, max(span / div, 1e-9)))
-    fig = go.Figure(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=np.diff(edges), marker_color=PALETTE[0],
-                           hovertemplate=f"t=%{{x:.2f}} {unit}: %{{y}} jobs<extra></extra>"))
-    return _small(fig, "arrivals over time", f"submit time ({unit})",
-                  f"jobs (count per {np.diff(edges)[0]:.3g} {unit})")
-
-
-def gpu_count_figure(jobs: pd.DataFrame) -> go.Figure:
-    """How many jobs ask for each GPU count (fractional jobs shown as "<1")."""
-    label = np.where(jobs["gpu_fraction"] < 1, "<1", jobs["gpus"].astype(str))
-    counts = pd.Series(label).value_counts()
-    order = sorted(counts.index, key=lambda s: -1.0 if s == "<1" else float(s))
-    fig = go.Figure(go.Bar(x=order, y=[int(counts[k]) for k in order], marker_color=PALETTE[1]))
-    fig.update_xaxes(type="category")
-    return _small(fig, "GPUs per job", "GPUs per job (count)", "jobs (count)")
-
-
-def duration_figure(jobs: pd.DataFrame, bins: int = 40) -> go.Figure:
-    """Distribution of job durations on a log scale."""
-    d = jobs["duration_s"].to_numpy(dtype=float)
-    d = d[d > 0]
-    if d.size:
-        edges = np.logspace(np.log10(d.min()), np.log10(max(d.max(), d.min() * 1.01)), bins + 1)
-    else:
-        edges = np.array([1.0, 10.0])
-    counts, _ = np.histogram(d, bins=edges)
-    centres = np.sqrt(edges[:-1] * edges[1:])
-    fig = go.Figure(go.Bar(x=centres, y=counts, width=np.diff(edges), marker_color=PALETTE[2],
-                           hovertemplate="~%{x:.3g} s: %{y} jobs<extra></extra>"))
-    fig.update_xaxes(type="log")
-    return _small(fig, "job durations", "duration at reference speed (s, log scale)", "jobs (count)")
-
-
-def user_volume_figure(jobs: pd.DataFrame, top: int = 20) -> go.Figure:
-    """GPU-hours submitted per user (the ``top`` largest; the rest summed as "other")."""
-    vol = jobs.groupby("user")["gpu_s"].sum().sort_values(ascending=False) / 3600.0
-    if len(vol) > top:
-        vol = pd.concat([vol.iloc[:top], pd.Series({"other": vol.iloc[top:].sum()})])
-    fig = go.Figure(go.Bar(x=[str(u) for u in vol.index], y=vol.to_numpy(), marker_color=PALETTE[3]))
-    fig.update_xaxes(type="category")
-    return _small(fig, "volume per user", "user", "GPU-hours submitted (GPU·h)")
-
-
-def offered_load(jobs: pd.DataFrame, n_gpus: int, bins: int = 60) -> tuple[np.ndarray, np.ndarray]:
-    """Offered load per submit-time bin: GPU-seconds submitted in the bin / (GPUs x bin length).
-    Returns ``(bin centres in seconds, load)``; 1.0 means the cluster would be exactly saturated."""
-    span = max(float(jobs["submit_s"].max()) if len(jobs) else 0.0, 1.0)
-    gpu_s, edges = np.histogram(jobs["submit_s"], bins=bins, range=(0.0, span), weights=jobs["gpu_s"])
-    return (edges[:-1] + edges[1:]) / 2, gpu_s / (max(n_gpus, 1) * np.diff(edges))
-
-
-def offered_load_figure(jobs: pd.DataFrame, n_gpus: int, bins: int = 60) -> go.Figure:
-    """Offered load over time on a cluster of ``n_gpus`` GPUs, with the saturation line at 100 %."""
-    centres, load = offered_load(jobs, n_gpus, bins)
-    unit, div = time_scale(float(centres[-1]) if len(centres) else 1.0)
-    fig = go.Figure(go.Scatter(x=centres / div, y=load * 100, mode="lines", line=dict(shape="hv", color=PALETTE[5]),
-                               hovertemplate=f"t=%{{x:.2f}} {unit}: %{{y:.0f}}% of the cluster<extra></extra>"))
-    fig.add_hline(y=100, line_dash="dot", line_color="#555", annotation_text="cluster saturated")
-    return _small(fig, f"offered load on {n_gpus} GPUs", f"submit time ({unit})", "offered load (% of GPUs)")
-
-
-# ----------------------------------------------------------------------------- cluster picture
-def cluster_frame(cluster: Cluster) -> pd.DataFrame:
-    """One row per GPU: ``gpu, node, slot, rack, gpu_type, x`` where ``x`` places nodes left to right with
-    a gap between racks."""
-    lay = cluster.layout
-    gpu = np.arange(lay.n_gpus)
-    node = lay.gpu_node
-    slot = gpu - lay.node_first_gpu[node]
-    rack = lay.node_rack[node]
-    # Node position: its index plus one empty column per rack boundary before it.
-    node_x = np.arange(lay.n_nodes) + np.concatenate([[0], np.cumsum(np.diff(lay.node_rack) != 0)])
-    return pd.DataFrame({
-        "gpu": gpu, "node": node, "slot": slot, "rack": np.array(lay.rack_names, dtype=object)[rack],
-        "gpu_type": np.array(lay.type_names, dtype=object)[lay.gpu_type], "x": node_x[node],
-    })
-
-
-def cluster_figure(cluster: Cluster) -> go.Figure:
-    """A picture of the cluster: a column of squares per node (one square per GPU, coloured by type),
-    nodes grouped by rack with a gap between racks."""
-    df = cluster_frame(cluster)
-    big = len(df) > 2000
-    marker = go.Scattergl if big else go.Scatter
-    n_cols = int(df["x"].max()) + 1 if len(df) else 1
-    size = float(np.clip(600 / max(n_cols, 1), 3, 16))
-    fig = go.Figure()
-    colours = {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(cluster.layout.type_names)}
-    for t, part in df.groupby("gpu_type", sort=False):
-        fig.add_trace(marker(x=part["x"], y=part["slot"], mode="markers", name=str(t),
-                             marker=dict(symbol="square", size=size, color=colours[t], line=dict(width=0)),
-                             customdata=np.stack([part["gpu"], part["node"], part["rack"]], axis=1),
-                             hovertemplate="GPU %{customdata[0]} · node %{customdata[1]} · %{customdata[2]}"
-                                           f"<extra>{t}</extra>"))
-    if len(df) and cluster.layout.n_nodes <= 200:
-        for rack, part in df.groupby("rack", sort=False):
-            fig.add_annotation(x=(part["x"].min() + part["x"].max()) / 2, y=-1, text=str(rack), showarrow=False,
-                               yanchor="top", font=dict(size=10))
-    max_slot = int(df["slot"].max()) if len(df) else 1
-    fig.update_yaxes(title_text="GPU slot in node (index)", range=[max_slot + 0.5, -2.5])
-    fig.update_xaxes(title_text="node (grouped by rack)", showticklabels=False, showgrid=False)
-    fig.update_layout(template="plotly_white", height=int(np.clip(40 + 26 * (max_slot + 3), 220, 420)),
-                      margin=dict(l=60, r=20, t=30, b=40), legend=dict(orientation="h", y=1.1, title_text="GPU type"))
-    return fig
-
-
-# ----------------------------------------------------------------------------- training curves
-#: TensorBoard tags of a MaskablePPO run worth plotting live, with their labels.
-TRAINING_TAGS = {
-    "rollout/ep_rew_mean": "training episode return (mean)",
-    "eval/mean_reward": "evaluation return (mean, deterministic policy)",
-    "rollout/ep_len_mean": "episode length (decisions)",
-}
-
-
-def training_curves(log_dir) -> pd.DataFrame:
-    """Scalars logged so far under ``log_dir`` (TensorBoard event files, searched recursively) for the tags in
-    :data:`TRAINING_TAGS`: columns ``tag, step, value``, sorted by tag and step. Empty when nothing is logged
-    yet. Reads files that are still being written (a live run)."""
-    from pathlib import Path
-
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    rows = []
-    for events in sorted(Path(log_dir).rglob("events.out.tfevents.*")):
-        acc = EventAccumulator(str(events.parent), size_guidance={"scalars": 0})
-        acc.Reload()
-        for tag in TRAINING_TAGS:
-            if tag in acc.Tags().get("scalars", ()):
-                rows.extend((tag, int(e.step), float(e.value)) for e in acc.Scalars(tag))
-    frame = pd.DataFrame(rows, columns=["tag", "step", "value"])
-    return frame.drop_duplicates(["tag", "step"], keep="last").sort_values(["tag", "step"], ignore_index=True)
-
-
-def training_figure(curves: pd.DataFrame) -> go.Figure:
-    """Returns (training and evaluation) against environment steps, and episode length."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("return", "episode length"))
-    for i, tag in enumerate(TRAINING_TAGS):
-        part = curves[curves["tag"] == tag]
-        col = 2 if tag.endswith("ep_len_mean") else 1
-        fig.add_trace(go.Scatter(x=part["step"], y=part["value"], mode="lines+markers", name=TRAINING_TAGS[tag],
-                                 line=dict(color=PALETTE[i])), row=1, col=col)
-    fig.update_xaxes(title_text="environment steps (count)")
-    fig.update_yaxes(title_text="return (reward units)", row=1, col=1)
-    fig.update_yaxes(title_text="length (decisions)", row=1, col=2)
-    fig.update_layout(template="plotly_white", height=340, margin=dict(l=60, r=20, t=40, b=40),
-                      legend=dict(orientation="h", y=-0.3))
-    return fig
