@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -147,6 +148,22 @@ def busy_grid(seg: pd.DataFrame, n_gpus: int, edges_s: np.ndarray, rows: int) ->
     return np.nan_to_num(np.clip(out, 0.0, 1.0))
 
 
+@dataclass(frozen=True)
+class _Canvas:
+    """What every column of one timeline figure is drawn with (``legend_done``: categories already in the legend,
+    so that each appears once)."""
+
+    fig: go.Figure
+    mode: str
+    color_by: str
+    colours: Mapping[str, str]
+    t_end_s: float
+    unit: str
+    div: float
+    line_px: float
+    legend_done: set[str] = field(default_factory=set)
+
+
 def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", frames: int = MAX_FRAMES,
                     mode: str | None = None, animate: bool = True) -> go.Figure:
     """Per-GPU timelines of several runs side by side (one column each), queue length under each.
@@ -164,85 +181,21 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
     mode = mode or timeline_mode(runs)
     if mode not in TIMELINE_MODES:
         raise ValueError(f"mode must be one of {', '.join(TIMELINE_MODES)}, got {mode!r}")
-    n_cols = max(len(runs), 1)
     n_gpus = max((r.cluster.n_gpus for r in runs), default=1)
-    t_end = max((float(np.nanmax(r.seg_end_s)) if len(r.seg_end_s) else 0.0 for r in runs), default=0.0)
-    t_end = max(t_end, max((float(r.series_t[-1]) if len(r.series_t) else 0.0 for r in runs), default=0.0), 1.0)
+    t_end = _end_s(runs)
     unit, div = time_scale(t_end)
-    fig = make_subplots(rows=2, cols=n_cols, shared_xaxes=True, row_heights=[0.8, 0.2], vertical_spacing=0.04,
-                        horizontal_spacing=min(0.04, 0.3 / n_cols), subplot_titles=names or ["(no run)"])
-    # Everything added below is built here from plain numbers: skip Plotly's per-property validation, which
-    # otherwise takes about half of this function's time (see _set_unvalidated for the same reasoning).
-    fig._validate = False
-    fig.layout._validate = False
+    fig = _unvalidated_subplots(names)
     frames_seg = {name: segments_frame(r) for name, r in zip(names, runs)}
     all_cats = pd.concat([f[color_by] for f in frames_seg.values()]) if frames_seg else pd.Series([], dtype=object)
-    colours = category_colours(all_cats.tolist())
     height_px = int(min(max(10 * n_gpus, 260), 640))
-    line_px = max(1.0, min(18.0, 0.8 * height_px / n_gpus))
-    scatter = go.Scattergl if mode == "webgl" else go.Scatter
-    legend_done: set[str] = set()
-    shapes: list[dict] = []
+    canvas = _Canvas(fig, mode, color_by, category_colours(all_cats.tolist()), t_end, unit, div,
+                     line_px=max(1.0, min(18.0, 0.8 * height_px / n_gpus)))
     # One queue scale for all columns, so their heights compare.
     q_top = 1.05 * max((int(r.series_queue.max()) for r in runs if len(r.series_queue)), default=1) + 0.5
+    shapes: list[dict] = []
     for col, (name, r) in enumerate(zip(names, runs), start=1):
-        seg = frames_seg[name]
-        if mode == "heatmap":
-            bins = min(HEATMAP_BINS, max(10, len(seg)))
-            edges = np.linspace(0.0, t_end, bins + 1)
-            rows = min(HEATMAP_ROWS, r.cluster.n_gpus)
-            grid = busy_grid(seg, r.cluster.n_gpus, edges, rows)
-            fig.add_trace(go.Heatmap(
-                z=grid * 100, x=(edges[:-1] + edges[1:]) / 2 / div, y=np.arange(rows), zmin=0, zmax=100,
-                colorscale="Blues", showscale=(col == 1), colorbar=dict(title="busy (%)", len=0.7, y=0.6),
-                hovertemplate=f"t=%{{x:.2f}} {unit}<br>row %{{y}}<br>busy %{{z:.0f}}%<extra>{name}</extra>"),
-                row=1, col=col)
-        elif mode == "raster":
-            _add_raster(fig, seg, r, col, name, color_by, colours, t_end, div, unit, legend_done,
-                        raster_bins(n_cols))
-        else:
-            lay = r.cluster.layout
-            cats = seg[color_by].astype(str).map(lambda c: c if colours.get(c) != OTHER_COLOUR else "other")
-            gpu_type = lay.gpu_type[seg["gpu"].to_numpy()] if len(seg) else np.array([], dtype=np.int64)
-            other = "user" if color_by == "job_type" else "job_type"
-            for cat in sorted(cats.unique(), key=lambda c: (c == "other", c)):
-                for t in np.unique(gpu_type[cats.to_numpy() == cat]):
-                    # One trace per (colour, GPU type): the hover names the type without a string per point.
-                    part = seg[(cats.to_numpy() == cat) & (gpu_type == t)]
-                    k = len(part)
-                    # float32 and small ints halve what the browser downloads; display precision is ample.
-                    x = np.empty(3 * k, dtype=np.float32)
-                    x[0::3], x[1::3], x[2::3] = part["start_s"] / div, part["end_s"] / div, np.nan
-                    y = np.empty(3 * k, dtype=np.float32)
-                    y[0::3] = y[1::3] = part["gpu"].to_numpy()
-                    y[2::3] = np.nan
-                    small = np.int16 if max(r.n_jobs, lay.n_nodes) < 2**15 else np.int32
-                    ids = np.repeat(np.stack([part["job_id"].to_numpy(), lay.gpu_node[part["gpu"].to_numpy()]],
-                                             axis=1), 3, axis=0).astype(small)
-                    text = np.repeat(part[other].astype(str).to_numpy(), 3)
-                    fig.add_trace(scatter(
-                        x=x, y=y, mode="lines", name=cat, legendgroup=cat, showlegend=cat not in legend_done,
-                        line=dict(color=OTHER_COLOUR if cat == "other" else colours[cat], width=line_px),
-                        customdata=ids, text=text, connectgaps=False,
-                        hovertemplate=f"job %{{customdata[0]}} · {color_by.replace('_', ' ')} {cat} · "
-                                      f"{other.replace('_', ' ')} %{{text}}<br>GPU %{{y}} · "
-                                      f"{lay.type_names[int(t)]} · node %{{customdata[1]}}<br>t=%{{x:.2f}} {unit}"
-                                      f"<extra>{name}</extra>"), row=1, col=col)
-                    legend_done.add(cat)
-        tq, q = binned_series(r.series_t, r.series_queue, t_end, how="max")
-        fig.add_trace(go.Scatter(x=tq / div, y=q, mode="lines", line=dict(shape="hv", color="#555"),
-                                 name="queue", showlegend=False,
-                                 hovertemplate=f"t=%{{x:.2f}} {unit}<br>%{{y}} jobs waiting<extra>{name}</extra>"),
-                      row=2, col=col)
-        per_row = math.ceil(r.cluster.n_gpus / min(HEATMAP_ROWS, r.cluster.n_gpus)) if mode == "heatmap" else 1
-        y_title = f"GPU band (row of ≤{per_row} GPUs)" if per_row > 1 else "GPU (node · type)"
-        ticks = {} if per_row > 1 else {**_gpu_ticks(r.cluster), "showticklabels": col == 1}
-        if per_row == 1:
-            shapes += _gpu_bands(r.cluster, col)
-        fig.update_yaxes(title_text=y_title if col == 1 else None, autorange="reversed",
-                         range=None, showgrid=False, row=1, col=col, **ticks)
-        fig.update_yaxes(title_text="queue (jobs)" if col == 1 else None, range=[0, q_top], row=2, col=col)
-        fig.update_xaxes(title_text=f"time ({unit})", range=[0, t_end / div], row=2, col=col)
+        _add_column(canvas, frames_seg[name], r, col, name, raster_bins(max(len(runs), 1)))
+        shapes += _column_axes(canvas, r, col, q_top)
     if shapes:
         fig.layout._validate = True  # set once, validated once (they are few)
         fig.update_layout(shapes=shapes)
@@ -257,6 +210,105 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
         legend=dict(orientation="h", yanchor="bottom", y=1.04, x=0, title_text=color_by.replace("_", " ")),
         meta={"mode": mode, "frames": n_frames, "time_unit": unit}, hovermode="closest", uirevision="timeline")
     return fig
+
+
+def _end_s(runs: Sequence[Result]) -> float:
+    """Where the time axes end: the last segment end or series change of any run, at least 1 s."""
+    t_end = max((float(np.nanmax(r.seg_end_s)) if len(r.seg_end_s) else 0.0 for r in runs), default=0.0)
+    return max(t_end, max((float(r.series_t[-1]) if len(r.series_t) else 0.0 for r in runs), default=0.0), 1.0)
+
+
+def _unvalidated_subplots(names: Sequence[str]) -> go.Figure:
+    """The empty figure: a timeline row and a queue row per run, titled by run name."""
+    n_cols = max(len(names), 1)
+    fig = make_subplots(rows=2, cols=n_cols, shared_xaxes=True, row_heights=[0.8, 0.2], vertical_spacing=0.04,
+                        horizontal_spacing=min(0.04, 0.3 / n_cols), subplot_titles=list(names) or ["(no run)"])
+    # Everything added below is built here from plain numbers: skip Plotly's per-property validation, which
+    # otherwise takes about half of this function's time (see _set_unvalidated for the same reasoning).
+    fig._validate = False
+    fig.layout._validate = False
+    return fig
+
+
+def _add_column(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, bins: int) -> None:
+    """Run ``r``'s timeline in column ``col`` as the canvas's mode draws it, its queue length underneath."""
+    if c.mode == "heatmap":
+        _add_heatmap(c, seg, r, col, name)
+    elif c.mode == "raster":
+        _add_raster(c, seg, r, col, name, bins)
+    else:
+        _add_bars(c, seg, r, col, name)
+    tq, q = binned_series(r.series_t, r.series_queue, c.t_end_s, how="max")
+    c.fig.add_trace(go.Scatter(x=tq / c.div, y=q, mode="lines", line=dict(shape="hv", color="#555"),
+                               name="queue", showlegend=False,
+                               hovertemplate=f"t=%{{x:.2f}} {c.unit}<br>%{{y}} jobs waiting<extra>{name}</extra>"),
+                    row=2, col=col)
+
+
+def _add_heatmap(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str) -> None:
+    """One run's timeline as the busy share of bands of GPUs (:func:`busy_grid`) per time bin."""
+    bins = min(HEATMAP_BINS, max(10, len(seg)))
+    edges = np.linspace(0.0, c.t_end_s, bins + 1)
+    rows = min(HEATMAP_ROWS, r.cluster.n_gpus)
+    grid = busy_grid(seg, r.cluster.n_gpus, edges, rows)
+    c.fig.add_trace(go.Heatmap(
+        z=grid * 100, x=(edges[:-1] + edges[1:]) / 2 / c.div, y=np.arange(rows), zmin=0, zmax=100,
+        colorscale="Blues", showscale=(col == 1), colorbar=dict(title="busy (%)", len=0.7, y=0.6),
+        hovertemplate=f"t=%{{x:.2f}} {c.unit}<br>row %{{y}}<br>busy %{{z:.0f}}%<extra>{name}</extra>"),
+        row=1, col=col)
+
+
+def _add_bars(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str) -> None:
+    """One run's timeline as a horizontal bar per (segment, GPU): one trace per (colour, GPU type), so that the
+    hover names the type without a string per point."""
+    lay = r.cluster.layout
+    cats = seg[c.color_by].astype(str).map(lambda v: v if c.colours.get(v) != OTHER_COLOUR else "other")
+    gpu_type = lay.gpu_type[seg["gpu"].to_numpy()] if len(seg) else np.array([], dtype=np.int64)
+    other = "user" if c.color_by == "job_type" else "job_type"
+    scatter = go.Scattergl if c.mode == "webgl" else go.Scatter
+    for cat in sorted(cats.unique(), key=lambda v: (v == "other", v)):
+        for t in np.unique(gpu_type[cats.to_numpy() == cat]):
+            part = seg[(cats.to_numpy() == cat) & (gpu_type == t)]
+            x, y, ids = _bar_points(part, lay, r.n_jobs, c.div)
+            text = np.repeat(part[other].astype(str).to_numpy(), 3)
+            c.fig.add_trace(scatter(
+                x=x, y=y, mode="lines", name=cat, legendgroup=cat, showlegend=cat not in c.legend_done,
+                line=dict(color=OTHER_COLOUR if cat == "other" else c.colours[cat], width=c.line_px),
+                customdata=ids, text=text, connectgaps=False,
+                hovertemplate=f"job %{{customdata[0]}} · {c.color_by.replace('_', ' ')} {cat} · "
+                              f"{other.replace('_', ' ')} %{{text}}<br>GPU %{{y}} · "
+                              f"{lay.type_names[int(t)]} · node %{{customdata[1]}}<br>t=%{{x:.2f}} {c.unit}"
+                              f"<extra>{name}</extra>"), row=1, col=col)
+            c.legend_done.add(cat)
+
+
+def _bar_points(part: pd.DataFrame, lay, n_jobs: int, div: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Line points of the bars of ``part``'s segment rows: ``(x, y, [job id, node] per point)``, three points per
+    bar (start, end, a gap)."""
+    k = len(part)
+    # float32 and small ints halve what the browser downloads; display precision is ample.
+    x = np.empty(3 * k, dtype=np.float32)
+    x[0::3], x[1::3], x[2::3] = part["start_s"] / div, part["end_s"] / div, np.nan
+    y = np.empty(3 * k, dtype=np.float32)
+    y[0::3] = y[1::3] = part["gpu"].to_numpy()
+    y[2::3] = np.nan
+    small = np.int16 if max(n_jobs, lay.n_nodes) < 2**15 else np.int32
+    ids = np.repeat(np.stack([part["job_id"].to_numpy(), lay.gpu_node[part["gpu"].to_numpy()]], axis=1), 3,
+                    axis=0).astype(small)
+    return x, y, ids
+
+
+def _column_axes(c: _Canvas, r: Result, col: int, q_top: float) -> list[dict]:
+    """Titles, ticks and ranges of column ``col``'s axes; returns the shapes to draw behind its timeline."""
+    per_row = math.ceil(r.cluster.n_gpus / min(HEATMAP_ROWS, r.cluster.n_gpus)) if c.mode == "heatmap" else 1
+    y_title = f"GPU band (row of ≤{per_row} GPUs)" if per_row > 1 else "GPU (node · type)"
+    ticks = {} if per_row > 1 else {**_gpu_ticks(r.cluster), "showticklabels": col == 1}
+    shapes = _gpu_bands(r.cluster, col) if per_row == 1 else []
+    c.fig.update_yaxes(title_text=y_title if col == 1 else None, autorange="reversed",
+                       range=None, showgrid=False, row=1, col=col, **ticks)
+    c.fig.update_yaxes(title_text="queue (jobs)" if col == 1 else None, range=[0, q_top], row=2, col=col)
+    c.fig.update_xaxes(title_text=f"time ({c.unit})", range=[0, c.t_end_s / c.div], row=2, col=col)
+    return shapes
 
 
 #: Nodes are named on the timeline's axis (one tick each) and shaded in alternate bands up to this many.
@@ -307,18 +359,17 @@ def _gpu_bands(cluster: Cluster, col: int) -> list[dict]:
     return out
 
 
-def _add_raster(fig: go.Figure, seg: pd.DataFrame, r: Result, col: int, name: str, color_by: str,
-                colours: Mapping[str, str], t_end: float, div: float, unit: str, legend_done: set[str],
-                bins: int) -> None:
+def _add_raster(cv: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, bins: int) -> None:
     """One run's timeline as a raster (:func:`raster_jobs`, ``bins`` time cells): a heatmap whose cells take the
     colour of the job's category, hover naming the job; legend entries come from invisible marker traces."""
+    fig, colours, t_end, div, unit, legend_done = cv.fig, cv.colours, cv.t_end_s, cv.div, cv.unit, cv.legend_done
     grid = raster_jobs(seg, r.cluster.n_gpus, t_end, bins)
     cats = sorted({"other" if colour == OTHER_COLOUR else c for c, colour in colours.items()},
                   key=lambda c: (c == "other", c))
     index = {c: i for i, c in enumerate(cats)}
     # Category index of every job; jobs that never ran have no cell, so their index does not matter.
     job_cat = np.array([index.get("other" if colours.get(v) == OTHER_COLOUR else v, 0)
-                        for v in (str(getattr(j, color_by)) for j in r.jobs)], dtype=np.float32)
+                        for v in (str(getattr(j, cv.color_by)) for j in r.jobs)], dtype=np.float32)
     z = np.where(grid >= 0, job_cat[np.clip(grid, 0, None)] if len(job_cat) else 0, np.nan).astype(np.float32)
     k = len(cats)
     scale = []
