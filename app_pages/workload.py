@@ -14,6 +14,7 @@ from engine.analysis.scenario import ARRIVALS, MAX_FIRST, MAX_JOBS, MAX_MIX_WEIG
 from engine.errors import TraceError
 from engine.traces import TRACE_FORMATS, mapped
 from engine.traces.generator import DEFAULT_MIX
+from engine.traces.load import offered_load, offered_load_series
 from engine.viz.workload import (
     arrivals_figure,
     duration_figure,
@@ -232,16 +233,14 @@ else:
     st.subheader(f"Generated workload: {len(jobs):,} jobs")
 
 frame = jobs_frame(jobs)
-span = float(frame["submit_s"].max()) if len(frame) else 0.0
-offered = frame["gpu_s"].sum() / (cluster.n_gpus * span) if span > 0 else float("inf")
 m = st.columns(4)
 m[0].metric("Jobs", f"{len(frame):,}")
 m[1].metric("Users", frame["user"].nunique())
 m[2].metric("GPU-hours asked", f"{frame['gpu_s'].sum() / 3600:,.0f}")
-m[3].metric(f"Offered load on {cluster.n_gpus} GPUs", f"{offered:.2f}")
+m[3].metric(f"Offered load on {cluster.n_gpus} GPUs", f"{offered_load(jobs, cluster.n_gpus):.2f}")
 c1, c2 = st.columns(2)
 common.plot(arrivals_figure(frame), "wl_arrivals", c1)
-common.plot(offered_load_figure(frame, cluster.n_gpus), "wl_load", c2)
+common.plot(offered_load_figure(*offered_load_series(jobs, cluster.n_gpus), cluster.n_gpus), "wl_load", c2)
 c1, c2 = st.columns(2)
 common.plot(gpu_count_figure(frame), "wl_gpus", c1)
 common.plot(duration_figure(frame), "wl_durations", c2)

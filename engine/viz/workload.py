@@ -82,17 +82,10 @@ def user_volume_figure(jobs: pd.DataFrame, top: int = 20) -> go.Figure:
     return _small(fig, "volume per user", "user", "GPU-hours submitted (GPU·h)")
 
 
-def offered_load(jobs: pd.DataFrame, n_gpus: int, bins: int = 60) -> tuple[np.ndarray, np.ndarray]:
-    """Offered load per submit-time bin: GPU-seconds submitted in the bin / (GPUs x bin length).
-    Returns ``(bin centres in seconds, load)``; 1.0 means the cluster would be exactly saturated."""
-    span = max(float(jobs["submit_s"].max()) if len(jobs) else 0.0, 1.0)
-    gpu_s, edges = np.histogram(jobs["submit_s"], bins=bins, range=(0.0, span), weights=jobs["gpu_s"])
-    return (edges[:-1] + edges[1:]) / 2, gpu_s / (max(n_gpus, 1) * np.diff(edges))
-
-
-def offered_load_figure(jobs: pd.DataFrame, n_gpus: int, bins: int = 60) -> go.Figure:
-    """Offered load over time on a cluster of ``n_gpus`` GPUs, with the saturation line at 100 %."""
-    centres, load = offered_load(jobs, n_gpus, bins)
+def offered_load_figure(centres: np.ndarray, load: np.ndarray, n_gpus: int) -> go.Figure:
+    """Offered load over time on a cluster of ``n_gpus`` GPUs (``centres``: bin centres in seconds, ``load``: the
+    load per bin, as :func:`engine.traces.load.offered_load_series` gives them), with the saturation line at
+    100 %."""
     unit, div = time_scale(float(centres[-1]) if len(centres) else 1.0)
     fig = go.Figure(go.Scatter(x=centres / div, y=load * 100, mode="lines", line=dict(shape="hv", color=PALETTE[5]),
                                hovertemplate=f"t=%{{x:.2f}} {unit}: %{{y:.0f}}% of the cluster<extra></extra>"))
