@@ -14,7 +14,8 @@ from engine.analysis.scenario import ARRIVALS, MAX_FIRST, MAX_JOBS, MAX_MIX_WEIG
 from engine.errors import TraceError
 from engine.traces import TRACE_FORMATS, mapped
 from engine.traces.generator import DEFAULT_MIX
-from engine.traces.load import offered_load, offered_load_series
+from engine.traces.load import gpu_hours, offered_load, offered_load_series
+from engine.traces.options import TIME_UNITS
 from engine.viz.workload import (
     arrivals_figure,
     duration_figure,
@@ -102,7 +103,7 @@ def _load(name: str, data: bytes, fmt: str, unit: str, column_map: dict[str, str
         return
     spec = common.engine_call(
         WorkloadSpec, source="trace", trace_sha256=digest, trace_name=Path(name).name[-200:],
-        trace_format="" if fmt == "auto-detect" else fmt, time_unit="" if unit == "format default" else unit,
+        trace_format="" if fmt == "auto-detect" else fmt, time_unit=unit,
         column_map=tuple(column_map.items()), first=first, skip_bad=skip_bad, what=name)
     if spec is None:
         common.forget_trace(digest)
@@ -164,7 +165,7 @@ with up_tab:
     formats = ["auto-detect"] + list(TRACE_FORMATS)
     c = st.columns(3)
     fmt = c[0].selectbox("Format", formats, key="up_format", format_func=lambda f: FORMAT_LABELS.get(f, f))
-    unit = c[1].selectbox("Time unit", ["format default", "s", "ms"], key="up_unit",
+    unit = c[1].selectbox("Time unit", ["", *TIME_UNITS], key="up_unit", format_func=lambda u: u or "format default",
                           help="Only for formats whose time unit is not fixed (Tiresias-style CSV, mapped CSV).")
     first = c[2].number_input("Keep the first N jobs (0 = all)", 0, MAX_FIRST, 0, key="up_first")
     skip_bad = st.checkbox("Skip malformed rows and report them (otherwise the first bad row stops the load)",
@@ -191,7 +192,7 @@ with up_tab:
             st.info(f"The columns of {name} are not those of a trace format the playground knows: "
                     "choose below which column holds each field.")
             fmt = MAPPED
-        column_map, blocker = _mapping_form(name, pv, "s" if unit == "format default" else unit)
+        column_map, blocker = _mapping_form(name, pv, unit)
     load_clicked = st.button("Load trace", type="primary", key="load_trace", disabled=not data or bool(blocker))
     if load_clicked:
         if len(data) > common.MAX_UPLOAD_MB * 2**20:
@@ -236,7 +237,7 @@ frame = jobs_frame(jobs)
 m = st.columns(4)
 m[0].metric("Jobs", f"{len(frame):,}")
 m[1].metric("Users", frame["user"].nunique())
-m[2].metric("GPU-hours asked", f"{frame['gpu_s'].sum() / 3600:,.0f}")
+m[2].metric("GPU-hours asked", f"{gpu_hours(jobs):,.0f}")
 m[3].metric(f"Offered load on {cluster.n_gpus} GPUs", f"{offered_load(jobs, cluster.n_gpus):.2f}")
 c1, c2 = st.columns(2)
 common.plot(arrivals_figure(frame), "wl_arrivals", c1)

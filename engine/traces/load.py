@@ -1,8 +1,9 @@
 """Offered load: the GPU-time a workload asks for over the GPU-time the cluster has while its jobs arrive.
 
-The one place this arithmetic lives; the trace report, the workload page and its chart, and the evaluation's trace
-blocks all read it from here. A job asks for ``gpus x gpu_fraction x duration_s`` GPU-seconds at reference speed.
+The one place this arithmetic lives: the trace report and the workload page and its chart read it from here, and
+the load an evaluation's trace block is scaled to is :func:`offered_load_of` with ``until_last_arrival``. A job asks for ``gpus x gpu_fraction x duration_s`` GPU-seconds at reference speed.
 
+* :func:`gpu_hours`: the work the jobs ask for.
 * :func:`load_ratio`: ``gpu_s / (n_gpus x span_s)``, with the rules for an empty workload and a zero span.
 * :func:`offered_load` (jobs) and :func:`offered_load_of` (arrays): the scalar, over the span from the first to
   the last arrival; optionally with arrivals scaled and each job counted only up to the last arrival.
@@ -36,6 +37,12 @@ def demand_arrays(jobs: Sequence[Job]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     submit_s = np.array([j.submit_s for j in jobs], dtype=float)
     gpus = np.array([j.gpus for j in jobs], dtype=np.int64) * np.array([j.gpu_fraction for j in jobs], dtype=float)
     return submit_s, gpus, np.array([j.duration_s for j in jobs], dtype=float)
+
+
+def gpu_hours(jobs: Sequence[Job]) -> float:
+    """GPU-hours ``jobs`` ask for at reference speed: ``sum(gpus x gpu_fraction x duration_s) / 3600``."""
+    _, gpu_demand, duration_s = demand_arrays(jobs)
+    return float((gpu_demand * duration_s).sum()) / 3600.0
 
 
 def offered_load(jobs: Sequence[Job], n_gpus: int, *, arrival_scale: float = 1.0,

@@ -7,6 +7,8 @@ from typing import Sequence
 
 import pandas as pd
 
+from engine.units import TIME_UNITS
+
 #: Colour-blind-safe qualitative palette (Okabe-Ito, then Plotly's "Safe"); the last entry is for "other".
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#332288",
            "#117733", "#882255", "#44AA99", "#999933")
@@ -14,18 +16,18 @@ OTHER_COLOUR = "#BBBBBB"
 #: At most this many categories get their own colour; the rest are drawn as "other".
 MAX_CATEGORIES = len(PALETTE)
 
-
-_TIME_UNITS = (("s", 1.0), ("min", 60.0), ("h", 3600.0), ("d", 86400.0))
+#: An axis is labelled in the largest unit of :data:`engine.units.TIME_UNITS` it spans this many times (a single
+#: value, :func:`engine.units.human_seconds`, takes the largest it spans twice), so the axis reads 0 to 3 or more.
+AXIS_SPANS = 3
 
 
 def time_scale(span_s: float) -> tuple[str, float]:
-    """The unit that keeps a span of ``span_s`` seconds readable: ``(label, seconds per unit)``."""
+    """The unit that keeps an axis spanning ``span_s`` seconds readable: ``(label, seconds per unit)``."""
     span_s = abs(float(span_s)) if math.isfinite(span_s) else 0.0
-    label, div = _TIME_UNITS[0]
-    for name, secs in _TIME_UNITS:
-        if span_s >= 3 * secs:
-            label, div = name, secs
-    return label, div
+    for name, secs in TIME_UNITS:  # largest first
+        if span_s >= AXIS_SPANS * secs:
+            return name, secs
+    return "s", 1.0
 
 
 def category_colours(values: Sequence[str], limit: int = MAX_CATEGORIES) -> dict[str, str]:

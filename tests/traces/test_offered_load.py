@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engine import Job
-from engine.traces.load import load_ratio, offered_load, offered_load_of, offered_load_series
+from engine.traces.load import gpu_hours, load_ratio, offered_load, offered_load_of, offered_load_series
 from engine.traces.report import make_report
 
 JOBS = (Job(0, 0.0, 100.0, gpus=2), Job(1, 10.0, 40.0, gpus=1, gpu_fraction=0.5), Job(2, 20.0, 5.0, gpus=4),
@@ -17,6 +17,7 @@ JOBS = (Job(0, 0.0, 100.0, gpus=2), Job(1, 10.0, 40.0, gpus=1, gpu_fraction=0.5)
 def test_the_scalar_is_gpu_seconds_over_gpus_times_the_arrival_span():
     gpu_s = 2 * 100 + 0.5 * 40 + 4 * 5 + 1000
     assert offered_load(JOBS, 8) == pytest.approx(gpu_s / (8 * 40))
+    assert gpu_hours(JOBS) == pytest.approx(gpu_s / 3600)
     assert offered_load(JOBS, 8, arrival_scale=2.0) == pytest.approx(gpu_s / (8 * 80))
     # Up to the last arrival (t=40): job 0 counts 40 s, job 1 30 s, job 2 5 s (ends before), job 3 nothing.
     assert offered_load(JOBS, 8, until_last_arrival=True) == pytest.approx((2 * 40 + 0.5 * 30 + 4 * 5) / (8 * 40))
