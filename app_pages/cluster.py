@@ -6,7 +6,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from app_pages import common
+from app_pages.lib import common
 from engine.sim.cluster import CLUSTER_SOURCES, DEFAULT_CATALOG, NodeGroup
 from engine.viz.cluster import cluster_figure
 

@@ -6,7 +6,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from app_pages import common
+from app_pages.lib import common
 from engine import SCHEDULERS
 from engine.analysis import never_ran, seeds
 from engine.analysis.job_story import job_story

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages import common
+from app_pages.lib import common
 from engine import SCHEDULERS, make_scheduler, simulate
 from engine.analysis.metrics import METRICS, compare
 from engine.analysis.scenario import worked_example

@@ -5,8 +5,8 @@ import time
 
 import streamlit as st
 
-from app_pages import common
-from app_pages.text import as_text
+from app_pages.lib import common
+from app_pages.lib.text import as_text
 from engine.viz.training import training_figure
 
 st.title("Train an agent")

@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app_pages import common
-from app_pages.text import as_text
+from app_pages.lib import common
+from app_pages.lib.text import as_text
 from engine import EngineError
 from engine.analysis import never_ran
 from engine.analysis.scenario import ARRIVALS, MAX_FIRST, MAX_JOBS, MAX_MIX_WEIGHT, MAX_SEED, MAX_USERS, WorkloadSpec

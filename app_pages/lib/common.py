@@ -17,8 +17,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages import uploads, workers
-from app_pages.text import as_text
+from app_pages.lib import uploads, workers
+from app_pages.lib.text import as_text
 from engine import EngineError, Job, Result
 from engine.analysis.metrics import Summary, compare, job_frame, summarize
 from engine.analysis.scenario import Scenario
@@ -30,7 +30,7 @@ from engine.viz.series import series_figure
 from engine.viz.timeline import timeline_figure
 from engine.viz.users import user_wait_figure
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: Largest trace file the app accepts, MiB (``.streamlit/config.toml`` sets ``server.maxUploadSize`` to match).
 MAX_UPLOAD_MB = 50
 
@@ -89,7 +89,7 @@ def sync_query_params(sc: Scenario) -> None:
 
 # ----------------------------------------------------------------------------- traces and jobs
 def store_trace(data: bytes) -> str:
-    """Keep an upload in this session's bounded store (:mod:`app_pages.uploads`); returns its SHA-256."""
+    """Keep an upload in this session's bounded store (:mod:`app_pages.lib.uploads`); returns its SHA-256."""
     return uploads.session_store().put(data)
 
 
@@ -246,7 +246,9 @@ def trained_agents() -> list[str]:
 
     if "rl" not in PREFIXES:
         return []
-    return sorted({f"rl:{p.stem}" for d in (MODELS_DIR, user_models_dir()) for p in d.glob("*.json")})
+    from engine.rl.agent import model_names
+
+    return sorted({f"rl:{n}" for d in (MODELS_DIR, user_models_dir()) for n in model_names(d)})
 
 
 def agent_verdict(name: str) -> tuple[bool, str] | None:
