@@ -1,7 +1,8 @@
 """Offered load: the GPU-time a workload asks for over the GPU-time the cluster has while its jobs arrive.
 
 The one place this arithmetic lives: the trace report and the workload page and its chart read it from here, and
-the load an evaluation's trace block is scaled to is :func:`offered_load_of` with ``until_last_arrival``. A job asks for ``gpus x gpu_fraction x duration_s`` GPU-seconds at reference speed.
+the load an evaluation's trace block is scaled to is :func:`offered_load_of` with ``until_last_arrival``. A job
+asks for ``gpus x gpu_fraction x duration_s`` GPU-seconds at reference speed.
 
 * :func:`gpu_hours`: the work the jobs ask for.
 * :func:`load_ratio`: ``gpu_s / (n_gpus x span_s)``, with the rules for an empty workload and a zero span.
