@@ -8,12 +8,13 @@ import math
 import pandas as pd
 import streamlit as st
 
-from app_pages import common
+from app_pages.lib import common
 from engine import SCHEDULERS, EngineError
 from engine.analysis.metrics import METRICS
 from engine.analysis.plan import Target, plan
 from engine.analysis.sweep import SweepSpec, parse_numbers, run_sweep
 from engine.sim.cluster import parse_shorthand
+from engine.traces.options import load_options
 from engine.viz import explore
 
 #: Bounds on what one click may ask of the server.
@@ -76,10 +77,8 @@ with sweep_tab:
                 seeds=int(seeds), loads=parse_numbers(loads_text, load_label),
                 jobs=None if is_trace else w.n_jobs, generator={} if is_trace else options,
                 trace=(w.trace_name or "trace") if is_trace else None,
-                trace_options={k: v for k, v in (("format", w.trace_format or None), ("skip_bad", w.skip_bad),
-                                                 ("time_unit", w.time_unit or None),
-                                                 ("column_map", dict(w.column_map) or None),
-                                                 ("first", w.first or None)) if v} if is_trace else {})
+                trace_options=load_options(format=w.trace_format, skip_bad=w.skip_bad, time_unit=w.time_unit,
+                                           column_map=w.column_map, first=w.first) if is_trace else {})
             trace_jobs = common.loaded_trace(sc).jobs if is_trace else None
             runs = spec.cells * (len(trace_jobs) if is_trace else w.n_jobs)
             if spec.cells > MAX_CELLS or runs > MAX_JOB_RUNS:

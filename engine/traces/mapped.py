@@ -34,9 +34,9 @@ from typing import Mapping, Sequence
 
 from engine.traces.base import MAX_TIME_S, BadField, Columns, ReadContext, read_header, read_rows, to_float, to_int
 from engine.traces.csv import split_types
+from engine.traces.options import DEFAULT_TIME_UNIT, TIME_UNITS, seconds_per
 from engine.traces.philly import parse_timestamp
 from engine.traces.plausibility import unit_warning
-from engine.traces.tiresias import TIME_UNITS
 
 KEYS = ("submit", "duration", "end", "gpus", "gpu_fraction", "vram_gib", "user", "job_type", "priority",
         "allowed_types", "estimate", "name")
@@ -82,7 +82,7 @@ def _time(text: str, column: str, scale: float) -> float:
 def read(ctx: ReadContext) -> None:
     """Read a CSV into ``ctx`` through ``ctx.column_map``."""
     cmap = _normalise(ctx)
-    scale = TIME_UNITS[ctx.time_unit or "s"]
+    scale = seconds_per(ctx.time_unit)
     header, rows = read_header(ctx, None, list(dict.fromkeys(cmap.values())))
     ix = {key: header.index(col) for key, col in cmap.items()}
 
@@ -226,7 +226,7 @@ def time_unit_note(pv: CsvPreview, cmap: Mapping[str, str], time_unit: str) -> t
     """``(suggested unit, sentence)`` from the sampled rows under ``cmap``: the sentence of
     :func:`engine.traces.plausibility.unit_warning` (empty when the times look plausible); the suggestion is
     ``"ms"`` when it says the numbers look like milliseconds, else ``time_unit``."""
-    scale = TIME_UNITS.get(time_unit or "s", 1.0)
+    scale = TIME_UNITS.get(time_unit or DEFAULT_TIME_UNIT, 1.0)
     ix = {k: pv.header.index(c) for k, c in cmap.items() if c in pv.header}
     if "submit" not in ix:
         return time_unit, ""
@@ -238,8 +238,9 @@ def time_unit_note(pv: CsvPreview, cmap: Mapping[str, str], time_unit: str) -> t
                    if len(r) > max(ix["end"], ix["submit"])]
     else:
         lengths = []
-    note = unit_warning(submit, lengths, time_unit=time_unit or "s", jobs_label=f"the first {len(submit):,} jobs")
-    return ("ms" if note and (time_unit or "s") == "s" else time_unit), note
+    unit = time_unit or DEFAULT_TIME_UNIT
+    note = unit_warning(submit, lengths, time_unit=unit, jobs_label=f"the first {len(submit):,} jobs")
+    return ("ms" if note and unit == "s" else time_unit), note
 
 
 def needs_map(pv: CsvPreview) -> bool:
