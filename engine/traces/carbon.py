@@ -18,7 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -100,7 +100,7 @@ def _seconds(text: str, source: str, line: int) -> float:
             raise TraceError(f"timestamp {quote(text)} is neither ISO 8601 (2024-01-01T00:00:00Z) nor seconds",
                              path=source, line=line, column="timestamp") from None
         if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
+            when = when.replace(tzinfo=UTC)
         return when.timestamp()
     if not math.isfinite(v):
         raise TraceError(f"timestamp {quote(text)} must be a finite number of seconds", path=source, line=line,

@@ -24,12 +24,12 @@ def test_iso_and_second_timestamps_read_as_an_evenly_spaced_series(tmp_path):
 @pytest.mark.parametrize("body, message", [
     ("time,carbon\n0,1\n", "c.csv, line 1: columns ['time', 'carbon']; expected exactly timestamp,carbon_intensity"),
     ("timestamp,carbon_intensity,region\n0,1,x\n", "c.csv, line 1: columns ['timestamp', 'carbon_intensity', "),
-    (HEADER + "0,1\n3600,nan\n", "c.csv, line 3, column 'carbon_intensity': carbon_intensity 'nan' must be a "
-                                 "finite number >= 0"),
+    (HEADER + "0,1\n3600,nan\n",
+     "c.csv, line 3, column 'carbon_intensity': carbon_intensity 'nan' must be a finite number >= 0"),
     (HEADER + "0,1\n3600,\n", "c.csv, line 3, column 'carbon_intensity': carbon_intensity '' must be"),
     (HEADER + "0,1\n3600,-4\n", "c.csv, line 3, column 'carbon_intensity': carbon_intensity '-4' must be"),
-    (HEADER + "0,1\n3600,2\n10800,3\n", "c.csv, line 4, column 'timestamp': timestamp '10800' is 7200 s after the "
-                                        "previous row; rows must be evenly spaced, every 3600 s"),
+    (HEADER + "0,1\n3600,2\n10800,3\n",
+     "c.csv, line 4, column 'timestamp': timestamp '10800' is 7200 s after the previous row; rows must be evenly"),
     (HEADER + "0,1\n3600,2\n3600,3\n", "c.csv, line 4, column 'timestamp': timestamp '3600' is not after"),
     (HEADER + "0,1\nmonday,2\n", "c.csv, line 3, column 'timestamp': timestamp 'monday' is neither ISO 8601"),
     (HEADER + "0,1\n3600\n", "c.csv, line 3: 1 fields; expected 2"),
