@@ -5,13 +5,16 @@
 
 Every file comes from the project's seeded generator (``engine.traces.generator``), written in each format's
 own layout, so the samples contain no real data. A few rows in some files are invalid on purpose (a zero run
-time, a CPU-only pod, ...) so that ``python -m engine trace info`` has drops to report.
+time, a CPU-only pod, ...) so that ``python -m engine trace info`` has drops to report. ``carbon/daily.csv`` is
+not a job trace but a grid carbon-intensity file (``engine.traces.carbon``), in a folder of its own so that it is
+not offered as one.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import math
 import sys
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -147,8 +150,19 @@ def write_pollux(out: Path) -> None:
             w.writerow([f"{app}-{j.job_id}", int(j.submit_s), app, replicas, batch])
 
 
+def write_carbon(out: Path) -> None:
+    """One generated day of hourly grid intensity (gCO2/kWh): ``380 + 120 cos(2 pi (h - 1) / 24)``, highest at
+    01:00 and lowest at 13:00 (a midday solar dip), rounded to 0.1. Not measured data."""
+    (out / "carbon").mkdir(exist_ok=True)
+    with open(out / "carbon" / "daily.csv", "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["timestamp", "carbon_intensity"])
+        for h in range(24):
+            w.writerow([f"2024-01-01T{h:02d}:00:00Z", f"{380 + 120 * math.cos(2 * math.pi * (h - 1) / 24):.1f}"])
+
+
 WRITERS = (write_canonical, write_swf, write_philly, write_openb, write_tiresias, write_gavel, write_mapped,
-           write_pollux)
+           write_pollux, write_carbon)
 
 
 def main(argv: list[str] | None = None) -> int:

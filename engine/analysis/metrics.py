@@ -34,6 +34,10 @@ Per run (see :data:`METRICS` for every key, its unit and whether lower or higher
   never free capacity. Whole-GPU workloads therefore always score 0.
 * ``preemptions`` (total count) and ``lost_gpu_h`` = sum of ``Result.lost_gpu_s`` / 3600 (work rolled back
   to a checkpoint).
+* Energy, cost and carbon, only when :func:`summarize` is given an energy model (the run's
+  ``options.energy``): the keys of :data:`ENERGY_METRICS`, over the window from the first submit to the end of
+  the makespan; formulas in :mod:`engine.analysis.energy`. Without a model a summary holds exactly the keys of
+  :data:`METRICS`.
 
 Conventions for degenerate inputs: the Gini coefficient of an all-zero vector is 0 and Jain's index of an
 all-zero vector is 1 (everyone got the same, nothing); both are NaN for an empty vector.
@@ -42,12 +46,14 @@ all-zero vector is 1 (everyone got the same, nothing); both are NaN for an empty
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
+from engine.analysis.energy import EnergySummary, job_energy, summarize_energy
+from engine.sim.options import EnergyModel
 from engine.sim.simulator import COMPLETED, Result
 
 #: Floor of bounded slowdown, seconds.
@@ -60,7 +66,8 @@ class Metric:
 
     Attributes:
         label: short human name for tables.
-        unit: ``"s"``, ``"GPU-h"``, ``"jobs"``, ``"count"`` or ``"ratio"`` (a plain number, often 0..1).
+        unit: ``"s"``, ``"GPU-h"``, ``"jobs"``, ``"count"``, ``"ratio"`` (a plain number, often 0..1),
+            ``"kWh"``, ``"USD"``, ``"USD/h"`` or ``"kg"`` (kg of CO2).
         better: ``"lower"`` or ``"higher"``; ``None`` for counts that describe the input, not the scheduler.
         doc: the formula, one sentence.
     """
@@ -112,10 +119,25 @@ METRICS: dict[str, Metric] = {
     "lost_gpu_h": Metric("Lost work", "GPU-h", "lower", "GPU-hours of work rolled back by preemptions"),
 }
 
+#: The keys a summary adds when it is given an energy model (:class:`~engine.analysis.energy.EnergySummary`'s
+#: fields, in display order), after those of :data:`METRICS`.
+ENERGY_METRICS: dict[str, Metric] = {
+    "energy_kwh": Metric("Energy", "kWh", "lower",
+                         "integral over the makespan of PUE x sum over GPUs of idle_w + (busy_w - idle_w) x share held"),
+    "idle_energy_kwh": Metric("Idle energy", "kWh", "lower",
+                              "PUE x idle_w x GPU-seconds no job held, summed over GPUs"),
+    "cost_usd": Metric("Cost of GPUs held", "USD", "lower", "GPU-hours held by jobs x price per GPU-hour"),
+    "cluster_cost_usd": Metric("Cost of the cluster", "USD", "lower",
+                               "every GPU x price per GPU-hour x makespan"),
+    "co2_kg": Metric("Carbon", "kg", "lower", "integral of facility power x grid intensity over the makespan"),
+    "cluster_price_per_h": Metric("Cluster price", "USD/h", "lower", "sum over GPUs of the price per GPU-hour"),
+}
+
 
 @dataclass(frozen=True)
 class Summary:
-    """Run-level metrics; one field per key of :data:`METRICS` (same names, same order)."""
+    """Run-level metrics; one field per key of :data:`METRICS` (same names, same order), and ``energy`` when the
+    run was summarised with an energy model (its keys are those of :data:`ENERGY_METRICS`)."""
 
     jobs: int
     completed: int
@@ -140,10 +162,22 @@ class Summary:
     fragmentation: float
     preemptions: int
     lost_gpu_h: float
+    energy: EnergySummary | None = None
 
     def to_dict(self) -> dict[str, int | float | None]:
-        """``{metric: value}`` ready for JSON: plain ``int``/``float``, NaN (undefined) written as ``None``."""
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
+        """``{metric: value}`` ready for JSON: plain ``int``/``float``, NaN (undefined) written as ``None``; the
+        keys of :data:`METRICS`, then those of :data:`ENERGY_METRICS` when there is an ``energy``."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "energy"}
+        if self.energy is not None:
+            values.update(self.energy.to_dict())
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in values.items()}
+
+    def value(self, key: str) -> float | int:
+        """The value of metric ``key`` (of :data:`METRICS`, or of :data:`ENERGY_METRICS`: NaN without an
+        ``energy``)."""
+        if key in ENERGY_METRICS:
+            return math.nan if self.energy is None else getattr(self.energy, key)
+        return getattr(self, key)
 
 
 # ---------------------------------------------------------------------------------------------- formulas
@@ -254,8 +288,9 @@ def _user_mean_wait(result: Result, per: _PerJob) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- public
-def summarize(result: Result) -> Summary:
-    """All run-level metrics of ``result`` (formulas in the module docstring)."""
+def summarize(result: Result, energy: EnergyModel | None = None) -> Summary:
+    """All run-level metrics of ``result`` (formulas in the module docstring), with energy, cost and carbon under
+    ``energy`` (``ClusterSpecError`` names a GPU type without power or price figures)."""
     per = _per_job(result)
     done = per.done
     completed = int(done.sum())
@@ -265,7 +300,7 @@ def summarize(result: Result) -> Summary:
         first_submit = float(per.submit_s.min())
         makespan = float(result.end_s[done].max()) - first_submit
     else:
-        makespan = 0.0
+        first_submit, makespan = 0.0, 0.0
     busy = gpu_busy_s(result)
     capacity = result.cluster.n_gpus * makespan
     user_wait = _user_mean_wait(result, per)
@@ -285,10 +320,11 @@ def summarize(result: Result) -> Summary:
         fragmentation=fragmentation(result),
         preemptions=int(result.preemptions.sum()),
         lost_gpu_h=float(result.lost_gpu_s.sum()) / 3600.0,
+        energy=None if energy is None else summarize_energy(result, energy, first_submit, first_submit + makespan),
     )
 
 
-def job_frame(result: Result) -> pd.DataFrame:
+def job_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame:
     """One row per job, in ``job_id`` order.
 
     Columns: ``job_id, name, user, job_type, submit_s, start_s`` (first start), ``end_s, run_s, wait_s,
@@ -296,12 +332,13 @@ def job_frame(result: Result) -> pd.DataFrame:
     run segment, ``""`` if it never ran), ``status`` (``"completed"`` or ``"unschedulable"``),
     ``preemptions, gpu_s`` (busy GPU-seconds), ``comm_overhead_gpu_s, lost_gpu_s, estimate_s, duration_s``
     (reference duration), ``reason`` (why it is unschedulable, else ``""``). Time columns are NaN for
-    unschedulable jobs.
+    unschedulable jobs. With ``energy``, also ``energy_kwh, cost_usd, co2_kg``
+    (:func:`engine.analysis.energy.job_energy`; 0 for jobs that never ran).
     """
     per = _per_job(result)
     lay = result.cluster.layout
     jobs = result.jobs
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         "job_id": np.arange(result.n_jobs, dtype=np.int64),
         "name": [j.name for j in jobs],
         "user": [j.user for j in jobs],
@@ -327,16 +364,21 @@ def job_frame(result: Result) -> pd.DataFrame:
         "duration_s": np.array([j.duration_s for j in jobs], dtype=float),
         "reason": [result.unschedulable_reasons.get(i, "") for i in range(result.n_jobs)],
     })
+    if energy is not None:
+        for column, values in job_energy(result, energy).items():
+            frame[column] = values
+    return frame
 
 
-def user_frame(result: Result) -> pd.DataFrame:
+def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame:
     """One row per user, sorted by user.
 
     Columns: ``user, jobs, completed, unschedulable, mean_wait_s, p95_wait_s, max_wait_s, mean_jct_s,
     mean_bounded_slowdown`` (over the user's completed jobs; NaN if none), ``gpu_h`` (busy GPU-hours),
-    ``gpu_share`` (the user's share of all busy GPU-seconds; 0 when nothing ran), ``preemptions``.
+    ``gpu_share`` (the user's share of all busy GPU-seconds; 0 when nothing ran), ``preemptions``; with
+    ``energy``, also ``energy_kwh, cost_usd, co2_kg``, the sums of the user's jobs (:func:`job_frame`).
     """
-    jobs = job_frame(result)
+    jobs = job_frame(result, energy)
     jobs["done"] = jobs["status"] == "completed"
     grouped = jobs.groupby("user", sort=True)
     frame = pd.DataFrame({
@@ -353,19 +395,24 @@ def user_frame(result: Result) -> pd.DataFrame:
     frame.insert(2, "unschedulable", frame["jobs"] - frame["completed"])
     total = frame["gpu_h"].sum()
     frame.insert(len(frame.columns) - 1, "gpu_share", frame["gpu_h"] / total if total > 0 else 0.0)
+    if energy is not None:
+        for column in ("energy_kwh", "cost_usd", "co2_kg"):
+            frame[column] = grouped[column].sum()
     return frame.reset_index()
 
 
 def compare(results: Mapping[str, Result | Summary]) -> pd.DataFrame:
-    """Rows = metric keys (in :data:`METRICS` order), columns = the names of ``results`` (in order).
+    """Rows = metric keys (in :data:`METRICS` order, then :data:`ENERGY_METRICS`'s when any summary has an
+    energy part; NaN in the columns without one), columns = the names of ``results`` (in order).
 
     Values may be Results or already computed Summaries (so callers that print both need not summarise twice).
     """
-    columns = {}
-    for name, r in results.items():
-        s = r if isinstance(r, Summary) else summarize(r)
-        columns[name] = [getattr(s, k) for k in METRICS]
-    return pd.DataFrame(columns, index=pd.Index(list(METRICS), name="metric"), dtype=float)
+    summaries = {name: r if isinstance(r, Summary) else summarize(r) for name, r in results.items()}
+    keys = list(METRICS)
+    if any(s.energy is not None for s in summaries.values()):
+        keys += list(ENERGY_METRICS)
+    columns = {name: [s.value(k) for k in keys] for name, s in summaries.items()}
+    return pd.DataFrame(columns, index=pd.Index(keys, name="metric"), dtype=float)
 
 
 def best_columns(table: pd.DataFrame, *, rel_tol: float = 1e-9) -> dict[str, tuple[str, ...]]:
@@ -377,7 +424,7 @@ def best_columns(table: pd.DataFrame, *, rel_tol: float = 1e-9) -> dict[str, tup
     """
     out: dict[str, tuple[str, ...]] = {}
     for key, row in table.iterrows():
-        metric = METRICS.get(str(key))
+        metric = METRICS.get(str(key)) or ENERGY_METRICS.get(str(key))
         if metric is None or metric.better is None:
             continue
         vals = row.dropna()
@@ -393,6 +440,6 @@ def best_columns(table: pd.DataFrame, *, rel_tol: float = 1e-9) -> dict[str, tup
 
 def metric_name(key: str) -> str:
     """A metric's full name with its direction: ``Mean wait ↓``, ``Completed ↑``, ``Never ran (...)``."""
-    m = METRICS[key]
+    m = METRICS[key] if key in METRICS else ENERGY_METRICS[key]
     arrow = {"lower": " ↓", "higher": " ↑"}.get(m.better or "", "")
     return m.label + arrow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from engine.cli.common import (
     add_cluster_argument,
@@ -124,16 +125,24 @@ def run_compare(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------------ list
 def add_list_arguments(parser: argparse.ArgumentParser) -> None:
-    """``list --plugin FILE_OR_MODULE`` also lists the plug-in's schedulers."""
+    """``list --plugin FILE_OR_MODULE`` also lists the plug-in's schedulers; ``--json`` prints it all as JSON."""
     add_plugin_argument(parser)
+    parser.add_argument("--json", action="store_true",
+                        help="print JSON: schedulers, trace formats, GPU types (power, price) and price lists")
 
 
 def run_list(args: argparse.Namespace) -> int:
     from engine.schedulers import PREFIXES, SCHEDULERS
     from engine.schedulers.ordering import ORDERS
     from engine.schedulers.placement import PLACEMENTS
-    from engine.sim.cluster import DEFAULT_CATALOG
+    from engine.sim.cluster import DEFAULT_CATALOG, PRICE_LISTS
     from engine.traces import TRACE_FORMATS
+
+    if args.json:
+        print(json.dumps({"schedulers": sorted(SCHEDULERS), "trace_formats": list(TRACE_FORMATS),
+                          "gpu_types": [t.to_dict() for t in DEFAULT_CATALOG.values()],
+                          "price_lists": {name: p.to_dict() for name, p in PRICE_LISTS.items()}}, indent=2))
+        return 0
 
     def section(title: str, items: list[tuple[str, str]]) -> None:
         print(title)
@@ -146,7 +155,8 @@ def run_list(args: argparse.Namespace) -> int:
               f"placements: {', '.join(PLACEMENTS)}")
     print(f"  ({combos}" + "".join(f"; {p}:<name>" for p in sorted(PREFIXES)) + ")")
     section("Trace formats:", [(name, fmt.summary) for name, fmt in TRACE_FORMATS.items()])
-    section("GPU types:", [(t.name, f"{t.vram_gib:g} GiB, speed {t.speed:g}") for t in DEFAULT_CATALOG.values()])
+    section("GPU types:", [(t.name, f"{t.vram_gib:g} GiB, speed {t.speed:g}, {t.board_w:g} W, ${t.price_per_h:g}/h")
+                           for t in DEFAULT_CATALOG.values()])
     return 0
 
 

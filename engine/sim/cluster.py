@@ -8,7 +8,8 @@ or as a JSON file for full detail::
 
     {
       "groups": [{"gpu_type": "A100-80", "nodes": 4, "gpus_per_node": 8, "rack": "r0"}, ...],
-      "gpu_types": [{"name": "MY-GPU", "vram_gib": 48, "speed": 1.7}],   # extra catalog entries
+      "gpu_types": [{"name": "MY-GPU", "vram_gib": 48, "speed": 1.7,     # extra catalog entries; power
+                     "board_w": 300, "price_per_h": 2.0}],              # (idle_w, busy_w) and price optional
       "nodes_per_rack": 4,                                              # racks for groups without "rack"
       "bandwidth": {"cross_node": 0.3, "cross_rack": 0.8},              # communication penalties
       "communication": {"training": 1.0, "inference": 0.05},            # job-type sensitivities
@@ -46,13 +47,35 @@ import numpy as np
 from engine.errors import ClusterSpecError, clip, quote, reject_unknown_keys
 
 
+#: Idle draw, percent of board power (no datasheet states idle draw; about 15 % is a common estimate, see
+#: shared REFERENCES.md "Power, prices, carbon").
+IDLE_PERCENT_OF_BOARD = 15
+#: Draw while training, percent of board power: an 8xH100 node in training drew about 76 % of its rated
+#: power (arXiv 2506.14551, measured); applied to every type, an estimate.
+BUSY_PERCENT_OF_BOARD = 76
+#: The power and price fields of :class:`GpuType`, in the order a cluster JSON and ``list --json`` show them.
+POWER_PRICE_FIELDS = ("board_w", "idle_w", "busy_w", "price_per_h")
+
+
 @dataclass(frozen=True, slots=True)
 class GpuType:
-    """A GPU model: its memory in GiB and its speed relative to ``generic``."""
+    """A GPU model: its memory in GiB, its speed relative to ``generic``, its power and its price.
+
+    Attributes:
+        board_w: board power (the power limit), watts; ``None`` when unknown.
+        idle_w: draw when no job holds it, watts (default :data:`IDLE_PERCENT_OF_BOARD` % of ``board_w``).
+        busy_w: draw when jobs hold all of it, watts (default :data:`BUSY_PERCENT_OF_BOARD` % of ``board_w``).
+        price_per_h: USD per GPU-hour (``None`` when unknown); a named price list may replace it
+            (:func:`gpu_prices`).
+    """
 
     name: str
     vram_gib: float
     speed: float
+    board_w: float | None = None
+    idle_w: float | None = None
+    busy_w: float | None = None
+    price_per_h: float | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not re.fullmatch(r"[A-Za-z0-9._\-]+", self.name):
@@ -61,25 +84,97 @@ class GpuType:
             raise ClusterSpecError(f"GPU type {self.name}: vram_gib must be > 0, got {self.vram_gib}")
         if not (math.isfinite(self.speed) and self.speed > 0):
             raise ClusterSpecError(f"GPU type {self.name}: speed must be > 0, got {self.speed}")
+        for key in POWER_PRICE_FIELDS:
+            v = getattr(self, key)
+            if v is not None and not (_is_number(v) and v >= 0):
+                raise ClusterSpecError(f"GPU type {self.name}: {key} must be a number >= 0 or null, got {quote(v)}")
+        if self.board_w is not None:  # slots + frozen: the derived defaults are set through object
+            if self.idle_w is None:
+                object.__setattr__(self, "idle_w", self.board_w * IDLE_PERCENT_OF_BOARD / 100)
+            if self.busy_w is None:
+                object.__setattr__(self, "busy_w", self.board_w * BUSY_PERCENT_OF_BOARD / 100)
+        if self.idle_w is not None and self.busy_w is not None and self.idle_w > self.busy_w:
+            raise ClusterSpecError(f"GPU type {self.name}: idle_w ({self.idle_w:g}) must be <= busy_w "
+                                   f"({self.busy_w:g})")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form of a cluster's ``gpu_types`` entry (unknown power and price fields left out)."""
+        out: dict[str, Any] = {"name": self.name, "vram_gib": self.vram_gib, "speed": self.speed}
+        out.update({k: getattr(self, k) for k in POWER_PRICE_FIELDS if getattr(self, k) is not None})
+        return out
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class PriceList:
+    """A named list of prices, USD per GPU-hour, by GPU type (``prices``); ``date`` and ``source`` say where
+    they come from. Every list here is an estimate: cloud prices change and differ by region."""
+
+    name: str
+    date: str
+    source: str
+    prices: Mapping[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "date": self.date, "source": self.source, "prices": dict(self.prices)}
+
+
+#: Cloud on-demand prices per GPU-hour, GPU only where the cloud prices it apart (an estimate).
+#: K80 0.45, P100 1.46, T4 0.35, V100 2.48: GCP us-central1 GPU prices as listed in SkyPilot's early GCP
+#: catalog (sky/clouds/gcp.py, about 2021). A100-40 2.93, A100-80 3.93, L4 0.56, H100-80 11.06 (a3-highgpu-8g
+#: over 8 GPUs, host included): GCP list prices about 2024, unverified. A10 1.01: AWS g5.xlarge (one A10G, host
+#: included), 2026 blog summaries, unverified (shared REFERENCES.md). ``generic`` is a V100-class GPU, priced
+#: as one.
+ON_DEMAND_PRICES: dict[str, float] = {
+    "generic": 2.48, "K80": 0.45, "P100": 1.46, "T4": 0.35, "V100-16": 2.48, "V100-32": 2.48, "A10": 1.01,
+    "L4": 0.56, "A100-40": 2.93, "A100-80": 3.93, "H100-80": 11.06,
+}
+
+#: Named price lists, chosen by name (``EnergyModel.price_list``); ``"catalog"`` means each GPU type's own
+#: ``price_per_h`` (the built-in types carry :data:`ON_DEMAND_PRICES`).
+PRICE_LISTS: dict[str, PriceList] = {
+    p.name: p
+    for p in (
+        PriceList("on-demand", "2021-2026 (estimate)",
+                  "GCP/AWS on-demand list prices per GPU-hour (see ON_DEMAND_PRICES)", ON_DEMAND_PRICES),
+        # Gavel's GCP preemptible prices (scheduler/utils.py, per_instance_type_spot_prices['gcp']), as used in its
+        # cost experiments (OSDI 2020): K80 0.135, P100 0.43, V100 0.74. It has no other types.
+        PriceList("gcp-preemptible-2020", "2020 (estimate)", "Gavel scheduler/utils.py, GCP preemptible",
+                  {"generic": 0.74, "K80": 0.135, "P100": 0.43, "V100-16": 0.74, "V100-32": 0.74}),
+    )
+}
+CATALOG_PRICES = "catalog"
+
+
+def _catalog_type(name: str, vram_gib: float, speed: float, board_w: float) -> GpuType:
+    return GpuType(name, vram_gib, speed, board_w=board_w, price_per_h=ON_DEMAND_PRICES[name])
 
 
 #: Built-in GPU catalog. Speeds are relative training throughput, V100-class = 1 (the ``generic`` reference,
 #: so traces from V100-era clusters such as Philly run unchanged), rounded from public MLPerf-style
 #: comparisons; they are defaults for what-if analysis, not measurements of any one model.
+#: Board power, watts (shared REFERENCES.md): T4 70 (NVIDIA product brief); L4 72; A100-40 250 (PCIe);
+#: A100-80 400 (SXM); H100-80 700 (SXM) (spec pages, secondary); V100 300 (SXM2; PCIe is 250; unverified);
+#: K80 150 (half of the 300 W two-GPU board: a catalog K80 is one GPU; unverified); P100 250 (PCIe; SXM is
+#: 300; unverified); A10 150 (unverified); ``generic`` as a V100. Idle and busy draw follow from board power
+#: (:data:`IDLE_PERCENT_OF_BOARD`, :data:`BUSY_PERCENT_OF_BOARD`): estimates. Prices: :data:`ON_DEMAND_PRICES`.
 DEFAULT_CATALOG: dict[str, GpuType] = {
     g.name: g
     for g in (
-        GpuType("generic", 32.0, 1.0),
-        GpuType("K80", 12.0, 0.25),
-        GpuType("P100", 16.0, 0.55),
-        GpuType("T4", 16.0, 0.45),
-        GpuType("V100-16", 16.0, 1.0),
-        GpuType("V100-32", 32.0, 1.0),
-        GpuType("A10", 24.0, 0.9),
-        GpuType("L4", 24.0, 0.8),
-        GpuType("A100-40", 40.0, 2.2),
-        GpuType("A100-80", 80.0, 2.4),
-        GpuType("H100-80", 80.0, 4.0),
+        _catalog_type("generic", 32.0, 1.0, 300.0),
+        _catalog_type("K80", 12.0, 0.25, 150.0),
+        _catalog_type("P100", 16.0, 0.55, 250.0),
+        _catalog_type("T4", 16.0, 0.45, 70.0),
+        _catalog_type("V100-16", 16.0, 1.0, 300.0),
+        _catalog_type("V100-32", 32.0, 1.0, 300.0),
+        _catalog_type("A10", 24.0, 0.9, 150.0),
+        _catalog_type("L4", 24.0, 0.8, 72.0),
+        _catalog_type("A100-40", 40.0, 2.2, 250.0),
+        _catalog_type("A100-80", 80.0, 2.4, 400.0),
+        _catalog_type("H100-80", 80.0, 4.0, 700.0),
     )
 }
 
@@ -276,11 +371,7 @@ class Cluster:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready description that :func:`parse_cluster` reads back to an equal cluster."""
-        extra = [
-            {"name": t.name, "vram_gib": t.vram_gib, "speed": t.speed}
-            for t in self.catalog.values()
-            if DEFAULT_CATALOG.get(t.name) != t
-        ]
+        extra = [t.to_dict() for t in self.catalog.values() if DEFAULT_CATALOG.get(t.name) != t]
         return {
             "groups": [
                 {k: v for k, v in (("gpu_type", g.gpu_type), ("nodes", g.nodes),
@@ -294,6 +385,25 @@ class Cluster:
             "speeds": {k: dict(v) for k, v in self.speeds.items()},
             "colocation_slowdown": self.colocation_slowdown,
         }
+
+
+def gpu_prices(cluster: Cluster, price_list: str = CATALOG_PRICES) -> dict[str, float]:
+    """USD per GPU-hour of each GPU type ``cluster`` has, from the named list (:data:`PRICE_LISTS`) or, for
+    ``"catalog"``, from each type's ``price_per_h``. ``ClusterSpecError`` names the list or type with no price."""
+    types = cluster.layout.type_names
+    if price_list == CATALOG_PRICES:
+        prices = {t: cluster.catalog[t].price_per_h for t in types}
+        where = "the cluster's GPU types"
+    elif price_list in PRICE_LISTS:
+        prices = {t: PRICE_LISTS[price_list].prices.get(t) for t in types}
+        where = f"price list {price_list!r} (it prices {', '.join(PRICE_LISTS[price_list].prices)})"
+    else:
+        raise ClusterSpecError(f"unknown price list {quote(price_list)}; known: "
+                               f"{', '.join([CATALOG_PRICES, *PRICE_LISTS])}")
+    missing = [t for t, v in prices.items() if v is None]
+    if missing:
+        raise ClusterSpecError(f"{where}: no price_per_h for {', '.join(missing)}")
+    return {t: float(v) for t, v in prices.items() if v is not None}
 
 
 _SHORTHAND_PART = re.compile(r"^\s*(\d+)\s*[xX*]\s*(\d+)\s*:\s*([A-Za-z0-9._\-]+)\s*$")
@@ -337,10 +447,17 @@ def cluster_from_dict(data: Mapping[str, Any], where: str = "cluster JSON") -> C
     catalog = dict(DEFAULT_CATALOG)
     for i, t in enumerate(data.get("gpu_types", []) or []):
         try:
-            gt = GpuType(str(t["name"]), float(t["vram_gib"]), float(t["speed"]))
+            name = str(t["name"])
+            vram_gib, speed = float(t["vram_gib"]), float(t["speed"])
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ClusterSpecError(
                 f"{where}: gpu_types[{i}] needs name, vram_gib and speed ({clip(str(exc))})") from None
+        reject_unknown_keys(t, {"name", "vram_gib", "speed", *POWER_PRICE_FIELDS}, f"{where}: gpu_types[{i}]",
+                            ClusterSpecError)
+        try:
+            gt = GpuType(name, vram_gib, speed, **{k: t[k] for k in POWER_PRICE_FIELDS if t.get(k) is not None})
+        except ClusterSpecError as exc:
+            raise ClusterSpecError(f"{where}: gpu_types[{i}]: {exc}") from None
         catalog[gt.name] = gt
     groups = []
     raw_groups = data.get("groups")

@@ -11,7 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine import Job, Preempt, PreemptionModel, RunOptions, Simulation, Start, make_scheduler, parse_cluster, simulate
+from engine.analysis.energy import EnergySummary
 from engine.analysis.metrics import (
+    ENERGY_METRICS,
     METRICS,
     Summary,
     best_columns,
@@ -189,10 +191,12 @@ def test_gini_and_jain_of_nothing_are_undefined():
 
 
 def test_registry_matches_summary_fields():
-    assert [f.name for f in dataclasses.fields(Summary)] == list(METRICS)
-    for key, m in METRICS.items():
+    assert [f.name for f in dataclasses.fields(Summary)] == [*METRICS, "energy"]
+    assert [f.name for f in dataclasses.fields(EnergySummary)] == list(ENERGY_METRICS)
+    for key, m in {**METRICS, **ENERGY_METRICS}.items():
         assert m.better in ("lower", "higher", None), key
-        assert m.label and m.doc and m.unit in ("s", "GPU-h", "jobs", "count", "ratio"), key
+        assert m.label and m.doc and m.unit in ("s", "GPU-h", "jobs", "count", "ratio", "kWh", "USD", "USD/h",
+                                                "kg"), key
 
 
 def test_compare_and_best_columns():

@@ -131,6 +131,17 @@ def test_list_shows_every_scheduler_and_trace_format(capsys):
     assert set(TRACE_FORMATS) <= names
 
 
+
+def test_list_json_prints_the_catalog_with_power_and_price(capsys):
+    code, out, _ = run_cli(capsys, "list", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert set(data["schedulers"]) == set(SCHEDULERS)
+    h100 = next(t for t in data["gpu_types"] if t["name"] == "H100-80")
+    assert h100 == {"name": "H100-80", "vram_gib": 80.0, "speed": 4.0, "board_w": 700.0, "idle_w": 105.0,
+                    "busy_w": 532.0, "price_per_h": 11.06}
+    assert data["price_lists"]["gcp-preemptible-2020"]["prices"]["K80"] == 0.135
+
 def bad_cluster_file(tmp_path):
     path = tmp_path / "cluster.json"
     path.write_text("{not json")

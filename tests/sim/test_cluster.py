@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from engine.errors import ClusterSpecError
-from engine.sim.cluster import DEFAULT_CATALOG, Cluster, NodeGroup, parse_cluster
+from engine.sim.cluster import DEFAULT_CATALOG, Cluster, NodeGroup, gpu_prices, parse_cluster
 
 REQUIRED_TYPES = ["K80", "P100", "T4", "V100-16", "V100-32", "A10", "L4", "A100-40", "A100-80", "H100-80"]
 
@@ -110,3 +110,55 @@ def test_communication_model():
     assert c.comm_factor("training", 2, 1) == pytest.approx(1 / 1.25)
     assert c.comm_factor("training", 2, 2) == pytest.approx(1 / 1.6)
     assert c.comm_factor("inference", 2, 2) == pytest.approx(1 / (1 + 0.05 * 0.6))
+
+
+# ------------------------------------------------------------------------------------------ power and price
+def test_catalog_types_carry_power_and_price_with_derived_idle_and_busy():
+    for t in DEFAULT_CATALOG.values():
+        assert t.board_w > 0 and t.price_per_h > 0
+        assert t.idle_w == t.board_w * 15 / 100 and t.busy_w == t.board_w * 76 / 100
+    assert DEFAULT_CATALOG["H100-80"].board_w == 700 and DEFAULT_CATALOG["T4"].board_w == 70
+    assert DEFAULT_CATALOG["T4"].busy_w == 53.2
+
+
+def test_cluster_json_gpu_type_power_and_price_round_trip():
+    spec = {"groups": [{"gpu_type": "MY-GPU", "nodes": 1, "gpus_per_node": 2}],
+            "gpu_types": [{"name": "MY-GPU", "vram_gib": 48, "speed": 1.5, "board_w": 300, "idle_w": 30,
+                           "price_per_h": 1.25}]}
+    c = parse_cluster(spec)
+    t = c.catalog["MY-GPU"]
+    assert (t.board_w, t.idle_w, t.busy_w, t.price_per_h) == (300, 30, 228, 1.25)
+    assert parse_cluster(c.to_dict()).catalog["MY-GPU"] == t
+    assert c.to_dict()["gpu_types"] == [{"name": "MY-GPU", "vram_gib": 48.0, "speed": 1.5, "board_w": 300,
+                                         "idle_w": 30, "busy_w": 228.0, "price_per_h": 1.25}]
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("board_w", -1, "gpu_types[0]: GPU type X: board_w must be a number >= 0 or null, got -1"),
+    ("idle_w", float("nan"), "GPU type X: idle_w must be a number >= 0 or null, got nan"),
+    ("price_per_h", float("inf"), "GPU type X: price_per_h must be a number >= 0 or null, got inf"),
+    ("price_per_h", "3", "GPU type X: price_per_h must be a number >= 0 or null, got '3'"),
+    ("busy_w", True, "GPU type X: busy_w must be a number >= 0 or null, got True"),
+    ("idle_w", 500, "GPU type X: idle_w (500) must be <= busy_w (228)"),
+    ("watts", 5, "gpu_types[0]: unknown keys ['watts']"),
+])
+def test_bad_gpu_type_power_or_price_is_one_line_naming_type_and_field(field, value, message):
+    spec = {"groups": [{"gpu_type": "X", "nodes": 1, "gpus_per_node": 1}],
+            "gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1, "board_w": 300, field: value}]}
+    with pytest.raises(ClusterSpecError) as err:
+        parse_cluster(spec)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_gpu_prices_by_named_list():
+    c = parse_cluster("1x4:V100-32,1x2:K80")
+    assert gpu_prices(c) == {"V100-32": 2.48, "K80": 0.45}
+    assert gpu_prices(c, "gcp-preemptible-2020") == {"V100-32": 0.74, "K80": 0.135}
+    with pytest.raises(ClusterSpecError, match="price list 'gcp-preemptible-2020' .*: no price_per_h for A100-80"):
+        gpu_prices(parse_cluster("1x8:A100-80"), "gcp-preemptible-2020")
+    with pytest.raises(ClusterSpecError, match="unknown price list 'aws'; known: catalog, on-demand"):
+        gpu_prices(c, "aws")
+    unpriced = parse_cluster({"groups": [{"gpu_type": "X", "nodes": 1, "gpus_per_node": 1}],
+                              "gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1}]})
+    with pytest.raises(ClusterSpecError, match="the cluster's GPU types: no price_per_h for X"):
+        gpu_prices(unpriced)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from engine import Job, PreemptionModel, RunOptions, Simulation, parse_cluster
+from engine import CarbonSeries, EnergyModel, Job, PreemptionModel, RunOptions, Simulation, parse_cluster
 from engine.sim.options import OptionsError
 
 COSTLY = PreemptionModel(checkpoint_interval_s=900.0, restart_overhead_s=45.0)
@@ -17,10 +17,15 @@ def test_to_dict_and_from_dict_round_trip_through_json():
         RunOptions(),
         RunOptions(preemption=COSTLY),
         RunOptions(preemption=PreemptionModel(restart_overhead_s=12.5)),
+        RunOptions(energy=EnergyModel(pue=1.1, carbon_g_per_kwh=CarbonSeries(3600.0, (300.0, 250.5), "2024-01-01"),
+                                      price_list="gcp-preemptible-2020")),
     ):
         data = json.loads(json.dumps(options.to_dict()))
         assert RunOptions.from_dict(data) == options
-    assert RunOptions().to_dict() == {"preemption": {"checkpoint_interval_s": None, "restart_overhead_s": 0.0}}
+    assert RunOptions().to_dict() == {
+        "preemption": {"checkpoint_interval_s": None, "restart_overhead_s": 0.0},
+        "energy": {"pue": 1.58, "carbon_g_per_kwh": 480.0, "price_list": "catalog"},
+    }
 
 
 def test_missing_keys_take_their_defaults():
@@ -33,8 +38,8 @@ def test_missing_keys_take_their_defaults():
 @pytest.mark.parametrize(
     "data, message",
     [
-        ([], "options must be an object (keys: preemption)"),
-        ({"failures": {}}, "options: unknown keys ['failures']; valid keys: ['preemption']"),
+        ([], "options must be an object (keys: preemption, energy)"),
+        ({"failures": {}}, "options: unknown keys ['failures']; valid keys: ['energy', 'preemption']"),
         ({"preemption": 3}, "options.preemption must be an object with checkpoint_interval_s, restart_overhead_s"),
         ({"preemption": {"restart": 1}}, "options.preemption: unknown keys ['restart']"),
         (
@@ -51,6 +56,16 @@ def test_missing_keys_take_their_defaults():
             {"preemption": {"checkpoint_interval_s": float("inf")}},
             "options.preemption.checkpoint_interval_s must be a number > 0 or null, got inf",
         ),
+        ({"energy": {"pue": 0.9}}, "options.energy.pue must be a number >= 1, got 0.9"),
+        ({"energy": {"pue": float("nan")}}, "options.energy.pue must be a number >= 1, got nan"),
+        ({"energy": {"carbon_g_per_kwh": -5}}, "options.energy.carbon_g_per_kwh must be a number >= 0 (gCO2/kWh)"),
+        ({"energy": {"price_list": "aws"}}, "options.energy.price_list must be one of catalog, on-demand, "),
+        ({"energy": {"watts": 1}}, "options.energy: unknown keys ['watts']"),
+        ({"energy": {"carbon_g_per_kwh": {"step_s": 0, "g_per_kwh": [1]}}},
+         "options.energy.carbon_g_per_kwh.step_s must be a number > 0, got 0"),
+        ({"energy": {"carbon_g_per_kwh": {"step_s": 60, "g_per_kwh": [1, None]}}},
+         "options.energy.carbon_g_per_kwh.g_per_kwh must be a list of 1 to 100,000 numbers >= 0"),
+        ({"energy": {"carbon_g_per_kwh": {"g_per_kwh": [1]}}}, "options.energy.carbon_g_per_kwh.step_s is missing"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_key(data, message):
@@ -65,6 +80,13 @@ def test_the_constructor_checks_the_same_bounds():
         PreemptionModel(checkpoint_interval_s=-4)
     with pytest.raises(ValueError, match=r"^preemption.restart_overhead_s must be a number >= 0, got nan$"):
         PreemptionModel(restart_overhead_s=float("nan"))
+
+
+def test_the_energy_model_constructor_checks_the_same_bounds():
+    with pytest.raises(ValueError, match=r"^energy.pue must be a number >= 1, got 0.5$"):
+        EnergyModel(pue=0.5)
+    with pytest.raises(ValueError, match=r"^carbon series.g_per_kwh must be a list of 1 to 100,000 numbers >= 0"):
+        CarbonSeries(3600.0, ())
 
 
 def test_the_simulation_and_its_state_read_the_options():

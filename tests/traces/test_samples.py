@@ -21,8 +21,8 @@ def test_script_regenerates_the_samples_bit_for_bit(tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.main(["--out", str(tmp_path)]) == 0
-    made = sorted(p.name for p in tmp_path.iterdir())
-    assert made == sorted(p.name for p in SAMPLES.iterdir() if p.name != "README.md")
+    made = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert made == sorted(str(p.relative_to(SAMPLES)) for p in SAMPLES.rglob("*") if p.is_file() and p.name != "README.md")
     for name in made:
         assert (tmp_path / name).read_bytes() == (SAMPLES / name).read_bytes(), name
 
@@ -42,6 +42,14 @@ def test_samples_load(name, fmt, kwargs, rows, dropped):
     assert trace.format == fmt
     assert (trace.report.rows, trace.report.dropped) == (rows, dropped)
     assert trace.report.jobs == rows - sum(dropped.values())
+
+
+def test_carbon_sample_is_a_day_of_hourly_intensity():
+    from engine.traces.carbon import load_carbon_csv
+
+    series = load_carbon_csv(SAMPLES / "carbon" / "daily.csv")
+    assert (series.step_s, len(series.g_per_kwh), series.start) == (3600.0, 24, "2024-01-01T00:00:00Z")
+    assert min(series.g_per_kwh) == series.g_per_kwh[13] == 260.0 and max(series.g_per_kwh) == series.g_per_kwh[1]
 
 
 def test_openb_sample_cluster():

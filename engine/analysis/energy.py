@@ -1,0 +1,183 @@
+"""What a run cost: energy, money and carbon, from a :class:`~engine.sim.simulator.Result` and an
+:class:`~engine.sim.options.EnergyModel`. Every formula is written here; the simulation itself knows none of it.
+
+Power model (OpenDC's linear model): GPU ``g`` of type ``k`` draws ``idle_w[k] + (busy_w[k] - idle_w[k]) x u_g(t)``
+watts, where ``u_g(t)`` is the share of it jobs hold at ``t`` (a half-GPU job holds 0.5; the catalog's fields,
+:class:`~engine.sim.cluster.GpuType`); the facility draws ``pue`` times the sum over GPUs. Over a window
+``[start_s, end_s]`` of length ``T`` (the run's makespan in the summary), with ``h_e`` the GPU-seconds held by
+entry ``e`` (one GPU of one run segment: its overlap with the window x its GPU share):
+
+* ``energy_kwh`` = ``pue x (sum_g idle_w[g] x T + sum_e (busy_w - idle_w)[e] x h_e) / 3.6e6``: the integral of
+  the facility's power over the window.
+* ``idle_energy_kwh`` = ``pue x sum_g idle_w[g] x (T - held_s[g]) / 3.6e6``: what the capacity no job held drew
+  (``held_s[g]`` = GPU-seconds held on ``g``). The rest, ``pue x sum_e busy_w[e] x h_e``, is what jobs drew
+  (a job pays for the idle draw of the share it holds); it is split per job by :func:`job_energy`.
+* ``cost_usd`` = ``sum_e price[e] x h_e / 3600``: allocated GPU-hours x price per GPU-hour (work later lost to a
+  preemption is paid for too). Prices come from the model's price list (:func:`~engine.sim.cluster.gpu_prices`).
+* ``cluster_price_per_h`` = ``sum_g price[g]``: what the whole cluster costs an hour, busy or not.
+* ``cluster_cost_usd`` = ``cluster_price_per_h x T / 3600``.
+* ``co2_kg`` = the integral of the facility's power times the grid intensity ``c(t)`` (gCO2/kWh), / 3.6e6 / 1000.
+  With ``C(t) = integral_0^t c`` (exact for the model's constant or its stepwise, repeating
+  :class:`~engine.sim.options.CarbonSeries`), an entry held from ``a`` to ``b`` adds its power x ``(C(b) - C(a))``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from engine.errors import ClusterSpecError
+from engine.sim.cluster import Cluster, gpu_prices
+from engine.sim.options import CarbonSeries, EnergyModel
+from engine.sim.simulator import Result
+
+J_PER_KWH = 3.6e6
+
+
+@dataclass(frozen=True)
+class EnergySummary:
+    """The run-level energy, cost and carbon metrics (formulas in the module docstring)."""
+
+    energy_kwh: float
+    idle_energy_kwh: float
+    cost_usd: float
+    cluster_cost_usd: float
+    co2_kg: float
+    cluster_price_per_h: float
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def gpu_power_w(cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
+    """``(idle_w, busy_w)`` of every GPU (index = GPU id); ``ClusterSpecError`` names a type without them."""
+    lay = cluster.layout
+    idle, busy = [], []
+    for name in lay.type_names:
+        t = cluster.catalog[name]
+        if t.idle_w is None or t.busy_w is None:
+            raise ClusterSpecError(f"GPU type {name} has no power figures: give board_w (or idle_w and busy_w) in "
+                                   "the cluster JSON's gpu_types")
+        idle.append(t.idle_w)
+        busy.append(t.busy_w)
+    return np.array(idle, dtype=float)[lay.gpu_type], np.array(busy, dtype=float)[lay.gpu_type]
+
+
+def gpu_price_per_h(cluster: Cluster, price_list: str) -> np.ndarray:
+    """USD per hour of every GPU (index = GPU id) under ``price_list``."""
+    prices = gpu_prices(cluster, price_list)
+    lay = cluster.layout
+    return np.array([prices[t] for t in lay.type_names], dtype=float)[lay.gpu_type]
+
+
+def cluster_price_per_h(cluster: Cluster, price_list: str) -> float:
+    """What the whole cluster costs an hour under ``price_list``: the sum of its GPUs' prices."""
+    return float(gpu_price_per_h(cluster, price_list).sum())
+
+
+def carbon_integral(carbon: float | CarbonSeries, t_s: np.ndarray) -> np.ndarray:
+    """``C(t) = integral_0^t c(tau) d tau`` in gCO2/kWh x seconds, at each time of ``t_s``: ``c x t`` for a
+    constant; for a series, the sum of whole steps before ``t`` plus the part of its step, the series repeating
+    after its last step (negative times count backwards the same way)."""
+    t = np.asarray(t_s, dtype=float)
+    if not isinstance(carbon, CarbonSeries):
+        return float(carbon) * t
+    values = np.asarray(carbon.g_per_kwh, dtype=float)
+    step = carbon.step_s
+    cum = np.concatenate([[0.0], np.cumsum(values) * step])  # C at each step boundary of one period
+    period = values.size * step
+    cycles = np.floor(t / period)
+    within = t - cycles * period
+    k = np.clip((within // step).astype(np.int64), 0, values.size - 1)  # float rounding at the period's ends
+    return cycles * cum[-1] + cum[k] + values[k] * (within - k * step)
+
+
+@dataclass(frozen=True)
+class _Entries:
+    """One row per (run segment, GPU): its GPU, job, share, and its start and end."""
+
+    gpu: np.ndarray
+    job: np.ndarray
+    fraction: np.ndarray
+    start_s: np.ndarray
+    end_s: np.ndarray
+
+
+def _entries(result: Result) -> _Entries:
+    counts = np.diff(result.seg_gpu_ptr)
+    return _Entries(result.seg_gpu_ids, np.repeat(result.seg_job, counts), np.repeat(result.seg_fraction, counts),
+                    np.repeat(result.seg_start_s, counts), np.repeat(result.seg_end_s, counts))
+
+
+def summarize_energy(result: Result, model: EnergyModel, start_s: float, end_s: float) -> EnergySummary:
+    """Energy, cost and carbon of ``result`` over the window ``[start_s, end_s]`` (the module docstring's
+    formulas; run segments are clipped to the window). ``ClusterSpecError`` names a GPU type without power or
+    price figures."""
+    if not (math.isfinite(start_s) and math.isfinite(end_s) and end_s >= start_s):
+        raise ValueError(f"the window must be finite with end_s >= start_s, got [{start_s}, {end_s}]")
+    cluster = result.cluster
+    idle_w, busy_w = gpu_power_w(cluster)
+    price = gpu_price_per_h(cluster, model.price_list)
+    e = _entries(result)
+    lo = np.clip(e.start_s, start_s, end_s)
+    hi = np.clip(e.end_s, start_s, end_s)
+    held = (hi - lo) * e.fraction  # GPU-seconds each entry held inside the window
+    held_per_gpu = np.bincount(e.gpu, weights=held, minlength=cluster.n_gpus)
+    span = end_s - start_s
+    extra_w = (busy_w - idle_w)[e.gpu]
+    energy_j = model.pue * (float(idle_w.sum()) * span + float(np.dot(extra_w, held)))
+    idle_j = model.pue * float(np.dot(idle_w, span - held_per_gpu))
+    c = model.carbon_g_per_kwh
+    window_c = carbon_integral(c, np.array([start_s, end_s]))
+    held_c = (carbon_integral(c, hi) - carbon_integral(c, lo)) * e.fraction
+    co2_g = model.pue * (float(idle_w.sum()) * float(window_c[1] - window_c[0]) + float(np.dot(extra_w, held_c)))
+    price_per_h = float(price.sum())
+    return EnergySummary(
+        energy_kwh=energy_j / J_PER_KWH,
+        idle_energy_kwh=idle_j / J_PER_KWH,
+        cost_usd=float(np.dot(price[e.gpu], held)) / 3600.0,
+        cluster_cost_usd=price_per_h * span / 3600.0,
+        co2_kg=co2_g / J_PER_KWH / 1000.0,
+        cluster_price_per_h=price_per_h,
+    )
+
+
+def job_energy(result: Result, model: EnergyModel) -> dict[str, np.ndarray]:
+    """Per job (index = ``job_id``), over all its run segments: ``energy_kwh`` (``pue x busy_w x`` GPU-seconds
+    held: the share it holds of each GPU's whole draw), ``cost_usd`` (price x GPU-hours held) and ``co2_kg``.
+    Summed over jobs and added to ``idle_energy_kwh`` (and the idle capacity's carbon), they give the run's
+    totals over its makespan."""
+    cluster = result.cluster
+    _, busy_w = gpu_power_w(cluster)
+    price = gpu_price_per_h(cluster, model.price_list)
+    e = _entries(result)
+    held = (e.end_s - e.start_s) * e.fraction
+    c = model.carbon_g_per_kwh
+    held_c = (carbon_integral(c, e.end_s) - carbon_integral(c, e.start_s)) * e.fraction
+    n = result.n_jobs
+
+    def per_job(weights: np.ndarray) -> np.ndarray:
+        return np.bincount(e.job, weights=weights, minlength=n)[:n]
+
+    return {
+        "energy_kwh": per_job(model.pue * busy_w[e.gpu] * held) / J_PER_KWH,
+        "cost_usd": per_job(price[e.gpu] * held) / 3600.0,
+        "co2_kg": per_job(model.pue * busy_w[e.gpu] * held_c) / J_PER_KWH / 1000.0,
+    }
+
+
+def power_series(result: Result, model: EnergyModel) -> tuple[np.ndarray, np.ndarray]:
+    """The facility's power over the run as steps: ``(t_s, power_w)``, ``power_w[i]`` holding from ``t_s[i]``
+    until ``t_s[i + 1]`` (the last value holds after the last change; before the first, the cluster idles at
+    ``power_w`` of an empty cluster, ``pue x sum idle_w``)."""
+    idle_w, busy_w = gpu_power_w(result.cluster)
+    e = _entries(result)
+    delta = model.pue * (busy_w - idle_w)[e.gpu] * e.fraction
+    times = np.concatenate([e.start_s, e.end_s])
+    changes = np.concatenate([delta, -delta])
+    order = np.argsort(times, kind="stable")
+    t, first = np.unique(times[order], return_index=True)
+    step = np.add.reduceat(changes[order], first) if t.size else np.empty(0)
+    return t, model.pue * float(idle_w.sum()) + np.cumsum(step)
