@@ -68,7 +68,7 @@ with sweep_tab:
                              help="The current scenario's cluster is always in the grid.")
         run_clicked = st.form_submit_button("▶ Run sweep", type="primary")
     if run_clicked:
-        with common.engine_errors("sweep"):
+        with common.engine_errors("sweep", stop=False):
             # Shorthand only: a .json path or openb:PATH typed here would make the server read its own files.
             more = [parse_shorthand(line).to_shorthand() for line in extra.splitlines() if line.strip()]
             options = {"users": w.users, "arrival": w.arrival, **({"mix": dict(w.mix)} if w.mix else {})}
@@ -144,7 +144,7 @@ with plan_tab:
                                      key="plan_schedulers")
         plan_clicked = st.form_submit_button("▶ Find the fewest nodes", type="primary")
     if plan_clicked:
-        with common.engine_errors("capacity plan"):
+        with common.engine_errors("capacity plan", stop=False):
             if not math.isfinite(value):
                 raise EngineError("the target value must be a finite number")
             jobs = common.jobs_of(sc)

@@ -41,13 +41,16 @@ FAILED_UPLOAD = "failed_upload"
 
 # ----------------------------------------------------------------------------- errors
 @contextmanager
-def engine_errors(what: str = "") -> Iterator[None]:
-    """Show an :class:`EngineError` (bad input) as one inline error line instead of a traceback."""
+def engine_errors(what: str = "", *, stop: bool = True) -> Iterator[None]:
+    """Show an :class:`EngineError` (bad input) as one inline error line instead of a traceback; then stop the
+    page, or with ``stop=False`` skip the rest of the ``with`` block only (a form in a tab: the other tabs still
+    draw)."""
     try:
         yield
     except EngineError as exc:
         st.error(as_text(f"{what}: {exc}" if what else exc), icon="⚠️")
-        st.stop()
+        if stop:
+            st.stop()
 
 
 def engine_call(fn: Callable, *args, what: str = "", **kwargs):
