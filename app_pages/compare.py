@@ -10,7 +10,7 @@ from app_pages.lib import common
 from engine import SCHEDULERS
 from engine.analysis import never_ran, seeds
 from engine.analysis.job_story import job_story
-from engine.analysis.metrics import METRICS, best_columns, summarize
+from engine.analysis.metrics import METRICS, summarize
 from engine.analysis.presets import PRESETS
 from engine.viz import tables
 from engine.viz.timeline import HEATMAP_BINS, HEATMAP_GPUS, HEATMAP_ROWS, WEBGL_BARS, WEBGL_JOBS, raster_bins
@@ -96,10 +96,10 @@ summaries, table = views.summaries, views.table
 missing = never_ran.of_result(next(iter(results.values())))  # the same jobs never run under every scheduler
 if missing.count:
     st.warning(missing.sentence(), icon="⚠️")
-best = best_columns(table)
 st.subheader("Key metrics")
 rows = [k for k in METRICS if METRICS[k].better is not None or k == "unschedulable"]
 shown = tables.metrics_table(table, rows)
+best = tables.best_shown(table, rows)
 
 
 def _highlight(frame: pd.DataFrame) -> pd.DataFrame:
@@ -112,8 +112,10 @@ def _highlight(frame: pd.DataFrame) -> pd.DataFrame:
 
 st.dataframe(shown.style.apply(_highlight, axis=None), width="stretch", hide_index=True, key="kpi_table",
              height=38 + 35 * len(rows), column_config={"metric": st.column_config.TextColumn("metric", width="large")})
-st.caption("Best value per metric in green (↓ lower is better, ↑ higher is better); durations in s, min, h or d "
-           "as each value needs. Wait and JCT are over the jobs that ran. Definitions are on the Learn page.")
+st.caption("Best value per metric in green, every value that looks the same as it too (↓ lower is better, ↑ higher "
+           "is better); GPU utilisation is never green on its own, as jobs running longer on slower GPUs raise it. "
+           "Durations in s, min, h or d as each value needs. Wait and JCT are over the jobs that ran. Definitions "
+           "are on the Learn page.")
 multi = st.session_state.get(_SEEDS)
 if multi is not None and multi[0] == ran_sc.workload_key() and multi[1] == tuple(results):
     st.subheader(f"Over {multi[2]} workload seeds: mean ± 95 % confidence interval")

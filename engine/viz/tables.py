@@ -9,12 +9,40 @@ from engine.units import human_value
 from engine.viz.explore import cluster_label
 
 
+#: Metrics a table never crowns on their own, though :data:`METRICS` gives them a direction: higher utilisation
+#: also comes from jobs running longer on slower GPUs, so it is "better" only next to waits and JCTs.
+NOT_CROWNED = frozenset({"utilization"})
+
+
+def _name(key: str) -> str:
+    return METRICS[key].label if key in NOT_CROWNED else metric_name(key)
+
+
 def metrics_table(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Rows ``keys`` of a :func:`engine.analysis.metrics.compare` table as text: a ``metric`` column of full names,
-    then one column per scheduler with each value in its own human unit."""
-    rows = [{"metric": metric_name(k), **{c: human_value(table.loc[k, c], METRICS[k].unit) for c in table.columns}}
+    """Rows ``keys`` of a :func:`engine.analysis.metrics.compare` table as text: a ``metric`` column of full names
+    (with the better direction's arrow, none for :data:`NOT_CROWNED`), then one column per scheduler with each value
+    in its own human unit."""
+    rows = [{"metric": _name(k), **{c: human_value(table.loc[k, c], METRICS[k].unit) for c in table.columns}}
             for k in keys]
     return pd.DataFrame(rows, columns=["metric", *table.columns])
+
+
+def best_shown(table: pd.DataFrame, keys: list[str]) -> dict[str, tuple[str, ...]]:
+    """For each metric of ``keys`` in a :func:`engine.analysis.metrics.compare` table, the columns whose value, as
+    :func:`metrics_table` shows it, equals the best one's: values that look the same are tied. No entry for a
+    metric without a direction or in :data:`NOT_CROWNED`, with fewer than two values, or when all look the same."""
+    out: dict[str, tuple[str, ...]] = {}
+    for key in keys:
+        metric = METRICS[key]
+        values = table.loc[key].dropna()
+        if metric.better is None or key in NOT_CROWNED or len(values) < 2:
+            continue
+        shown = {c: human_value(v, metric.unit) for c, v in values.items()}
+        best = shown[values.idxmin() if metric.better == "lower" else values.idxmax()]
+        tied = tuple(c for c, text in shown.items() if text == best)
+        if len(tied) < len(shown):
+            out[key] = tied
+    return out
 
 
 def sweep_table(frame: pd.DataFrame, load_label: str = "load") -> pd.DataFrame:
@@ -37,6 +65,6 @@ def plan_table(answer: pd.DataFrame) -> pd.DataFrame:
                      "GPUs": "–" if pd.isna(r.gpus) else f"{r.gpus:,}", "metric": METRICS[r.metric].label,
                      "value there": human_value(r.value_at_nodes, unit),
                      "with one node fewer": human_value(r.value_at_nodes_minus_1, unit),
-                     "problem": r.error or "–"})
+                     "problem": r.error if isinstance(r.error, str) and r.error else "–"})
     return pd.DataFrame(rows, columns=["scheduler", "fewest nodes", "GPUs", "metric", "value there",
                                        "with one node fewer", "problem"])
