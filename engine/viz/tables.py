@@ -8,7 +8,6 @@ from engine.analysis.metrics import METRICS, metric_name
 from engine.units import human_value
 from engine.viz.explore import cluster_label
 
-
 #: Metrics a table never crowns on their own, though :data:`METRICS` gives them a direction: higher utilisation
 #: also comes from jobs running longer on slower GPUs, so it is "better" only next to waits and JCTs.
 NOT_CROWNED = frozenset({"utilization"})
