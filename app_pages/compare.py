@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.lib import common
+from app_pages.lib.text import as_text
 from engine import SCHEDULERS
 from engine.analysis import never_ran, seeds
 from engine.analysis.job_story import job_story
@@ -88,7 +89,9 @@ elif set(results) != set(chosen):
 for name in results:  # a trained agent's card says plainly whether it beats the best hand-written policy
     verdict = common.agent_verdict(name) if name.startswith("rl:") else None
     if verdict is not None:
-        (st.success if verdict[0] else st.warning)(verdict[1])
+        (st.success if verdict.beats else st.warning)(f"**{as_text(name)}**: {verdict.line}")
+        with st.expander(f"How {as_text(name)} was tested, setting by setting"):
+            st.markdown(verdict.details)
 
 # ---------------------------------------------------------------- never ran, KPI table
 views = common.comparison_for(ran_sc, results)

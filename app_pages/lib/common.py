@@ -254,9 +254,27 @@ def trained_agents() -> list[str]:
     return sorted({f"rl:{n}" for d in (MODELS_DIR, user_models_dir()) for n in model_names(d)})
 
 
-def agent_verdict(name: str) -> tuple[bool, str] | None:
-    """For ``rl:<model>``: whether its card says it beats the best hand-written policy, and the card's sentence
-    saying so, escaped to show as plain text; ``None`` if the card has no verdict or cannot be read."""
+@dataclass(frozen=True)
+class AgentVerdict:
+    """What a trained agent's model card says of it against the best hand-written policy, as plain text."""
+
+    beats: bool  # better on every evaluated setting
+    line: str  # one line for people: how often better, worse, no different
+    details: str  # the card's full sentence, naming each setting
+
+
+def verdict_line(summary: dict) -> str:
+    """A card's evaluation summary (``settings``, ``better``, ``worse`` counts) as one line for people."""
+    n, better, worse = (int(summary.get(k, 0)) for k in ("settings", "better", "worse"))
+    if summary.get("beats_best_baseline") is True:
+        return f"Beats the best hand-written policy in all {n} test settings."
+    return (f"Does not beat the best hand-written policy: better in {better} of {n} test settings, worse in "
+            f"{worse}, no clear difference in {n - better - worse}.")
+
+
+def agent_verdict(name: str) -> AgentVerdict | None:
+    """For ``rl:<model>`` (shipped in ``models/``): its card's verdict against the best hand-written policy, in one
+    line and in full, escaped to show as plain text; ``None`` if the card has no verdict or cannot be read."""
     from engine.rl.agent import ModelError, read_card
 
     try:
@@ -264,9 +282,29 @@ def agent_verdict(name: str) -> tuple[bool, str] | None:
     except ModelError:
         return None
     verdict = card.get("verdict")
-    if not isinstance(verdict, str):
+    summary = (card.get("evaluation") or {}).get("summary") if isinstance(card.get("evaluation"), dict) else None
+    if not isinstance(verdict, str) or not isinstance(summary, dict):
         return None
-    return card.get("beats_best_baseline") is True, as_text(verdict[:2000])
+    try:
+        line = verdict_line(summary)
+    except (TypeError, ValueError):  # a hand-edited card: counts that are no numbers
+        return None
+    return AgentVerdict(card.get("beats_best_baseline") is True, as_text(line), as_text(verdict[:2000]))
+
+
+def agent_description(name: str) -> str:
+    """For ``rl:<model>`` (shipped, or trained in this app): its card's description of what it learned, as plain
+    text, cut to one paragraph; a fixed sentence when the card has none."""
+    from engine.rl.agent import ModelError, read_card
+
+    for folder in (MODELS_DIR, user_models_dir()):
+        try:
+            text = read_card(name.removeprefix("rl:"), folder).get("description")
+        except ModelError:
+            continue
+        if isinstance(text, str) and text.strip():
+            return as_text(text.strip()[:500])
+    return "A trained agent without a description on its model card."
 
 
 def plot(fig, key: str, where=st) -> None:

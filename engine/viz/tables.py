@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import pandas as pd
 
 from engine.analysis.metrics import METRICS, metric_name
-from engine.units import human_value
+from engine.sim.job import Job
+from engine.units import human_seconds, human_value
 from engine.viz.explore import cluster_label
 
 #: Metrics a table never crowns on their own, though :data:`METRICS` gives them a direction: higher utilisation
@@ -67,3 +70,12 @@ def plan_table(answer: pd.DataFrame) -> pd.DataFrame:
                      "problem": r.error if isinstance(r.error, str) and r.error else "–"})
     return pd.DataFrame(rows, columns=["scheduler", "fewest nodes", "GPUs", "metric", "value there",
                                        "with one node fewer", "problem"])
+
+
+def jobs_table(jobs: Sequence[Job]) -> pd.DataFrame:
+    """A few jobs as people read them: id, submit time and duration in human units, GPUs (a fraction as ``0.5``),
+    user and job type."""
+    return pd.DataFrame({"job": [j.job_id for j in jobs], "submitted at": [human_seconds(j.submit_s) for j in jobs],
+                         "runs for": [human_seconds(j.duration_s) for j in jobs],
+                         "GPUs": [f"{j.gpus * j.gpu_fraction:g}" for j in jobs], "user": [j.user for j in jobs],
+                         "job type": [j.job_type for j in jobs]})
