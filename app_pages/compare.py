@@ -159,12 +159,18 @@ st.caption("Gini of per-user mean wait: 0 = every user waits the same. Jain's in
 st.subheader("Why is this job waiting?")
 first_frame = next(iter(views.job_frames.values()))
 longest = int(first_frame["wait_s"].idxmax()) if first_frame["wait_s"].notna().any() else 0
-pick_job = st.number_input("Job id", 0, max(len(first_frame) - 1, 0), min(longest, max(len(first_frame) - 1, 0)),
-                           key="compare_job", help="Starts at the job that waited longest under the first scheduler.")
-for name, result in results.items():
-    story = common.engine_call(job_story, result, int(pick_job), what="job")
-    if story is not None:
-        st.text(f"{name}: {story.sentence()}")
+# A job is called by its id in the trace (its name); a job without one by its index in the workload.
+job_ids = [n or str(i) for i, n in enumerate(first_frame["name"])]
+index_of = {label: i for i, label in reversed(list(enumerate(job_ids)))}  # the first job of a repeated id
+pick_job = st.text_input("Job (its id in the trace)", job_ids[longest] if job_ids else "", key="compare_job",
+                         help="Starts at the job that waited longest under the first scheduler.")
+if pick_job.strip() not in index_of:
+    st.error(as_text(f"job {pick_job[:40]!r}: no job has this id; ids look like {', '.join(job_ids[:3])}"), icon="⚠️")
+else:
+    for name, result in results.items():
+        story = common.engine_call(job_story, result, index_of[pick_job.strip()], what="job")
+        if story is not None:
+            st.text(f"{name}: {story.sentence()}")
 
 # ---------------------------------------------------------------- downloads
 st.subheader("Downloads")

@@ -7,6 +7,7 @@ from app_pages.lib import common
 from engine import SCHEDULERS, make_scheduler, simulate
 from engine.analysis.metrics import METRICS, compare
 from engine.analysis.scenario import worked_example
+from engine.units import plural
 from engine.viz import tables
 from engine.viz.timeline import timeline_figure
 
@@ -38,7 +39,8 @@ else:
 
 st.subheader("A worked example")
 cluster, jobs = worked_example()
-st.markdown(f"A cluster of {cluster.n_nodes} nodes × {cluster.layout.node_gpus[0]} GPUs and {len(jobs)} jobs "
+st.markdown(f"A cluster of {plural(cluster.n_nodes, 'node')} × {plural(cluster.layout.node_gpus[0], 'GPU')} and "
+            f"{plural(len(jobs), 'job')} "
             "from two users. Pick a scheduler or a trained agent to run it live next to FIFO.")
 st.dataframe(tables.jobs_table(jobs), hide_index=True, width="stretch", key="example_jobs")
 names = list(SCHEDULERS) + agents

@@ -24,7 +24,7 @@ from engine.analysis.metrics import Summary, compare, job_frame, summarize
 from engine.analysis.scenario import Scenario
 from engine.rl.agent import MODELS_DIR, user_models_dir  # trained agents: <name>.json model cards (rl:<name>)
 from engine.sim.cluster import Cluster
-from engine.units import human_seconds
+from engine.units import human_seconds, plural
 from engine.viz.distributions import cdf_figure
 from engine.viz.series import series_figure
 from engine.viz.timeline import timeline_figure
@@ -327,7 +327,8 @@ def sidebar() -> None:
     try:
         cluster = cluster_of(sc)
         types = ", ".join(f"{n}× {t}" for t, n in cluster.gpus_by_type().items())
-        side.markdown(f"**Cluster** · {cluster.n_nodes} nodes, {cluster.n_gpus} GPUs  \n{as_text(types)}")
+        side.markdown(f"**Cluster** · {plural(cluster.n_nodes, 'node')}, {plural(cluster.n_gpus, 'GPU')}  \n"
+                      f"{as_text(types)}")
     except EngineError as exc:
         side.error(as_text(f"Cluster: {exc}"))
     w = sc.workload

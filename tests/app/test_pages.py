@@ -512,6 +512,13 @@ def test_compare_over_several_workload_seeds_gives_confidence_intervals_and_expl
     # The per-job view explains the job that waited longest.
     stories = [t.value for t in at.text]
     assert len(stories) == 2 and stories[0].startswith("fifo: Job ") and "arrived at" in stories[0]
+    # It is called by its id in the trace (the generator names jobs TYPE-INDEX), and one is picked by that id.
+    picked = at.text_input(key="compare_job").value
+    assert stories[0].startswith(f"fifo: Job {picked} (") and "-" in picked
+    at.text_input(key="compare_job").set_value("batch-1").run()
+    assert [t.value for t in at.text][0].startswith("fifo: Job batch-1 (")
+    at.text_input(key="compare_job").set_value("no-such-job").run()
+    assert not at.text and any("no job has this id" in e for e in errors(at))
 
 
 def seeds_of(sc):
