@@ -145,6 +145,7 @@ elif mode == "heatmap":
             f"(at most {HEATMAP_ROWS} rows of GPUs and {HEATMAP_BINS} time bins).")
 st.caption("One row per GPU, one bar per job; press ▶ play or drag the slider to move the cursor through time. "
            "The small chart under each timeline is its queue length.")
+common.quiet_animation_interrupts()
 common.plot(timeline, "timeline_chart")
 
 # ---------------------------------------------------------------- over time and distributions

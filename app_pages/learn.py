@@ -50,6 +50,7 @@ st.info(SCHEDULERS[pick].summary if pick in SCHEDULERS else common.agent_descrip
 chosen = ["fifo", pick] if pick != "fifo" else ["fifo"]
 with common.engine_errors(f"the worked example under {pick}"):
     results = {name: simulate(cluster, jobs, make_scheduler(name)) for name in chosen}
+common.quiet_animation_interrupts()
 common.plot(timeline_figure(results, animate=True, frames=60), "example_timeline")
 st.dataframe(tables.metrics_table(compare(results), EXAMPLE_METRICS), hide_index=True, width="stretch",
              key="example_kpis")

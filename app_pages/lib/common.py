@@ -307,6 +307,22 @@ def agent_description(name: str) -> str:
     return "A trained agent without a description on its model card."
 
 
+#: Plotly rejects the promise of a running animation, with no reason, when pause (or the slider) interrupts it, and
+#: its buttons never catch it: without this, each pause of an animated timeline is an "Uncaught (in promise)"
+#: error in the browser. Only rejections without a reason are silenced, once per page.
+_QUIET_ANIMATION_INTERRUPTS = """<script>
+if (!window.__quietPlotlyInterrupts) {
+  window.__quietPlotlyInterrupts = true;
+  window.addEventListener("unhandledrejection", e => { if (e.reason === undefined) e.preventDefault(); });
+}
+</script>"""
+
+
+def quiet_animation_interrupts() -> None:
+    """Call before drawing an animated figure: pausing it raises no browser error."""
+    st.html(_QUIET_ANIMATION_INTERRUPTS, unsafe_allow_javascript=True, width="content")
+
+
 def plot(fig, key: str, where=st) -> None:
     """Draw a figure of :mod:`engine.viz` at the container's width (``where``: ``st`` or a column).
 
