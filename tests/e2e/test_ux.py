@@ -72,3 +72,20 @@ def test_compare_timeline_pauses_cleanly_and_its_legend_is_clear_of_the_toolbar(
     assert not seen["errors"], "\n".join(seen["errors"] + seen["outside"])
     assert not seen["outside"], seen["outside"]
     assert not covered, f"the toolbar covers legend entries {covered}"
+
+
+def test_the_cluster_picture_names_its_nodes_and_racks(page: Page, app_url: str, shot):
+    racks = ('{"groups":[{"nodes":2,"gpus_per_node":4,"gpu_type":"A100-80","rack":"r1"},'
+             '{"nodes":2,"gpus_per_node":4,"gpu_type":"T4","rack":"r2"}]}')
+    page.goto(f"{app_url}/cluster?{urlencode({'cluster': racks, 'sched': 'fifo'})}")
+    expect(page.get_by_role("heading", name="Cluster", exact=True)).to_be_visible(timeout=SLOW_MS)
+    page.wait_for_function(CHARTS_DRAWN, arg=1, timeout=SLOW_MS)
+    wait_idle(page)
+    picture = page.locator('[data-testid="stPlotlyChart"]').last
+    picture.scroll_into_view_if_needed()
+    x_ticks = picture.locator(".xtick text").all_text_contents()
+    y_ticks = picture.locator(".ytick text").all_text_contents()
+    shot(page, "picture")
+    assert x_ticks == ["n0", "n1", "n2", "n3"], x_ticks
+    assert y_ticks == ["GPU 0", "GPU 1", "GPU 2", "GPU 3"], y_ticks
+    assert {"r1", "r2"} <= set(picture.locator(".annotation-text").all_text_contents())
