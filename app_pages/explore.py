@@ -149,7 +149,7 @@ with plan_tab:
         c = st.columns([1, 1, 1])
         node = c[0].text_input("Node shape (GPUS:TYPE)", f"{first.gpus_per_node}:{first.gpu_type}", key="plan_node")
         metric = c[1].selectbox("Target metric", judged, index=judged.index("p95_wait_s"), key="plan_metric",
-                                format_func=explore.metric_title)
+                                format_func=lambda k: METRICS[k].label)
         op = c[2].radio("must be", ["<=", ">="], horizontal=True, key="plan_op")
         c = st.columns([1, 1, 1])
         value_text = c[0].text_input("Target value", "30 min", key="plan_value",
