@@ -116,10 +116,11 @@ with sweep_tab:
                    f"in {meta['wall_s']:.1f} s.")
         if failures:
             st.warning(f"{len(failures)} cell(s) failed; the others are shown.")
-            st.dataframe(pd.DataFrame(failures), width="stretch", key="sweep_failures")
+            st.dataframe(tables.failures_table(failures, load_label), width="stretch", hide_index=True,
+                         key="sweep_failures")
         if not frame.empty:
             metric = st.selectbox("Metric", judged, index=judged.index("p95_wait_s"), key="sweep_metric",
-                                  format_func=explore.metric_title)
+                                  format_func=lambda k: METRICS[k].label)
             common.plot(explore.sweep_curves_figure(frame, metric, load_label=load_label), "sweep_curves")
             varied = [a for a in explore.HEATMAP_AXES if frame[a].nunique() > 1]
             if len(varied) >= 2:

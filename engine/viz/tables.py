@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
 
 from engine.analysis.metrics import METRICS, metric_name
+from engine.analysis.sweep import CELL_COLUMNS
 from engine.sim.job import Job
 from engine.units import human_seconds, human_value
 from engine.viz.explore import cluster_label
@@ -55,6 +56,14 @@ def sweep_table(frame: pd.DataFrame, load_label: str = "load") -> pd.DataFrame:
     for key in (k for k in METRICS if k in frame.columns):
         out[metric_name(key)] = [human_value(v, METRICS[key].unit) for v in frame[key]]
     return out
+
+
+def failures_table(failures: Sequence[Mapping], load_label: str = "load") -> pd.DataFrame:
+    """A sweep's failed cells (``frame.attrs["failures"]``: parameters and ``error``) as text, clusters by their
+    short label."""
+    out = pd.DataFrame(list(failures), columns=[*CELL_COLUMNS, "error"]).rename(columns={"load": load_label})
+    out["cluster"] = [cluster_label(str(c)) for c in out["cluster"]]
+    return out.astype(object).fillna("–").rename(columns={"error": "what went wrong"})
 
 
 def plan_table(answer: pd.DataFrame) -> pd.DataFrame:

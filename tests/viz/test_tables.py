@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from engine.viz.tables import best_shown, metrics_table, plan_table, sweep_table
+from engine.viz.tables import best_shown, failures_table, metrics_table, plan_table, sweep_table
 
 
 def table() -> pd.DataFrame:
@@ -49,3 +49,11 @@ def test_sweep_and_plan_tables_have_full_names_and_no_none():
                        "value there": "25 min", "with one node fewer": "66.7 min", "problem": "–"}
     assert rows[1]["fewest nodes"] == "not met" and rows[1]["problem"] == "9 nodes: too big"
     assert "None" not in str(rows)
+
+
+def test_failed_cells_name_their_cluster_shortly():
+    racks = '{"groups": [{"nodes": 1, "gpus_per_node": 8, "gpu_type": "A100-80", "rack": "a"}]}'
+    shown = failures_table([{"cluster": racks, "load": 0.5, "seed": 1, "scheduler": "rl:x", "error": "no model"}],
+                           "load scale")
+    assert list(shown.columns) == ["cluster", "load scale", "seed", "scheduler", "what went wrong"]
+    assert shown.iloc[0].tolist() == ["1x8:A100-80 on 1 rack", 0.5, 1, "rl:x", "no model"]
