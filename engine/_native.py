@@ -32,6 +32,8 @@ MANIFEST = Path(__file__).resolve().parent / "_compiled.json"
 NATIVE_MODULES = (
     "engine.sim.agenda",
     "engine.sim.job",
+    "engine.sim.checks",
+    "engine.sim.record",
     "engine.sim.simulator",
     "engine.sim.state",
     "engine.sim.occupancy",

@@ -6,8 +6,8 @@ preemption model; the failure, power, price and deadline models join it next, ea
 
 1. a frozen record with ``to_dict()`` and ``from_dict(data, where)`` (like :class:`PreemptionModel`), whose
    bounds live in one table of checks used by both its constructor and ``from_dict``;
-2. one field of :class:`RunOptions` declared with :func:`_option` (its default and its parser): ``to_dict``,
-   ``from_dict`` and the unknown-key check follow from the fields, nothing else to edit here;
+2. one field of :class:`RunOptions`, its default and its parser: ``field(default=..., metadata={"parse":
+   Model.from_dict})``; ``to_dict``, ``from_dict`` and the unknown-key check follow from the fields;
 3. its consumer in the engine, which reads ``sim.options.<field>``.
 
 Bad input is refused with :class:`OptionsError`, one line naming the key (``options.preemption.restart_overhead_s
@@ -17,9 +17,10 @@ must be a number >= 0, got -1``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from numbers import Real
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from engine.errors import EngineError, quote, reject_unknown_keys
 
@@ -79,11 +80,6 @@ class PreemptionModel:
         return cls(**data)
 
 
-def _option(default: Any, parse: Callable[[Any, str], Any]) -> Any:
-    """A field of :class:`RunOptions`: its default and ``parse(data, where)``, which reads its JSON form."""
-    return field(default=default, metadata={"parse": parse})
-
-
 @dataclass(frozen=True)
 class RunOptions:
     """Everything about a run besides cluster, workload, scheduler and seed (see the module's docstring for how
@@ -93,7 +89,7 @@ class RunOptions:
         preemption: what a preempted job loses (default: nothing).
     """
 
-    preemption: PreemptionModel = _option(PreemptionModel(), PreemptionModel.from_dict)
+    preemption: PreemptionModel = field(default=PreemptionModel(), metadata={"parse": PreemptionModel.from_dict})
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: ``{field: its to_dict()}``, read back by :meth:`from_dict`."""
