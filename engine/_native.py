@@ -42,6 +42,7 @@ NATIVE_MODULES = (
     "engine.schedulers.placement",
     "engine.schedulers.backfill_index",
     "engine.schedulers.backfill",
+    "engine.schedulers.tiresias_index",
     "engine.schedulers.tiresias",
     "engine.schedulers.drf",
     "engine.schedulers.fgd",
