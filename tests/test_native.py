@@ -15,7 +15,7 @@ import pytest
 
 from engine import _native, make_scheduler, parse_cluster, simulate
 from engine.schedulers import SCHEDULERS
-from engine.sim.simulator import PreemptionModel
+from engine.sim.options import PreemptionModel, RunOptions
 from engine.traces.generator import generate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,7 +77,7 @@ def _digest(scheduler: str) -> str:
     cluster = parse_cluster("1x8:A100-80,2x4:V100-32,2x8:T4")
     jobs = generate(cluster, 400, load=1.05, seed=5, allowed_share=0.2)
     result = simulate(cluster, jobs, make_scheduler(scheduler), seed=3,
-                      preemption=PreemptionModel(checkpoint_interval_s=600.0, restart_overhead_s=30.0))
+                      options=RunOptions(preemption=PreemptionModel(checkpoint_interval_s=600.0, restart_overhead_s=30.0)))
     h = hashlib.sha256()
     for field in FIELDS:
         h.update(np.ascontiguousarray(getattr(result, field)).tobytes())

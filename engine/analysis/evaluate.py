@@ -34,7 +34,8 @@ from engine.analysis.scenario import Scenario, WorkloadSpec, preset_names, prese
 from engine.errors import EngineError, reject_unknown_keys
 from engine.schedulers import make_scheduler
 from engine.sim.cluster import parse_cluster, parse_cluster_text
-from engine.sim.simulator import PreemptionModel, Result, simulate
+from engine.sim.options import RunOptions
+from engine.sim.simulator import Result, simulate
 
 #: The keys of the flat evaluation-scenario dicts that model cards written before the scenario record hold.
 LEGACY_KEYS = frozenset({"name", "cluster", "n_jobs", "load", "workload", "trace", "preset", "skip_jobs"})
@@ -228,15 +229,16 @@ class Evaluation:
 def evaluate(schedulers: Sequence[str], scenario: str | Scenario, seeds: int | Sequence[int], *,
              baseline: str | None = None, extra: Mapping[str, Callable[[Result], float]] | None = None,
              on_run: Callable[[str, int], None] | None = None,
-             preemption: PreemptionModel | None = None) -> Evaluation:
+             options: RunOptions | None = None) -> Evaluation:
     """Run every scheduler on the scenario's workload for each seed (``seeds=n`` means ``0..n-1``).
 
     ``extra`` adds metrics computed from each run's :class:`~engine.sim.simulator.Result` (e.g. a model's objective);
-    ``preemption`` is what preempted jobs lose (default: the scenario's run options).
+    ``options`` replace the scenario's run options (by default its own: for a named scenario, preemption that
+    loses nothing).
     """
     sc = scenario if isinstance(scenario, Scenario) else parse_scenario(scenario)
-    if preemption is not None:
-        sc = replace(sc, options=replace(sc.options, preemption=preemption))
+    if options is not None:
+        sc = replace(sc, options=options)
     names = [s.strip() for s in schedulers if s.strip()]
     if not names:
         raise EngineError("no schedulers to evaluate")
@@ -256,7 +258,7 @@ def evaluate(schedulers: Sequence[str], scenario: str | Scenario, seeds: int | S
         run = sc.with_seed(seed)
         jobs = run.workload.build_jobs(cluster)
         for n in names:
-            result = simulate(cluster, jobs, make_scheduler(n), seed=run.seed, preemption=run.options.preemption)
+            result = simulate(cluster, jobs, make_scheduler(n), seed=run.seed, options=run.options)
             row = summarize(result).to_dict()
             row.update({k: float(f(result)) for k, f in (extra or {}).items()})
             runs[n].append(row)

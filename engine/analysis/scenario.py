@@ -422,8 +422,8 @@ class Scenario:
 
         cluster = self.build_cluster() if cluster is None else cluster
         jobs = self.build_jobs(cluster, trace_bytes) if jobs is None else jobs
-        return {name: simulate(cluster, jobs, make_scheduler(name), seed=self.seed,
-                               preemption=self.options.preemption) for name in self.schedulers}
+        return {name: simulate(cluster, jobs, make_scheduler(name), seed=self.seed, options=self.options)
+                for name in self.schedulers}
 
     # ------------------------------------------------------------------ identity
     def workload_key(self) -> str:

@@ -123,7 +123,7 @@ def add_preemption_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def preemption_arg(args: argparse.Namespace):
-    from engine.sim.simulator import PreemptionModel
+    from engine.sim.options import PreemptionModel
 
     return PreemptionModel(checkpoint_interval_s=args.checkpoint_interval, restart_overhead_s=args.restart_overhead)
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from engine.analysis.evaluate import SCENARIOS, describe, evaluate, parse_scenario
 from engine.analysis.metrics import METRICS
 from engine.errors import EngineError
-from engine.sim.simulator import PreemptionModel
+from engine.sim.options import PreemptionModel
 
 _SHOWN_DIFFS = ("mean_wait_s", "p95_wait_s", "mean_jct_s", "mean_bounded_slowdown", "utilization",
                 "gini_user_wait", "comm_overhead_gpu_h")
@@ -52,7 +53,7 @@ def run(args) -> int:
     # The preemption options replace the scenario's run options only when given.
     given = args.checkpoint_interval is not None or args.restart_overhead != 0.0
     ev = evaluate(names, scenario, args.seeds, baseline=args.baseline, on_run=tick,
-                  preemption=preemption_arg(args) if given else None)
+                  options=replace(scenario.options, preemption=preemption_arg(args)) if given else None)
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
     preemption = ev.scenario.options.preemption

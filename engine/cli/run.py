@@ -32,11 +32,12 @@ def _describe_run(cluster, trace) -> str:
 def _run_one(name: str, cluster, jobs, args: argparse.Namespace):
     """Build scheduler ``name`` and simulate ``jobs`` with the run options of ``args``."""
     from engine.schedulers import make_scheduler
+    from engine.sim.options import RunOptions
     from engine.sim.simulator import simulate
 
     scheduler = make_scheduler(name)
     with progress(name, len(jobs), quiet=args.quiet) as on_progress:
-        return simulate(cluster, jobs, scheduler, seed=args.seed, preemption=preemption_arg(args),
+        return simulate(cluster, jobs, scheduler, seed=args.seed, options=RunOptions(preemption=preemption_arg(args)),
                         on_progress=on_progress)
 
 

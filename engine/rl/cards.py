@@ -37,7 +37,7 @@ from engine.rl.agent import MODELS_DIR, read_card
 from engine.rl.encoding import EVICT
 from engine.rl.reward import RewardWeights, objective_terms, weighted
 from engine.schedulers import SCHEDULERS
-from engine.sim.simulator import PreemptionModel
+from engine.sim.options import PreemptionModel, RunOptions
 
 #: The teaching presets (``presets/``): every agent is evaluated on each of them, none of which it trained on.
 TEACHING: tuple[str, ...] = tuple(sorted(PRESETS))
@@ -62,8 +62,8 @@ def plan_scenarios(plan: dict[str, Any]) -> list[str]:
 
 
 #: The preemption settings every scenario is evaluated under: what a preempted job loses.
-PREEMPTION: dict[str, PreemptionModel | None] = {
-    "free": None,
+PREEMPTION: dict[str, PreemptionModel] = {
+    "free": PreemptionModel(),
     "costly": PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0),
 }
 PREEMPTION_TEXT = {"free": "free preemption (a preempted job loses nothing)",
@@ -104,9 +104,9 @@ def evaluate_model(name: str, scenario: str, seeds: int, setting: str = "free") 
     key = (scenario, seeds, setting)
     if key not in _BASELINE_RUNS:
         _BASELINE_RUNS[key] = evaluate(baselines(), scenario, seeds, baseline="first-fit", extra=_term_metrics(),
-                                       preemption=PREEMPTION[setting])
+                                       options=RunOptions(preemption=PREEMPTION[setting]))
     base = _BASELINE_RUNS[key]
-    agent = evaluate([f"rl:{name}"], scenario, seeds, extra=_term_metrics(), preemption=PREEMPTION[setting])
+    agent = evaluate([f"rl:{name}"], scenario, seeds, extra=_term_metrics(), options=RunOptions(preemption=PREEMPTION[setting]))
     runs = {f"rl:{name}": agent.runs[f"rl:{name}"], **base.runs}
     runs = {s: [{**row, "objective": _objective(row, weights)} for row in rows] for s, rows in runs.items()}
     return Evaluation(base.scenario, base.seeds, runs, "first-fit")

@@ -56,7 +56,8 @@ from engine.rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, EncodingConfig, 
 from engine.rl.reward import RewardWeights, terminal_cost
 from engine.sim.cluster import Cluster, parse_cluster
 from engine.sim.job import Job
-from engine.sim.simulator import PreemptionModel, Result, Simulation
+from engine.sim.options import PreemptionModel, RunOptions
+from engine.sim.simulator import Result, Simulation
 from engine.sim.state import Decision, Preempt
 
 ENV_ID = "engine/GpuScheduling-v0"
@@ -119,24 +120,13 @@ class EnvConfig:
         # Configs written before ``preemptions`` name one model as ``preemption``; older ones had neither and
         # trained with free preemption, the default.
         if "preemption" in data:
-            kw["preemptions"] = (_preemption_model(data["preemption"], "env.preemption"),)
+            kw["preemptions"] = (PreemptionModel.from_dict(data["preemption"], "env.preemption"),)
         if "preemptions" in data:
             ps = data["preemptions"]
             if not isinstance(ps, list) or not ps:
                 raise EngineError("env.preemptions must be a non-empty list of preemption models")
-            kw["preemptions"] = tuple(_preemption_model(p, f"env.preemptions[{i}]") for i, p in enumerate(ps))
+            kw["preemptions"] = tuple(PreemptionModel.from_dict(p, f"env.preemptions[{i}]") for i, p in enumerate(ps))
         return cls(**kw)
-
-
-def _preemption_model(p: Any, where: str) -> PreemptionModel:
-    """A preemption model from its JSON object (``where`` names it in the one-line error)."""
-    if not isinstance(p, Mapping):
-        raise EngineError(f"{where} must be an object with checkpoint_interval_s, restart_overhead_s")
-    reject_unknown_keys(p, {"checkpoint_interval_s", "restart_overhead_s"}, where)
-    try:
-        return PreemptionModel(**p)
-    except (TypeError, ValueError) as e:
-        raise EngineError(f"{where}: {e}") from None
 
 
 def observation_space(enc: EncodingConfig) -> tuple[spaces.Dict, spaces.Discrete]:
@@ -210,7 +200,7 @@ class GpuSchedulingEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
         super().reset(seed=seed)
         cluster, jobs, preemption = self._episode(options or {})
-        sim = Simulation(cluster, jobs, preemption=preemption, seed=0 if seed is None else seed,
+        sim = Simulation(cluster, jobs, options=RunOptions(preemption=preemption), seed=0 if seed is None else seed,
                          scheduler_name="rl-env")
         self._sim = sim
         self._result = None

@@ -28,6 +28,7 @@ from engine.rl.reward import RewardWeights, objective
 from engine.rl.teacher import TEACHERS, teacher_action
 from engine.schedulers.placement import PLACEMENTS
 from engine.sim.job import Job
+from engine.sim.options import RunOptions
 from engine.sim.simulator import simulate
 from engine.sim.state import ClusterState, Decision, Start
 
@@ -140,7 +141,7 @@ class Lookahead:
             add(r.job, max(r.est_end_s - now, OVERDUE_S) * r.rate + state.preemption_cost_s(v))
         self.rollouts += 1
         sched = _Forced(placed, first, self._make(finisher))
-        result = simulate(state.cluster, jobs, sched, preemption=state.preemption)
+        result = simulate(state.cluster, jobs, sched, options=RunOptions(preemption=state.preemption))
         return objective(result, self.reward)
 
 

@@ -34,6 +34,7 @@ from engine.sim.agenda import Agenda
 from engine.sim.cluster import Cluster
 from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy
+from engine.sim.options import PreemptionModel, RunOptions
 from engine.sim.state import (
     FRACTION_EPS,
     ClusterState,
@@ -71,29 +72,6 @@ _WOKE: Final = 2
 #: Status codes in :attr:`Result.status`.
 COMPLETED: Final = 0
 UNSCHEDULABLE: Final = 1
-
-
-@mypyc_attr(native_class=False)  # compiled, a plain class still: pickled, compared, replaced like any dataclass
-@dataclass(frozen=True)
-class PreemptionModel:
-    """What a preempted job loses.
-
-    Attributes:
-        checkpoint_interval_s: the job checkpoints every this many seconds of reference work; on preemption
-            it keeps only the work up to its last checkpoint. ``None`` means it checkpoints at the moment it is
-            preempted and loses nothing.
-        restart_overhead_s: seconds of extra reference work each restart after a preemption costs (reloading
-            data and model state).
-    """
-
-    checkpoint_interval_s: float | None = None
-    restart_overhead_s: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.checkpoint_interval_s is not None and not self.checkpoint_interval_s > 0:
-            raise ValueError("checkpoint_interval_s must be > 0 or None")
-        if not (math.isfinite(self.restart_overhead_s) and self.restart_overhead_s >= 0):
-            raise ValueError("restart_overhead_s must be a number >= 0")
 
 
 @mypyc_attr(native_class=False)
@@ -199,13 +177,13 @@ class Simulation:
     Args:
         cluster: the cluster to simulate.
         jobs: the workload; ``jobs[i].job_id`` must be ``i``. Order of submission is by ``(submit_s, job_id)``.
-        preemption: what preempted jobs lose.
+        options: the run's options (:class:`~engine.sim.options.RunOptions`; default: preempted jobs lose nothing).
         seed: handed to schedulers through ``ClusterState.seed``; the simulator itself draws no randomness.
         scheduler_name: used in error messages and in the result.
         on_progress: called as ``on_progress(finished_jobs, total_jobs)`` about every 1 % of jobs.
     """
 
-    def __init__(self, cluster: Cluster, jobs: Sequence[Job], *, preemption: PreemptionModel | None = None,
+    def __init__(self, cluster: Cluster, jobs: Sequence[Job], *, options: RunOptions | None = None,
                  seed: int = 0, scheduler_name: str = "",
                  on_progress: Callable[[int, int], None] | None = None) -> None:
         self.cluster = cluster
@@ -213,7 +191,7 @@ class Simulation:
         for i, job in enumerate(self.jobs):
             if job.job_id != i:
                 raise ValueError(f"jobs[{i}] has job_id {job.job_id}; job ids must be 0..n-1 in order")
-        self.preemption = preemption or PreemptionModel()
+        self.options = options or RunOptions()
         self.seed = int(seed)
         self.scheduler_name = scheduler_name
         self._on_progress = on_progress
@@ -313,6 +291,11 @@ class Simulation:
         self.state = ClusterState(self, self._shapes, arrival_order=self._arrival_order, queue=self._queue,
                                   running=self._running, occupancy=self._occ, queue_shapes=self._queue_shapes,
                                   user_gpus=self._user_gpus, preemptions=self._preemptions)
+
+    @property
+    def preemption(self) -> PreemptionModel:
+        """What a preempted job loses (``options.preemption``; schedulers read it through the state)."""
+        return self.options.preemption
 
     def reset(self) -> ClusterState:
         """Start over and run to the first decision point; returns the live view."""
@@ -835,10 +818,11 @@ def _ro(a: np.ndarray) -> np.ndarray:
 
 
 def simulate(cluster: Cluster, jobs: Sequence[Job], scheduler: Scheduler, *, seed: int = 0,
-             preemption: PreemptionModel | None = None,
+             options: RunOptions | None = None,
              on_progress: Callable[[int, int], None] | None = None) -> Result:
-    """Run ``scheduler`` on ``jobs`` over ``cluster`` to the end and return the :class:`Result`."""
-    sim = Simulation(cluster, jobs, preemption=preemption, seed=seed,
+    """Run ``scheduler`` on ``jobs`` over ``cluster`` with ``options`` (default :class:`RunOptions`) to the end
+    and return the :class:`Result`."""
+    sim = Simulation(cluster, jobs, options=options, seed=seed,
                      scheduler_name=getattr(scheduler, "name", type(scheduler).__name__), on_progress=on_progress)
     state = sim.reset()
     scheduler.reset(state)

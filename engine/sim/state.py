@@ -34,7 +34,8 @@ from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from engine.sim.simulator import PreemptionModel, Simulation
+    from engine.sim.options import PreemptionModel
+    from engine.sim.simulator import Simulation
 
 #: Tolerance for sums of GPU fractions (0.1 + 0.2 must fit in 0.3).
 FRACTION_EPS: Final = 1e-9

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine import Job, Preempt, PreemptionModel, Simulation, Start, make_scheduler, parse_cluster, simulate
+from engine import Job, Preempt, PreemptionModel, RunOptions, Simulation, Start, make_scheduler, parse_cluster, simulate
 from engine.analysis.metrics import (
     METRICS,
     Summary,
@@ -84,7 +84,7 @@ def test_wait_counts_time_back_in_the_queue_after_preemption(interval, lost_s, e
     # Job 0 runs 0-10, is preempted for job 1 (10-30), resumes at 30. A 4 s checkpoint interval rolls its
     # 10 s of work back to 8 s, so it runs 92 s more (2 GPU-s lost).
     jobs = [Job(0, 0.0, 100.0), Job(1, 10.0, 20.0)]
-    sim = Simulation(parse_cluster("1x1:generic"), jobs, preemption=PreemptionModel(checkpoint_interval_s=interval))
+    sim = Simulation(parse_cluster("1x1:generic"), jobs, options=RunOptions(preemption=PreemptionModel(checkpoint_interval_s=interval)))
     assert sim.reset().now_s == 0
     assert sim.step([Start(0, (0,))]) and sim.now_s == 10
     assert sim.step([Preempt(0), Start(1, (0,))]) and sim.now_s == 30

@@ -14,7 +14,7 @@ from engine.rl.env import ENV_ID, EnvConfig, GpuSchedulingEnv
 from engine.rl.reward import RewardWeights, objective, objective_terms
 from engine.schedulers.placement import first_fit
 from engine.sim.job import Job
-from engine.sim.simulator import PreemptionModel
+from engine.sim.options import PreemptionModel
 
 MIXED = "2x4:A100-80,3x4:V100-32,2x2:T4"
 

@@ -18,7 +18,8 @@ from engine.rl.lookahead import Lookahead, LookaheadConfig, LookaheadScheduler
 from engine.rl.reward import RewardWeights, objective
 from engine.rl.teacher import TeacherScheduler
 from engine.sim.job import Job
-from engine.sim.simulator import PreemptionModel, Simulation
+from engine.sim.options import PreemptionModel, RunOptions
+from engine.sim.simulator import Simulation
 from engine.sim.state import Start
 
 CLUSTER = "2x8:V100-32"
@@ -29,7 +30,7 @@ CANDIDATES = ("short-spare-evict-est", "short-spare-evict", "short-spare", "shor
 
 def _state_at_zero(jobs: list[Job], running: dict[int, tuple[int, ...]], preemption: PreemptionModel = COSTLY):
     """A simulation at time 0 with ``running`` started (job -> GPUs) and the rest queued."""
-    sim = Simulation(parse_cluster(CLUSTER), jobs, preemption=preemption)
+    sim = Simulation(parse_cluster(CLUSTER), jobs, options=RunOptions(preemption=preemption))
     state = sim.reset()
     sim.apply([Start(j, g) for j, g in running.items()])
     return state
@@ -64,7 +65,7 @@ def test_the_believed_runs_follow_the_runs_preemption_model():
     jobs = [Job(0, 0.0, 9000.0, gpus=8), Job(1, 0.0, 9000.0, gpus=8), Job(2, 1000.0, 600.0, gpus=8)]
     costs = {}
     for name, model in (("free", PreemptionModel()), ("costly", COSTLY)):
-        sim = Simulation(parse_cluster(CLUSTER), jobs, preemption=model)
+        sim = Simulation(parse_cluster(CLUSTER), jobs, options=RunOptions(preemption=model))
         state = sim.reset()
         sim.step([Start(0, tuple(range(8))), Start(1, tuple(range(8, 16)))])  # to job 2's arrival at 1000 s
         assert state.now_s == 1000.0
@@ -98,8 +99,8 @@ def test_the_expert_cuts_wait_against_its_teachers_under_costly_preemption():
     for seed in range(3):
         jobs = make_jobs(cluster, 120, 1.5, seed)
         expert = LookaheadScheduler(LookaheadConfig(candidates=CANDIDATES), ENC, rw)
-        mine = objective(simulate(cluster, jobs, expert, preemption=COSTLY), rw)
-        best = min(objective(simulate(cluster, jobs, TeacherScheduler(n, ENC), preemption=COSTLY), rw)
+        mine = objective(simulate(cluster, jobs, expert, options=RunOptions(preemption=COSTLY)), rw)
+        best = min(objective(simulate(cluster, jobs, TeacherScheduler(n, ENC), options=RunOptions(preemption=COSTLY)), rw)
                    for n in CANDIDATES)
         diffs.append(mine - best)
     assert np.mean(diffs) < 0
@@ -159,7 +160,7 @@ def test_a_model_cloned_from_the_expert_says_so_and_its_expert_runs_as_a_schedul
     monkeypatch.setenv(USER_MODELS_ENV, str(tmp_path / "models"))
     sched = make_scheduler("expert:tiny-expert")
     cluster = parse_cluster("2x4:A100-80,2x4:V100-32")
-    res = simulate(cluster, make_jobs(cluster, 25, 1.2, 0), sched, preemption=COSTLY)
+    res = simulate(cluster, make_jobs(cluster, 25, 1.2, 0), sched, options=RunOptions(preemption=COSTLY))
     assert sched.name == "expert:tiny-expert" and (res.status == 0).all() and sched.expert.rollouts > 0
     monkeypatch.setenv(USER_MODELS_ENV, str(tiny_models))
     with pytest.raises(ModelError, match="not cloned from a lookahead expert"):

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from engine import Job, PreemptionModel, make_scheduler, parse_cluster, scheduler_names, simulate
+from engine import Job, PreemptionModel, RunOptions, make_scheduler, parse_cluster, scheduler_names, simulate
 from engine.schedulers.tiresias import Tiresias
 from engine.sim.job import JOB_TYPES
 from engine.sim.simulator import COMPLETED, UNSCHEDULABLE
@@ -129,14 +129,15 @@ def same_result(a, b) -> bool:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cluster=clusters(), jobs=workloads(), seed=st.integers(0, 3), checkpointed=st.booleans())
 def test_scheduler_properties(name, cluster, jobs, seed, checkpointed):
-    preemption = PreemptionModel(checkpoint_interval_s=30.0, restart_overhead_s=5.0) if checkpointed else None
-    r = simulate(cluster, jobs, FACTORIES[name](), seed=seed, preemption=preemption)
+    costly = PreemptionModel(checkpoint_interval_s=30.0, restart_overhead_s=5.0)
+    options = RunOptions(preemption=costly) if checkpointed else None
+    r = simulate(cluster, jobs, FACTORIES[name](), seed=seed, options=options)
     event(f"preempted: {bool(r.preemptions.any())}")  # coverage, shown by --hypothesis-show-statistics
     event(f"unschedulable: {bool((r.status == UNSCHEDULABLE).any())}")
     check_each_job_ends_once(r)
     check_no_overallocation(r)
     check_busy_time_adds_up(r)
-    again = simulate(cluster, jobs, FACTORIES[name](), seed=seed, preemption=preemption)
+    again = simulate(cluster, jobs, FACTORIES[name](), seed=seed, options=options)
     assert same_result(r, again)
 
 

@@ -10,6 +10,7 @@ from engine import (
     Job,
     Preempt,
     PreemptionModel,
+    RunOptions,
     Simulation,
     StallError,
     Start,
@@ -119,7 +120,7 @@ def test_preemption_loses_work_since_checkpoint_and_pays_restart():
     c = parse_cluster("1x1:generic")
     script = {0.0: [Start(0, (0,)), Wake(10.0)], 10.0: [Preempt(0), Start(0, (0,))]}
     r = simulate(c, [job(0, 0, 100)], Scripted(script),
-                 preemption=PreemptionModel(checkpoint_interval_s=4, restart_overhead_s=3))
+                 options=RunOptions(preemption=PreemptionModel(checkpoint_interval_s=4, restart_overhead_s=3)))
     # 10 s done, kept 8 (last checkpoint), lost 2; restart adds 3: 95 s left from t=10.
     assert r.end_s[0] == pytest.approx(105.0)
     assert r.preemptions[0] == 1
@@ -153,7 +154,7 @@ def test_preemption_cost_is_what_a_preemption_then_loses(model, costs, end_s):
     c = parse_cluster("1x1:generic")
     sched = CostReader({0.0: [Start(0, (0,)), Wake(10.0)], 10.0: [Preempt(0), Start(0, (0,)), Wake(15.0)],
                         15.0: [Wake(17.0)]})
-    r = simulate(c, [job(0, 0, 100)], sched, preemption=model)
+    r = simulate(c, [job(0, 0, 100)], sched, options=RunOptions(preemption=model))
     assert sched.costs == pytest.approx(costs)
     # The cost read at 10 s is what the preemption then lost: the rolled-back work plus the restart.
     assert r.lost_gpu_s[0] + (model.restart_overhead_s if r.preemptions[0] else 0) == pytest.approx(costs[10.0])
