@@ -391,10 +391,11 @@ class Scenario:
             raise ScenarioError(f"scenario.schedulers lists a name twice: {quote(list(self.schedulers))}")
 
     # ------------------------------------------------------------------ engine objects
-    def build_cluster(self) -> Cluster:
+    def build_cluster(self, *, trusted: bool = False) -> Cluster:
         """The :class:`Cluster` this scenario names (``ClusterSpecError`` if it is invalid or larger than
-        :data:`MAX_NODES` nodes or :data:`MAX_GPUS` GPUs). Only shorthand and inline JSON: never a file."""
-        cluster = parse_cluster_text(self.cluster)
+        :data:`MAX_NODES` nodes or :data:`MAX_GPUS` GPUs). Only shorthand and inline JSON, unless ``trusted``
+        (the command line, the repository's records): then also a file or source (``.json``, ``openb:PATH``)."""
+        cluster = parse_cluster(self.cluster) if trusted else parse_cluster_text(self.cluster)
         if cluster.n_nodes > MAX_NODES or cluster.n_gpus > MAX_GPUS:
             raise ScenarioError(f"the cluster has {cluster.n_nodes:,} nodes and {cluster.n_gpus:,} GPUs; "
                                 f"the playground's limit is {MAX_NODES:,} nodes and {MAX_GPUS:,} GPUs")
@@ -468,7 +469,7 @@ class Scenario:
                 raise ScenarioError(str(exc)) from None
         workload = WorkloadSpec.from_dict(data.get("workload", {}), trusted=trusted)
         sc = cls(workload=workload, schedulers=tuple(scheds), **kwargs)
-        sc.build_cluster()  # a scenario from outside is checked whole, its cluster included (cheap: no layout)
+        sc.build_cluster(trusted=trusted)  # checked whole, its cluster included (cheap: no layout)
         return sc
 
     @classmethod
