@@ -76,12 +76,12 @@ def add_cluster_argument(parser: argparse.ArgumentParser, **overrides: Any) -> N
     parser.add_argument("--cluster", **{**settings, **overrides})
 
 
-def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
+def add_trace_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """``--trace PATH`` plus every loader option (``--format --skip-bad --time-unit --map --first --window
     --load-scale``)."""
     from engine.cli.traces import add_trace_options
 
-    parser.add_argument("--trace", required=True, metavar="PATH", help="workload trace file")
+    parser.add_argument("--trace", required=required, metavar="PATH", help="workload trace file")
     add_trace_options(parser)
 
 

@@ -130,15 +130,11 @@ def sweep_spec(args: argparse.Namespace):
 
 
 def _uploaded_trace(spec, args: argparse.Namespace):
-    """The jobs of a spec whose trace is an upload (referenced by its SHA-256, as the app writes it): read from
-    ``--trace`` or the file's name in the working directory, whose bytes must match; ``None`` otherwise."""
-    w = spec.base.workload
-    if w.source != "trace" or not w.trace_sha256:
-        return None
-    path = Path(args.trace or w.trace_name)
-    if not path.is_file():
-        raise EngineError(f"the spec's trace {w.trace_name!r} is an upload: give the file with --trace PATH")
-    return w.load_trace(path.read_bytes()).jobs
+    """The jobs of a spec whose trace is an upload (see :func:`engine.cli.run.scenario_trace_bytes`), else None."""
+    from engine.cli.run import scenario_trace_bytes
+
+    data = scenario_trace_bytes(spec.base.workload, args.trace)
+    return None if data is None else spec.base.workload.load_trace(data).jobs
 
 
 def run_sweep(args: argparse.Namespace) -> int:
