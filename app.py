@@ -1,14 +1,14 @@
 """The GPU scheduling playground: `streamlit run app.py` (or `make run`).
 
 A router and nothing more: the pages live in ``app_pages/``, the shared sidebar and session helpers in
-``app_pages/common.py``, every computation in ``engine/``. (The folder is not called ``pages/``: Streamlit
+``app_pages/lib/common.py``, every computation in ``engine/``. (The folder is not called ``pages/``: Streamlit
 treats a ``pages/`` folder beside the main script as an old-style multipage app, and a link straight to a
 page would then skip this router and its sidebar.)
 """
 
 import streamlit as st
 
-from app_pages import common
+from app_pages.lib import common
 
 st.set_page_config(page_title="GPU scheduling playground", page_icon=":material/memory:", layout="wide")
 

@@ -6,10 +6,9 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from app_pages import common
-from engine import EngineError
-from engine.sim.cluster import CLUSTER_SOURCES, DEFAULT_CATALOG, Cluster
-from engine.viz import charts
+from app_pages.lib import common
+from engine.sim.cluster import CLUSTER_SOURCES, DEFAULT_CATALOG, NodeGroup
+from engine.viz.cluster import cluster_figure
 
 st.title("Cluster")
 sc = common.scenario()
@@ -57,24 +56,17 @@ with st.form("cluster_groups_form", border=False):
     applied = st.form_submit_button("Apply node groups", type="primary")
 
 
-def _spec_from_table(table: pd.DataFrame) -> str:
-    """Shorthand when no row names a rack and the catalog is the default, else the cluster JSON."""
+def _groups_of(table: pd.DataFrame) -> tuple[NodeGroup, ...]:
+    """The node groups the edited table holds (rows without GPU type, nodes or GPUs per node are left out)."""
     rows = table.dropna(subset=["gpu_type", "nodes", "gpus_per_node"])
-    if rows.empty:
-        raise EngineError("the cluster needs at least one node group with GPU type, nodes and GPUs per node")
-    data = cluster.to_dict()
-    data["groups"] = [{"gpu_type": r.gpu_type, "nodes": int(r.nodes), "gpus_per_node": int(r.gpus_per_node),
-                       **({"rack": str(r.rack).strip()} if isinstance(r.rack, str) and r.rack.strip() else {})}
-                      for r in rows.itertuples()]
-    model = {k: v for k, v in data.items() if k != "groups"}
-    default_model = {k: v for k, v in Cluster(groups=cluster.groups).to_dict().items() if k != "groups"}
-    if model == default_model and all("rack" not in g for g in data["groups"]):
-        return ",".join(f"{g['nodes']}x{g['gpus_per_node']}:{g['gpu_type']}" for g in data["groups"])
-    return json.dumps(data, separators=(",", ":"))
+    return tuple(NodeGroup(r.gpu_type, int(r.nodes), int(r.gpus_per_node),
+                           str(r.rack).strip() if isinstance(r.rack, str) and r.rack.strip() else None)
+                 for r in rows.itertuples())
 
 
 if applied and not edited.reset_index(drop=True).equals(groups):
-    spec = common.engine_call(_spec_from_table, edited, what="node groups")
+    edited_cluster = common.engine_call(replace, cluster, groups=_groups_of(edited), what="node groups")
+    spec = None if edited_cluster is None else edited_cluster.to_spec()
     if spec is not None and spec != sc.cluster:
         new = replace(sc, cluster=spec)
         if common.engine_call(new.build_cluster, what="node groups") is not None:
@@ -92,13 +84,13 @@ with st.expander("Cluster as text (shorthand or JSON)"):
 
 # ---------------------------------------------------------------- totals and picture
 lay = cluster.layout
-vram = sum(cluster.catalog[t].vram_gib * n for t, n in cluster.gpus_by_type().items())
+vram = cluster.vram_gib
 m = st.columns(4)
 m[0].metric("Racks", len(lay.rack_names))
 m[1].metric("Nodes", cluster.n_nodes)
 m[2].metric("GPUs", cluster.n_gpus)
 m[3].metric("GPU memory", f"{vram / 1024:.1f} TiB" if vram >= 10_240 else f"{vram:.0f} GiB")
-common.plot(charts.cluster_figure(cluster), "cluster_picture")
+common.plot(cluster_figure(cluster), "cluster_picture")
 
 st.subheader("GPU catalog")
 st.caption("Speed is relative training throughput (V100 = 1). Inference and interactive jobs gain less from a "

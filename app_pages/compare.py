@@ -6,13 +6,14 @@ import math
 import pandas as pd
 import streamlit as st
 
-from app_pages import common
+from app_pages.lib import common
 from engine import SCHEDULERS
 from engine.analysis import never_ran, seeds
 from engine.analysis.job_story import job_story
 from engine.analysis.metrics import METRICS, best_columns, summarize
 from engine.analysis.presets import PRESETS
-from engine.viz import charts, tables
+from engine.viz import tables
+from engine.viz.timeline import HEATMAP_BINS, HEATMAP_GPUS, HEATMAP_ROWS, WEBGL_BARS, WEBGL_JOBS, raster_bins
 
 _SEEDS = "compare_seed_table"  # (workload key, schedulers, seeds, table) of the last multi-seed run
 st.title("Compare schedulers")
@@ -127,16 +128,16 @@ DRAWINGS = {"auto": None, "bars (SVG)": "bars", "bars (WebGL)": "webgl", "raster
             "busy-share heatmap": "heatmap"}
 drawing = st.selectbox("Timeline drawing", list(DRAWINGS), key="compare_drawing",
                        help="auto: bars for small runs, a raster for large ones, a heatmap above "
-                            f"{charts.HEATMAP_GPUS} GPUs. Bars of many thousands of jobs are slow to draw.")
+                            f"{HEATMAP_GPUS} GPUs. Bars of many thousands of jobs are slow to draw.")
 timeline = common.timeline_for(ran_sc, results, color_by, DRAWINGS[drawing])
 mode = timeline.layout.meta["mode"]
 if mode == "raster" and drawing == "auto":
-    st.info(f"More than {charts.WEBGL_JOBS:,} jobs in a run or {charts.WEBGL_BARS:,} bars in all: to stay "
-            f"responsive, each timeline is a raster of {charts.raster_bins(len(results))} time cells per GPU, coloured like the "
+    st.info(f"More than {WEBGL_JOBS:,} jobs in a run or {WEBGL_BARS:,} bars in all: to stay "
+            f"responsive, each timeline is a raster of {raster_bins(len(results))} time cells per GPU, coloured like the "
             "job that holds the GPU (hover a cell for the job). Choose *bars* above to draw every job.")
 elif mode == "heatmap":
     st.info("A large run: each timeline is shown as a GPU × time heatmap of the busy share "
-            f"(at most {charts.HEATMAP_ROWS} rows of GPUs and {charts.HEATMAP_BINS} time bins).")
+            f"(at most {HEATMAP_ROWS} rows of GPUs and {HEATMAP_BINS} time bins).")
 st.caption("One row per GPU, one bar per job; press ▶ play or drag the slider to move the cursor through time. "
            "The small chart under each timeline is its queue length.")
 common.plot(timeline, "timeline_chart")

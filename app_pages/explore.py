@@ -9,7 +9,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from app_pages import common
+from app_pages.lib import common
 from engine import SCHEDULERS, EngineError
 from engine.analysis.metrics import METRICS
 from engine.analysis.plan import Target, plan

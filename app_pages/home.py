@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages import common
+from app_pages.lib import common
 from engine import SCHEDULERS
 from engine.analysis.presets import PRESETS
 from engine.analysis.scenario import scenario_from_preset

@@ -5,9 +5,9 @@ import time
 
 import streamlit as st
 
-from app_pages import common
-from app_pages.text import as_text
-from engine.viz import charts
+from app_pages.lib import common
+from app_pages.lib.text import as_text
+from engine.viz.training import training_figure
 
 st.title("Train an agent")
 
@@ -121,7 +121,7 @@ def live() -> None:
         st.error(f"Training stopped with an error (exit code {code}). Last lines of its log:\n\n" +
                  "\n".join(f"    {line}" for line in tail))
     if len(curves):
-        common.plot(charts.training_figure(curves), "train_curves")
+        common.plot(training_figure(curves), "train_curves")
     elif code is None:
         st.caption("Waiting for the first logged rollout (the first curves appear after one PPO rollout)…")
     if code is not None and st.session_state.get("_train_reran") != (job["name"], job["t0"]):

@@ -6,15 +6,24 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app_pages import common
-from app_pages.text import as_text
+from app_pages.lib import common
+from app_pages.lib.text import as_text
 from engine import EngineError
 from engine.analysis import never_ran
 from engine.analysis.scenario import ARRIVALS, MAX_FIRST, MAX_JOBS, MAX_MIX_WEIGHT, MAX_SEED, MAX_USERS, WorkloadSpec
 from engine.errors import TraceError
 from engine.traces import TRACE_FORMATS, mapped
 from engine.traces.generator import DEFAULT_MIX
-from engine.viz import charts
+from engine.traces.load import gpu_hours, offered_load, offered_load_series
+from engine.traces.options import TIME_UNITS
+from engine.viz.workload import (
+    arrivals_figure,
+    duration_figure,
+    gpu_count_figure,
+    jobs_frame,
+    offered_load_figure,
+    user_volume_figure,
+)
 
 st.title("Workload")
 sc = common.scenario()
@@ -94,7 +103,7 @@ def _load(name: str, data: bytes, fmt: str, unit: str, column_map: dict[str, str
         return
     spec = common.engine_call(
         WorkloadSpec, source="trace", trace_sha256=digest, trace_name=Path(name).name[-200:],
-        trace_format="" if fmt == "auto-detect" else fmt, time_unit="" if unit == "format default" else unit,
+        trace_format="" if fmt == "auto-detect" else fmt, time_unit=unit,
         column_map=tuple(column_map.items()), first=first, skip_bad=skip_bad, what=name)
     if spec is None:
         common.forget_trace(digest)
@@ -156,7 +165,7 @@ with up_tab:
     formats = ["auto-detect"] + list(TRACE_FORMATS)
     c = st.columns(3)
     fmt = c[0].selectbox("Format", formats, key="up_format", format_func=lambda f: FORMAT_LABELS.get(f, f))
-    unit = c[1].selectbox("Time unit", ["format default", "s", "ms"], key="up_unit",
+    unit = c[1].selectbox("Time unit", ["", *TIME_UNITS], key="up_unit", format_func=lambda u: u or "format default",
                           help="Only for formats whose time unit is not fixed (Tiresias-style CSV, mapped CSV).")
     first = c[2].number_input("Keep the first N jobs (0 = all)", 0, MAX_FIRST, 0, key="up_first")
     skip_bad = st.checkbox("Skip malformed rows and report them (otherwise the first bad row stops the load)",
@@ -183,7 +192,7 @@ with up_tab:
             st.info(f"The columns of {name} are not those of a trace format the playground knows: "
                     "choose below which column holds each field.")
             fmt = MAPPED
-        column_map, blocker = _mapping_form(name, pv, "s" if unit == "format default" else unit)
+        column_map, blocker = _mapping_form(name, pv, unit)
     load_clicked = st.button("Load trace", type="primary", key="load_trace", disabled=not data or bool(blocker))
     if load_clicked:
         if len(data) > common.MAX_UPLOAD_MB * 2**20:
@@ -224,20 +233,18 @@ elif w.source == "preset":
 else:
     st.subheader(f"Generated workload: {len(jobs):,} jobs")
 
-frame = charts.jobs_frame(jobs)
-span = float(frame["submit_s"].max()) if len(frame) else 0.0
-offered = frame["gpu_s"].sum() / (cluster.n_gpus * span) if span > 0 else float("inf")
+frame = jobs_frame(jobs)
 m = st.columns(4)
 m[0].metric("Jobs", f"{len(frame):,}")
 m[1].metric("Users", frame["user"].nunique())
-m[2].metric("GPU-hours asked", f"{frame['gpu_s'].sum() / 3600:,.0f}")
-m[3].metric(f"Offered load on {cluster.n_gpus} GPUs", f"{offered:.2f}")
+m[2].metric("GPU-hours asked", f"{gpu_hours(jobs):,.0f}")
+m[3].metric(f"Offered load on {cluster.n_gpus} GPUs", f"{offered_load(jobs, cluster.n_gpus):.2f}")
 c1, c2 = st.columns(2)
-common.plot(charts.arrivals_figure(frame), "wl_arrivals", c1)
-common.plot(charts.offered_load_figure(frame, cluster.n_gpus), "wl_load", c2)
+common.plot(arrivals_figure(frame), "wl_arrivals", c1)
+common.plot(offered_load_figure(*offered_load_series(jobs, cluster.n_gpus), cluster.n_gpus), "wl_load", c2)
 c1, c2 = st.columns(2)
-common.plot(charts.gpu_count_figure(frame), "wl_gpus", c1)
-common.plot(charts.duration_figure(frame), "wl_durations", c2)
-common.plot(charts.user_volume_figure(frame), "wl_users")
+common.plot(gpu_count_figure(frame), "wl_gpus", c1)
+common.plot(duration_figure(frame), "wl_durations", c2)
+common.plot(user_volume_figure(frame), "wl_users")
 with st.expander("First 200 jobs"):
     st.dataframe(frame.head(200), hide_index=True, width="stretch")

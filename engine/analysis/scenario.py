@@ -46,10 +46,12 @@ from engine.sim.cluster import Cluster, loads_bounded, parse_cluster, parse_clus
 from engine.sim.job import Job
 from engine.sim.options import RunOptions
 from engine.traces import TRACE_FORMATS
-from engine.traces.generator import ARRIVALS, DEFAULT_TYPES, generate, job_types
+from engine.traces.generator import ARRIVALS, generate, job_types
+from engine.traces.load import demand_arrays, offered_load_of
 from engine.traces.mapped import ALIASES as MAPPED_ALIASES
 from engine.traces.mapped import KEYS as MAPPED_KEYS
-from engine.traces.tiresias import TIME_UNITS as TRACE_TIME_UNITS
+from engine.traces.options import TIME_UNITS as TRACE_TIME_UNITS
+from engine.traces.options import load_options
 
 #: The repository: relative trace paths of trusted records are tried from here, and the presets live here.
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -227,7 +229,7 @@ class WorkloadSpec:
         if self.source != "trace":
             raise ScenarioError(f"the workload comes from {self.source!r}, not from a trace")
         if self.trace_path:
-            return _load_trace_file(str(resolve_path(self.trace_path)), self._loader_options())
+            return _load_trace_file(str(resolve_path(self.trace_path)), json.dumps(self.loader_options()))
         if trace_bytes is None:
             raise ScenarioError(f"the trace {self.trace_name or self.trace_sha256[:12]} is not available: "
                                 "upload it again")
@@ -243,11 +245,11 @@ class WorkloadSpec:
             return trace_block(jobs, self.seed if seed is None else seed, self.block, self.load, n_gpus)
         return scale_submits(jobs, self.load_scale)
 
-    def _loader_options(self) -> tuple[tuple[str, Any], ...]:
-        """``load_trace`` keyword arguments (hashable, for the cache of trace files)."""
-        return (("format", self.trace_format or None), ("skip_bad", self.skip_bad),
-                ("time_unit", self.time_unit or None), ("column_map", self.column_map or None),
-                ("first", self.first or None), ("window", self.window))
+    def loader_options(self) -> dict[str, Any]:
+        """``load_trace`` keyword arguments (:func:`engine.traces.options.load_options` and the window)."""
+        options = load_options(format=self.trace_format, skip_bad=self.skip_bad, time_unit=self.time_unit,
+                               column_map=self.column_map, first=self.first)
+        return options if self.window is None else {**options, "window": self.window}
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
@@ -628,10 +630,14 @@ def resolve_path(path: str) -> Path:
 
 
 @lru_cache(maxsize=4)
-def _load_trace_file(path: str, options: tuple[tuple[str, Any], ...]):
+def _load_trace_file(path: str, options_json: str):
+    """A trace file loaded with options (JSON: a hashable key; evaluations load one file for every seed)."""
     from engine.traces import load_trace
 
-    return load_trace(path, **{k: dict(v) if k == "column_map" and v else v for k, v in options})
+    options = json.loads(options_json)
+    if "window" in options:
+        options["window"] = tuple(options["window"])
+    return load_trace(path, **options)
 
 
 def load_trace_bytes(data: bytes, workload: WorkloadSpec):
@@ -643,7 +649,7 @@ def load_trace_bytes(data: bytes, workload: WorkloadSpec):
     from engine.traces import load_trace
 
     suffix = "".join(re.sub(r"[^A-Za-z0-9.]", "", s) for s in Path(workload.trace_name).suffixes[-2:]) or ".csv"
-    options = {k: dict(v) if k == "column_map" and v else v for k, v in workload._loader_options()}
+    options = workload.loader_options()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"trace{suffix}"
         path.write_bytes(data)
@@ -679,17 +685,12 @@ def trace_block(jobs: Sequence[Job], k: int, n: int, load: float, n_gpus: int) -
     span = float(since[-1])
     if span <= 0:
         return tuple(replace(j, job_id=i, submit_s=0.0) for i, j in enumerate(block))
-    gpus = np.array([j.gpus * j.gpu_fraction for j in block])
-    run_s = np.array([j.duration_s for j in block])
-    to_last = span - since
-
-    def offered(scale: float) -> float:
-        return float((gpus * np.minimum(run_s, scale * to_last)).sum() / (scale * span * n_gpus))
-
+    _, gpus, run_s = demand_arrays(block)
     lo, hi = 1e-6, 1e6
     for _ in range(100):  # geometric bisection: 2**-100 of the factor's log range
         mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if offered(mid) > load else (lo, mid)
+        offered = offered_load_of(since, gpus, run_s, n_gpus, arrival_scale=mid, until_last_arrival=True)
+        lo, hi = (mid, hi) if offered > load else (lo, mid)
     return tuple(replace(j, job_id=i, submit_s=float(t * hi)) for i, (j, t) in enumerate(zip(block, since)))
 
 

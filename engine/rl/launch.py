@@ -96,9 +96,9 @@ def resume_config(cfg: TrainConfig, target_steps: int, models_dir: Path) -> tupl
 
 
 def curves(cfg: TrainConfig) -> pd.DataFrame:
-    """The run's logged returns so far (``tag, step, value`` as :func:`engine.viz.charts.training_curves`), every
+    """The run's logged returns so far (``tag, step, value`` as :func:`engine.viz.training.training_curves`), every
     segment's steps shifted by the steps trained before it."""
-    from engine.viz.charts import training_curves
+    from engine.viz.training import training_curves
 
     where = run_dir(cfg)
     offsets = _segments(where)

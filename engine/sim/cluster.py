@@ -235,6 +235,11 @@ class Cluster:
     def n_nodes(self) -> int:
         return sum(g.nodes for g in self.groups)
 
+    @property
+    def vram_gib(self) -> float:
+        """GPU memory of the whole cluster, GiB."""
+        return float(sum(self.catalog[t].vram_gib * n for t, n in self.gpus_by_type().items()))
+
     def gpus_by_type(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for g in self.groups:
@@ -259,6 +264,15 @@ class Cluster:
 
     def to_shorthand(self) -> str:
         return ",".join(f"{g.nodes}x{g.gpus_per_node}:{g.gpu_type}" for g in self.groups)
+
+    def to_spec(self) -> str:
+        """The shortest text :func:`parse_cluster_text` reads back to an equal cluster: the shorthand when no group
+        names a rack and everything but the groups is the default, else the compact JSON of :meth:`to_dict`."""
+        data = self.to_dict()
+        default = Cluster(groups=self.groups).to_dict()
+        if all(g.rack is None for g in self.groups) and all(data[k] == default[k] for k in data if k != "groups"):
+            return self.to_shorthand()
+        return json.dumps(data, separators=(",", ":"))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready description that :func:`parse_cluster` reads back to an equal cluster."""

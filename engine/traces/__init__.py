@@ -31,6 +31,7 @@ from engine.traces import tiresias as _tiresias
 from engine.traces.base import DROP_REASONS, MAX_TIME_S, ReadContext
 from engine.traces.csv import write_csv
 from engine.traces.fast import Fallback
+from engine.traces.options import TIME_UNITS
 from engine.traces.report import TraceReport, make_report
 
 __all__ = ["DROP_REASONS", "TRACE_FORMATS", "Trace", "TraceError", "TraceFormat", "TraceReport", "load_trace",
@@ -127,8 +128,8 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
         users = [f.name for f in TRACE_FORMATS.values() if opt in f.options]
         raise TraceError(f"option {opt} does not apply to format {fmt.name!r} (only to: {', '.join(users)})",
                          path=str(path))
-    if time_unit is not None and time_unit not in ("s", "ms"):
-        raise TraceError(f"time unit {time_unit!r}: expected 's' or 'ms'", path=str(path))
+    if time_unit is not None and time_unit not in TIME_UNITS:
+        raise TraceError(f"time unit {time_unit!r}: expected {' or '.join(map(repr, TIME_UNITS))}", path=str(path))
     if first is not None and first < 0:
         raise TraceError(f"first must be >= 0, got {first}", path=str(path))
     if window is not None and not (window[0] <= window[1]):

@@ -34,8 +34,8 @@ from typing import Mapping, Sequence
 
 from engine.traces.base import MAX_TIME_S, BadField, Columns, ReadContext, read_header, read_rows, to_float, to_int
 from engine.traces.csv import split_types
+from engine.traces.options import DEFAULT_TIME_UNIT, TIME_UNITS, seconds_per
 from engine.traces.philly import parse_timestamp
-from engine.traces.tiresias import TIME_UNITS
 
 KEYS = ("submit", "duration", "end", "gpus", "gpu_fraction", "vram_gib", "user", "job_type", "priority",
         "allowed_types", "estimate", "name")
@@ -81,7 +81,7 @@ def _time(text: str, column: str, scale: float) -> float:
 def read(ctx: ReadContext) -> None:
     """Read a CSV into ``ctx`` through ``ctx.column_map``."""
     cmap = _normalise(ctx)
-    scale = TIME_UNITS[ctx.time_unit or "s"]
+    scale = seconds_per(ctx.time_unit)
     header, rows = read_header(ctx, None, list(dict.fromkeys(cmap.values())))
     ix = {key: header.index(col) for key, col in cmap.items()}
 
@@ -226,7 +226,7 @@ def time_unit_note(pv: CsvPreview, cmap: Mapping[str, str], time_unit: str) -> t
     the suggestion is ``"ms"`` when the numbers read as milliseconds look plausible, else ``time_unit``."""
     from engine.units import human_seconds
 
-    scale = TIME_UNITS.get(time_unit or "s", 1.0)
+    scale = TIME_UNITS.get(time_unit or DEFAULT_TIME_UNIT, 1.0)
     ix = {k: pv.header.index(c) for k, c in cmap.items() if c in pv.header}
     if "submit" not in ix:
         return time_unit, ""
@@ -244,11 +244,11 @@ def time_unit_note(pv: CsvPreview, cmap: Mapping[str, str], time_unit: str) -> t
     span = max(submit) - min(submit) if len(submit) > 1 else 0.0
     if not (median > SUSPECT_MEDIAN_S or span > SUSPECT_SPAN_S):
         return time_unit, ""
-    unit_name = {"s": "seconds", "ms": "milliseconds"}.get(time_unit or "s", time_unit)
+    unit_name = {"s": "seconds", "ms": "milliseconds"}.get(time_unit or DEFAULT_TIME_UNIT, time_unit)
     looks = (f"the median job would run {human_seconds(median)}" if median == median else "") + \
             (f"{' and ' if median == median else ''}the first {len(submit):,} jobs would span {human_seconds(span)}"
              if span else "")
-    suggest = "ms" if (time_unit or "s") == "s" else time_unit
+    suggest = "ms" if (time_unit or DEFAULT_TIME_UNIT) == "s" else time_unit
     hint = " They look like milliseconds: choose the time unit ms." if suggest == "ms" else ""
     return suggest, f"If these times are {unit_name}, {looks}.{hint}"
 

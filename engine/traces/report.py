@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -10,6 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from engine.sim.job import Job
+from engine.traces.load import load_ratio
 
 
 @dataclass(frozen=True)
@@ -45,15 +45,11 @@ class TraceReport:
     def offered_load(self, cluster_gpus: int) -> float:
         """GPU-seconds asked for over GPU-seconds available while jobs arrive: ``gpu_s / (gpus x span_s)``.
 
-        This is the generator's "load" (arrival rate x mean GPU-seconds per job / cluster GPUs), measured.
-        ``inf`` when all jobs arrive at once (span 0) and there is any work; 0 for an empty trace.
+        This is the generator's "load" (arrival rate x mean GPU-seconds per job / cluster GPUs), measured
+        (:func:`engine.traces.load.load_ratio`): ``inf`` when all jobs arrive at once (span 0) and there is any
+        work; 0 for an empty trace.
         """
-        if cluster_gpus <= 0:
-            raise ValueError("cluster_gpus must be >= 1")
-        gpu_s = self.gpu_hours * 3600.0
-        if gpu_s == 0:
-            return 0.0
-        return math.inf if self.span_s <= 0 else gpu_s / (cluster_gpus * self.span_s)
+        return load_ratio(self.gpu_hours * 3600.0, cluster_gpus, self.span_s)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict with at least ``rows, jobs, dropped, span_s, gpu_hours, users``."""

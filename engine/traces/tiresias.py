@@ -14,16 +14,16 @@ from __future__ import annotations
 import math
 
 from engine.traces.base import Columns, ReadContext, read_header, read_rows, to_int, to_time
+from engine.traces.options import seconds_per
 
 COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
 REQUIRED = ("num_gpu", "submit_time", "duration")
-TIME_UNITS = {"s": 1.0, "ms": 1e-3}
 COLUMN_NAMES = Columns(gpus="num_gpu", duration_s="duration")
 
 
 def read(ctx: ReadContext) -> None:
     """Read a Tiresias CSV into ``ctx`` (times scaled by ``ctx.time_unit``, default seconds)."""
-    scale = TIME_UNITS[ctx.time_unit or "s"]
+    scale = seconds_per(ctx.time_unit)
     header, rows = read_header(ctx, None, REQUIRED)
     ix = {c: header.index(c) for c in header}
     i_gpus, i_submit, i_dur = ix["num_gpu"], ix["submit_time"], ix["duration"]

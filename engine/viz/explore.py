@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 
 from engine.analysis.metrics import METRICS
 from engine.analysis.sweep import CELL_COLUMNS, curve_stats
-from engine.viz.charts import PALETTE
+from engine.viz.style import PALETTE
 
 #: Parameters of a sweep a heatmap can put on an axis.
 HEATMAP_AXES = CELL_COLUMNS

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import app_pages.common as common
-from app_pages import workers
+import app_pages.lib.common as common
+from app_pages.lib import workers
 from engine.analysis.scenario import content_hash
 from engine.rl import launch
 from engine.traces import write_csv

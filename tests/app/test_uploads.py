@@ -10,7 +10,7 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_pages import uploads, workers
+from app_pages.lib import uploads, workers
 from engine.errors import ClusterSpecError
 from engine.sim.cluster import parse_cluster
 from engine.traces import write_csv

@@ -1,5 +1,5 @@
 """Several browser sessions run comparisons at once against one server: every one finishes, because the runs
-happen in worker processes (app_pages/workers.py), not in the sessions' script threads. And a link's Markdown
+happen in worker processes (app_pages/lib/workers.py), not in the sessions' script threads. And a link's Markdown
 reaches the page as text: no link is drawn from it."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What every page shares: the current scenario, uploaded traces, cached runs, the sidebar, error display.
 
 Pages stay thin: they read and write the scenario through :func:`scenario` / :func:`set_scenario`, get jobs
-and results through the cached functions here, and hand them to :mod:`engine.viz.charts`. Nothing here
+and results through the cached functions here, and hand them to the figures of :mod:`engine.viz`. Nothing here
 schedules anything.
 """
 
@@ -17,17 +17,20 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages import uploads, workers
-from app_pages.text import as_text
+from app_pages.lib import uploads, workers
+from app_pages.lib.text import as_text
 from engine import EngineError, Job, Result
 from engine.analysis.metrics import Summary, compare, job_frame, summarize
 from engine.analysis.scenario import Scenario
 from engine.rl.agent import MODELS_DIR, user_models_dir  # trained agents: <name>.json model cards (rl:<name>)
 from engine.sim.cluster import Cluster
 from engine.units import human_seconds
-from engine.viz import charts
+from engine.viz.distributions import cdf_figure
+from engine.viz.series import series_figure
+from engine.viz.timeline import timeline_figure
+from engine.viz.users import user_wait_figure
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: Largest trace file the app accepts, MiB (``.streamlit/config.toml`` sets ``server.maxUploadSize`` to match).
 MAX_UPLOAD_MB = 50
 
@@ -86,7 +89,7 @@ def sync_query_params(sc: Scenario) -> None:
 
 # ----------------------------------------------------------------------------- traces and jobs
 def store_trace(data: bytes) -> str:
-    """Keep an upload in this session's bounded store (:mod:`app_pages.uploads`); returns its SHA-256."""
+    """Keep an upload in this session's bounded store (:mod:`app_pages.lib.uploads`); returns its SHA-256."""
     return uploads.session_store().put(data)
 
 
@@ -172,7 +175,7 @@ def ran_before(sc: Scenario) -> bool:
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _timeline(workload_key: str, names: tuple[str, ...], color_by: str, mode: str | None,
               _results: dict[str, Result]):
-    return charts.timeline_figure(_results, color_by=color_by, mode=mode)
+    return timeline_figure(_results, color_by=color_by, mode=mode)
 
 
 def timeline_for(sc: Scenario, results: dict[str, Result], color_by: str, mode: str | None = None):
@@ -206,9 +209,9 @@ def comparison_for(sc: Scenario, results: dict[str, Result]) -> Comparison:
 
 #: The Compare page's charts besides the timeline: name -> builder from the runs and their Comparison.
 COMPARISON_CHARTS: dict[str, Callable[[dict[str, Result], Comparison], go.Figure]] = {
-    "series": lambda results, views: charts.series_figure(results),
-    "cdfs": lambda results, views: charts.cdf_figure(views.job_frames),
-    "user_box": lambda results, views: charts.user_wait_figure(
+    "series": lambda results, views: series_figure(results),
+    "cdfs": lambda results, views: cdf_figure(views.job_frames),
+    "user_box": lambda results, views: user_wait_figure(
         views.job_frames, {name: (s.gini_user_wait, s.jain_user_wait) for name, s in views.summaries.items()}),
 }
 
@@ -243,7 +246,9 @@ def trained_agents() -> list[str]:
 
     if "rl" not in PREFIXES:
         return []
-    return sorted({f"rl:{p.stem}" for d in (MODELS_DIR, user_models_dir()) for p in d.glob("*.json")})
+    from engine.rl.agent import model_names
+
+    return sorted({f"rl:{n}" for d in (MODELS_DIR, user_models_dir()) for n in model_names(d)})
 
 
 def agent_verdict(name: str) -> tuple[bool, str] | None:
@@ -262,7 +267,7 @@ def agent_verdict(name: str) -> tuple[bool, str] | None:
 
 
 def plot(fig, key: str, where=st) -> None:
-    """Draw a figure of :mod:`engine.viz.charts` at the container's width (``where``: ``st`` or a column).
+    """Draw a figure of :mod:`engine.viz` at the container's width (``where``: ``st`` or a column).
 
     The figures bring their own template, so Streamlit's chart theme is off: applying it made the browser
     take about 1.5x as long to draw the Compare page's animated timeline (browser benchmark).

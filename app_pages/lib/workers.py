@@ -7,7 +7,7 @@ for the answer, so other sessions go on, and a run that passes a bound is stoppe
 and answered with a one-line :class:`RunLimitError` instead of taking the server down.
 
 Whoever hosts the app sets the bounds by environment variable (or ``.streamlit/secrets.toml``, as in
-:mod:`app_pages.uploads`):
+:mod:`app_pages.lib.uploads`):
 
 * ``PLAYGROUND_WORKERS`` (``workers``): processes at once for the whole server (default: CPU cores, at most 8);
   a call waits for a free one at most as long as its own time limit;
@@ -27,13 +27,13 @@ import threading
 from multiprocessing import spawn
 from typing import Any, Callable
 
-from app_pages.uploads import host_setting
+from app_pages.lib.uploads import host_setting
 from engine import EngineError, make_scheduler, simulate
 
 _CONTEXT = multiprocessing.get_context("forkserver")
 # Children fork from a server with these imported: a worker starts in milliseconds, not seconds.
 _CONTEXT.set_forkserver_preload(["engine", "engine.analysis.scenario", "engine.analysis.presets",
-                                 "engine.traces", "app_pages.workers"])
+                                 "engine.traces", "app_pages.lib.workers"])
 _PREPARATION = spawn.get_preparation_data
 _start_lock = threading.Lock()
 _slots_lock = threading.Lock()

@@ -1,0 +1,44 @@
+"""What every chart shares: the colour palette, colours per category and readable time units."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import pandas as pd
+
+from engine.units import TIME_UNITS
+
+#: Colour-blind-safe qualitative palette (Okabe-Ito, then Plotly's "Safe"); the last entry is for "other".
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#332288",
+           "#117733", "#882255", "#44AA99", "#999933")
+OTHER_COLOUR = "#BBBBBB"
+#: At most this many categories get their own colour; the rest are drawn as "other".
+MAX_CATEGORIES = len(PALETTE)
+
+#: An axis is labelled in the largest unit of :data:`engine.units.TIME_UNITS` it spans this many times (a single
+#: value, :func:`engine.units.human_seconds`, takes the largest it spans twice), so the axis reads 0 to 3 or more.
+AXIS_SPANS = 3
+
+
+def time_scale(span_s: float) -> tuple[str, float]:
+    """The unit that keeps an axis spanning ``span_s`` seconds readable: ``(label, seconds per unit)``."""
+    span_s = abs(float(span_s)) if math.isfinite(span_s) else 0.0
+    for name, secs in TIME_UNITS:  # largest first
+        if span_s >= AXIS_SPANS * secs:
+            return name, secs
+    return "s", 1.0
+
+
+def category_colours(values: Sequence[str], limit: int = MAX_CATEGORIES) -> dict[str, str]:
+    """Colour per category: the ``limit - 1`` most frequent get palette colours (ties by name), the rest
+    map to grey under the name ``"other"``. Deterministic for equal inputs."""
+    counts = pd.Series(list(values), dtype=object).value_counts()
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    names = [str(k) for k, _ in ordered]
+    if len(names) <= limit:
+        return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted(names))}
+    top = sorted(names[: limit - 1])
+    out = {name: PALETTE[i] for i, name in enumerate(top)}
+    out.update({name: OTHER_COLOUR for name in names[limit - 1:]})
+    return out

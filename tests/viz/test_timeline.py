@@ -1,0 +1,127 @@
+"""The animated per-GPU timeline: its data shaping, its drawing modes, its animation."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine import Job, make_scheduler, parse_cluster, simulate
+from engine.viz import timeline
+
+
+def test_segments_frame_has_one_row_per_segment_gpu(runs):
+    r = runs["fifo"]
+    seg = timeline.segments_frame(r)
+    assert len(seg) == len(r.seg_gpu_ids) == sum(j.gpus for j in r.jobs)
+    four = seg[seg["job_id"] == 2]  # job 2 asks for 4 GPUs
+    assert len(four) == 4 and four["gpu"].nunique() == 4 and four["start_s"].nunique() == 1
+    assert (seg["end_s"] > seg["start_s"]).all()
+    assert set(seg["user"]) == {"u0", "u1", "u2"}
+
+
+def test_busy_grid_integrates_segments_exactly():
+    seg = pd.DataFrame({"gpu": [0, 1, 1], "start_s": [1.0, 0.0, 9.0], "end_s": [7.0, 2.0, 10.0],
+                        "fraction": [1.0, 0.5, 1.0]})
+    grid = timeline.busy_grid(seg, n_gpus=2, edges_s=np.array([0.0, 2.0, 4.0, 6.0, 8.0, 10.0]), rows=2)
+    assert grid[0].tolist() == pytest.approx([0.5, 1.0, 1.0, 0.5, 0.0])
+    assert grid[1].tolist() == pytest.approx([0.5, 0.0, 0.0, 0.0, 0.5])
+    # Bands: 2 GPUs in one row average their busy shares.
+    band = timeline.busy_grid(seg, n_gpus=2, edges_s=np.array([0.0, 10.0]), rows=1)
+    assert band[0, 0] == pytest.approx((6.0 + 0.5 * 2 + 1.0) / 20)
+
+
+@pytest.mark.parametrize("color_by", ["user", "job_type"])
+def test_timeline_figure_side_by_side_with_animation(runs, color_by):
+    fig = timeline.timeline_figure(runs, color_by=color_by, frames=50)
+    assert fig.layout.meta["mode"] == "bars" and fig.layout.meta["frames"] == 50
+    spec = fig.to_dict()  # frames are attached unvalidated; read them from the spec the browser gets
+    assert len(spec["frames"]) == 50
+    xs = [fr["data"][0]["x"][0] for fr in spec["frames"]]
+    assert xs[0] == 0 and xs == sorted(xs) and xs[-1] > xs[0]  # the cursor sweeps forward
+    assert [a.text for a in fig.layout.annotations][:2] == ["fifo", "best-fit"]
+    legend = {t.name for t in fig.data if t.showlegend}
+    expected = {"u0", "u1", "u2"} if color_by == "user" else {"training", "inference"}
+    assert legend == expected
+    assert fig.layout.updatemenus[0].buttons[0].method == "animate"
+    steps = fig.layout.sliders[0].steps
+    assert len(steps) == 50
+    # Every step moves the cursor; only every SLIDER_LABEL_EVERY-th has a label (each label costs a layout).
+    assert [list(s.args[0]) for s in steps] == [[str(k)] for k in range(50)]
+    assert [k for k, s in enumerate(steps) if s.label] == list(range(0, 50, timeline.SLIDER_LABEL_EVERY))
+    # Labels and the cursor's readout in human time; the readout changes with every frame.
+    assert all(s.label.endswith((" s", " min", " h", " d")) for s in steps if s.label)
+    readouts = [fr["data"][0]["text"][0] for fr in spec["frames"]]
+    assert readouts[0] == "0 s" and len(set(readouts)) == 50 and readouts[-1].endswith(" min")
+    # Rows read as nodes and GPU types: a tick per node, a dotted line where the type changes, and a hover
+    # that names the job, its user and job type, the GPU's type and its node.
+    assert list(fig.layout.yaxis.ticktext) == ["n0 · A100-80", "n1 · A100-80", "n2 · V100-32"]
+    assert [sh.type for sh in fig.layout.shapes].count("line") == 2  # one per column
+    bar = next(t for t in fig.data if t.showlegend)
+    assert "job %{customdata[0]}" in bar.hovertemplate and "node %{customdata[1]}" in bar.hovertemplate
+    assert ("A100-80" in bar.hovertemplate or "V100-32" in bar.hovertemplate) and "%{text}" in bar.hovertemplate
+    titles = [ax.title.text for name, ax in fig.layout.to_plotly_json().items() if name.startswith("xaxis")
+              for ax in [fig.layout[name]] if ax.title.text]
+    assert titles and all(t == "time (min)" for t in titles)
+
+
+def test_timeline_frames_are_capped_and_large_runs_switch_mode(runs, monkeypatch):
+    assert timeline.timeline_figure(runs, frames=10_000).layout.meta["frames"] == timeline.MAX_FRAMES
+    assert timeline.timeline_mode(list(runs.values())) == "bars"
+    monkeypatch.setattr(timeline, "WEBGL_BARS", 10)
+    assert timeline.timeline_mode(list(runs.values())) == "raster"
+    monkeypatch.setattr(timeline, "WEBGL_BARS", 10**9)
+    monkeypatch.setattr(timeline, "WEBGL_JOBS", 10)
+    assert timeline.timeline_mode(list(runs.values())) == "raster"
+    fig = timeline.timeline_figure(runs, animate=False, mode="webgl")
+    assert any(t.type == "scattergl" for t in fig.data) and not fig.frames
+    monkeypatch.setattr(timeline, "HEATMAP_GPUS", 4)
+    fig = timeline.timeline_figure(runs)
+    assert fig.layout.meta["mode"] == "heatmap"
+    heat = [t for t in fig.data if t.type == "heatmap"]
+    assert len(heat) == 2 and 0 < np.max(heat[0].z) <= 100
+    with pytest.raises(ValueError, match="mode must be one of"):
+        timeline.timeline_figure(runs, mode="3d")
+
+
+def test_raster_bins_follow_the_width_of_a_column():
+    assert timeline.raster_bins(1) == timeline.RASTER_BINS
+    assert timeline.raster_bins(5) == timeline.RASTER_WIDTH_PX // 5
+    assert timeline.raster_bins(50) == timeline.RASTER_MIN_BINS
+
+
+def test_raster_jobs_assigns_cells_by_midpoint():
+    seg = pd.DataFrame({"gpu": [0, 0, 1], "job_id": [4, 5, 6], "start_s": [0.0, 3.0, 2.4],
+                        "end_s": [3.0, 10.0, 2.6]})
+    grid = timeline.raster_jobs(seg, n_gpus=2, t_end_s=10.0, bins=10)
+    assert grid[0].tolist() == [4, 4, 4, 5, 5, 5, 5, 5, 5, 5]
+    assert grid[1].tolist() == [-1, -1, 6, -1, -1, -1, -1, -1, -1, -1]  # covers the midpoint 2.5 only
+
+
+def test_raster_timeline_colours_cells_like_the_jobs(runs, monkeypatch):
+    monkeypatch.setattr(timeline, "WEBGL_BARS", 10)
+    assert timeline.timeline_mode(list(runs.values())) == "raster"
+    fig = timeline.timeline_figure(runs, color_by="user")
+    assert fig.layout.meta["mode"] == "raster"
+    heat = [t for t in fig.data if t.type == "heatmap"]
+    # One heatmap per GPU type (A100-80, V100-32) and run; stacked, they cover every GPU once.
+    assert len(heat) == 4 and "GPU %{y} · V100-32" in heat[1].hovertemplate
+    z = np.concatenate([np.asarray(t.z) for t in heat[:2]])
+    jobs = np.concatenate([np.asarray(t.customdata) for t in heat[:2]])
+    assert np.concatenate([np.asarray(t.y) for t in heat[:2]]).tolist() == list(range(runs["fifo"].cluster.n_gpus))
+    n_gpus = runs["fifo"].cluster.n_gpus
+    assert z.shape == jobs.shape == (n_gpus, timeline.raster_bins(2))
+    users = sorted({j.user for j in runs["fifo"].jobs})
+    busy = ~np.isnan(z)
+    assert busy.any() and (~busy).any()
+    expected = [users.index(runs["fifo"].jobs[j].user) for j in jobs[busy]]
+    assert z[busy].tolist() == expected
+    assert {t.name for t in fig.data if t.showlegend} == set(users)
+
+
+def test_clusters_above_the_gpu_limit_get_a_banded_heatmap():
+    cluster = parse_cluster("75x8:T4")  # 600 GPUs > HEATMAP_GPUS
+    jobs = tuple(Job(i, submit_s=10.0 * i, duration_s=500.0, gpus=8) for i in range(30))
+    fig = timeline.timeline_figure({"fifo": simulate(cluster, jobs, make_scheduler("fifo"))})
+    assert fig.layout.meta["mode"] == "heatmap"
+    assert fig.layout.yaxis.title.text == "GPU band (row of ≤3 GPUs)"
+    heat = next(t for t in fig.data if t.type == "heatmap")
+    assert np.asarray(heat.z).shape[0] == timeline.HEATMAP_ROWS
