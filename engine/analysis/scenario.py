@@ -276,7 +276,7 @@ class WorkloadSpec:
                     raise ScenarioError(f"{where}.{key} must be an object")
                 wl[key] = dict(wl[key]) if key == "types" else tuple((str(k), v) for k, v in wl[key].items())
         for key in (*INT_BOUNDS, *NUMBER_BOUNDS):  # links carry numbers as text
-            wl[key] = _as_number(wl[key], int if key in INT_BOUNDS else float) if key in wl else None
+            wl[key] = _as_number(wl[key], int if key in INT_BOUNDS else float, f"{where}.{key}") if key in wl else None
             if wl[key] is None:
                 del wl[key]
         try:
@@ -461,13 +461,11 @@ class Scenario:
             raise ScenarioError("scenario.schedulers must be a list of scheduler names")
         kwargs: dict[str, Any] = {k: data[k] for k in ("cluster", "name") if k in data}
         if "seed" in data:
-            kwargs["seed"] = _as_number(data["seed"], int)
+            kwargs["seed"] = _as_number(data["seed"], int, "scenario.seed")
         if "options" in data:
             try:
                 kwargs["options"] = RunOptions.from_dict(data["options"], "scenario.options")
-            except ScenarioError:
-                raise
-            except EngineError as exc:
+            except EngineError as exc:  # OptionsError: one line naming scenario.options.KEY
                 raise ScenarioError(str(exc)) from None
         workload = WorkloadSpec.from_dict(data.get("workload", {}), trusted=trusted)
         sc = cls(workload=workload, schedulers=tuple(scheds), **kwargs)
@@ -537,7 +535,7 @@ class Scenario:
                     k, sep, v = part.partition(":")
                     if not sep:
                         raise ScenarioError(f"link parameter {key}: expected NAME:VALUE pairs, got {quote(part)}")
-                    pairs[k] = _number_text(v, float, key) if f.name == "mix" else v
+                    pairs[k] = _number_text(v, float, key, strict=True) if f.name == "mix" else v
                 wl[f.name] = pairs
             elif f.name in ("types", "window"):
                 wl[f.name] = _json_param(text, key)
@@ -695,27 +693,25 @@ def trace_block(jobs: Sequence[Job], k: int, n: int, load: float, n_gpus: int) -
 
 
 # ---------------------------------------------------------------------------------------------- checks
-def _number_text(value: str, kind: type, where: str = "") -> Any:
-    """A number written as text (a link's parameter): the number, or the text itself when it is none (the
-    bounds check then names the key and quotes it)."""
+def _number_text(value: str, kind: type, where: str, strict: bool = False) -> Any:
+    """A number written as text (a link's parameter): the number, or (unless ``strict``) the text itself when it
+    is none (the bounds check then names the key and quotes it). Text over 40 characters is refused here."""
     if len(value) > 40:
-        if where:
-            raise ScenarioError(f"{where} must be a number of at most 40 characters, got {len(value):,} characters")
-        return value
+        raise ScenarioError(f"{where} must be a number of at most 40 characters, got {len(value):,} characters")
     try:
         out = float(value) if kind is float else int(value)
     except (TypeError, ValueError, OverflowError):
-        if where:
+        if strict:
             raise ScenarioError(f"{where} must be a number, got {quote(value)}") from None
         return value
     return out
 
 
-def _as_number(value: Any, kind: type) -> Any:
+def _as_number(value: Any, kind: type, where: str) -> Any:
     """A JSON or link value of a number field: text read as a number, an integral float as an integer for
     integer fields; anything else unchanged (the bounds check names the key and quotes it)."""
     if isinstance(value, str):
-        return _number_text(value, kind)
+        return _number_text(value, kind, where)
     if kind is int and isinstance(value, float) and value.is_integer():
         return int(value)
     return value
