@@ -98,14 +98,14 @@ def describe(sc: Scenario, quote_cluster: str = "`") -> str:
 
 
 def parse_scenario(text: str) -> Scenario:
-    """A scenario from a name in :data:`SCENARIOS`, a preset name, a scenario JSON file (``*.json``, read as
-    trusted: it may name a trace file) or a ``key=value;...`` spec."""
+    """A scenario from a name in :data:`SCENARIOS`, a preset name, a scenario JSON file (``*.json`` or any file
+    that exists; read as trusted: it may name a trace file) or a ``key=value;...`` spec."""
     text = text.strip()
     if text in SCENARIOS:
         return SCENARIOS[text]
     if text in preset_names():
         return preset_scenario(text)
-    if "=" not in text and text.endswith(".json"):
+    if "=" not in text and (text.endswith(".json") or Path(text).is_file()):
         return Scenario.from_json(Path(text).read_bytes(), trusted=True)
     if "=" not in text:
         raise EngineError(f"unknown scenario {text!r}; named: {', '.join(SCENARIOS)}; presets: "

@@ -10,9 +10,9 @@ from engine import SCHEDULERS
 from engine.analysis.evaluate import SCENARIOS, Evaluation, scenario_from_dict
 from engine.analysis.metrics import METRICS
 from engine.errors import EngineError
-from engine.sim.cluster import parse_cluster
 from engine.rl import cards
 from engine.rl.agent import MODELS_DIR, model_names
+from engine.sim.cluster import parse_cluster
 
 SHOWN = cards.SHOWN
 
