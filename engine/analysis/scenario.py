@@ -35,7 +35,7 @@ import math
 import re
 import tempfile
 from dataclasses import dataclass, field, fields, replace
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -180,7 +180,7 @@ class WorkloadSpec:
 
     @classmethod
     def from_generator_args(cls, n_jobs: int, load: float = 0.8, seed: int = 0,
-                            **options: Any) -> "WorkloadSpec":
+                            **options: Any) -> WorkloadSpec:
         """The workload ``generate(cluster, n_jobs, load, seed, **options)`` draws: what is not in ``options``
         takes the generator's default (so ``users`` is 10 here, not the app's 6)."""
         unknown = set(options) - set(GENERATOR_OPTIONS)
@@ -200,7 +200,7 @@ class WorkloadSpec:
         args["types"] = dict(self.types) or None
         return {k: v for k, v in args.items() if v != _GENERATOR_DEFAULTS[k]}
 
-    def with_seed(self, seed: int) -> "WorkloadSpec":
+    def with_seed(self, seed: int) -> WorkloadSpec:
         return replace(self, seed=seed)
 
     # ------------------------------------------------------------------ jobs
@@ -260,7 +260,7 @@ class WorkloadSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, trusted: bool = False,
-                  where: str = "scenario.workload") -> "WorkloadSpec":
+                  where: str = "scenario.workload") -> WorkloadSpec:
         """A workload from its JSON object (missing keys take their defaults). Untrusted data may not name a
         trace file (``trace_path``); one-line errors name the key."""
         if not isinstance(data, Mapping):
@@ -292,8 +292,8 @@ def _check_workload(w: WorkloadSpec, where: str) -> None:
     """Every bound of a workload, in one place; the message names the key (``where.key``)."""
     if w.source not in WORKLOAD_SOURCES:
         raise ScenarioError(f"{where}.source {quote(w.source)}: expected one of {', '.join(WORKLOAD_SOURCES)}")
-    for key, (low, high) in INT_BOUNDS.items():
-        _check_int(getattr(w, key), f"{where}.{key}", low, high)
+    for key, (least, most) in INT_BOUNDS.items():
+        _check_int(getattr(w, key), f"{where}.{key}", least, most)
     for key, (low, high, low_in, high_in) in NUMBER_BOUNDS.items():
         value = getattr(w, key)
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and (
@@ -411,7 +411,7 @@ class Scenario:
         """The workload's trace (:meth:`WorkloadSpec.load_trace`)."""
         return self.workload.load_trace(trace_bytes)
 
-    def with_seed(self, seed: int) -> "Scenario":
+    def with_seed(self, seed: int) -> Scenario:
         """Seed ``seed`` of this scenario: the workload's seed and the simulation seed both ``seed`` (how
         evaluations, sweeps and presets' lesson checks number their runs)."""
         return replace(self, seed=seed, workload=self.workload.with_seed(seed))
@@ -437,7 +437,7 @@ class Scenario:
             d.pop(key)
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
-    def with_schedulers(self, names) -> "Scenario":
+    def with_schedulers(self, names) -> Scenario:
         return replace(self, schedulers=tuple(names))
 
     # ------------------------------------------------------------------ JSON
@@ -449,7 +449,7 @@ class Scenario:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, trusted: bool = False) -> "Scenario":
+    def from_dict(cls, data: Mapping[str, Any], *, trusted: bool = False) -> Scenario:
         """A scenario from its JSON object (what :meth:`to_dict` writes; older files without ``options`` or
         the newer workload keys load with their defaults). ``trusted`` allows a trace file path (records the
         repository ships or the command line reads); the cluster is checked whole."""
@@ -473,7 +473,7 @@ class Scenario:
         return sc
 
     @classmethod
-    def from_json(cls, text: str | bytes, *, trusted: bool = False) -> "Scenario":
+    def from_json(cls, text: str | bytes, *, trusted: bool = False) -> Scenario:
         """A scenario from its JSON (at most :data:`MAX_SCENARIO_BYTES`, nested at most :data:`MAX_JSON_DEPTH`)."""
         if len(text) > MAX_SCENARIO_BYTES:
             raise ScenarioError(f"the scenario JSON has {len(text):,} bytes; the limit is {MAX_SCENARIO_BYTES:,}")
@@ -507,7 +507,7 @@ class Scenario:
         return out
 
     @classmethod
-    def from_query(cls, params: Mapping[str, Any]) -> "Scenario":
+    def from_query(cls, params: Mapping[str, Any]) -> Scenario:
         """Inverse of :meth:`to_query` (untrusted); unknown parameters are ignored (links may carry others)."""
         if "cluster" not in params:
             raise ScenarioError("the link has no 'cluster' parameter")
@@ -569,6 +569,8 @@ def preset_scenario_from_dict(name: str, data: Mapping[str, Any], where: str = "
     cluster = data.get("cluster")
     if isinstance(cluster, Mapping):
         cluster = json.dumps(cluster, separators=(",", ":"))
+    if not isinstance(cluster, str):
+        raise ScenarioError(f"{where}: 'cluster' must be a cluster spec or a cluster JSON object")
     workload = data.get("workload")
     if not isinstance(workload, Mapping):
         raise ScenarioError(f"{where}: 'workload' must be an object")
@@ -592,7 +594,7 @@ def preset_scenario_from_dict(name: str, data: Mapping[str, Any], where: str = "
     return Scenario(cluster=cluster, workload=spec, schedulers=tuple(schedulers), seed=seed, name=name)
 
 
-@lru_cache(maxsize=None)
+@cache
 def preset_scenario(name: str) -> Scenario:
     """The scenario of teaching preset ``name`` (its cluster, its workload, its schedulers, its seed)."""
     if name not in preset_names():

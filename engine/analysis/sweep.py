@@ -125,7 +125,7 @@ class SweepSpec:
     @classmethod
     def grid(cls, clusters: Sequence[str], schedulers: Sequence[str], *, seeds: int = 1, jobs: int | None = None,
              loads: Sequence[float] = (), generator: Mapping[str, Any] | None = None, trace: str | None = None,
-             trace_options: Mapping[str, Any] | None = None, options: RunOptions | None = None) -> "SweepSpec":
+             trace_options: Mapping[str, Any] | None = None, options: RunOptions | None = None) -> SweepSpec:
         """A spec from the grid's values: ``jobs`` generated jobs (extra generator arguments in ``generator``)
         or a ``trace`` file read with ``trace_options`` (:data:`TRACE_OPTIONS`; loads are then load scales,
         default 1). This is also how spec files of the older form read."""
@@ -163,7 +163,7 @@ class SweepSpec:
 
     @classmethod
     def of_scenario(cls, sc: Scenario, clusters: Sequence[str] | None = None, loads: Sequence[float] | None = None,
-                    seeds: int = 1) -> "SweepSpec":
+                    seeds: int = 1) -> SweepSpec:
         """The grid over scenario ``sc``: its cluster and its load (a whole trace's load scale) unless other
         ``clusters`` and ``loads`` are given."""
         w = sc.workload
@@ -193,7 +193,7 @@ class SweepSpec:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, trusted: bool = False) -> "SweepSpec":
+    def from_dict(cls, data: Mapping[str, Any], *, trusted: bool = False) -> SweepSpec:
         """A spec from :meth:`to_dict`'s form, or the older one (``clusters``, ``schedulers``, ``seeds``,
         ``jobs`` or ``trace`` with ``trace_options``, ``loads``, ``generator``; its trace is a file, so it reads
         only ``trusted``, as the command line does)."""
@@ -229,7 +229,7 @@ class SweepSpec:
                    loads=tuple(data.get("loads") or (1.0,)), seeds=data.get("seeds", 1))
 
     @classmethod
-    def from_json(cls, text: str | bytes, *, trusted: bool = False) -> "SweepSpec":
+    def from_json(cls, text: str | bytes, *, trusted: bool = False) -> SweepSpec:
         try:
             data = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -323,7 +323,7 @@ class Runner:
         self.init_s = 0.0
         self._pending: dict[Any, Any] = {}
 
-    def __enter__(self) -> "Runner":
+    def __enter__(self) -> Runner:
         if self.backend == "ray":
             t0 = time.perf_counter()
             self._connect()

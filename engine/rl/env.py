@@ -124,7 +124,7 @@ class EnvConfig:
                 "preemptions": [asdict(p) for p in self.preemptions]}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "EnvConfig":
+    def from_dict(cls, data: Mapping[str, Any]) -> EnvConfig:
         known = {"clusters", "loads", "n_jobs", "workload", "encoding", "reward", "preemptions", "preemption"}
         reject_unknown_keys(data, known, "env")
         if "preemption" in data and "preemptions" in data:

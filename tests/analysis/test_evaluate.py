@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from engine.analysis.evaluate import SCENARIOS, evaluate, mean_ci, parse_scenario
+from engine.analysis.metrics import summarize
 from engine.analysis.scenario import trace_block
 from engine.cli import main
 from engine.errors import EngineError
-from engine.analysis.metrics import summarize
 from engine.schedulers import make_scheduler
 from engine.sim.cluster import parse_cluster
 from engine.sim.job import Job
