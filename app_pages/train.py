@@ -14,7 +14,7 @@ st.title("Train an agent")
 try:
     from engine.rl import launch
     from engine.rl.agent import MODELS_DIR, user_models_dir
-    from engine.rl.train import load_config, preset_names
+    from engine.rl.train import config_names, load_config
 except ImportError as exc:  # the RL extra (gymnasium, sb3) is missing in this installation
     st.error(f"Training is not available in this installation: {exc}. Install requirements.txt to enable it.")
     st.stop()
@@ -30,25 +30,25 @@ st.markdown("Training runs MaskablePPO (sb3-contrib) in a **separate process**, 
             "what it learned; **Resume** continues it to the steps you asked for. The agent appears as `rl:<name>` "
             "on the Compare page; models trained here are kept apart from the shipped ones.")
 
-presets = preset_names()
-if not presets:
-    st.error("No training presets found in engine/rl/presets/.")
+configs = config_names()
+if not configs:
+    st.error("No training configs found in engine/rl/configs/.")
     st.stop()
 job = st.session_state.get(_JOB)
 running = job is not None and job["proc"].poll() is None
 c = st.columns([2, 2, 1.3, 1, 1.4])
-preset = c[0].selectbox("Training preset", presets, key="train_preset")
-name = c[1].text_input("Model name", f"{preset}-mine", key="train_name", max_chars=60)
+config = c[0].selectbox("Training config", configs, key="train_config")
+name = c[1].text_input("Model name", f"{config}-mine", key="train_name", max_chars=60)
 steps = c[2].number_input("Environment steps", 256, 1_000_000, 4_096, step=1_024, key="train_steps",
                           help="A quick try shows curves within seconds. The shipped agents trained 40k-60k steps "
                                "after behaviour cloning (a few minutes per 10k steps on one core).")
 seed = c[3].number_input("Seed", 0, 2**31 - 1, 0, key="train_seed")
 quick = c[4].toggle("Quick try", True, key="train_quick",
                     help="Small episodes (30 jobs), one environment, short rollouts and no behaviour cloning: "
-                         "curves in seconds. Off: the preset as configured.")
-with st.expander("Preset configuration"):
-    with common.engine_errors(f"training preset {preset}"):
-        st.json(load_config(preset).to_dict(), expanded=False)
+                         "curves in seconds. Off: the config as it is.")
+with st.expander("Training config"):
+    with common.engine_errors(f"training config {config}"):
+        st.json(load_config(config).to_dict(), expanded=False)
 
 
 def _problem_with(name: str) -> str:
@@ -73,7 +73,7 @@ if b[0].button("Start training", type="primary", disabled=running, key="train_st
     if problem:
         st.error(problem)
     else:
-        cfg = common.engine_call(launch.page_config, preset, name.strip(), steps, seed, quick=quick, runs_dir=RUNS,
+        cfg = common.engine_call(launch.page_config, config, name.strip(), steps, seed, quick=quick, runs_dir=RUNS,
                                  what="training")
         if cfg is not None:
             _launch(cfg, int(steps))

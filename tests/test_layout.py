@@ -1,5 +1,6 @@
 """The folders are the architecture (ARCHITECTURE.md): each package imports only from the layers below it, and no
-modules import each other in a circle."""
+modules of ``engine/`` or ``app_pages/`` import each other in a circle, not even through an import inside a function
+(only imports under ``if TYPE_CHECKING:`` are aside: they never run)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-ENGINE = Path(__file__).resolve().parents[1] / "engine"
+REPO = Path(__file__).resolve().parents[1]
+ENGINE = REPO / "engine"
+#: The top-level packages whose modules the circle check covers.
+CHECKED = ("engine", "app_pages")
 
 #: package -> the engine packages its modules may import (itself always allowed).
 ALLOWED = {
@@ -26,41 +30,75 @@ ALLOWED = {
 }
 
 
-def _modules() -> dict[str, Path]:
+def _modules(root: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the package in ``root`` (a package is its ``__init__``)."""
     out = {}
-    for path in ENGINE.rglob("*.py"):
-        parts = list(path.relative_to(ENGINE.parent).with_suffix("").parts)
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         out[".".join(parts)] = path
     return out
 
 
-def _imports(path: Path, *, top_level_only: bool) -> set[str]:
-    """Engine modules imported by ``path`` (outside ``if TYPE_CHECKING:`` blocks)."""
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(path: Path, repo: Path = REPO) -> set[str]:
+    """The modules of :data:`CHECKED` packages that ``path`` (a file under ``repo``) imports anywhere: at the top,
+    inside functions, classes and blocks; not under ``if TYPE_CHECKING:`` (its ``else:`` runs, so it counts).
+    ``from a import b`` names both ``a`` and ``a.b`` (``b`` may be a submodule); relative imports are resolved
+    against ``path``'s package."""
     tree = ast.parse(path.read_text())
+    aside = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and _is_type_checking(node.test)
+             for stmt in node.body for n in ast.walk(stmt)}
+    package = path.parent.relative_to(repo).parts
     found: set[str] = set()
-
-    def visit(node: ast.AST, nested: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                continue
-            inner = nested or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
-            if top_level_only and inner:
-                continue
-            if isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
-                if child.module.split(".")[0] == "engine":
-                    found.add(child.module)
-                    found.update(f"{child.module}.{a.name}" for a in child.names)
-            elif isinstance(child, ast.Import):
-                found.update(a.name for a in child.names if a.name.split(".")[0] == "engine")
-            visit(child, inner)
-
-    visit(tree, False)
-    return found
+    for node in ast.walk(tree):
+        if id(node) in aside:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            base = ".".join([*package[:len(package) - node.level + 1], *([node.module] if node.module else [])]) \
+                if node.level else node.module or ""
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return {m for m in found if m.split(".")[0] in CHECKED}
 
 
-MODULES = _modules()
+def _circle(graph: dict[str, set[str]]) -> list[str] | None:
+    """The first import circle of ``graph`` (module -> the modules it imports), as a path back to its start; ``None``
+    if there is none. A module importing its own package (whose ``__init__`` runs first anyway) is no edge."""
+    done: set[str] = set()
+    stack: list[str] = []
+
+    def walk(m: str) -> list[str] | None:
+        if m in stack:
+            return stack[stack.index(m):] + [m]
+        if m in done:
+            return None
+        stack.append(m)
+        for n in sorted(graph.get(m, ())):
+            if not m.startswith(n + "."):
+                found = walk(n)
+                if found:
+                    return found
+        stack.pop()
+        done.add(m)
+        return None
+
+    for m in sorted(graph):
+        found = walk(m)
+        if found:
+            return found
+    return None
+
+
+MODULES = _modules(ENGINE)
+CHECKED_MODULES = {m: p for root in CHECKED for m, p in _modules(REPO / root).items()}
 
 
 def _package(module: str) -> str | None:
@@ -71,7 +109,7 @@ def _package(module: str) -> str | None:
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if _package(m) in ALLOWED))
 def test_a_module_imports_only_the_layers_below_it(module):
     own = _package(module)
-    wrong = {m for m in _imports(MODULES[module], top_level_only=False)
+    wrong = {m for m in _imports(MODULES[module])
              if m in MODULES and _package(m) not in (None, own) and _package(m) not in ALLOWED[own]}
     assert not wrong, f"{module} imports {sorted(wrong)}; {own} may import only {sorted(ALLOWED[own])}"
 
@@ -81,23 +119,18 @@ def test_every_engine_package_has_a_layer():
 
 
 def test_no_import_circles():
-    graph = {m: {i for i in _imports(p, top_level_only=True) if i in MODULES and i != m} for m, p in MODULES.items()}
-    # A module's package __init__ runs first when the module is imported: that edge is not an import of the module.
-    done: set[str] = set()
-    stack: list[str] = []
+    graph = {m: {i for i in _imports(p) if i in CHECKED_MODULES and i != m} for m, p in CHECKED_MODULES.items()}
+    circle = _circle(graph)
+    assert circle is None, "import circle: " + " -> ".join(circle or ())
 
-    def walk(m: str) -> None:
-        if m in stack:
-            cycle = stack[stack.index(m):] + [m]
-            raise AssertionError("import circle: " + " -> ".join(cycle))
-        if m in done:
-            return
-        stack.append(m)
-        for n in sorted(graph[m]):
-            if not m.startswith(n + "."):  # a submodule importing its own package's __init__ is fine
-                walk(n)
-        stack.pop()
-        done.add(m)
 
-    for m in sorted(graph):
-        walk(m)
+def test_the_circle_check_sees_imports_inside_functions_and_skips_type_checking(tmp_path):
+    pkg = tmp_path / "engine"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\n"
+                              "if TYPE_CHECKING:\n    from engine.c import C\nelse:\n    import engine.d\n"
+                              "def f():\n    from engine.b import g\n    from . import e\n")
+    assert _imports(pkg / "a.py", tmp_path) == {"engine.b", "engine.b.g", "engine.d", "engine", "engine.e"}
+    assert _circle({"engine.a": {"engine.b"}, "engine.b": {"engine.c"}, "engine.c": {"engine.a"}}) == [
+        "engine.a", "engine.b", "engine.c", "engine.a"]
+    assert _circle({"engine.rl.x": {"engine.rl"}, "engine.rl": {"engine.rl.x"}}) is None

@@ -5,7 +5,7 @@ Adding a subcommand
 Write two functions in any module, ``add_arguments(parser: argparse.ArgumentParser) -> None`` and
 ``run(args: argparse.Namespace) -> int`` (the exit code), then add one entry to :data:`COMMANDS`::
 
-    "train": Command("train an RL agent on a scenario", "engine.rl.train:add_arguments", "engine.rl.train:run"),
+    "train": Command("train an RL agent on a scenario", "engine.cli.train:add_arguments", "engine.cli.train:run"),
 
 Both are ``"module:function"`` strings, imported only when that command is the one being run, so heavy
 imports (torch, gymnasium) in one command never slow down or break another (``python -m engine list``
@@ -53,8 +53,10 @@ COMMANDS: dict[str, Command] = {
                         "engine.cli.traces:add_generate_arguments", "engine.cli.traces:run_generate"),
     "trace": Command("trace info PATH: rows kept and dropped by reason, span, GPU-hours, users, offered load",
                      "engine.cli.traces:add_trace_arguments", "engine.cli.traces:run_trace"),
-    "train": Command("train an RL scheduler (MaskablePPO) from a config file or preset",
-                     "engine.rl.train:add_arguments", "engine.rl.train:run"),
+    "train": Command("train an RL scheduler (MaskablePPO) from a training config (a file or a shipped config's name)",
+                     "engine.cli.train:add_arguments", "engine.cli.train:run"),
+    "cards": Command("evaluate trained models against every hand-written policy and write their model cards",
+                     "engine.cli.cards:add_arguments", "engine.cli.cards:run"),
     "evaluate": Command("run schedulers on seeded workloads: mean, 95 % CI and paired differences",
                         "engine.cli.evaluate:add_arguments", "engine.cli.evaluate:run"),
     "sweep": Command("run a grid of clusters x loads x seeds x schedulers on Ray: one CSV row per cell",

@@ -76,18 +76,64 @@ def add_cluster_argument(parser: argparse.ArgumentParser, **overrides: Any) -> N
     parser.add_argument("--cluster", **{**settings, **overrides})
 
 
+def _window(text: str) -> tuple[float, float]:
+    """argparse type: ``START:END`` in seconds after the first arrival (either side may be empty)."""
+    start, colon, end = text.partition(":")
+    try:
+        lo = float(start) if start.strip() else 0.0
+        hi = float(end) if end.strip() else math.inf
+    except ValueError:
+        lo = hi = math.nan
+    if not colon or math.isnan(lo) or math.isnan(hi) or lo > hi or lo < 0:
+        raise argparse.ArgumentTypeError(
+            f"--window {quote(text, 40)}: expected START:END seconds with 0 <= START <= END")
+    return lo, hi
+
+
+def _column_map(text: str) -> dict[str, str]:
+    from engine.traces.mapped import parse_map
+
+    try:
+        return parse_map(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_trace_options(parser: argparse.ArgumentParser, *, load_scale: bool = True) -> None:
+    """The loader's options (``--format --skip-bad --time-unit --map --first --window --load-scale``), for any
+    command that reads a trace; :func:`trace_options` turns them into ``load_trace`` keyword arguments.
+    ``load_scale=False`` leaves ``--load-scale`` to the command (``sweep`` takes a list)."""
+    from engine.traces import TRACE_FORMATS
+
+    parser.add_argument("--format", choices=list(TRACE_FORMATS), help="trace format (default: detected)")
+    parser.add_argument("--skip-bad", action="store_true", help="skip malformed rows (counted) instead of failing")
+    parser.add_argument("--time-unit", choices=["s", "ms"], help="time unit of tiresias and mapped traces")
+    parser.add_argument("--map", type=_column_map, metavar="KEY=COL,...",
+                        help="column map (implies --format mapped), e.g. submit=creation_time,duration=run_s,gpus=n_gpu")
+    parser.add_argument("--first", type=int_in(0, 2**53), metavar="N", help="keep only the first N jobs")
+    parser.add_argument("--window", type=_window, metavar="START:END",
+                        help="keep jobs submitted START..END seconds after the first arrival")
+    if load_scale:
+        parser.add_argument("--load-scale", type=positive_float, metavar="X",
+                            help="divide submit times by X (X > 1 compresses arrivals: more load)")
+
+
+def trace_options(args: argparse.Namespace) -> dict:
+    """``load_trace`` keyword arguments from the options of :func:`add_trace_options`."""
+    return {"format": args.format or ("mapped" if args.map else None), "skip_bad": args.skip_bad,
+            "time_unit": args.time_unit, "column_map": args.map, "first": args.first, "window": args.window,
+            "load_scale": args.load_scale}
+
+
 def add_trace_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """``--trace PATH`` plus every loader option (``--format --skip-bad --time-unit --map --first --window
     --load-scale``)."""
-    from engine.cli.traces import add_trace_options
-
     parser.add_argument("--trace", required=required, metavar="PATH", help="workload trace file")
     add_trace_options(parser)
 
 
 def load_trace_arg(args: argparse.Namespace):
     """Load ``args.trace`` with the loader options; a trace without any job is an error."""
-    from engine.cli.traces import trace_options
     from engine.traces import load_trace
 
     trace = load_trace(args.trace, **trace_options(args))

@@ -21,12 +21,14 @@ from engine.cli.common import (
     add_cluster_argument,
     add_plugin_argument,
     add_trace_arguments,
+    add_trace_options,
     format_table,
     format_value,
     load_trace_arg,
     output_path,
     progress,
     scheduler_list,
+    trace_options,
     write_json,
 )
 from engine.errors import EngineError
@@ -66,8 +68,6 @@ def _add_ray_arguments(parser: argparse.ArgumentParser) -> None:
 
 # ------------------------------------------------------------------------------------------ sweep
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    from engine.cli.traces import add_trace_options
-
     add_cluster_argument(parser, action="append", required=False,
                          help="a cluster of the grid (repeat for several): shorthand 4x8:A100-80,... or .json")
     parser.add_argument("--trace", metavar="PATH", help="sweep this trace (the loader options below apply)")
@@ -99,7 +99,6 @@ def sweep_spec(args: argparse.Namespace):
 
     from engine.analysis.scenario import Scenario
     from engine.analysis.sweep import SweepSpec
-    from engine.cli.traces import trace_options
 
     grid = {"--cluster": args.cluster, "--jobs": args.jobs, "--load": args.load,
             "--load-scale": args.load_scale, "--schedulers": args.schedulers, "--seeds": args.seeds}

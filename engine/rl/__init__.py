@@ -19,10 +19,23 @@ def rl_scheduler(name: str):
 
 
 def expert_scheduler(name: str):
-    """Build ``expert:<name>``: the lookahead expert model ``name`` was cloned from (the ``expert`` prefix factory)."""
-    from engine.rl.lookahead import expert_of
+    """Build ``expert:<name>``: the lookahead expert model ``name`` was cloned from (the ``expert`` prefix factory),
+    built from its card's training config (its encoding, objective and ``clone.expert``); ``ModelError`` if it had
+    none."""
+    from engine.rl.agent import ModelError, home_of, read_card
+    from engine.rl.lookahead import LookaheadScheduler
+    from engine.rl.train import TrainConfig
 
-    return expert_of(name)
+    card = read_card(name, home_of(name))
+    try:
+        cfg = TrainConfig.from_dict(card["training"]["config"])
+    except (KeyError, TypeError):
+        raise ModelError(f"model card {name}: no training config to build its expert from") from None
+    if cfg.clone is None or cfg.clone.expert is None:
+        raise ModelError(f"model {name!r} was not cloned from a lookahead expert (its clone.expert is empty)")
+    env = cfg.env
+    return LookaheadScheduler(cfg.clone.expert, env.encoding, env.reward, env.encoding.rules.index(cfg.clone.rule),
+                              name=f"expert:{name}")
 
 
 PREFIXES["rl"] = rl_scheduler  # rl:<model>; torch is imported only when a model is loaded

@@ -1,14 +1,13 @@
 """Model cards: evaluate a trained model against every hand-written policy and write the results into its card.
 
-``python -m engine.rl.cards NAME [NAME ...] [--seeds 30] [--general-seeds 10]`` runs, for each model, ``rl:NAME``
-and every registered scheduler (every hand-written policy: the heuristics, the teachers of
-:mod:`engine.rl.teacher` and the oracles, which read true durations and are marked and never counted as the
-best) on the model's evaluation scenarios (:data:`PLANS`): its training scenarios on workload seeds
-``0..seeds-1``; a cluster at least twice as large, a window of the real Philly trace and every teaching preset
-(:data:`TEACHING`) on seeds ``0..general_seeds-1`` (training never uses seeds below 2**20), each twice: with
-free preemption and with costly preemption (:data:`PREEMPTION`: checkpoint every 1800 s of work, 60 s
-restart). ``--only SCENARIO,...`` runs just those scenarios and keeps the card's other stored tables. It
-writes:
+``python -m engine cards NAME [NAME ...] [--seeds 30] [--general-seeds 10]`` (:mod:`engine.cli.cards`) runs, for
+each model, ``rl:NAME`` and every registered scheduler (every hand-written policy: the heuristics, the teachers of
+:mod:`engine.rl.teacher` and the oracles, which read true durations and are marked and never counted as the best)
+on the model's evaluation scenarios (:data:`PLANS`): its training scenarios on workload seeds ``0..seeds-1``; a
+cluster at least twice as large, a window of the real Philly trace and every teaching preset (:data:`TEACHING`) on
+seeds ``0..general_seeds-1`` (training never uses seeds below 2**20), each twice: with free preemption and with
+costly preemption (:data:`PREEMPTION`: checkpoint every 1800 s of work, 60 s restart). ``--only SCENARIO,...`` runs
+just those scenarios and keeps the card's other stored tables. It writes:
 
 * ``models/NAME.json`` key ``evaluation``: per scenario and preemption setting, the mean and 95 % CI of mean
   wait, mean JCT, bounded slowdown, Gini of user waits, communication overhead, preemptions and the model's own
@@ -24,7 +23,6 @@ The weights are not touched, so the card's SHA-256 stays valid.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from pathlib import Path
@@ -57,8 +55,24 @@ PLANS: dict[str, dict[str, Any]] = {
 
 
 def plan_scenarios(plan: dict[str, Any]) -> list[str]:
-    """A plan's scenarios in card order: training ones, the larger cluster, the Philly window, the presets."""
+    """A plan's scenarios in card order: training ones, the larger cluster, the Philly window, the teaching presets."""
     return [*plan["train"], plan["larger"], plan["philly"], *plan.get("presets", ())]
+
+
+def plan_of(name: str, train: Sequence[str] = (), larger: str = "v100-128", philly: str = "philly-64"
+            ) -> dict[str, Any]:
+    """Model ``name``'s evaluation plan: with ``train`` (its training scenarios), one of those, ``larger``,
+    ``philly`` and the teaching presets; otherwise its plan in :data:`PLANS`. Every scenario is checked to be one
+    :func:`~engine.analysis.evaluate.parse_scenario` knows; a model without a plan is an ``EngineError``."""
+    if train:
+        plan = {"train": list(train), "larger": larger, "philly": philly, "presets": list(TEACHING)}
+    elif name in PLANS:
+        plan = PLANS[name]
+    else:
+        raise EngineError(f"no evaluation plan for {name!r} (plans: {', '.join(PLANS)}); give its training scenarios")
+    for sc in plan_scenarios(plan):
+        parse_scenario(sc)
+    return plan
 
 
 #: The preemption settings every scenario is evaluated under: what a preempted job loses.
@@ -463,7 +477,11 @@ def write_cards(plans: dict[str, dict[str, Any]], seeds: int = 30, general_seeds
                 cache_dir: Path | None = None, cached_only: bool = False,
                 only: frozenset[str] | None = None) -> dict[str, dict[str, Any]]:
     """Evaluate the models of ``plans`` (model -> plan, as in :data:`PLANS`) and rewrite their cards (see
-    :func:`evaluate_cards`); with ``only``, just those scenarios run and the card's other tables are kept."""
+    :func:`evaluate_cards`); with ``only`` (scenarios of the plans), just those scenarios run and the card's other
+    tables are kept."""
+    unplanned = sorted((only or set()) - {sc for plan in plans.values() for sc in plan_scenarios(plan)})
+    if unplanned:
+        raise EngineError(f"only: not in the models' plans: {', '.join(unplanned)}")
     kept = None if only is None else {n: kept_tables(n, only, seeds, general_seeds) for n in plans}
     sections = evaluate_cards(plans, seeds, general_seeds, workers, cache_dir, cached_only, kept)
     out = {}
@@ -490,49 +508,3 @@ def rerender(name: str) -> dict[str, Any]:
     ev = card["evaluation"]
     ev["summary"] = summary(f"rl:{name}", ev["scenarios"])
     return _save(name, card)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m engine.rl.cards", description=__doc__.splitlines()[0])
-    p.add_argument("names", nargs="+", help="model names in models/")
-    p.add_argument("--seeds", type=int, default=30, help="workload seeds on the training scenarios")
-    p.add_argument("--general-seeds", type=int, default=30, help="seeds on the larger cluster and the Philly window")
-    p.add_argument("--workers", type=int, default=1, help="processes running (scenario, setting) tasks")
-    p.add_argument("--cache", type=Path, help="folder keeping each finished (scenario, setting) task, to resume")
-    p.add_argument("--cached-only", action="store_true",
-                   help="write the cards from the tasks in --cache only (the others: not run)")
-    p.add_argument("--rerender", action="store_true", help="only recompute the summary and Markdown from the card")
-    p.add_argument("--only", help="comma-separated scenarios to (re)run; the card's other tables are kept")
-    p.add_argument("--train", help="comma-separated training scenarios, for a model without a plan in PLANS")
-    p.add_argument("--larger", default="v100-128", help="with --train: a cluster twice as large as in training")
-    p.add_argument("--philly", default="philly-64", help="with --train: a Philly-trace scenario")
-    args = p.parse_args(argv)
-    if args.rerender:
-        for name in args.names:
-            rerender(name)
-        return 0
-    plans = {n: PLANS[n] if n in PLANS and not args.train else
-             {"train": args.train.split(","), "larger": args.larger, "philly": args.philly,
-              "presets": list(TEACHING)} if args.train else None
-             for n in args.names}
-    unknown = [n for n, plan in plans.items() if plan is None]
-    if unknown:
-        p.error(f"no evaluation plan for {', '.join(unknown)} (plans: {', '.join(PLANS)}); give --train")
-    for plan in plans.values():
-        for sc in plan_scenarios(plan):
-            parse_scenario(sc)
-    only = None if args.only is None else frozenset(filter(None, (s.strip() for s in args.only.split(","))))
-    if only is not None:
-        unplanned = sorted(only - {sc for plan in plans.values() for sc in plan_scenarios(plan)})
-        if unplanned:
-            p.error(f"--only: not in the models' plans: {', '.join(unplanned)}")
-    if args.cache is not None:
-        args.cache.mkdir(parents=True, exist_ok=True)
-    for name, card in write_cards(plans, args.seeds, args.general_seeds, args.workers, args.cache,
-                                  args.cached_only, only).items():
-        print(name, card["verdict"])
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -12,20 +12,9 @@ Action space (``Discrete(window * max_types * len(rules) + 1)``)
     indices, so a model trained on one cluster runs on any other with at most ``max_types`` GPU types.
 
 Evict (the rule ``"evict"``, offered only by encodings that list it)
-    Make room, then start: for a whole-GPU job that does not fit its GPU type now, preempt the running
-    whole-GPU jobs of that type, latest estimated end first (ties: higher job id first), until the type has
-    ``gpus`` idle GPUs, then place the job there with ``best-fit``. Only jobs that would, by their estimates,
-    still run longer than the job itself would there may be preempted (shortest remaining time first: a victim
-    can never evict the job that evicted it), and, with ``max_evictions`` set, only jobs preempted fewer times. Victims return to the queue and lose what
-    the run's preemption model says (by default nothing: they checkpoint when preempted). Jobs that started at
-    the current time are never victims, so the decisions at one time always run out. It is offered exactly when
-    the job does not fit the type now and would after evicting every job that may be evicted.
-
-    With ``evict_scope="node"`` a job that one node of the type could hold makes room on *one* node instead, so
-    it never starts spread over nodes (a spread job is slowed by communication): on each eligible node of the
-    type, the node's victims are taken latest estimated end first, under the same rules, until the node has
-    ``gpus`` idle GPUs, and the node whose victims have the least estimated work left wins (ties: lower node
-    id). A victim spread over several nodes counts only its GPUs on that node. Bigger jobs evict as above.
+    Make room, then start: preempt running jobs of the GPU type (which ones, and when an eviction is offered, is
+    the eviction policy of :mod:`engine.rl.eviction`, with the encoding's ``evict_scope`` and
+    ``max_evictions``), then place the job there with :data:`~engine.rl.eviction.EVICT_PLACEMENT`.
 
 Mask
     ``action_mask(state)[a]`` is true exactly when the action is feasible now: the slot holds a job and the
@@ -40,27 +29,11 @@ Job window
     one FIFO would start). ``"mixed"``: the first half in queue order, the rest the waiting jobs with the
     smallest estimated GPU-time (``estimate_s * gpus * gpu_fraction``) among those that can start now.
 
-Observation (a dict of float32 arrays, all features roughly in [0, 1])
-    ``jobs`` (window x (12 + 4 x max_types)): present, log2(gpus)/6, demand / free capacity (clipped at 2,
-    halved), gpu_fraction, vram_gib/80, log1p(wait/60 s)/10, log1p(estimate/60 s)/10, log1p(estimated
-    GPU-time/60 s)/12, rank of the estimated GPU-time within the window (0 = shortest), the user's current GPU
-    share of the cluster, can-start-now, the job type's communication sensitivity; then, for each GPU type slot
-    ``t`` in turn (zeros for absent types), four features of this job on that type: its speed there
-    (``Cluster.speed(job_type, type)``, /4, clipped at 1), log1p(estimate / that speed / 60 s)/10 (its expected
-    run time there), can-start-now on that type, and can-start-now-on-one-node of that type (a node of the
-    type it may use has ``gpus`` idle GPUs, so it would not be spread over nodes; for a fractional job, the
-    same as can-start-now).
-    ``groups`` (max_types x 10): present, share of the cluster's GPUs, idle GPUs / GPUs of the type, largest
-    idle block on one node / GPUs per node, speed/4, vram/80, free capacity (fractions counted) / GPUs of the
-    type, fully idle nodes / nodes of the type, and in absolute terms (so types with different node sizes
-    compare): largest idle block on one node / 8 and GPUs per node / 8 (both clipped at 1).
-    ``global`` (8): log1p(queue length)/6, free capacity / cluster GPUs, running jobs / cluster GPUs (clipped
-    at 1), log1p(oldest job's wait / 60 s)/10, oldest job's demand / cluster GPUs, oldest job can start now,
-    log1p(waiting jobs outside the window)/6, waiting demand / cluster GPUs / 4 (clipped at 1).
-    With the ``"evict"`` rule, each (job, GPU type) slot has two more features (:data:`EVICT_FEATURES`): can
-    start there by evicting, and log1p(estimated GPU-seconds its victims still had to run / 60 s)/12; with
-    ``evict_cost``, one more (:data:`EVICT_COST_FEATURES`): log1p(GPU-seconds of work evicting them would cost
-    / 60 s)/12, their work since the last checkpoint plus the restart overhead (0 under free preemption).
+Observation (a dict of float32 arrays, all features roughly in [0, 1]; :func:`encode`)
+    ``jobs`` (window x :attr:`EncodingConfig.job_features`): per job slot, :func:`job_features`, then for each GPU
+    type slot in turn :func:`job_type_features` (zeros for empty slots and absent types).
+    ``groups`` (max_types x 10): :func:`group_features` per GPU type slot (zeros for absent types).
+    ``global`` (8): :func:`global_features`.
     ``action_mask`` (n actions, int8): the mask above, for libraries that read masks from observations.
 """
 
@@ -75,6 +48,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from engine.errors import EngineError, reject_unknown_keys
+from engine.rl.eviction import EVICT_PLACEMENT, EVICT_SCOPES, eviction_cost_gpu_s, find_victims
 from engine.schedulers.placement import PLACEMENTS
 from engine.sim.job import Job
 from engine.sim.state import ClusterState, Decision, Preempt, Start
@@ -89,14 +63,11 @@ WINDOW_ORDERS = ("arrival", "mixed")
 EVICT_FEATURES = 2
 #: One more per (job, GPU type) slot with ``evict_cost``: what evicting there would cost the victims.
 EVICT_COST_FEATURES = 1
-#: The rule that makes room by preempting (see the module docstring); it places with :data:`EVICT_PLACEMENT`.
+#: The rule that makes room by preempting (:mod:`engine.rl.eviction`).
 EVICT = "evict"
-EVICT_PLACEMENT = "best-fit"
 #: Rules an encoding may use: packing rules that take only idle GPUs of one type (the mask relies on it), and
 #: ``"evict"``.
 RULES = ("first-fit", "best-fit", "least-loaded", EVICT)
-#: Where ``"evict"`` makes room for a job that one node could hold: anywhere on its GPU type, or on one node.
-EVICT_SCOPES = ("type", "node")
 
 
 @dataclass(frozen=True)
@@ -292,7 +263,8 @@ def snapshot(state: ClusterState, cfg: EncodingConfig) -> Snapshot:
     n_rules = len(cfg.rules)
     mask = np.zeros(cfg.n_actions, dtype=bool)
     block = cfg.max_types * n_rules
-    victims, victim_work = _evictions(state, window, fits, n_types, cfg) if cfg.evicts else ({}, {})
+    victims, victim_work = (find_victims(state, window, fits, n_types, _tables(state.cluster).job_speeds,
+                                         cfg.evict_scope, cfg.max_evictions) if cfg.evicts else ({}, {}))
     evict_rule = cfg.rules.index(EVICT) if cfg.evicts else -1
     for slot, f in enumerate(fits):
         row = np.zeros((cfg.max_types, n_rules), dtype=bool)
@@ -303,89 +275,8 @@ def snapshot(state: ClusterState, cfg: EncodingConfig) -> Snapshot:
                 row[t, evict_rule] = (slot, t) in victims
         mask[slot * block:(slot + 1) * block] = row.ravel()
     mask[-1] = bool(state.running)
-    # The cost of each offered eviction, for encodings that show it (the preemption model decides it).
-    cost = ({k: sum(state.preemption_cost_s(v) * state.jobs[v].gpus for v in vs) for k, vs in victims.items()}
-            if cfg.evict_cost else {})
+    cost = eviction_cost_gpu_s(state, victims) if cfg.evict_cost else {}
     return Snapshot(window, fits, mask, cache, victims, victim_work, cost)
-
-
-def _evictions(state: ClusterState, window: list[int], fits: list[np.ndarray], n_types: int, cfg: EncodingConfig
-               ) -> tuple[dict[tuple[int, int], tuple[int, ...]], dict[tuple[int, int], float]]:
-    """Per (slot, type) where ``"evict"`` is offered: its victims and their estimated remaining GPU-seconds."""
-    victims: dict[tuple[int, int], tuple[int, ...]] = {}
-    work: dict[tuple[int, int], float] = {}
-    lay, jobs, now = state.layout, state.jobs, state.now_s
-    idle_t = None
-    by_type: dict[int, list] = {}
-    by_node: dict[int, list] | None = None
-    for slot, j in enumerate(window):
-        job = jobs[j]
-        if job.fractional:
-            continue
-        elig = state.eligible_types(job)
-        speeds = type_speeds(state.cluster, job.job_type)
-        for t in range(n_types):
-            if fits[slot][t] or not elig[t]:
-                continue
-            if idle_t is None:
-                idle_t = np.bincount(lay.node_type, weights=state.node_free, minlength=n_types)
-                for r in state.running.values():  # may be evicted: whole-GPU jobs that started before now
-                    if r.start_s < now and not r.job.fractional and (
-                            cfg.max_evictions is None or state.preemptions(r.job.job_id) < cfg.max_evictions):
-                        by_type.setdefault(r.gpu_type, []).append(r)
-                for rs in by_type.values():
-                    rs.sort(key=lambda r: (-r.est_end_s, -r.job.job_id))
-            own_s = job.estimate_s / speeds[t]  # how long the job would run there, by its estimate
-            if cfg.evict_scope == "node":
-                nodes = np.flatnonzero(state.eligible_nodes(job) & (lay.node_type == t))
-                if job.gpus <= int(lay.node_gpus[nodes].max(initial=0)):
-                    if by_node is None:
-                        by_node = _victims_by_node(lay, by_type)
-                    found = _node_victims(state, job.gpus, own_s, nodes, by_node)
-                    if found is not None:
-                        work[slot, t], victims[slot, t] = found
-                    continue
-            need = job.gpus - int(idle_t[t])
-            taken, freed, left_gpu_s = [], 0, 0.0
-            for r in by_type.get(t, ()):
-                if freed >= need or r.est_end_s - now <= own_s:
-                    break
-                taken.append(r.job.job_id)
-                freed += r.job.gpus
-                left_gpu_s += r.job.gpus * max(r.est_end_s - now, 0.0)
-            if freed >= need:
-                victims[slot, t] = tuple(taken)
-                work[slot, t] = left_gpu_s
-    return victims, work
-
-
-def _victims_by_node(lay, by_type: dict[int, list]) -> dict[int, list[tuple[Any, int]]]:
-    """The evictable running jobs of each node, latest estimated end first, with their GPU count there."""
-    out: dict[int, list[tuple[Any, int]]] = {}
-    for rs in by_type.values():
-        for r in rs:  # already latest estimated end first
-            for n, k in zip(*np.unique(lay.gpu_node[list(r.gpu_ids)], return_counts=True)):
-                out.setdefault(int(n), []).append((r, int(k)))
-    return out
-
-
-def _node_victims(state: ClusterState, gpus: int, own_s: float, nodes: np.ndarray,
-                  by_node: dict[int, list[tuple[Any, int]]]) -> tuple[float, tuple[int, ...]] | None:
-    """The node-scoped eviction (module docstring): (victims' estimated GPU-seconds left, victims), or ``None``."""
-    now = state.now_s
-    best: tuple[float, tuple[int, ...]] | None = None
-    for n in nodes.tolist():
-        need = gpus - int(state.node_free[n])
-        taken, freed, left_gpu_s = [], 0, 0.0
-        for r, k in by_node.get(n, ()):
-            if freed >= need or r.est_end_s - now <= own_s:
-                break
-            taken.append(r.job.job_id)
-            freed += k
-            left_gpu_s += r.job.gpus * max(r.est_end_s - now, 0.0)
-        if freed >= need and (best is None or left_gpu_s < best[0]):
-            best = (left_gpu_s, tuple(taken))
-    return best
 
 
 def _gpu_time(job: Job) -> float:
@@ -439,29 +330,49 @@ def type_speeds(cluster, job_type: str) -> np.ndarray:
 
 def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Snapshot | None = None
            ) -> dict[str, np.ndarray]:
-    """The observation dict for ``state`` (see the module docstring for every feature)."""
+    """The observation dict for ``state``: the feature functions below, laid out as the module docstring says."""
     snap = snap or snapshot(state, cfg)
-    lay, now, jobs = state.layout, state.now_s, state.jobs
-    n_gpus = lay.n_gpus
-    free_cap = max(state.free_capacity, 0.0)
-    comm = state.cluster.communication
-    user_gpus = state.user_gpus
-    log1p, log2 = math.log1p, math.log2
-
     tab = _tables(state.cluster)
-    n_types = tab.n_types
-    node_free = state.node_free
-    block_t = np.maximum.reduceat(node_free[tab.node_order], tab.starts)  # largest idle block per type
-    rows = []
+    block_t = _idle_blocks(state, tab)
+    jf = np.zeros((cfg.window, cfg.job_features), dtype=np.float32)
+    n = len(snap.window)
+    if n:
+        jf[:n, :JOB_BASE_FEATURES] = job_features(state, snap)
+        jf[:n, JOB_BASE_FEATURES:] = job_type_features(state, snap, cfg, tab, block_t).reshape(n, -1)
+    gf = np.zeros((cfg.max_types, GROUP_FEATURES), dtype=np.float32)
+    gf[:tab.n_types] = group_features(state, tab, block_t)
+    return {"jobs": jf, "groups": gf, "global": global_features(state, snap),
+            "action_mask": snap.mask.astype(np.int8)}
+
+
+def _idle_blocks(state: ClusterState, tab: _TypeTables) -> np.ndarray:
+    """Per GPU type: the largest number of idle GPUs on one node."""
+    return np.maximum.reduceat(state.node_free[tab.node_order], tab.starts)
+
+
+def job_features(state: ClusterState, snap: Snapshot) -> list[tuple[float, ...]]:
+    """The :data:`JOB_BASE_FEATURES` features of each window job that do not depend on the GPU types, in order:
+
+    present (1), log2(gpus)/6, demand / free capacity (clipped at 2, halved; 1 when nothing is free),
+    gpu_fraction, vram_gib/80 (clipped at 1), log1p(wait/60 s)/10, log1p(estimate/60 s)/10, log1p(estimated
+    GPU-time/60 s)/12, rank of the estimated GPU-time within the window (0 = shortest, 1 = longest), the user's
+    current GPU share of the cluster, can start now (on some type), the job type's communication sensitivity
+    (clipped at 1).
+    """
+    jobs, now, n_gpus = state.jobs, state.now_s, state.layout.n_gpus
+    free_cap = max(state.free_capacity, 0.0)
+    comm, user_gpus = state.cluster.communication, state.user_gpus
+    log1p = math.log1p
     gpu_times = [_gpu_time(jobs[j]) for j in snap.window]
     ranks = np.argsort(np.argsort(gpu_times, kind="stable"), kind="stable").tolist() if gpu_times else []
     denom = max(len(snap.window) - 1, 1)
+    rows: list[tuple[float, ...]] = []
     for slot, j in enumerate(snap.window):
         job = jobs[j]
         demand = job.gpus * job.gpu_fraction
         rows.append((
             1.0,
-            log2(job.gpus) / 6.0,
+            math.log2(job.gpus) / 6.0,
             min(demand / free_cap, 2.0) / 2.0 if free_cap > 0 else 1.0,
             job.gpu_fraction,
             min(job.vram_gib / 80.0, 1.0),
@@ -473,56 +384,88 @@ def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Sn
             float(snap.fits[slot].any()),
             min(comm.get(job.job_type, comm.get("batch", 0.3)), 1.0),
         ))
-    jf = np.zeros((cfg.window, cfg.job_features), dtype=np.float32)
-    if rows:
-        n = len(rows)
-        jf[:n, :JOB_BASE_FEATURES] = rows
-        # Per (job, type): all window jobs at once. Eligibility is per type (memory, allowed types), so a whole
-        # job fits on one node of an eligible type exactly when the type's largest idle block holds it.
-        wjobs = [jobs[j] for j in snap.window]
-        speeds = np.array([tab.job_speeds(job.job_type) for job in wjobs])
-        est = np.array([job.estimate_s for job in wjobs])[:, None]
-        fits = np.array(snap.fits, dtype=bool)
-        gpus = np.array([job.gpus for job in wjobs])[:, None]
-        whole = np.array([not job.fractional for job in wjobs])[:, None]
-        elig = np.array([state.eligible_types(job) for job in wjobs], dtype=bool)
-        per_type = np.zeros((n, cfg.max_types, cfg.type_features))
-        per_type[:, :n_types, 0] = np.minimum(speeds / 4.0, 1.0)
-        per_type[:, :n_types, 1] = np.log1p(est / speeds / 60.0) / 10.0
-        per_type[:, :n_types, 2] = fits
-        per_type[:, :n_types, 3] = np.where(whole, elig & (block_t[None, :] >= gpus), fits)
-        for (slot, t), left_gpu_s in snap.victim_work_gpu_s.items():
-            per_type[slot, t, JOB_TYPE_FEATURES:JOB_TYPE_FEATURES + EVICT_FEATURES] = (
-                1.0, log1p(left_gpu_s / 60.0) / 12.0)
-        for (slot, t), cost_gpu_s in snap.victim_cost_gpu_s.items():
-            per_type[slot, t, JOB_TYPE_FEATURES + EVICT_FEATURES] = log1p(cost_gpu_s / 60.0) / 12.0
-        jf[:n, JOB_BASE_FEATURES:] = per_type.reshape(n, -1)
+    return rows
+
+
+def job_type_features(state: ClusterState, snap: Snapshot, cfg: EncodingConfig, tab: _TypeTables,
+                      block_t: np.ndarray) -> np.ndarray:
+    """Features of each window job on each GPU type slot (window jobs x ``max_types`` x
+    :attr:`EncodingConfig.type_features`; zeros for absent types), in order:
+
+    its speed there (``Cluster.speed(job_type, type)``, /4, clipped at 1), log1p(estimate / that speed / 60 s)/10
+    (its expected run time there), can start now on that type, and can start now on one node of that type (a node
+    of the type it may use has ``gpus`` idle GPUs, so it would not be spread over nodes; for a fractional job, the
+    same as can start now). With the ``"evict"`` rule, :data:`EVICT_FEATURES` more: can start there by evicting,
+    and log1p(estimated GPU-seconds its victims still had to run / 60 s)/12; with ``evict_cost``,
+    :data:`EVICT_COST_FEATURES` more: log1p(GPU-seconds of work evicting them would cost / 60 s)/12, their work
+    since the last checkpoint plus the restart overhead (0 under free preemption).
+    """
+    n_types = tab.n_types
+    # All window jobs at once. Eligibility is per type (memory, allowed types), so a whole job fits on one node
+    # of an eligible type exactly when the type's largest idle block holds it.
+    wjobs = [state.jobs[j] for j in snap.window]
+    speeds = np.array([tab.job_speeds(job.job_type) for job in wjobs])
+    est = np.array([job.estimate_s for job in wjobs])[:, None]
+    fits = np.array(snap.fits, dtype=bool)
+    gpus = np.array([job.gpus for job in wjobs])[:, None]
+    whole = np.array([not job.fractional for job in wjobs])[:, None]
+    elig = np.array([state.eligible_types(job) for job in wjobs], dtype=bool)
+    per_type = np.zeros((len(wjobs), cfg.max_types, cfg.type_features))
+    per_type[:, :n_types, 0] = np.minimum(speeds / 4.0, 1.0)
+    per_type[:, :n_types, 1] = np.log1p(est / speeds / 60.0) / 10.0
+    per_type[:, :n_types, 2] = fits
+    per_type[:, :n_types, 3] = np.where(whole, elig & (block_t[None, :] >= gpus), fits)
+    for (slot, t), left_gpu_s in snap.victim_work_gpu_s.items():
+        per_type[slot, t, JOB_TYPE_FEATURES:JOB_TYPE_FEATURES + EVICT_FEATURES] = (
+            1.0, math.log1p(left_gpu_s / 60.0) / 12.0)
+    for (slot, t), cost_gpu_s in snap.victim_cost_gpu_s.items():
+        per_type[slot, t, JOB_TYPE_FEATURES + EVICT_FEATURES] = math.log1p(cost_gpu_s / 60.0) / 12.0
+    return per_type
+
+
+def group_features(state: ClusterState, tab: _TypeTables, block_t: np.ndarray) -> np.ndarray:
+    """The :data:`GROUP_FEATURES` features of each GPU type of the cluster (types x 10), in order:
+
+    present (1), share of the cluster's GPUs, idle GPUs / GPUs of the type, largest idle block on one node / GPUs
+    per node, speed/4, vram/80, free capacity (fractions counted) / GPUs of the type, fully idle nodes / nodes of
+    the type, and in absolute terms (so types with different node sizes compare): largest idle block on one node
+    / 8 and GPUs per node / 8 (both clipped at 1).
+    """
+    lay, n_types, node_free = state.layout, tab.n_types, state.node_free
     idle_t = np.bincount(lay.node_type, weights=node_free, minlength=n_types)
     freecap_t = np.bincount(lay.gpu_type, weights=state.gpu_free, minlength=n_types)
     idle_nodes_t = np.bincount(lay.node_type, weights=(node_free == lay.node_gpus), minlength=n_types)
-    gf = np.zeros((cfg.max_types, GROUP_FEATURES), dtype=np.float32)
-    gf[:n_types] = np.stack([
-        np.ones(n_types), tab.total / n_gpus, idle_t / tab.total, block_t / tab.max_node_gpus, tab.speed,
+    return np.stack([
+        np.ones(n_types), tab.total / lay.n_gpus, idle_t / tab.total, block_t / tab.max_node_gpus, tab.speed,
         tab.vram, freecap_t / tab.total, idle_nodes_t / tab.nodes, np.minimum(block_t / 8.0, 1.0),
         np.minimum(tab.max_node_gpus / 8.0, 1.0),
     ], axis=1)
 
-    queue = state.queue
+
+def global_features(state: ClusterState, snap: Snapshot) -> np.ndarray:
+    """The :data:`GLOBAL_FEATURES` features of the whole state (float32), in order:
+
+    log1p(queue length)/6, free capacity / cluster GPUs, running jobs / cluster GPUs (clipped at 1), log1p(oldest
+    job's wait / 60 s)/10, oldest job's demand / cluster GPUs (clipped at 1), oldest job can start now (the three
+    oldest-job features are 0 with an empty queue), log1p(waiting jobs outside the window)/6, waiting demand /
+    cluster GPUs / 4 (clipped at 1).
+    """
+    jobs, queue, n_gpus, log1p = state.jobs, state.queue, state.layout.n_gpus, math.log1p
     n_queue = len(queue)
     head = next(iter(queue), None)
     waiting_demand = sum(jobs[j].gpus * jobs[j].gpu_fraction for j in queue)
     glob = np.zeros(GLOBAL_FEATURES, dtype=np.float32)
     glob[0] = log1p(n_queue) / 6.0
-    glob[1] = free_cap / n_gpus
+    glob[1] = max(state.free_capacity, 0.0) / n_gpus
     glob[2] = min(len(state.running) / n_gpus, 1.0)
     if head is not None:
         hj = jobs[head]
-        glob[3] = log1p(max(now - hj.submit_s, 0.0) / 60.0) / 10.0
+        glob[3] = log1p(max(state.now_s - hj.submit_s, 0.0) / 60.0) / 10.0
         glob[4] = min(hj.gpus * hj.gpu_fraction / n_gpus, 1.0)
         glob[5] = float(snap.fits[0].any()) if snap.window and snap.window[0] == head else 0.0
     glob[6] = log1p(max(n_queue - len(snap.window), 0)) / 6.0
     glob[7] = min(waiting_demand / n_gpus / 4.0, 1.0)
-    return {"jobs": jf, "groups": gf, "global": glob, "action_mask": snap.mask.astype(np.int8)}
+    return glob
 
 
 def action_mask(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Snapshot | None = None

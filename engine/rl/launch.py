@@ -29,14 +29,15 @@ REPO = Path(__file__).resolve().parents[2]
 _SEGMENTS = "segments.json"  # step offset of each segment, in order (0, steps before the first resume, ...)
 
 
-def page_config(preset: str, name: str, steps: int, seed: int, *, quick: bool, runs_dir: Path) -> TrainConfig:
-    """Preset ``preset`` renamed ``name``, for ``steps`` steps with ``seed``, logging under ``runs_dir``.
+def page_config(config: str, name: str, steps: int, seed: int, *, quick: bool, runs_dir: Path) -> TrainConfig:
+    """Training config ``config`` (a name in ``engine/rl/configs/``) renamed ``name``, for ``steps`` steps with
+    ``seed``, logging under ``runs_dir``.
 
-    ``quick``: a run that shows curves within seconds: one environment of 30-job episodes from the preset's
+    ``quick``: a run that shows curves within seconds: one environment of 30-job episodes from the config's
     first stage, short rollouts, no behaviour cloning and no curriculum; the network and the encoding stay the
-    preset's. Otherwise the preset as it is (behaviour cloning first when it has a ``clone`` section).
+    config's. Otherwise the config as it is (behaviour cloning first when it has a ``clone`` section).
     """
-    cfg = load_config(preset)
+    cfg = load_config(config)
     steps = int(steps)
     cfg = replace(cfg, name=name, total_timesteps=steps, seed=int(seed), progress_bar=False, runs_dir=str(runs_dir),
                   eval_freq=min(cfg.eval_freq, max(steps // 5, 1)), checkpoint_freq=max(cfg.checkpoint_freq, steps))

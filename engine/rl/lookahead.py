@@ -12,9 +12,10 @@ earlier candidate. This is rollout-based policy improvement (Bertsekas' rollout 
 world, the winner is at least as good as each candidate teacher followed by the rollout policy.
 
 The expert is a labeller for :mod:`engine.rl.clone` (``clone.expert``); a decision costs one simulation per
-distinct proposal, so it is slow next to the agent it teaches. ``expert:<model>`` (:func:`expert_of`) runs a
-model's expert as a scheduler, to measure what the agent learned from: e.g. ``python -m engine evaluate
---schedulers expert:wait-mlp,rl:wait-mlp,short-spare-evict-est --scenario v100-32 --seeds 30``.
+distinct proposal, so it is slow next to the agent it teaches. ``expert:<model>``
+(:func:`engine.rl.expert_scheduler`) runs a model's expert as a scheduler, to measure what the agent learned from:
+e.g. ``python -m engine evaluate --schedulers expert:wait-mlp,rl:wait-mlp,short-spare-evict-est --scenario v100-32
+--seeds 30``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterator, Mapping
 
 from engine.errors import EngineError, reject_unknown_keys
-from engine.rl.encoding import EVICT, EVICT_PLACEMENT, EncodingConfig, Snapshot, snapshot
+from engine.rl.encoding import EVICT, EncodingConfig, Snapshot, snapshot
+from engine.rl.eviction import EVICT_PLACEMENT
 from engine.rl.reward import RewardWeights, objective
 from engine.rl.teacher import TEACHERS, teacher_action
 from engine.schedulers.placement import PLACEMENTS
@@ -200,20 +202,3 @@ class LookaheadScheduler:
                 return
             yield from decode(state, action, enc, snap)
 
-
-def expert_of(model: str) -> LookaheadScheduler:
-    """``expert:<model>``: the expert model ``model`` was cloned from, built from its card's training config (its
-    encoding, objective and ``clone.expert``); ``ModelError`` if it had none."""
-    from engine.rl.agent import ModelError, home_of, read_card
-    from engine.rl.train import TrainConfig
-
-    card = read_card(model, home_of(model))
-    try:
-        cfg = TrainConfig.from_dict(card["training"]["config"])
-    except (KeyError, TypeError):
-        raise ModelError(f"model card {model}: no training config to build its expert from") from None
-    if cfg.clone is None or cfg.clone.expert is None:
-        raise ModelError(f"model {model!r} was not cloned from a lookahead expert (its clone.expert is empty)")
-    env = cfg.env
-    return LookaheadScheduler(cfg.clone.expert, env.encoding, env.reward, env.encoding.rules.index(cfg.clone.rule),
-                              name=f"expert:{model}")

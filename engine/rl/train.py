@@ -1,6 +1,6 @@
 """Train a learned scheduler with MaskablePPO, CleanRL-style: one config, one file, top to bottom.
 
-``python -m engine train --config FILE`` (or ``--config NAME`` for a preset in ``engine/rl/presets/``) runs:
+``python -m engine train --config FILE`` (or ``--config NAME`` for a config in ``engine/rl/configs/``) runs:
 
 1. build ``n_envs`` copies of :class:`engine.rl.env.GpuSchedulingEnv` (``DummyVecEnv``, ``Monitor``-wrapped);
 2. build the policy network in code from the config (:mod:`engine.rl.policies`);
@@ -32,7 +32,8 @@ from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
 from engine.rl.policies import PolicySpec, policy_kwargs, state_arrays
 
-PRESETS_DIR = Path(__file__).resolve().parent / "presets"
+#: The shipped training configs, one ``<name>.json`` each (``--config NAME``).
+CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
 #: A file of this name in ``runs/<name>/`` asks a running training to stop and export what it has.
 STOP_FILE = "STOP"
 
@@ -179,19 +180,20 @@ class TrainConfig:
             raise EngineError(f"{where}: {exc}") from None
 
 
-def preset_names() -> list[str]:
-    return sorted(p.stem for p in PRESETS_DIR.glob("*.json"))
+def config_names() -> list[str]:
+    """The names of the shipped training configs (``engine/rl/configs/<name>.json``)."""
+    return sorted(p.stem for p in CONFIGS_DIR.glob("*.json"))
 
 
 def load_config(name_or_path: str) -> TrainConfig:
-    """A training config from a JSON file, or from a preset name (``engine/rl/presets/<name>.json``)."""
+    """A training config from a JSON file, or from a shipped config's name (``engine/rl/configs/<name>.json``)."""
     path = Path(name_or_path)
     if not path.is_file():
-        preset = PRESETS_DIR / f"{name_or_path}.json"
-        if not preset.is_file():
-            raise EngineError(f"train config {name_or_path!r}: no such file and no such preset; "
-                              f"presets: {', '.join(preset_names())}")
-        path = preset
+        shipped = CONFIGS_DIR / f"{name_or_path}.json"
+        if not shipped.is_file():
+            raise EngineError(f"train config {name_or_path!r}: no such file and no such shipped config; "
+                              f"configs: {', '.join(config_names())}")
+        path = shipped
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -399,51 +401,6 @@ def _kept(best: bool, cloned: dict[str, Any] | None, best_return: float) -> str:
     return "best evaluation"
 
 
-def validation_return(name: str, weights: Path, n_episodes: int, models_dir: Path | None = None) -> float:
-    """Mean episode return of model ``name``'s network with ``weights`` on fresh validation workloads.
-
-    Episodes follow the last curriculum stage; episode ``k`` uses seed ``VALIDATION_SEED_BASE + 100 + k`` (not
-    a training seed, not a test seed, and not one the evaluation callback used). Actions: the most likely
-    allowed one, as the ``rl:`` scheduler decides.
-    """
-    from engine.rl.agent import RLScheduler, load_weights, model_spec, read_card
-    from engine.rl.inference import NumpyPolicy
-
-    card = read_card(name, models_dir)
-    cfg = TrainConfig.from_dict(card["training"]["config"])
-    spec, enc, shapes = model_spec(name, card)
-    agent = RLScheduler(name, card, NumpyPolicy(spec, enc, load_weights(weights, sha256_file(weights), shapes)), enc)
-    env = GpuSchedulingEnv(_stage_env(cfg))
-    total = 0.0
-    for k in range(n_episodes):
-        seed = VALIDATION_SEED_BASE + 100 + k
-        obs, _ = env.reset(seed=seed, options={"workload_seed": seed})
-        done = False
-        while not done:
-            obs, r, done, _, _ = env.step(agent.act(obs, env.action_masks()))
-            total += r
-    return total / n_episodes
-
-
-def reselect(name: str, candidates: list[Path], n_episodes: int = 10, models_dir: Path | None = None) -> dict:
-    """Keep, among saved weight files of model ``name``, the one with the best :func:`validation_return`.
-
-    Updates the exported weights, their SHA-256 and the card's ``training.kept`` (with every candidate's score).
-    """
-    out = Path(models_dir or MODELS_DIR)
-    scores = {str(c): round(validation_return(name, Path(c), n_episodes, out), 5) for c in candidates}
-    best = max(scores, key=scores.get)
-    card_path = out / f"{name}.json"
-    card = json.loads(card_path.read_text())
-    (out / card["weights"]).write_bytes(Path(best).read_bytes())
-    card["sha256"] = sha256_file(out / card["weights"])
-    card["training"]["kept"] = (f"{Path(best).name}: best mean return over {n_episodes} validation episodes "
-                                f"(seeds {VALIDATION_SEED_BASE + 100}..{VALIDATION_SEED_BASE + 99 + n_episodes})")
-    card["training"]["validation_returns"] = {Path(c).name: v for c, v in scores.items()}
-    card_path.write_text(json.dumps(card, indent=2) + "\n")
-    return card
-
-
 def _parent(cfg: TrainConfig, models_dir: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Card and SHA-256-checked plain weights of model ``cfg.init_from`` in ``models_dir`` (where this run
     exports: a stopped run resumes from there), else in ``models/``; same network required."""
@@ -467,31 +424,3 @@ def _stage_env(cfg: TrainConfig) -> EnvConfig:
         env = replace(env, **{k: v for k, v in (("clusters", s.clusters), ("loads", s.loads),
                                                  ("n_jobs", s.n_jobs)) if v is not None})
     return env
-
-
-def add_arguments(parser) -> None:
-    """Arguments of ``python -m engine train``."""
-    parser.add_argument("--config", required=True, metavar="FILE|PRESET",
-                        help=f"a JSON training config or a preset: {', '.join(preset_names())}")
-    parser.add_argument("--timesteps", type=int, metavar="N", help="override total_timesteps")
-    parser.add_argument("--name", help="override the model name")
-    parser.add_argument("--models-dir", default=str(MODELS_DIR), metavar="DIR",
-                        help="where to write <name>.npz and <name>.json (default: models/)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def run(args) -> int:
-    """``python -m engine train``: train from a config file or preset, export weights and card."""
-    cfg = load_config(args.config)
-    over: dict[str, Any] = {}
-    if args.timesteps is not None:
-        over["total_timesteps"] = args.timesteps
-    if args.name:
-        over["name"] = args.name
-    if args.quiet:
-        over["progress_bar"] = False
-    cfg = replace(cfg, **over)
-    card = train(cfg, models_dir=Path(args.models_dir))
-    print(f"trained {card['name']}: {card['training']['timesteps']} steps in {card['training']['wall_time_s']} s; "
-          f"weights {Path(args.models_dir) / card['weights']} (sha256 {card['sha256'][:12]}...)")
-    return 0

@@ -101,6 +101,32 @@ def test_only_reruns_the_named_scenarios_and_keeps_the_cards_other_tables(monkey
     (tmp_path / "m.json").write_text(json.dumps(card))
     with pytest.raises(EngineError, match="not of its weights"):
         cards.write_cards({"m": plan}, 4, 4, only=frozenset({"b"}))
+    with pytest.raises(EngineError, match="only: not in the models' plans: c"):
+        cards.write_cards({"m": plan}, 4, 4, only=frozenset({"b", "c"}))
+
+
+def test_a_plan_is_the_shipped_one_or_built_from_the_training_scenarios():
+    assert cards.plan_of("wait-mlp") is cards.PLANS["wait-mlp"]
+    plan = cards.plan_of("mine", ["v100-32", "mixed-32"], larger="v100-64")
+    assert plan == {"train": ["v100-32", "mixed-32"], "larger": "v100-64", "philly": "philly-64",
+                    "presets": list(cards.TEACHING)}
+    with pytest.raises(EngineError, match="no evaluation plan for 'mine'"):
+        cards.plan_of("mine")
+    with pytest.raises(EngineError, match="nope"):
+        cards.plan_of("mine", ["nope"])
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["cards", "mine"], "no evaluation plan for 'mine'"),
+    (["cards", "wait-mlp", "--only", "nowhere"], "only: not in the models' plans: nowhere"),
+    (["cards", "wait-mlp", "--seeds", "0"], "--seeds"),
+])
+def test_the_cards_command_refuses_bad_input_in_one_line(argv, message, capsys):
+    from engine.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
 
 
 def test_an_agent_better_everywhere_beats_the_best_baseline(monkeypatch):

@@ -9,7 +9,7 @@ import pytest
 
 from engine.errors import EngineError
 from engine.rl.agent import load_weights, model_spec
-from engine.rl.train import TrainConfig, load_config, preset_names, sha256_file
+from engine.rl.train import TrainConfig, config_names, load_config, sha256_file
 
 
 def test_smoke_training_writes_weights_and_card(tiny_models, tmp_path):
@@ -29,8 +29,8 @@ def test_smoke_training_writes_weights_and_card(tiny_models, tmp_path):
     assert (tiny_models.parent / "runs" / "tiny-mlp" / "tb").is_dir()  # TensorBoard logs
 
 
-@pytest.mark.parametrize("name", preset_names())
-def test_presets_load(name):
+@pytest.mark.parametrize("name", config_names())
+def test_shipped_configs_load(name):
     cfg = load_config(name)
     assert cfg.name == name and cfg.total_timesteps > 0
 
@@ -49,9 +49,9 @@ def test_bad_configs_are_one_line_errors(data, match, tmp_path):
         load_config(str(path))
 
 
-def test_unknown_preset_lists_presets():
-    with pytest.raises(EngineError, match="presets: "):
-        load_config("no-such-preset")
+def test_unknown_config_name_lists_the_shipped_configs():
+    with pytest.raises(EngineError, match="configs: .*wait-mlp"):
+        load_config("no-such-config")
 
 
 def test_curriculum_reaches_the_wrapped_environments():
@@ -86,9 +86,9 @@ def test_cli_trains_from_a_config_file(tmp_path, capsys):
 def test_cli_bad_config_is_one_line_exit_2(tmp_path, capsys):
     from engine.cli import main
 
-    assert main(["train", "--config", "no-such-preset"]) == 2
+    assert main(["train", "--config", "no-such-config"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no such preset" in err
+    assert err.count("\n") == 1 and "no such shipped config" in err
 
 
 def test_init_from_continues_the_parent_and_counts_its_steps(tiny_models, tmp_path, monkeypatch):
@@ -171,17 +171,17 @@ def test_deploy_encoding_takes_only_layout_preserving_options(deploy, match):
         TrainConfig.from_dict({"name": "x", "deploy_encoding": deploy})
 
 
-@pytest.mark.parametrize("name", preset_names())
-def test_each_shipped_card_holds_its_presets_config(name):
-    # Config travels with its artifact: retraining the preset is what made the shipped weights.
+@pytest.mark.parametrize("name", config_names())
+def test_each_shipped_card_holds_its_config(name):
+    # Config travels with its artifact: retraining the config is what made the shipped weights.
     from engine.rl.agent import MODELS_DIR, read_card
 
     if not (MODELS_DIR / f"{name}.json").is_file():
-        pytest.skip(f"preset {name} has no shipped model")
+        pytest.skip(f"config {name} has no shipped model")
     card = read_card(name)
-    preset, shipped = load_config(name), TrainConfig.from_dict(card["training"]["config"])
-    assert _with_progress_of(shipped, preset) == preset
-    assert card["encoding"] == preset.deployed_encoding().to_dict()
+    config, shipped = load_config(name), TrainConfig.from_dict(card["training"]["config"])
+    assert _with_progress_of(shipped, config) == config
+    assert card["encoding"] == config.deployed_encoding().to_dict()
 
 
 def _with_progress_of(cfg: TrainConfig, like: TrainConfig) -> TrainConfig:
