@@ -4,6 +4,7 @@ run on Ray (``engine.analysis.sweep``, ``engine.analysis.plan``)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
@@ -14,7 +15,6 @@ from engine.analysis.metrics import METRICS
 from engine.analysis.plan import Target, plan
 from engine.analysis.sweep import SweepSpec, parse_numbers, run_sweep
 from engine.sim.cluster import parse_shorthand
-from engine.traces.options import load_options
 from engine.units import parse_duration, plural
 from engine.viz import explore, tables
 
@@ -86,14 +86,9 @@ with sweep_tab:
         with common.engine_errors("sweep", stop=False):
             # Shorthand only: a .json path or openb:PATH typed here would make the server read its own files.
             more = [parse_shorthand(line).to_shorthand() for line in extra.splitlines() if line.strip()]
-            options = {"users": w.users, "arrival": w.arrival, **({"mix": dict(w.mix)} if w.mix else {})}
-            spec = SweepSpec(
-                clusters=(sc.cluster, *(m for m in more if m != sc.cluster)), schedulers=tuple(chosen),
-                seeds=int(seeds), loads=parse_numbers(loads_text, load_label),
-                jobs=None if is_trace else w.n_jobs, generator={} if is_trace else options,
-                trace=(w.trace_name or "trace") if is_trace else None,
-                trace_options=load_options(format=w.trace_format, skip_bad=w.skip_bad, time_unit=w.time_unit,
-                                           column_map=w.column_map, first=w.first) if is_trace else {})
+            spec = SweepSpec(base=replace(sc, schedulers=tuple(chosen)),
+                             clusters=(sc.cluster, *(m for m in more if m != sc.cluster)),
+                             loads=parse_numbers(loads_text, load_label), seeds=int(seeds))
             trace_jobs = common.loaded_trace(sc).jobs if is_trace else None
             runs = spec.cells * (len(trace_jobs) if is_trace else w.n_jobs)
             if spec.cells > MAX_CELLS or runs > MAX_JOB_RUNS:

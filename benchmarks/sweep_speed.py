@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     from engine.traces.generator import generate
 
     n_jobs = args.jobs or (100 if args.quick else 200)
-    spec = SweepSpec(clusters=(CLUSTER,), schedulers=SCHEDULERS, jobs=n_jobs, loads=LOADS, seeds=args.seeds)
-    tiny = SweepSpec(clusters=(CLUSTER,), schedulers=SCHEDULERS, jobs=1, loads=LOADS, seeds=args.seeds)
+    spec = SweepSpec.grid(clusters=(CLUSTER,), schedulers=SCHEDULERS, jobs=n_jobs, loads=LOADS, seeds=args.seeds)
+    tiny = SweepSpec.grid(clusters=(CLUSTER,), schedulers=SCHEDULERS, jobs=1, loads=LOADS, seeds=args.seeds)
     load_before = os.getloadavg()
     print(f"grid: {spec.cells} cells ({CLUSTER}, loads {','.join(map(str, LOADS))}, {args.seeds} seeds, "
           f"{', '.join(SCHEDULERS)}), {n_jobs} jobs per workload; {args.cpus} Ray CPUs, {os.cpu_count()} cores; "

@@ -32,6 +32,8 @@ MANIFEST = Path(__file__).resolve().parent / "_compiled.json"
 NATIVE_MODULES = (
     "engine.sim.agenda",
     "engine.sim.job",
+    "engine.sim.checks",
+    "engine.sim.record",
     "engine.sim.simulator",
     "engine.sim.state",
     "engine.sim.occupancy",
@@ -40,6 +42,7 @@ NATIVE_MODULES = (
     "engine.schedulers.placement",
     "engine.schedulers.backfill_index",
     "engine.schedulers.backfill",
+    "engine.schedulers.tiresias_index",
     "engine.schedulers.tiresias",
     "engine.schedulers.drf",
     "engine.schedulers.fgd",

@@ -137,8 +137,8 @@ def loaded_trace(sc: Scenario):
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _jobs(workload_key: str) -> tuple[Job, ...]:
     sc = Scenario.from_dict(json.loads(workload_key))
-    if sc.workload.source == "trace":
-        return _trace(workload_key).jobs
+    if sc.workload.source == "trace":  # the upload loaded once; the scenario's cuts (skip, block, load scale)
+        return sc.workload.cut_trace(_trace(workload_key).jobs, cluster_of(sc).n_gpus)
     return workers.call(sc.build_jobs, cluster_of(sc), what="building the workload")
 
 

@@ -30,7 +30,7 @@ def seed_variants(sc: Scenario, n: int) -> list[Scenario]:
         raise ScenarioError(f"workload seeds must be between 1 and {MAX_SEEDS}, got {n!r}")
     if sc.workload.source == "trace" and n > 1:
         raise ScenarioError("a trace is a single workload: several seeds need a generated or preset workload")
-    return [replace(sc, workload=replace(sc.workload, seed=sc.workload.seed + k)) for k in range(n)]
+    return [replace(sc, workload=sc.workload.with_seed(sc.workload.seed + k)) for k in range(n)]
 
 
 def ci_frame(summaries: Mapping[str, Sequence[Summary]], keys: Sequence[str]) -> pd.DataFrame:

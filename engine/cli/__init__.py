@@ -43,7 +43,7 @@ class Command:
 
 #: Subcommands, in the order ``--help`` lists them.
 COMMANDS: dict[str, Command] = {
-    "simulate": Command("run one scheduler on a trace and print its metrics",
+    "simulate": Command("run one scheduler on a trace, or every scheduler of a scenario file, and print the metrics",
                         "engine.cli.run:add_simulate_arguments", "engine.cli.run:run_simulate"),
     "compare": Command("run several schedulers on the same trace and compare their metrics",
                        "engine.cli.run:add_compare_arguments", "engine.cli.run:run_compare"),

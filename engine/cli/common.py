@@ -125,10 +125,10 @@ def trace_options(args: argparse.Namespace) -> dict:
             "load_scale": args.load_scale}
 
 
-def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
+def add_trace_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """``--trace PATH`` plus every loader option (``--format --skip-bad --time-unit --map --first --window
     --load-scale``)."""
-    parser.add_argument("--trace", required=True, metavar="PATH", help="workload trace file")
+    parser.add_argument("--trace", required=required, metavar="PATH", help="workload trace file")
     add_trace_options(parser)
 
 

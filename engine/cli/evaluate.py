@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
-from engine.analysis.evaluate import SCENARIOS, evaluate
+from engine.analysis.evaluate import SCENARIOS, describe, evaluate, parse_scenario
 from engine.analysis.metrics import METRICS
 from engine.errors import EngineError
-from engine.sim.options import PreemptionModel, RunOptions
+from engine.sim.options import PreemptionModel
 
 _SHOWN_DIFFS = ("mean_wait_s", "p95_wait_s", "mean_jct_s", "mean_bounded_slowdown", "utilization",
                 "gini_user_wait", "comm_overhead_gpu_h")
@@ -16,10 +17,12 @@ _SHOWN_DIFFS = ("mean_wait_s", "p95_wait_s", "mean_jct_s", "mean_bounded_slowdow
 def add_arguments(parser) -> None:
     from engine.cli.common import add_plugin_argument, add_preemption_arguments, int_in, output_path
 
-    parser.add_argument("--schedulers", required=True, metavar="A,B,...",
-                        help="comma-separated scheduler names, e.g. first-fit,sjf,rl:wait-mlp")
-    parser.add_argument("--scenario", required=True, metavar="NAME|SPEC",
-                        help=f"named ({', '.join(SCENARIOS)}) or 'cluster=4x8:V100-32;jobs=200;load=1.5'"
+    parser.add_argument("--schedulers", metavar="A,B,...",
+                        help="comma-separated scheduler names, e.g. first-fit,sjf,rl:wait-mlp "
+                             "(default: the schedulers of a --scenario FILE)")
+    parser.add_argument("--scenario", required=True, metavar="NAME|FILE|SPEC",
+                        help=f"a named scenario ({', '.join(SCENARIOS)}) or teaching preset, a scenario JSON file "
+                             "(the app's download), or 'cluster=4x8:V100-32;jobs=200;load=1.5'"
                              " (optionally ';trace=FILE;skip=N': blocks of a trace after its first N jobs)")
     parser.add_argument("--seeds", type=int_in(1, 10_000), default=10, metavar="N",
                         help="workload seeds 0..N-1 (default 10, at most 10,000)")
@@ -37,7 +40,8 @@ def run(args) -> int:
 
     if args.seeds < 1:
         raise EngineError(f"--seeds must be >= 1, got {args.seeds}")
-    names = [s for s in args.schedulers.split(",") if s.strip()]
+    scenario = parse_scenario(args.scenario)
+    names = [s for s in args.schedulers.split(",") if s.strip()] if args.schedulers else list(scenario.schedulers)
     total = len(names) * args.seeds
     done = [0]
 
@@ -46,16 +50,18 @@ def run(args) -> int:
         if not args.quiet and sys.stderr.isatty():
             print(f"\r{done[0]}/{total} runs", end="", file=sys.stderr, flush=True)
 
-    preemption = preemption_arg(args)
-    ev = evaluate(names, args.scenario, args.seeds, baseline=args.baseline, on_run=tick,
-                  options=RunOptions(preemption=preemption))
+    # The preemption options replace the scenario's run options only when given.
+    given = args.checkpoint_interval is not None or args.restart_overhead != 0.0
+    ev = evaluate(names, scenario, args.seeds, baseline=args.baseline, on_run=tick,
+                  options=replace(scenario.options, preemption=preemption_arg(args)) if given else None)
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
+    preemption = ev.scenario.options.preemption
     every = preemption.checkpoint_interval_s
     lost = ("preempted jobs lose nothing" if preemption == PreemptionModel() else
             f"preempted jobs {'checkpoint when preempted' if every is None else f'checkpoint every {every:g} s'}, "
             f"restart costs {preemption.restart_overhead_s:g} s")
-    print(f"scenario {ev.scenario.name}: {ev.scenario.cluster}, {ev.scenario.n_jobs} jobs, load {ev.scenario.load}, "
+    print(f"scenario {ev.scenario.name or args.scenario}: {describe(ev.scenario, '')}, "
           f"seeds 0..{args.seeds - 1}; {lost}; mean +/- 95 % CI")
     stats = ev.stats()
     rows = []

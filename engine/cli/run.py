@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from engine.cli.common import (
     add_cluster_argument,
@@ -20,6 +21,7 @@ from engine.cli.common import (
     scheduler_list,
     write_json,
 )
+from engine.errors import EngineError
 
 
 def _describe_run(cluster, trace) -> str:
@@ -44,9 +46,13 @@ def _run_one(name: str, cluster, jobs, args: argparse.Namespace):
 
 # ------------------------------------------------------------------------------------------ simulate
 def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
-    add_cluster_argument(parser)
-    add_trace_arguments(parser)
-    parser.add_argument("--scheduler", required=True, metavar="NAME", help="scheduler name (see `list`)")
+    add_cluster_argument(parser, required=False)
+    add_trace_arguments(parser, required=False)
+    parser.add_argument("--scheduler", metavar="NAME", help="scheduler name (see `list`)")
+    parser.add_argument("--scenario", type=Path, metavar="FILE",
+                        help="run a scenario JSON (the app's download) instead of --cluster/--trace/--scheduler: "
+                             "every scheduler it names, on its cluster and workload with its seed and run options, "
+                             "printed like compare (--trace gives the bytes of an uploaded trace it names)")
     add_run_arguments(parser)
     parser.add_argument("--json", type=output_path, metavar="FILE", help="write the summary {metric: value} as JSON")
     parser.add_argument("--jobs-csv", type=output_path, metavar="FILE",
@@ -68,6 +74,11 @@ def run_simulate(args: argparse.Namespace) -> int:
     from engine.analysis.metrics import METRICS, job_frame, summarize, user_frame
     from engine.sim.cluster import parse_cluster
 
+    if args.scenario is not None:
+        return _run_scenario(args)
+    missing = [f"--{k}" for k in ("cluster", "trace", "scheduler") if getattr(args, k) is None]
+    if missing:
+        raise EngineError(f"simulate needs {', '.join(missing)} (or --scenario FILE)")
     cluster = parse_cluster(args.cluster)
     trace = load_trace_arg(args)
     result = _run_one(args.scheduler, cluster, trace.jobs, args)
@@ -97,8 +108,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from engine.analysis import never_ran
-    from engine.analysis.metrics import METRICS, best_columns, compare, summarize
+    from engine.analysis.metrics import summarize
     from engine.schedulers import make_scheduler
     from engine.sim.cluster import parse_cluster
 
@@ -107,6 +117,17 @@ def run_compare(args: argparse.Namespace) -> int:
         make_scheduler(name)
     trace = load_trace_arg(args)
     summaries = {name: summarize(_run_one(name, cluster, trace.jobs, args)) for name in args.schedulers}
+    _print_comparison(summaries, cluster, trace.jobs, _describe_run(cluster, trace) + f"; seed {args.seed}")
+    if args.json:
+        write_json(args.json, {name: s.to_dict() for name, s in summaries.items()})
+    return 0
+
+
+def _print_comparison(summaries, cluster, jobs, heading: str) -> None:
+    """The table of ``compare``: every metric per scheduler, the best marked, and the jobs that never ran."""
+    from engine.analysis import never_ran
+    from engine.analysis.metrics import METRICS, best_columns, compare
+
     table = compare(summaries)
     best = best_columns(table)
     rows = []
@@ -114,12 +135,50 @@ def run_compare(args: argparse.Namespace) -> int:
         marked = best.get(key, ())
         rows.append([metric_label(key)] + [format_value(table.loc[key, n], metric.unit) + ("*" if n in marked else " ")
                                      for n in table.columns])
-    print(_describe_run(cluster, trace) + f"; seed {args.seed}")
+    print(heading)
     print(format_table(["metric", *(f"{n} " for n in table.columns)], rows))
     print("* best value of the metric (not marked when all schedulers tie)")
-    _print_never_ran(never_ran.before_run(cluster, trace.jobs))  # the same jobs under every scheduler
+    _print_never_ran(never_ran.before_run(cluster, jobs))  # the same jobs under every scheduler
+
+
+def scenario_trace_bytes(workload, path: str | None) -> bytes | None:
+    """The bytes of a scenario's uploaded trace (referenced by its SHA-256, as the app writes it): the file
+    ``path`` (``--trace``), else the file of its name in the working directory; ``None`` for other workloads."""
+    if workload.source != "trace" or not workload.trace_sha256:
+        return None
+    file = Path(path or workload.trace_name)
+    if not file.is_file():
+        raise EngineError(f"the scenario's trace {workload.trace_name!r} is an upload: give the file with --trace PATH")
+    return file.read_bytes()
+
+
+def _run_scenario(args: argparse.Namespace) -> int:
+    """``simulate --scenario FILE``: every scheduler of the scenario, printed and written like ``compare``."""
+    from engine.analysis.metrics import summarize
+    from engine.analysis.scenario import Scenario
+    from engine.schedulers import make_scheduler
+    from engine.sim.simulator import simulate
+
+    given = [f"--{k}" for k in ("cluster", "scheduler") if getattr(args, k) is not None]
+    if given:
+        raise EngineError(f"--scenario holds the cluster and the schedulers; do not also give {', '.join(given)}")
+    sc = Scenario.from_json(args.scenario.read_bytes(), trusted=True)
+    if not sc.schedulers:
+        raise EngineError(f"{args.scenario}: the scenario names no scheduler")
+    for name in sc.schedulers:
+        make_scheduler(name)
+    cluster = sc.build_cluster(trusted=True)
+    jobs = sc.build_jobs(cluster, scenario_trace_bytes(sc.workload, args.trace))
+    results = {}
+    for name in sc.schedulers:
+        with progress(name, len(jobs), quiet=args.quiet) as on_progress:
+            results[name] = summarize(simulate(cluster, jobs, make_scheduler(name), seed=sc.seed, options=sc.options,
+                                               on_progress=on_progress))
+    heading = (f"scenario {sc.name or args.scenario}: cluster {cluster.to_shorthand()} ({cluster.n_gpus} GPUs); "
+               f"{len(jobs):,} jobs ({sc.workload.source}); seed {sc.seed}")
+    _print_comparison(results, cluster, jobs, heading)
     if args.json:
-        write_json(args.json, {name: s.to_dict() for name, s in summaries.items()})
+        write_json(args.json, {name: s.to_dict() for name, s in results.items()})
     return 0
 
 

@@ -12,6 +12,7 @@ Both run on Ray: a local Ray on this machine's cores, or the cluster at ``--addr
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from pathlib import Path
@@ -80,7 +81,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=positive_int, metavar="K",
                         help="seeds 0..K-1 (workload and simulation seeds; default 1)")
     parser.add_argument("--spec", type=Path, metavar="FILE",
-                        help="the grid as JSON (e.g. downloaded from the app's Explore page) instead of the options")
+                        help="the grid as JSON (e.g. downloaded from the app's Explore page) instead of the options, "
+                             "or a scenario JSON (the app's download) as the grid's base: --cluster, --load, --seeds "
+                             "and --schedulers then vary it; --trace gives the bytes of an uploaded trace it names")
     parser.add_argument("--out", required=True, type=output_path, metavar="FILE",
                         help="results CSV: one row per cluster x load x seed x scheduler, every metric")
     parser.add_argument("--json", type=output_path, metavar="FILE",
@@ -89,16 +92,27 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def sweep_spec(args: argparse.Namespace):
-    """The :class:`~engine.analysis.sweep.SweepSpec` of the command line (``--spec`` or the grid options)."""
+    """The :class:`~engine.analysis.sweep.SweepSpec` of the command line: ``--spec`` (a sweep spec, or a scenario
+    file whose cluster, load, seeds and schedulers ``--cluster``, ``--load``/``--load-scale``, ``--seeds`` and
+    ``--schedulers`` may replace) or the grid options."""
+    from dataclasses import replace
+
+    from engine.analysis.scenario import Scenario
     from engine.analysis.sweep import SweepSpec
 
-    grid = {"--cluster": args.cluster, "--trace": args.trace, "--jobs": args.jobs, "--load": args.load,
+    grid = {"--cluster": args.cluster, "--jobs": args.jobs, "--load": args.load,
             "--load-scale": args.load_scale, "--schedulers": args.schedulers, "--seeds": args.seeds}
     if args.spec is not None:
         given = [k for k, v in grid.items() if v is not None]
+        data = json.loads(args.spec.read_bytes())
+        if isinstance(data, dict) and ("workload" in data or "cluster" in data):  # a scenario file: the base
+            sc = Scenario.from_dict(data, trusted=True)
+            if args.schedulers:
+                sc = replace(sc, schedulers=tuple(args.schedulers))
+            return SweepSpec.of_scenario(sc, args.cluster, args.load or args.load_scale, args.seeds or 1)
         if given:
             raise EngineError(f"--spec holds the whole grid; do not also give {', '.join(given)}")
-        return SweepSpec.from_json(args.spec.read_bytes())
+        return SweepSpec.from_dict(data, trusted=True)
     missing = [k for k in ("--cluster", "--schedulers") if grid[k] is None]
     if missing:
         raise EngineError(f"sweep needs {' and '.join(missing)} (or --spec FILE)")
@@ -109,9 +123,17 @@ def sweep_spec(args: argparse.Namespace):
     if args.trace is not None and args.load is not None:
         raise EngineError("--load is for generated workloads (--jobs); a trace takes --load-scale X,Y")
     options = {k: v for k, v in trace_options(args).items() if k != "load_scale" and v not in (None, False)}
-    return SweepSpec(clusters=tuple(args.cluster), schedulers=tuple(args.schedulers), seeds=args.seeds or 1,
-                     jobs=args.jobs, loads=tuple(args.load or args.load_scale or ()), trace=args.trace,
-                     trace_options=options if args.trace is not None else {})
+    return SweepSpec.grid(tuple(args.cluster), tuple(args.schedulers), seeds=args.seeds or 1, jobs=args.jobs,
+                          loads=tuple(args.load or args.load_scale or ()), trace=args.trace,
+                          trace_options=options if args.trace is not None else None)
+
+
+def _uploaded_trace(spec, args: argparse.Namespace):
+    """The jobs of a spec whose trace is an upload (see :func:`engine.cli.run.scenario_trace_bytes`), else None."""
+    from engine.cli.run import scenario_trace_bytes
+
+    data = scenario_trace_bytes(spec.base.workload, args.trace)
+    return None if data is None else spec.base.workload.load_trace(data).jobs
 
 
 def run_sweep(args: argparse.Namespace) -> int:
@@ -119,7 +141,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 
     spec = sweep_spec(args)
     with progress("sweep", spec.cells, quiet=args.quiet, unit="cell") as on_progress:
-        frame = sweep(spec, address=args.address, num_cpus=args.num_cpus, on_progress=on_progress, keep_ray=False,
+        frame = sweep(spec, trace_jobs=_uploaded_trace(spec, args), address=args.address, num_cpus=args.num_cpus, on_progress=on_progress, keep_ray=False,
                       plugins=args.plugin)
     frame.to_csv(args.out, index=False)
     meta, failures = frame.attrs["meta"], frame.attrs["failures"]

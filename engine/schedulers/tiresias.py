@@ -19,23 +19,22 @@ order, which avoids the constant switching of pure least-attained-service.
   the cycle "promoted, demoted, preempted, promoted" cannot repeat without bound.
 
 Only a queued job's key changes through promotion: queued jobs receive no service, so a static key per
-queued job (queue, submit time, id) keeps the waiting list sorted. Jobs are kept by their rank in arrival order
-(submit time, then id): plain ints, cheap to compare.
+queued job (queue, submit time, id) keeps the waiting list sorted. The lists and timers that make each decision
+point cheap live in :mod:`engine.schedulers.tiresias_index`; this module is the policy.
 """
 
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, insort
 from typing import Callable, Final, Iterator
 
 import numpy as np
 from mypy_extensions import mypyc_attr
 
-from engine.schedulers.ordering import arrival_ranks, cut_front
+from engine.schedulers.ordering import arrival_ranks
 from engine.schedulers.placement import FAILURES_PERSIST, PLACEMENTS, FitMemory, Placement, first_fit, reset_placement
 from engine.schedulers.registry import SchedulerSpec, register
-from engine.sim.agenda import Agenda
+from engine.schedulers.tiresias_index import RunningLists, Timers, WaitingLists
 from engine.sim.job import Job
 from engine.sim.state import FRACTION_EPS, ClusterState, Decision, Preempt, Start, Wake
 
@@ -67,25 +66,6 @@ def _fail_at(failed: list[int], shapes: set[int], q: int, n_queues: int) -> int:
 DEFAULT_THRESHOLDS_GPU_S: Final = (3600.0, 36000.0)
 
 
-class _Ranks:
-    """Ranks in increasing order, from ``head`` on: the front is dropped by moving ``head`` (see
-    :func:`~engine.schedulers.ordering.cut_front`)."""
-
-    def __init__(self, rank: int) -> None:
-        self.ranks = [rank]
-        self.head = 0
-
-    def insert(self, rank: int) -> None:
-        ranks = self.ranks
-        if self.head == len(ranks) or rank > ranks[-1]:  # (arrivals: no search)
-            ranks.append(rank)
-        else:
-            insort(ranks, rank, self.head)
-
-    def pop_front(self) -> None:
-        self.head = cut_front(self.ranks, self.head + 1)
-
-
 @mypyc_attr(allow_interpreted_subclasses=True)  # a public base: subclassable compiled too (ARCHITECTURE.md)
 class Tiresias:
     """Discretised 2D-LAS with preemption and a starvation guard.
@@ -113,43 +93,26 @@ class Tiresias:
         # Shapes the rule could not place, remembered across decision points (see _pass).
         self._remember = self.place in FAILURES_PERSIST
         self._fits = FitMemory()
-        self._reset_memory()
+        self._reset_memory([], [])
 
-    def _reset_memory(self, n_jobs: int = 0) -> None:
-        self._rank: list[int] = []  # job -> rank in arrival order
-        self._job_of: list[int] = []  # rank -> job
-        # Per queue, per job shape: ranks of waiting jobs, in order; stale entries (jobs that have started, or
-        # moved to another queue since: see _where) are dropped when they reach the front.
-        self._waiting: list[dict[int, _Ranks]] = [{} for _ in range(len(self.thresholds) + 1)]
+    def _reset_memory(self, rank: list[int], job_of: list[int]) -> None:
+        n_queues = len(self.thresholds) + 1
+        self._rank = rank  # job -> rank in arrival order
+        self._job_of = job_of  # rank -> job
+        self._waiting = WaitingLists(n_queues, job_of)
+        self._running = RunningLists(n_queues, rank, job_of)
+        self._timers = Timers(self._running.run_id)
         # Per job (lists indexed by job id: several times cheaper to read and write than dicts):
-        self._where = [-1] * n_jobs  # queue of its valid entry in _waiting
-        self._version = [0] * n_jobs  # how many times it was queued (promotions are for one of them)
-        self._listed = [False] * n_jobs  # whether it has a valid entry in _waiting
-        self._base = [0.0] * n_jobs  # service forgotten at its last promotion
-        self._run_s = [0.0] * n_jobs  # total time run so far
-        self._run_id = [0] * n_jobs  # number of its current run while it runs (runs count from 1), else 0
-        self._started_s = [0.0] * n_jobs  # when its current run started
-        self._run_queue = [-1] * n_jobs  # its queue while it runs (as far as this scheduler knows), else -1
-        self._run_gpus: list[tuple[int, ...]] = [()] * n_jobs  # its GPUs while it runs
-        # When queued jobs are due for promotion (entries: version * n_jobs + job, for that queuing of the job) and
-        # running jobs cross a threshold into the next queue (entries: run * n_jobs + job, for that run of the job).
-        self._promotions = Agenda()
-        self._crossings = Agenda()
-        # Per queue, the ranks of its running jobs, sorted: victims are taken latest submitted first without
-        # sorting at every preemption. Jobs that ended are dropped when next looked at.
-        self._running: list[list[int]] = [[] for _ in range(len(self.thresholds) + 1)]
-        self._queue_gpus = [0] * (len(self.thresholds) + 1)  # GPUs held by the running jobs of each queue
-        self._gpu_jobs: list[list[int]] = []  # per GPU, the jobs started on it that were running when last looked
+        self._base = [0.0] * len(rank)  # service forgotten at its last promotion
+        self._run_s = [0.0] * len(rank)  # total time run so far
         self._types: dict[int, list[int]] = {}  # job shape -> its eligible GPU types
-        self._runs = 0
         self._wake_s = math.inf  # the last wake-up asked for (pending while it lies ahead)
         self._released_at = 0  # how much of state.occupancy.released has been read
         self._released_decided = 0  # how much of it there was when the last decision ended
 
     def reset(self, state: ClusterState) -> None:
         reset_placement(self.place, state)
-        self._reset_memory(len(state.jobs))
-        self._rank, self._job_of = arrival_ranks(state)
+        self._reset_memory(*arrival_ranks(state))
         self._released_at = len(state.occupancy.released)
         self._released_decided = self._released_at
         self._fits.reset()
@@ -168,72 +131,25 @@ class Tiresias:
         return state.attained_gpu_s(j) - self._base[j]
 
     def _enqueue(self, state: ClusterState, j: int, queue: int | None = None) -> None:
-        v = self._version[j] + 1
-        self._version[j] = v
+        v = self._timers.queued(j)
         q = self.queue_of(self._service(state, j)) if queue is None else queue
-        waiting, sid = self._waiting[q], state.job_shape[j]
-        entries = waiting.get(sid)
-        if entries is None:
-            waiting[sid] = _Ranks(self._rank[j])
-        else:
-            entries.insert(self._rank[j])
-        self._where[j] = q
-        self._listed[j] = True
+        self._waiting.add(j, self._rank[j], q, state.job_shape[j])
         ran_s = self._run_s[j]
         if ran_s > 0 and q > 0 and math.isfinite(self.promote_knob):
-            self._promotions.push(state.now_s + self.promote_knob * ran_s, v * len(self._version) + j)
+            self._timers.promote_at(state.now_s + self.promote_knob * ran_s, j, v)
 
     def _started(self, state: ClusterState, j: int) -> None:
-        self._listed[j] = False
-        self._runs += 1
-        run = self._runs
-        self._run_id[j] = run
-        self._started_s[j] = state.now_s
+        self._waiting.listed[j] = False
         service = self._service(state, j)
         q = self.queue_of(service)
-        insort(self._running[q], self._rank[j])
-        self._run_queue[j] = q
-        self._queue_gpus[q] = self._queue_gpus[q] + state.jobs[j].gpus
+        run = self._running.start(state, j, q)
         self._push_crossing(state.now_s, state.jobs[j], service, q, run)
-        if not self._gpu_jobs:
-            self._gpu_jobs = [[] for _ in range(state.n_gpus)]
-        gpus = state.running[j].gpu_ids
-        self._run_gpus[j] = gpus
-        for g in gpus:
-            self._gpu_jobs[g].append(j)
 
     def _push_crossing(self, now: float, job: Job, service: float, q: int, run: int) -> None:
         """Note when run ``run`` of ``job``, in queue ``q`` with ``service`` GPU-seconds at ``now``, crosses into
         queue ``q + 1`` (if there is one)."""
         if q < len(self.thresholds):
-            t = now + (self.thresholds[q] - service) / job.gpu_demand
-            self._crossings.push(t, run * len(self._version) + job.job_id)
-
-    def _stopped(self, state: ClusterState, j: int) -> None:
-        q = self._run_queue[j]
-        self._run_queue[j] = -1
-        self._drop_running(q, j)
-        self._queue_gpus[q] = self._queue_gpus[q] - state.jobs[j].gpus
-        self._run_id[j] = 0
-        gpu_jobs = self._gpu_jobs
-        for g in self._run_gpus[j]:
-            gpu_jobs[g].remove(j)
-        self._run_gpus[j] = ()
-
-    def _drop_running(self, q: int, j: int) -> None:
-        """Remove job ``j`` from queue ``q``'s running list (O(log n) search; no-op if it is not there)."""
-        entries, r = self._running[q], self._rank[j]
-        i = bisect_left(entries, r)
-        if i < len(entries) and entries[i] == r:
-            del entries[i]
-
-    def _is_running(self, state: ClusterState, j: int) -> bool:
-        """Whether job ``j`` still runs; forgets it if it has ended since we last looked."""
-        if j in state.running:
-            return True
-        if self._run_queue[j] >= 0:
-            self._stopped(state, j)
-        return False
+            self._timers.cross_at(now + (self.thresholds[q] - service) / job.gpu_demand, job.job_id, run)
 
     def _catch_up(self, state: ClusterState) -> bool:
         """Forget the jobs that ended; apply arrivals, promotions and demotions due by now. Returns whether any
@@ -242,49 +158,40 @@ class Tiresias:
         # running jobs only and stay short however long the run.
         released = state.occupancy.released
         due = len(released) > self._released_decided  # a job ended (this scheduler's preemptions are not counted)
-        if len(released) > self._released_at and self._gpu_jobs:
-            running, gpu_jobs, run_queue = state.running, self._gpu_jobs, self._run_queue
-            for g in released[self._released_at:]:
-                for k in [k for k in gpu_jobs[g] if k not in running]:
-                    if run_queue[k] >= 0:
-                        self._stopped(state, k)
+        if len(released) > self._released_at:
+            self._running.forget_ended(state, released, self._released_at)
         self._released_at = len(released)
         now = state.now_s
-        listed = self._listed
+        listed = self._waiting.listed
         for j in state.entered:
             if not listed[j]:  # jobs this scheduler preempted are already listed
                 self._enqueue(state, j)
                 due = True
-        n = len(self._version)
-        promotions = self._promotions
+        timers, running = self._timers, self._running
+        n = len(timers.version)
+        promotions = timers.promotions
         while promotions.earliest() <= now:
             for e in promotions.pop():
                 j = e % n
-                if self._version[j] == e // n and state.is_waiting(j):
+                if timers.version[j] == e // n and state.is_waiting(j):
                     self._base[j] = state.attained_gpu_s(j)
                     self._enqueue(state, j, queue=0)
                     due = True
-        crossings = self._crossings
+        crossings = timers.crossings
         while crossings.earliest() <= now:
             t = crossings.earliest()
             for e in crossings.pop():
                 j = e % n
-                if self._run_id[j] == e // n and self._is_running(state, j):
+                if running.run_id[j] == e // n and running.is_running(state, j):
                     self._cross(state, j, t)
                     due = True
         return due
 
     def _cross(self, state: ClusterState, j: int, t: float) -> None:
         """Running job ``j`` crosses into the next queue at time ``t``."""
-        q = self._run_queue[j] + 1
         job = state.jobs[j]
-        run = self._run_id[j]
-        self._drop_running(q - 1, j)
-        insort(self._running[q], self._rank[j])
-        self._run_queue[j] = q
-        self._queue_gpus[q - 1] = self._queue_gpus[q - 1] - job.gpus
-        self._queue_gpus[q] = self._queue_gpus[q] + job.gpus
-        self._push_crossing(t, job, self.thresholds[q - 1], q, run)
+        q = self._running.move_down(j, job.gpus)
+        self._push_crossing(t, job, self.thresholds[q - 1], q, self._running.run_id[j])
 
     # ----------------------------------------------------------------- decisions
     def decide(self, state: ClusterState) -> Iterator[Decision]:
@@ -300,83 +207,10 @@ class Tiresias:
                 self._enqueue(state, j)
             self._released_decided = len(state.occupancy.released)
         if state.queue:
-            wake = self._next_wake(state)
+            wake = self._timers.next_wake(state)
             if wake < math.inf and wake != self._wake_s:  # (a wake-up asked for before is still pending)
                 self._wake_s = wake
                 yield Wake(wake)
-
-    def _next_wake(self, state: ClusterState) -> float:
-        """The earliest time at which a running job crosses a threshold or a queued job is due for promotion
-        (``inf`` if none lies ahead); stale entries met on the way are dropped."""
-        crossings, promotions = self._crossings, self._promotions
-        while crossings.earliest() < math.inf and not self._any_live(state, crossings, True):
-            crossings.pop()
-        while promotions.earliest() < math.inf and not self._any_live(state, promotions, False):
-            promotions.pop()
-        t = min(crossings.earliest(), promotions.earliest())
-        return t if t > state.now_s else math.inf
-
-    def _any_live(self, state: ClusterState, agenda: Agenda, crossing: bool) -> bool:
-        """Whether an entry due at ``agenda``'s earliest time is still live: the run of a crossing still goes on, the
-        queuing of a promotion still waits."""
-        for e in agenda.peek():
-            if self._live(state, e, crossing):
-                return True
-        return False
-
-    def _live(self, state: ClusterState, entry: int, crossing: bool) -> bool:
-        n = len(self._version)
-        j = entry % n
-        if crossing:
-            return self._run_id[j] == entry // n and j in state.running
-        return self._version[j] == entry // n and state.is_waiting(j)
-
-    def _lowest_running_queue(self, state: ClusterState) -> int:
-        """Index of the lowest-priority queue that has a running job (-1 if none runs)."""
-        for q in range(len(self._running) - 1, -1, -1):
-            entries = self._running[q]
-            while entries:
-                if self._is_running(state, self._job_of[entries[0]]):
-                    return q
-        return -1
-
-    def _heads(self, state: ClusterState, q: int, failed: list[int]) -> list[int]:
-        """Ranks, in no order: the oldest waiting job of each shape in queue ``q`` that has not failed at queue
-        ``q`` or above (``failed``: per shape, the queue at which it failed; the number of queues if it has not)."""
-        heads: list[int] = []
-        by_shape = self._waiting[q]
-        where, job_of = self._where, self._job_of
-        emptied = []
-        for sid, entries in by_shape.items():  # _front, inlined: this runs for every shape, every decision
-            if failed[sid] <= q:
-                continue
-            ranks = entries.ranks
-            while entries.head < len(ranks):
-                r = ranks[entries.head]
-                j = job_of[r]
-                if where[j] == q and state.is_waiting(j):
-                    heads.append(r)
-                    break
-                entries.pop_front()
-            else:
-                emptied.append(sid)
-        for sid in emptied:
-            del by_shape[sid]
-        return heads
-
-    def _front(self, state: ClusterState, q: int, sid: int) -> int:
-        """The rank of the oldest waiting job of queue ``q`` and shape ``sid``, or -1; stale entries in front are
-        dropped (and the list once empty)."""
-        by_shape = self._waiting[q]
-        entries, where, job_of = by_shape[sid], self._where, self._job_of
-        while entries.head < len(entries.ranks):
-            r = entries.ranks[entries.head]
-            j = job_of[r]
-            if where[j] == q and state.is_waiting(j):
-                return r
-            entries.pop_front()
-        del by_shape[sid]
-        return -1
 
     def _pass(self, state: ClusterState, preempted: list[int], unfit: set[int]) -> Iterator[Decision]:
         """Queues in priority order; within a queue, waiting jobs in arrival order (merged over shapes, so that
@@ -387,20 +221,21 @@ class Tiresias:
         lower priority (so none can be preempted) they are not even looked at. Preempting frees GPUs, after
         which only the shapes that the freed GPUs cannot fit either stay in ``unfit``."""
         jobs, place, fits, job_of, job_shape = state.jobs, self.place, self._fits, self._job_of, state.job_shape
+        waiting, running = self._waiting, self._running
         # Per shape, the highest-priority queue at which it could not start, even by preempting (n_queues: none);
         # n_failed shapes have one.
-        n_queues = len(self._waiting)
+        n_queues = len(self.thresholds) + 1
         failed = [n_queues] * len(state.shape_node_bits)
         n_failed = 0
         copied = False  # whether unfit is in failed (it stays so until a preemption changes both)
         shapes = state.queue_shape_counts
-        lowest = self._lowest_running_queue(state)
+        lowest = running.lowest_queue(state)
         no_room = state.free_capacity <= FRACTION_EPS  # changes only when jobs start or are preempted
         for q in range(n_queues):
             if lowest <= q and not copied:  # lowest only grows until a preemption, which empties unfit
                 n_failed += _fail_at(failed, unfit, q, n_queues)
                 copied = True
-            heads = self._heads(state, q, failed)
+            heads = waiting.heads(state, q, failed)
             while heads:
                 if n_failed >= len(shapes) or (no_room and lowest <= q):
                     # Every kind of waiting job failed at this queue or above (so fails below it too), or
@@ -421,12 +256,12 @@ class Tiresias:
                         yield from self._preempt(state, victims, preempted, unfit)
                         copied = False
                         gpus = place(state, job)
-                        lowest = self._lowest_running_queue(state)
+                        lowest = running.lowest_queue(state)
                         no_room = state.free_capacity <= FRACTION_EPS
                         if n_failed:  # GPUs were freed: shapes that failed may fit now
                             failed = [n_queues] * len(failed)
                             n_failed = 0
-                            heads = [h for h in self._heads(state, q, failed) if job_shape[job_of[h]] != sid]
+                            heads = [h for h in waiting.heads(state, q, failed) if job_shape[job_of[h]] != sid]
                 if gpus is None:
                     if failed[sid] == n_queues:
                         n_failed += 1
@@ -436,8 +271,8 @@ class Tiresias:
                 self._started(state, j)
                 lowest = max(lowest, q)
                 no_room = state.free_capacity <= FRACTION_EPS
-                self._waiting[q][sid].pop_front()  # j was the front of its list
-                r = self._front(state, q, sid)
+                waiting.pop_front(q, sid)  # j was the front of its list
+                r = waiting.front(state, q, sid)
                 if r >= 0:
                     heads.append(r)
 
@@ -449,8 +284,8 @@ class Tiresias:
             self._fits.keep(state, unfit)
         for k in victims:
             yield Preempt(k)
-            self._run_s[k] = self._run_s[k] + state.now_s - self._started_s[k]
-            self._stopped(state, k)
+            self._run_s[k] = self._run_s[k] + state.now_s - self._running.started_s[k]
+            self._running.stop(state, k)
             preempted.append(k)
         if self._remember:
             still = self._fits.recall(state)
@@ -462,7 +297,7 @@ class Tiresias:
         (lowest queue, then latest submitted) until it fits, on the GPU type (whole-GPU jobs) or the GPU
         (fractional jobs) where that takes the fewest; empty if preempting cannot make room."""
         # Quick reject: idle GPUs plus every GPU of lower queues (jobs that ended since count too: an upper bound).
-        if state.free_gpus + sum(self._queue_gpus[q + 1:]) < job.gpus:
+        if state.free_gpus + sum(self._running.queue_gpus[q + 1:]) < job.gpus:
             return []
         ended: list[int] = []  # jobs of lower queues found to have ended: forgotten after the search
         try:
@@ -471,25 +306,11 @@ class Tiresias:
                 types = self._types.get(sid)
                 if types is None:
                     types = self._types[sid] = np.flatnonzero(state.eligible_types(job)).tolist()
-                return self._whole_victims(state, job, types, lambda: self._lower_running(state, q, ended))
+                return self._whole_victims(state, job, types, lambda: self._running.below(state, q, ended))
             return self._fraction_victims(state, job, q, ended)
         finally:
             for k in ended:
-                if self._run_queue[k] >= 0:
-                    self._stopped(state, k)
-
-    def _lower_running(self, state: ClusterState, q: int, ended: list[int]) -> Iterator[int]:
-        """Running jobs of queues below ``q``, lowest priority first (lowest queue, then latest submitted);
-        jobs that have ended are skipped and added to ``ended``."""
-        running, job_of = state.running, self._job_of
-        for lower in range(len(self._running) - 1, q, -1):
-            entries = self._running[lower]
-            for i in range(len(entries) - 1, -1, -1):
-                k = job_of[entries[i]]
-                if k in running:
-                    yield k
-                else:
-                    ended.append(k)
+                self._running.forget(state, k)
 
     @staticmethod
     def _whole_victims(state: ClusterState, job: Job, types: list[int], victims: Callable[[], Iterator[int]]
@@ -526,12 +347,12 @@ class Tiresias:
         """Victims for a fractional job: per eligible GPU (in id order), its jobs of queues below ``q`` in
         preemption order until the job fits; the GPU that needs the fewest (lowest id on ties). Jobs found to
         have ended are added to ``ended``."""
-        running, run_queue, jobs = state.running, self._run_queue, state.jobs
+        running, run_queue, jobs = state.running, self._running.run_queue, state.jobs
         elig = state.eligible_gpus(job).tolist()
         occ = state.occupancy
         free, free_mem, vram = occ.free, occ.free_vram, occ.gpu_vram
         best: list[int] | None = None
-        for g, on_gpu in enumerate(self._gpu_jobs):
+        for g, on_gpu in enumerate(self._running.gpu_jobs):
             if not (on_gpu and elig[g]):
                 continue
             if best is not None and len(best) == 1:
@@ -544,7 +365,7 @@ class Tiresias:
                     ks.append(k)
             if not ks:
                 continue
-            # Preemption order: lowest queue first, then latest submitted (as _lower_running gives them).
+            # Preemption order: lowest queue first, then latest submitted (as RunningLists.below gives them).
             ks.sort(key=lambda k: (run_queue[k], jobs[k].submit_s, k), reverse=True)
             need_mem = job.vram_gib if job.vram_gib > 0 else job.gpu_fraction * vram[g]
             share, mem = free[g], free_mem[g]

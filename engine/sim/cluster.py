@@ -46,7 +46,6 @@ import numpy as np
 
 from engine.errors import ClusterSpecError, clip, quote, reject_unknown_keys
 
-
 #: Idle draw, percent of board power (no datasheet states idle draw; about 15 % is a common estimate, see
 #: shared REFERENCES.md "Power, prices, carbon").
 IDLE_PERCENT_OF_BOARD = 15

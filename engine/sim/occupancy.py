@@ -171,6 +171,11 @@ class Occupancy:
         self.idle_gpus += len(gpus)
         self.released.extend(gpus)
 
+    def share_vram_gib(self, g: int, fraction: float, vram_gib: float) -> float:
+        """GiB a fractional tenant holds on GPU ``g``: its request ``vram_gib``, or without one (0) its
+        ``fraction`` of the GPU's memory."""
+        return vram_gib if vram_gib > 0 else fraction * self.gpu_vram[g]
+
     def take_share(self, g: int, fraction: float, vram_gib: float) -> None:
         """Add a fractional tenant holding ``fraction`` of GPU ``g`` and ``vram_gib`` of its memory."""
         self.taken.append(g)

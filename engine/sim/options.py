@@ -7,8 +7,8 @@ failure and deadline models join it next, each the same way:
 
 1. a frozen record with ``to_dict()`` and ``from_dict(data, where)`` (like :class:`PreemptionModel`), whose
    bounds live in one table of checks used by both its constructor and ``from_dict``;
-2. one field of :class:`RunOptions` declared with :func:`_option` (its default and its parser): ``to_dict``,
-   ``from_dict`` and the unknown-key check follow from the fields, nothing else to edit here;
+2. one field of :class:`RunOptions`, its default and its parser: ``field(default=..., metadata={"parse":
+   Model.from_dict})``; ``to_dict``, ``from_dict`` and the unknown-key check follow from the fields;
 3. its consumer in the engine, which reads ``sim.options.<field>``.
 
 Bad input is refused with :class:`OptionsError`, one line naming the key (``options.preemption.restart_overhead_s
@@ -18,9 +18,10 @@ must be a number >= 0, got -1``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from numbers import Real
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from engine.errors import EngineError, quote, reject_unknown_keys
 from engine.sim.cluster import CATALOG_PRICES, PRICE_LISTS
@@ -183,11 +184,6 @@ class EnergyModel:
         return cls(**values)
 
 
-def _option(default: Any, parse: Callable[[Any, str], Any]) -> Any:
-    """A field of :class:`RunOptions`: its default and ``parse(data, where)``, which reads its JSON form."""
-    return field(default=default, metadata={"parse": parse})
-
-
 @dataclass(frozen=True)
 class RunOptions:
     """Everything about a run besides cluster, workload, scheduler and seed (see the module's docstring for how
@@ -198,8 +194,8 @@ class RunOptions:
         energy: power, prices and carbon, for the energy and cost metrics (no effect on the simulation).
     """
 
-    preemption: PreemptionModel = _option(PreemptionModel(), PreemptionModel.from_dict)
-    energy: EnergyModel = _option(EnergyModel(), EnergyModel.from_dict)
+    preemption: PreemptionModel = field(default=PreemptionModel(), metadata={"parse": PreemptionModel.from_dict})
+    energy: EnergyModel = field(default=EnergyModel(), metadata={"parse": EnergyModel.from_dict})
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: ``{field: its to_dict()}``, read back by :meth:`from_dict`."""

@@ -108,6 +108,15 @@ class RunningJob:
         self.gpu_type = gpu_type  # type index into layout.type_names
 
 
+#: Where a job is in a run: the engine's per-job lifecycle (read by its checks and its record).
+JOB_PENDING: Final = 0
+JOB_QUEUED: Final = 1
+JOB_RUNNING: Final = 2
+JOB_DONE: Final = 3
+JOB_UNSCHEDULABLE: Final = 4
+LIFECYCLE_NAMES: Final = ("not yet submitted", "waiting", "running", "finished", "unschedulable")
+
+
 class ShapeTable:
     """The workload's jobs grouped by *shape*: equal GPU count, fraction, memory and allowed types, hence equal
     placements. Built once per run by the simulation; read-only to everyone else.
@@ -122,7 +131,7 @@ class ShapeTable:
 
     __slots__ = ("job_shape", "types", "nodes", "gpus", "node_bits", "type_ok", "reason")
 
-    def __init__(self) -> None:
+    def __init__(self, jobs: Sequence[Job], lay: Layout) -> None:
         self.job_shape: list[int] = []
         self.types: list[np.ndarray] = []
         self.nodes: list[np.ndarray] = []
@@ -130,6 +139,40 @@ class ShapeTable:
         self.node_bits: list[int] = []
         self.type_ok: list[list[bool]] = []
         self.reason: list[str | None] = []
+        type_total = np.bincount(lay.gpu_type, minlength=len(lay.type_names))
+        shape_ids: dict[tuple, int] = {}
+        for job in jobs:
+            key = (job.gpus, job.gpu_fraction, job.vram_gib, job.allowed_types)
+            sid = shape_ids.get(key)
+            if sid is None:
+                sid = len(shape_ids)
+                shape_ids[key] = sid
+                allowed = np.array([not job.allowed_types or t in job.allowed_types for t in lay.type_names])
+                mem_ok = lay.type_vram_gib >= job.vram_gib
+                types = allowed & mem_ok
+                self.types.append(_readonly(types))
+                self.nodes.append(_readonly(types[lay.node_type]))
+                self.gpus.append(_readonly(types[lay.gpu_type]))
+                self.type_ok.append(types.tolist())
+                self.node_bits.append(sum(1 << int(n) for n in np.flatnonzero(types[lay.node_type])))
+                self.reason.append(_never_runs(job, lay.type_names, allowed, types, type_total))
+            self.job_shape.append(sid)
+
+
+def _never_runs(job: Job, type_names: tuple[str, ...], allowed: np.ndarray, types: np.ndarray,
+                type_total: np.ndarray) -> str | None:
+    """Why ``job`` can never run (``allowed``/``types``: per GPU type, allowed / allowed with enough memory;
+    ``type_total``: GPUs per type), or ``None`` when some allowed type has enough GPUs and memory."""
+    if not allowed.any():
+        return f"no GPU of an allowed type ({', '.join(sorted(job.allowed_types))}) in the cluster"
+    if not types.any():
+        return f"needs {job.vram_gib:g} GiB per GPU; no allowed GPU type has that much memory"
+    counts = np.where(types, type_total, -1)
+    most = int(np.argmax(counts))
+    if job.gpus > int(counts[most]):
+        return (f"needs {job.gpus} GPUs of one type; the most any allowed type has is "
+                f"{int(counts[most])} ({type_names[most]})")
+    return None
 
 
 class ClusterState:

@@ -63,7 +63,7 @@ def test_a_sweep_shows_curves_with_bands_a_heatmap_and_the_rows(ray_local):
     labels = {d.proto.label for d in at.get("download_button")}
     assert {"Results (CSV, one row per cell)", "Sweep spec (JSON, for python -m engine sweep --spec)"} <= labels
     spec = at.session_state["explore_sweep"]["spec"]
-    assert SweepSpec.from_json(spec.to_json()) == spec and spec.generator == {"users": 6, "arrival": "poisson"}
+    assert SweepSpec.from_json(spec.to_json()) == spec and spec.base.workload.users == 6
 
 
 def test_a_capacity_plan_shows_the_fewest_nodes_and_its_curve(ray_local):

@@ -77,7 +77,8 @@ def test_sweep_of_a_trace_takes_load_scales(ray_local, tmp_path, capsys):
                  "--scheduler", "sjf", "--quiet", "--json", str(tmp_path / "s.json")]) == 0
     assert float(table[1]["mean_jct_s"]) == json.loads((tmp_path / "s.json").read_text())["mean_jct_s"]
     spec = json.loads((tmp_path / "m.json").read_text())["spec"]
-    assert spec["trace"] == trace and spec["trace_options"] == {"first": 25} and spec["loads"] == [1.0, 2.0]
+    workload = spec["base"]["workload"]
+    assert (workload["trace_path"], workload["first"], spec["loads"]) == (trace, 25, [1.0, 2.0])
     capsys.readouterr()
 
 

@@ -113,11 +113,11 @@ class _CheckedBookkeeping:
     def decide(self, state):
         t = self.inner
         yield from t.decide(state)
-        running = state.running
-        assert {j for j, q in enumerate(t._run_queue) if q >= 0} == set(running)
-        assert {j for j, run in enumerate(t._run_id) if run} == set(running)
-        assert sorted(t._job_of[r] for entries in t._running for r in entries) == sorted(running)
-        on_gpus = sorted((g, j) for g, jobs in enumerate(t._gpu_jobs) for j in jobs)
+        running, lists = state.running, t._running
+        assert {j for j, q in enumerate(lists.run_queue) if q >= 0} == set(running)
+        assert {j for j, run in enumerate(lists.run_id) if run} == set(running)
+        assert sorted(t._job_of[r] for entries in lists.by_queue for r in entries) == sorted(running)
+        on_gpus = sorted((g, j) for g, jobs in enumerate(lists.gpu_jobs) for j in jobs)
         assert on_gpus == sorted((g, j) for j, r in running.items() for g in r.gpu_ids)
         self.checks += 1
 

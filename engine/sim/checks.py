@@ -1,0 +1,149 @@
+"""Checking a scheduler's decisions: whether a decision may be applied now, and if not, why, in one line.
+
+:class:`DecisionChecks` reads the simulation's own per-job lifecycle and occupancy (the same lists the event
+loop writes; it never writes them) and answers for one decision at a time. The simulation builds one per run
+(:meth:`engine.sim.simulator.Simulation.reset`), validates every decision with it before acting on it, and
+hands schedulers the same answers through ``ClusterState.validate``.
+
+A start is checked twice over: :meth:`DecisionChecks.valid_start`, a quick test that only accepts what
+:meth:`DecisionChecks.start_problem` accepts, runs for every start; the full check, which has the final word
+and the message, runs only when the quick one refuses.
+
+Compiled, like the other hot modules (``engine/_native.py``); its idioms are explained once in ARCHITECTURE.md.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from engine.sim.cluster import Layout
+from engine.sim.job import Job
+from engine.sim.occupancy import Occupancy
+from engine.sim.state import (
+    FRACTION_EPS,
+    JOB_QUEUED,
+    JOB_RUNNING,
+    LIFECYCLE_NAMES,
+    Preempt,
+    ShapeTable,
+    Start,
+    Wake,
+)
+
+
+class DecisionChecks:
+    """The validity of decisions against one run's live state.
+
+    Args:
+        jobs: the workload.
+        lifecycle: each job's lifecycle state (``JOB_*`` of :mod:`engine.sim.state`), the simulation's own list.
+        occupancy: the simulation's occupancy.
+        shapes: the workload's shape table.
+        layout: the cluster's flat arrays.
+    """
+
+    def __init__(
+        self, jobs: tuple[Job, ...], lifecycle: list[int], occupancy: Occupancy, shapes: ShapeTable, layout: Layout
+    ) -> None:
+        self._jobs = jobs
+        self._n_jobs = len(jobs)
+        self._lifecycle = lifecycle
+        self._occ = occupancy
+        self._job_shape = shapes.job_shape
+        self._shape_type_ok = shapes.type_ok
+        self._gpu_type: list[int] = layout.gpu_type.tolist()
+        self._n_gpus: int = layout.n_gpus
+        self._type_names = layout.type_names
+        self._type_vram: list[float] = layout.type_vram_gib.tolist()
+
+    def problem(self, d: object, now_s: float) -> str | None:
+        """Why decision ``d`` (a :data:`~engine.sim.state.Decision`, or whatever a scheduler handed in) is invalid
+        at time ``now_s``, or None."""
+        # The fields are read as Any: a scheduler may put anything in them (numpy integers, lists), and this
+        # method's job is to say what is wrong, even where the code runs compiled (see engine/_native.py).
+        raw: Any = d
+        if isinstance(d, Start):
+            return self.start_problem(raw.job_id, raw.gpu_ids)
+        if isinstance(d, Preempt):
+            j = raw.job_id
+            if not (isinstance(j, (int, np.integer)) and 0 <= j < self._n_jobs):
+                return f"job {j!r} does not exist"
+            if self._lifecycle[j] != JOB_RUNNING:
+                return f"job {j} cannot be preempted: it is not running ({self.describe(int(j))})"
+            return None
+        if isinstance(d, Wake):
+            at_s = raw.at_s
+            if not (isinstance(at_s, (int, float)) and at_s > now_s and math.isfinite(at_s)):
+                return f"wake-up time {at_s!r} must be a finite time after now ({now_s:g} s)"
+            return None
+        return f"unknown decision {d!r}; expected Start, Preempt or Wake"
+
+    def describe(self, j: int) -> str:
+        """Where job ``j`` is in the run, in words ("waiting", "running", ...)."""
+        return LIFECYCLE_NAMES[self._lifecycle[j]]
+
+    def valid_start(self, j: Any, gpus: Any) -> bool:
+        """A quick test that accepts only starts :meth:`start_problem` accepts (it may refuse more: the caller
+        then asks :meth:`start_problem`, which has the final word and the message)."""
+        if type(j) is not int or not 0 <= j < self._n_jobs or self._lifecycle[j] != JOB_QUEUED:
+            return False
+        job = self._jobs[j]
+        if type(gpus) is not tuple or len(gpus) != job.gpus:
+            return False
+        gpu_type, n_gpus, occ = self._gpu_type, self._n_gpus, self._occ
+        g = gpus[0]
+        if type(g) is not int or not 0 <= g < n_gpus or not self._shape_type_ok[self._job_shape[j]][gpu_type[g]]:
+            return False
+        if job.gpu_fraction < 1.0:
+            return (
+                occ.free[g] >= job.gpu_fraction - FRACTION_EPS
+                and occ.free_vram[g] >= occ.share_vram_gib(g, job.gpu_fraction, job.vram_gib) - FRACTION_EPS
+            )
+        if len(gpus) == 1:
+            return not occ.tenants[g]
+        t, tenants = gpu_type[g], occ.tenants
+        for g in gpus:
+            if type(g) is not int or not 0 <= g < n_gpus or tenants[g] or gpu_type[g] != t:
+                return False
+        return len(set(gpus)) == len(gpus)
+
+    def start_problem(self, j: Any, gpus: Any) -> str | None:
+        """Why starting job ``j`` on ``gpus`` now is invalid, or None."""
+        if not (isinstance(j, (int, np.integer)) and 0 <= j < self._n_jobs):
+            return f"job {j!r} does not exist"
+        if self._lifecycle[j] != JOB_QUEUED:
+            return f"job {j} cannot start: it is not waiting ({self.describe(int(j))})"
+        job = self._jobs[j]
+        if len(gpus) != job.gpus:
+            return f"job {j} asks for {job.gpus} GPU(s) but was given {len(gpus)}"
+        n = self._n_gpus
+        for g in gpus:
+            if not (isinstance(g, (int, np.integer)) and 0 <= g < n):
+                return f"job {j}: GPU id {g!r} does not exist (cluster has GPUs 0..{n - 1})"
+        if len(set(gpus)) != len(gpus):
+            return f"job {j}: GPU ids {tuple(gpus)} repeat a GPU"
+        t = self._gpu_type[gpus[0]]
+        names = self._type_names
+        for g in gpus:
+            if self._gpu_type[g] != t:
+                return f"job {j}: GPUs mix types {names[t]} and {names[self._gpu_type[g]]}; a job runs on one type"
+        if job.allowed_types and names[t] not in job.allowed_types:
+            return f"job {j}: GPU type {names[t]} is not among its allowed types {sorted(job.allowed_types)}"
+        if job.vram_gib > self._type_vram[t] + FRACTION_EPS:
+            return f"job {j}: needs {job.vram_gib:g} GiB per GPU but {names[t]} has {self._type_vram[t]:g} GiB"
+        occ = self._occ
+        if job.gpu_fraction >= 1.0:
+            for g in gpus:
+                if occ.tenants[g] != 0:
+                    return f"job {j}: GPU {g} is not free (whole-GPU jobs never share)"
+        else:
+            g = gpus[0]
+            if occ.free[g] < job.gpu_fraction - FRACTION_EPS:
+                return f"job {j}: GPU {g} has {occ.free[g]:.3g} of a GPU free, job needs {job.gpu_fraction:g}"
+            mem = occ.share_vram_gib(g, job.gpu_fraction, job.vram_gib)
+            if occ.free_vram[g] < mem - FRACTION_EPS:
+                return f"job {j}: GPU {g} has {occ.free_vram[g]:.3g} GiB free, job needs {mem:g} GiB"
+        return None
