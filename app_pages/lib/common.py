@@ -282,13 +282,14 @@ def agent_verdict(name: str) -> AgentVerdict | None:
     except ModelError:
         return None
     verdict = card.get("verdict")
-    summary = (card.get("evaluation") or {}).get("summary") if isinstance(card.get("evaluation"), dict) else None
-    if not isinstance(verdict, str) or not isinstance(summary, dict):
+    if not isinstance(verdict, str):
         return None
+    evaluation = card.get("evaluation")
+    summary = evaluation.get("summary") if isinstance(evaluation, dict) else None
     try:
         line = verdict_line(summary)
-    except (TypeError, ValueError):  # a hand-edited card: counts that are no numbers
-        return None
+    except (AttributeError, TypeError, ValueError):  # no counts (an older or hand-edited card): the first clause
+        line = verdict.split(":")[0][:200].rstrip(".") + "."
     return AgentVerdict(card.get("beats_best_baseline") is True, as_text(line), as_text(verdict[:2000]))
 
 
