@@ -5,6 +5,9 @@
 * :func:`sweep_heatmap_figure`: a metric's mean over two of the grid's parameters.
 * :func:`plan_figure`: a metric against node count per scheduler, the target as a line, each answer marked.
 
+Durations are drawn in the time unit their size calls for (:func:`metric_scale`), bands stay inside the metric's
+range (:data:`METRIC_RANGES`), and a cluster is labelled by :func:`cluster_label`, never by its JSON.
+
 Nothing here imports streamlit or ray.
 """
 
