@@ -19,8 +19,13 @@ import sys
 import httpx
 import pandas as pd
 
-SCENARIO = {"cluster": "2x4:V100-32", "workload": {"source": "generate", "n_jobs": 200, "load": 1.2, "seed": 7},
-            "schedulers": ["fifo", "easy-backfill", "tiresias"], "seed": 0, "name": "api client example"}
+SCENARIO = {
+    "cluster": "2x4:V100-32",
+    "workload": {"source": "generate", "n_jobs": 200, "load": 1.2, "seed": 7},
+    "schedulers": ["fifo", "easy-backfill", "tiresias"],
+    "seed": 0,
+    "name": "api client example",
+}
 
 
 def follow(client: httpx.Client, run_id: str) -> dict:

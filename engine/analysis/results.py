@@ -33,8 +33,13 @@ class ScenarioRun:
     results: Mapping[str, Result]
 
 
-def run_scenario(scenario: Scenario, trace_bytes: bytes | None = None, *, trusted: bool = False,
-                 on_progress: Callable[[int, int], None] | None = None) -> ScenarioRun:
+def run_scenario(
+    scenario: Scenario,
+    trace_bytes: bytes | None = None,
+    *,
+    trusted: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ScenarioRun:
     """Simulate every scheduler of ``scenario`` on its jobs with its seed and run options.
 
     Every scheduler name is checked before any run starts. ``trace_bytes`` are an uploaded trace's bytes;
@@ -50,8 +55,9 @@ def run_scenario(scenario: Scenario, trace_bytes: bytes | None = None, *, truste
     results = {}
     for i, name in enumerate(scenario.schedulers):
         step = None if on_progress is None else _offset(on_progress, i * len(jobs), total)
-        results[name] = simulate(cluster, jobs, make_scheduler(name), seed=scenario.seed, options=scenario.options,
-                                 on_progress=step)
+        results[name] = simulate(
+            cluster, jobs, make_scheduler(name), seed=scenario.seed, options=scenario.options, on_progress=step
+        )
     return ScenarioRun(cluster, jobs, results)
 
 
@@ -67,20 +73,29 @@ def metrics_json(results: Mapping[str, Result | Summary]) -> dict[str, dict[str,
 
 def jobs_json(results: Mapping[str, Result]) -> dict[str, list[dict[str, Any]]]:
     """``{scheduler: [{column: value}, ...]}``: one record per job (the columns of ``job_frame``)."""
-    return {name: [{k: _plain(v) for k, v in row.items()} for row in job_frame(r).to_dict("records")]
-            for name, r in results.items()}
+    return {
+        name: [{k: _plain(v) for k, v in row.items()} for row in job_frame(r).to_dict("records")]
+        for name, r in results.items()
+    }
 
 
 def timeline_json(results: Mapping[str, Result]) -> dict[str, dict[str, list]]:
     """``{scheduler: {"t_s": [...], "queue": [...], "running": [...], "busy_gpus": [...]}}``: queued and running
     jobs and busy GPUs from each time on (a step series: a value holds until the next time)."""
-    return {name: {"t_s": [float(t) for t in r.series_t], "queue": [int(q) for q in r.series_queue],
-                   "running": [int(n) for n in r.series_running], "busy_gpus": [float(b) for b in r.series_busy_gpus]}
-            for name, r in results.items()}
+    return {
+        name: {
+            "t_s": [float(t) for t in r.series_t],
+            "queue": [int(q) for q in r.series_queue],
+            "running": [int(n) for n in r.series_running],
+            "busy_gpus": [float(b) for b in r.series_busy_gpus],
+        }
+        for name, r in results.items()
+    }
 
 
-def scenario_results(scenario: Scenario, trace_bytes: bytes | None = None, *,
-                     on_progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def scenario_results(
+    scenario: Scenario, trace_bytes: bytes | None = None, *, on_progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
     """``{"metrics": ..., "jobs": ..., "timeline": ...}`` of an untrusted scenario (see :func:`run_scenario`)."""
     results = run_scenario(scenario, trace_bytes, on_progress=on_progress).results
     return {"metrics": metrics_json(results), "jobs": jobs_json(results), "timeline": timeline_json(results)}

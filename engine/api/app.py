@@ -66,8 +66,12 @@ def create_app(settings: ApiSettings) -> FastAPI:
         finally:
             await asyncio.to_thread(app.state.runs.close)
 
-    app = FastAPI(title="GPU-cluster scheduling playground", version=API_VERSION, lifespan=lifespan,
-                  description="Run scheduling scenarios headless: upload traces, post runs, follow them, fetch results.")
+    app = FastAPI(
+        title="GPU-cluster scheduling playground",
+        version=API_VERSION,
+        lifespan=lifespan,
+        description="Run scheduling scenarios headless: upload traces, post runs, follow them, fetch results.",
+    )
     _install_error_handlers(app)
     _install_token_check(app, settings.token)
     _add_routes(app, settings)
@@ -93,8 +97,9 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def bug(_request: Request, exc: Exception) -> JSONResponse:  # logged by the server, never sent
-        return JSONResponse({"error": f"internal error ({type(exc).__name__}); the server log has the details"},
-                            status_code=500)
+        return JSONResponse(
+            {"error": f"internal error ({type(exc).__name__}); the server log has the details"}, status_code=500
+        )
 
 
 def _install_token_check(app: FastAPI, token: str) -> None:
@@ -107,8 +112,11 @@ def _install_token_check(app: FastAPI, token: str) -> None:
         if request.url.path.startswith("/v1/") and request.url.path != "/v1/health":
             given = request.headers.get("authorization", "").encode()
             if not hmac.compare_digest(given, expected):
-                return JSONResponse({"error": "this server needs Authorization: Bearer <PLAYGROUND_API_TOKEN>"},
-                                    status_code=401, headers={"WWW-Authenticate": "Bearer"})
+                return JSONResponse(
+                    {"error": "this server needs Authorization: Bearer <PLAYGROUND_API_TOKEN>"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
         return await call_next(request)
 
 
@@ -144,8 +152,13 @@ def _run_view(record: RunRecord) -> dict[str, Any]:
 
 def _links(run_id: str) -> dict[str, str]:
     base = f"/v1/runs/{run_id}"
-    return {"self": base, "events": f"{base}/events", "results": f"{base}/results",
-            "jobs": f"{base}/results/jobs", "timeline": f"{base}/results/timeline"}
+    return {
+        "self": base,
+        "events": f"{base}/events",
+        "results": f"{base}/results",
+        "jobs": f"{base}/results/jobs",
+        "timeline": f"{base}/results/timeline",
+    }
 
 
 async def _scenario(request: Request, runs: RunManager) -> Scenario:
@@ -166,8 +179,11 @@ def _check_runnable(sc: Scenario, runs: RunManager) -> None:
     sc.build_cluster()
     wl = sc.workload
     if wl.source == "trace" and runs.store.trace_info(wl.trace_sha256) is None:
-        raise ApiError(422, f"the trace {wl.trace_name or wl.trace_sha256[:12]} (sha256 {wl.trace_sha256[:12]}...) is "
-                            "not on this server: upload it with POST /v1/traces (uploads not used for long are evicted)")
+        raise ApiError(
+            422,
+            f"the trace {wl.trace_name or wl.trace_sha256[:12]} (sha256 {wl.trace_sha256[:12]}...) is "
+            "not on this server: upload it with POST /v1/traces (uploads not used for long are evicted)",
+        )
 
 
 def _job_runs(sc: Scenario, runs: RunManager) -> int:
@@ -207,10 +223,15 @@ def _done(runs: RunManager, run_id: str) -> RunRecord:
     if record.state == "cancelled":
         raise ApiError(410, "the run was cancelled: it has no results")
     if record.state == "interrupted":
-        raise ApiError(409, f"the run was interrupted by a server restart: POST /v1/runs/{run_id}/restart runs it again")
+        raise ApiError(
+            409, f"the run was interrupted by a server restart: POST /v1/runs/{run_id}/restart runs it again"
+        )
     if record.state != "done":
-        raise ApiError(409, f"the run is {record.state} ({record.progress:.0%} done): results come when it is done "
-                            f"(follow GET /v1/runs/{run_id}/events)")
+        raise ApiError(
+            409,
+            f"the run is {record.state} ({record.progress:.0%} done): results come when it is done "
+            f"(follow GET /v1/runs/{run_id}/events)",
+        )
     return record
 
 
@@ -238,12 +259,20 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
     def gpu_types() -> dict[str, Any]:
         from engine.sim.cluster import DEFAULT_CATALOG, PRICE_LISTS
 
-        return {"gpu_types": [t.to_dict() for t in DEFAULT_CATALOG.values()],
-                "price_lists": {name: p.to_dict() for name, p in PRICE_LISTS.items()}}
+        return {
+            "gpu_types": [t.to_dict() for t in DEFAULT_CATALOG.values()],
+            "price_lists": {name: p.to_dict() for name, p in PRICE_LISTS.items()},
+        }
 
     @app.post("/v1/traces", status_code=201)
-    async def upload_trace(request: Request, name: str = "trace.csv", format: str = "", time_unit: str = "",
-                           skip_bad: bool = False, first: int = 0) -> dict[str, Any]:
+    async def upload_trace(
+        request: Request,
+        name: str = "trace.csv",
+        format: str = "",
+        time_unit: str = "",
+        skip_bad: bool = False,
+        first: int = 0,
+    ) -> dict[str, Any]:
         """The body is the trace file's bytes (gzip allowed); ``name`` is its file name (its extension helps
         detect the format). Answers its SHA-256 (what a scenario's ``workload.trace_sha256`` names), its jobs
         and the import report (rows dropped by reason, ``unit_warning``, ...)."""
@@ -251,18 +280,39 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
         data = await _read_body(request, upload_limit, "the trace file")
         if not data:
             raise ApiError(422, "the body is empty: send the trace file's bytes")
-        workload = WorkloadSpec(source="trace", trace_sha256=content_hash(data), trace_name=name,
-                                trace_format=format, time_unit=time_unit, skip_bad=skip_bad, first=first)
+        workload = WorkloadSpec(
+            source="trace",
+            trace_sha256=content_hash(data),
+            trace_name=name,
+            trace_format=format,
+            time_unit=time_unit,
+            skip_bad=skip_bad,
+            first=first,
+        )
         check_trace_size(data, name, settings.max_jobs)
-        report = await asyncio.to_thread(call, import_report, data, workload, what=f"loading {name}",
-                                         limit_s=settings.sync_timeout_s, memory_mb=settings.memory_mb)
+        report = await asyncio.to_thread(
+            call,
+            import_report,
+            data,
+            workload,
+            what=f"loading {name}",
+            limit_s=settings.sync_timeout_s,
+            memory_mb=settings.memory_mb,
+        )
         check_job_limit(report["jobs"], name, settings.max_jobs, "the query parameter first (workload.first)")
         digest, evicted = await asyncio.to_thread(runs.store.put_trace, data, name, report)
-        answer = {"sha256": digest, "name": name, "jobs": report["jobs"], "report": report,
-                  "evicted": [{"sha256": t.sha256, "name": t.name} for t in evicted]}
+        answer = {
+            "sha256": digest,
+            "name": name,
+            "jobs": report["jobs"],
+            "report": report,
+            "evicted": [{"sha256": t.sha256, "name": t.name} for t in evicted],
+        }
         if evicted:
-            answer["message"] = (f"to keep this upload, the server evicted {len(evicted)} older upload(s) used least "
-                                 f"recently ({', '.join(t.name for t in evicted)}): upload them again to run them")
+            answer["message"] = (
+                f"to keep this upload, the server evicted {len(evicted)} older upload(s) used least "
+                f"recently ({', '.join(t.name for t in evicted)}): upload them again to run them"
+            )
         return answer
 
     @app.post("/v1/runs", status_code=202)
@@ -275,8 +325,11 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
             runs.submit(record.id, sc)
         except BusyError as exc:
             raise ApiError(429, str(exc)) from None
-        return JSONResponse({"id": record.id, "state": record.state, "links": _links(record.id)}, status_code=202,
-                            headers={"Location": f"/v1/runs/{record.id}"})
+        return JSONResponse(
+            {"id": record.id, "state": record.state, "links": _links(record.id)},
+            status_code=202,
+            headers={"Location": f"/v1/runs/{record.id}"},
+        )
 
     @app.get("/v1/runs")
     def list_runs(request: Request, limit: int = 100) -> list[dict[str, Any]]:
@@ -291,8 +344,9 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
         runs = _runs(request)
         record = _record(runs, run_id)
         if not runs.cancel(run_id):
-            raise ApiError(409, f"the run is already {record.state}: only a queued, running or interrupted run can "
-                                "be cancelled")
+            raise ApiError(
+                409, f"the run is already {record.state}: only a queued, running or interrupted run can be cancelled"
+            )
         return _run_view(_record(runs, run_id))
 
     @app.post("/v1/runs/{run_id}/restart", status_code=202)
@@ -305,8 +359,11 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
             runs.submit(run_id, Scenario.from_json(record.scenario))
         except BusyError as exc:
             raise ApiError(429, str(exc)) from None
-        return JSONResponse({"id": run_id, "state": "queued", "links": _links(run_id)}, status_code=202,
-                            headers={"Location": f"/v1/runs/{run_id}"})
+        return JSONResponse(
+            {"id": run_id, "state": "queued", "links": _links(run_id)},
+            status_code=202,
+            headers={"Location": f"/v1/runs/{run_id}"},
+        )
 
     @app.get("/v1/runs/{run_id}/events")
     async def run_events(request: Request, run_id: str) -> StreamingResponse:
@@ -314,8 +371,11 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
         the final state (done, failed with its error, cancelled or interrupted)."""
         runs = _runs(request)
         _record(runs, run_id)
-        return StreamingResponse(_events(request, runs, run_id), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return StreamingResponse(
+            _events(request, runs, run_id),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
 
     for suffix in ("", ".json", ".csv", ".parquet"):
         _add_results_routes(app, suffix)
@@ -328,8 +388,11 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
         sc = await _scenario(request, runs)
         job_runs = await asyncio.to_thread(_job_runs, sc, runs)
         if job_runs > settings.sync_max_job_runs:
-            raise ApiError(422, f"POST /v1/simulate runs at most {settings.sync_max_job_runs:,} jobs x schedulers; "
-                                f"this scenario has {job_runs:,}: POST it to /v1/runs instead")
+            raise ApiError(
+                422,
+                f"POST /v1/simulate runs at most {settings.sync_max_job_runs:,} jobs x schedulers; "
+                f"this scenario has {job_runs:,}: POST it to /v1/runs instead",
+            )
         try:
             return await asyncio.to_thread(runs.simulate, sc)
         except RunLimitError as exc:
@@ -360,11 +423,13 @@ def _add_results_routes(app: FastAPI, suffix: str) -> None:
         kind = _wanted(request, kind_of_suffix)
         if kind == "json":
             return JSONResponse(records)
-        frame = pd.concat([pd.DataFrame(rows).assign(scheduler=name) for name, rows in records.items()],
-                          ignore_index=True)
+        frame = pd.concat(
+            [pd.DataFrame(rows).assign(scheduler=name) for name, rows in records.items()], ignore_index=True
+        )
         return _table(frame[["scheduler", *[c for c in frame.columns if c != "scheduler"]]], kind)
 
     if not suffix or suffix == ".json":
+
         @app.get(f"/v1/runs/{{run_id}}/results/timeline{suffix}", name=f"timeline{suffix}")
         def timeline(request: Request, run_id: str) -> Any:
             """Queued and running jobs and busy GPUs over time, per scheduler (step series)."""
@@ -403,9 +468,13 @@ def _scheduler_list() -> dict[str, Any]:
     from engine.schedulers.ordering import ORDERS
     from engine.schedulers.placement import PLACEMENTS
 
-    return {"schedulers": [{"name": name, "summary": spec.summary} for name, spec in sorted(SCHEDULERS.items())],
-            "orders": list(ORDERS), "placements": list(PLACEMENTS), "prefixes": sorted(PREFIXES),
-            "combine": "ORDER+PLACEMENT, e.g. sjf+best-fit; PREFIX:NAME for a prefix's schedulers (rl:<model>)"}
+    return {
+        "schedulers": [{"name": name, "summary": spec.summary} for name, spec in sorted(SCHEDULERS.items())],
+        "orders": list(ORDERS),
+        "placements": list(PLACEMENTS),
+        "prefixes": sorted(PREFIXES),
+        "combine": "ORDER+PLACEMENT, e.g. sjf+best-fit; PREFIX:NAME for a prefix's schedulers (rl:<model>)",
+    }
 
 
 @cache
@@ -415,8 +484,14 @@ def _agent_list() -> list[dict[str, Any]]:
     out = []
     for name in model_names():
         card = read_card(name)
-        out.append({"name": f"rl:{name}", "description": card.get("description", ""),
-                    "verdict": card.get("verdict"), "beats_best_baseline": card.get("beats_best_baseline")})
+        out.append(
+            {
+                "name": f"rl:{name}",
+                "description": card.get("description", ""),
+                "verdict": card.get("verdict"),
+                "beats_best_baseline": card.get("beats_best_baseline"),
+            }
+        )
     return out
 
 

@@ -63,7 +63,8 @@ class ApiSettings:
     def from_env(cls, store_path: Path = DEFAULT_STORE) -> ApiSettings:
         d = cls()
         return cls(
-            store_path=store_path, token=os.environ.get("PLAYGROUND_API_TOKEN", ""),
+            store_path=store_path,
+            token=os.environ.get("PLAYGROUND_API_TOKEN", ""),
             workers=host_setting("PLAYGROUND_WORKERS", d.workers),
             run_timeout_s=host_setting("PLAYGROUND_RUN_TIMEOUT_S", d.run_timeout_s),
             memory_mb=host_setting("PLAYGROUND_RUN_MEMORY_MB", d.memory_mb),
@@ -72,7 +73,8 @@ class ApiSettings:
             trace_store_mb=host_setting("PLAYGROUND_API_TRACE_STORE_MB", d.trace_store_mb),
             sync_max_job_runs=host_setting("PLAYGROUND_API_SYNC_MAX_JOB_RUNS", d.sync_max_job_runs),
             sync_timeout_s=host_setting("PLAYGROUND_API_SYNC_TIMEOUT_S", d.sync_timeout_s),
-            max_queued=host_setting("PLAYGROUND_API_MAX_QUEUED", d.max_queued))
+            max_queued=host_setting("PLAYGROUND_API_MAX_QUEUED", d.max_queued),
+        )
 
 
 class BusyError(EngineError):
@@ -103,8 +105,9 @@ class RunManager:
             if not busy:
                 self._cancels[run_id] = threading.Event()
         if busy:
-            message = (f"this server already has {self.settings.max_queued:,} runs waiting; try again when some "
-                       "have finished")
+            message = (
+                f"this server already has {self.settings.max_queued:,} runs waiting; try again when some have finished"
+            )
             self.store.set_state(run_id, "failed", error=message)
             raise BusyError(message)
         return self._pool.submit(self._execute, run_id, scenario)
@@ -120,8 +123,15 @@ class RunManager:
 
     def simulate(self, scenario: Scenario) -> dict:
         """The metrics table of a small scenario, run now in a worker process within the synchronous bounds."""
-        return call(_metrics_of, scenario, self._trace_bytes(scenario), what="the run",
-                    limit_s=self.settings.sync_timeout_s, memory_mb=self.settings.memory_mb, slots=self._sync)
+        return call(
+            _metrics_of,
+            scenario,
+            self._trace_bytes(scenario),
+            what="the run",
+            limit_s=self.settings.sync_timeout_s,
+            memory_mb=self.settings.memory_mb,
+            slots=self._sync,
+        )
 
     def close(self) -> None:
         """Stop: every run in flight is cancelled in its process and marked interrupted (it can be restarted)."""
@@ -153,9 +163,16 @@ class RunManager:
                     self.store.set_progress(run_id, share)
 
             try:
-                results = call(scenario_results, scenario, self._trace_bytes(scenario), what="the run",
-                               limit_s=self.settings.run_timeout_s, memory_mb=self.settings.memory_mb,
-                               on_progress=on_progress, cancel=cancel)
+                results = call(
+                    scenario_results,
+                    scenario,
+                    self._trace_bytes(scenario),
+                    what="the run",
+                    limit_s=self.settings.run_timeout_s,
+                    memory_mb=self.settings.memory_mb,
+                    on_progress=on_progress,
+                    cancel=cancel,
+                )
             except RunCancelled:
                 return
             except (WorkerError, RunLimitError) as exc:

@@ -82,8 +82,14 @@ class RunRecord:
     updated_s: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "state": self.state, "progress": self.progress, "error": self.error or None,
-                "created_s": self.created_s, "updated_s": self.updated_s}
+        return {
+            "id": self.id,
+            "state": self.state,
+            "progress": self.progress,
+            "error": self.error or None,
+            "created_s": self.created_s,
+            "updated_s": self.updated_s,
+        }
 
 
 @dataclass(frozen=True)
@@ -99,8 +105,7 @@ class TraceRecord:
 class RunStore:
     """The store in SQLite file ``path`` (created with its folder); see the module's docstring."""
 
-    def __init__(self, path: str | Path = DEFAULT_STORE, *,
-                 trace_limit_bytes: int = DEFAULT_TRACE_LIMIT_BYTES) -> None:
+    def __init__(self, path: str | Path = DEFAULT_STORE, *, trace_limit_bytes: int = DEFAULT_TRACE_LIMIT_BYTES) -> None:
         self.path = Path(path)
         self.trace_limit_bytes = trace_limit_bytes
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -130,8 +135,9 @@ class RunStore:
     def _mark_interrupted(self) -> list[str]:
         with self._transaction() as db:
             ids = [r[0] for r in db.execute("SELECT id FROM runs WHERE state IN (?, ?)", _UNFINISHED)]
-            db.execute("UPDATE runs SET state='interrupted', updated_s=? WHERE state IN (?, ?)",
-                       (time.time(), *_UNFINISHED))
+            db.execute(
+                "UPDATE runs SET state='interrupted', updated_s=? WHERE state IN (?, ?)", (time.time(), *_UNFINISHED)
+            )
         return ids
 
     # ------------------------------------------------------------------ runs
@@ -140,59 +146,75 @@ class RunStore:
         now = time.time()
         run_id = uuid.uuid4().hex
         with self._transaction() as db:
-            db.execute("INSERT INTO runs (id, scenario, state, created_s, updated_s) VALUES (?, ?, 'queued', ?, ?)",
-                       (run_id, scenario_json, now, now))
+            db.execute(
+                "INSERT INTO runs (id, scenario, state, created_s, updated_s) VALUES (?, ?, 'queued', ?, ?)",
+                (run_id, scenario_json, now, now),
+            )
         return RunRecord(run_id, scenario_json, "queued", 0.0, "", now, now)
 
     def get_run(self, run_id: str) -> RunRecord | None:
         with closing(self._connect()) as db:
-            row = db.execute("SELECT id, scenario, state, progress, error, created_s, updated_s FROM runs "
-                             "WHERE id=?", (run_id,)).fetchone()
+            row = db.execute(
+                "SELECT id, scenario, state, progress, error, created_s, updated_s FROM runs WHERE id=?", (run_id,)
+            ).fetchone()
         return None if row is None else RunRecord(*row)
 
     def list_runs(self, limit: int = 100) -> list[RunRecord]:
         """The ``limit`` most recent runs, newest first."""
         with closing(self._connect()) as db:
-            rows = db.execute("SELECT id, scenario, state, progress, error, created_s, updated_s FROM runs "
-                              "ORDER BY created_s DESC LIMIT ?", (limit,)).fetchall()
+            rows = db.execute(
+                "SELECT id, scenario, state, progress, error, created_s, updated_s FROM runs "
+                "ORDER BY created_s DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
         return [RunRecord(*r) for r in rows]
 
-    def set_state(self, run_id: str, state: str, *, error: str = "", only_from: tuple[str, ...] = _UNFINISHED
-                  ) -> bool:
+    def set_state(self, run_id: str, state: str, *, error: str = "", only_from: tuple[str, ...] = _UNFINISHED) -> bool:
         """Move run ``run_id`` to ``state`` if it is in one of ``only_from`` (by default: not finished); whether it
         moved. A finished run never changes (a cancelled run that then ends stays cancelled)."""
         if state not in STATES:
             raise ValueError(f"unknown run state {state!r}")
         marks = ", ".join("?" * len(only_from))
         with self._transaction() as db:
-            cursor = db.execute(f"UPDATE runs SET state=?, error=?, updated_s=? WHERE id=? AND state IN ({marks})",
-                                (state, error, time.time(), run_id, *only_from))
+            cursor = db.execute(
+                f"UPDATE runs SET state=?, error=?, updated_s=? WHERE id=? AND state IN ({marks})",
+                (state, error, time.time(), run_id, *only_from),
+            )
             return cursor.rowcount == 1
 
     def set_progress(self, run_id: str, progress: float) -> None:
         """Record the share of a running run's jobs finished."""
         with self._transaction() as db:
-            db.execute("UPDATE runs SET progress=?, updated_s=? WHERE id=? AND state='running'",
-                       (min(max(float(progress), 0.0), 1.0), time.time(), run_id))
+            db.execute(
+                "UPDATE runs SET progress=?, updated_s=? WHERE id=? AND state='running'",
+                (min(max(float(progress), 0.0), 1.0), time.time(), run_id),
+            )
 
     def finish(self, run_id: str, results: dict[str, Any]) -> bool:
         """Store a running run's results (``metrics``, ``jobs``, ``timeline``: JSON-able) and mark it done, in one
         transaction; ``False`` (nothing written) when the run is no longer running (cancelled meanwhile)."""
-        texts = [json.dumps(results[k], allow_nan=False, separators=(",", ":")) for k in ("metrics", "jobs", "timeline")]
+        texts = [
+            json.dumps(results[k], allow_nan=False, separators=(",", ":")) for k in ("metrics", "jobs", "timeline")
+        ]
         with self._transaction() as db:
-            cursor = db.execute("UPDATE runs SET state='done', progress=1, updated_s=? WHERE id=? AND state='running'",
-                                (time.time(), run_id))
+            cursor = db.execute(
+                "UPDATE runs SET state='done', progress=1, updated_s=? WHERE id=? AND state='running'",
+                (time.time(), run_id),
+            )
             if cursor.rowcount != 1:
                 return False
-            db.execute("INSERT OR REPLACE INTO results (run_id, metrics, jobs, timeline) VALUES (?, ?, ?, ?)",
-                       (run_id, *texts))
+            db.execute(
+                "INSERT OR REPLACE INTO results (run_id, metrics, jobs, timeline) VALUES (?, ?, ?, ?)", (run_id, *texts)
+            )
         return True
 
     def requeue(self, run_id: str) -> bool:
         """Queue an interrupted run again (its progress back to 0); whether it was interrupted."""
         with self._transaction() as db:
-            cursor = db.execute("UPDATE runs SET state='queued', progress=0, error='', updated_s=? "
-                                "WHERE id=? AND state='interrupted'", (time.time(), run_id))
+            cursor = db.execute(
+                "UPDATE runs SET state='queued', progress=0, error='', updated_s=? WHERE id=? AND state='interrupted'",
+                (time.time(), run_id),
+            )
             return cursor.rowcount == 1
 
     def results(self, run_id: str, part: str = "metrics") -> Any:
@@ -209,8 +231,10 @@ class RunStore:
         evicted (least recently used first) to make room. :class:`StoreError` when ``data`` alone is larger
         than the store keeps."""
         if len(data) > self.trace_limit_bytes:
-            raise StoreError(f"the file is {len(data) / 2**20:.1f} MiB; this server keeps at most "
-                             f"{self.trace_limit_bytes / 2**20:.0f} MiB of uploaded traces")
+            raise StoreError(
+                f"the file is {len(data) / 2**20:.1f} MiB; this server keeps at most "
+                f"{self.trace_limit_bytes / 2**20:.0f} MiB of uploaded traces"
+            )
         digest = hashlib.sha256(data).hexdigest()
         now = time.time()
         evicted = []
@@ -218,14 +242,18 @@ class RunStore:
             db.execute("DELETE FROM traces WHERE sha256=?", (digest,))
             total = db.execute("SELECT COALESCE(SUM(size_bytes), 0) FROM traces").fetchone()[0]
             for sha, old_name, size, old_report in db.execute(
-                    "SELECT sha256, name, size_bytes, report FROM traces ORDER BY used_s, rowid").fetchall():
+                "SELECT sha256, name, size_bytes, report FROM traces ORDER BY used_s, rowid"
+            ).fetchall():
                 if total + len(data) <= self.trace_limit_bytes:
                     break
                 db.execute("DELETE FROM traces WHERE sha256=?", (sha,))
                 total -= size
                 evicted.append(TraceRecord(sha, old_name, size, json.loads(old_report)))
-            db.execute("INSERT INTO traces (sha256, name, data, size_bytes, report, created_s, used_s) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?)", (digest, name, data, len(data), json.dumps(report), now, now))
+            db.execute(
+                "INSERT INTO traces (sha256, name, data, size_bytes, report, created_s, used_s) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (digest, name, data, len(data), json.dumps(report), now, now),
+            )
         return digest, evicted
 
     def get_trace(self, sha256: str) -> bytes | None:
@@ -238,6 +266,5 @@ class RunStore:
 
     def trace_info(self, sha256: str) -> TraceRecord | None:
         with closing(self._connect()) as db:
-            row = db.execute("SELECT sha256, name, size_bytes, report FROM traces WHERE sha256=?",
-                             (sha256,)).fetchone()
+            row = db.execute("SELECT sha256, name, size_bytes, report FROM traces WHERE sha256=?", (sha256,)).fetchone()
         return None if row is None else TraceRecord(row[0], row[1], row[2], json.loads(row[3]))

@@ -25,8 +25,14 @@ from engine.errors import EngineError
 
 _CONTEXT = multiprocessing.get_context("forkserver")
 # Children fork from a server with these imported: a worker starts in milliseconds, not seconds.
-_PRELOAD = ["engine", "engine.analysis.scenario", "engine.analysis.presets", "engine.analysis.results",
-            "engine.traces", "engine.runner.workers"]
+_PRELOAD = [
+    "engine",
+    "engine.analysis.scenario",
+    "engine.analysis.presets",
+    "engine.analysis.results",
+    "engine.traces",
+    "engine.runner.workers",
+]
 _CONTEXT.set_forkserver_preload(_PRELOAD)
 _PREPARATION = spawn.get_preparation_data
 _start_lock = threading.Lock()
@@ -72,9 +78,16 @@ def _start(proc) -> None:
             spawn.get_preparation_data = _PREPARATION
 
 
-def call(fn: Callable, *args: Any, what: str, limit_s: float, memory_mb: int,
-         slots: threading.BoundedSemaphore | None = None, on_progress: Callable[[int, int], None] | None = None,
-         cancel: threading.Event | None = None) -> Any:
+def call(
+    fn: Callable,
+    *args: Any,
+    what: str,
+    limit_s: float,
+    memory_mb: int,
+    slots: threading.BoundedSemaphore | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> Any:
     """``fn(*args)`` in a worker process of at most ``memory_mb`` MiB that may take ``limit_s`` seconds; ``what``
     names the work in messages. With ``slots``, the call first takes one (waiting at most ``limit_s``). With
     ``on_progress``, the work is called as ``fn(*args, on_progress=callback)`` and each ``callback(done, total)``
@@ -92,19 +105,29 @@ def call(fn: Callable, *args: Any, what: str, limit_s: float, memory_mb: int,
     if kind == "ok":
         return value
     if kind == "memory":
-        raise RunLimitError(f"{what} stopped: it needed more than {memory_mb:,} MiB, this server's memory limit per "
-                            "run: make it smaller (fewer jobs, a smaller cluster)")
+        raise RunLimitError(
+            f"{what} stopped: it needed more than {memory_mb:,} MiB, this server's memory limit per "
+            "run: make it smaller (fewer jobs, a smaller cluster)"
+        )
     if kind == "engine":
         raise WorkerError(value)
     raise RuntimeError(f"{what} failed in its worker process: {value}")
 
 
-def _run(fn: Callable, args: tuple, what: str, limit_s: float, memory_mb: int,
-         on_progress: Callable[[int, int], None] | None, cancel: threading.Event | None) -> tuple[str, Any]:
+def _run(
+    fn: Callable,
+    args: tuple,
+    what: str,
+    limit_s: float,
+    memory_mb: int,
+    on_progress: Callable[[int, int], None] | None,
+    cancel: threading.Event | None,
+) -> tuple[str, Any]:
     """Start the worker and wait for its answer, passing progress on; the process is gone when this returns."""
     receive, send = _CONTEXT.Pipe(duplex=False)
-    proc = _CONTEXT.Process(target=_work, args=(send, memory_mb * 2**20, fn, args, on_progress is not None),
-                            daemon=True)
+    proc = _CONTEXT.Process(
+        target=_work, args=(send, memory_mb * 2**20, fn, args, on_progress is not None), daemon=True
+    )
     _start(proc)
     send.close()
     deadline = time.monotonic() + limit_s
@@ -114,8 +137,10 @@ def _run(fn: Callable, args: tuple, what: str, limit_s: float, memory_mb: int,
                 raise RunCancelled(f"{what} was cancelled")
             left_s = deadline - time.monotonic()
             if left_s <= 0:
-                raise RunLimitError(f"{what} stopped after {limit_s:g} s, this server's time limit per run: make it "
-                                    "smaller (fewer jobs, a smaller cluster, fewer schedulers at once)")
+                raise RunLimitError(
+                    f"{what} stopped after {limit_s:g} s, this server's time limit per run: make it "
+                    "smaller (fewer jobs, a smaller cluster, fewer schedulers at once)"
+                )
             if not receive.poll(left_s if cancel is None else min(left_s, _CANCEL_POLL_S)):
                 continue
             kind, value = receive.recv()
@@ -125,9 +150,10 @@ def _run(fn: Callable, args: tuple, what: str, limit_s: float, memory_mb: int,
                 on_progress(*value)
     except EOFError:  # the process died without answering: killed for memory, or crashed
         proc.join(5)
-        raise RunLimitError(f"{what} stopped: its worker process ended (exit code {proc.exitcode}) before it "
-                            f"answered, most likely past this server's memory limit of {memory_mb:,} MiB per run"
-                            ) from None
+        raise RunLimitError(
+            f"{what} stopped: its worker process ended (exit code {proc.exitcode}) before it "
+            f"answered, most likely past this server's memory limit of {memory_mb:,} MiB per run"
+        ) from None
     finally:
         receive.close()
         if proc.is_alive():
@@ -140,8 +166,10 @@ def _work(send, memory_bytes: int, fn: Callable, args: tuple, progress: bool) ->
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     try:
         if progress:
-            answer: tuple[str, Any] = ("ok", fn(*args, on_progress=lambda done, total: send.send(
-                ("progress", (done, total)))))
+            answer: tuple[str, Any] = (
+                "ok",
+                fn(*args, on_progress=lambda done, total: send.send(("progress", (done, total)))),
+            )
         else:
             answer = ("ok", fn(*args))
     except MemoryError:

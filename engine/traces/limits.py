@@ -67,7 +67,8 @@ def check_trace_size(data: bytes, name: str, max_jobs: int) -> None:
         raise UploadLimitError(
             f"{name} has more than {limit:,} lines; this server reads at most {limit:,} lines per trace "
             f"({max_jobs:,} jobs per run): cut the file to its first {limit:,} lines "
-            f"(head -n {limit} FILE > smaller.csv), or use the command line (python -m engine) for the whole trace")
+            f"(head -n {limit} FILE > smaller.csv), or use the command line (python -m engine) for the whole trace"
+        )
 
 
 def check_job_limit(n_jobs: int, name: str, max_jobs: int, keep_first: str) -> None:
@@ -76,4 +77,5 @@ def check_job_limit(n_jobs: int, name: str, max_jobs: int, keep_first: str) -> N
     if n_jobs > max_jobs:
         raise UploadLimitError(
             f"{name} gives {n_jobs:,} jobs; this server simulates at most {max_jobs:,} per run: set "
-            f"{keep_first} to {max_jobs:,} or less (or use the command line, python -m engine, with --window)")
+            f"{keep_first} to {max_jobs:,} or less (or use the command line, python -m engine, with --window)"
+        )

@@ -13,8 +13,9 @@ from engine.errors import UnknownNameError
 from engine.schedulers import make_scheduler
 from engine.sim.simulator import simulate
 
-SCENARIO = Scenario(cluster="1x4:V100-32", workload=WorkloadSpec(n_jobs=30, load=1.5, seed=4),
-                    schedulers=("fifo", "sjf"), seed=1)
+SCENARIO = Scenario(
+    cluster="1x4:V100-32", workload=WorkloadSpec(n_jobs=30, load=1.5, seed=4), schedulers=("fifo", "sjf"), seed=1
+)
 
 
 def test_results_are_the_direct_runs_metrics_and_strict_json():

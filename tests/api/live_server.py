@@ -48,9 +48,14 @@ class Server:
 def start_server(store: Path, **env: str) -> Server:
     """Start a server on ``store`` (``env``: extra environment variables) and wait until it answers."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "engine", "serve", "--port", str(port), "--store", str(store)],
-                            cwd=REPO, env={**os.environ, "PLAYGROUND_WORKERS": "2", **env}, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine", "serve", "--port", str(port), "--store", str(store)],
+        cwd=REPO,
+        env={**os.environ, "PLAYGROUND_WORKERS": "2", **env},
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     server = Server(f"http://127.0.0.1:{port}", proc, store)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -23,8 +23,13 @@ from engine.cli import main
 from tests.api.live_server import REPO, start_server
 
 pytestmark = pytest.mark.timeout(300)
-SMALL = Scenario(cluster="1x4:V100-32", workload=WorkloadSpec(n_jobs=40, load=1.4, seed=3), schedulers=("fifo", "sjf"),
-                 seed=1, name="small")
+SMALL = Scenario(
+    cluster="1x4:V100-32",
+    workload=WorkloadSpec(n_jobs=40, load=1.4, seed=3),
+    schedulers=("fifo", "sjf"),
+    seed=1,
+    name="small",
+)
 #: A run that takes minutes here: long enough to be running when it is cancelled or its server is killed.
 LONG = Scenario(cluster="16x8:A100-80", workload=WorkloadSpec(n_jobs=100_000, load=1.0), schedulers=("fifo",))
 CANONICAL = REPO / "sample_traces" / "canonical.csv"
@@ -130,8 +135,11 @@ def test_an_uploaded_trace_runs_like_the_cli_with_the_file(client, tmp_path):
     upload = answer.json()
     assert upload["sha256"] == hashlib.sha256(data).hexdigest() and upload["jobs"] == 120
     assert upload["report"]["rows"] == 500 and "unit_warning" in upload["report"]
-    scenario = Scenario(cluster="2x4:V100-32", schedulers=("fifo", "easy-backfill"), workload=WorkloadSpec(
-        source="trace", trace_sha256=upload["sha256"], trace_name="canonical.csv", first=100))
+    scenario = Scenario(
+        cluster="2x4:V100-32",
+        schedulers=("fifo", "easy-backfill"),
+        workload=WorkloadSpec(source="trace", trace_sha256=upload["sha256"], trace_name="canonical.csv", first=100),
+    )
     path = tmp_path / "trace-scenario.json"
     path.write_text(scenario.to_json())
     run_id = post_run(client, scenario)
@@ -139,7 +147,8 @@ def test_an_uploaded_trace_runs_like_the_cli_with_the_file(client, tmp_path):
     assert client.get(f"/v1/runs/{run_id}/results").json() == cli_json(tmp_path, path, "--trace", str(CANONICAL))
     # The synchronous answer is the same table.
     assert client.post("/v1/simulate", content=path.read_text()).json() == cli_json(
-        tmp_path, path, "--trace", str(CANONICAL))
+        tmp_path, path, "--trace", str(CANONICAL)
+    )
 
 
 def test_results_wait_for_the_run_and_a_cancel_kills_it(client):
@@ -157,44 +166,71 @@ def test_results_wait_for_the_run_and_a_cancel_kills_it(client):
 
 def test_a_failed_run_answers_410_with_its_one_line_error(client):
     upload = client.post("/v1/traces", params={"name": "canonical.csv"}, content=CANONICAL.read_bytes()).json()
-    too_far = Scenario(cluster="2x4:V100-32", schedulers=("fifo",), seed=0, workload=WorkloadSpec(
-        source="trace", trace_sha256=upload["sha256"], trace_name="canonical.csv", block=100, seed=9))
+    too_far = Scenario(
+        cluster="2x4:V100-32",
+        schedulers=("fifo",),
+        seed=0,
+        workload=WorkloadSpec(
+            source="trace", trace_sha256=upload["sha256"], trace_name="canonical.csv", block=100, seed=9
+        ),
+    )
     run_id = post_run(client, too_far)
     run = wait_state(client, run_id, ("failed", "done"))
-    assert run["state"] == "failed" and run["error"] == "trace has 500 jobs: not enough for seed 9 with 100 jobs per seed"
+    assert (
+        run["state"] == "failed" and run["error"] == "trace has 500 jobs: not enough for seed 9 with 100 jobs per seed"
+    )
     assert assert_one_line_error(client.get(f"/v1/runs/{run_id}/results"), 410) == run["error"]
 
 
 # ---------------------------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("method, path, body, status, says", [
-    ("POST", "/v1/runs", b"", 422, "not valid JSON"),
-    ("POST", "/v1/runs", b"\xff\xfe", 422, "scenario JSON"),
-    ("POST", "/v1/runs", b"[1, 2]", 422, "must be a JSON object"),
-    ("POST", "/v1/runs", b'{"cluster": "zz"}', 422, "expected NODESxGPUS:TYPE"),
-    ("POST", "/v1/runs", b'{"schedulers": ["no-such-policy"]}', 422, "unknown scheduler 'no-such-policy'"),
-    ("POST", "/v1/runs", b'{"schedulers": []}', 422, "scenario.schedulers is empty"),
-    ("POST", "/v1/runs", b'{"workload": {"n_jobs": 1e9}}', 422, "scenario.workload.n_jobs must be an integer"),
-    ("POST", "/v1/runs", b'{"workload": {"source": "trace", "trace_path": "/etc/passwd"}}', 422, "trace_sha256 only"),
-    ("POST", "/v1/runs", b'{"workload": {"source": "trace", "trace_sha256": "' + b"a" * 64 + b'"}}', 422,
-     "not on this server: upload it with POST /v1/traces"),
-    ("POST", "/v1/runs", b'{"bogus": 1}', 422, "unknown keys ['bogus']"),
-    ("POST", "/v1/runs", b"[" * 100_000, 422, "scenario JSON"),
-    ("POST", "/v1/runs", b" " * 300_000, 413, "limit of 262,144 bytes"),
-    ("POST", "/v1/simulate", b'{"workload": {"n_jobs": 20000}, "schedulers": ["fifo", "sjf"]}', 422,
-     "at most 20,000 jobs x schedulers"),
-    ("POST", "/v1/traces?name=../../etc/x.csv", b"a,b\n", 422, "must be a file name, not a path"),
-    ("POST", "/v1/traces?name=t.csv", b"", 422, "the body is empty"),
-    ("POST", "/v1/traces?name=t.csv", b"garbage,,\n1,2,3\n", 422, "t.csv, line 1"),
-    ("POST", "/v1/traces?name=t.csv&first=-1", b"a\n", 422, "first must be an integer"),
-    ("POST", "/v1/traces?name=t.csv&format=nope", b"a\n", 422, "trace_format 'nope'"),
-    ("GET", "/v1/runs/not-a-run", None, 404, "no run 'not-a-run'"),
-    ("GET", "/v1/runs/" + "0" * 32 + "/results", None, 404, "no run"),
-    ("DELETE", "/v1/runs/" + "0" * 32, None, 404, "no run"),
-    ("POST", "/v1/runs/" + "0" * 32 + "/restart", None, 404, "no run"),
-    ("GET", "/v1/runs?limit=lots", None, 422, "limit"),
-    ("GET", "/v1/nowhere", None, 404, "Not Found"),
-    ("PUT", "/v1/health", None, 405, "Method Not Allowed"),
-])
+@pytest.mark.parametrize(
+    "method, path, body, status, says",
+    [
+        ("POST", "/v1/runs", b"", 422, "not valid JSON"),
+        ("POST", "/v1/runs", b"\xff\xfe", 422, "scenario JSON"),
+        ("POST", "/v1/runs", b"[1, 2]", 422, "must be a JSON object"),
+        ("POST", "/v1/runs", b'{"cluster": "zz"}', 422, "expected NODESxGPUS:TYPE"),
+        ("POST", "/v1/runs", b'{"schedulers": ["no-such-policy"]}', 422, "unknown scheduler 'no-such-policy'"),
+        ("POST", "/v1/runs", b'{"schedulers": []}', 422, "scenario.schedulers is empty"),
+        ("POST", "/v1/runs", b'{"workload": {"n_jobs": 1e9}}', 422, "scenario.workload.n_jobs must be an integer"),
+        (
+            "POST",
+            "/v1/runs",
+            b'{"workload": {"source": "trace", "trace_path": "/etc/passwd"}}',
+            422,
+            "trace_sha256 only",
+        ),
+        (
+            "POST",
+            "/v1/runs",
+            b'{"workload": {"source": "trace", "trace_sha256": "' + b"a" * 64 + b'"}}',
+            422,
+            "not on this server: upload it with POST /v1/traces",
+        ),
+        ("POST", "/v1/runs", b'{"bogus": 1}', 422, "unknown keys ['bogus']"),
+        ("POST", "/v1/runs", b"[" * 100_000, 422, "scenario JSON"),
+        ("POST", "/v1/runs", b" " * 300_000, 413, "limit of 262,144 bytes"),
+        (
+            "POST",
+            "/v1/simulate",
+            b'{"workload": {"n_jobs": 20000}, "schedulers": ["fifo", "sjf"]}',
+            422,
+            "at most 20,000 jobs x schedulers",
+        ),
+        ("POST", "/v1/traces?name=../../etc/x.csv", b"a,b\n", 422, "must be a file name, not a path"),
+        ("POST", "/v1/traces?name=t.csv", b"", 422, "the body is empty"),
+        ("POST", "/v1/traces?name=t.csv", b"garbage,,\n1,2,3\n", 422, "t.csv, line 1"),
+        ("POST", "/v1/traces?name=t.csv&first=-1", b"a\n", 422, "first must be an integer"),
+        ("POST", "/v1/traces?name=t.csv&format=nope", b"a\n", 422, "trace_format 'nope'"),
+        ("GET", "/v1/runs/not-a-run", None, 404, "no run 'not-a-run'"),
+        ("GET", "/v1/runs/" + "0" * 32 + "/results", None, 404, "no run"),
+        ("DELETE", "/v1/runs/" + "0" * 32, None, 404, "no run"),
+        ("POST", "/v1/runs/" + "0" * 32 + "/restart", None, 404, "no run"),
+        ("GET", "/v1/runs?limit=lots", None, 422, "limit"),
+        ("GET", "/v1/nowhere", None, 404, "Not Found"),
+        ("PUT", "/v1/health", None, 405, "Method Not Allowed"),
+    ],
+)
 def test_bad_input_is_a_4xx_with_one_line(client, method, path, body, status, says):
     message = assert_one_line_error(client.request(method, path, content=body), status)
     assert says in message
@@ -272,15 +308,25 @@ def test_a_token_guards_every_route_but_health_and_bodies_are_bounded(tmp_path):
 
 
 def test_binding_beyond_localhost_needs_a_token():
-    proc = subprocess.run([sys.executable, "-m", "engine", "serve", "--host", "0.0.0.0", "--port", "1"], cwd=REPO,
-                          capture_output=True, text=True, timeout=60,
-                          env={k: v for k, v in os.environ.items() if k != "PLAYGROUND_API_TOKEN"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "engine", "serve", "--host", "0.0.0.0", "--port", "1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "PLAYGROUND_API_TOKEN"},
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "set PLAYGROUND_API_TOKEN" in proc.stderr
 
 
 def test_the_example_client_drives_a_run_end_to_end(server):
-    proc = subprocess.run([sys.executable, "examples/api_client.py", "--url", server.url], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "examples/api_client.py", "--url", server.url],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "done" in proc.stderr and "easy-backfill" in proc.stdout and "mean_wait_s" in proc.stdout

@@ -16,8 +16,14 @@ SCENARIO = Scenario(cluster="1x4:V100-32", workload=WorkloadSpec(n_jobs=200, loa
 
 def test_progress_crosses_from_the_worker_and_the_answer_is_the_direct_one():
     seen = []
-    got = call(scenario_results, SCENARIO, what="a run", limit_s=120, memory_mb=4096,
-               on_progress=lambda done, total: seen.append((done, total)))
+    got = call(
+        scenario_results,
+        SCENARIO,
+        what="a run",
+        limit_s=120,
+        memory_mb=4096,
+        on_progress=lambda done, total: seen.append((done, total)),
+    )
     assert got == scenario_results(SCENARIO)
     assert seen and seen[-1] == (400, 400)
 

@@ -21,8 +21,10 @@ def test_lines_are_counted_through_gzip_and_stop_past_the_limit():
 
 def test_a_trace_over_the_job_limit_names_the_setting_that_cuts_it():
     check_job_limit(100, "t.csv", 100, "workload.first")
-    with pytest.raises(UploadLimitError, match="gives 101 jobs; this server simulates at most 100 per run: set "
-                                               "workload.first to 100 or less"):
+    with pytest.raises(
+        UploadLimitError,
+        match="gives 101 jobs; this server simulates at most 100 per run: set workload.first to 100 or less",
+    ):
         check_job_limit(101, "t.csv", 100, "workload.first")
 
 
