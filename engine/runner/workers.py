@@ -123,7 +123,8 @@ def _run(
     on_progress: Callable[[int, int], None] | None,
     cancel: threading.Event | None,
 ) -> tuple[str, Any]:
-    """Start the worker and wait for its answer, passing progress on; the process is gone when this returns."""
+    """Start the worker and wait for its answer, passing progress on. A worker that answered is left to exit on
+    its own (a thread reaps it: its exit takes milliseconds the caller need not wait); any other is killed."""
     receive, send = _CONTEXT.Pipe(duplex=False)
     proc = _CONTEXT.Process(
         target=_work, args=(send, memory_mb * 2**20, fn, args, on_progress is not None), daemon=True
@@ -131,6 +132,7 @@ def _run(
     _start(proc)
     send.close()
     deadline = time.monotonic() + limit_s
+    answered = False
     try:
         while True:
             if cancel is not None and cancel.is_set():
@@ -145,6 +147,7 @@ def _run(
                 continue
             kind, value = receive.recv()
             if kind != "progress":
+                answered = True
                 return kind, value
             if on_progress is not None:
                 on_progress(*value)
@@ -156,9 +159,18 @@ def _run(
         ) from None
     finally:
         receive.close()
-        if proc.is_alive():
-            proc.kill()
-        proc.join()
+        if answered:
+            threading.Thread(target=_reap, args=(proc,), daemon=True).start()
+        else:
+            _reap(proc, wait_s=0)
+
+
+def _reap(proc, wait_s: float = 5.0) -> None:
+    """Wait ``wait_s`` for the worker to exit, then kill it."""
+    proc.join(wait_s)
+    if proc.is_alive():
+        proc.kill()
+    proc.join()
 
 
 def _work(send, memory_bytes: int, fn: Callable, args: tuple, progress: bool) -> None:
