@@ -33,11 +33,18 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
 
-from engine.analysis.scenario import MAX_SCENARIO_BYTES, Scenario, WorkloadSpec, content_hash, preset_scenario
-from engine.api.runs import ApiSettings, BusyError, RunManager, import_report
+from engine.analysis.scenario import (
+    MAX_SCENARIO_BYTES,
+    Scenario,
+    ScenarioError,
+    WorkloadSpec,
+    content_hash,
+    preset_scenario,
+)
+from engine.api.runs import ApiSettings, BusyError, RunManager
 from engine.errors import EngineError
 from engine.runner.store import FINAL_STATES, RunRecord, StoreError
-from engine.runner.workers import RunLimitError, call
+from engine.runner.workers import RunLimitError
 from engine.traces.limits import UploadLimitError, check_job_limit, check_trace_size
 
 API_VERSION = "1"
@@ -45,6 +52,8 @@ _RUN_ID = re.compile(r"[0-9a-f]{32}")
 #: How often the event stream looks at a run's state, seconds; and how often it sends a keep-alive comment.
 EVENT_POLL_S = 0.2
 EVENT_KEEPALIVE_S = 15.0
+#: An upload's query parameters by the workload keys they set (the others have the same name).
+_UPLOAD_PARAMETERS = {"trace_name": "name", "trace_format": "format"}
 _TABLE_TYPES = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
 
 
@@ -280,25 +289,22 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
         data = await _read_body(request, upload_limit, "the trace file")
         if not data:
             raise ApiError(422, "the body is empty: send the trace file's bytes")
-        workload = WorkloadSpec(
-            source="trace",
-            trace_sha256=content_hash(data),
-            trace_name=name,
-            trace_format=format,
-            time_unit=time_unit,
-            skip_bad=skip_bad,
-            first=first,
-        )
+        options = {
+            "trace_name": name,
+            "trace_format": format,
+            "time_unit": time_unit,
+            "skip_bad": skip_bad,
+            "first": first,
+        }
+        try:
+            workload = WorkloadSpec(source="trace", trace_sha256=content_hash(data), **options)
+        except ScenarioError as exc:  # name the query parameter, not the scenario's key
+            message = str(exc)
+            for key in options:
+                message = message.replace(f"scenario.workload.{key}", _UPLOAD_PARAMETERS.get(key, key))
+            raise ApiError(422, message) from None
         check_trace_size(data, name, settings.max_jobs)
-        report = await asyncio.to_thread(
-            call,
-            import_report,
-            data,
-            workload,
-            what=f"loading {name}",
-            limit_s=settings.sync_timeout_s,
-            memory_mb=settings.memory_mb,
-        )
+        report = await asyncio.to_thread(runs.import_report, data, workload)
         check_job_limit(report["jobs"], name, settings.max_jobs, "the query parameter first (workload.first)")
         digest, evicted = await asyncio.to_thread(runs.store.put_trace, data, name, report)
         answer = {

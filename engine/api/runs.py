@@ -133,6 +133,20 @@ class RunManager:
             slots=self._sync,
         )
 
+    def import_report(self, data: bytes, workload: WorkloadSpec) -> dict:
+        """An upload loaded with ``workload``'s loader options in a worker process (synchronous bounds): its
+        import report (``TraceReport.to_dict()``)."""
+        name = workload.trace_name or "the trace"
+        return call(
+            import_report,
+            data,
+            workload,
+            what=f"loading {name}",
+            limit_s=self.settings.sync_timeout_s,
+            memory_mb=self.settings.memory_mb,
+            slots=self._sync,
+        )
+
     def close(self) -> None:
         """Stop: every run in flight is cancelled in its process and marked interrupted (it can be restarted)."""
         with self._lock:
