@@ -15,21 +15,29 @@ environment wins):
 A trace is also refused before it is parsed when it has more than :func:`max_trace_lines` lines (counted on
 the decompressed text, so a small gzip file cannot expand without bound). The checks themselves are
 :mod:`engine.traces.limits` (the HTTP API uses them too).
+
+An upload that loaded is also kept in the run store the app shares with the HTTP API (:func:`keep_shared`), so
+a link to a scenario on it opens in another session, after a restart, and through the API.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import sqlite3
 import threading
 from collections import OrderedDict
 
 import streamlit as st
 
 from engine.analysis.scenario import content_hash
+from engine.runner.store import DEFAULT_STORE, DEFAULT_TRACE_LIMIT_BYTES, RunStore, StoreError
 from engine.traces import limits
 from engine.traces.limits import DEFAULT_MAX_JOBS, UploadLimitError
 
 __all__ = ["DEFAULT_MAX_JOBS", "UploadLimitError", "UploadStore", "check_job_limit", "check_trace_size",
-           "host_setting", "max_jobs_per_run", "max_trace_lines", "session_store", "store_limit_bytes"]
+           "host_setting", "keep_shared", "max_jobs_per_run", "max_trace_lines", "session_store", "shared_trace",
+           "store_limit_bytes"]
 DEFAULT_STORE_MB = 128
 _SESSION_KEY = "_upload_store"
 
@@ -120,3 +128,37 @@ def check_trace_size(data: bytes, name: str) -> None:
 def check_job_limit(n_jobs: int, name: str) -> None:
     """``UploadLimitError`` when a trace gives more jobs than one run may simulate here."""
     limits.check_job_limit(n_jobs, name, max_jobs_per_run(), "'Keep the first N jobs'")
+
+
+# ----------------------------------------------------------------------------- the store shared with the API
+@st.cache_resource(show_spinner=False)
+def _shared_store() -> RunStore | None:
+    """The run store this server shares with the HTTP API (``PLAYGROUND_STORE``, default ``runs/playground.sqlite``;
+    ``PLAYGROUND_API_TRACE_STORE_MB`` bounds its traces), opened for its traces only; ``None`` when it cannot be
+    opened (the app then keeps uploads in the session alone)."""
+    limit = host_setting("PLAYGROUND_API_TRACE_STORE_MB", "trace_store_mb", DEFAULT_TRACE_LIMIT_BYTES // 2**20)
+    try:
+        return RunStore(os.environ.get("PLAYGROUND_STORE") or DEFAULT_STORE, trace_limit_bytes=limit * 2**20, runs=False)
+    except (OSError, sqlite3.Error) as exc:
+        logging.getLogger(__name__).warning("the shared run store cannot be opened: %s", exc)
+        return None
+
+
+def keep_shared(data: bytes, name: str, report: dict) -> None:
+    """Keep an upload that loaded in the shared store too, so that a link naming it by its SHA-256 opens in any
+    session of this server and after a restart (and the API can run it); a full or broken store is skipped."""
+    store = _shared_store()
+    if store is not None:
+        try:
+            store.put_trace(data, name, report)
+        except (StoreError, OSError, sqlite3.Error) as exc:
+            logging.getLogger(__name__).warning("upload %s not kept in the shared store: %s", name, exc)
+
+
+def shared_trace(digest: str) -> bytes | None:
+    """The bytes of an upload another session (or the API) kept in the shared store, else ``None``."""
+    store = _shared_store()
+    try:
+        return None if store is None else store.get_trace(digest)
+    except sqlite3.Error:
+        return None

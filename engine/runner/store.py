@@ -9,7 +9,8 @@ run is never ``done`` without its results. Uploaded traces are kept by the SHA-2
 
 Every write is one transaction (SQLite's WAL journal: readers never wait for a writer, a killed process loses at
 most the transaction it had not committed). One server per store file: opening it marks every unfinished run
-interrupted. Each call opens its own connection, so a store may be used from any thread.
+interrupted, unless it is opened with ``runs=False`` (the app: it keeps only uploads there). Each thread has its
+own connection, so a store may be used from any thread.
 """
 
 from __future__ import annotations
@@ -104,9 +105,12 @@ class TraceRecord:
 
 
 class RunStore:
-    """The store in SQLite file ``path`` (created with its folder); see the module's docstring."""
+    """The store in SQLite file ``path`` (created with its folder); see the module's docstring. ``runs=False``
+    opens it for its traces only, leaving the runs of the server that runs them as they are."""
 
-    def __init__(self, path: str | Path = DEFAULT_STORE, *, trace_limit_bytes: int = DEFAULT_TRACE_LIMIT_BYTES) -> None:
+    def __init__(
+        self, path: str | Path = DEFAULT_STORE, *, trace_limit_bytes: int = DEFAULT_TRACE_LIMIT_BYTES, runs: bool = True
+    ) -> None:
         self.path = Path(path)
         self.trace_limit_bytes = trace_limit_bytes
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -114,7 +118,7 @@ class RunStore:
         db = self._db()
         db.execute("PRAGMA journal_mode=WAL")
         db.executescript(_SCHEMA)
-        self.interrupted = self._mark_interrupted()
+        self.interrupted = self._mark_interrupted() if runs else []
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
