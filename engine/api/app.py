@@ -57,6 +57,32 @@ _UPLOAD_PARAMETERS = {"trace_name": "name", "trace_format": "format"}
 _TABLE_TYPES = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
 
 
+#: The request bodies, for the OpenAPI schema (the routes read them raw: bounded, and parsed by the engine).
+_SCENARIO_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {"type": "object", "description": "a scenario: the app's Scenario (JSON) download"},
+                "example": Scenario(
+                    cluster="2x4:V100-32", workload=WorkloadSpec(n_jobs=100), schedulers=("fifo", "sjf")
+                ).to_dict(),
+            }
+        },
+    }
+}
+_TRACE_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/octet-stream": {
+                "schema": {"type": "string", "format": "binary", "description": "the trace file's bytes (gzip allowed)"}
+            }
+        },
+    }
+}
+
+
 class ApiError(HTTPException):
     """An answer with a 4xx status and a one-line message (``{"error": message}``)."""
 
@@ -273,7 +299,7 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
             "price_lists": {name: p.to_dict() for name, p in PRICE_LISTS.items()},
         }
 
-    @app.post("/v1/traces", status_code=201)
+    @app.post("/v1/traces", status_code=201, openapi_extra=_TRACE_BODY)
     async def upload_trace(
         request: Request,
         name: str = "trace.csv",
@@ -289,18 +315,19 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
         data = await _read_body(request, upload_limit, "the trace file")
         if not data:
             raise ApiError(422, "the body is empty: send the trace file's bytes")
-        options = {
-            "trace_name": name,
-            "trace_format": format,
-            "time_unit": time_unit,
-            "skip_bad": skip_bad,
-            "first": first,
-        }
         try:
-            workload = WorkloadSpec(source="trace", trace_sha256=content_hash(data), **options)
+            workload = WorkloadSpec(
+                source="trace",
+                trace_sha256=content_hash(data),
+                trace_name=name,
+                trace_format=format,
+                time_unit=time_unit,
+                skip_bad=skip_bad,
+                first=first,
+            )
         except ScenarioError as exc:  # name the query parameter, not the scenario's key
             message = str(exc)
-            for key in options:
+            for key in ("trace_name", "trace_format", "time_unit", "skip_bad", "first"):
                 message = message.replace(f"scenario.workload.{key}", _UPLOAD_PARAMETERS.get(key, key))
             raise ApiError(422, message) from None
         check_trace_size(data, name, settings.max_jobs)
@@ -321,7 +348,7 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
             )
         return answer
 
-    @app.post("/v1/runs", status_code=202)
+    @app.post("/v1/runs", status_code=202, openapi_extra=_SCENARIO_BODY)
     async def post_run(request: Request) -> JSONResponse:
         """The body is a scenario JSON (the app's "Scenario (JSON)" download, older files too)."""
         runs = _runs(request)
@@ -386,7 +413,7 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
     for suffix in ("", ".json", ".csv", ".parquet"):
         _add_results_routes(app, suffix)
 
-    @app.post("/v1/simulate")
+    @app.post("/v1/simulate", openapi_extra=_SCENARIO_BODY)
     async def simulate_now(request: Request) -> dict[str, Any]:
         """A small scenario run now: its metrics table (the JSON ``simulate --scenario --json`` writes). At most
         :attr:`ApiSettings.sync_max_job_runs` jobs x schedulers; larger runs go to ``POST /v1/runs``."""

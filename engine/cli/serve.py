@@ -25,9 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store",
         type=Path,
-        default=DEFAULT_STORE,
+        default=Path(os.environ.get("PLAYGROUND_STORE") or DEFAULT_STORE),
         metavar="PATH",
-        help=f"the run store's SQLite file (default {DEFAULT_STORE}; created with its folder)",
+        help=f"the run store's SQLite file, shared with the app (default: $PLAYGROUND_STORE, else {DEFAULT_STORE}; "
+        "created with its folder)",
     )
 
 
