@@ -5,13 +5,15 @@ and what the HTTP API answers for the same scenario (both call :func:`run_scenar
 * :func:`metrics_json`: ``{scheduler: {metric: value}}``, the metrics table (the CLI's ``--json``).
 * :func:`jobs_json`: ``{scheduler: [one record per job]}`` (:func:`~engine.analysis.metrics.job_frame`'s rows).
 * :func:`timeline_json`: ``{scheduler: {t_s, queue, running, busy_gpus}}``, the run's state over time.
-* :func:`scenario_results`: the three at once, from a scenario (what a stored run keeps).
+* :func:`scenario_results`: the three at once, from a scenario; :func:`results_as_json` as JSON texts (what a
+  stored run keeps).
 
 Every value is strict JSON: a number that is not one (NaN: a wait of a job that never ran) is ``null``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -99,6 +101,11 @@ def scenario_results(
     """``{"metrics": ..., "jobs": ..., "timeline": ...}`` of an untrusted scenario (see :func:`run_scenario`)."""
     results = run_scenario(scenario, trace_bytes, on_progress=on_progress).results
     return {"metrics": metrics_json(results), "jobs": jobs_json(results), "timeline": timeline_json(results)}
+
+
+def results_as_json(results: Mapping[str, Any]) -> dict[str, str]:
+    """Each part of :func:`scenario_results` as compact strict JSON text (what a run store keeps)."""
+    return {part: json.dumps(value, allow_nan=False, separators=(",", ":")) for part, value in results.items()}
 
 
 def _plain(value: Any) -> Any:

@@ -222,7 +222,7 @@ def _check_runnable(sc: Scenario, runs: RunManager) -> None:
 
 
 def _job_runs(sc: Scenario, runs: RunManager) -> int:
-    """Jobs x schedulers the scenario simulates (a trace's: its block, or its jobs after ``first``)."""
+    """Jobs x schedulers the scenario simulates, at most (a trace's: its block, or its rows up to ``first``)."""
     wl = sc.workload
     if wl.source == "generate":
         jobs = wl.n_jobs
@@ -230,7 +230,8 @@ def _job_runs(sc: Scenario, runs: RunManager) -> int:
         jobs = preset_scenario(wl.preset).workload.n_jobs
     else:
         info = runs.store.trace_info(wl.trace_sha256)
-        jobs = wl.block or int(info.report.get("jobs", 0) if info else 0)
+        rows = int(info.report.get("rows", 0)) if info else 0  # the upload's rows: at most that many jobs
+        jobs = wl.block or (min(wl.first, rows) if wl.first else rows)
     return jobs * len(sc.schedulers)
 
 
@@ -240,6 +241,11 @@ def _table(frame: pd.DataFrame, kind: str) -> Response:
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     return Response(buffer.getvalue(), media_type=_TABLE_TYPES["parquet"])
+
+
+def _json_text(text: str | None) -> Response:
+    """Stored JSON text as it is (a large run's records are not parsed to be sent)."""
+    return Response(text or "null", media_type="application/json")
 
 
 def _wanted(request: Request, suffix: str) -> str:
@@ -440,10 +446,10 @@ def _add_results_routes(app: FastAPI, suffix: str) -> None:
         """The metrics table of a done run: ``{scheduler: {metric: value}}`` (one row per scheduler in CSV)."""
         runs = _runs(request)
         _done(runs, run_id)
-        metrics = runs.store.results(run_id, "metrics")
         kind = _wanted(request, kind_of_suffix)
         if kind == "json":
-            return JSONResponse(metrics)
+            return _json_text(runs.store.results_json(run_id, "metrics"))
+        metrics = runs.store.results(run_id, "metrics")
         frame = pd.DataFrame.from_dict(metrics, orient="index").rename_axis("scheduler").reset_index()
         return _table(frame, kind)
 
@@ -452,10 +458,10 @@ def _add_results_routes(app: FastAPI, suffix: str) -> None:
         """Per-job records of a done run: ``{scheduler: [record, ...]}`` (a ``scheduler`` column in CSV)."""
         runs = _runs(request)
         _done(runs, run_id)
-        records = runs.store.results(run_id, "jobs")
         kind = _wanted(request, kind_of_suffix)
         if kind == "json":
-            return JSONResponse(records)
+            return _json_text(runs.store.results_json(run_id, "jobs"))
+        records = runs.store.results(run_id, "jobs")
         frame = pd.concat(
             [pd.DataFrame(rows).assign(scheduler=name) for name, rows in records.items()], ignore_index=True
         )
@@ -468,7 +474,7 @@ def _add_results_routes(app: FastAPI, suffix: str) -> None:
             """Queued and running jobs and busy GPUs over time, per scheduler (step series)."""
             runs = _runs(request)
             _done(runs, run_id)
-            return JSONResponse(runs.store.results(run_id, "timeline"))
+            return _json_text(runs.store.results_json(run_id, "timeline"))
 
 
 async def _events(request: Request, runs: RunManager, run_id: str) -> AsyncIterator[str]:

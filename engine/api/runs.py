@@ -14,8 +14,9 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-from engine.analysis.results import metrics_json, run_scenario, scenario_results
+from engine.analysis.results import metrics_json, results_as_json, run_scenario, scenario_results
 from engine.analysis.scenario import Scenario, WorkloadSpec, load_trace_bytes
 from engine.errors import EngineError
 from engine.runner import workers
@@ -178,7 +179,7 @@ class RunManager:
 
             try:
                 results = call(
-                    scenario_results,
+                    _results_json,
                     scenario,
                     self._trace_bytes(scenario),
                     what="the run",
@@ -205,6 +206,13 @@ def import_report(data: bytes, workload: WorkloadSpec) -> dict:
     """The worker side of an upload: the trace's bytes loaded with the workload's loader options; its import
     report (``TraceReport.to_dict()``)."""
     return load_trace_bytes(data, workload).report.to_dict()
+
+
+def _results_json(
+    scenario: Scenario, trace_bytes: bytes | None, on_progress: Callable[[int, int], None] | None = None
+) -> dict[str, str]:
+    """The worker side of a run: its results as JSON texts (a string crosses back cheaper than the objects)."""
+    return results_as_json(scenario_results(scenario, trace_bytes, on_progress=on_progress))
 
 
 def _metrics_of(scenario: Scenario, trace_bytes: bytes | None) -> dict:

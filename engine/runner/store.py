@@ -4,7 +4,8 @@ A run is a scenario (its JSON text) with a state: ``queued`` -> ``running`` -> `
 ``cancelled``; ``interrupted`` is a run that was queued or running when its server stopped (:class:`RunStore`
 marks them so when it opens the file) and can be queued again (:meth:`RunStore.requeue`). A done run's results
 (JSON: the metrics table, per-job records, the timeline) are written in the same transaction as its state, so a
-run is never ``done`` without its results. Uploaded traces are kept by the SHA-256 of their bytes, at most
+run is never ``done`` without its results, kept as the JSON texts the worker wrote (a large run's per-job records
+are never parsed by the server unless asked for as a table). Uploaded traces are kept by the SHA-256 of their bytes, at most
 ``trace_limit_bytes`` in all; the least recently used go first, and :meth:`RunStore.put_trace` names them.
 
 Every write is one transaction (SQLite's WAL journal: readers never wait for a writer, a killed process loses at
@@ -24,7 +25,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from engine.errors import EngineError
 
@@ -37,6 +38,8 @@ STATES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
 #: States a run never leaves (``interrupted`` leaves only by :meth:`RunStore.requeue`).
 FINAL_STATES = ("done", "failed", "cancelled")
 _UNFINISHED = ("queued", "running")
+#: What a done run keeps (:func:`engine.analysis.results.scenario_results`' keys).
+RESULT_PARTS = ("metrics", "jobs", "timeline")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -206,12 +209,16 @@ class RunStore:
                 (min(max(float(progress), 0.0), 1.0), time.time(), run_id),
             )
 
-    def finish(self, run_id: str, results: dict[str, Any]) -> bool:
-        """Store a running run's results (``metrics``, ``jobs``, ``timeline``: JSON-able) and mark it done, in one
-        transaction; ``False`` (nothing written) when the run is no longer running (cancelled meanwhile)."""
-        texts = [
-            json.dumps(results[k], allow_nan=False, separators=(",", ":")) for k in ("metrics", "jobs", "timeline")
-        ]
+    def finish(self, run_id: str, results_json: Mapping[str, str]) -> bool:
+        """Store a running run's results (:data:`RESULT_PARTS` -> JSON text) and mark it done, in one transaction;
+        ``False`` (nothing written) when the run is no longer running (cancelled meanwhile). ``ValueError`` when a
+        part is not JSON."""
+        texts = [results_json[k] for k in RESULT_PARTS]
+        for part, text in zip(RESULT_PARTS, texts):
+            try:
+                json.loads(text)
+            except (TypeError, ValueError):
+                raise ValueError(f"results part {part!r} is not JSON text") from None
         with self._transaction() as db:
             cursor = db.execute(
                 "UPDATE runs SET state='done', progress=1, updated_s=? WHERE id=? AND state='running'",
@@ -233,12 +240,18 @@ class RunStore:
             )
             return cursor.rowcount == 1
 
-    def results(self, run_id: str, part: str = "metrics") -> Any:
-        """A done run's results part (``metrics``, ``jobs`` or ``timeline``), parsed; ``None`` if it has none."""
-        if part not in ("metrics", "jobs", "timeline"):
+    def results_json(self, run_id: str, part: str = "metrics") -> str | None:
+        """A done run's results part (one of :data:`RESULT_PARTS`) as the JSON text stored; ``None`` if it has
+        none."""
+        if part not in RESULT_PARTS:
             raise ValueError(f"unknown results part {part!r}")
         row = self._db().execute(f"SELECT {part} FROM results WHERE run_id=?", (run_id,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else row[0]
+
+    def results(self, run_id: str, part: str = "metrics") -> Any:
+        """A done run's results part, parsed (:meth:`results_json`)."""
+        text = self.results_json(run_id, part)
+        return None if text is None else json.loads(text)
 
     # ------------------------------------------------------------------ traces
     def put_trace(self, data: bytes, name: str, report: dict[str, Any]) -> tuple[str, list[TraceRecord]]:

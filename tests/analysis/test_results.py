@@ -7,7 +7,7 @@ import json
 import pytest
 
 from engine.analysis.metrics import summarize
-from engine.analysis.results import metrics_json, run_scenario, scenario_results
+from engine.analysis.results import metrics_json, results_as_json, run_scenario, scenario_results
 from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec
 from engine.errors import UnknownNameError
 from engine.schedulers import make_scheduler
@@ -28,7 +28,8 @@ def test_results_are_the_direct_runs_metrics_and_strict_json():
         assert out["metrics"][name] == summarize(direct).to_dict()
         assert [r["job_id"] for r in out["jobs"][name]] == list(range(30))
         assert out["timeline"][name]["t_s"] == [float(t) for t in direct.series_t]
-    json.dumps(out, allow_nan=False)  # NaN (a wait of a job that never ran) is null
+    texts = results_as_json(out)  # strict: NaN (a wait of a job that never ran) is null
+    assert {part: json.loads(text) for part, text in texts.items()} == out
     assert seen[-1] == (60, 60) and all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 import threading
 
@@ -10,7 +11,8 @@ import pytest
 
 from engine.runner.store import RunStore, StoreError
 
-RESULTS = {"metrics": {"fifo": {"mean_wait_s": 1.5}}, "jobs": {"fifo": [{"job_id": 0}]}, "timeline": {"fifo": {}}}
+PARTS = {"metrics": {"fifo": {"mean_wait_s": 1.5}}, "jobs": {"fifo": [{"job_id": 0}]}, "timeline": {"fifo": {}}}
+RESULTS = {part: json.dumps(value) for part, value in PARTS.items()}
 
 
 def test_a_run_goes_from_queued_to_done_with_its_results(tmp_path):
@@ -24,8 +26,9 @@ def test_a_run_goes_from_queued_to_done_with_its_results(tmp_path):
     assert store.finish(run.id, RESULTS)
     done = store.get_run(run.id)
     assert (done.state, done.progress, done.scenario) == ("done", 1.0, '{"seed": 1}')
-    assert store.results(run.id) == RESULTS["metrics"]
-    assert store.results(run.id, "jobs") == RESULTS["jobs"]
+    assert store.results(run.id) == PARTS["metrics"]
+    assert store.results(run.id, "jobs") == PARTS["jobs"]
+    assert store.results_json(run.id, "timeline") == RESULTS["timeline"]
     assert store.get_run("nope") is None
 
 
@@ -41,12 +44,12 @@ def test_a_finished_run_never_changes_state(tmp_path):
         store.set_state(run.id, "exploded")
 
 
-def test_results_that_are_not_json_leave_the_run_running(tmp_path):
+def test_results_that_are_not_json_text_leave_the_run_running(tmp_path):
     store = RunStore(tmp_path / "s.sqlite")
     run = store.create_run("{}")
     store.set_state(run.id, "running")
     with pytest.raises(ValueError):
-        store.finish(run.id, {**RESULTS, "metrics": {"x": float("nan")}})
+        store.finish(run.id, {**RESULTS, "metrics": "{not json"})
     assert store.get_run(run.id).state == "running"
 
 
@@ -60,7 +63,7 @@ def test_reopening_marks_unfinished_runs_interrupted_and_keeps_finished_ones(tmp
     again = RunStore(path)  # as a restarted server opens it
     assert sorted(again.interrupted) == sorted([running.id, queued.id])
     assert [again.get_run(r.id).state for r in (done, running, queued)] == ["done", "interrupted", "interrupted"]
-    assert again.results(done.id) == RESULTS["metrics"]
+    assert again.results(done.id) == PARTS["metrics"]
     assert again.requeue(running.id) and again.get_run(running.id).state == "queued"
     assert not again.requeue(done.id)
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
