@@ -51,5 +51,7 @@ def run(args: argparse.Namespace) -> int:
         f"{settings.workers} runs at once; pid {os.getpid()})",
         flush=True,
     )
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="warning")
+    # Open event streams would hold a graceful stop forever: they get a few seconds, then the runs in flight are
+    # marked interrupted (restartable).
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5)
     return 0
