@@ -103,7 +103,14 @@ def forget_trace(digest: str) -> None:
 
 
 def trace_bytes(digest: str) -> bytes | None:
-    return uploads.session_store().get(digest)
+    """An upload's bytes: this session's, else those another session or the API kept in the shared store (then
+    kept in this session too)."""
+    data = uploads.session_store().get(digest)
+    if data is None:
+        data = uploads.shared_trace(digest)
+        if data is not None:
+            uploads.session_store().put(data)
+    return data
 
 
 # Clusters and job tuples are frozen records: cache_resource shares them instead of unpickling a copy on
@@ -126,6 +133,8 @@ def _trace(workload_key: str):
         uploads.check_trace_size(data, name)
     trace = workers.call(sc.load_trace, data, what=f"loading {name}")
     uploads.check_job_limit(len(trace.jobs), name)
+    if data is not None and trace.jobs:
+        uploads.keep_shared(data, name, trace.report.to_dict())
     return trace
 
 

@@ -63,6 +63,8 @@ COMMANDS: dict[str, Command] = {
                      "engine.cli.sweep:add_sweep_arguments", "engine.cli.sweep:run_sweep"),
     "plan": Command("capacity plan on Ray: the fewest nodes of a shape for which a trace meets a target",
                     "engine.cli.sweep:add_plan_arguments", "engine.cli.sweep:run_plan"),
+    "serve": Command("serve the HTTP API (runs, uploads, results; OpenAPI at /docs) on 127.0.0.1 by default",
+                     "engine.cli.serve:add_arguments", "engine.cli.serve:run"),
 }
 
 

@@ -155,9 +155,8 @@ def scenario_trace_bytes(workload, path: str | None) -> bytes | None:
 def _run_scenario(args: argparse.Namespace) -> int:
     """``simulate --scenario FILE``: every scheduler of the scenario, printed and written like ``compare``."""
     from engine.analysis.metrics import summarize
+    from engine.analysis.results import metrics_json, run_scenario
     from engine.analysis.scenario import Scenario
-    from engine.schedulers import make_scheduler
-    from engine.sim.simulator import simulate
 
     given = [f"--{k}" for k in ("cluster", "scheduler") if getattr(args, k) is not None]
     if given:
@@ -165,20 +164,15 @@ def _run_scenario(args: argparse.Namespace) -> int:
     sc = Scenario.from_json(args.scenario.read_bytes(), trusted=True)
     if not sc.schedulers:
         raise EngineError(f"{args.scenario}: the scenario names no scheduler")
-    for name in sc.schedulers:
-        make_scheduler(name)
-    cluster = sc.build_cluster(trusted=True)
-    jobs = sc.build_jobs(cluster, scenario_trace_bytes(sc.workload, args.trace))
-    results = {}
-    for name in sc.schedulers:
-        with progress(name, len(jobs), quiet=args.quiet) as on_progress:
-            results[name] = summarize(simulate(cluster, jobs, make_scheduler(name), seed=sc.seed, options=sc.options,
-                                               on_progress=on_progress))
-    heading = (f"scenario {sc.name or args.scenario}: cluster {cluster.to_shorthand()} ({cluster.n_gpus} GPUs); "
-               f"{len(jobs):,} jobs ({sc.workload.source}); seed {sc.seed}")
-    _print_comparison(results, cluster, jobs, heading)
+    trace_bytes = scenario_trace_bytes(sc.workload, args.trace)
+    with progress(sc.name or "scenario", quiet=args.quiet) as on_progress:
+        run = run_scenario(sc, trace_bytes, trusted=True, on_progress=on_progress)
+    heading = (f"scenario {sc.name or args.scenario}: cluster {run.cluster.to_shorthand()} ({run.cluster.n_gpus} "
+               f"GPUs); {len(run.jobs):,} jobs ({sc.workload.source}); seed {sc.seed}")
+    summaries = {name: summarize(r) for name, r in run.results.items()}
+    _print_comparison(summaries, run.cluster, run.jobs, heading)
     if args.json:
-        write_json(args.json, {name: s.to_dict() for name, s in results.items()})
+        write_json(args.json, metrics_json(summaries))
     return 0
 
 
