@@ -17,8 +17,9 @@ this is exactly what ``python -m engine generate --cluster C --jobs N --load L -
 gets the reference, so a 10,000-job trace crosses the network once per node, not once per task. Results are
 taken as they complete (``ray.wait``) and reported through ``on_progress(done, total)``. A cell that raises is
 recorded with its parameters in ``frame.attrs["failures"]``; the other cells still complete. With no address
-(and no ``RAY_ADDRESS``) a local Ray is started on this machine's cores; ``address`` joins an existing cluster,
-whose nodes must have this project importable (the same version). A Ray already initialised in this process
+(and no ``RAY_ADDRESS``) a local Ray is started on this machine's cores; ``address`` joins an existing cluster
+(with its token, if it wants one: :mod:`engine.analysis.ray_join`), whose nodes must have this project
+importable (the same version). A Ray already initialised in this process
 is used as it is, and a Ray started here is left running for the next call (``ray.shutdown()`` stops it).
 ``backend="serial"`` runs the same cells one after the other in this process (no Ray), for comparison.
 
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from engine.analysis.metrics import METRICS, summarize
+from engine.analysis.ray_join import join_cluster
 from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec
 from engine.errors import EngineError, reject_unknown_keys
 from engine.plugins import load_plugin
@@ -348,7 +350,7 @@ class Runner:
             if self.requested_address is None:
                 _start_local_ray(num_cpus=self.num_cpus, include_dashboard=False, **quiet)
             else:
-                ray.init(address=self.requested_address, **quiet)
+                join_cluster(self.requested_address, **quiet)  # one line within seconds when it cannot
             self.started_ray = True
         self.address = ray.get_runtime_context().gcs_address
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
