@@ -101,14 +101,30 @@ def _endpoint(address: str) -> tuple[str, int] | None:
                            "(6379 unless `ray start --head --port` gave another)") from None
 
 
-def _probe(address: str, host: str, port: int) -> None:
+def head_answers(gcs_address: str) -> bool:
+    """Whether something accepts connections at ``HOST:PORT`` (a Ray head's port) within :data:`CONNECT_TIMEOUT_S`."""
+    host, _, port = gcs_address.rpartition(":")
+    try:
+        return _refusal(host.strip("[]"), int(port)) is None
+    except ValueError:
+        return False
+
+
+def _refusal(host: str, port: int) -> OSError | None:
+    """Why a connection to ``host:port`` fails within :data:`CONNECT_TIMEOUT_S`, or None when it succeeds."""
     try:
         with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
-            pass
+            return None
     except OSError as exc:
+        return exc
+
+
+def _probe(address: str, host: str, port: int) -> None:
+    exc = _refusal(host, port)
+    if exc is not None:
         at = address if address.endswith(f"{host}:{port}") else f"{address} ({host}:{port})"
         raise RayJoinError(f"no Ray head answers at {at} ({exc.strerror or type(exc).__name__}): check the address "
-                           f"and that `ray start --head --port {port}` runs there and the port is open") from None
+                           f"and that `ray start --head --port {port}` runs there and the port is open")
 
 
 def _why(address: str, exc: BaseException, source: str | None) -> str:

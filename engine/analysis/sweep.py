@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from engine.analysis.metrics import METRICS, summarize
-from engine.analysis.ray_join import join_cluster
+from engine.analysis.ray_join import RayJoinError, head_answers, join_cluster
 from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec
 from engine.errors import EngineError, reject_unknown_keys
 from engine.plugins import load_plugin
@@ -50,6 +50,9 @@ from engine.sim.simulator import simulate
 from engine.sim.state import Scheduler
 
 BACKENDS = ("ray", "serial")
+#: Seconds without a finished cell after which the Ray head is checked: Ray notices a lost head only after a
+#: minute, and then ends this process, finished cells and all.
+HEAD_CHECK_S = 5.0
 #: The columns that name a cell, before the metrics.
 CELL_COLUMNS = ("cluster", "load", "seed", "scheduler")
 #: Bounds on a spec (a spec may come from a file someone else wrote).
@@ -384,14 +387,34 @@ class Runner:
             return
         import ray
 
+        waited_s = 0.0
         while self._pending:
             ready, _ = ray.wait(list(self._pending), num_returns=min(len(self._pending), 64), timeout=0.2)
+            waited_s = 0.0 if ready else waited_s + 0.2
+            if waited_s >= HEAD_CHECK_S:
+                waited_s = 0.0
+                if not head_answers(self.address):
+                    yield from self._lost()
+                    return
             for ref in ready:
                 key = self._pending.pop(ref)
                 try:
                     yield key, ray.get(ref)
                 except Exception as exc:  # RayTaskError wraps what the cell raised; a dead worker is one too
                     yield key, getattr(exc, "cause", None) or exc
+
+    def _lost(self) -> Iterator[tuple[Any, BaseException]]:
+        """The cluster's head went away: disconnect now (Ray would end this process a minute later) and report
+        every cell still pending as failed; the finished ones are kept by the caller."""
+        import ray
+
+        pending, self._pending = self._pending, {}
+        ray.shutdown()
+        self.started_ray = False
+        error = RayJoinError(f"the Ray cluster at {self.address} went away (its head no longer answers) before "
+                             "this cell finished")
+        for key in pending.values():
+            yield key, error
 
 
 def _exit_cleanly_on_sigterm() -> None:
