@@ -34,8 +34,10 @@ from engine.errors import EngineError
 CONNECT_TIMEOUT_S = 3
 #: Where Ray looks for a token when neither variable names one.
 DEFAULT_TOKEN_FILE = Path("~/.ray/auth_token")
-TOKEN_HELP = ("the cluster's token (`ray get-auth-token` on the head) in RAY_AUTH_TOKEN, in a file named by "
-              "RAY_AUTH_TOKEN_PATH, or in ~/.ray/auth_token")
+TOKEN_HELP = (
+    "the cluster's token (`ray get-auth-token` on the head) in RAY_AUTH_TOKEN, in a file named by "
+    "RAY_AUTH_TOKEN_PATH, or in ~/.ray/auth_token"
+)
 
 
 class RayJoinError(EngineError, ConnectionError):
@@ -43,15 +45,21 @@ class RayJoinError(EngineError, ConnectionError):
 
 
 def token_source() -> str | None:
-    """Where Ray will read the cluster token from, in its order (``RAY_AUTH_TOKEN``, the file named by
-    ``RAY_AUTH_TOKEN_PATH``, ``~/.ray/auth_token``), or None when there is none."""
-    if os.environ.get("RAY_AUTH_TOKEN", "").strip():
-        return "RAY_AUTH_TOKEN"
+    """Where Ray will read the cluster token from, in its order: ``RAY_AUTH_TOKEN`` (when set and not empty;
+    blank, it is no token), the file named by ``RAY_AUTH_TOKEN_PATH`` (which must then hold one), or
+    ``~/.ray/auth_token``; None when there is none."""
+    value = os.environ.get("RAY_AUTH_TOKEN", "")
+    if value:
+        return "RAY_AUTH_TOKEN" if value.strip() else None
     named = os.environ.get("RAY_AUTH_TOKEN_PATH", "").strip()
     path = Path(named or DEFAULT_TOKEN_FILE).expanduser()
-    if path.is_file() and path.read_text(errors="replace").strip():
-        return f"RAY_AUTH_TOKEN_PATH ({path})" if named else str(path)
-    return None
+    try:
+        found = path.is_file() and bool(path.read_text(errors="replace").strip())
+    except OSError:
+        found = False
+    if named and not found:
+        raise RayJoinError(f"RAY_AUTH_TOKEN_PATH names {path}, which is missing, unreadable or empty")
+    return (f"RAY_AUTH_TOKEN_PATH ({path})" if named else str(path)) if found else None
 
 
 def join_cluster(address: str, **options: Any) -> None:
@@ -78,10 +86,10 @@ def _token_mode(has_token: bool) -> None:
     local cluster it finds)."""
     if "RAY_AUTH_MODE" in os.environ or not has_token:
         return
-    from ray._raylet import Config
+    # Ray's own switch: sets RAY_AUTH_MODE=token and makes Ray read its settings again (it cached them at import).
+    from ray._private.authentication.authentication_token_setup import _enable_token_auth
 
-    os.environ["RAY_AUTH_MODE"] = "token"
-    Config.initialize("")  # Ray caches its settings at import: read the mode again (as Ray's _enable_token_auth)
+    _enable_token_auth()
 
 
 def _endpoint(address: str) -> tuple[str, int] | None:
@@ -97,8 +105,10 @@ def _endpoint(address: str) -> tuple[str, int] | None:
         host, _, port = str(target).rpartition(":")
         return host.strip("[]"), int(port)
     except (ValueError, TypeError):
-        raise RayJoinError(f"Ray address {address!r}: expected HOST:PORT, the head's port "
-                           "(6379 unless `ray start --head --port` gave another)") from None
+        raise RayJoinError(
+            f"Ray address {address!r}: expected HOST:PORT, the head's port "
+            "(6379 unless `ray start --head --port` gave another)"
+        ) from None
 
 
 def head_answers(gcs_address: str) -> bool:
@@ -123,8 +133,10 @@ def _probe(address: str, host: str, port: int) -> None:
     exc = _refusal(host, port)
     if exc is not None:
         at = address if address.endswith(f"{host}:{port}") else f"{address} ({host}:{port})"
-        raise RayJoinError(f"no Ray head answers at {at} ({exc.strerror or type(exc).__name__}): check the address "
-                           f"and that `ray start --head --port {port}` runs there and the port is open")
+        raise RayJoinError(
+            f"no Ray head answers at {at} ({exc.strerror or type(exc).__name__}): check the address "
+            f"and that `ray start --head --port {port}` runs there and the port is open"
+        )
 
 
 def _why(address: str, exc: BaseException, source: str | None) -> str:
@@ -133,10 +145,14 @@ def _why(address: str, exc: BaseException, source: str | None) -> str:
     if "InvalidAuthToken" in text or "Unauthenticated" in text or type(exc).__name__ == "AuthenticationError":
         mode = os.environ.get("RAY_AUTH_MODE", "")
         if mode.lower() not in ("", "token"):
-            return (f"the Ray cluster at {address} requires an authentication token, and RAY_AUTH_MODE={mode} "
-                    f"here sends none: unset it and give {TOKEN_HELP}")
+            return (
+                f"the Ray cluster at {address} requires an authentication token, and RAY_AUTH_MODE={mode} "
+                f"here sends none: unset it and give {TOKEN_HELP}"
+            )
         if source is None:
-            return f"the Ray cluster at {address} requires an authentication token and none was found: give {TOKEN_HELP}"
+            return (
+                f"the Ray cluster at {address} requires an authentication token and none was found: give {TOKEN_HELP}"
+            )
         return f"the Ray cluster at {address} refused the authentication token from {source}: give {TOKEN_HELP}"
     import ray
 

@@ -33,8 +33,11 @@ from engine.traces.generator import generate
 pytest.importorskip("ray")
 REPO = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600),
-              pytest.mark.skipif(not RAY.exists(), reason=f"no ray command beside {sys.executable}")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(600),
+    pytest.mark.skipif(not RAY.exists(), reason=f"no ray command beside {sys.executable}"),
+]
 GRID = ["--cluster", "2x4:V100-32", "--jobs", "40", "--load", "0.7,1.2", "--schedulers", "fifo,sjf", "--seeds", "2"]
 #: A failed join must be reported within this many seconds (Python and Ray's import included, on a busy machine).
 FAIL_WITHIN_S = 15
@@ -55,8 +58,14 @@ def free_ports(n: int) -> list[int]:
 def loopback_env(home: Path, **extra: str) -> dict[str, str]:
     """This environment without any Ray address, token or mode, with ``home`` as HOME (no ~/.ray/auth_token)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    return {**env, "HOME": str(home), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
-            "ENGINE_PURE_PYTHON": "1", **extra}
+    return {
+        **env,
+        "HOME": str(home),
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "ENGINE_PURE_PYTHON": "1",
+        **extra,
+    }
 
 
 @contextmanager
@@ -66,15 +75,50 @@ def ray_head(home: Path, token: str):
     port, *others = free_ports(17)
     temp_dir = tempfile.mkdtemp(prefix="rayh-", dir="/tmp")  # short: Ray's socket paths live under it
     log = open(Path(temp_dir) / "head.log", "w+")
-    options = dict(zip(["--ray-client-server-port", "--node-manager-port", "--object-manager-port",
-                        "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port", "--runtime-env-agent-port",
-                        "--metrics-export-port"], map(str, others)))
-    argv = [str(RAY), "start", "--head", "--block", "--port", str(port), "--node-ip-address", "127.0.0.1",
-            "--num-cpus", "2", "--include-dashboard", "false", "--object-store-memory", str(200 * 1024 ** 2),
-            "--temp-dir", temp_dir, "--disable-usage-stats", "--worker-port-list", ",".join(map(str, others[7:])),
-            *[x for kv in options.items() for x in kv]]
-    head = subprocess.Popen(argv, env=loopback_env(home, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token),
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=temp_dir)
+    options = dict(
+        zip(
+            [
+                "--ray-client-server-port",
+                "--node-manager-port",
+                "--object-manager-port",
+                "--dashboard-agent-listen-port",
+                "--dashboard-agent-grpc-port",
+                "--runtime-env-agent-port",
+                "--metrics-export-port",
+            ],
+            map(str, others),
+        )
+    )
+    argv = [
+        str(RAY),
+        "start",
+        "--head",
+        "--block",
+        "--port",
+        str(port),
+        "--node-ip-address",
+        "127.0.0.1",
+        "--num-cpus",
+        "2",
+        "--include-dashboard",
+        "false",
+        "--object-store-memory",
+        str(200 * 1024**2),
+        "--temp-dir",
+        temp_dir,
+        "--disable-usage-stats",
+        "--worker-port-list",
+        ",".join(map(str, others[7:])),
+        *[x for kv in options.items() for x in kv],
+    ]
+    head = subprocess.Popen(
+        argv,
+        env=loopback_env(home, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        cwd=temp_dir,
+    )
     try:
         deadline = time.monotonic() + 120
         while "Ray runtime started" not in Path(log.name).read_text():
@@ -114,8 +158,15 @@ def head(tmp_path_factory):
 
 def engine_cli(*argv: str, env: dict[str, str], timeout_s: float = 300) -> tuple[subprocess.CompletedProcess, float]:
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "engine", *argv], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=timeout_s, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "engine", *argv],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
     return proc, time.monotonic() - t0
 
 
@@ -127,8 +178,18 @@ def csv_rows(path: Path) -> list[dict]:
 def test_a_sweep_and_a_plan_on_the_head_equal_a_run_in_this_process(head, tmp_path):
     address, token = head
     env = loopback_env(tmp_path, RAY_AUTH_TOKEN=token)
-    proc, _ = engine_cli("sweep", *GRID, "--address", address, "--quiet", "--out", str(tmp_path / "r.csv"),
-                         "--json", str(tmp_path / "m.json"), env=env)
+    proc, _ = engine_cli(
+        "sweep",
+        *GRID,
+        "--address",
+        address,
+        "--quiet",
+        "--out",
+        str(tmp_path / "r.csv"),
+        "--json",
+        str(tmp_path / "m.json"),
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     meta = json.loads((tmp_path / "m.json").read_text())
     assert meta["address"] == address and meta["cpus"] == 2 and meta["completed"] == 8
@@ -137,16 +198,32 @@ def test_a_sweep_and_a_plan_on_the_head_equal_a_run_in_this_process(head, tmp_pa
     assert csv_rows(tmp_path / "r.csv") == csv_rows(tmp_path / "here.csv")
 
     trace = write_csv(generate("3x4:V100-32", 60, load=1.0, seed=3), tmp_path / "t.csv")
-    proc, _ = engine_cli("plan", "--trace", str(trace), "--node", "4:V100-32", "--scheduler", "fifo,sjf", "--target",
-                         "p95_wait_s<=3600", "--address", address, "--quiet", "--json", str(tmp_path / "p.json"),
-                         env=env)
+    proc, _ = engine_cli(
+        "plan",
+        "--trace",
+        str(trace),
+        "--node",
+        "4:V100-32",
+        "--scheduler",
+        "fifo,sjf",
+        "--target",
+        "p95_wait_s<=3600",
+        "--address",
+        address,
+        "--quiet",
+        "--json",
+        str(tmp_path / "p.json"),
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     answer = json.loads((tmp_path / "p.json").read_text())
-    here = plan(str(trace), "4:V100-32", ["fifo", "sjf"], "p95_wait_s<=3600", backend="serial",
-                probes_per_round=answer["cpus"])
+    here = plan(
+        str(trace), "4:V100-32", ["fifo", "sjf"], "p95_wait_s<=3600", backend="serial", probes_per_round=answer["cpus"]
+    )
     assert answer["address"] == address
     assert {s: (a["nodes"], a["value_at_nodes"]) for s, a in answer["schedulers"].items()} == {
-        r["scheduler"]: (r["nodes"], r["value_at_nodes"]) for r in here.to_dict("records")}
+        r["scheduler"]: (r["nodes"], r["value_at_nodes"]) for r in here.to_dict("records")
+    }
 
 
 @pytest.mark.parametrize("case", ["wrong token", "no token", "no head"])
@@ -158,9 +235,11 @@ def test_a_failed_join_is_one_line_naming_the_address_and_exit_2_within_seconds(
     proc, took_s = engine_cli("sweep", *GRID, "--address", address, "--out", str(tmp_path / "r.csv"), env=env)
     assert proc.returncode == 2 and took_s < FAIL_WITHIN_S
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ") and address in proc.stderr
-    assert {"wrong token": "refused the authentication token from RAY_AUTH_TOKEN",
-            "no token": "requires an authentication token and none was found",
-            "no head": "no Ray head answers"}[case] in proc.stderr
+    assert {
+        "wrong token": "refused the authentication token from RAY_AUTH_TOKEN",
+        "no token": "requires an authentication token and none was found",
+        "no head": "no Ray head answers",
+    }[case] in proc.stderr
     assert not (tmp_path / "r.csv").exists()
 
 
@@ -192,10 +271,35 @@ def test_a_head_lost_mid_sweep_keeps_the_finished_cells_and_reports_the_rest(tmp
     started = tmp_path / "started"
     with ray_head(tmp_path, token) as (address, head):
         sweep = subprocess.Popen(
-            [sys.executable, "-m", "engine", "sweep", "--plugin", str(tmp_path / "slow.py"), "--cluster", "1x4:T4",
-             "--jobs", "20", "--load", "0.8", "--seeds", "6", "--schedulers", "slow-after-two", "--address", address,
-             "--quiet", "--out", str(tmp_path / "r.csv")], cwd=REPO, env=loopback_env(tmp_path, RAY_AUTH_TOKEN=token),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                "-m",
+                "engine",
+                "sweep",
+                "--plugin",
+                str(tmp_path / "slow.py"),
+                "--cluster",
+                "1x4:T4",
+                "--jobs",
+                "20",
+                "--load",
+                "0.8",
+                "--seeds",
+                "6",
+                "--schedulers",
+                "slow-after-two",
+                "--address",
+                address,
+                "--quiet",
+                "--out",
+                str(tmp_path / "r.csv"),
+            ],
+            cwd=REPO,
+            env=loopback_env(tmp_path, RAY_AUTH_TOKEN=token),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             deadline = time.monotonic() + 120
             while not (started.exists() and len(started.read_text().split()) >= 5):  # two done, two asleep
