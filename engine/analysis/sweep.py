@@ -50,9 +50,11 @@ from engine.sim.simulator import simulate
 from engine.sim.state import Scheduler
 
 BACKENDS = ("ray", "serial")
-#: Seconds without a finished cell after which the Ray head is checked: Ray notices a lost head only after a
-#: minute, and then ends this process, finished cells and all.
+#: Seconds without a finished cell after which the Ray head's port is tried, and how many tries in a row must
+#: fail before the head counts as gone: Ray notices a lost head only after a minute, and then ends this
+#: process, finished cells and all.
 HEAD_CHECK_S = 5.0
+HEAD_MISSES = 2
 #: The columns that name a cell, before the metrics.
 CELL_COLUMNS = ("cluster", "load", "seed", "scheduler")
 #: Bounds on a spec (a spec may come from a file someone else wrote).
@@ -387,13 +389,15 @@ class Runner:
             return
         import ray
 
-        waited_s = 0.0
+        quiet_since, misses = time.monotonic(), 0
         while self._pending:
             ready, _ = ray.wait(list(self._pending), num_returns=min(len(self._pending), 64), timeout=0.2)
-            waited_s = 0.0 if ready else waited_s + 0.2
-            if waited_s >= HEAD_CHECK_S:
-                waited_s = 0.0
-                if not head_answers(self.address):
+            if ready:
+                quiet_since, misses = time.monotonic(), 0
+            elif time.monotonic() - quiet_since >= HEAD_CHECK_S:
+                quiet_since = time.monotonic()
+                misses = 0 if head_answers(self.address) else misses + 1
+                if misses == HEAD_MISSES:
                     yield from self._lost()
                     return
             for ref in ready:
