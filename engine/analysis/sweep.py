@@ -19,8 +19,9 @@ taken as they complete (``ray.wait``) and reported through ``on_progress(done, t
 recorded with its parameters in ``frame.attrs["failures"]``; the other cells still complete. With no address
 (and no ``RAY_ADDRESS``) a local Ray is started on this machine's cores; ``address`` joins an existing cluster
 (with its token, if it wants one: :mod:`engine.analysis.ray_join`), whose nodes must have this project
-importable (the same version). A Ray already initialised in this process
-is used as it is, and a Ray started here is left running for the next call (``ray.shutdown()`` stops it).
+importable (the same version); a head lost mid-sweep leaves the finished cells and the rest as failures. A Ray
+already initialised in this process is used as it is, and a Ray started here is left running for the next
+call (``ray.shutdown()`` stops it).
 ``backend="serial"`` runs the same cells one after the other in this process (no Ray), for comparison.
 
 This module imports ray only when a Ray backend is used, and pandas only to build the result frame.
@@ -378,7 +379,9 @@ class Runner:
             self._pending[self._remote.remote(*args)] = key
 
     def completed(self) -> Iterator[tuple[Any, dict[str, Any] | BaseException]]:
-        """Every submitted cell, as it completes: ``(key, summary)`` or ``(key, the exception it raised)``."""
+        """Every submitted cell, as it completes: ``(key, summary)`` or ``(key, the exception it raised)``. When
+        the Ray head stops answering (:data:`HEAD_CHECK_S`), Ray is disconnected and every cell still pending
+        comes at once with a :class:`~engine.analysis.ray_join.RayJoinError`."""
         if self.backend == "serial":
             pending, self._pending = self._pending, {}
             for key, args in pending.items():
