@@ -17,9 +17,11 @@ this is exactly what ``python -m engine generate --cluster C --jobs N --load L -
 gets the reference, so a 10,000-job trace crosses the network once per node, not once per task. Results are
 taken as they complete (``ray.wait``) and reported through ``on_progress(done, total)``. A cell that raises is
 recorded with its parameters in ``frame.attrs["failures"]``; the other cells still complete. With no address
-(and no ``RAY_ADDRESS``) a local Ray is started on this machine's cores; ``address`` joins an existing cluster,
-whose nodes must have this project importable (the same version). A Ray already initialised in this process
-is used as it is, and a Ray started here is left running for the next call (``ray.shutdown()`` stops it).
+(and no ``RAY_ADDRESS``) a local Ray is started on this machine's cores; ``address`` joins an existing cluster
+(with its token, if it wants one: :mod:`engine.analysis.ray_join`), whose nodes must have this project
+importable (the same version); a head lost mid-sweep leaves the finished cells and the rest as failures. A Ray
+already initialised in this process is used as it is, and a Ray started here is left running for the next
+call (``ray.shutdown()`` stops it).
 ``backend="serial"`` runs the same cells one after the other in this process (no Ray), for comparison.
 
 This module imports ray only when a Ray backend is used, and pandas only to build the result frame.
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from engine.analysis.metrics import METRICS, summarize
+from engine.analysis.ray_join import RayJoinError, head_answers, join_cluster
 from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec
 from engine.errors import EngineError, reject_unknown_keys
 from engine.plugins import load_plugin
@@ -48,6 +51,11 @@ from engine.sim.simulator import simulate
 from engine.sim.state import Scheduler
 
 BACKENDS = ("ray", "serial")
+#: Seconds without a finished cell after which the Ray head's port is tried, and how many tries in a row must
+#: fail before the head counts as gone: Ray notices a lost head only after a minute, and then ends this
+#: process, finished cells and all.
+HEAD_CHECK_S = 5.0
+HEAD_MISSES = 2
 #: The columns that name a cell, before the metrics.
 CELL_COLUMNS = ("cluster", "load", "seed", "scheduler")
 #: Bounds on a spec (a spec may come from a file someone else wrote).
@@ -348,7 +356,7 @@ class Runner:
             if self.requested_address is None:
                 _start_local_ray(num_cpus=self.num_cpus, include_dashboard=False, **quiet)
             else:
-                ray.init(address=self.requested_address, **quiet)
+                join_cluster(self.requested_address, **quiet)  # one line within seconds when it cannot
             self.started_ray = True
         self.address = ray.get_runtime_context().gcs_address
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -371,7 +379,9 @@ class Runner:
             self._pending[self._remote.remote(*args)] = key
 
     def completed(self) -> Iterator[tuple[Any, dict[str, Any] | BaseException]]:
-        """Every submitted cell, as it completes: ``(key, summary)`` or ``(key, the exception it raised)``."""
+        """Every submitted cell, as it completes: ``(key, summary)`` or ``(key, the exception it raised)``. When
+        the Ray head stops answering (:data:`HEAD_CHECK_S`), Ray is disconnected and every cell still pending
+        comes at once with a :class:`~engine.analysis.ray_join.RayJoinError`."""
         if self.backend == "serial":
             pending, self._pending = self._pending, {}
             for key, args in pending.items():
@@ -382,14 +392,36 @@ class Runner:
             return
         import ray
 
+        quiet_since, misses = time.monotonic(), 0
         while self._pending:
             ready, _ = ray.wait(list(self._pending), num_returns=min(len(self._pending), 64), timeout=0.2)
+            if ready:
+                quiet_since, misses = time.monotonic(), 0
+            elif time.monotonic() - quiet_since >= HEAD_CHECK_S:
+                quiet_since = time.monotonic()
+                misses = 0 if head_answers(self.address) else misses + 1
+                if misses == HEAD_MISSES:
+                    yield from self._lost()
+                    return
             for ref in ready:
                 key = self._pending.pop(ref)
                 try:
                     yield key, ray.get(ref)
                 except Exception as exc:  # RayTaskError wraps what the cell raised; a dead worker is one too
                     yield key, getattr(exc, "cause", None) or exc
+
+    def _lost(self) -> Iterator[tuple[Any, BaseException]]:
+        """The cluster's head went away: disconnect now (Ray would end this process a minute later) and report
+        every cell still pending as failed; the finished ones are kept by the caller."""
+        import ray
+
+        pending, self._pending = self._pending, {}
+        ray.shutdown()
+        self.started_ray = False
+        error = RayJoinError(f"the Ray cluster at {self.address} went away (its head no longer answers) before "
+                             "this cell finished")
+        for key in pending.values():
+            yield key, error
 
 
 def _exit_cleanly_on_sigterm() -> None:
