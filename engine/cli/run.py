@@ -16,9 +16,11 @@ from engine.cli.common import (
     load_trace_arg,
     metric_label,
     output_path,
-    preemption_arg,
     progress,
+    run_options_from,
     scheduler_list,
+    sets_energy,
+    summary_energy,
     write_json,
 )
 from engine.errors import EngineError
@@ -32,16 +34,22 @@ def _describe_run(cluster, trace) -> str:
             f"({trace.format}, {len(trace.jobs):,} jobs{note})")
 
 
-def _run_one(name: str, cluster, jobs, args: argparse.Namespace):
-    """Build scheduler ``name`` and simulate ``jobs`` with the run options of ``args``."""
+def _run_one(name: str, cluster, jobs, args: argparse.Namespace, options):
+    """Build scheduler ``name`` and simulate ``jobs`` with seed ``args.seed`` and run ``options``."""
     from engine.schedulers import make_scheduler
-    from engine.sim.options import RunOptions
     from engine.sim.simulator import simulate
 
     scheduler = make_scheduler(name)
     with progress(name, len(jobs), quiet=args.quiet) as on_progress:
-        return simulate(cluster, jobs, scheduler, seed=args.seed, options=RunOptions(preemption=preemption_arg(args)),
-                        on_progress=on_progress)
+        return simulate(cluster, jobs, scheduler, seed=args.seed, options=options, on_progress=on_progress)
+
+
+def _options(args: argparse.Namespace, cluster):
+    """The run options of the flags (over the defaults) and the energy model summaries use (or ``None``)."""
+    from engine.sim.options import RunOptions
+
+    options = run_options_from(args, RunOptions())
+    return options, summary_energy(args, options, cluster)
 
 
 # ------------------------------------------------------------------------------------------ simulate
@@ -71,7 +79,7 @@ def _print_never_ran(report) -> None:
 
 def run_simulate(args: argparse.Namespace) -> int:
     from engine.analysis import never_ran
-    from engine.analysis.metrics import METRICS, job_frame, summarize, user_frame
+    from engine.analysis.metrics import ALL_METRICS, job_frame, summarize, user_frame
     from engine.sim.cluster import parse_cluster
 
     if args.scenario is not None:
@@ -80,20 +88,20 @@ def run_simulate(args: argparse.Namespace) -> int:
     if missing:
         raise EngineError(f"simulate needs {', '.join(missing)} (or --scenario FILE)")
     cluster = parse_cluster(args.cluster)
+    options, energy = _options(args, cluster)
     trace = load_trace_arg(args)
-    result = _run_one(args.scheduler, cluster, trace.jobs, args)
-    summary = summarize(result)
-    values = summary.to_dict()
+    result = _run_one(args.scheduler, cluster, trace.jobs, args, options)
+    values = summarize(result, energy=energy).to_dict()
     print(f"{result.scheduler}: {_describe_run(cluster, trace)}; seed {args.seed}")
-    print(format_table(["metric", "value"], [[metric_label(k), format_value(values[k], m.unit)]
-                                             for k, m in METRICS.items()]))
+    print(format_table(["metric", "value"], [[metric_label(k), format_value(v, ALL_METRICS[k].unit)]
+                                             for k, v in values.items()]))
     _print_never_ran(never_ran.of_result(result))
     if args.json:
         write_json(args.json, values)
     if args.jobs_csv:
-        job_frame(result).to_csv(args.jobs_csv, index=False)
+        job_frame(result, energy).to_csv(args.jobs_csv, index=False)
     if args.users_csv:
-        user_frame(result).to_csv(args.users_csv, index=False)
+        user_frame(result, energy).to_csv(args.users_csv, index=False)
     return 0
 
 
@@ -113,10 +121,12 @@ def run_compare(args: argparse.Namespace) -> int:
     from engine.sim.cluster import parse_cluster
 
     cluster = parse_cluster(args.cluster)
+    options, energy = _options(args, cluster)
     for name in args.schedulers:  # every name checked before any (possibly long) run
         make_scheduler(name)
     trace = load_trace_arg(args)
-    summaries = {name: summarize(_run_one(name, cluster, trace.jobs, args)) for name in args.schedulers}
+    summaries = {name: summarize(_run_one(name, cluster, trace.jobs, args, options), energy=energy)
+                 for name in args.schedulers}
     _print_comparison(summaries, cluster, trace.jobs, _describe_run(cluster, trace) + f"; seed {args.seed}")
     if args.json:
         write_json(args.json, {name: s.to_dict() for name, s in summaries.items()})
@@ -126,15 +136,15 @@ def run_compare(args: argparse.Namespace) -> int:
 def _print_comparison(summaries, cluster, jobs, heading: str) -> None:
     """The table of ``compare``: every metric per scheduler, the best marked, and the jobs that never ran."""
     from engine.analysis import never_ran
-    from engine.analysis.metrics import METRICS, best_columns, compare
+    from engine.analysis.metrics import ALL_METRICS, best_columns, compare
 
     table = compare(summaries)
     best = best_columns(table)
     rows = []
-    for key, metric in METRICS.items():
+    for key in table.index:
         marked = best.get(key, ())
-        rows.append([metric_label(key)] + [format_value(table.loc[key, n], metric.unit) + ("*" if n in marked else " ")
-                                     for n in table.columns])
+        rows.append([metric_label(key)] + [format_value(table.loc[key, n], ALL_METRICS[key].unit)
+                                           + ("*" if n in marked else " ") for n in table.columns])
     print(heading)
     print(format_table(["metric", *(f"{n} " for n in table.columns)], rows))
     print("* best value of the metric (not marked when all schedulers tie)")
@@ -168,12 +178,14 @@ def _run_scenario(args: argparse.Namespace) -> int:
     for name in sc.schedulers:
         make_scheduler(name)
     cluster = sc.build_cluster(trusted=True)
+    options = run_options_from(args, sc.options)
+    energy = summary_energy(args, options, cluster, sets_energy(sc.options))
     jobs = sc.build_jobs(cluster, scenario_trace_bytes(sc.workload, args.trace))
     results = {}
     for name in sc.schedulers:
         with progress(name, len(jobs), quiet=args.quiet) as on_progress:
-            results[name] = summarize(simulate(cluster, jobs, make_scheduler(name), seed=sc.seed, options=sc.options,
-                                               on_progress=on_progress))
+            results[name] = summarize(simulate(cluster, jobs, make_scheduler(name), seed=sc.seed, options=options,
+                                               on_progress=on_progress), energy=energy)
     heading = (f"scenario {sc.name or args.scenario}: cluster {cluster.to_shorthand()} ({cluster.n_gpus} GPUs); "
                f"{len(jobs):,} jobs ({sc.workload.source}); seed {sc.seed}")
     _print_comparison(results, cluster, jobs, heading)

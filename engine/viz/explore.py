@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from engine.analysis.metrics import METRICS
+from engine.analysis.metrics import ALL_METRICS
 from engine.analysis.sweep import CELL_COLUMNS, curve_stats
 from engine.viz.style import PALETTE
 
@@ -26,7 +26,7 @@ HEATMAP_AXES = CELL_COLUMNS
 
 
 def metric_title(metric: str) -> str:
-    m = METRICS[metric]
+    m = ALL_METRICS[metric]
     return m.label if m.unit in ("jobs", "count", "ratio") else f"{m.label} ({m.unit})"
 
 
