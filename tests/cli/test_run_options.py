@@ -23,7 +23,7 @@ from engine.traces import load_trace, write_csv
 from engine.traces.carbon import load_carbon_csv
 
 CLUSTER = "1x2:A100-80"
-SIMULATING = ("simulate", "compare", "evaluate")
+SIMULATING = ("simulate", "compare", "evaluate", "sweep", "plan")
 
 
 @pytest.fixture

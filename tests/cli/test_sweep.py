@@ -97,6 +97,24 @@ def test_plan_writes_the_answer_and_the_metric_around_it(ray_local, tmp_path, ca
     assert f"fewest GPUs: {answer['fewest_gpus']}" in out
 
 
+def test_plan_in_money_writes_the_cheapest_mix_and_its_runner_up(ray_local, tmp_path, capsys):
+    trace = str(write_csv(generate("2x4:V100-32", 40, load=1.0, seed=2), tmp_path / "t.csv"))
+    assert main(["plan", "--trace", trace, "--node", "4:T4", "--node", "1:A100-80", "--minimize",
+                 "cluster_price_per_h", "--scheduler", "fifo", "--target", "mean_wait_s<=900", "--max-nodes", "6",
+                 "--json", str(tmp_path / "plan.json")]) == 0
+    answer = json.loads((tmp_path / "plan.json").read_text())
+    # The cheapest mix (checked by brute force in tests/analysis/test_plan.py): one T4 node and four A100s.
+    assert answer["cluster"] == "1x4:T4,4x1:A100-80" and answer["nodes"] == [1, 4]
+    assert answer["cluster_price_per_h"] == pytest.approx(4 * 0.35 + 4 * 3.93) and answer["value"] <= 900
+    assert answer["runner_up"]["cluster"] == "5x1:A100-80"
+    assert answer["runner_up"]["cluster_price_per_h"] == pytest.approx(5 * 3.93)
+    assert answer["minimize"] == "cluster_price_per_h" and answer["price_list"] == "catalog"
+    assert "1x4:T4,4x1:A100-80" in capsys.readouterr().out
+    assert main(["plan", "--trace", trace, "--node", "4:T4", "--node", "1:A100-80", "--scheduler", "fifo",
+                 "--target", "mean_wait_s<=900", "--max-nodes", "6", "--price-list", "gcp-preemptible-2020"]) == 2
+    assert "no price_per_h for T4" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["sweep", *GRID, "--trace", "x.csv"], "either --trace FILE or --jobs N"),
     (["sweep", "--cluster", "1x4:T4", "--jobs", "5", "--schedulers", "fifo"], "--jobs needs --load"),
