@@ -343,8 +343,11 @@ class _MixSearch:
         alone = [self.single(i, n) for i, s in enumerate(self.singles) if not s.done for n in s.next_counts(k)]
         if alone or any(not s.done for s in self.singles):
             return [m for m in alone if m not in self.meets]
-        open_ = self.candidates()
-        maximal = [m for m in open_ if not any(o != m and _dominates(o, m) for o in open_)]
+        open_ = set(self.candidates())
+        # A mix inside another unsettled one is inside one with a single node more (every mix between the two
+        # is unsettled too), so checking those finds the largest.
+        steps = [tuple(int(i == j) for j in range(len(self.node_price))) for i in range(len(self.node_price))]
+        maximal = [m for m in open_ if not any(tuple(x + d for x, d in zip(m, e)) in open_ for e in steps)]
         return self._order(maximal)[:k]
 
 
@@ -366,8 +369,9 @@ def plan_mix(trace: str | Sequence[Job], nodes: Sequence[str], schedulers: str |
     the bound, no mix cheaper than the answer meets the target.
 
     **Runner-up**: the cheapest other mix that meets the target, leaving out those that contain the answer (the
-    answer plus spare nodes), searched below :data:`RUNNER_UP_WITHIN` times the answer's price (``None`` when
-    no such mix meets the target).
+    answer plus spare nodes). It is searched below the price of the cheapest such mix the search has met (a
+    single-shape answer, say), or below :data:`RUNNER_UP_WITHIN` times the answer's price while there is none;
+    ``None`` when none is found there.
 
     Returns:
         A pandas frame, one row per scheduler: ``scheduler``, ``cluster`` (shorthand, ``None`` when no mix meets
