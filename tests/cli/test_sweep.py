@@ -51,6 +51,24 @@ def test_sweep_writes_one_row_per_cell_with_the_metrics_of_compare(ray_local, tm
     capsys.readouterr()
 
 
+def test_sweep_with_energy_flags_adds_cost_and_energy_to_every_row_and_its_spec_keeps_them(ray_local, tmp_path,
+                                                                                           capsys):
+    assert main(["sweep", "--cluster", "1x4:T4", "--jobs", "20", "--load", "0.6", "--schedulers", "fifo,sjf",
+                 "--pue", "1.3", "--out", str(tmp_path / "r.csv"), "--json", str(tmp_path / "meta.json")]) == 0
+    table = rows(tmp_path / "r.csv")
+    trace = str(write_csv(generate("1x4:T4", 20, load=0.6, seed=0), tmp_path / "t.csv"))
+    assert main(["compare", "--cluster", "1x4:T4", "--trace", trace, "--schedulers", "fifo,sjf", "--pue", "1.3",
+                 "--quiet", "--json", str(tmp_path / "c.json")]) == 0
+    compared = json.loads((tmp_path / "c.json").read_text())
+    assert list(table[0]) == ["cluster", "load", "seed", "scheduler", *compared["fifo"]]
+    assert [float(r["energy_kwh"]) for r in table] == [compared[s]["energy_kwh"] for s in ("fifo", "sjf")]
+    # The spec in meta.json sets the energy model (PUE 1.3): run again, its rows have the energy columns too.
+    (tmp_path / "spec.json").write_text(json.dumps(json.loads((tmp_path / "meta.json").read_text())["spec"]))
+    assert main(["sweep", "--spec", str(tmp_path / "spec.json"), "--out", str(tmp_path / "again.csv")]) == 0
+    assert rows(tmp_path / "again.csv") == table
+    capsys.readouterr()
+
+
 @pytest.mark.parametrize("how", ["--address", "RAY_ADDRESS"])
 def test_sweep_joins_the_ray_cluster_at_an_address(ray_local, tmp_path, how):
     env = {**os.environ, "ENGINE_PURE_PYTHON": "1"}
