@@ -1,4 +1,5 @@
-"""Capacity plans: the fewest nodes of one shape for which a run meets a target, searched in parallel on Ray.
+"""Capacity plans: the fewest nodes of one shape for which a run meets a target, searched in parallel on Ray;
+and plans in money (:func:`plan_mix`): the cheapest mix of several node shapes that meets it.
 
     from engine.analysis.plan import plan
     answer = plan("month.csv", "8:A100-80", ["fifo", "easy-backfill"], "p95_wait_s<=1800")

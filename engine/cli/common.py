@@ -9,9 +9,13 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from engine.errors import ClusterSpecError, EngineError, TraceError, quote
+
+if TYPE_CHECKING:  # (imported where used: `list` and `--help` stay light)
+    from engine.sim.cluster import Cluster
+    from engine.sim.options import CarbonSeries, EnergyModel, RunOptions
 
 
 def positive_float(text: str) -> float:
@@ -174,7 +178,7 @@ def _pue(text: str) -> float:
     return v
 
 
-def _carbon(text: str):
+def _carbon(text: str) -> float | CarbonSeries:
     """argparse type: gCO2 per kWh (a number >= 0) or a ``timestamp,carbon_intensity`` CSV file."""
     from engine.traces.carbon import load_carbon_csv
 
@@ -260,7 +264,7 @@ def add_run_option_arguments(parser: argparse.ArgumentParser) -> None:
         flags.add(parser.add_argument_group(f"run options: {name}"))
 
 
-def run_options_from(args: argparse.Namespace, base):
+def run_options_from(args: argparse.Namespace, base: RunOptions) -> RunOptions:
     """``base`` (a :class:`~engine.sim.options.RunOptions`: the defaults, or a scenario's own) with the run-option
     flags that were given applied; the flags not given leave ``base``'s values."""
     return replace(base, **{name: flags.apply(args, getattr(base, name)) for name, flags in RUN_OPTION_FLAGS.items()})
@@ -272,7 +276,8 @@ def wants_energy(args: argparse.Namespace, carried: bool = False) -> bool:
     return carried or any(getattr(args, k, None) is not None for k in ENERGY_FLAGS)
 
 
-def summary_energy(args: argparse.Namespace, options, cluster, carried: bool = False):
+def summary_energy(args: argparse.Namespace, options: RunOptions, cluster: Cluster,
+                   carried: bool = False) -> EnergyModel | None:
     """The energy model summaries use (``options.energy``) when :func:`wants_energy`, else ``None``; checked
     against ``cluster`` before any run (``ClusterSpecError`` names a GPU type without power or price figures)."""
     if not wants_energy(args, carried):
@@ -287,7 +292,7 @@ def summary_energy(args: argparse.Namespace, options, cluster, carried: bool = F
     return options.energy
 
 
-def sets_energy(options) -> bool:
+def sets_energy(options: RunOptions) -> bool:
     """Whether run options (a scenario's) set an energy model other than the default one: a scenario file that
     does gets the energy metrics without a flag; one written with the defaults keeps the summaries it had."""
     from engine.sim.options import EnergyModel

@@ -5,6 +5,8 @@
     python -m engine sweep --spec sweep.json --out results.csv          # a spec the app's Explore page wrote
     python -m engine plan --trace month.csv --node 8:A100-80 --scheduler fifo --scheduler sjf \\
         --target 'p95_wait_s<=1800' --json plan.json
+    python -m engine plan --trace month.csv --node 8:A100-80 --node 8:H100-80 --minimize cluster_price_per_h \\
+        --scheduler fifo --target 'p95_wait_s<=1800' --json plan.json    # the cheapest mix, and the runner-up
 
 Both run on Ray: a local Ray on this machine's cores, or the cluster at ``--address`` (default ``RAY_ADDRESS``).
 """
