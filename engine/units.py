@@ -31,7 +31,8 @@ def human_seconds(s: float) -> str:
 
 
 def human_value(value: float, unit: str) -> str:
-    """A metric value in its unit: durations by :func:`human_seconds`, counts as integers, others to 3 digits."""
+    """A metric value in its unit: durations by :func:`human_seconds`, counts as integers, dollars to the cent
+    (``$12.50``, ``$3.93/h``), kWh and kg of CO2 and others to 3 digits."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if unit == "s":
@@ -40,6 +41,11 @@ def human_value(value: float, unit: str) -> str:
         return f"{int(value):,}"
     if unit == "GPU-h":
         return f"{value:,.0f} GPU-h" if abs(value) >= 1000 else f"{value:.3g} GPU-h"
+    if unit in ("USD", "USD/h"):
+        return f"${value:,.2f}" + ("/h" if unit == "USD/h" else "")
+    if unit in ("kWh", "kg"):
+        text = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+        return f"{text} {unit}" + (" CO2" if unit == "kg" else "")
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 

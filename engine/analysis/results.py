@@ -18,11 +18,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from engine.analysis.energy import sets_energy
 from engine.analysis.metrics import Summary, job_frame, summarize
 from engine.analysis.scenario import Scenario, ScenarioError
 from engine.schedulers import make_scheduler
 from engine.sim.cluster import Cluster
 from engine.sim.job import Job
+from engine.sim.options import EnergyModel
 from engine.sim.simulator import Result, simulate
 
 
@@ -67,10 +69,12 @@ def _offset(on_progress: Callable[[int, int], None], before: int, total: int) ->
     return lambda done, _n: on_progress(before + done, total)
 
 
-def metrics_json(results: Mapping[str, Result | Summary]) -> dict[str, dict[str, Any]]:
+def metrics_json(results: Mapping[str, Result | Summary], energy: EnergyModel | None = None) -> dict[str, dict[str, Any]]:
     """``{scheduler: {metric: value}}``: the metrics table, as ``simulate --scenario --json`` writes it (a
-    :class:`Result` is summarized, a :class:`Summary` taken as it is)."""
-    return {name: (r if isinstance(r, Summary) else summarize(r)).to_dict() for name, r in results.items()}
+    :class:`Result` is summarized, with the energy metrics under ``energy``; a :class:`Summary` taken as it is)."""
+    return {
+        name: (r if isinstance(r, Summary) else summarize(r, energy=energy)).to_dict() for name, r in results.items()
+    }
 
 
 def jobs_json(results: Mapping[str, Result]) -> dict[str, list[dict[str, Any]]]:
@@ -100,7 +104,8 @@ def scenario_results(
 ) -> dict[str, Any]:
     """``{"metrics": ..., "jobs": ..., "timeline": ...}`` of an untrusted scenario (see :func:`run_scenario`)."""
     results = run_scenario(scenario, trace_bytes, on_progress=on_progress).results
-    return {"metrics": metrics_json(results), "jobs": jobs_json(results), "timeline": timeline_json(results)}
+    energy = scenario.options.energy if sets_energy(scenario.options) else None
+    return {"metrics": metrics_json(results, energy), "jobs": jobs_json(results), "timeline": timeline_json(results)}
 
 
 def results_as_json(results: Mapping[str, Any]) -> dict[str, str]:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from engine.analysis.metrics import METRICS, summarize
+from engine.analysis.metrics import ENERGY_METRICS, METRICS, summarize
 from engine.analysis.ray_join import RayJoinError, head_answers, join_cluster
 from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec
 from engine.errors import EngineError, reject_unknown_keys
@@ -285,15 +285,16 @@ def curve_stats(frame, metric: str):
 
 def run_cell(cluster: Cluster, jobs: Sequence[Job], scheduler: str, seed: int,
              factory: Callable[[], Scheduler] | None = None, plugins: Sequence[str] = (),
-             options: RunOptions | None = None) -> dict[str, Any]:
+             options: RunOptions | None = None, energy: bool = False) -> dict[str, Any]:
     """One cell: ``scheduler`` (or what ``factory`` builds) on ``jobs`` with simulation seed ``seed`` and run
-    ``options``; returns ``summarize(result).to_dict()``. This is the Ray task (workers import this module by
-    name); ``plugins`` are imported first (:func:`engine.plugins.load_plugin`, once per worker), so their
-    schedulers have names there."""
+    ``options``; returns ``summarize(result).to_dict()``, with the energy metrics of ``options.energy`` when
+    ``energy``. This is the Ray task (workers import this module by name); ``plugins`` are imported first
+    (:func:`engine.plugins.load_plugin`, once per worker), so their schedulers have names there."""
     for plugin in plugins:
         load_plugin(plugin)
     built = factory() if factory is not None else make_scheduler(scheduler)
-    return summarize(simulate(cluster, jobs, built, seed=seed, options=options)).to_dict()
+    model = (options or RunOptions()).energy if energy else None
+    return summarize(simulate(cluster, jobs, built, seed=seed, options=options), energy=model).to_dict()
 
 
 # ------------------------------------------------------------------------------------------ backends
@@ -370,9 +371,10 @@ class Runner:
         return ray.put(tuple(jobs))
 
     def submit(self, key: Any, cluster: Cluster, jobs_ref: Any, scheduler: str, seed: int,
-               factory: Callable[[], Scheduler] | None = None, options: RunOptions | None = None) -> None:
+               factory: Callable[[], Scheduler] | None = None, options: RunOptions | None = None,
+               energy: bool = False) -> None:
         """Start one cell (on Ray it is queued at once; serially it runs when :meth:`completed` reaches it)."""
-        args = (cluster, jobs_ref, scheduler, seed, factory, self.plugins, options)
+        args = (cluster, jobs_ref, scheduler, seed, factory, self.plugins, options, energy)
         if self.backend == "serial":
             self._pending[key] = args
         else:
@@ -500,7 +502,7 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
               address: str | None = None, num_cpus: int | None = None,
               on_progress: Callable[[int, int], None] | None = None,
               factories: Mapping[str, Callable[[], Scheduler]] | None = None, keep_ray: bool = True,
-              plugins: Sequence[str] = ()):
+              plugins: Sequence[str] = (), energy: bool = False):
     """Simulate every cell of ``spec`` and return a pandas frame, one row per completed cell in grid order.
 
     Args:
@@ -516,11 +518,13 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
         keep_ray: leave a Ray started by this call running (for the next sweep) instead of shutting it down.
         plugins: plug-in files or modules (``--plugin``) every worker imports before it builds a scheduler; they
             must be loaded here too (their names are checked before anything runs).
+        energy: every row adds the keys of :data:`~engine.analysis.metrics.ENERGY_METRICS` (cost, energy and
+            carbon under the base's ``options.energy``).
 
     Returns:
-        Columns :data:`CELL_COLUMNS` then every key of :data:`~engine.analysis.metrics.METRICS` (undefined values
-        NaN). ``attrs["failures"]``: one dict per failed cell (its parameters and ``error``); ``attrs["meta"]``:
-        ``backend``, ``address``, ``cpus``, ``cells``, ``completed``, ``failed``, ``wall_s``, ``ray_init_s`` and
+        Columns :data:`CELL_COLUMNS` then every key of :data:`~engine.analysis.metrics.METRICS` (then of
+        ``ENERGY_METRICS`` with ``energy``; undefined values NaN). ``attrs["failures"]``: one dict per failed
+        cell (its parameters and ``error``); ``attrs["meta"]``: ``backend``, ``address``, ``cpus``, ``cells``, ``completed``, ``failed``, ``wall_s``, ``ray_init_s`` and
         the ``spec``.
     """
     import pandas as pd
@@ -543,7 +547,7 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
         for key, cluster, jobs_ref in _workloads(spec, clusters, base, runner):
             for scheduler in spec.schedulers:
                 runner.submit((*key, scheduler), cluster, jobs_ref, scheduler, key[2], factories.get(scheduler),
-                              spec.base.options)
+                              spec.base.options, energy)
         for key, outcome in runner.completed():
             params = dict(zip(CELL_COLUMNS, key))
             if isinstance(outcome, BaseException):
@@ -555,8 +559,9 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
                 on_progress(done, total)
     order = [(c, load, seed, s) for c in spec.clusters for load in spec.loads for seed in range(spec.seeds)
              for s in spec.schedulers]
-    frame = pd.DataFrame([rows[k] for k in order if k in rows], columns=[*CELL_COLUMNS, *METRICS])
-    frame = frame.astype({k: "int64" if m.unit in ("jobs", "count") else "float64" for k, m in METRICS.items()})
+    metrics = {**METRICS, **(ENERGY_METRICS if energy else {})}
+    frame = pd.DataFrame([rows[k] for k in order if k in rows], columns=[*CELL_COLUMNS, *metrics])
+    frame = frame.astype({k: "int64" if m.unit in ("jobs", "count") else "float64" for k, m in metrics.items()})
     frame.attrs["failures"] = [failures[k].to_dict() for k in order if k in failures]
     frame.attrs["meta"] = {"backend": backend, "address": runner.address, "cpus": runner.cpus, "cells": total,
                            "completed": len(rows), "failed": len(failures),

@@ -4,6 +4,7 @@
   one panel per cluster.
 * :func:`sweep_heatmap_figure`: a metric's mean over two of the grid's parameters.
 * :func:`plan_figure`: a metric against node count per scheduler, the target as a line, each answer marked.
+* :func:`tradeoff_figure`: one metric against another (wait against cost) per grid point, the Pareto front drawn.
 
 Durations are drawn in the time unit their size calls for (:func:`metric_scale`), bands stay inside the metric's
 range (:data:`METRIC_RANGES`), and a cluster is labelled by :func:`cluster_label`, never by its JSON.
@@ -21,7 +22,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from engine.analysis.metrics import METRICS
+from engine.analysis.metrics import ALL_METRICS
 from engine.analysis.sweep import CELL_COLUMNS, curve_stats
 from engine.errors import EngineError
 from engine.sim.cluster import parse_cluster_text
@@ -36,18 +37,18 @@ METRIC_RANGES = {"mean_bounded_slowdown": (1.0, math.inf), "utilization": (0.0, 
 
 
 def metric_title(metric: str) -> str:
-    m = METRICS[metric]
+    m = ALL_METRICS[metric]
     return m.label if m.unit in ("jobs", "count", "ratio") else f"{m.label} ({m.unit})"
 
 
 def metric_scale(metric: str, values) -> tuple[str, float]:
     """An axis title for ``metric`` and the divisor its values take on that axis: durations in the time unit their
     largest value calls for (``p95 wait (h)``, divide by 3600), other metrics as they are (divisor 1)."""
-    if METRICS[metric].unit != "s":
+    if ALL_METRICS[metric].unit != "s":
         return metric_title(metric), 1.0
     finite = [abs(v) for v in np.asarray(values, dtype=float).ravel() if math.isfinite(v)]
     unit, div = time_scale(max(finite, default=0.0))
-    return f"{METRICS[metric].label} ({unit})", div
+    return f"{ALL_METRICS[metric].label} ({unit})", div
 
 
 def _range_text(metric: str) -> str:
@@ -176,4 +177,36 @@ def plan_figure(probes: Sequence[Mapping], answers: Mapping[str, int | None], me
     fig.update_layout(title=f"{title} against nodes (★ fewest nodes meeting the target)",
                       xaxis_title="nodes of the shape", yaxis_title=title, template="plotly_white",
                       height=400, margin=dict(l=60, r=20, t=60, b=40), legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+def pareto_front(x: Sequence[float], y: Sequence[float]) -> np.ndarray:
+    """Which points no other point beats on both (lower ``x`` and lower ``y`` are better): those with no other
+    point at most as large on both and smaller on one. NaN points are never on the front."""
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    ok = ~(np.isnan(xs) | np.isnan(ys))
+    front = np.zeros(xs.size, dtype=bool)
+    for i in np.flatnonzero(ok):
+        beaten = ok & (xs <= xs[i]) & (ys <= ys[i]) & ((xs < xs[i]) | (ys < ys[i]))
+        front[i] = not beaten.any()
+    return front
+
+
+def tradeoff_figure(frame: pd.DataFrame, x: str = "cost_usd", y: str = "mean_wait_s") -> go.Figure:
+    """``y`` against ``x`` (lower is better on both, e.g. wait against cost; a sweep frame with the energy columns),
+    one marker per (cluster, load, scheduler) at its mean over seeds, one colour per scheduler; the Pareto front
+    (:func:`pareto_front`: the points nothing beats on both) joined by a line."""
+    means = frame.groupby(["cluster", "load", "scheduler"], sort=False)[[x, y]].mean().reset_index()
+    front = means[pareto_front(means[x], means[y])].sort_values(x)
+    fig = go.Figure(go.Scatter(x=front[x].tolist(), y=front[y].tolist(), mode="lines", name="Pareto front",
+                               line=dict(color="#444", dash="dot"), hoverinfo="skip"))
+    for i, (name, group) in enumerate(means.groupby("scheduler", sort=False)):
+        fig.add_trace(go.Scatter(x=group[x].tolist(), y=group[y].tolist(), mode="markers", name=name,
+                                 marker=dict(color=PALETTE[i % len(PALETTE)], size=9),
+                                 customdata=group[["cluster", "load"]].astype(str).to_numpy().tolist(),
+                                 hovertemplate=f"%{{customdata[0]}}, load %{{customdata[1]}}: "
+                                               f"%{{x:.4g}}, %{{y:.4g}}<extra>{name}</extra>"))
+    fig.update_layout(title=f"{metric_title(y)} against {metric_title(x)} (mean over seeds; dotted: Pareto front)",
+                      xaxis_title=metric_title(x), yaxis_title=metric_title(y), template="plotly_white", height=420,
+                      margin=dict(l=60, r=20, t=60, b=40), legend=dict(orientation="h", y=-0.2))
     return fig

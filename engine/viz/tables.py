@@ -6,26 +6,26 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from engine.analysis.metrics import METRICS, metric_name
+from engine.analysis.metrics import ALL_METRICS, metric_name
 from engine.analysis.sweep import CELL_COLUMNS
 from engine.sim.job import Job
 from engine.units import human_seconds, human_value
 from engine.viz.explore import cluster_label
 
-#: Metrics a table never crowns on their own, though :data:`METRICS` gives them a direction: higher utilisation
+#: Metrics a table never crowns on their own, though :data:`~engine.analysis.metrics.METRICS` gives them a direction: higher utilisation
 #: also comes from jobs running longer on slower GPUs, so it is "better" only next to waits and JCTs.
 NOT_CROWNED = frozenset({"utilization"})
 
 
 def _name(key: str) -> str:
-    return METRICS[key].label if key in NOT_CROWNED else metric_name(key)
+    return ALL_METRICS[key].label if key in NOT_CROWNED else metric_name(key)
 
 
 def metrics_table(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Rows ``keys`` of a :func:`engine.analysis.metrics.compare` table as text: a ``metric`` column of full names
     (with the better direction's arrow, none for :data:`NOT_CROWNED`), then one column per scheduler with each value
     in its own human unit."""
-    rows = [{"metric": _name(k), **{c: human_value(table.loc[k, c], METRICS[k].unit) for c in table.columns}}
+    rows = [{"metric": _name(k), **{c: human_value(table.loc[k, c], ALL_METRICS[k].unit) for c in table.columns}}
             for k in keys]
     return pd.DataFrame(rows, columns=["metric", *table.columns])
 
@@ -36,7 +36,7 @@ def best_shown(table: pd.DataFrame, keys: list[str]) -> dict[str, tuple[str, ...
     metric without a direction or in :data:`NOT_CROWNED`, with fewer than two values, or when all look the same."""
     out: dict[str, tuple[str, ...]] = {}
     for key in keys:
-        metric = METRICS[key]
+        metric = ALL_METRICS[key]
         values = table.loc[key].dropna()
         if metric.better is None or key in NOT_CROWNED or len(values) < 2:
             continue
@@ -53,8 +53,8 @@ def sweep_table(frame: pd.DataFrame, load_label: str = "load") -> pd.DataFrame:
     metric under its full name in its own human unit, ``–`` where there is no value."""
     out = pd.DataFrame({"cluster": [cluster_label(str(c)) for c in frame["cluster"]], load_label: frame["load"],
                         "seed": frame["seed"], "scheduler": frame["scheduler"]})
-    for key in (k for k in METRICS if k in frame.columns):
-        out[metric_name(key)] = [human_value(v, METRICS[key].unit) for v in frame[key]]
+    for key in (k for k in ALL_METRICS if k in frame.columns):
+        out[metric_name(key)] = [human_value(v, ALL_METRICS[key].unit) for v in frame[key]]
     return out
 
 
@@ -71,9 +71,9 @@ def plan_table(answer: pd.DataFrame) -> pd.DataFrame:
     nodes, their GPUs and the metric there and at one node fewer in its unit, ``–`` where there is none."""
     rows = []
     for r in answer.itertuples():
-        unit = METRICS[r.metric].unit
+        unit = ALL_METRICS[r.metric].unit
         rows.append({"scheduler": r.scheduler, "fewest nodes": "not met" if pd.isna(r.nodes) else f"{r.nodes:,}",
-                     "GPUs": "–" if pd.isna(r.gpus) else f"{r.gpus:,}", "metric": METRICS[r.metric].label,
+                     "GPUs": "–" if pd.isna(r.gpus) else f"{r.gpus:,}", "metric": ALL_METRICS[r.metric].label,
                      "value there": human_value(r.value_at_nodes, unit),
                      "with one node fewer": human_value(r.value_at_nodes_minus_1, unit),
                      "problem": r.error if isinstance(r.error, str) and r.error else "–"})

@@ -9,7 +9,14 @@ import pandas as pd
 import pytest
 
 from engine.analysis.evaluate import mean_ci
-from engine.viz.explore import cluster_label, plan_figure, sweep_curves_figure, sweep_heatmap_figure
+from engine.viz.explore import (
+    cluster_label,
+    pareto_front,
+    plan_figure,
+    sweep_curves_figure,
+    sweep_heatmap_figure,
+    tradeoff_figure,
+)
 
 
 @pytest.fixture
@@ -86,3 +93,23 @@ def test_a_cluster_is_labelled_by_a_short_name_even_with_racks(frame):
     assert [a["text"] for a in fig["layout"]["annotations"]] == ["2x4:T4", "2x4:T4,2x4:T4 on 2 racks"]
     heat = sweep_heatmap_figure(frame.replace({"cluster": {"4x4:T4": racks}}), "p95_wait_s", "cluster", "load")
     assert list(heat.to_plotly_json()["data"][0]["x"]) == ["2x4:T4", "2x4:T4,2x4:T4 on 2 racks"]
+
+
+def test_pareto_front_keeps_the_points_nothing_beats_on_both():
+    cost = [1.0, 2.0, 3.0, 2.0, 4.0, float("nan"), 1.0]
+    wait = [9.0, 5.0, 1.0, 6.0, 1.0, 0.0, 9.0]
+    # (2, 6) loses to (2, 5), (4, 1) to (3, 1); NaN never counts; the tie (1, 9) twice: both stay.
+    assert pareto_front(cost, wait).tolist() == [True, True, True, False, False, False, True]
+
+
+def test_tradeoff_figure_marks_each_grid_point_and_joins_the_front(frame):
+    frame = frame.assign(cost_usd=lambda f: 50 - f.p95_wait_s / 10 + (f.scheduler == "sjf") * 20)
+    fig = tradeoff_figure(frame, "cost_usd", "p95_wait_s").to_plotly_json()
+    front, *points = fig["data"]
+    assert front["name"] == "Pareto front" and [t["name"] for t in points] == ["fifo", "sjf"]
+    means = frame.groupby(["cluster", "load", "scheduler"])[["cost_usd", "p95_wait_s"]].mean()
+    assert len(points[0]["x"]) == len(points[1]["x"]) == 4
+    # sjf costs 20 more for 1 s less wait: every fifo point is on the front, no sjf point is.
+    fifo = means.xs("fifo", level="scheduler").sort_values("cost_usd")
+    assert list(front["x"]) == fifo.cost_usd.tolist() and list(front["y"]) == fifo.p95_wait_s.tolist()
+    assert fig["layout"]["xaxis"]["title"]["text"] == "Cost of GPUs held (USD)"
