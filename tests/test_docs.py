@@ -110,3 +110,8 @@ def test_agents_table_states_what_the_cards_say():
     }
     assert agent_table.where(card, "worse") == "2 of 4: a +20 to +57 % (vs `fgd`)"
     assert agent_table.where(card, "better") == "1 of 4: b free -10 % (vs `fgd`)"
+
+
+def test_architecture_stays_short():
+    """ARCHITECTURE.md is a code map, contracts and invariants (issue 31): at most 12 KB."""
+    assert (REPO / "ARCHITECTURE.md").stat().st_size <= 12 * 1024
