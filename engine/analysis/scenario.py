@@ -512,7 +512,7 @@ class Scenario:
         if "cluster" not in params:
             raise ScenarioError("the link has no 'cluster' parameter")
         for key, value in params.items():
-            limit = MAX_CLUSTER_CHARS if key in ("cluster", "w.types") else MAX_NAME_CHARS * 8
+            limit = MAX_CLUSTER_CHARS if key in _LONG_PARAMS else MAX_NAME_CHARS * 8
             if len(_one(value)) > limit:
                 raise ScenarioError(f"link parameter {quote(key)} has {len(_one(value)):,} characters; "
                                     f"the limit is {limit:,}")
@@ -695,6 +695,9 @@ def trace_block(jobs: Sequence[Job], k: int, n: int, load: float, n_gpus: int) -
 
 
 # ---------------------------------------------------------------------------------------------- checks
+#: Link parameters that may be as long as a cluster: the cluster, job types, and a carbon series (a day of
+#: hourly values is about 200 characters, a year about 50,000).
+_LONG_PARAMS = ("cluster", "w.types", "o.energy.carbon_g_per_kwh")
 def _number_text(value: str, kind: type, where: str, strict: bool = False) -> Any:
     """A number written as text (a link's parameter): the number, or (unless ``strict``) the text itself when it
     is none (the bounds check then names the key and quotes it). Text over 40 characters is refused here."""
@@ -726,15 +729,10 @@ def _json_param(text: str, key: str) -> Any:
         raise ScenarioError(str(exc)) from None
 
 
-def _flat(data: Mapping[str, Any], prefix: str) -> list[tuple[str, Any]]:
-    """``{"a": {"b": 1}}`` -> ``[("PREFIXa.b", 1)]``: nested options as flat link parameters."""
-    out = []
-    for k, v in data.items():
-        if isinstance(v, Mapping):
-            out += _flat(v, f"{prefix}{k}.")
-        else:
-            out.append((f"{prefix}{k}", v))
-    return out
+def _flat(options: Mapping[str, Mapping[str, Any]], prefix: str) -> list[tuple[str, Any]]:
+    """``{"energy": {"pue": 1.2}}`` -> ``[("PREFIXenergy.pue", 1.2)]``: each run option's keys as flat link
+    parameters; a value that is itself an object (a carbon series) stays whole, as one JSON parameter."""
+    return [(f"{prefix}{name}.{k}", v) for name, model in options.items() for k, v in model.items()]
 
 
 def _flat_default(key: str) -> Any:

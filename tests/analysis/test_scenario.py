@@ -112,6 +112,21 @@ def test_run_options_and_trace_cuts_round_trip_through_json_and_links():
     assert Scenario.from_json(typed.to_json()) == typed and Scenario.from_query(typed.to_query()) == typed
 
 
+def test_an_energy_model_with_a_carbon_series_travels_in_a_link_whole_and_bounded():
+    from engine.sim.options import CarbonSeries, EnergyModel, RunOptions
+
+    day = CarbonSeries(3600.0, tuple(300.0 + 10 * h for h in range(24)), "2024-01-01T00:00:00Z")
+    sc = Scenario(options=RunOptions(energy=EnergyModel(pue=1.2, carbon_g_per_kwh=day, price_list="on-demand")))
+    query = sc.to_query()
+    assert json.loads(query["o.energy.carbon_g_per_kwh"])["g_per_kwh"][23] == 530.0
+    assert Scenario.from_query(query) == sc
+    long = {**query, "o.energy.carbon_g_per_kwh": json.dumps({"step_s": 1, "g_per_kwh": [1.0] * 20_000})}
+    with pytest.raises(ScenarioError, match="link parameter 'o.energy.carbon_g_per_kwh' has 100,"):
+        Scenario.from_query(long)
+    with pytest.raises(ScenarioError, match="scenario.options.energy.pue must be a number >= 1, got 0.5"):
+        Scenario.from_query({**query, "o.energy.pue": "0.5"})
+
+
 def test_untrusted_scenarios_name_no_trace_file():
     data = {"cluster": "1x4:T4", "workload": {"source": "trace", "trace_path": "/etc/passwd"}}
     with pytest.raises(ScenarioError, match="trace_sha256 only"):
