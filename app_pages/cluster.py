@@ -1,4 +1,5 @@
-"""Cluster: edit node groups, pick a preset, see the GPU catalog and a picture of the racks."""
+"""Cluster: edit node groups, pick a preset, see the GPU catalog and a picture of the racks, and set what the
+GPUs draw and cost (the scenario's energy model)."""
 
 import json
 from dataclasses import replace
@@ -6,8 +7,11 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from app_pages.lib import common
-from engine.sim.cluster import CLUSTER_SOURCES, DEFAULT_CATALOG, NodeGroup
+from app_pages.lib import common, energy
+from app_pages.lib.text import as_text
+from engine.analysis.scenario import Scenario
+from engine.sim.cluster import CATALOG_PRICES, CLUSTER_SOURCES, DEFAULT_CATALOG, PRICE_LISTS, Cluster, NodeGroup
+from engine.sim.options import CarbonSeries, EnergyModel
 from engine.viz.cluster import cluster_figure
 
 st.title("Cluster")
@@ -99,3 +103,69 @@ catalog = pd.DataFrame([{"GPU type": t.name, "memory (GiB)": t.vram_gib, "relati
                          "in this cluster": cluster.gpus_by_type().get(t.name, 0),
                          "built in": t.name in DEFAULT_CATALOG} for t in cluster.catalog.values()])
 st.dataframe(catalog, hide_index=True, width="stretch", key="gpu_catalog")
+
+
+# ---------------------------------------------------------------- energy and cost
+#: The widgets' bounds (a scenario may hold more; the widget then starts at its bound).
+MAX_PUE, MAX_G_PER_KWH = 10.0, 5_000.0
+
+
+def _price_list_label(name: str) -> str:
+    if name == CATALOG_PRICES:
+        return "catalog (each GPU type's $ per GPU-hour, in the table above)"
+    return f"{name} ({PRICE_LISTS[name].date})"
+
+
+def energy_and_cost(sc: Scenario, cluster: Cluster) -> None:
+    """The scenario's energy model (PUE, carbon, price list) and its GPU types' watts and prices, in one form;
+    Apply writes the watts and prices into the cluster's ``gpu_types`` and the rest into ``options.energy``."""
+    st.subheader("Energy and cost")
+    model = sc.options.energy
+    st.caption("Each GPU draws idle W plus (busy W − idle W) × the share of it jobs hold; the facility draws PUE × "
+               "that. Cost is GPU-hours × price; carbon is energy × the grid's intensity. Compare shows energy, "
+               "cost and carbon once this model differs from the defaults (PUE 1.58, 480 gCO2/kWh, catalog prices). "
+               "Watts and prices are estimates (sources in engine/sim/cluster.py).")
+    table = pd.DataFrame([{"GPU type": t, **{k: getattr(cluster.catalog[t], k) for k in energy.POWER_COLUMNS}}
+                          for t in cluster.gpus_by_type()])
+    lists = [CATALOG_PRICES, *PRICE_LISTS]
+    is_series = isinstance(model.carbon_g_per_kwh, CarbonSeries)
+    with st.form("cluster_energy_form", border=False):
+        edited = st.data_editor(
+            table, hide_index=True, width="stretch", key=f"cluster_power_{hash(sc.cluster)}",
+            column_config={"GPU type": st.column_config.TextColumn("GPU type", disabled=True),
+                           **{k: st.column_config.NumberColumn(label, min_value=0.0, max_value=100_000.0)
+                              for k, label in energy.POWER_COLUMNS.items()}})
+        c = st.columns(3)
+        price_list = c[0].selectbox("Price list", lists, index=lists.index(model.price_list),
+                                    format_func=_price_list_label, key="cluster_price_list")
+        pue = c[1].number_input("PUE (facility power ÷ IT power)", 1.0, MAX_PUE, min(float(model.pue), MAX_PUE), 0.01,
+                                key="cluster_pue", help="1.58: the industry's average in 2023; 1.1-1.2: hyperscale")
+        kind = c[2].radio("Grid carbon", ["constant", "hourly CSV"], index=int(is_series), horizontal=True,
+                          key="cluster_carbon_kind")
+        c = st.columns(2)
+        grams = c[0].number_input("gCO2 per kWh (constant)", 0.0, MAX_G_PER_KWH, 480.0 if is_series else
+                                  min(float(model.carbon_g_per_kwh), MAX_G_PER_KWH), 10.0, key="cluster_carbon_g")
+        upload = c[1].file_uploader("Carbon CSV (timestamp,carbon_intensity)", type=["csv"], key="cluster_carbon_csv")
+        applied = st.form_submit_button("Apply energy and cost")
+    if is_series:
+        series = model.carbon_g_per_kwh
+        st.caption(as_text(f"Carbon: {len(series.g_per_kwh):,} values, one every {common.fmt_seconds(series.step_s)}, from "
+                           f"{series.start or 'time 0'}, repeating."))
+    if applied:
+        with common.engine_errors("energy and cost", stop=False):
+            carbon = energy.carbon_of(grams if kind == "constant" else None,
+                                      None if upload is None else (upload.name, upload.getvalue()),
+                                      model.carbon_g_per_kwh)
+            new = replace(sc, cluster=energy.with_power(cluster, edited.to_dict("records")).to_spec(),
+                          options=replace(sc.options, energy=EnergyModel(float(pue), carbon, price_list)))
+            new.build_cluster()
+            if new != sc:
+                common.set_scenario(new)
+                st.rerun()
+    if energy.energy_of(sc) is not None and st.button("Stop counting energy (back to the defaults)",
+                                                       key="cluster_energy_reset"):
+        common.set_scenario(replace(sc, options=replace(sc.options, energy=EnergyModel())))
+        st.rerun()
+
+
+energy_and_cost(sc, cluster)

@@ -1,0 +1,74 @@
+"""Energy, cost and carbon in the app: the Cluster page sets the scenario's energy model (watts and prices in the
+cluster's gpu_types, PUE, price list, carbon constant or CSV), Compare and Explore show what it makes of runs."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from app_pages.lib import energy
+from engine import EngineError, parse_cluster
+from engine.errors import ClusterSpecError
+from engine.sim.options import CarbonSeries, EnergyModel
+from tests.app.test_pages import REPO, app, errors
+
+APPLY_ENERGY = "FormSubmitter:cluster_energy_form-Apply energy and cost"
+DAILY = (REPO / "sample_traces" / "carbon" / "daily.csv").read_bytes()
+
+
+def test_edited_watts_and_prices_travel_in_the_cluster_json():
+    cluster = parse_cluster("2x4:T4")
+    rows = [{"GPU type": "T4", "board_w": 70.0, "idle_w": 9.0, "busy_w": float("nan"), "price_per_h": 0.2}]
+    spec = energy.with_power(cluster, rows).to_spec()
+    t4 = parse_cluster(spec).catalog["T4"]
+    assert (t4.idle_w, t4.busy_w, t4.price_per_h) == (9.0, 70.0 * 0.76, 0.2)  # an empty cell: from board power
+    assert json.loads(spec)["gpu_types"][0]["price_per_h"] == 0.2
+    with pytest.raises(ClusterSpecError, match="T4: price_per_h must be a number >= 0"):
+        energy.with_power(cluster, [{**rows[0], "price_per_h": -1.0}])
+
+
+def test_carbon_is_a_constant_a_csv_or_the_series_held_and_bad_files_are_one_line():
+    assert energy.carbon_of(300.0, ("x.csv", DAILY), 480.0) == 300.0
+    day = energy.carbon_of(None, ("daily.csv", DAILY), 480.0)
+    assert isinstance(day, CarbonSeries) and len(day.g_per_kwh) == 24 and day.step_s == 3600.0
+    assert energy.carbon_of(None, None, day) is day
+    for upload, words in (((None, None), "upload a CSV"),
+                          (("bad.csv", b"time,co2\n0,1\n"), "bad.csv"),
+                          (("gap.csv", b"timestamp,carbon_intensity\n0,1\n3600,2\n10800,3\n"), "evenly spaced"),
+                          (("nan.csv", b"timestamp,carbon_intensity\n0,1\n3600,nan\n"), "finite number >= 0"),
+                          (("bin.csv", b"\xff\xfe\x00"), "not UTF-8")):
+        with pytest.raises(EngineError, match=words) as err:
+            energy.carbon_of(None, None if upload[0] is None else upload, 480.0)
+        assert "\n" not in str(err.value)
+
+
+def test_cluster_page_sets_the_energy_model_and_a_bad_carbon_csv_is_an_inline_error():
+    at = app("app_pages/cluster.py")
+    assert "Energy and cost" in [s.value for s in at.subheader]
+    assert "cluster_energy_reset" not in [b.key for b in at.button]  # nothing to reset: the defaults
+    at.number_input(key="cluster_pue").set_value(1.2)
+    at.selectbox(key="cluster_price_list").select("on-demand")
+    at.button(key=APPLY_ENERGY).click().run()
+    assert not at.exception and not errors(at), errors(at)
+    assert at.query_params["o.energy.pue"] == "1.2" and at.query_params["o.energy.price_list"] == '"on-demand"'
+    # A carbon file with the wrong columns: one line naming it, and the scenario keeps its constant.
+    at.radio(key="cluster_carbon_kind").set_value("hourly CSV")
+    at.file_uploader(key="cluster_carbon_csv").upload("grid.csv", b"time,co2\n0,1\n", "text/csv")
+    at.button(key=APPLY_ENERGY).click().run()
+    assert not at.exception
+    (line,) = errors(at)
+    assert line.startswith("energy and cost: grid.csv") and "timestamp,carbon_intensity" in line
+    assert "o.energy.carbon_g_per_kwh" not in at.query_params
+    at.file_uploader(key="cluster_carbon_csv").upload("daily.csv", DAILY, "text/csv")
+    at.button(key=APPLY_ENERGY).click().run()
+    assert not at.exception and not errors(at), errors(at)
+    carbon = at.session_state["scenario"].options.energy.carbon_g_per_kwh
+    assert isinstance(carbon, CarbonSeries) and len(carbon.g_per_kwh) == 24
+    assert json.loads(at.query_params["o.energy.carbon_g_per_kwh"])["step_s"] == 3600.0
+    captions = [re.sub(r"\\(.)", r"\1", c.value) for c in at.caption]  # as the reader sees them
+    assert any("24 values, one every 60 min, from 2024-01-01T00:00:00Z" in c for c in captions), captions
+    at.button(key="cluster_energy_reset").click().run()
+    assert at.session_state["scenario"].options.energy == EnergyModel()
+    assert not any(k.startswith("o.energy") for k in at.query_params)
