@@ -6,12 +6,12 @@ import math
 import pandas as pd
 import streamlit as st
 
-from app_pages.lib import common
+from app_pages.lib import common, energy
 from app_pages.lib.text import as_text
 from engine import SCHEDULERS
 from engine.analysis import never_ran, seeds
 from engine.analysis.job_story import job_story
-from engine.analysis.metrics import METRICS, summarize
+from engine.analysis.metrics import ENERGY_METRICS, METRICS, summarize
 from engine.analysis.presets import PRESETS
 from engine.viz import tables
 from engine.viz.timeline import HEATMAP_BINS, HEATMAP_GPUS, HEATMAP_ROWS, WEBGL_BARS, WEBGL_JOBS, raster_bins
@@ -63,9 +63,11 @@ if run:
             for k, variant in enumerate(variants):
                 bar.progress(k / len(variants), text=f"workload seed {variant.workload.seed} ({k + 1}/{len(variants)})…")
                 for name in chosen:
-                    per_seed[name].append(summarize(common.run_one(variant, name)))
-        st.session_state[_SEEDS] = (sc.workload_key(), tuple(chosen), len(variants),
-                                    seeds.ci_frame(per_seed, [k for k in METRICS if METRICS[k].better is not None]))
+                    per_seed[name].append(summarize(common.run_one(variant, name), energy=energy.energy_of(sc)))
+        judged = [k for k in METRICS if METRICS[k].better is not None]
+        if energy.energy_of(sc) is not None:
+            judged += list(ENERGY_METRICS)
+        st.session_state[_SEEDS] = (sc.workload_key(), tuple(chosen), len(variants), seeds.ci_frame(per_seed, judged))
     bar.empty()
     common.save_results(sc, results)
 
@@ -94,13 +96,18 @@ for name in results:  # a trained agent's card says plainly whether it beats the
             st.markdown(verdict.details)
 
 # ---------------------------------------------------------------- never ran, KPI table
-views = common.comparison_for(ran_sc, results)
+# Energy, cost and carbon change no simulated number: the current scenario's model applies to runs of its workload.
+model = energy.energy_of(sc if ran_sc.workload_key() == sc.workload_key() else ran_sc)
+with common.engine_errors("energy and cost (set the GPU types' watts and prices on the Cluster page)"):
+    views = common.comparison_for(ran_sc, results, model)
 summaries, table = views.summaries, views.table
 missing = never_ran.of_result(next(iter(results.values())))  # the same jobs never run under every scheduler
 if missing.count:
     st.warning(missing.sentence(), icon="⚠️")
 st.subheader("Key metrics")
 rows = [k for k in METRICS if METRICS[k].better is not None or k == "unschedulable"]
+if model is not None:
+    rows += list(ENERGY_METRICS)
 shown = tables.metrics_table(table, rows)
 best = tables.best_shown(table, rows)
 
@@ -118,7 +125,22 @@ st.dataframe(shown.style.apply(_highlight, axis=None), width="stretch", hide_ind
 st.caption("Best value per metric in green, every value that looks the same as it too (↓ lower is better, ↑ higher "
            "is better); GPU utilisation is never green on its own, as jobs running longer on slower GPUs raise it. "
            "Durations in s, min, h or d as each value needs. Wait and JCT are over the jobs that ran. Definitions "
-           "are on the Learn page.")
+           "are on the Learn page." + ("" if model else " Energy, cost and carbon: set an energy model on the "
+                                       "Cluster page."))
+
+
+def per_user_energy(views: common.Comparison) -> None:
+    """Each user's energy, cost and carbon under each scheduler (with an energy model), in an expander."""
+    if views.energy is None:
+        return
+    with st.expander("Energy, cost and carbon per user"):
+        st.dataframe(tables.user_energy_table(views.job_frames), hide_index=True, width="stretch",
+                     key="user_energy_table")
+        st.caption("The sums over each user's jobs: a job pays for the share of each GPU it holds, idle draw "
+                   "included; the idle capacity no job held is the run's idle energy, in the table above.")
+
+
+per_user_energy(views)
 multi = st.session_state.get(_SEEDS)
 if multi is not None and multi[0] == ran_sc.workload_key() and multi[1] == tuple(results):
     st.subheader(f"Over {multi[2]} workload seeds: mean ± 95 % confidence interval")
@@ -149,11 +171,11 @@ common.quiet_animation_interrupts()
 common.plot(timeline, "timeline_chart")
 
 # ---------------------------------------------------------------- over time and distributions
-st.subheader("Queue and utilisation over time")
-common.plot(common.chart_for(ran_sc, results, "series"), "series_chart")
+st.subheader("Queue, utilisation and power over time" if model else "Queue and utilisation over time")
+common.plot(common.chart_for(ran_sc, results, "series", model), "series_chart")
 
-common.plot(common.chart_for(ran_sc, results, "cdfs"), "cdf_chart")
-common.plot(common.chart_for(ran_sc, results, "user_box"), "user_box")
+common.plot(common.chart_for(ran_sc, results, "cdfs", model), "cdf_chart")
+common.plot(common.chart_for(ran_sc, results, "user_box", model), "user_box")
 st.caption("Gini of per-user mean wait: 0 = every user waits the same. Jain's index: 1 = perfectly fair.")
 
 # ---------------------------------------------------------------- one job
@@ -181,6 +203,7 @@ d1, d2, d3 = st.columns(3)
 d1.download_button("Results (CSV, one row per job)", lambda: all_jobs.to_csv(index=False), file_name="results.csv",
                    mime="text/csv", key="download_csv", on_click="ignore", width="stretch")
 payload = {"scenario": ran_sc.to_dict(), "never_ran": missing.to_dict(),
+           "energy_model": None if model is None else model.to_dict(),
            "summaries": {n: {k: None if isinstance(v, float) and not math.isfinite(v) else v
                              for k, v in s.to_dict().items()} for n, s in summaries.items()}}
 d2.download_button("Results (JSON, metrics)", json.dumps(payload, indent=2, default=float),

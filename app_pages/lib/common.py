@@ -24,6 +24,7 @@ from engine.analysis.metrics import Summary, compare, job_frame, summarize
 from engine.analysis.scenario import Scenario
 from engine.rl.agent import MODELS_DIR, user_models_dir  # trained agents: <name>.json model cards (rl:<name>)
 from engine.sim.cluster import Cluster
+from engine.sim.options import EnergyModel
 from engine.units import human_seconds, plural
 from engine.viz.distributions import cdf_figure
 from engine.viz.series import series_figure
@@ -204,24 +205,31 @@ class Comparison:
     summaries: dict[str, Summary]
     table: pd.DataFrame  # metrics x schedulers, as engine.analysis.metrics.compare returns it
     job_frames: dict[str, pd.DataFrame]
+    energy: EnergyModel | None = None  # the model the summaries and job tables count energy, cost and carbon by
+
+
+def _energy_key(energy: EnergyModel | None) -> str:
+    return "" if energy is None else json.dumps(energy.to_dict(), sort_keys=True)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _comparison(workload_key: str, names: tuple[str, ...], _results: dict[str, Result]) -> Comparison:
-    summaries = {name: summarize(r) for name, r in _results.items()}
+def _comparison(workload_key: str, names: tuple[str, ...], energy_key: str, _results: dict[str, Result],
+                _energy: EnergyModel | None) -> Comparison:
+    summaries = {name: summarize(r, energy=_energy) for name, r in _results.items()}
     return Comparison(summaries=summaries, table=compare(summaries),
-                      job_frames={name: job_frame(r) for name, r in _results.items()})
+                      job_frames={name: job_frame(r, _energy) for name, r in _results.items()}, energy=_energy)
 
 
-def comparison_for(sc: Scenario, results: dict[str, Result]) -> Comparison:
-    """Metrics and job tables of ``results`` (runs of ``sc``), built once per (scenario, schedulers): a widget
-    change on the page reruns it without recomputing them. Callers must not modify it."""
-    return _comparison(sc.workload_key(), tuple(results), results)
+def comparison_for(sc: Scenario, results: dict[str, Result], energy: EnergyModel | None = None) -> Comparison:
+    """Metrics and job tables of ``results`` (runs of ``sc``), with energy, cost and carbon under ``energy``, built
+    once per (scenario, schedulers, energy model): a widget change on the page reruns it without recomputing
+    them. Raises ``ClusterSpecError`` for a GPU type without power or price figures. Callers must not modify it."""
+    return _comparison(sc.workload_key(), tuple(results), _energy_key(energy), results, energy)
 
 
 #: The Compare page's charts besides the timeline: name -> builder from the runs and their Comparison.
 COMPARISON_CHARTS: dict[str, Callable[[dict[str, Result], Comparison], go.Figure]] = {
-    "series": lambda results, views: series_figure(results),
+    "series": lambda results, views: series_figure(results, energy=views.energy),
     "cdfs": lambda results, views: cdf_figure(views.job_frames),
     "user_box": lambda results, views: user_wait_figure(
         views.job_frames, {name: (s.gini_user_wait, s.jain_user_wait) for name, s in views.summaries.items()}),
@@ -229,16 +237,17 @@ COMPARISON_CHARTS: dict[str, Callable[[dict[str, Result], Comparison], go.Figure
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _chart(workload_key: str, names: tuple[str, ...], kind: str, _results: dict[str, Result],
+def _chart(workload_key: str, names: tuple[str, ...], kind: str, energy_key: str, _results: dict[str, Result],
            _views: Comparison) -> go.Figure:
     return COMPARISON_CHARTS[kind](_results, _views)
 
 
-def chart_for(sc: Scenario, results: dict[str, Result], kind: str) -> go.Figure:
-    """One chart of :data:`COMPARISON_CHARTS` for ``results`` (runs of ``sc``), built once per (scenario,
-    schedulers) and only when the page reaches it, so the key metrics and the timeline are sent first.
-    Callers must not modify it."""
-    return _chart(sc.workload_key(), tuple(results), kind, results, comparison_for(sc, results))
+def chart_for(sc: Scenario, results: dict[str, Result], kind: str, energy: EnergyModel | None = None) -> go.Figure:
+    """One chart of :data:`COMPARISON_CHARTS` for ``results`` (runs of ``sc``; ``energy``: as
+    :func:`comparison_for`), built once per (scenario, schedulers, energy model) and only when the page reaches
+    it, so the key metrics and the timeline are sent first. Callers must not modify it."""
+    return _chart(sc.workload_key(), tuple(results), kind, _energy_key(energy), results,
+                  comparison_for(sc, results, energy))
 
 
 def save_results(sc: Scenario, results: dict[str, Result]) -> None:

@@ -48,6 +48,23 @@ def best_shown(table: pd.DataFrame, keys: list[str]) -> dict[str, tuple[str, ...
     return out
 
 
+#: The per-job energy columns (:func:`engine.analysis.metrics.job_frame` with an energy model) a user's table sums.
+USER_ENERGY_COLUMNS = ("energy_kwh", "cost_usd", "co2_kg")
+
+
+def user_energy_table(job_frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per user, then per scheduler: the jobs and the sums of their energy, cost and carbon (job frames with an
+    energy model's columns, by scheduler), in human units under the metrics' names."""
+    rows = []
+    for name, frame in job_frames.items():
+        sums = frame.groupby("user", sort=True).agg(jobs=("user", "size"), **{k: (k, "sum") for k in USER_ENERGY_COLUMNS})
+        for user, r in sums.iterrows():
+            rows.append({"user": user, "scheduler": name, "jobs": int(r["jobs"]),
+                         **{ALL_METRICS[k].label: human_value(r[k], ALL_METRICS[k].unit) for k in USER_ENERGY_COLUMNS}})
+    columns = ["user", "scheduler", "jobs", *(ALL_METRICS[k].label for k in USER_ENERGY_COLUMNS)]
+    return pd.DataFrame(rows, columns=columns).sort_values(["user"], kind="stable", ignore_index=True)
+
+
 def sweep_table(frame: pd.DataFrame, load_label: str = "load") -> pd.DataFrame:
     """A sweep's rows (:func:`engine.analysis.sweep.run_sweep`) as text: each cluster by its short label, each
     metric under its full name in its own human unit, ``–`` where there is no value."""

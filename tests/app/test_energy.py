@@ -3,6 +3,7 @@ cluster's gpu_types, PUE, price list, carbon constant or CSV), Compare and Explo
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 
@@ -10,8 +11,11 @@ import pytest
 
 from app_pages.lib import energy
 from engine import EngineError, parse_cluster
+from engine.analysis.metrics import ENERGY_METRICS, metric_name, summarize
+from engine.analysis.scenario import Scenario
 from engine.errors import ClusterSpecError
 from engine.sim.options import CarbonSeries, EnergyModel
+from engine.units import human_value
 from tests.app.test_pages import REPO, app, errors
 
 APPLY_ENERGY = "FormSubmitter:cluster_energy_form-Apply energy and cost"
@@ -72,3 +76,52 @@ def test_cluster_page_sets_the_energy_model_and_a_bad_carbon_csv_is_an_inline_er
     at.button(key="cluster_energy_reset").click().run()
     assert at.session_state["scenario"].options.energy == EnergyModel()
     assert not any(k.startswith("o.energy") for k in at.query_params)
+
+
+ENERGY_QUERY = {"cluster": "1x4:A100-80,1x4:T4", "sched": "first-fit,cost-aware", "w.n_jobs": "40",
+                "o.energy.pue": "1.2"}
+
+
+def downloaded(filename: str) -> bytes:
+    """The bytes of the page's latest download of ``filename`` (AppTest keeps them in its media storage)."""
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    files = [f for o in gc.get_objects() if isinstance(o, MemoryMediaFileStorage)
+             for f in o._files_by_id.values() if f.filename == filename]
+    assert files, f"no download called {filename}"
+    return files[-1].content
+
+
+def test_compare_shows_energy_rows_per_user_power_and_exports_them_when_the_scenario_sets_a_model():
+    at = app("app_pages/compare.py", query=ENERGY_QUERY)
+    at.button(key="compare_run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    kpi = at.dataframe[0].value.set_index("metric")
+    model = Scenario.from_query(ENERGY_QUERY).options.energy
+    results = at.session_state["results"]["results"]
+    for name, result in results.items():  # every energy row is the run's own figure, in its human unit
+        expected = summarize(result, energy=model)
+        for key, metric in ENERGY_METRICS.items():
+            assert kpi.loc[metric_name(key), name] == human_value(expected.value(key), metric.unit)
+    assert kpi.loc[metric_name("cost_usd"), "first-fit"].startswith("$")
+    assert kpi.loc[metric_name("co2_kg"), "first-fit"].endswith(" kg CO2")
+    per_user = next(d.value for d in at.dataframe if "Carbon" in getattr(d.value, "columns", []))
+    assert set(per_user["scheduler"]) == set(results) and per_user["Cost of GPUs held"].str.startswith("$").all()
+    series = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "kW (PUE 1.2)" in c.proto.spec)
+    assert sum(t.get("yaxis") == "y3" for t in series["data"]) == len(results)  # a power line per run
+    payload = json.loads(downloaded("results.json"))
+    assert payload["energy_model"]["pue"] == 1.2
+    assert payload["summaries"]["cost-aware"]["cost_usd"] == summarize(results["cost-aware"], energy=model).value("cost_usd")
+    # Over several workload seeds, the energy rows get their confidence intervals too.
+    at.number_input(key="compare_seeds").set_value(2)
+    at.button(key="compare_run").click().run()
+    seeds = at.session_state["compare_seed_table"][3]
+    assert seeds.set_index("metric").loc[metric_name("cost_usd"), "cost-aware"].count("$") == 2  # mean ± half-width
+
+
+def test_compare_without_an_energy_model_has_no_energy_rows():
+    at = app("app_pages/compare.py")
+    at.button(key="compare_run").click().run()
+    kpi = at.dataframe[0].value
+    assert not any(m.startswith(("Energy", "Cost of", "Carbon")) for m in kpi["metric"])
+    assert any("set an energy model on the Cluster page" in c.value for c in at.caption)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from engine.viz.tables import best_shown, failures_table, metrics_table, plan_table, sweep_table
+from engine.viz.tables import best_shown, failures_table, metrics_table, plan_table, sweep_table, user_energy_table
 
 
 def table() -> pd.DataFrame:
@@ -57,3 +57,13 @@ def test_failed_cells_name_their_cluster_shortly():
                            "load scale")
     assert list(shown.columns) == ["cluster", "load scale", "seed", "scheduler", "what went wrong"]
     assert shown.iloc[0].tolist() == ["1x8:A100-80 on 1 rack", 0.5, 1, "rl:x", "no model"]
+
+
+def test_user_energy_table_sums_each_users_jobs_per_scheduler():
+    jobs = pd.DataFrame({"user": ["b", "a", "b"], "energy_kwh": [1.0, 2.0, 0.5], "cost_usd": [1.0, 0.25, 2.0],
+                         "co2_kg": [0.1, 0.2, 0.3]})
+    table = user_energy_table({"fifo": jobs, "sjf": jobs.assign(cost_usd=0.0)})
+    assert list(table.columns) == ["user", "scheduler", "jobs", "Energy", "Cost of GPUs held", "Carbon"]
+    assert table.values.tolist() == [
+        ["a", "fifo", 1, "2 kWh", "$0.25", "0.2 kg CO2"], ["a", "sjf", 1, "2 kWh", "$0.00", "0.2 kg CO2"],
+        ["b", "fifo", 2, "1.5 kWh", "$3.00", "0.4 kg CO2"], ["b", "sjf", 2, "1.5 kWh", "$0.00", "0.4 kg CO2"]]
