@@ -9,10 +9,10 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from app_pages.lib import common
+from app_pages.lib import common, energy
 from engine import SCHEDULERS, EngineError
-from engine.analysis.metrics import METRICS
-from engine.analysis.plan import Target, plan
+from engine.analysis.metrics import ALL_METRICS, ENERGY_METRICS, METRICS
+from engine.analysis.plan import Target, plan, plan_mix
 from engine.analysis.sweep import SweepSpec, parse_numbers, run_sweep
 from engine.sim.cluster import parse_shorthand
 from engine.units import parse_duration, plural
@@ -24,7 +24,7 @@ MAX_JOB_RUNS = 2_000_000  # cells x jobs per workload
 MAX_PLAN_NODES = 512
 #: Capacity plan answers shown side by side; more go on the next row.
 CARDS_PER_ROW = 4
-_SWEEP, _PLAN = "explore_sweep", "explore_plan"
+_SWEEP, _PLAN, _MIX = "explore_sweep", "explore_plan", "explore_mix"
 
 st.title("Explore")
 sc = common.scenario()
@@ -62,7 +62,26 @@ def _progress_bar(what: str):
     return bar, update
 
 
-sweep_tab, plan_tab = st.tabs(["Sweep", "Capacity plan"])
+
+
+def sweep_tradeoff(frame: pd.DataFrame) -> None:
+    """Wait (or another metric) against cost, energy or carbon, one point per cell's mean over seeds, with the
+    Pareto front; only for a sweep run with an energy model."""
+    if "cost_usd" not in frame.columns:
+        st.caption("Set an energy model on the Cluster page and sweep again to add cost, energy and carbon to "
+                   "every row and draw wait against cost.")
+        return
+    st.markdown("**Wait against cost**: the points no other beats on both lie on the dotted Pareto front.")
+    c = st.columns(2)
+    costs = list(ENERGY_METRICS)
+    x = c[0].selectbox("Cost axis", costs, index=costs.index("cost_usd"), key="sweep_tradeoff_x",
+                       format_func=lambda k: ENERGY_METRICS[k].label)
+    y = c[1].selectbox("Against", judged, index=judged.index("mean_wait_s"), key="sweep_tradeoff_y",
+                       format_func=lambda k: METRICS[k].label)
+    common.plot(explore.tradeoff_figure(frame, x, y), "sweep_tradeoff")
+
+
+sweep_tab, plan_tab, mix_tab = st.tabs(["Sweep", "Capacity plan", "Cheapest cluster"])
 
 # ---------------------------------------------------------------- sweep
 with sweep_tab:
@@ -96,7 +115,8 @@ with sweep_tab:
                                   f"{MAX_CELLS:,} cells and {MAX_JOB_RUNS:,} job runs at once (the CLI has no "
                                   "such limit: download the spec below and use python -m engine sweep --spec)")
             bar, update = _progress_bar("cell")
-            frame = run_sweep(spec, trace_jobs=trace_jobs, on_progress=update)
+            frame = run_sweep(spec, trace_jobs=trace_jobs, on_progress=update,
+                              energy=energy.energy_of(sc) is not None)
             bar.empty()
             st.session_state[_SWEEP] = {"spec": spec, "frame": frame, "workload": sc.workload_key()}
     saved = st.session_state.get(_SWEEP)
@@ -114,8 +134,9 @@ with sweep_tab:
             st.dataframe(tables.failures_table(failures, load_label), width="stretch", hide_index=True,
                          key="sweep_failures")
         if not frame.empty:
-            metric = st.selectbox("Metric", judged, index=judged.index("p95_wait_s"), key="sweep_metric",
-                                  format_func=lambda k: METRICS[k].label)
+            shown = judged + [k for k in ENERGY_METRICS if k in frame.columns]
+            metric = st.selectbox("Metric", shown, index=shown.index("p95_wait_s"), key="sweep_metric",
+                                  format_func=lambda k: ALL_METRICS[k].label)
             common.plot(explore.sweep_curves_figure(frame, metric, load_label=load_label), "sweep_curves")
             varied = [a for a in explore.HEATMAP_AXES if frame[a].nunique() > 1]
             if len(varied) >= 2:
@@ -126,6 +147,7 @@ with sweep_tab:
                 y = c[1].selectbox("and down", down, index=down.index("scheduler") if "scheduler" in down else 0,
                                    key="sweep_heat_y")
                 common.plot(explore.sweep_heatmap_figure(frame, metric, x, y), "sweep_heatmap")
+            sweep_tradeoff(frame)
             st.dataframe(tables.sweep_table(frame, load_label), width="stretch", hide_index=True, key="sweep_table")
         d = st.columns(2)
         d[0].download_button("Results (CSV, one row per cell)", frame.to_csv(index=False), file_name="sweep.csv",
@@ -194,3 +216,62 @@ with plan_tab:
         st.dataframe(tables.plan_table(answer), width="stretch", hide_index=True, key="plan_table")
         st.download_button("Plan runs (CSV)", pd.DataFrame(answer.attrs["probes"]).to_csv(index=False),
                            file_name="plan.csv", mime="text/csv", key="plan_csv", on_click="ignore")
+
+
+# ---------------------------------------------------------------- cheapest cluster of two node shapes
+def _mix_cards(answer: pd.DataFrame) -> None:
+    """Per scheduler: the cheapest cluster that meets the target with its $/h, and the runner-up with its own."""
+    for start in range(0, len(answer), CARDS_PER_ROW):
+        cols = st.columns(CARDS_PER_ROW)
+        for col, row in zip(cols, answer.iloc[start:start + CARDS_PER_ROW].itertuples()):
+            if not isinstance(row.cluster, str):
+                col.metric(row.scheduler, "not met", border=True, help=row.error if isinstance(row.error, str)
+                           else "not met with the most nodes allowed")
+                continue
+            second = ("no runner-up found" if not isinstance(row.runner_up, str) else
+                      f"runner-up {row.runner_up}: ${row.runner_up_price_per_h:,.2f}/h")
+            col.metric(row.scheduler, f"${row.cluster_price_per_h:,.2f}/h", border=True, delta=second,
+                       delta_color="off", delta_arrow="off")
+            col.caption(f"{row.cluster} ({plural(int(row.gpus), 'GPU')})")
+
+
+def cheapest_cluster(sc, schedulers: list[str]) -> None:
+    """The cheapest mix of two node shapes (``plan_mix``, minimising ``cluster_price_per_h`` under the scenario's
+    price list) on which each scheduler meets a target, with the runner-up."""
+    with st.form("mix_form"):
+        c = st.columns(3)
+        first = c[0].text_input("Node shape A (GPUS:TYPE)", "8:A100-80", key="mix_node_a")
+        second = c[1].text_input("Node shape B (GPUS:TYPE)", "8:H100-80", key="mix_node_b")
+        max_nodes = c[2].number_input("At most nodes of each", 1, MAX_PLAN_NODES, 16, key="mix_max_nodes")
+        c = st.columns(3)
+        metric = c[0].selectbox("Target metric", judged, index=judged.index("p95_wait_s"), key="mix_metric",
+                                format_func=lambda k: METRICS[k].label)
+        op = c[1].radio("must be", ["<=", ">="], horizontal=True, key="mix_op")
+        value_text = c[2].text_input("Target value", "30 min", key="mix_value")
+        chosen = st.multiselect("Schedulers", schedulers, default=[s for s in sc.schedulers if s in schedulers][:2],
+                                key="mix_schedulers")
+        clicked = st.form_submit_button("▶ Find the cheapest cluster", type="primary")
+    if clicked:
+        with common.engine_errors("cheapest cluster", stop=False):
+            goal = Target(metric, op, _target_value(value_text, metric))
+            bar, update = _progress_bar("plan")
+            answer = plan_mix(common.jobs_of(sc), [first.strip(), second.strip()], chosen, goal,
+                              max_nodes=int(max_nodes), seed=sc.seed, options=sc.options, on_progress=update)
+            bar.empty()
+            st.session_state[_MIX] = {"answer": answer, "workload": sc.workload_key()}
+    saved = st.session_state.get(_MIX)
+    if saved is None:
+        st.info("Two node shapes and a target: the cheapest cluster per hour (price list of the Cluster page's "
+                "energy model) built from any number of each that meets the target, and the runner-up.")
+        return
+    answer, meta = saved["answer"], saved["answer"].attrs["meta"]
+    if saved["workload"] != sc.workload_key():
+        st.warning("This plan was made for an earlier cluster or workload.")
+    _mix_cards(answer)
+    st.caption(f"{meta['runs']} runs in {meta['rounds']} rounds ({meta['wall_s']:.1f} s), prices from "
+               f"{meta['price_list']}: no mix of {' and '.join(meta['shapes'])} cheaper than the answer meets "
+               f"{meta['target']}.")
+
+
+with mix_tab:
+    cheapest_cluster(sc, schedulers)

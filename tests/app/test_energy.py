@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from app_pages.lib import energy
 from engine import EngineError, parse_cluster
@@ -16,7 +17,7 @@ from engine.analysis.scenario import Scenario
 from engine.errors import ClusterSpecError
 from engine.sim.options import CarbonSeries, EnergyModel
 from engine.units import human_value
-from tests.app.test_pages import REPO, app, errors
+from tests.app.test_pages import APP, REPO, app, errors
 
 APPLY_ENERGY = "FormSubmitter:cluster_energy_form-Apply energy and cost"
 DAILY = (REPO / "sample_traces" / "carbon" / "daily.csv").read_bytes()
@@ -125,3 +126,65 @@ def test_compare_without_an_energy_model_has_no_energy_rows():
     kpi = at.dataframe[0].value
     assert not any(m.startswith(("Energy", "Cost of", "Carbon")) for m in kpi["metric"])
     assert any("set an energy model on the Cluster page" in c.value for c in at.caption)
+
+
+def explore(query: dict) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=240)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    at.switch_page("app_pages/explore.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.mark.timeout(300)
+def test_a_sweep_with_an_energy_model_carries_cost_and_draws_wait_against_cost(ray_local):
+    at = explore({**ENERGY_QUERY, "cluster": "1x4:A100-80,2x4:T4"})
+    at.text_input(key="sweep_loads").set_value("0.5,1.2")
+    at.number_input(key="sweep_seeds").set_value(1)
+    at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    frame = at.session_state["explore_sweep"]["frame"]
+    assert set(ENERGY_METRICS) <= set(frame.columns) and (frame["cost_usd"] > 0).all()
+    figure = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "Pareto" in c.proto.spec)
+    front = next(t for t in figure["data"] if t["name"] == "Pareto front")
+    means = frame.groupby(["cluster", "load", "scheduler"])[["cost_usd", "mean_wait_s"]].mean()
+    # The front is exactly the cells no other cell beats on both cost and wait.
+    beaten = [any((o <= r).all() and (o < r).any() for _, o in means.iterrows()) for _, r in means.iterrows()]
+    assert sorted(front["x"]) == sorted(means["cost_usd"][[not b for b in beaten]].tolist())
+    assert metric_name("cost_usd") in at.dataframe[-1].value.columns
+
+
+def test_a_sweep_without_an_energy_model_says_where_to_set_one(ray_local):
+    at = explore({"cluster": "1x4:T4", "sched": "fifo", "w.n_jobs": "20"})
+    at.text_input(key="sweep_loads").set_value("0.8")
+    at.number_input(key="sweep_seeds").set_value(1)
+    at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
+    assert "cost_usd" not in at.session_state["explore_sweep"]["frame"].columns
+    assert any("Set an energy model on the Cluster page" in c.value for c in at.caption)
+
+
+@pytest.mark.timeout(300)
+def test_the_cheapest_cluster_of_two_node_shapes_shows_its_price_and_the_runner_up(ray_local):
+    from engine.analysis.energy import cluster_price_per_h
+
+    at = explore(ENERGY_QUERY)
+    at.text_input(key="mix_node_a").set_value("4:T4")
+    at.text_input(key="mix_node_b").set_value("4:A100-80")
+    at.number_input(key="mix_max_nodes").set_value(4)
+    at.selectbox(key="mix_metric").select("mean_wait_s")
+    at.text_input(key="mix_value").set_value("10 min")
+    at.multiselect(key="mix_schedulers").set_value(["first-fit"])
+    at.button(key="FormSubmitter:mix_form-▶ Find the cheapest cluster").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    answer = at.session_state["explore_mix"]["answer"]
+    row = answer.iloc[0]
+    assert isinstance(row["cluster"], str)
+    price = cluster_price_per_h(parse_cluster(row["cluster"]), "catalog")
+    card = next(m for m in at.metric if m.label == "first-fit")
+    assert card.value == f"${price:,.2f}/h"
+    probes = answer.attrs["probes"]
+    assert not any(p["meets"] and p["cluster_price_per_h"] < price for p in probes)  # nothing cheaper meets it
+    if isinstance(row["runner_up"], str):
+        assert card.proto.delta == f"runner-up {row['runner_up']}: ${row['runner_up_price_per_h']:,.2f}/h"

@@ -95,7 +95,7 @@ def test_a_bad_grid_is_an_inline_error_in_its_own_tab():
     at.text_input(key="sweep_loads").set_value("0.5,abc")
     at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
     assert not at.exception
-    sweep_tab, plan_tab = at.tabs
+    sweep_tab, plan_tab, _ = at.tabs
     assert len(sweep_tab.error) == 1 and "expected comma\\-separated numbers" in sweep_tab.error[0].value
     # The capacity plan tab still draws its form, with no error of the sweep's.
     assert not plan_tab.error and plan_tab.text_input(key="plan_node").value
