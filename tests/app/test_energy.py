@@ -8,7 +8,6 @@ import json
 import re
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from app_pages.lib import energy
 from engine import EngineError, parse_cluster
@@ -17,7 +16,8 @@ from engine.analysis.scenario import Scenario
 from engine.errors import ClusterSpecError
 from engine.sim.options import CarbonSeries, EnergyModel
 from engine.units import human_value
-from tests.app.test_pages import APP, REPO, app, errors
+from tests.app.test_explore import explore
+from tests.app.test_pages import REPO, app, errors
 
 APPLY_ENERGY = "FormSubmitter:cluster_energy_form-Apply energy and cost"
 DAILY = (REPO / "sample_traces" / "carbon" / "daily.csv").read_bytes()
@@ -126,16 +126,6 @@ def test_compare_without_an_energy_model_has_no_energy_rows():
     kpi = at.dataframe[0].value
     assert not any(m.startswith(("Energy", "Cost of", "Carbon")) for m in kpi["metric"])
     assert any("set an energy model on the Cluster page" in c.value for c in at.caption)
-
-
-def explore(query: dict) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=240)
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.run()
-    at.switch_page("app_pages/explore.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 @pytest.mark.timeout(300)

@@ -18,9 +18,9 @@ pytestmark = pytest.mark.timeout(300)
 QUERY = {"cluster": "2x4:V100-32", "sched": "fifo,sjf", "w.n_jobs": "40"}
 
 
-def explore() -> AppTest:
+def explore(query: dict | None = None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=240)
-    for k, v in QUERY.items():
+    for k, v in (QUERY if query is None else query).items():
         at.query_params[k] = v
     at.run()
     at.switch_page("app_pages/explore.py").run()
