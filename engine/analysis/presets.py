@@ -12,14 +12,17 @@ Each preset is one JSON file in ``presets/`` at the repository root::
       "look_at": "what to watch in the charts",
       "lesson": "what the comparison teaches",
       "expect": {"metric": "mean_wait_s", "winners": ["first-fit"], "loser": "least-loaded",
-                 "factor": 2.0, "exclude_users": []}
+                 "factor": 2.0, "exclude_users": []},
+      "options": {"energy": {"pue": 1.2}}               # optional run options (engine.sim.options.RunOptions)
     }
 
-``cluster``, ``workload``, ``schedulers`` and ``seed`` are the preset's :class:`~engine.analysis.scenario.Scenario`
+``cluster``, ``workload``, ``schedulers``, ``seed`` and ``options`` are the preset's
+:class:`~engine.analysis.scenario.Scenario`
 (read by :func:`engine.analysis.scenario.preset_scenario_from_dict`); the rest is its :class:`Lesson`.
 ``expect`` makes the lesson checkable: on the preset's workload, every winner's ``metric`` is better than
 the loser's by at least ``factor`` (``loser >= factor x winner`` for lower-is-better metrics,
-``winner >= factor x loser`` for higher-is-better ones; see :data:`engine.analysis.metrics.METRICS`). With
+``winner >= factor x loser`` for higher-is-better ones; any metric of :data:`engine.analysis.metrics.ALL_METRICS`
+with a direction: an energy, cost or carbon metric is measured under the preset's ``options.energy``). With
 ``exclude_users``, the metric (``mean_wait_s`` or ``mean_jct_s``) is computed over the jobs of the other
 users only, e.g. the light users a heavy one crowds out. A test checks every preset on three seeds.
 """
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from engine.analysis.metrics import METRICS, job_frame, summarize
+from engine.analysis.metrics import ALL_METRICS, ENERGY_METRICS, job_frame, summarize
 from engine.analysis.scenario import PRESET_DIR, Scenario, ScenarioError, preset_scenario_from_dict
 from engine.errors import EngineError, UnknownNameError, reject_unknown_keys
 from engine.sim.cluster import Cluster
@@ -96,8 +99,10 @@ class Preset:
         return (self.scenario if seed is None else self.scenario.with_seed(seed)).run()
 
     def measure(self, results: Mapping[str, Any]) -> dict[str, float]:
-        """The expectation's metric for each scheduler's result."""
+        """The expectation's metric for each scheduler's result (an energy metric under the preset's energy
+        model)."""
         exp = self.expect
+        energy = self.scenario.options.energy if exp.metric in ENERGY_METRICS else None
         out = {}
         for name, result in results.items():
             if exp.exclude_users:
@@ -105,7 +110,7 @@ class Preset:
                 frame = frame[~frame["user"].isin(exp.exclude_users)]
                 out[name] = float(frame[USER_SCOPED_METRICS[exp.metric]].mean())
             else:
-                out[name] = float(summarize(result).to_dict()[exp.metric])
+                out[name] = float(summarize(result, energy=energy).value(exp.metric))
         return out
 
     def lesson_holds(self, values: Mapping[str, float]) -> bool:
@@ -116,13 +121,13 @@ class Preset:
             win = values[w]
             if not (math.isfinite(win) and math.isfinite(loser)):
                 return False
-            ok = loser >= exp.factor * win if METRICS[exp.metric].better == "lower" else win >= exp.factor * loser
+            ok = loser >= exp.factor * win if ALL_METRICS[exp.metric].better == "lower" else win >= exp.factor * loser
             if not ok or win == loser:
                 return False
         return True
 
 
-_KEYS = {"title", "cluster", "workload", "schedulers", "look_at", "lesson", "expect", "seed"}
+_KEYS = {"title", "cluster", "workload", "schedulers", "look_at", "lesson", "expect", "seed", "options"}
 
 
 def preset_from_dict(name: str, data: Mapping[str, Any], where: str = "preset") -> Preset:
@@ -146,7 +151,7 @@ def preset_from_dict(name: str, data: Mapping[str, Any], where: str = "preset") 
                              factor=float(e.get("factor", 1.0)), exclude_users=tuple(e.get("exclude_users", ())))
     except (KeyError, TypeError, ValueError) as exc:
         raise PresetError(f"{where}: 'expect' needs metric, winners (list) and loser ({exc})") from None
-    if expect.metric not in METRICS or METRICS[expect.metric].better is None:
+    if expect.metric not in ALL_METRICS or ALL_METRICS[expect.metric].better is None:
         raise PresetError(f"{where}: expect.metric {expect.metric!r} is not a metric with a direction")
     if expect.exclude_users and expect.metric not in USER_SCOPED_METRICS:
         raise PresetError(f"{where}: exclude_users works with {', '.join(USER_SCOPED_METRICS)} only")

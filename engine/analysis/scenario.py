@@ -562,7 +562,7 @@ def preset_names() -> tuple[str, ...]:
 
 
 def preset_scenario_from_dict(name: str, data: Mapping[str, Any], where: str = "preset") -> Scenario:
-    """The scenario part of a preset file (``cluster``, ``workload``, ``schedulers``, ``seed``; trusted: a
+    """The scenario part of a preset file (``cluster``, ``workload``, ``schedulers``, ``seed``, ``options``; trusted: a
     preset may name a trace file). ``workload`` is a scenario workload (:meth:`WorkloadSpec.from_dict`), or the
     presets' older form ``{"generate": {generator arguments}}`` / ``{"trace": PATH, "format": NAME}``."""
     seed = data.get("seed", 0)
@@ -591,7 +591,12 @@ def preset_scenario_from_dict(name: str, data: Mapping[str, Any], where: str = "
     schedulers = data.get("schedulers")
     if not isinstance(schedulers, (list, tuple)):
         raise ScenarioError(f"{where}: 'schedulers' must be a list of scheduler names")
-    return Scenario(cluster=cluster, workload=spec, schedulers=tuple(schedulers), seed=seed, name=name)
+    try:
+        options = RunOptions.from_dict(data.get("options", {}), f"{where}: options")
+    except EngineError as exc:  # OptionsError: one line naming the key
+        raise ScenarioError(str(exc)) from None
+    return Scenario(cluster=cluster, workload=spec, schedulers=tuple(schedulers), seed=seed, name=name,
+                    options=options)
 
 
 @cache

@@ -11,10 +11,10 @@ from engine.analysis.presets import PRESETS, PresetError, load_preset, read_pres
 from engine.errors import UnknownNameError
 
 EXPECTED = {"least-loaded-collapse", "head-of-line-blocking", "fractional-fragmentation", "heavy-user",
-            "topology-packing"}
+            "topology-packing", "cheap-gpu-slow-jobs"}
 
 
-def test_the_five_teaching_presets_exist():
+def test_the_teaching_presets_exist():
     assert EXPECTED <= set(PRESETS)
     for preset in PRESETS.values():
         assert preset.title and preset.lesson and preset.look_at
@@ -55,6 +55,8 @@ GOOD = {"title": "t", "cluster": "1x4:T4", "workload": {"generate": {"n_jobs": 5
     ({"expect": {"metric": "mean_wait_s", "winners": ["drf"], "loser": "fifo"}}, "not in 'schedulers'"),
     ({"expect": {"metric": "utilization", "winners": ["sjf"], "loser": "fifo", "exclude_users": ["a"]}},
      "exclude_users"),
+    ({"options": {"energy": {"pue": 0.5}}}, r"p.json: options.energy.pue must be a number >= 1, got 0.5"),
+    ({"options": {"colour": 1}}, r"unknown keys \['colour'\]"),
 ])
 def test_bad_preset_files(tmp_path, change, match):
     path = tmp_path / "p.json"
@@ -118,3 +120,26 @@ def test_a_preset_file_of_the_older_form_is_a_scenario_and_a_lesson(tmp_path):
     # The preset's scenario is an ordinary scenario: its JSON round-trips and builds the same jobs.
     again = Scenario.from_json(preset.scenario.to_json())
     assert again == preset.scenario and again.workload.build_jobs(again.build_cluster(), 2) == preset.build_jobs(2)
+
+
+def test_an_energy_lesson_is_measured_under_the_presets_energy_model(tmp_path):
+    from engine.analysis.metrics import summarize
+    from engine.sim.options import EnergyModel
+
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({**GOOD, "options": {"energy": {"pue": 2.0}},
+                                "expect": {"metric": "energy_kwh", "winners": ["sjf"], "loser": "fifo"}}))
+    preset = read_preset(path)
+    assert preset.scenario.options.energy == EnergyModel(pue=2.0)
+    results = preset.run(0)
+    measured = preset.measure(results)
+    assert measured["fifo"] == summarize(results["fifo"], energy=EnergyModel(pue=2.0)).value("energy_kwh")
+    assert measured["fifo"] == 2.0 * summarize(results["fifo"], energy=EnergyModel(pue=1.0)).value("energy_kwh")
+
+
+def test_the_cheap_gpu_preset_carries_its_energy_model_into_the_app_scenario():
+    from engine.analysis.energy import sets_energy
+    from engine.analysis.scenario import scenario_from_preset
+
+    sc = scenario_from_preset("cheap-gpu-slow-jobs")
+    assert sets_energy(sc.options) and sc.options.energy.pue == 1.2
