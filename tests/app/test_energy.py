@@ -178,3 +178,17 @@ def test_the_cheapest_cluster_of_two_node_shapes_shows_its_price_and_the_runner_
     assert not any(p["meets"] and p["cluster_price_per_h"] < price for p in probes)  # nothing cheaper meets it
     if isinstance(row["runner_up"], str):
         assert card.proto.delta == f"runner-up {row['runner_up']}: ${row['runner_up_price_per_h']:,.2f}/h"
+
+
+def test_the_cheap_gpu_preset_opens_compare_with_its_energy_model_and_shows_its_lesson():
+    at = app()
+    at.button(key="preset_cheap-gpu-slow-jobs").click().run()
+    assert at.query_params["o.energy.pue"] == "1.2"  # the preset's energy model travels in the link
+    at.button(key="compare_run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    results = at.session_state["results"]["results"]
+    model = at.session_state["scenario"].options.energy
+    cost = {name: summarize(r, energy=model).value("cost_usd") for name, r in results.items()}
+    assert cost["first-fit"] >= 1.25 * cost["cost-aware"]  # the lesson, on the run the page shows
+    kpi = at.dataframe[0].value.set_index("metric")
+    assert kpi.loc[metric_name("cost_usd"), "cost-aware"] == human_value(cost["cost-aware"], "USD")
