@@ -98,8 +98,10 @@ for name in results:  # a trained agent's card says plainly whether it beats the
 # ---------------------------------------------------------------- never ran, KPI table
 # Energy, cost and carbon change no simulated number: the current scenario's model applies to runs of its workload.
 model = energy.energy_of(sc if ran_sc.workload_key() == sc.workload_key() else ran_sc)
-with common.engine_errors("energy and cost (set the GPU types' watts and prices on the Cluster page)"):
-    views = common.comparison_for(ran_sc, results, model)
+views = common.engine_call(common.comparison_for, ran_sc, results, model,
+                           what="energy and cost (set the GPU types' watts and prices on the Cluster page)")
+if views is None:  # a GPU type without watts or a price: the other metrics still show
+    model, views = None, common.comparison_for(ran_sc, results)
 summaries, table = views.summaries, views.table
 missing = never_ran.of_result(next(iter(results.values())))  # the same jobs never run under every scheduler
 if missing.count:

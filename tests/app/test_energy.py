@@ -192,3 +192,15 @@ def test_the_cheap_gpu_preset_opens_compare_with_its_energy_model_and_shows_its_
     assert cost["first-fit"] >= 1.25 * cost["cost-aware"]  # the lesson, on the run the page shows
     kpi = at.dataframe[0].value.set_index("metric")
     assert kpi.loc[metric_name("cost_usd"), "cost-aware"] == human_value(cost["cost-aware"], "USD")
+
+
+def test_a_gpu_type_without_watts_is_one_line_and_the_other_metrics_still_show():
+    cluster = json.dumps({"groups": [{"gpu_type": "MY-GPU", "nodes": 1, "gpus_per_node": 4}],
+                          "gpu_types": [{"name": "MY-GPU", "vram_gib": 48, "speed": 1.5}]})
+    at = app("app_pages/compare.py", query={**ENERGY_QUERY, "cluster": cluster, "sched": "fifo"})
+    at.button(key="compare_run").click().run()
+    assert not at.exception
+    (line,) = errors(at)
+    assert line.startswith("energy and cost") and "GPU type MY-GPU has no power figures" in line
+    kpi = at.dataframe[0].value
+    assert "Mean wait ↓" in set(kpi["metric"]) and metric_name("cost_usd") not in set(kpi["metric"])
