@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from contextlib import contextmanager
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from engine.errors import TraceError, quote
+from engine.io import atomic_write_json
 
 
 def positive_float(text: str) -> float:
@@ -205,7 +205,7 @@ def progress(desc: str, total: int | None = None, *, quiet: bool = False,
 
 def write_json(path: str | Path, data: Any) -> None:
     """Write ``data`` as indented JSON (strict: NaN and infinity are refused, write them as ``None``)."""
-    Path(path).write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    atomic_write_json(path, data)
 
 
 def format_value(value: float | None, unit: str) -> str:

@@ -22,6 +22,7 @@ from engine.cli.common import (
     write_json,
 )
 from engine.errors import EngineError
+from engine.io import atomic_open
 
 
 def _describe_run(cluster, trace) -> str:
@@ -91,9 +92,11 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, values)
     if args.jobs_csv:
-        job_frame(result).to_csv(args.jobs_csv, index=False)
+        with atomic_open(args.jobs_csv, "w", newline="") as f:
+            job_frame(result).to_csv(f, index=False)
     if args.users_csv:
-        user_frame(result).to_csv(args.users_csv, index=False)
+        with atomic_open(args.users_csv, "w", newline="") as f:
+            user_frame(result).to_csv(f, index=False)
     return 0
 
 
