@@ -13,7 +13,7 @@ import os
 import secrets
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Iterator, Mapping
 
 
 def temporary_beside(path: str | os.PathLike[str]) -> Path:
@@ -41,10 +41,29 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) ->
         raise
 
 
+def atomic_write_files(files: Mapping[str | os.PathLike[str], bytes]) -> None:
+    """Write several files (path -> bytes) that belong together: every temporary is written and flushed
+    first, then each is renamed over its target, one right after the other. A kill leaves each file whole, old
+    or new; only one between two renames (microseconds) leaves the first ones new and the rest old."""
+    written: list[tuple[Path, str | os.PathLike[str]]] = []
+    try:
+        for path, data in files.items():
+            written.append((temporary_beside(path), path))
+            with open(written[-1][0], "xb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        for tmp, path in written:
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp, _ in written:
+            tmp.unlink(missing_ok=True)
+        raise
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (see the module docstring)."""
-    with atomic_open(path, "wb") as f:
-        f.write(data)
+    atomic_write_files({path: data})
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
@@ -53,8 +72,13 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "
         f.write(text)
 
 
+def json_bytes(data: Any, *, indent: int | None = 2, allow_nan: bool = False) -> bytes:
+    """``data`` as the JSON file the project writes: UTF-8, then a newline; NaN and infinities refused unless
+    ``allow_nan``."""
+    return (json.dumps(data, indent=indent, allow_nan=allow_nan) + "\n").encode("utf-8")
+
+
 def atomic_write_json(path: str | os.PathLike[str], data: Any, *, indent: int | None = 2,
                       allow_nan: bool = False) -> None:
-    """Write ``data`` as JSON (then a newline) to ``path`` atomically; NaN and infinities refused unless
-    ``allow_nan``."""
-    atomic_write_text(path, json.dumps(data, indent=indent, allow_nan=allow_nan) + "\n")
+    """Write ``data`` as JSON (:func:`json_bytes`) to ``path`` atomically."""
+    atomic_write_bytes(path, json_bytes(data, indent=indent, allow_nan=allow_nan))
