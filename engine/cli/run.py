@@ -18,6 +18,7 @@ from engine.cli.common import (
     output_path,
     preemption_arg,
     progress,
+    read_input_file,
     scheduler_list,
     write_json,
 )
@@ -35,14 +36,27 @@ def _describe_run(cluster, trace) -> str:
 
 def _run_one(name: str, cluster, jobs, args: argparse.Namespace):
     """Build scheduler ``name`` and simulate ``jobs`` with the run options of ``args``."""
-    from engine.schedulers import make_scheduler
     from engine.sim.options import RunOptions
+
+    return _simulate(name, cluster, jobs, args.seed, RunOptions(preemption=preemption_arg(args)), args.quiet)
+
+
+def _simulate(name: str, cluster, jobs, seed: int, options, quiet: bool):
+    """Build scheduler ``name`` and simulate ``jobs``. Whatever the scheduler's own code raises (a plug-in's
+    ``decide()`` that fails, returns ``None`` or raises a ``BaseException`` other than ``KeyboardInterrupt``)
+    becomes one ``EngineError`` naming it (``--traceback`` shows where)."""
+    from engine.schedulers import make_scheduler
     from engine.sim.simulator import simulate
 
     scheduler = make_scheduler(name)
-    with progress(name, len(jobs), quiet=args.quiet) as on_progress:
-        return simulate(cluster, jobs, scheduler, seed=args.seed, options=RunOptions(preemption=preemption_arg(args)),
-                        on_progress=on_progress)
+    with progress(name, len(jobs), quiet=quiet) as on_progress:
+        try:
+            return simulate(cluster, jobs, scheduler, seed=seed, options=options, on_progress=on_progress)
+        except (EngineError, KeyboardInterrupt, MemoryError):  # the engine's own one-line errors, and a stop
+            raise
+        except BaseException as exc:
+            hint = " (decide() must return or yield decisions)" if "not iterable" in str(exc) else ""
+            raise EngineError(f"scheduler {name!r} failed while it ran: {type(exc).__name__}: {exc}{hint}") from exc
 
 
 # ------------------------------------------------------------------------------------------ simulate
@@ -160,12 +174,11 @@ def _run_scenario(args: argparse.Namespace) -> int:
     from engine.analysis.metrics import summarize
     from engine.analysis.scenario import Scenario
     from engine.schedulers import make_scheduler
-    from engine.sim.simulator import simulate
 
     given = [f"--{k}" for k in ("cluster", "scheduler") if getattr(args, k) is not None]
     if given:
         raise EngineError(f"--scenario holds the cluster and the schedulers; do not also give {', '.join(given)}")
-    sc = Scenario.from_json(args.scenario.read_bytes(), trusted=True)
+    sc = Scenario.from_json(read_input_file(args.scenario, "--scenario"), trusted=True)
     if not sc.schedulers:
         raise EngineError(f"{args.scenario}: the scenario names no scheduler")
     for name in sc.schedulers:
@@ -174,9 +187,7 @@ def _run_scenario(args: argparse.Namespace) -> int:
     jobs = sc.build_jobs(cluster, scenario_trace_bytes(sc.workload, args.trace))
     results = {}
     for name in sc.schedulers:
-        with progress(name, len(jobs), quiet=args.quiet) as on_progress:
-            results[name] = summarize(simulate(cluster, jobs, make_scheduler(name), seed=sc.seed, options=sc.options,
-                                               on_progress=on_progress))
+        results[name] = summarize(_simulate(name, cluster, jobs, sc.seed, sc.options, args.quiet))
     heading = (f"scenario {sc.name or args.scenario}: cluster {cluster.to_shorthand()} ({cluster.n_gpus} GPUs); "
                f"{len(jobs):,} jobs ({sc.workload.source}); seed {sc.seed}")
     _print_comparison(results, cluster, jobs, heading)

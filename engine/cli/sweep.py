@@ -27,6 +27,7 @@ from engine.cli.common import (
     load_trace_arg,
     output_path,
     progress,
+    read_input_file,
     scheduler_list,
     trace_options,
     write_json,
@@ -107,7 +108,7 @@ def sweep_spec(args: argparse.Namespace):
             "--load-scale": args.load_scale, "--schedulers": args.schedulers, "--seeds": args.seeds}
     if args.spec is not None:
         given = [k for k, v in grid.items() if v is not None]
-        data = json.loads(args.spec.read_bytes())
+        data = json.loads(read_input_file(args.spec, "--spec"))
         if isinstance(data, dict) and ("workload" in data or "cluster" in data):  # a scenario file: the base
             sc = Scenario.from_dict(data, trusted=True)
             if args.schedulers:
