@@ -42,21 +42,12 @@ def _run_one(name: str, cluster, jobs, args: argparse.Namespace):
 
 
 def _simulate(name: str, cluster, jobs, seed: int, options, quiet: bool):
-    """Build scheduler ``name`` and simulate ``jobs``. Whatever the scheduler's own code raises (a plug-in's
-    ``decide()`` that fails, returns ``None`` or raises a ``BaseException`` other than ``KeyboardInterrupt``)
-    becomes one ``EngineError`` naming it (``--traceback`` shows where)."""
-    from engine.schedulers import make_scheduler
-    from engine.sim.simulator import simulate
+    """Build scheduler ``name`` and simulate ``jobs`` (a scheduler that fails is one line naming it:
+    :func:`~engine.analysis.evaluate.run_scheduler`), with a progress bar unless ``quiet``."""
+    from engine.analysis.evaluate import run_scheduler
 
-    scheduler = make_scheduler(name)
     with progress(name, len(jobs), quiet=quiet) as on_progress:
-        try:
-            return simulate(cluster, jobs, scheduler, seed=seed, options=options, on_progress=on_progress)
-        except (EngineError, KeyboardInterrupt, MemoryError):  # the engine's own one-line errors, and a stop
-            raise
-        except BaseException as exc:
-            hint = " (decide() must return or yield decisions)" if "not iterable" in str(exc) else ""
-            raise EngineError(f"scheduler {name!r} failed while it ran: {type(exc).__name__}: {exc}{hint}") from exc
+        return run_scheduler(name, cluster, jobs, seed, options, on_progress)
 
 
 # ------------------------------------------------------------------------------------------ simulate

@@ -58,8 +58,7 @@ BROKEN = {
 }
 
 
-@pytest.mark.parametrize("how", list(BROKEN))
-def test_a_plugin_whose_decide_fails_is_one_line_naming_it(tmp_path, how):
+def broken_plugin(tmp_path: Path, how: str) -> str:
     plugin = tmp_path / "broken.py"
     plugin.write_text(
         "from engine.schedulers import SchedulerSpec, register\n\n"
@@ -67,11 +66,22 @@ def test_a_plugin_whose_decide_fails_is_one_line_naming_it(tmp_path, how):
         "class Broken:\n    name = 'broken'\n\n    def reset(self, state):\n        pass\n\n"
         f"    def decide(self, state):\n        {BROKEN[how]}\n\n"
         "register(SchedulerSpec('broken', Broken, 'Fails in decide().'))\n")
-    proc = engine("simulate", "--plugin", str(plugin), "--cluster", "1x4:T4", "--trace", TRACE,
+    return str(plugin)
+
+
+@pytest.mark.parametrize("how", list(BROKEN))
+def test_a_plugin_whose_decide_fails_is_one_line_naming_it(tmp_path, how):
+    proc = engine("simulate", "--plugin", broken_plugin(tmp_path, how), "--cluster", "1x4:T4", "--trace", TRACE,
                   "--scheduler", "broken", "--quiet")
     one_line_error(proc, "scheduler 'broken' failed while it ran: ")
     if how == "returns None":
         assert "decide() must return or yield decisions" in proc.stderr
+
+
+def test_evaluate_names_a_failing_plugin_scheduler_in_one_line(tmp_path):
+    proc = engine("evaluate", "--plugin", broken_plugin(tmp_path, "raises a BaseException"), "--schedulers",
+                  "fifo,broken", "--scenario", "v100-32", "--seeds", "1", "--quiet")
+    one_line_error(proc, "scheduler 'broken' failed while it ran: Stop: stop")
 
 
 def test_a_load_scale_past_every_time_names_a_finite_scale():
