@@ -27,7 +27,9 @@ ALLOWED = {
     "analysis": {"errors", "units", "io", "sim", "schedulers", "traces", "plugins"},
     "viz": {"errors", "units", "io", "sim", "plugins", "analysis"},
     "rl": {"errors", "units", "io", "sim", "schedulers", "plugins", "traces", "analysis", "viz"},
-    "cli": {"errors", "units", "io", "sim", "schedulers", "plugins", "traces", "analysis", "viz", "rl"},
+    "runner": {"errors", "units", "io", "sim", "schedulers", "plugins", "traces", "analysis"},
+    "api": {"errors", "units", "io", "sim", "schedulers", "plugins", "traces", "analysis", "rl", "runner"},
+    "cli": {"errors", "units", "io", "sim", "schedulers", "plugins", "traces", "analysis", "viz", "rl", "runner", "api"},
 }
 
 

@@ -33,7 +33,7 @@ from engine.analysis.scenario import Scenario, WorkloadSpec, preset_names, prese
 from engine.errors import EngineError, reject_unknown_keys
 from engine.schedulers import make_scheduler
 from engine.sim.cluster import parse_cluster
-from engine.sim.options import RunOptions
+from engine.sim.options import EnergyModel, RunOptions
 from engine.sim.simulator import Result, simulate
 
 #: The keys of the flat evaluation-scenario dicts that model cards written before the scenario record hold.
@@ -193,7 +193,8 @@ class Evaluation:
 
     @property
     def metric_keys(self) -> list[str]:
-        """Every metric of the runs: those of :data:`engine.analysis.metrics.METRICS`, then extra ones."""
+        """Every metric of the runs: those of :data:`engine.analysis.metrics.METRICS`, then extra ones (the
+        energy metrics, ``extra``'s)."""
         first = self.runs[self.baseline][0]
         return [*METRICS, *(k for k in first if k not in METRICS)]
 
@@ -239,12 +240,12 @@ class Evaluation:
 def evaluate(schedulers: Sequence[str], scenario: str | Scenario, seeds: int | Sequence[int], *,
              baseline: str | None = None, extra: Mapping[str, Callable[[Result], float]] | None = None,
              on_run: Callable[[str, int], None] | None = None,
-             options: RunOptions | None = None) -> Evaluation:
+             options: RunOptions | None = None, energy: EnergyModel | None = None) -> Evaluation:
     """Run every scheduler on the scenario's workload for each seed (``seeds=n`` means ``0..n-1``).
 
     ``extra`` adds metrics computed from each run's :class:`~engine.sim.simulator.Result` (e.g. a model's objective);
     ``options`` replace the scenario's run options (by default its own: for a named scenario, preemption that
-    loses nothing).
+    loses nothing); ``energy`` adds energy, cost and carbon to every run's metrics (as ``summarize`` does).
     """
     sc = scenario if isinstance(scenario, Scenario) else parse_scenario(scenario)
     if options is not None:
@@ -269,7 +270,7 @@ def evaluate(schedulers: Sequence[str], scenario: str | Scenario, seeds: int | S
         jobs = run.workload.build_jobs(cluster)
         for n in names:
             result = run_scheduler(n, cluster, jobs, run.seed, run.options)
-            row = summarize(result).to_dict()
+            row = summarize(result, energy=energy).to_dict()
             row.update({k: float(f(result)) for k, f in (extra or {}).items()})
             runs[n].append(row)
             if on_run is not None:

@@ -133,6 +133,9 @@ ENERGY_METRICS: dict[str, Metric] = {
     "cluster_price_per_h": Metric("Cluster price", "USD/h", "lower", "sum over GPUs of the price per GPU-hour"),
 }
 
+#: Every key a summary may hold, with its metadata: :data:`METRICS` then :data:`ENERGY_METRICS`.
+ALL_METRICS: dict[str, Metric] = {**METRICS, **ENERGY_METRICS}
+
 
 @dataclass(frozen=True)
 class Summary:
@@ -440,6 +443,6 @@ def best_columns(table: pd.DataFrame, *, rel_tol: float = 1e-9) -> dict[str, tup
 
 def metric_name(key: str) -> str:
     """A metric's full name with its direction: ``Mean wait ↓``, ``Completed ↑``, ``Never ran (...)``."""
-    m = METRICS[key] if key in METRICS else ENERGY_METRICS[key]
+    m = ALL_METRICS[key]
     arrow = {"lower": " ↓", "higher": " ↑"}.get(m.better or "", "")
     return m.label + arrow

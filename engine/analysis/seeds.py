@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from engine.analysis.evaluate import mean_ci
-from engine.analysis.metrics import METRICS, Summary, metric_name
+from engine.analysis.metrics import ALL_METRICS, Summary, metric_name
 from engine.analysis.scenario import Scenario, ScenarioError
 from engine.units import human_value
 
@@ -38,10 +38,10 @@ def ci_frame(summaries: Mapping[str, Sequence[Summary]], keys: Sequence[str]) ->
     seeds, each in its metric's human unit (``–`` where undefined)."""
     rows = []
     for key in keys:
-        unit = METRICS[key].unit
+        unit = ALL_METRICS[key].unit
         row = {"metric": metric_name(key)}
         for name, runs in summaries.items():
-            mean, half = mean_ci([float(getattr(s, key)) for s in runs])
+            mean, half = mean_ci([float(s.value(key)) for s in runs])
             row[name] = human_value(mean, unit) + ("" if half != half else f" ± {human_value(half, unit)}")
         rows.append(row)
     return pd.DataFrame(rows, columns=["metric", *summaries])

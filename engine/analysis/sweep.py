@@ -17,9 +17,11 @@ this is exactly what ``python -m engine generate --cluster C --jobs N --load L -
 gets the reference, so a 10,000-job trace crosses the network once per node, not once per task. Results are
 taken as they complete (``ray.wait``) and reported through ``on_progress(done, total)``. A cell that raises is
 recorded with its parameters in ``frame.attrs["failures"]``; the other cells still complete. With no address
-(and no ``RAY_ADDRESS``) a local Ray is started on this machine's cores; ``address`` joins an existing cluster,
-whose nodes must have this project importable (the same version). A Ray already initialised in this process
-is used as it is, and a Ray started here is left running for the next call (``ray.shutdown()`` stops it).
+(and no ``RAY_ADDRESS``) a local Ray is started on this machine's cores; ``address`` joins an existing cluster
+(with its token, if it wants one: :mod:`engine.analysis.ray_join`), whose nodes must have this project
+importable (the same version); a head lost mid-sweep leaves the finished cells and the rest as failures. A Ray
+already initialised in this process is used as it is, and a Ray started here is left running for the next
+call (``ray.shutdown()`` stops it).
 ``backend="serial"`` runs the same cells one after the other in this process (no Ray), for comparison.
 
 This module imports ray only when a Ray backend is used, and pandas only to build the result frame.
@@ -36,7 +38,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from engine.analysis.metrics import METRICS, summarize
+from engine.analysis.metrics import ENERGY_METRICS, METRICS, summarize
+from engine.analysis.ray_join import RayJoinError, head_answers, join_cluster
 from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec
 from engine.errors import EngineError, reject_unknown_keys
 from engine.io import atomic_write_text
@@ -49,6 +52,11 @@ from engine.sim.simulator import simulate
 from engine.sim.state import Scheduler
 
 BACKENDS = ("ray", "serial")
+#: Seconds without a finished cell after which the Ray head's port is tried, and how many tries in a row must
+#: fail before the head counts as gone: Ray notices a lost head only after a minute, and then ends this
+#: process, finished cells and all.
+HEAD_CHECK_S = 5.0
+HEAD_MISSES = 2
 #: The columns that name a cell, before the metrics.
 CELL_COLUMNS = ("cluster", "load", "seed", "scheduler")
 #: Bounds on a spec (a spec may come from a file someone else wrote).
@@ -278,15 +286,16 @@ def curve_stats(frame, metric: str):
 
 def run_cell(cluster: Cluster, jobs: Sequence[Job], scheduler: str, seed: int,
              factory: Callable[[], Scheduler] | None = None, plugins: Sequence[str] = (),
-             options: RunOptions | None = None) -> dict[str, Any]:
+             options: RunOptions | None = None, energy: bool = False) -> dict[str, Any]:
     """One cell: ``scheduler`` (or what ``factory`` builds) on ``jobs`` with simulation seed ``seed`` and run
-    ``options``; returns ``summarize(result).to_dict()``. This is the Ray task (workers import this module by
-    name); ``plugins`` are imported first (:func:`engine.plugins.load_plugin`, once per worker), so their
-    schedulers have names there."""
+    ``options``; returns ``summarize(result).to_dict()``, with the energy metrics of ``options.energy`` when
+    ``energy``. This is the Ray task (workers import this module by name); ``plugins`` are imported first
+    (:func:`engine.plugins.load_plugin`, once per worker), so their schedulers have names there."""
     for plugin in plugins:
         load_plugin(plugin)
     built = factory() if factory is not None else make_scheduler(scheduler)
-    return summarize(simulate(cluster, jobs, built, seed=seed, options=options)).to_dict()
+    model = (options or RunOptions()).energy if energy else None
+    return summarize(simulate(cluster, jobs, built, seed=seed, options=options), energy=model).to_dict()
 
 
 # ------------------------------------------------------------------------------------------ backends
@@ -349,7 +358,7 @@ class Runner:
             if self.requested_address is None:
                 _start_local_ray(num_cpus=self.num_cpus, include_dashboard=False, **quiet)
             else:
-                ray.init(address=self.requested_address, **quiet)
+                join_cluster(self.requested_address, **quiet)  # one line within seconds when it cannot
             self.started_ray = True
         self.address = ray.get_runtime_context().gcs_address
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -363,16 +372,19 @@ class Runner:
         return ray.put(tuple(jobs))
 
     def submit(self, key: Any, cluster: Cluster, jobs_ref: Any, scheduler: str, seed: int,
-               factory: Callable[[], Scheduler] | None = None, options: RunOptions | None = None) -> None:
+               factory: Callable[[], Scheduler] | None = None, options: RunOptions | None = None,
+               energy: bool = False) -> None:
         """Start one cell (on Ray it is queued at once; serially it runs when :meth:`completed` reaches it)."""
-        args = (cluster, jobs_ref, scheduler, seed, factory, self.plugins, options)
+        args = (cluster, jobs_ref, scheduler, seed, factory, self.plugins, options, energy)
         if self.backend == "serial":
             self._pending[key] = args
         else:
             self._pending[self._remote.remote(*args)] = key
 
     def completed(self) -> Iterator[tuple[Any, dict[str, Any] | BaseException]]:
-        """Every submitted cell, as it completes: ``(key, summary)`` or ``(key, the exception it raised)``."""
+        """Every submitted cell, as it completes: ``(key, summary)`` or ``(key, the exception it raised)``. When
+        the Ray head stops answering (:data:`HEAD_CHECK_S`), Ray is disconnected and every cell still pending
+        comes at once with a :class:`~engine.analysis.ray_join.RayJoinError`."""
         if self.backend == "serial":
             pending, self._pending = self._pending, {}
             for key, args in pending.items():
@@ -383,14 +395,36 @@ class Runner:
             return
         import ray
 
+        quiet_since, misses = time.monotonic(), 0
         while self._pending:
             ready, _ = ray.wait(list(self._pending), num_returns=min(len(self._pending), 64), timeout=0.2)
+            if ready:
+                quiet_since, misses = time.monotonic(), 0
+            elif time.monotonic() - quiet_since >= HEAD_CHECK_S:
+                quiet_since = time.monotonic()
+                misses = 0 if head_answers(self.address) else misses + 1
+                if misses == HEAD_MISSES:
+                    yield from self._lost()
+                    return
             for ref in ready:
                 key = self._pending.pop(ref)
                 try:
                     yield key, ray.get(ref)
                 except Exception as exc:  # RayTaskError wraps what the cell raised; a dead worker is one too
                     yield key, getattr(exc, "cause", None) or exc
+
+    def _lost(self) -> Iterator[tuple[Any, BaseException]]:
+        """The cluster's head went away: disconnect now (Ray would end this process a minute later) and report
+        every cell still pending as failed; the finished ones are kept by the caller."""
+        import ray
+
+        pending, self._pending = self._pending, {}
+        ray.shutdown()
+        self.started_ray = False
+        error = RayJoinError(f"the Ray cluster at {self.address} went away (its head no longer answers) before "
+                             "this cell finished")
+        for key in pending.values():
+            yield key, error
 
 
 def _exit_cleanly_on_sigterm() -> None:
@@ -469,7 +503,8 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
               address: str | None = None, num_cpus: int | None = None,
               on_progress: Callable[[int, int], None] | None = None,
               factories: Mapping[str, Callable[[], Scheduler]] | None = None, keep_ray: bool = True,
-              plugins: Sequence[str] = (), kept: Mapping[tuple, Mapping[str, Any]] | None = None,
+              plugins: Sequence[str] = (), energy: bool = False,
+              kept: Mapping[tuple, Mapping[str, Any]] | None = None,
               on_cell: Callable[[tuple, dict[str, Any]], None] | None = None):
     """Simulate every cell of ``spec`` and return a pandas frame, one row per completed cell in grid order.
 
@@ -486,15 +521,17 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
         keep_ray: leave a Ray started by this call running (for the next sweep) instead of shutting it down.
         plugins: plug-in files or modules (``--plugin``) every worker imports before it builds a scheduler; they
             must be loaded here too (their names are checked before anything runs).
+        energy: every row adds the keys of :data:`~engine.analysis.metrics.ENERGY_METRICS` (cost, energy and
+            carbon under the base's ``options.energy``).
         kept: rows of cells an earlier run of this grid finished (``(cluster, load, seed, scheduler) -> row``,
             e.g. :meth:`CellJournal.open`'s): they are not run again, and are in the frame as given.
         on_cell: called with ``(key, row)`` as each cell completes (not for failed cells), e.g.
             :meth:`CellJournal.add`, so that a killed sweep can resume.
 
     Returns:
-        Columns :data:`CELL_COLUMNS` then every key of :data:`~engine.analysis.metrics.METRICS` (undefined values
-        NaN). ``attrs["failures"]``: one dict per failed cell (its parameters and ``error``); ``attrs["meta"]``:
-        ``backend``, ``address``, ``cpus``, ``cells``, ``completed``, ``failed``, ``wall_s``, ``ray_init_s`` and
+        Columns :data:`CELL_COLUMNS` then every key of :data:`~engine.analysis.metrics.METRICS` (then of
+        ``ENERGY_METRICS`` with ``energy``; undefined values NaN). ``attrs["failures"]``: one dict per failed
+        cell (its parameters and ``error``); ``attrs["meta"]``: ``backend``, ``address``, ``cpus``, ``cells``, ``completed``, ``failed``, ``wall_s``, ``ray_init_s`` and
         the ``spec``.
     """
     import pandas as pd
@@ -518,7 +555,7 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
             for scheduler in spec.schedulers:
                 if (*key, scheduler) not in rows:
                     runner.submit((*key, scheduler), cluster, jobs_ref, scheduler, key[2], factories.get(scheduler),
-                                  spec.base.options)
+                                  spec.base.options, energy)
         for key, outcome in runner.completed():
             params = dict(zip(CELL_COLUMNS, key))
             if isinstance(outcome, BaseException):
@@ -532,8 +569,9 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
                 on_progress(done, total)
     order = [(c, load, seed, s) for c in spec.clusters for load in spec.loads for seed in range(spec.seeds)
              for s in spec.schedulers]
-    frame = pd.DataFrame([rows[k] for k in order if k in rows], columns=[*CELL_COLUMNS, *METRICS])
-    frame = frame.astype({k: "int64" if m.unit in ("jobs", "count") else "float64" for k, m in METRICS.items()})
+    metrics = {**METRICS, **(ENERGY_METRICS if energy else {})}
+    frame = pd.DataFrame([rows[k] for k in order if k in rows], columns=[*CELL_COLUMNS, *metrics])
+    frame = frame.astype({k: "int64" if m.unit in ("jobs", "count") else "float64" for k, m in metrics.items()})
     frame.attrs["failures"] = [failures[k].to_dict() for k in order if k in failures]
     frame.attrs["meta"] = {"backend": backend, "address": runner.address, "cpus": runner.cpus, "cells": total,
                            "completed": len(rows), "failed": len(failures),

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 from engine.analysis.evaluate import SCENARIOS, describe, evaluate, parse_scenario
-from engine.analysis.metrics import METRICS
+from engine.analysis.metrics import ALL_METRICS
 from engine.errors import EngineError
 from engine.sim.options import PreemptionModel
 
 _SHOWN_DIFFS = ("mean_wait_s", "p95_wait_s", "mean_jct_s", "mean_bounded_slowdown", "utilization",
                 "gini_user_wait", "comm_overhead_gpu_h")
+#: Paired differences shown too when the runs have energy metrics.
+_SHOWN_ENERGY_DIFFS = ("energy_kwh", "cost_usd", "cluster_cost_usd", "co2_kg")
 
 
 def add_arguments(parser) -> None:
-    from engine.cli.common import add_plugin_argument, add_preemption_arguments, int_in, output_path
+    from engine.cli.common import add_plugin_argument, add_run_option_arguments, int_in, output_path
 
     parser.add_argument("--schedulers", metavar="A,B,...",
                         help="comma-separated scheduler names, e.g. first-fit,sjf,rl:wait-mlp "
@@ -28,7 +29,7 @@ def add_arguments(parser) -> None:
                         help="workload seeds 0..N-1 (default 10, at most 10,000)")
     parser.add_argument("--baseline", metavar="NAME", help="paired differences against this one (default: first)")
     parser.add_argument("--json", type=output_path, metavar="FILE", help="also write every number as JSON")
-    add_preemption_arguments(parser)
+    add_run_option_arguments(parser)
     add_plugin_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress line")
 
@@ -36,7 +37,14 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import sys
 
-    from engine.cli.common import format_table, format_value, preemption_arg, write_json
+    from engine.analysis.energy import sets_energy
+    from engine.cli.common import (
+        format_table,
+        format_value,
+        run_options_from,
+        summary_energy,
+        write_json,
+    )
 
     if args.seeds < 1:
         raise EngineError(f"--seeds must be >= 1, got {args.seeds}")
@@ -50,10 +58,9 @@ def run(args) -> int:
         if not args.quiet and sys.stderr.isatty():
             print(f"\r{done[0]}/{total} runs", end="", file=sys.stderr, flush=True)
 
-    # The preemption options replace the scenario's run options only when given.
-    given = args.checkpoint_interval is not None or args.restart_overhead != 0.0
-    ev = evaluate(names, scenario, args.seeds, baseline=args.baseline, on_run=tick,
-                  options=replace(scenario.options, preemption=preemption_arg(args)) if given else None)
+    options = run_options_from(args, scenario.options)  # the flags given replace the scenario's own values
+    energy = summary_energy(args, options, scenario.build_cluster(trusted=True), sets_energy(scenario.options))
+    ev = evaluate(names, scenario, args.seeds, baseline=args.baseline, on_run=tick, options=options, energy=energy)
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
     preemption = ev.scenario.options.preemption
@@ -65,7 +72,8 @@ def run(args) -> int:
           f"seeds 0..{args.seeds - 1}; {lost}; mean +/- 95 % CI")
     stats = ev.stats()
     rows = []
-    for m, meta in METRICS.items():
+    for m in ev.metric_keys:
+        meta = ALL_METRICS[m]
         cells = [f"{format_value(a, meta.unit)} +/- {format_value(b, meta.unit)}" if not math.isnan(b)
                  else format_value(a, meta.unit) for a, b in (stats[m][s] for s in ev.schedulers)]
         rows.append([f"{m} ({meta.better})" if meta.better else m, *cells])
@@ -75,8 +83,8 @@ def run(args) -> int:
         print(f"\npaired difference vs {ev.baseline} (same workloads): mean +/- 95 % CI (relative)")
         paired = ev.paired()
         rows = []
-        for m in _SHOWN_DIFFS:
-            unit = METRICS[m].unit
+        for m in [*_SHOWN_DIFFS, *(k for k in _SHOWN_ENERGY_DIFFS if k in ev.metric_keys)]:
+            unit = ALL_METRICS[m].unit
             rows.append([m, *(f"{format_value(d, unit)} +/- {format_value(h, unit)} ({r:+.1%})"
                               if not math.isnan(r) else f"{format_value(d, unit)} +/- {format_value(h, unit)}"
                               for d, h, r in (paired[m][s] for s in others))])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from engine.cli.common import (
@@ -16,10 +17,11 @@ from engine.cli.common import (
     load_trace_arg,
     metric_label,
     output_path,
-    preemption_arg,
     progress,
     read_input_file,
+    run_options_from,
     scheduler_list,
+    summary_energy,
     write_json,
 )
 from engine.errors import EngineError
@@ -34,20 +36,21 @@ def _describe_run(cluster, trace) -> str:
             f"({trace.format}, {len(trace.jobs):,} jobs{note})")
 
 
-def _run_one(name: str, cluster, jobs, args: argparse.Namespace):
-    """Build scheduler ``name`` and simulate ``jobs`` with the run options of ``args``."""
-    from engine.sim.options import RunOptions
-
-    return _simulate(name, cluster, jobs, args.seed, RunOptions(preemption=preemption_arg(args)), args.quiet)
-
-
-def _simulate(name: str, cluster, jobs, seed: int, options, quiet: bool):
-    """Build scheduler ``name`` and simulate ``jobs`` (a scheduler that fails is one line naming it:
-    :func:`~engine.analysis.evaluate.run_scheduler`), with a progress bar unless ``quiet``."""
+def _run_one(name: str, cluster, jobs, args: argparse.Namespace, options):
+    """Build scheduler ``name`` and simulate ``jobs`` with seed ``args.seed`` and run ``options`` (a scheduler
+    that fails is one line naming it: :func:`~engine.analysis.evaluate.run_scheduler`)."""
     from engine.analysis.evaluate import run_scheduler
 
-    with progress(name, len(jobs), quiet=quiet) as on_progress:
-        return run_scheduler(name, cluster, jobs, seed, options, on_progress)
+    with progress(name, len(jobs), quiet=args.quiet) as on_progress:
+        return run_scheduler(name, cluster, jobs, args.seed, options, on_progress)
+
+
+def _options(args: argparse.Namespace, cluster):
+    """The run options of the flags (over the defaults) and the energy model summaries use (or ``None``)."""
+    from engine.sim.options import RunOptions
+
+    options = run_options_from(args, RunOptions())
+    return options, summary_energy(args, options, cluster)
 
 
 # ------------------------------------------------------------------------------------------ simulate
@@ -77,7 +80,7 @@ def _print_never_ran(report) -> None:
 
 def run_simulate(args: argparse.Namespace) -> int:
     from engine.analysis import never_ran
-    from engine.analysis.metrics import METRICS, job_frame, summarize, user_frame
+    from engine.analysis.metrics import ALL_METRICS, job_frame, summarize, user_frame
     from engine.sim.cluster import parse_cluster
 
     if args.scenario is not None:
@@ -86,22 +89,22 @@ def run_simulate(args: argparse.Namespace) -> int:
     if missing:
         raise EngineError(f"simulate needs {', '.join(missing)} (or --scenario FILE)")
     cluster = parse_cluster(args.cluster)
+    options, energy = _options(args, cluster)
     trace = load_trace_arg(args)
-    result = _run_one(args.scheduler, cluster, trace.jobs, args)
-    summary = summarize(result)
-    values = summary.to_dict()
+    result = _run_one(args.scheduler, cluster, trace.jobs, args, options)
+    values = summarize(result, energy=energy).to_dict()
     print(f"{result.scheduler}: {_describe_run(cluster, trace)}; seed {args.seed}")
-    print(format_table(["metric", "value"], [[metric_label(k), format_value(values[k], m.unit)]
-                                             for k, m in METRICS.items()]))
+    print(format_table(["metric", "value"], [[metric_label(k), format_value(v, ALL_METRICS[k].unit)]
+                                             for k, v in values.items()]))
     _print_never_ran(never_ran.of_result(result))
     if args.json:
         write_json(args.json, values)
     if args.jobs_csv:
         with atomic_open(args.jobs_csv, "w", newline="") as f:
-            job_frame(result).to_csv(f, index=False)
+            job_frame(result, energy).to_csv(f, index=False)
     if args.users_csv:
         with atomic_open(args.users_csv, "w", newline="") as f:
-            user_frame(result).to_csv(f, index=False)
+            user_frame(result, energy).to_csv(f, index=False)
     return 0
 
 
@@ -121,10 +124,12 @@ def run_compare(args: argparse.Namespace) -> int:
     from engine.sim.cluster import parse_cluster
 
     cluster = parse_cluster(args.cluster)
+    options, energy = _options(args, cluster)
     for name in args.schedulers:  # every name checked before any (possibly long) run
         make_scheduler(name)
     trace = load_trace_arg(args)
-    summaries = {name: summarize(_run_one(name, cluster, trace.jobs, args)) for name in args.schedulers}
+    summaries = {name: summarize(_run_one(name, cluster, trace.jobs, args, options), energy=energy)
+                 for name in args.schedulers}
     _print_comparison(summaries, cluster, trace.jobs, _describe_run(cluster, trace) + f"; seed {args.seed}")
     if args.json:
         write_json(args.json, {name: s.to_dict() for name, s in summaries.items()})
@@ -134,15 +139,15 @@ def run_compare(args: argparse.Namespace) -> int:
 def _print_comparison(summaries, cluster, jobs, heading: str) -> None:
     """The table of ``compare``: every metric per scheduler, the best marked, and the jobs that never ran."""
     from engine.analysis import never_ran
-    from engine.analysis.metrics import METRICS, best_columns, compare
+    from engine.analysis.metrics import ALL_METRICS, best_columns, compare
 
     table = compare(summaries)
     best = best_columns(table)
     rows = []
-    for key, metric in METRICS.items():
+    for key in table.index:
         marked = best.get(key, ())
-        rows.append([metric_label(key)] + [format_value(table.loc[key, n], metric.unit) + ("*" if n in marked else " ")
-                                     for n in table.columns])
+        rows.append([metric_label(key)] + [format_value(table.loc[key, n], ALL_METRICS[key].unit)
+                                           + ("*" if n in marked else " ") for n in table.columns])
     print(heading)
     print(format_table(["metric", *(f"{n} " for n in table.columns)], rows))
     print("* best value of the metric (not marked when all schedulers tie)")
@@ -162,9 +167,10 @@ def scenario_trace_bytes(workload, path: str | None) -> bytes | None:
 
 def _run_scenario(args: argparse.Namespace) -> int:
     """``simulate --scenario FILE``: every scheduler of the scenario, printed and written like ``compare``."""
+    from engine.analysis.energy import sets_energy
     from engine.analysis.metrics import summarize
+    from engine.analysis.results import metrics_json, run_scenario
     from engine.analysis.scenario import Scenario
-    from engine.schedulers import make_scheduler
 
     given = [f"--{k}" for k in ("cluster", "scheduler") if getattr(args, k) is not None]
     if given:
@@ -172,18 +178,18 @@ def _run_scenario(args: argparse.Namespace) -> int:
     sc = Scenario.from_json(read_input_file(args.scenario, "--scenario"), trusted=True)
     if not sc.schedulers:
         raise EngineError(f"{args.scenario}: the scenario names no scheduler")
-    for name in sc.schedulers:
-        make_scheduler(name)
-    cluster = sc.build_cluster(trusted=True)
-    jobs = sc.build_jobs(cluster, scenario_trace_bytes(sc.workload, args.trace))
-    results = {}
-    for name in sc.schedulers:
-        results[name] = summarize(_simulate(name, cluster, jobs, sc.seed, sc.options, args.quiet))
-    heading = (f"scenario {sc.name or args.scenario}: cluster {cluster.to_shorthand()} ({cluster.n_gpus} GPUs); "
-               f"{len(jobs):,} jobs ({sc.workload.source}); seed {sc.seed}")
-    _print_comparison(results, cluster, jobs, heading)
+    options = run_options_from(args, sc.options)
+    sc = replace(sc, options=options)
+    energy = summary_energy(args, options, sc.build_cluster(trusted=True), sets_energy(sc.options))
+    trace_bytes = scenario_trace_bytes(sc.workload, args.trace)
+    with progress(sc.name or "scenario", quiet=args.quiet) as on_progress:
+        run = run_scenario(sc, trace_bytes, trusted=True, on_progress=on_progress)
+    heading = (f"scenario {sc.name or args.scenario}: cluster {run.cluster.to_shorthand()} ({run.cluster.n_gpus} "
+               f"GPUs); {len(run.jobs):,} jobs ({sc.workload.source}); seed {sc.seed}")
+    summaries = {name: summarize(r, energy=energy) for name, r in run.results.items()}
+    _print_comparison(summaries, run.cluster, run.jobs, heading)
     if args.json:
-        write_json(args.json, {name: s.to_dict() for name, s in results.items()})
+        write_json(args.json, metrics_json(summaries))
     return 0
 
 

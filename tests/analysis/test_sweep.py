@@ -12,12 +12,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine.analysis.metrics import METRICS
+from engine.analysis.metrics import ENERGY_METRICS, METRICS
 from engine.analysis.scenario import scale_submits
 from engine.analysis.sweep import CELL_COLUMNS, SweepError, SweepSpec, run_sweep
 from engine.cli import main
 from engine.errors import UnknownNameError
 from engine.schedulers import make_scheduler
+from engine.sim.options import EnergyModel, RunOptions
 from engine.traces import load_trace, write_csv
 from engine.traces.generator import generate
 
@@ -147,6 +148,25 @@ def test_import_engine_imports_neither_ray_nor_pandas():
             "print(sorted(m for m in ('ray', 'pandas') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_with_energy_every_row_adds_cost_and_energy_as_simulate_prints_them(tmp_path, capsys):
+    options = RunOptions(energy=EnergyModel(pue=1.2, carbon_g_per_kwh=300.0, price_list="on-demand"))
+    spec = SweepSpec.grid(clusters=("1x4:T4", "1x2:A100-80"), schedulers=("fifo", "sjf"), jobs=20, loads=(1.2,),
+                          options=options)
+    frame = run_sweep(spec, backend="serial", energy=True)
+    assert list(frame.columns) == [*CELL_COLUMNS, *METRICS, *ENERGY_METRICS] and len(frame) == 4
+    assert list(run_sweep(spec, backend="serial").columns) == [*CELL_COLUMNS, *METRICS]
+    for cluster in spec.clusters:
+        trace = tmp_path / f"gen-{cluster.replace(':', '_')}.csv"
+        assert main(["generate", "--cluster", cluster, "--jobs", "20", "--load", "1.2", "--out", str(trace)]) == 0
+        for scheduler in spec.schedulers:
+            row = frame[(frame.cluster == cluster) & (frame.scheduler == scheduler)].iloc[0]
+            direct = cli_metrics(tmp_path, cluster, str(trace), scheduler, 0, "--pue", "1.2", "--carbon", "300",
+                                 "--price-list", "on-demand")
+            assert set(ENERGY_METRICS) <= set(direct) and same(row, direct)
+    assert frame["cost_usd"].gt(0).all() and frame["co2_kg"].gt(0).all()
+    capsys.readouterr()
 
 
 def test_a_journal_keeps_whole_cells_of_its_own_grid_only(tmp_path):

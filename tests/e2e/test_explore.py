@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -35,7 +36,7 @@ def test_sweep_runs_on_ray_and_downloads_rows_and_spec(page: Page, app_url: str,
     names = curves.evaluate("el => el.querySelector('.js-plotly-plot').data"
                             ".filter(t => t.mode === 'lines+markers').map(t => t.name)")
     assert names == ["fifo", "sjf"]
-    expect(page.get_by_text("p95 wait (s) against offered load")).to_be_visible()
+    expect(page.get_by_text(re.compile(r"p95 wait \((s|min|h|d)\) against offered load"))).to_be_visible()
 
     with page.expect_download(timeout=60_000) as info:
         page.get_by_role("button", name="Results (CSV, one row per cell)").click()
