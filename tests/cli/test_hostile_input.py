@@ -89,3 +89,12 @@ def test_a_load_scale_past_every_time_names_a_finite_scale():
                   "--load-scale", "5e-324")
     one_line_error(proc, "use a scale of at least ")
     assert "inf" not in proc.stderr and "nan" not in proc.stderr
+
+
+def test_a_fifo_given_as_the_carbon_csv_is_refused(tmp_path):
+    fifo = tmp_path / "carbon.csv"
+    os.mkfifo(fifo)
+    proc = engine("simulate", "--cluster", "1x4:T4", "--trace", TRACE, "--scheduler", "fifo", "--carbon", str(fifo),
+                  timeout_s=60)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "not a regular file" in proc.stderr
