@@ -18,17 +18,18 @@ CHECKED = ("engine", "app_pages")
 ALLOWED = {
     "errors": set(),
     "units": set(),
+    "io": set(),
     "_native": set(),
-    "sim": {"errors", "units"},
-    "schedulers": {"errors", "units", "sim"},
-    "plugins": {"errors", "units"},
-    "traces": {"errors", "units", "sim"},
-    "analysis": {"errors", "units", "sim", "schedulers", "traces", "plugins"},
-    "viz": {"errors", "units", "sim", "plugins", "analysis"},
-    "rl": {"errors", "units", "sim", "schedulers", "plugins", "traces", "analysis", "viz"},
-    "runner": {"errors", "units", "sim", "schedulers", "plugins", "traces", "analysis"},
-    "api": {"errors", "units", "sim", "schedulers", "plugins", "traces", "analysis", "rl", "runner"},
-    "cli": {"errors", "units", "sim", "schedulers", "plugins", "traces", "analysis", "viz", "rl", "runner", "api"},
+    "sim": {"errors", "units", "io"},
+    "schedulers": {"errors", "units", "io", "sim"},
+    "plugins": {"errors", "units", "io"},
+    "traces": {"errors", "units", "io", "sim"},
+    "analysis": {"errors", "units", "io", "sim", "schedulers", "traces", "plugins"},
+    "viz": {"errors", "units", "io", "sim", "plugins", "analysis"},
+    "rl": {"errors", "units", "io", "sim", "schedulers", "plugins", "traces", "analysis", "viz"},
+    "runner": {"errors", "units", "io", "sim", "schedulers", "plugins", "traces", "analysis"},
+    "api": {"errors", "units", "io", "sim", "schedulers", "plugins", "traces", "analysis", "rl", "runner"},
+    "cli": {"errors", "units", "io", "sim", "schedulers", "plugins", "traces", "analysis", "viz", "rl", "runner", "api"},
 }
 
 

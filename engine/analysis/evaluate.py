@@ -40,6 +40,21 @@ from engine.sim.simulator import Result, simulate
 LEGACY_KEYS = frozenset({"name", "cluster", "n_jobs", "load", "workload", "trace", "preset", "skip_jobs"})
 
 
+
+def run_scheduler(name: str, cluster, jobs: Sequence, seed: int, options: RunOptions | None = None,
+                  on_progress: Callable[[int, int], None] | None = None) -> Result:
+    """Build scheduler ``name`` and simulate ``jobs`` on ``cluster``. Whatever the scheduler's own code raises
+    (a plug-in's ``decide()`` that fails, returns ``None`` or raises a ``BaseException`` other than
+    ``KeyboardInterrupt``) becomes one ``EngineError`` naming the scheduler (chained: a traceback shows where)."""
+    scheduler = make_scheduler(name)
+    try:
+        return simulate(cluster, jobs, scheduler, seed=seed, options=options, on_progress=on_progress)
+    except (EngineError, KeyboardInterrupt, MemoryError):  # the engine's own one-line errors, and a stop
+        raise
+    except BaseException as exc:
+        hint = " (decide() must return or yield decisions)" if "not iterable" in str(exc) else ""
+        raise EngineError(f"scheduler {name!r} failed while it ran: {type(exc).__name__}: {exc}{hint}") from exc
+
 def named_scenario(name: str, cluster: str, n_jobs: int = 200, load: float = 1.0,
                    workload: Mapping[str, Any] | None = None, trace: str | None = None,
                    skip_jobs: int = 0) -> Scenario:
@@ -254,7 +269,7 @@ def evaluate(schedulers: Sequence[str], scenario: str | Scenario, seeds: int | S
         run = sc.with_seed(seed)
         jobs = run.workload.build_jobs(cluster)
         for n in names:
-            result = simulate(cluster, jobs, make_scheduler(n), seed=run.seed, options=run.options)
+            result = run_scheduler(n, cluster, jobs, run.seed, run.options)
             row = summarize(result, energy=energy).to_dict()
             row.update({k: float(f(result)) for k, f in (extra or {}).items()})
             runs[n].append(row)

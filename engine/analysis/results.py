@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from engine.analysis.energy import sets_energy
+from engine.analysis.evaluate import run_scheduler
 from engine.analysis.metrics import Summary, job_frame, summarize
 from engine.analysis.scenario import Scenario, ScenarioError
 from engine.schedulers import make_scheduler
 from engine.sim.cluster import Cluster
 from engine.sim.job import Job
 from engine.sim.options import EnergyModel
-from engine.sim.simulator import Result, simulate
+from engine.sim.simulator import Result
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,7 @@ def run_scenario(
     results = {}
     for i, name in enumerate(scenario.schedulers):
         step = None if on_progress is None else _offset(on_progress, i * len(jobs), total)
-        results[name] = simulate(
-            cluster, jobs, make_scheduler(name), seed=scenario.seed, options=scenario.options, on_progress=step
-        )
+        results[name] = run_scheduler(name, cluster, jobs, scenario.seed, scenario.options, step)
     return ScenarioRun(cluster, jobs, results)
 
 

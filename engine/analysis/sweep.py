@@ -42,6 +42,7 @@ from engine.analysis.metrics import ENERGY_METRICS, METRICS, summarize
 from engine.analysis.ray_join import RayJoinError, head_answers, join_cluster
 from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec
 from engine.errors import EngineError, reject_unknown_keys
+from engine.io import atomic_write_text
 from engine.plugins import load_plugin
 from engine.schedulers import make_scheduler
 from engine.sim.cluster import Cluster, parse_cluster
@@ -502,7 +503,9 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
               address: str | None = None, num_cpus: int | None = None,
               on_progress: Callable[[int, int], None] | None = None,
               factories: Mapping[str, Callable[[], Scheduler]] | None = None, keep_ray: bool = True,
-              plugins: Sequence[str] = (), energy: bool = False):
+              plugins: Sequence[str] = (), energy: bool = False,
+              kept: Mapping[tuple, Mapping[str, Any]] | None = None,
+              on_cell: Callable[[tuple, dict[str, Any]], None] | None = None):
     """Simulate every cell of ``spec`` and return a pandas frame, one row per completed cell in grid order.
 
     Args:
@@ -520,6 +523,10 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
             must be loaded here too (their names are checked before anything runs).
         energy: every row adds the keys of :data:`~engine.analysis.metrics.ENERGY_METRICS` (cost, energy and
             carbon under the base's ``options.energy``).
+        kept: rows of cells an earlier run of this grid finished (``(cluster, load, seed, scheduler) -> row``,
+            e.g. :meth:`CellJournal.open`'s): they are not run again, and are in the frame as given.
+        on_cell: called with ``(key, row)`` as each cell completes (not for failed cells), e.g.
+            :meth:`CellJournal.add`, so that a killed sweep can resume.
 
     Returns:
         Columns :data:`CELL_COLUMNS` then every key of :data:`~engine.analysis.metrics.METRICS` (then of
@@ -539,21 +546,24 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
             raise EngineError(f"{spec.base.workload.trace_path or spec.base.workload.trace_name}: no jobs to simulate")
     elif trace_jobs is not None:
         raise SweepError("trace_jobs given for a sweep of generated workloads")
-    total, done = spec.cells, 0
-    rows: dict[tuple, dict[str, Any]] = {}
+    rows: dict[tuple, dict[str, Any]] = {k: dict(v) for k, v in (kept or {}).items()}
+    total, done = spec.cells, len(rows)
     failures: dict[tuple, CellFailure] = {}
     t0 = time.perf_counter()
     with Runner(backend, address, num_cpus=num_cpus, keep_ray=keep_ray, plugins=plugins) as runner:
         for key, cluster, jobs_ref in _workloads(spec, clusters, base, runner):
             for scheduler in spec.schedulers:
-                runner.submit((*key, scheduler), cluster, jobs_ref, scheduler, key[2], factories.get(scheduler),
-                              spec.base.options, energy)
+                if (*key, scheduler) not in rows:
+                    runner.submit((*key, scheduler), cluster, jobs_ref, scheduler, key[2], factories.get(scheduler),
+                                  spec.base.options, energy)
         for key, outcome in runner.completed():
             params = dict(zip(CELL_COLUMNS, key))
             if isinstance(outcome, BaseException):
                 failures[key] = CellFailure(params, one_line(outcome))
             else:
                 rows[key] = {**params, **outcome}
+                if on_cell is not None:
+                    on_cell(key, rows[key])
             done += 1
             if on_progress is not None:
                 on_progress(done, total)
@@ -609,6 +619,62 @@ def sweep(clusters: str | Sequence[str], schedulers: str | Sequence[str], *, job
                           generator=generator, trace=None if trace is None else str(trace),
                           trace_options=trace_options)
     return run_sweep(spec, trace_jobs=trace_jobs, **run_options)
+
+
+class CellJournal:
+    """The finished cells of one sweep, kept in a file as they finish (a header line naming the grid and its
+    inputs, then one JSON line per cell), so that a killed sweep run again with the same grid and inputs
+    resumes where it stopped (:func:`run_sweep`'s ``kept`` and ``on_cell``).
+
+    A journal of another grid, or one whose header is unreadable, is started over (when the first cell is
+    added: a sweep that fails before any cell finishes leaves the file as it was); a cell line cut short by a
+    kill is dropped. Use :meth:`open`, then :meth:`add` per cell, then :meth:`close`, and :meth:`remove` once
+    the results are written."""
+
+    def __init__(self, path: str | os.PathLike[str], spec: SweepSpec, inputs: Mapping[str, Any]) -> None:
+        """``inputs``: what else the cells depend on (e.g. the size and time of the files the grid reads)."""
+        self.path = Path(path)
+        header = {"sweep": spec.to_dict(), "metrics": list(METRICS), "inputs": dict(inputs)}
+        self.header = json.loads(json.dumps(header))  # as it reads back from the file
+        self._start = json.dumps(self.header) + "\n"
+        self._file: Any = None
+
+    def open(self) -> dict[tuple, dict[str, Any]]:
+        """The cells an earlier run of this grid kept (key -> row), and the journal opened to add to."""
+        cells: dict[tuple, dict[str, Any]] = {}
+        lines = self.path.read_bytes().splitlines() if self.path.is_file() else []
+        if lines and _json_or_none(lines[0]) == self.header:
+            for line in lines[1:]:
+                row = _json_or_none(line)
+                if isinstance(row, dict) and all(c in row for c in CELL_COLUMNS):
+                    cells[tuple(row[c] for c in CELL_COLUMNS)] = row
+        self._start = "".join(json.dumps(v) + "\n" for v in (self.header, *cells.values()))
+        return cells
+
+    def add(self, key: tuple, row: Mapping[str, Any]) -> None:
+        """Keep one finished cell (its row holds its key's columns)."""
+        if self._file is None:  # the first cell: the journal is rewritten with the kept cells only (no line cut
+            atomic_write_text(self.path, self._start)  # short stays in the middle), then appended to
+            self._file = open(self.path, "a", encoding="utf-8")
+        self._file.write(json.dumps(dict(row)) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def remove(self) -> None:
+        """Forget the cells: the results that hold them are written."""
+        self.close()
+        self.path.unlink(missing_ok=True)
+
+
+def _json_or_none(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
 
 
 def finite_or_none(value: Any) -> Any:

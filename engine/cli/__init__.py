@@ -29,6 +29,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from engine.cli.common import refuse_special_files
 from engine.errors import EngineError
 from engine.plugins import load_plugin
 
@@ -110,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
+        refuse_special_files(args)  # before anything opens them (a plug-in is opened just below)
         for plugin in getattr(args, "plugin", None) or ():
             load_plugin(plugin)
         return int(_resolve(COMMANDS[args.command].run)(args) or 0)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
+import os
+import stat
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from engine.errors import ClusterSpecError, EngineError, TraceError, quote
+from engine.io import atomic_write_json
 
 if TYPE_CHECKING:  # (imported where used: `list` and `--help` stay light)
     from engine.sim.cluster import Cluster
@@ -72,6 +74,44 @@ def output_path(text: str) -> Path:
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"cannot write {text}: it is a folder")
     return path
+
+
+#: Arguments that may name a file a command reads (``--cluster``, ``--scenario``, ``--config`` and ``--plugin``
+#: only when they name one), checked by :func:`refuse_special_files` before any is opened.
+INPUT_ARGUMENTS = ("cluster", "trace", "path", "spec", "scenario", "config", "plugin")
+#: The most bytes a spec or scenario file given on the command line may hold (:func:`read_input_file`).
+MAX_INPUT_FILE_BYTES = 16 * 2**20
+
+
+def refuse_special_files(args: argparse.Namespace) -> None:
+    """``EngineError`` naming the argument when one of :data:`INPUT_ARGUMENTS` names something that exists but is
+    not a regular file: a FIFO would block the command forever and a device (``/dev/zero``) never ends. Only
+    ``os.stat`` looks at it; nothing is opened. Values that name no file (a cluster shorthand, a shipped config's
+    name, a module) pass, for the command to read as it does."""
+    for key in INPUT_ARGUMENTS:
+        values = getattr(args, key, None)
+        for value in values if isinstance(values, list) else [values]:
+            if not isinstance(value, (str, os.PathLike)):
+                continue
+            try:
+                mode = os.stat(value).st_mode
+            except (OSError, ValueError):  # no such file (or not a path at all)
+                continue
+            if not stat.S_ISREG(mode):
+                what = "a folder" if stat.S_ISDIR(mode) else "a FIFO, a device or a socket"
+                name = "PATH" if key == "path" else f"--{key}"
+                raise EngineError(f"{name} {quote(str(value))}: not a regular file ({what}); refused")
+
+
+def read_input_file(path: str | os.PathLike[str], what: str, limit: int = MAX_INPUT_FILE_BYTES) -> bytes:
+    """The bytes of the regular file ``path`` (``what`` names it in errors), refused past ``limit`` bytes."""
+    with open(path, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise EngineError(f"{what} {quote(str(path))}: not a regular file; refused")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise EngineError(f"{what} {quote(str(path))}: larger than the limit of {limit:,} bytes")
+    return data
 
 
 def add_cluster_argument(parser: argparse.ArgumentParser, **overrides: Any) -> None:
@@ -316,7 +356,7 @@ def progress(desc: str, total: int | None = None, *, quiet: bool = False,
 
 def write_json(path: str | Path, data: Any) -> None:
     """Write ``data`` as indented JSON (strict: NaN and infinity are refused, write them as ``None``)."""
-    Path(path).write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    atomic_write_json(path, data)
 
 
 def format_value(value: float | None, unit: str) -> str:

@@ -18,12 +18,14 @@ from engine.cli.common import (
     metric_label,
     output_path,
     progress,
+    read_input_file,
     run_options_from,
     scheduler_list,
     summary_energy,
     write_json,
 )
 from engine.errors import EngineError
+from engine.io import atomic_open
 
 
 def _describe_run(cluster, trace) -> str:
@@ -35,13 +37,12 @@ def _describe_run(cluster, trace) -> str:
 
 
 def _run_one(name: str, cluster, jobs, args: argparse.Namespace, options):
-    """Build scheduler ``name`` and simulate ``jobs`` with seed ``args.seed`` and run ``options``."""
-    from engine.schedulers import make_scheduler
-    from engine.sim.simulator import simulate
+    """Build scheduler ``name`` and simulate ``jobs`` with seed ``args.seed`` and run ``options`` (a scheduler
+    that fails is one line naming it: :func:`~engine.analysis.evaluate.run_scheduler`)."""
+    from engine.analysis.evaluate import run_scheduler
 
-    scheduler = make_scheduler(name)
     with progress(name, len(jobs), quiet=args.quiet) as on_progress:
-        return simulate(cluster, jobs, scheduler, seed=args.seed, options=options, on_progress=on_progress)
+        return run_scheduler(name, cluster, jobs, args.seed, options, on_progress)
 
 
 def _options(args: argparse.Namespace, cluster):
@@ -99,9 +100,11 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, values)
     if args.jobs_csv:
-        job_frame(result, energy).to_csv(args.jobs_csv, index=False)
+        with atomic_open(args.jobs_csv, "w", newline="") as f:
+            job_frame(result, energy).to_csv(f, index=False)
     if args.users_csv:
-        user_frame(result, energy).to_csv(args.users_csv, index=False)
+        with atomic_open(args.users_csv, "w", newline="") as f:
+            user_frame(result, energy).to_csv(f, index=False)
     return 0
 
 
@@ -172,7 +175,7 @@ def _run_scenario(args: argparse.Namespace) -> int:
     given = [f"--{k}" for k in ("cluster", "scheduler") if getattr(args, k) is not None]
     if given:
         raise EngineError(f"--scenario holds the cluster and the schedulers; do not also give {', '.join(given)}")
-    sc = Scenario.from_json(args.scenario.read_bytes(), trusted=True)
+    sc = Scenario.from_json(read_input_file(args.scenario, "--scenario"), trusted=True)
     if not sc.schedulers:
         raise EngineError(f"{args.scenario}: the scenario names no scheduler")
     options = run_options_from(args, sc.options)

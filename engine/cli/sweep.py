@@ -30,6 +30,7 @@ from engine.cli.common import (
     load_trace_arg,
     output_path,
     progress,
+    read_input_file,
     run_options_from,
     scheduler_list,
     trace_options,
@@ -37,6 +38,7 @@ from engine.cli.common import (
     write_json,
 )
 from engine.errors import EngineError
+from engine.io import atomic_write_files, json_bytes
 
 #: Failed cells listed on stderr (all of them are in the --json file).
 SHOWN_FAILURES = 10
@@ -90,7 +92,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
                              "or a scenario JSON (the app's download) as the grid's base: --cluster, --load, --seeds "
                              "and --schedulers then vary it; --trace gives the bytes of an uploaded trace it names")
     parser.add_argument("--out", required=True, type=output_path, metavar="FILE",
-                        help="results CSV: one row per cluster x load x seed x scheduler, every metric")
+                        help="results CSV: one row per cluster x load x seed x scheduler, every metric (finished "
+                             "cells are kept in FILE.cells.jsonl until it is written: a stopped sweep run again "
+                             "resumes)")
     parser.add_argument("--json", type=output_path, metavar="FILE",
                         help="write backend, address, cells, failures and wall time as JSON")
     add_run_option_arguments(parser)
@@ -123,7 +127,7 @@ def _grid(args: argparse.Namespace):
             "--load-scale": args.load_scale, "--schedulers": args.schedulers, "--seeds": args.seeds}
     if args.spec is not None:
         given = [k for k, v in grid.items() if v is not None]
-        data = json.loads(args.spec.read_bytes())
+        data = json.loads(read_input_file(args.spec, "--spec"))
         if isinstance(data, dict) and ("workload" in data or "cluster" in data):  # a scenario file: the base
             sc = Scenario.from_dict(data, trusted=True)
             if args.schedulers:
@@ -155,15 +159,44 @@ def _uploaded_trace(spec, args: argparse.Namespace):
     return None if data is None else spec.base.workload.load_trace(data).jobs
 
 
+def journal_path(out: Path) -> Path:
+    """Where a sweep writing ``out`` keeps its finished cells until ``out`` is written."""
+    return out.with_name(out.name + ".cells.jsonl")
+
+
+def _inputs(spec, args: argparse.Namespace) -> dict[str, list[int]]:
+    """Size and modification time of each file the cells read (trace, plug-ins): a journal kept while they
+    were different is not resumed."""
+    files = [args.trace, spec.base.workload.trace_path, *(p for p in args.plugin or () if p.endswith(".py"))]
+    stats = {str(Path(f).resolve()): Path(f).stat() for f in files if f and Path(f).is_file()}
+    return {f: [st.st_size, st.st_mtime_ns] for f, st in sorted(stats.items())}
+
+
 def run_sweep(args: argparse.Namespace) -> int:
+    from engine.analysis.sweep import CellJournal
     from engine.analysis.sweep import run_sweep as sweep
 
     spec, carried = sweep_spec(args)
-    with progress("sweep", spec.cells, quiet=args.quiet, unit="cell") as on_progress:
-        frame = sweep(spec, trace_jobs=_uploaded_trace(spec, args), address=args.address, num_cpus=args.num_cpus, on_progress=on_progress, keep_ray=False,
-                      plugins=args.plugin, energy=wants_energy(args, carried))
-    frame.to_csv(args.out, index=False)
+    energy = wants_energy(args, carried)
+    journal = CellJournal(journal_path(args.out), spec, {**_inputs(spec, args), "energy": energy})
+    kept = journal.open()
+    if kept:
+        print(f"resuming: {len(kept):,} of {spec.cells:,} cells kept in {journal.path} by a sweep that stopped")
+    try:
+        with progress("sweep", spec.cells, quiet=args.quiet, unit="cell") as on_progress:
+            frame = sweep(spec, trace_jobs=_uploaded_trace(spec, args), address=args.address, num_cpus=args.num_cpus, on_progress=on_progress, keep_ray=False,
+                          plugins=args.plugin, energy=energy, kept=kept, on_cell=journal.add)
+    finally:
+        journal.close()
     meta, failures = frame.attrs["meta"], frame.attrs["failures"]
+    # The CSV and the meta change together; the journal goes only once both are written (a kill before then
+    # resumes, and rewrites both from the kept cells).
+    files = {args.out: frame.to_csv(index=False).encode("utf-8")}
+    if args.json:
+        files[args.json] = json_bytes({**meta, "failures": failures})
+    atomic_write_files(files)
+    if not failures:  # failed cells run again when the same sweep is run again
+        journal.remove()
     print(f"{spec.cells:,} cells ({len(spec.clusters)} cluster(s) x {len(spec.loads)} load(s) x {spec.seeds} "
           f"seed(s) x {len(spec.schedulers)} scheduler(s)) on Ray at {meta['address']} ({meta['cpus']} CPUs): "
           f"{meta['completed']:,} completed, {meta['failed']:,} failed in {meta['wall_s']:.1f} s; wrote {args.out}")
@@ -172,8 +205,9 @@ def run_sweep(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if len(failures) > SHOWN_FAILURES:
         print(f"... and {len(failures) - SHOWN_FAILURES} more failed cells (all in --json)", file=sys.stderr)
-    if args.json:
-        write_json(args.json, {**meta, "failures": failures})
+    if failures:
+        print(f"the {meta['completed']:,} completed cells are kept in {journal.path}: the same command runs only "
+              "the failed ones again", file=sys.stderr)
     return 1 if failures else 0
 
 

@@ -38,6 +38,7 @@ from typing import Any, Iterator, Mapping, Protocol
 import numpy as np
 
 from engine.errors import EngineError
+from engine.io import atomic_write_bytes, atomic_write_json
 from engine.rl.encoding import EncodingConfig, decode, encode, snapshot
 from engine.rl.inference import NumpyPolicy, PolicySpec, param_shapes
 from engine.sim.state import ClusterState, Decision
@@ -134,7 +135,36 @@ def write_weights(arrays: Mapping[str, np.ndarray], path: Path) -> None:
     reads)."""
     buf = io.BytesIO()
     np.savez(buf, **{k: np.ascontiguousarray(v, dtype="<f4") for k, v in arrays.items()})  # type: ignore[arg-type]
-    Path(path).write_bytes(buf.getvalue())
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def export_model(models_dir: Path, name: str, weights: bytes, card: Mapping[str, Any]) -> dict[str, Any]:
+    """Write model ``name``'s ``weights`` (the bytes of an ``.npz``) and ``card`` into ``models_dir`` so that a kill
+    at any moment leaves the old pair (card and the weights it names) or the new pair, each readable: the
+    weights go to a file the current card does not name (``NAME.npz``, or ``NAME.<sha256 prefix>.npz`` when the
+    current card names ``NAME.npz``), then the new card, naming them with their SHA-256, replaces the old one
+    in one rename (the commit), then the old weights file is removed. Returns the card as written."""
+    sha = hashlib.sha256(weights).hexdigest()
+    card_path = Path(models_dir) / f"{name}.json"
+    old = _weights_named_by(card_path, name)
+    file = f"{name}.{sha[:16]}.npz" if old == f"{name}.npz" else f"{name}.npz"
+    atomic_write_bytes(Path(models_dir) / file, weights)
+    written = {**card, "weights": file, "sha256": sha}
+    atomic_write_json(card_path, written, allow_nan=True)
+    if old is not None and old != file:
+        (Path(models_dir) / old).unlink(missing_ok=True)
+    return written
+
+
+def _weights_named_by(card_path: Path, name: str) -> str | None:
+    """The weights file the card at ``card_path`` names, if it is one :func:`export_model` writes for model
+    ``name`` (so removing it never touches another model's file); ``None`` if none or unreadable."""
+    try:
+        weights = json.loads(_read_regular(card_path, MAX_CARD_BYTES, "model card")).get("weights")
+    except (ModelError, ValueError, RecursionError, AttributeError):
+        return None
+    ours = isinstance(weights, str) and re.fullmatch(re.escape(name) + r"(\.[0-9a-f]{16})?\.npz", weights)
+    return weights if ours else None
 
 
 def load_weights(path: Path, sha256: str, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, np.ndarray]:

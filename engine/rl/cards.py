@@ -31,6 +31,7 @@ from typing import Any, Sequence
 from engine.analysis.evaluate import Evaluation, describe, evaluate, mean_ci, parse_scenario, scenario_from_dict
 from engine.analysis.presets import PRESETS
 from engine.errors import EngineError
+from engine.io import atomic_write_json, atomic_write_text
 from engine.rl.agent import MODELS_DIR, read_card
 from engine.rl.encoding import EVICT
 from engine.rl.reward import RewardWeights, objective_terms, weighted
@@ -200,8 +201,18 @@ def _run_and_keep(args: tuple[tuple[str, int, str, tuple[str, ...]], str | None]
     task, cache_dir = args
     out = _scenario_tables(task)
     if cache_dir is not None:  # kept as soon as done: an interrupted evaluation resumes where it stopped
-        _cache_file(Path(cache_dir), task).write_text(json.dumps(out))
+        atomic_write_json(_cache_file(Path(cache_dir), task), out, indent=None, allow_nan=True)
     return out
+
+
+def _cached(path: Path, names: tuple[str, ...]) -> dict[str, Any] | None:
+    """The tables kept at ``path`` for models ``names``, or ``None`` when there are none or the entry is not
+    whole (cut short by a kill before entries were written atomically, or edited): it is then run again."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) and all(isinstance(data.get(n), dict) for n in names) else None
 
 
 def evaluate_cards(plans: dict[str, dict[str, Any]], seeds: int, general_seeds: int, workers: int = 1,
@@ -221,9 +232,9 @@ def evaluate_cards(plans: dict[str, dict[str, Any]], seeds: int, general_seeds: 
     done: dict[tuple[str, int, str], dict[str, Any]] = {}
     todo = []
     for t in tasks:
-        f = _cache_file(cache_dir, t) if cache_dir is not None else None
-        if f is not None and f.is_file():
-            done[t[:3]] = json.loads(f.read_text())
+        stored = _cached(_cache_file(cache_dir, t), t[3]) if cache_dir is not None else None
+        if stored is not None:
+            done[t[:3]] = stored
         elif cached_only:
             done[t[:3]] = {n: {"error": "not run: the evaluation stopped before this scenario"} for n in t[3]}
         else:
@@ -497,8 +508,8 @@ def _save(name: str, card: dict[str, Any]) -> dict[str, Any]:
     card.pop("targets", None)
     card["beats_best_baseline"] = card["evaluation"]["summary"]["beats_best_baseline"]
     card["verdict"] = card["evaluation"]["summary"]["verdict"]
-    (MODELS_DIR / f"{name}.json").write_text(json.dumps(card, indent=2) + "\n")
-    (MODELS_DIR / f"{name}.md").write_text(render_markdown(card))
+    atomic_write_json(MODELS_DIR / f"{name}.json", card, allow_nan=True)
+    atomic_write_text(MODELS_DIR / f"{name}.md", render_markdown(card))
     return card
 
 

@@ -39,11 +39,12 @@ Observation (a dict of float32 arrays, all features roughly in [0, 1]; :func:`en
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -236,19 +237,35 @@ def _check_cluster(state: ClusterState, cfg: EncodingConfig) -> int:
     return n_types
 
 
-def snapshot(state: ClusterState, cfg: EncodingConfig) -> Snapshot:
-    """Choose the window, find where each of its jobs fits and build the mask."""
+def snapshot(state: ClusterState, cfg: EncodingConfig, index: QueueIndex | None = None) -> Snapshot:
+    """Choose the window, find where each of its jobs fits and build the mask.
+
+    ``index``: the run's :class:`QueueIndex`, if the caller keeps one (a scheduler whose every ``decide`` call
+    takes a snapshot); the ``mixed`` window then takes its shortest jobs from it instead of scanning the queue
+    (the same jobs, in the same order).
+    """
     n_types = _check_cluster(state, cfg)
     jobs, shapes = state.jobs, state.job_shape
     cache: dict[int, np.ndarray] = {}
+    startable: dict[int, bool] = {}
 
-    def fits_of(j: int) -> np.ndarray:
-        sid = shapes[j]
+    def fits_of_shape(sid: int, j: int) -> np.ndarray:
         f = cache.get(sid)
         if f is None:
             f = cache[sid] = _type_fits(state, jobs[j], n_types, cfg.whole_node)
+            startable[sid] = bool(f.any())
         return f
 
+    def can_start(j: int) -> bool:
+        sid = shapes[j]
+        s = startable.get(sid)
+        if s is None:
+            fits_of_shape(sid, j)
+            s = startable[sid]
+        return s
+
+    if index is not None:
+        index.update(state)
     if cfg.window_order == "arrival":
         window = list(islice(state.queue, cfg.window))
     else:
@@ -257,9 +274,12 @@ def snapshot(state: ClusterState, cfg: EncodingConfig) -> Snapshot:
         rest = cfg.window - len(window)
         if rest and len(state.queue) > len(window):
             taken = set(window)
-            cand = (j for j in state.queue if j not in taken and fits_of(j).any())
-            window += heapq.nsmallest(rest, cand, key=lambda j: (_gpu_time(jobs[j]), j))
-    fits = [fits_of(j) for j in window]
+            if index is None:
+                cand = (j for j in state.queue if j not in taken and can_start(j))
+                window += heapq.nsmallest(rest, cand, key=lambda j: (_gpu_time(jobs[j]), j))
+            else:
+                window += index.shortest(state, rest, taken, can_start)
+    fits = [fits_of_shape(shapes[j], j) for j in window]
     n_rules = len(cfg.rules)
     mask = np.zeros(cfg.n_actions, dtype=bool)
     block = cfg.max_types * n_rules
@@ -281,6 +301,75 @@ def snapshot(state: ClusterState, cfg: EncodingConfig) -> Snapshot:
 
 def _gpu_time(job: Job) -> float:
     return job.estimate_s * job.gpus * job.gpu_fraction
+
+
+class QueueIndex:
+    """One run's waiting jobs by shape, each shape's sorted by (estimated GPU-time, job id): where the ``mixed``
+    window finds the shortest jobs that can start now in time that grows with the number of shapes, not with
+    the queue (a queue of thousands scanned at every start made the teachers quadratic; issue 32).
+
+    It learns of jobs from ``state.entered`` (every job that enters the queue is listed there during or after
+    the ``decide`` call it entered in), so it must see a snapshot of every ``decide`` call of the run: a
+    scheduler makes one at ``reset`` and passes it to every :func:`snapshot`. Jobs that left the queue are
+    dropped when met.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: Sequence[Job] | None = None
+        self._by_shape: dict[int, list[tuple[float, int]]] = {}
+        self._held: set[int] = set()
+        self._entered: list[int] = []  # the state's list read last (kept, so its identity stays its own)
+        self._read = 0  # how much of it was read
+        # Shapes that could not start when ``state.stops`` was ``_stops``: resources only shrink until a job
+        # stops, so they cannot start before it changes.
+        self._blocked: set[int] = set()
+        self._stops = -1
+
+    def update(self, state: ClusterState) -> None:
+        """Add the jobs that entered the queue since the last call (the whole queue at the first)."""
+        entered = state.entered
+        if self._jobs is not state.jobs:  # a new run (or the first call): start from its queue
+            self._jobs = state.jobs
+            self._by_shape, self._held, self._blocked, self._stops = {}, set(), set(), -1
+            self._add(state, state.queue)
+        elif entered is self._entered:
+            self._add(state, islice(entered, self._read, None))
+        else:  # the engine started a new list at the end of the last decide call
+            self._add(state, entered)
+        self._entered, self._read = entered, len(entered)
+
+    def _add(self, state: ClusterState, job_ids: Iterable[int]) -> None:
+        jobs, shapes, held, by_shape = state.jobs, state.job_shape, self._held, self._by_shape
+        for j in job_ids:
+            if j not in held:
+                held.add(j)
+                bisect.insort(by_shape.setdefault(shapes[j], []), (_gpu_time(jobs[j]), j))
+
+    def shortest(self, state: ClusterState, n: int, taken: set[int], can_start: Callable[[int], bool]) -> list[int]:
+        """The ``n`` waiting jobs not in ``taken`` with the smallest (estimated GPU-time, job id) among those
+        whose shape ``can_start(job_id)`` now, smallest first: what ``heapq.nsmallest`` over the queue gives."""
+        if state.stops != self._stops:  # resources grew: a shape that could not start may now
+            self._blocked, self._stops = set(), state.stops
+        found: list[tuple[float, int]] = []
+        for sid in state.queue_shape_counts:
+            if sid in self._blocked:
+                continue
+            keys = self._by_shape[sid]
+            if not can_start(keys[0][1]):  # every entry of a shape has its placements, gone or waiting
+                self._blocked.add(sid)
+                continue
+            i = got = 0
+            while i < len(keys) and got < n:
+                j = keys[i][1]
+                if not state.is_waiting(j):  # started since: drop it (it comes back through entered)
+                    del keys[i]
+                    self._held.discard(j)
+                    continue
+                i += 1
+                if j not in taken:
+                    found.append(keys[i - 1])
+                    got += 1
+        return [j for _, j in heapq.nsmallest(n, found)]
 
 
 class _TypeTables:

@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from engine.errors import EngineError
+from engine.io import atomic_write_json
 from engine.rl.train import STOP_FILE, TrainConfig, load_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,9 +61,9 @@ def start(cfg: TrainConfig, models_dir: Path, *, offset_steps: int = 0) -> subpr
     if not offset_steps:  # a fresh run: an earlier run's logs of the same name are not its curves
         shutil.rmtree(where / "tb", ignore_errors=True)
     segments = _segments(where) if offset_steps else []
-    (where / _SEGMENTS).write_text(json.dumps([*segments, int(offset_steps)]))
+    atomic_write_json(where / _SEGMENTS, [*segments, int(offset_steps)], indent=None)
     path = where / "app_config.json"
-    path.write_text(json.dumps(cfg.to_dict(), indent=2))
+    atomic_write_json(path, cfg.to_dict())
     with open(where / "app.log", "ab") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "engine", "train", "--config", str(path), "--models-dir", str(models_dir), "--quiet"],

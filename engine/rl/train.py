@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from engine.errors import EngineError, reject_unknown_keys
-from engine.rl.agent import MODELS_DIR, WEIGHTS_FORMAT, write_weights
+from engine.rl.agent import MODELS_DIR, WEIGHTS_FORMAT, export_model, write_weights
 from engine.rl.clone import CloneConfig
 from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
@@ -384,10 +384,7 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     if export:
         out = Path(models_dir or MODELS_DIR)
         out.mkdir(parents=True, exist_ok=True)
-        weights = out / card["weights"]
-        weights.write_bytes(chosen.read_bytes())
-        card["sha256"] = sha256_file(weights)
-        (out / f"{cfg.name}.json").write_text(json.dumps(card, indent=2) + "\n")
+        card = export_model(out, cfg.name, chosen.read_bytes(), card)
     venv.close()
     eval_env.close()
     return card

@@ -183,11 +183,12 @@ def _build_jobs(ctx: ReadContext, *, first: int | None, window: tuple[float, flo
     if first is not None:
         order, times = order[:first], times[:first]
     if load_scale is not None:
+        span_s = float(times[-1]) if len(times) else 0.0  # finite: the trace's own times are
         with np.errstate(over="ignore"):
             times = times / load_scale
-        if len(times) and not times[-1] <= MAX_TIME_S:
+        if len(times) and not times[-1] <= MAX_TIME_S:  # the scale needed comes from the span, never from an inf
             raise ctx.error(f"load scale {load_scale:g} stretches the submit times past {MAX_TIME_S:.0e} seconds; "
-                            f"use a scale of at least {float(times[-1] * load_scale / MAX_TIME_S):.3g}")
+                            f"use a scale of at least {span_s / MAX_TIME_S:.3g}")
     order_list = order.tolist()
 
     def column(values) -> list:

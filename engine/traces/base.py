@@ -13,6 +13,8 @@ import csv
 import gzip
 import io
 import math
+import os
+import stat
 import zlib
 from array import array
 from collections import Counter
@@ -55,8 +57,12 @@ class BadField(Exception):
 
 def open_text(path: Path) -> IO[str]:
     """Open ``path`` as UTF-8 text (a leading byte-order mark is skipped), transparently un-gzipping it when it
-    starts with the gzip magic."""
+    starts with the gzip magic. Anything but a regular file or a folder (a FIFO would block forever, a device
+    never end) is refused before it is opened."""
     try:
+        mode = os.stat(path).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise TraceError("not a regular file (a FIFO, a device or a socket); refused", path=str(path))
         with open(path, "rb") as raw:
             magic = raw.read(2)
         if magic == GZIP_MAGIC:

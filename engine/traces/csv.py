@@ -34,6 +34,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from engine.io import atomic_open
 from engine.sim.job import Job
 from engine.traces.base import ReadContext, read_header, read_rows, to_float, to_int, to_time
 from engine.traces.fast import keep_frame, numbers, read_chunks, strings
@@ -127,7 +128,7 @@ def write_csv(jobs: Iterable[Job], path: str | Path) -> Path:
                                      repr(float(j.gpu_fraction)), repr(float(j.vram_gib)), j.user, j.job_type,
                                      j.priority, types, repr(float(j.estimate_s)))))
     path = Path(path)
-    with open(path, "w", encoding="utf-8", newline="") as f:
+    with atomic_open(path, "w", encoding="utf-8", newline="") as f:
         plain = csv.writer(f, lineterminator="\n")
         # csv quotes fields holding the line terminator ("\n") but not a lone "\r", which readers take for a
         # line end: rows with one are written fully quoted.

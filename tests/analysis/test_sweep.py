@@ -167,3 +167,23 @@ def test_with_energy_every_row_adds_cost_and_energy_as_simulate_prints_them(tmp_
             assert set(ENERGY_METRICS) <= set(direct) and same(row, direct)
     assert frame["cost_usd"].gt(0).all() and frame["co2_kg"].gt(0).all()
     capsys.readouterr()
+
+
+def test_a_journal_keeps_whole_cells_of_its_own_grid_only(tmp_path):
+    from engine.analysis.sweep import CellJournal
+
+    spec = SweepSpec.grid(["1x4:T4"], ["fifo", "sjf"], jobs=10, loads=[0.5, 1.0])
+    journal = CellJournal(tmp_path / "j.jsonl", spec, {})
+    assert journal.open() == {} and not (tmp_path / "j.jsonl").exists()  # nothing written before a cell ends
+    whole = run_sweep(spec, backend="serial", kept={}, on_cell=journal.add)
+    journal.close()
+    lines = (tmp_path / "j.jsonl").read_text().splitlines()
+    assert len(lines) == 1 + 4
+    (tmp_path / "j.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:30])  # a kill mid-line
+    kept = CellJournal(tmp_path / "j.jsonl", spec, {}).open()
+    assert len(kept) == 3 and all(k == tuple(r[c] for c in CELL_COLUMNS) for k, r in kept.items())
+    resumed = run_sweep(spec, backend="serial", kept=kept)
+    pd.testing.assert_frame_equal(resumed, whole)
+    other = SweepSpec.grid(["1x4:T4"], ["fifo", "sjf"], jobs=10, loads=[0.5, 1.5])
+    assert CellJournal(tmp_path / "j.jsonl", other, {}).open() == {}  # another grid: started over
+    assert CellJournal(tmp_path / "j.jsonl", spec, {"trace.csv": [1, 2]}).open() == {}  # other inputs too

@@ -165,3 +165,38 @@ def test_sweep_runs_a_plugin_scheduler_on_ray_workers(ray_local, registry, tmp_p
     rows = list(csv.DictReader(out.open()))
     assert sorted(r["scheduler"] for r in rows) == ["fifo", "widest-first"]
     assert all(int(r["completed"]) == 40 for r in rows)
+
+
+def test_a_killed_sweep_resumes_from_its_finished_cells(tmp_path, capsys, monkeypatch):
+    # Issue 32: a killed sweep lost every finished cell (and wrote its CSV and meta in place). Finished cells are
+    # kept in OUT.cells.jsonl as they finish; the same command resumes, and the CSV equals an uninterrupted one.
+    # (Serial here: the cells run in this process, where a kill after the fourth is simulated.)
+    from functools import partial
+
+    from engine.analysis import sweep as sweep_mod
+
+    monkeypatch.setattr(sweep_mod, "run_sweep", partial(sweep_mod.run_sweep, backend="serial"))
+    real_cell, ran = sweep_mod.run_cell, []
+
+    def cell(*args, kill_after=None):
+        if len(ran) == kill_after:
+            raise KeyboardInterrupt
+        ran.append(args[2:4])
+        return real_cell(*args)
+
+    argv = ["sweep", *GRID, "--quiet", "--out", str(tmp_path / "r.csv"), "--json", str(tmp_path / "meta.json")]
+    monkeypatch.setattr(sweep_mod, "run_cell", partial(cell, kill_after=4))
+    assert main(argv) == 130
+    assert not (tmp_path / "r.csv").exists() and not (tmp_path / "meta.json").exists()
+    assert len((tmp_path / "r.csv.cells.jsonl").read_text().splitlines()) == 1 + 4  # the header, 4 cells
+
+    ran.clear()
+    monkeypatch.setattr(sweep_mod, "run_cell", cell)
+    assert main(argv) == 0
+    assert "resuming: 4 of 16 cells kept" in capsys.readouterr().out
+    assert len(ran) == 12 and not (tmp_path / "r.csv.cells.jsonl").exists()
+    resumed = rows(tmp_path / "r.csv")
+    assert json.loads((tmp_path / "meta.json").read_text())["completed"] == 16
+    assert main([*argv[:-4], "--out", str(tmp_path / "whole.csv")]) == 0
+    assert resumed == rows(tmp_path / "whole.csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["meta.json", "r.csv", "whole.csv"]

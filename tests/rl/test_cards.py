@@ -242,3 +242,24 @@ def test_the_training_config_older_cards_hold_still_loads():
     assert jobs == generate("8x8:V100-32", 200, 1.3, 2**20 + 7, **old["workload"])
     with pytest.raises(EngineError, match="env.workload.users must be an integer"):
         EnvConfig.from_dict({**old, "workload": {"users": 0}})
+
+
+def test_a_truncated_cache_entry_is_run_again_not_a_crash(monkeypatch, tmp_path):
+    # Issue 32: an evaluation killed while writing a cache entry left it cut short, and every later resume
+    # crashed on it (json.loads). A kept entry that is not whole is run again and rewritten.
+    monkeypatch.setattr(cards, "evaluate_model", _fake)
+    plan = {"train": ["a"], "larger": "b", "philly": "philly"}
+    first = cards.evaluate_cards({"m": plan}, 4, 4, cache_dir=tmp_path)["m"]
+    entries = sorted(tmp_path.glob("*.json"))
+    assert len(entries) == 6 and not list(tmp_path.glob(".*"))  # one per (scenario, setting), no temporaries
+    entries[0].write_bytes(entries[0].read_bytes()[:40])  # cut short
+    entries[1].write_text('{"someone-else": {}}')  # whole JSON, but not this model's tables
+    ran = []
+
+    def counted(name, scenario, seeds, setting="free"):
+        ran.append((scenario, setting))
+        return _fake(name, scenario, seeds, setting)
+    monkeypatch.setattr(cards, "evaluate_model", counted)
+    again = cards.evaluate_cards({"m": plan}, 4, 4, cache_dir=tmp_path)["m"]
+    assert len(ran) == 2 and again == first
+    assert all(isinstance(json.loads(e.read_text())["m"], dict) for e in entries)  # rewritten whole

@@ -189,3 +189,91 @@ def _with_progress_of(cfg: TrainConfig, like: TrainConfig) -> TrainConfig:
     from dataclasses import replace
 
     return replace(cfg, progress_bar=like.progress_bar)
+
+
+def _copy_model(src, dst, name: str) -> dict:
+    import shutil
+
+    dst.mkdir(parents=True, exist_ok=True)
+    card = json.loads((src / f"{name}.json").read_text())
+    for file in (f"{name}.json", card["weights"]):
+        shutil.copy(src / file, dst / file)
+    return card
+
+
+def _pair(models, name: str) -> tuple[str, dict]:
+    """The model's card SHA-256 and its weights, loaded and checked as an agent loads them."""
+    from engine.rl.agent import load_model_weights, read_card
+
+    card = read_card(name, models)
+    return card["sha256"], load_model_weights(name, card, models, model_spec(name, card)[2])
+
+
+def test_a_resume_killed_before_its_card_is_written_keeps_the_previous_model(tiny_models, tmp_path, monkeypatch):
+    # Issue 32: the export wrote the new weights over the old ones, then the card; a kill in between left the
+    # old card naming weights of another SHA-256, and the model could never load again.
+    from dataclasses import replace
+
+    from engine.rl import train as train_mod
+
+    from .conftest import tiny_config
+
+    models = tmp_path / "models"
+    old = _copy_model(tiny_models, models, "tiny-mlp")
+    cfg = replace(tiny_config(tmp_path, "tiny-mlp", "mlp"), init_from="tiny-mlp", total_timesteps=128,
+                  eval_freq=10_000, seed=7)
+    real_dumps = json.dumps
+
+    def killed_at_the_card(obj, *args, **kwargs):
+        if isinstance(obj, dict) and {"weights", "sha256", "training"} <= obj.keys():
+            raise KeyboardInterrupt("killed")
+        return real_dumps(obj, *args, **kwargs)
+
+    monkeypatch.setattr(json, "dumps", killed_at_the_card)
+    with pytest.raises(KeyboardInterrupt):
+        train_mod.train(cfg, models_dir=models)
+    monkeypatch.setattr(json, "dumps", real_dumps)
+    assert _pair(models, "tiny-mlp")[0] == old["sha256"]  # the old card, and the weights it names
+    card = train_mod.train(cfg, models_dir=models)  # not killed: the new pair, and the old weights are gone
+    assert _pair(models, "tiny-mlp")[0] == card["sha256"] != old["sha256"]
+    assert sorted(p.name for p in models.iterdir()) == sorted(["tiny-mlp.json", card["weights"]])
+
+
+@pytest.mark.parametrize("kill", ["weights rename", "card rename", "old weights removal"])
+def test_an_export_killed_at_any_step_leaves_the_old_pair_or_the_new_one(kill, tiny_models, tmp_path, monkeypatch):
+    import os
+    from pathlib import Path
+
+    from engine.rl import agent
+
+    models = tmp_path / "models"
+    old = _copy_model(tiny_models, models, "tiny-mlp")
+    arrays = {k: v * 2 for k, v in _pair(models, "tiny-mlp")[1].items()}
+    agent.write_weights(arrays, tmp_path / "new.npz")
+    new_bytes = (tmp_path / "new.npz").read_bytes()
+    real_replace, real_unlink = os.replace, Path.unlink
+    renames = []
+
+    def replace_or_die(src, dst):
+        renames.append(dst)
+        if (kill, len(renames)) in (("weights rename", 1), ("card rename", 2)):
+            raise KeyboardInterrupt("killed")
+        real_replace(src, dst)
+
+    def unlink_or_die(path, missing_ok=False):
+        if kill == "old weights removal" and path.suffix == ".npz":
+            raise KeyboardInterrupt("killed")
+        real_unlink(path, missing_ok=missing_ok)
+
+    monkeypatch.setattr(os, "replace", replace_or_die)
+    monkeypatch.setattr(Path, "unlink", unlink_or_die)
+    with pytest.raises(KeyboardInterrupt):
+        agent.export_model(models, "tiny-mlp", new_bytes, old)
+    monkeypatch.undo()
+    sha, weights = _pair(models, "tiny-mlp")
+    if kill == "old weights removal":  # the card was written: the new pair
+        assert sha != old["sha256"] and all(np.array_equal(weights[k], arrays[k]) for k in arrays)
+    else:
+        assert sha == old["sha256"]
+    again = agent.export_model(models, "tiny-mlp", new_bytes, old)  # a later export tidies up
+    assert sorted(p.name for p in models.iterdir()) == sorted(["tiny-mlp.json", again["weights"]])
