@@ -47,7 +47,10 @@ class CheapestWork:
             names = state.layout.type_names
             order = self._order[job.job_type] = sorted(
                 range(len(names)), key=lambda t: cost_per_work(state.cluster, job.job_type, names[t]))
+        eligible = state.eligible_types(job)  # a view narrowed to one type (of_type) allows that type only
         for t in order:
+            if not eligible[t]:
+                continue
             gpus = best_fit(state.of_type(t), job)
             if gpus is not None:
                 return gpus
