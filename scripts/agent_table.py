@@ -63,9 +63,13 @@ def trained_on(env: dict, curriculum: list) -> str:
     )
 
 
-def _percent(relative: float) -> str:
-    pct = 100 * relative
-    return f"{pct:+.0f}" if abs(pct) >= 0.5 or pct == 0 else f"{pct:+.1f}"
+def _change(vs_best: dict) -> str:
+    """The paired difference to the best policy: in percent of its objective, or absolute where that is 0 (the
+    card then has no relative figure)."""
+    if vs_best["relative"] is None:
+        return f"{vs_best['diff']:+.2g} absolute"
+    pct = 100 * vs_best["relative"]
+    return f"{pct:+.0f} %" if abs(pct) >= 0.5 or pct == 0 else f"{pct:+.1f} %"
 
 
 def where(card: dict, verdict: str) -> str:
@@ -83,13 +87,15 @@ def where(card: dict, verdict: str) -> str:
             parts.append(
                 f"{sc} "
                 + ", ".join(
-                    f"{st} {_percent(t['vs_best']['relative'])} % (vs `{t['best_baseline']}`)" for st, t in hits
+                    f"{st} {_change(t['vs_best'])} (vs `{t['best_baseline']}`)" for st, t in hits
                 )
             )
             continue
-        pcts = sorted({_percent(t["vs_best"]["relative"]) for _, t in hits}, key=lambda p: abs(float(p)))
+        changes = sorted({_change(t["vs_best"]) for _, t in hits}, key=lambda c: abs(float(c.split()[0])))
         label = sc if len(hits) == len(by) else f"{sc} {'/'.join(st for st, _ in hits)}"
-        parts.append(f"{label} {' to '.join(pcts)} % (vs `{next(iter(baselines))}`)")
+        if all(c.endswith(" %") for c in changes):  # "-5 to -17 %"
+            changes = [c.removesuffix(" %") for c in changes[:-1]] + changes[-1:]
+        parts.append(f"{label} {' to '.join(changes)} (vs `{next(iter(baselines))}`)")
     count = sum(t["vs_best"]["verdict"] == verdict for _, _, t in settings)
     return f"{count} of {len(settings)}: {'; '.join(parts)}" if parts else "nowhere"
 
