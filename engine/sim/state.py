@@ -114,7 +114,8 @@ JOB_QUEUED: Final = 1
 JOB_RUNNING: Final = 2
 JOB_DONE: Final = 3
 JOB_UNSCHEDULABLE: Final = 4
-LIFECYCLE_NAMES: Final = ("not yet submitted", "waiting", "running", "finished", "unschedulable")
+JOB_FAILED: Final = 5  # its run crashed and it had no retry left (engine.sim.failures)
+LIFECYCLE_NAMES: Final = ("not yet submitted", "waiting", "running", "finished", "unschedulable", "failed")
 
 
 class ShapeTable:
