@@ -17,7 +17,7 @@ preemption costs and what fails.
 Stops: a job stops short of its end when a scheduler preempts it, when a node it runs on fails, and when its own
 run crashes with retries left; all three take the same path (:meth:`Simulation._interrupt`): the job keeps its work
 up to its last checkpoint, pays the restart overhead and returns to the queue. Out of retries, a crashed job ends
-failed. A job's work is its ``duration_s`` plus what its checkpoints cost (``PreemptionModel.work_s``).
+failed; so does a job its trace records as failed (``Job.failed``), at the end of its recorded run. A job's work is its ``duration_s`` plus what its checkpoints cost (``PreemptionModel.work_s``).
 
 ``simulate(cluster, jobs, scheduler)`` is that loop and nothing more; the Gymnasium environment drives the
 same ``Simulation`` one decision at a time.
@@ -523,8 +523,8 @@ class Simulation:
         self._stop(j)
         if self._fail_left[j] > 0.0:  # the run crashed where the failure calendar drew
             return self._crash(j, now)
-        self._work_left[j] = 0.0  # the job is done
-        self._end(j, now, JOB_DONE)
+        self._work_left[j] = 0.0  # the job is done (failed, when its trace says so: it ran its recorded time)
+        self._end(j, now, JOB_FAILED if self.jobs[j].failed else JOB_DONE)
         return _COMPLETED
 
     def _crash(self, j: int, now: float) -> int:
