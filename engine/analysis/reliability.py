@@ -72,7 +72,7 @@ def ettr(result: Result, held_gpu_s: np.ndarray) -> float:
     preemption = result.options.preemption
     demand = _demand(result)
     duration = np.array([j.duration_s for j in result.jobs], dtype=float)
-    work = np.array([preemption.work_s(d) for d in duration.tolist()], dtype=float)
+    work = np.array(preemption.work_s(duration.tolist()), dtype=float)
     wasted_gpu_s = (result.lost_gpu_s + result.failure_lost_gpu_s + result.crash_lost_gpu_s
                     + result.restart_gpu_s)
     performed = work + wasted_gpu_s / demand

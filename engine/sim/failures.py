@@ -82,13 +82,16 @@ class FailureCalendar:
                 self._up_scale_s.append(node_mean_s / math.gamma(1.0 + 1.0 / shape))  # the law's mean: node_mean_s
                 self._agenda.push(self._up_time_s(n), n)
         self.next_s = self._agenda.earliest()
-        rate, tries = model.job_failure_rate, model.job_retries + 1
-        rng = np.random.default_rng([key, _JOB_STREAM])
         # Row j: one draw per run of job j (its first and each retry): whether it crashes, and where.
-        self._crashes: list[list[bool]] = (rng.random((n_jobs, tries)) < rate).tolist() if rate > 0 else []
-        self._crash_at: list[list[float]] = (
-            (rng.random((n_jobs, tries)) ** model.job_failure_skew).tolist() if rate > 0 else [])
-        self.fail_left_s = [self._fail_left_s(j, 0, w) for j, w in enumerate(work_s)]
+        self._crashes: list[list[bool]] = []
+        self._crash_at: list[list[float]] = []
+        self.fail_left_s = [0.0] * n_jobs
+        if model.job_failure_rate > 0:
+            rng = np.random.default_rng([key, _JOB_STREAM])
+            tries = model.job_retries + 1
+            self._crashes = (rng.random((n_jobs, tries)) < model.job_failure_rate).tolist()
+            self._crash_at = (rng.random((n_jobs, tries)) ** model.job_failure_skew).tolist()
+            self.fail_left_s = [self._fail_left_s(j, 0, w) for j, w in enumerate(work_s)]
 
     def _up_time_s(self, n: int) -> float:
         return float(self._up_scale_s[n] * self._rngs[n].weibull(self.model.weibull_shape))

@@ -91,13 +91,13 @@ class PreemptionModel:
         interval = self.checkpoint_interval_s
         return None if interval is None else interval + self.checkpoint_cost_s
 
-    def work_s(self, duration_s: float) -> float:
-        """Reference work a job of ``duration_s`` seconds does with its checkpoints' cost: ``duration_s`` plus
-        ``checkpoint_cost_s`` per checkpoint it writes (``duration_s`` itself when checkpoints are free)."""
-        interval = self.checkpoint_interval_s
-        if interval is None or not self.checkpoint_cost_s:
-            return duration_s
-        return duration_s + self.checkpoint_cost_s * max(math.ceil(duration_s / interval) - 1, 0)
+    def work_s(self, durations_s: list[float]) -> list[float]:
+        """Reference work of jobs of ``durations_s`` seconds with their checkpoints' cost: each duration plus
+        ``checkpoint_cost_s`` per checkpoint it writes (a copy of ``durations_s`` when checkpoints are free)."""
+        interval, cost = self.checkpoint_interval_s, self.checkpoint_cost_s
+        if interval is None or not cost:
+            return list(durations_s)
+        return [d + cost * max(math.ceil(d / interval) - 1, 0) for d in durations_s]
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "preemption") -> PreemptionModel:

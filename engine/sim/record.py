@@ -191,7 +191,6 @@ class Recorder:
         status = np.full(len(lifecycle), COMPLETED, dtype=np.int8)
         status[states == JOB_UNSCHEDULABLE] = UNSCHEDULABLE
         status[states == JOB_FAILED] = FAILED
-        demand = np.fromiter((job.gpus * job.gpu_fraction for job in jobs), dtype=float, count=len(jobs))
         return Result(
             scheduler=scheduler,
             cluster=cluster,
@@ -222,7 +221,7 @@ class Recorder:
             job_failures=_ints(faults.job_failures),
             crash_lost_gpu_s=_floats(self.crash_lost_gpu_s),
             restart_gpu_s=_floats(self.restart_gpu_s),
-            checkpoint_gpu_s=_checkpoint_gpu_s(options, _floats(work_s) - _floats(work_left_s), states, demand),
+            checkpoint_gpu_s=_checkpoint_gpu_s(options, jobs, work_s, work_left_s, states),
             outage_node=_ints(faults.outage_node),
             outage_start_s=_floats(faults.outage_start_s),
             outage_end_s=_floats(faults.outage_end_s),
@@ -231,14 +230,16 @@ class Recorder:
         )
 
 
-def _checkpoint_gpu_s(options: RunOptions, done_s: np.ndarray, states: np.ndarray, demand: np.ndarray) -> np.ndarray:
+def _checkpoint_gpu_s(options: RunOptions, jobs: tuple[Job, ...], work_s: list[float], work_left_s: list[float],
+                      states: np.ndarray) -> np.ndarray:
     """GPU-seconds each job spent writing checkpoints: ``checkpoint_cost_s`` x the checkpoints in the work it had
-    done when it ended (``done_s``: all of it when it completed), x its GPUs (0 for jobs that never ran)."""
+    done when it ended (all of it when it completed), x its GPUs (0 for jobs that never ran)."""
     preemption = options.preemption
     period = preemption.checkpoint_period_s
     if period is None or not preemption.checkpoint_cost_s:
-        return np.zeros(len(done_s))
-    written = np.floor(done_s / period + 1e-9)
+        return np.zeros(len(jobs))
+    demand = np.array([job.gpus * job.gpu_fraction for job in jobs], dtype=float)
+    written = np.floor((_floats(work_s) - _floats(work_left_s)) / period + 1e-9)
     return np.where(states == JOB_UNSCHEDULABLE, 0.0, written * preemption.checkpoint_cost_s * demand)
 
 

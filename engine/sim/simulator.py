@@ -133,7 +133,7 @@ class Simulation:
         submit = [job.submit_s for job in self.jobs]
         self._arrival_order = sorted(range(len(submit)), key=submit.__getitem__)  # stable: ties by job id
         self._arrival_s = [submit[j] for j in self._arrival_order]
-        self._work_s = [self.options.preemption.work_s(job.duration_s) for job in self.jobs]  # checkpoints included
+        self._work_s = self.options.preemption.work_s([job.duration_s for job in self.jobs])  # checkpoints included
         self._period = self.options.preemption.checkpoint_period_s
         self._reset_state()
 

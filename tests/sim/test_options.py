@@ -135,8 +135,7 @@ def test_job_failures_take_a_preset_or_a_rate():
 
 def test_checkpoint_cost_adds_to_the_work_once_per_checkpoint_written():
     model = PreemptionModel(checkpoint_interval_s=600.0, checkpoint_cost_s=30.0)
-    assert model.work_s(1800.0) == 1860.0  # checkpoints after 600 and 1200 s of work, none at the end
-    assert model.work_s(1801.0) == 1891.0
-    assert model.work_s(500.0) == 500.0
+    # checkpoints after 600 and 1200 s of work (none at the end), after 600, 1200 and 1800, none
+    assert model.work_s([1800.0, 1801.0, 500.0]) == [1860.0, 1891.0, 500.0]
     assert model.checkpoint_period_s == 630.0
-    assert PreemptionModel(checkpoint_interval_s=600.0).work_s(1801.0) == 1801.0
+    assert PreemptionModel(checkpoint_interval_s=600.0).work_s([1801.0]) == [1801.0]
