@@ -11,7 +11,17 @@ import math
 import numpy as np
 import pytest
 
-from engine import FailureModel, Job, PreemptionModel, RunOptions, make_scheduler, parse_cluster, simulate
+from engine import (
+    FailureModel,
+    Job,
+    PreemptionModel,
+    RunOptions,
+    Simulation,
+    Start,
+    make_scheduler,
+    parse_cluster,
+    simulate,
+)
 from engine.sim.options import FAILURE_PRESETS
 from engine.sim.simulator import COMPLETED, FAILED
 from engine.traces.generator import generate
@@ -154,3 +164,18 @@ def test_without_failures_nothing_fails():
     off = simulate(cluster, jobs, make_scheduler("easy-backfill"), seed=7, options=_failures())
     assert plain.outage_node.size == off.outage_node.size == 0
     assert np.array_equal(plain.end_s, off.end_s) and not off.interruptions.any() and not off.job_failures.any()
+
+
+def test_a_scheduler_cannot_start_a_job_on_a_down_node():
+    cluster = parse_cluster("2x2:generic")
+    options = _failures(mtbf_h=10.0, repair_h=1000.0)
+    probe = simulate(cluster, [Job(0, 0.0, 100 * H)], make_scheduler("fifo"), seed=2, options=options)
+    down_s, node = float(probe.outage_start_s[0]), int(probe.outage_node[0])
+    assert np.isnan(probe.outage_end_s[0]) or probe.outage_end_s[0] - down_s == 1000 * H
+    sim = Simulation(cluster, [Job(0, down_s + 1.0, 60.0)], options=options, seed=2)
+    state = sim.reset()
+    assert state.now_s == down_s + 1.0 and state.occupancy.node_down[node]
+    assert state.free_gpus == state.free_capacity == 2 and state.node_free[node] == 0
+    gpu = int(cluster.layout.node_first_gpu[node])
+    assert "is not free" in state.validate(Start(0, (gpu,)))
+    assert not state.can_host(state.jobs[0])[gpu : gpu + 2].any()
