@@ -75,14 +75,20 @@ class PreemptionModel:
     checkpoint_cost_s: float = 0.0
 
     def __post_init__(self) -> None:
-        _check_bounds(self.to_dict(), _PREEMPTION_BOUNDS, "preemption")
+        _check_bounds({**self.to_dict(), "checkpoint_cost_s": self.checkpoint_cost_s}, _PREEMPTION_BOUNDS,
+                      "preemption")
         if self.checkpoint_cost_s and self.checkpoint_interval_s is None:
             raise OptionsError("preemption.checkpoint_cost_s needs a checkpoint_interval_s (without one, a job "
                                "checkpoints only when stopped, at no cost)")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"checkpoint_interval_s": self.checkpoint_interval_s, "restart_overhead_s": self.restart_overhead_s,
-                "checkpoint_cost_s": self.checkpoint_cost_s}
+        """The JSON form, read back by :meth:`from_dict`; ``checkpoint_cost_s`` only when checkpoints cost
+        something, so the files of runs with free checkpoints (configs, scenarios, model cards) read as before."""
+        out: dict[str, Any] = {"checkpoint_interval_s": self.checkpoint_interval_s,
+                               "restart_overhead_s": self.restart_overhead_s}
+        if self.checkpoint_cost_s:
+            out["checkpoint_cost_s"] = self.checkpoint_cost_s
+        return out
 
     @property
     def checkpoint_period_s(self) -> float | None:

@@ -25,7 +25,7 @@ def test_to_dict_and_from_dict_round_trip_through_json():
         data = json.loads(json.dumps(options.to_dict()))
         assert RunOptions.from_dict(data) == options
     assert RunOptions().to_dict() == {
-        "preemption": {"checkpoint_interval_s": None, "restart_overhead_s": 0.0, "checkpoint_cost_s": 0.0},
+        "preemption": {"checkpoint_interval_s": None, "restart_overhead_s": 0.0},  # a cost only when there is one
         "failures": FailureModel().to_dict(),
         "energy": {"pue": 1.58, "carbon_g_per_kwh": 480.0, "price_list": "catalog"},
     }
@@ -139,3 +139,4 @@ def test_checkpoint_cost_adds_to_the_work_once_per_checkpoint_written():
     assert model.work_s([1800.0, 1801.0, 500.0]) == [1860.0, 1891.0, 500.0]
     assert model.checkpoint_period_s == 630.0
     assert PreemptionModel(checkpoint_interval_s=600.0).work_s([1801.0]) == [1801.0]
+    assert model.to_dict() == {"checkpoint_interval_s": 600.0, "restart_overhead_s": 0.0, "checkpoint_cost_s": 30.0}
