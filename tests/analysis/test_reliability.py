@@ -121,3 +121,21 @@ def test_availability_over_time_and_interruptions_by_size():
     assert list(sizes["gpus"]) == sorted(sizes["gpus"]) and set(sizes["gpus"]) <= {1, 2, 4, 8, 16, 32, 64}
     hit = sizes["interruptions"] > 0
     assert np.allclose(sizes["mtti_h"][hit], sizes["run_h"][hit] / sizes["interruptions"][hit])
+
+
+def test_the_best_checkpoint_interval_is_near_young_daly():
+    """Checkpoint too rarely and failures eat the work; too often and checkpoints do: ETTR peaks within a factor of
+    two of Young/Daly's sqrt(2 x cost x MTBF) (4.1 h for 300 s checkpoints and a 100 h MTBF)."""
+    cluster = parse_cluster("16x1:generic")
+    jobs = [Job(i, 0.0, 2000 * 3600.0) for i in range(16)]
+    young_daly_h = math.sqrt(2 * 300.0 * 100.0 * 3600.0) / 3600.0
+    ettrs = {}
+    for interval_h in (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0):
+        options = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=interval_h * 3600.0,
+                                                        checkpoint_cost_s=300.0),
+                             failures=FailureModel(mtbf_h=100.0, repair_h=0.0))
+        ettrs[interval_h] = summarize(simulate(cluster, jobs, make_scheduler("fifo"), seed=1,
+                                               options=options)).reliability.ettr
+    best = max(ettrs, key=ettrs.get)
+    assert young_daly_h / 2 <= best <= young_daly_h * 2
+    assert ettrs[0.5] < ettrs[best] - 0.05 and ettrs[32.0] < ettrs[best] - 0.05
