@@ -17,7 +17,8 @@ preemption costs and what fails.
 Stops: a job stops short of its end when a scheduler preempts it, when a node it runs on fails, and when its own
 run crashes with retries left; all three take the same path (:meth:`Simulation._interrupt`): the job keeps its work
 up to its last checkpoint, pays the restart overhead and returns to the queue. Out of retries, a crashed job ends
-failed; so does a job its trace records as failed (``Job.failed``), at the end of its recorded run. A job's work is its ``duration_s`` plus what its checkpoints cost (``PreemptionModel.work_s``).
+failed; so does a job its trace records as failed (``Job.failed``), at the end of its recorded run. A job's work
+is its ``duration_s`` plus what its checkpoints cost (``PreemptionModel.work_s``).
 
 ``simulate(cluster, jobs, scheduler)`` is that loop and nothing more; the Gymnasium environment drives the
 same ``Simulation`` one decision at a time.

@@ -73,7 +73,8 @@ def _row(ctx: ReadContext, f: list[str]) -> None:
     gpus = requested if requested > 0 else allocated
     ctx.keep(submit if submit >= 0 else math.nan, run, gpus=gpus,
              user="unknown" if user < 0 else f"u{user}", estimate_s=req_time if req_time > 0 else run, name=f[0],
-             failed=status == FAILED_STATUS, columns=Columns(gpus=_col(7 if requested > 0 else 4), duration_s=_col(3), estimate_s=_col(8)))
+             failed=status == FAILED_STATUS,
+             columns=Columns(gpus=_col(7 if requested > 0 else 4), duration_s=_col(3), estimate_s=_col(8)))
 
 
 def fast(ctx: ReadContext) -> None:

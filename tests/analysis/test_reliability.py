@@ -112,8 +112,10 @@ def test_availability_over_time_and_interruptions_by_size():
     assert series["t_s"].iloc[0] == 0.0 and series["up_gpus"].iloc[0] == cluster.n_gpus
     assert series["up_gpus"].min() < cluster.n_gpus and series["t_s"].is_monotonic_increasing
     # the series integrates to the up GPU-seconds
-    t = np.append(series["t_s"].to_numpy(), 50 * 3600.0)
-    integral = float(np.dot(series["up_gpus"].to_numpy()[t[:-1] < t[-1]], np.diff(np.minimum(t, t[-1]))[t[:-1] < t[-1]]))
+    end_s = 50 * 3600.0
+    t = np.append(series["t_s"].to_numpy(), end_s)
+    inside = t[:-1] < end_s
+    integral = float(np.dot(series["up_gpus"].to_numpy()[inside], np.diff(np.minimum(t, end_s))[inside]))
     assert integral == pytest.approx(up_gpu_s(result, 0.0, 50 * 3600.0))
     sizes = interruptions_by_size(result)
     assert sizes["interruptions"].sum() == result.interruptions.sum() > 0

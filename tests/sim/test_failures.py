@@ -62,7 +62,8 @@ def test_the_failure_count_is_what_the_process_predicts(shape):
 
 def test_lemons_fail_more_and_exponential_repairs_vary():
     plain = _long_run(_failures(mtbf_h=2000.0, repair_h=4.0))
-    lemons = _long_run(_failures(mtbf_h=2000.0, repair_h=4.0, lemon_share=0.5, lemon_factor=10.0, repair_law="exponential"))
+    lemons = _long_run(_failures(mtbf_h=2000.0, repair_h=4.0, lemon_share=0.5, lemon_factor=10.0,
+                                 repair_law="exponential"))
     assert lemons.outage_node.size > 2 * plain.outage_node.size
     counts = np.bincount(lemons.outage_node, minlength=16)
     assert counts.max() > 5 * max(np.median(counts[counts < np.median(counts)]), 1)  # a few nodes fail far more
