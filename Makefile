@@ -6,7 +6,7 @@ PORT ?= 8501
 # NATIVE=0 skips compiling the engine's hot modules (they then run interpreted; results are the same).
 NATIVE ?= 1
 
-.PHONY: run lint test test-fast bench build clean-native clean-venv
+.PHONY: run serve lint test test-fast bench build clean-native clean-venv
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,3 +51,9 @@ clean-native:
 
 clean-venv:
 	rm -rf $(VENV)
+
+# The HTTP API on 127.0.0.1 (API_PORT, API_STORE); OpenAPI pages at http://127.0.0.1:$(API_PORT)/docs.
+API_PORT ?= 8000
+API_STORE ?= runs/playground.sqlite
+serve: build
+	$(PY) -m engine serve --port $(API_PORT) --store $(API_STORE)

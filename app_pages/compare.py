@@ -7,10 +7,11 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.lib import common
+from app_pages.lib.text import as_text
 from engine import SCHEDULERS
 from engine.analysis import never_ran, seeds
 from engine.analysis.job_story import job_story
-from engine.analysis.metrics import METRICS, best_columns, summarize
+from engine.analysis.metrics import METRICS, summarize
 from engine.analysis.presets import PRESETS
 from engine.viz import tables
 from engine.viz.timeline import HEATMAP_BINS, HEATMAP_GPUS, HEATMAP_ROWS, WEBGL_BARS, WEBGL_JOBS, raster_bins
@@ -88,7 +89,9 @@ elif set(results) != set(chosen):
 for name in results:  # a trained agent's card says plainly whether it beats the best hand-written policy
     verdict = common.agent_verdict(name) if name.startswith("rl:") else None
     if verdict is not None:
-        (st.success if verdict[0] else st.warning)(verdict[1])
+        (st.success if verdict.beats else st.warning)(f"**{as_text(name)}**: {verdict.line}")
+        with st.expander(f"How {as_text(name)} was tested, setting by setting"):
+            st.markdown(verdict.details)
 
 # ---------------------------------------------------------------- never ran, KPI table
 views = common.comparison_for(ran_sc, results)
@@ -96,10 +99,10 @@ summaries, table = views.summaries, views.table
 missing = never_ran.of_result(next(iter(results.values())))  # the same jobs never run under every scheduler
 if missing.count:
     st.warning(missing.sentence(), icon="⚠️")
-best = best_columns(table)
 st.subheader("Key metrics")
 rows = [k for k in METRICS if METRICS[k].better is not None or k == "unschedulable"]
 shown = tables.metrics_table(table, rows)
+best = tables.best_shown(table, rows)
 
 
 def _highlight(frame: pd.DataFrame) -> pd.DataFrame:
@@ -112,8 +115,10 @@ def _highlight(frame: pd.DataFrame) -> pd.DataFrame:
 
 st.dataframe(shown.style.apply(_highlight, axis=None), width="stretch", hide_index=True, key="kpi_table",
              height=38 + 35 * len(rows), column_config={"metric": st.column_config.TextColumn("metric", width="large")})
-st.caption("Best value per metric in green (↓ lower is better, ↑ higher is better); durations in s, min, h or d "
-           "as each value needs. Wait and JCT are over the jobs that ran. Definitions are on the Learn page.")
+st.caption("Best value per metric in green, every value that looks the same as it too (↓ lower is better, ↑ higher "
+           "is better); GPU utilisation is never green on its own, as jobs running longer on slower GPUs raise it. "
+           "Durations in s, min, h or d as each value needs. Wait and JCT are over the jobs that ran. Definitions "
+           "are on the Learn page.")
 multi = st.session_state.get(_SEEDS)
 if multi is not None and multi[0] == ran_sc.workload_key() and multi[1] == tuple(results):
     st.subheader(f"Over {multi[2]} workload seeds: mean ± 95 % confidence interval")
@@ -140,6 +145,7 @@ elif mode == "heatmap":
             f"(at most {HEATMAP_ROWS} rows of GPUs and {HEATMAP_BINS} time bins).")
 st.caption("One row per GPU, one bar per job; press ▶ play or drag the slider to move the cursor through time. "
            "The small chart under each timeline is its queue length.")
+common.quiet_animation_interrupts()
 common.plot(timeline, "timeline_chart")
 
 # ---------------------------------------------------------------- over time and distributions
@@ -154,12 +160,18 @@ st.caption("Gini of per-user mean wait: 0 = every user waits the same. Jain's in
 st.subheader("Why is this job waiting?")
 first_frame = next(iter(views.job_frames.values()))
 longest = int(first_frame["wait_s"].idxmax()) if first_frame["wait_s"].notna().any() else 0
-pick_job = st.number_input("Job id", 0, max(len(first_frame) - 1, 0), min(longest, max(len(first_frame) - 1, 0)),
-                           key="compare_job", help="Starts at the job that waited longest under the first scheduler.")
-for name, result in results.items():
-    story = common.engine_call(job_story, result, int(pick_job), what="job")
-    if story is not None:
-        st.text(f"{name}: {story.sentence()}")
+# A job is called by its id in the trace (its name); a job without one by its index in the workload.
+job_ids = [n or str(i) for i, n in enumerate(first_frame["name"])]
+index_of = {label: i for i, label in reversed(list(enumerate(job_ids)))}  # the first job of a repeated id
+pick_job = st.text_input("Job (its id in the trace)", job_ids[longest] if job_ids else "", key="compare_job",
+                         help="Starts at the job that waited longest under the first scheduler.")
+if pick_job.strip() not in index_of:
+    st.error(as_text(f"job {pick_job[:40]!r}: no job has this id; ids look like {', '.join(job_ids[:3])}"), icon="⚠️")
+else:
+    for name, result in results.items():
+        story = common.engine_call(job_story, result, index_of[pick_job.strip()], what="job")
+        if story is not None:
+            st.text(f"{name}: {story.sentence()}")
 
 # ---------------------------------------------------------------- downloads
 st.subheader("Downloads")

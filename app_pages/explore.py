@@ -4,6 +4,7 @@ run on Ray (``engine.analysis.sweep``, ``engine.analysis.plan``)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
@@ -14,13 +15,15 @@ from engine.analysis.metrics import METRICS
 from engine.analysis.plan import Target, plan
 from engine.analysis.sweep import SweepSpec, parse_numbers, run_sweep
 from engine.sim.cluster import parse_shorthand
-from engine.traces.options import load_options
-from engine.viz import explore
+from engine.units import parse_duration, plural
+from engine.viz import explore, tables
 
 #: Bounds on what one click may ask of the server.
 MAX_CELLS = 2_000
 MAX_JOB_RUNS = 2_000_000  # cells x jobs per workload
 MAX_PLAN_NODES = 512
+#: Capacity plan answers shown side by side; more go on the next row.
+CARDS_PER_ROW = 4
 _SWEEP, _PLAN = "explore_sweep", "explore_plan"
 
 st.title("Explore")
@@ -36,6 +39,18 @@ is_trace = w.source == "trace"
 load_label = "load scale" if is_trace else "offered load"
 schedulers = sorted(SCHEDULERS) + common.trained_agents()
 judged = [k for k, m in METRICS.items() if m.better is not None]
+
+
+def _target_value(text: str, metric: str) -> float:
+    """The plan target typed for ``metric``: a duration (``30 min``) for a metric in seconds, else a number."""
+    try:
+        value = parse_duration(text) if METRICS[metric].unit == "s" else float(text)
+    except ValueError as exc:
+        raise EngineError(f"target value: {exc}" if METRICS[metric].unit == "s" else
+                          f"target value {text[:40]!r}: expected a number in {explore.metric_title(metric)}") from None
+    if not math.isfinite(value):
+        raise EngineError("the target value must be a finite number")
+    return value
 
 
 def _progress_bar(what: str):
@@ -68,17 +83,12 @@ with sweep_tab:
                              help="The current scenario's cluster is always in the grid.")
         run_clicked = st.form_submit_button("▶ Run sweep", type="primary")
     if run_clicked:
-        with common.engine_errors("sweep"):
+        with common.engine_errors("sweep", stop=False):
             # Shorthand only: a .json path or openb:PATH typed here would make the server read its own files.
             more = [parse_shorthand(line).to_shorthand() for line in extra.splitlines() if line.strip()]
-            options = {"users": w.users, "arrival": w.arrival, **({"mix": dict(w.mix)} if w.mix else {})}
-            spec = SweepSpec(
-                clusters=(sc.cluster, *(m for m in more if m != sc.cluster)), schedulers=tuple(chosen),
-                seeds=int(seeds), loads=parse_numbers(loads_text, load_label),
-                jobs=None if is_trace else w.n_jobs, generator={} if is_trace else options,
-                trace=(w.trace_name or "trace") if is_trace else None,
-                trace_options=load_options(format=w.trace_format, skip_bad=w.skip_bad, time_unit=w.time_unit,
-                                           column_map=w.column_map, first=w.first) if is_trace else {})
+            spec = SweepSpec(base=replace(sc, schedulers=tuple(chosen)),
+                             clusters=(sc.cluster, *(m for m in more if m != sc.cluster)),
+                             loads=parse_numbers(loads_text, load_label), seeds=int(seeds))
             trace_jobs = common.loaded_trace(sc).jobs if is_trace else None
             runs = spec.cells * (len(trace_jobs) if is_trace else w.n_jobs)
             if spec.cells > MAX_CELLS or runs > MAX_JOB_RUNS:
@@ -101,18 +111,22 @@ with sweep_tab:
                    f"in {meta['wall_s']:.1f} s.")
         if failures:
             st.warning(f"{len(failures)} cell(s) failed; the others are shown.")
-            st.dataframe(pd.DataFrame(failures), width="stretch", key="sweep_failures")
+            st.dataframe(tables.failures_table(failures, load_label), width="stretch", hide_index=True,
+                         key="sweep_failures")
         if not frame.empty:
             metric = st.selectbox("Metric", judged, index=judged.index("p95_wait_s"), key="sweep_metric",
-                                  format_func=explore.metric_title)
+                                  format_func=lambda k: METRICS[k].label)
             common.plot(explore.sweep_curves_figure(frame, metric, load_label=load_label), "sweep_curves")
             varied = [a for a in explore.HEATMAP_AXES if frame[a].nunique() > 1]
             if len(varied) >= 2:
                 c = st.columns(2)
-                x = c[0].selectbox("Heatmap across", varied, index=0, key="sweep_heat_x")
-                y = c[1].selectbox("and down", [a for a in varied if a != x], key="sweep_heat_y")
+                x = c[0].selectbox("Heatmap across", varied, index=varied.index("load") if "load" in varied else 0,
+                                   key="sweep_heat_x")
+                down = [a for a in varied if a != x]
+                y = c[1].selectbox("and down", down, index=down.index("scheduler") if "scheduler" in down else 0,
+                                   key="sweep_heat_y")
                 common.plot(explore.sweep_heatmap_figure(frame, metric, x, y), "sweep_heatmap")
-            st.dataframe(frame, width="stretch", hide_index=True, key="sweep_table")
+            st.dataframe(tables.sweep_table(frame, load_label), width="stretch", hide_index=True, key="sweep_table")
         d = st.columns(2)
         d[0].download_button("Results (CSV, one row per cell)", frame.to_csv(index=False), file_name="sweep.csv",
                              mime="text/csv", key="sweep_csv", on_click="ignore", width="stretch")
@@ -131,22 +145,22 @@ with plan_tab:
         c = st.columns([1, 1, 1])
         node = c[0].text_input("Node shape (GPUS:TYPE)", f"{first.gpus_per_node}:{first.gpu_type}", key="plan_node")
         metric = c[1].selectbox("Target metric", judged, index=judged.index("p95_wait_s"), key="plan_metric",
-                                format_func=explore.metric_title)
+                                format_func=lambda k: METRICS[k].label)
         op = c[2].radio("must be", ["<=", ">="], horizontal=True, key="plan_op")
         c = st.columns([1, 1, 1])
-        value = c[0].number_input("Target value", value=1800.0, key="plan_value",
-                                  help="In the metric's unit (seconds for waits).")
+        value_text = c[0].text_input("Target value", "30 min", key="plan_value",
+                                     help="A duration for waits and times (90 s, 30 min, 2 h, 1 d; a plain number "
+                                          "is seconds), else a number in the metric's unit.")
         max_nodes = c[1].number_input("At most nodes", 1, MAX_PLAN_NODES, 64, key="plan_max_nodes")
-        grow = c[2].checkbox("Grow it inside the current cluster", key="plan_grow",
-                             help="A node mix: the current cluster with its group of this shape grown (or added). "
-                                  "Otherwise the cluster is made of this node shape only.")
+        grow = c[2].checkbox("Grow the current cluster", value=True, key="plan_grow",
+                             help="The cluster you built, with its group of this node shape grown (or added); "
+                                  "unticked, the cluster is made of this node shape only.")
         chosen_plan = st.multiselect("Schedulers", schedulers, default=[s for s in sc.schedulers if s in schedulers],
                                      key="plan_schedulers")
         plan_clicked = st.form_submit_button("▶ Find the fewest nodes", type="primary")
     if plan_clicked:
-        with common.engine_errors("capacity plan"):
-            if not math.isfinite(value):
-                raise EngineError("the target value must be a finite number")
+        with common.engine_errors("capacity plan", stop=False):
+            value = _target_value(value_text, metric)
             jobs = common.jobs_of(sc)
             bar, update = _progress_bar("plan")
             goal = Target(metric, op, float(value))
@@ -163,17 +177,20 @@ with plan_tab:
         meta = answer.attrs["meta"]
         if saved_plan["workload"] != sc.workload_key():
             st.warning("This plan was made for an earlier cluster or workload.")
-        cols = st.columns(max(1, len(answer)))
-        for col, row in zip(cols, answer.itertuples()):
-            if pd.isna(row.nodes):
-                col.metric(row.scheduler, "not met", help=row.error or "not met with the most nodes allowed")
-            else:
-                col.metric(row.scheduler, f"{int(row.nodes)} nodes · {int(row.gpus)} GPUs")
+        for start in range(0, len(answer), CARDS_PER_ROW):  # cards wide enough for their text
+            cols = st.columns(CARDS_PER_ROW)
+            for col, row in zip(cols, answer.iloc[start:start + CARDS_PER_ROW].itertuples()):
+                if pd.isna(row.nodes):
+                    col.metric(row.scheduler, "not met", help=row.error or "not met with the most nodes allowed",
+                               border=True)
+                else:
+                    col.metric(row.scheduler, plural(int(row.nodes), "node"), border=True,
+                               delta=f"{plural(int(row.gpus), 'GPU')} in all", delta_color="off", delta_arrow="off")
         if meta["fewest_gpus"] and len(answer) > 1:
             st.success(f"Fewest GPUs: {meta['fewest_gpus']} ({meta['runs']} runs in {meta['rounds']} rounds, "
                        f"{meta['wall_s']:.1f} s).")
         answers = {r.scheduler: None if pd.isna(r.nodes) else int(r.nodes) for r in answer.itertuples()}
         common.plot(explore.plan_figure(answer.attrs["probes"], answers, goal.metric, goal.value), "plan_curve")
-        st.dataframe(answer, width="stretch", hide_index=True, key="plan_table")
+        st.dataframe(tables.plan_table(answer), width="stretch", hide_index=True, key="plan_table")
         st.download_button("Plan runs (CSV)", pd.DataFrame(answer.attrs["probes"]).to_csv(index=False),
                            file_name="plan.csv", mime="text/csv", key="plan_csv", on_click="ignore")

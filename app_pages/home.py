@@ -6,6 +6,7 @@ from app_pages.lib import common
 from engine import SCHEDULERS
 from engine.analysis.presets import PRESETS
 from engine.analysis.scenario import scenario_from_preset
+from engine.units import plural
 
 st.title("GPU scheduling playground")
 st.markdown(
@@ -15,7 +16,9 @@ st.markdown(
 c = st.columns(3)
 c[0].markdown("**1 · Cluster**  \nNode groups of any GPU type, racks, or a real cluster's node list.")
 c[1].markdown("**2 · Workload**  \nGenerate jobs at a chosen load, or upload a trace (Philly, SWF, Alibaba, …).")
-c[2].markdown(f"**3 · Compare**  \n{len(SCHEDULERS)} heuristics and trained RL agents, run on the same jobs.")
+agents = common.trained_agents()
+c[2].markdown(f"**3 · Compare**  \n{plural(len(SCHEDULERS), 'heuristic')}"
+              + (f" and {plural(len(agents), 'trained RL agent')}" if agents else "") + ", run on the same jobs.")
 
 st.subheader("Start from a preset")
 st.caption("Each preset is a small lesson: a cluster, a workload and the schedulers that show it. "

@@ -13,10 +13,12 @@ from engine.analysis import never_ran
 from engine.analysis.scenario import ARRIVALS, MAX_FIRST, MAX_JOBS, MAX_MIX_WEIGHT, MAX_SEED, MAX_USERS, WorkloadSpec
 from engine.errors import TraceError
 from engine.traces import TRACE_FORMATS, mapped
+from engine.traces.base import DROP_REASONS
 from engine.traces.detect import UNKNOWN_FORMAT
 from engine.traces.generator import DEFAULT_MIX
 from engine.traces.load import gpu_hours, offered_load, offered_load_series
 from engine.traces.options import TIME_UNITS
+from engine.units import plural
 from engine.viz.workload import (
     arrivals_figure,
     duration_figure,
@@ -226,7 +228,8 @@ if w.source == "trace":
     m[3].metric("Span", common.fmt_seconds(report["span_s"]))
     m[4].metric("GPU-hours", f"{report['gpu_hours']:,.0f}")
     if report["dropped"]:
-        st.table({"reason": list(report["dropped"]), "rows dropped": list(report["dropped"].values())})
+        st.table({"why the rows were dropped": [DROP_REASONS.get(r, r.replace("_", " ")) for r in report["dropped"]],
+                  "rows dropped": list(report["dropped"].values())})
     if report.get("unit_warning"):
         st.warning(report["unit_warning"], icon="⏱️")
     for example in report.get("examples", []):
@@ -241,7 +244,7 @@ m = st.columns(4)
 m[0].metric("Jobs", f"{len(frame):,}")
 m[1].metric("Users", frame["user"].nunique())
 m[2].metric("GPU-hours asked", f"{gpu_hours(jobs):,.0f}")
-m[3].metric(f"Offered load on {cluster.n_gpus} GPUs", f"{offered_load(jobs, cluster.n_gpus):.2f}")
+m[3].metric(f"Offered load on {plural(cluster.n_gpus, 'GPU')}", f"{offered_load(jobs, cluster.n_gpus):.2f}")
 c1, c2 = st.columns(2)
 common.plot(arrivals_figure(frame), "wl_arrivals", c1)
 common.plot(offered_load_figure(*offered_load_series(jobs, cluster.n_gpus), cluster.n_gpus), "wl_load", c2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -9,6 +10,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = REPO.parent / "shared" / "traces"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_store_in_tmp(tmp_path_factory):
+    """The run store the app shares with the API (``PLAYGROUND_STORE``) in a temporary folder: tests never write
+    uploads into the checkout's runs/ nor see those of an earlier test session."""
+    before = os.environ.get("PLAYGROUND_STORE")
+    os.environ["PLAYGROUND_STORE"] = str(tmp_path_factory.mktemp("store") / "playground.sqlite")
+    yield
+    if before is None:
+        os.environ.pop("PLAYGROUND_STORE")
+    else:
+        os.environ["PLAYGROUND_STORE"] = before
 
 
 @pytest.fixture

@@ -24,11 +24,12 @@ def _ignored_patterns() -> list[str]:
 
 def named_paths(text: str) -> list[str]:
     """The backticked tokens of ``text`` that name a path: they hold a ``/`` or end in a file extension; URLs,
-    commands (with spaces), placeholders (``<name>``), bare extensions (``.npz``) and dotted Python names
-    (``engine.sweep/plan``) are not paths."""
+    commands (with spaces), placeholders (``<name>``), bare extensions (``.npz``), dotted Python names
+    (``engine.sweep/plan``), URL routes and paths outside the checkout (``/docs``, ``~/.ray/auth_token``) are not
+    repository paths."""
     out = []
     for token in re.findall(r"`([^`\n]+)`", text):
-        if any(c in token for c in " <>{}") or "://" in token or token.startswith("-"):
+        if any(c in token for c in " <>{}") or "://" in token or token.startswith(("-", "/", "~")):
             continue
         if not ("/" in token or token.endswith(EXTENSIONS)):
             continue
@@ -109,3 +110,8 @@ def test_agents_table_states_what_the_cards_say():
     }
     assert agent_table.where(card, "worse") == "2 of 4: a +20 to +57 % (vs `fgd`)"
     assert agent_table.where(card, "better") == "1 of 4: b free -10 % (vs `fgd`)"
+
+
+def test_architecture_stays_short():
+    """ARCHITECTURE.md is a code map, contracts and invariants (issue 31): at most 12 KB."""
+    assert (REPO / "ARCHITECTURE.md").stat().st_size <= 12 * 1024

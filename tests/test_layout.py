@@ -26,7 +26,9 @@ ALLOWED = {
     "analysis": {"errors", "units", "sim", "schedulers", "traces", "plugins"},
     "viz": {"errors", "units", "sim", "plugins", "analysis"},
     "rl": {"errors", "units", "sim", "schedulers", "plugins", "traces", "analysis", "viz"},
-    "cli": {"errors", "units", "sim", "schedulers", "plugins", "traces", "analysis", "viz", "rl"},
+    "runner": {"errors", "units", "sim", "schedulers", "plugins", "traces", "analysis"},
+    "api": {"errors", "units", "sim", "schedulers", "plugins", "traces", "analysis", "rl", "runner"},
+    "cli": {"errors", "units", "sim", "schedulers", "plugins", "traces", "analysis", "viz", "rl", "runner", "api"},
 }
 
 

@@ -24,7 +24,7 @@ from engine.analysis.metrics import Summary, compare, job_frame, summarize
 from engine.analysis.scenario import Scenario
 from engine.rl.agent import MODELS_DIR, user_models_dir  # trained agents: <name>.json model cards (rl:<name>)
 from engine.sim.cluster import Cluster
-from engine.units import human_seconds
+from engine.units import human_seconds, plural
 from engine.viz.distributions import cdf_figure
 from engine.viz.series import series_figure
 from engine.viz.timeline import timeline_figure
@@ -41,13 +41,16 @@ FAILED_UPLOAD = "failed_upload"
 
 # ----------------------------------------------------------------------------- errors
 @contextmanager
-def engine_errors(what: str = "") -> Iterator[None]:
-    """Show an :class:`EngineError` (bad input) as one inline error line instead of a traceback."""
+def engine_errors(what: str = "", *, stop: bool = True) -> Iterator[None]:
+    """Show an :class:`EngineError` (bad input) as one inline error line instead of a traceback; then stop the
+    page, or with ``stop=False`` skip the rest of the ``with`` block only (a form in a tab: the other tabs still
+    draw)."""
     try:
         yield
     except EngineError as exc:
         st.error(as_text(f"{what}: {exc}" if what else exc), icon="⚠️")
-        st.stop()
+        if stop:
+            st.stop()
 
 
 def engine_call(fn: Callable, *args, what: str = "", **kwargs):
@@ -100,7 +103,14 @@ def forget_trace(digest: str) -> None:
 
 
 def trace_bytes(digest: str) -> bytes | None:
-    return uploads.session_store().get(digest)
+    """An upload's bytes: this session's, else those another session or the API kept in the shared store (then
+    kept in this session too)."""
+    data = uploads.session_store().get(digest)
+    if data is None:
+        data = uploads.shared_trace(digest)
+        if data is not None:
+            uploads.session_store().put(data)
+    return data
 
 
 # Clusters and job tuples are frozen records: cache_resource shares them instead of unpickling a copy on
@@ -123,6 +133,8 @@ def _trace(workload_key: str):
         uploads.check_trace_size(data, name)
     trace = workers.call(sc.load_trace, data, what=f"loading {name}")
     uploads.check_job_limit(len(trace.jobs), name)
+    if data is not None and trace.jobs:
+        uploads.keep_shared(data, name, trace.report.to_dict())
     return trace
 
 
@@ -134,8 +146,8 @@ def loaded_trace(sc: Scenario):
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _jobs(workload_key: str) -> tuple[Job, ...]:
     sc = Scenario.from_dict(json.loads(workload_key))
-    if sc.workload.source == "trace":
-        return _trace(workload_key).jobs
+    if sc.workload.source == "trace":  # the upload loaded once; the scenario's cuts (skip, block, load scale)
+        return sc.workload.cut_trace(_trace(workload_key).jobs, cluster_of(sc).n_gpus)
     return workers.call(sc.build_jobs, cluster_of(sc), what="building the workload")
 
 
@@ -251,9 +263,27 @@ def trained_agents() -> list[str]:
     return sorted({f"rl:{n}" for d in (MODELS_DIR, user_models_dir()) for n in model_names(d)})
 
 
-def agent_verdict(name: str) -> tuple[bool, str] | None:
-    """For ``rl:<model>``: whether its card says it beats the best hand-written policy, and the card's sentence
-    saying so, escaped to show as plain text; ``None`` if the card has no verdict or cannot be read."""
+@dataclass(frozen=True)
+class AgentVerdict:
+    """What a trained agent's model card says of it against the best hand-written policy, as plain text."""
+
+    beats: bool  # better on every evaluated setting
+    line: str  # one line for people: how often better, worse, no different
+    details: str  # the card's full sentence, naming each setting
+
+
+def verdict_line(summary: dict) -> str:
+    """A card's evaluation summary (``settings``, ``better``, ``worse`` counts) as one line for people."""
+    n, better, worse = (int(summary.get(k, 0)) for k in ("settings", "better", "worse"))
+    if summary.get("beats_best_baseline") is True:
+        return f"Beats the best hand-written policy in all {n} test settings."
+    return (f"Does not beat the best hand-written policy: better in {better} of {n} test settings, worse in "
+            f"{worse}, no clear difference in {n - better - worse}.")
+
+
+def agent_verdict(name: str) -> AgentVerdict | None:
+    """For ``rl:<model>`` (shipped in ``models/``): its card's verdict against the best hand-written policy, in one
+    line and in full, escaped to show as plain text; ``None`` if the card has no verdict or cannot be read."""
     from engine.rl.agent import ModelError, read_card
 
     try:
@@ -263,7 +293,44 @@ def agent_verdict(name: str) -> tuple[bool, str] | None:
     verdict = card.get("verdict")
     if not isinstance(verdict, str):
         return None
-    return card.get("beats_best_baseline") is True, as_text(verdict[:2000])
+    evaluation = card.get("evaluation")
+    summary = evaluation.get("summary") if isinstance(evaluation, dict) else None
+    try:
+        line = verdict_line(summary)
+    except (AttributeError, TypeError, ValueError):  # no counts (an older or hand-edited card): the first clause
+        line = verdict.split(":")[0][:200].rstrip(".") + "."
+    return AgentVerdict(card.get("beats_best_baseline") is True, as_text(line), as_text(verdict[:2000]))
+
+
+def agent_description(name: str) -> str:
+    """For ``rl:<model>`` (shipped, or trained in this app): its card's description of what it learned, as plain
+    text, cut to one paragraph; a fixed sentence when the card has none."""
+    from engine.rl.agent import ModelError, read_card
+
+    for folder in (MODELS_DIR, user_models_dir()):
+        try:
+            text = read_card(name.removeprefix("rl:"), folder).get("description")
+        except ModelError:
+            continue
+        if isinstance(text, str) and text.strip():
+            return as_text(text.strip()[:500])
+    return "A trained agent without a description on its model card."
+
+
+#: Plotly rejects the promise of a running animation, with no reason, when pause (or the slider) interrupts it, and
+#: its buttons never catch it: without this, each pause of an animated timeline is an "Uncaught (in promise)"
+#: error in the browser. Only rejections without a reason are silenced, once per page.
+_QUIET_ANIMATION_INTERRUPTS = """<script>
+if (!window.__quietPlotlyInterrupts) {
+  window.__quietPlotlyInterrupts = true;
+  window.addEventListener("unhandledrejection", e => { if (e.reason === undefined) e.preventDefault(); });
+}
+</script>"""
+
+
+def quiet_animation_interrupts() -> None:
+    """Call before drawing an animated figure: pausing it raises no browser error."""
+    st.html(_QUIET_ANIMATION_INTERRUPTS, unsafe_allow_javascript=True, width="content")
 
 
 def plot(fig, key: str, where=st) -> None:
@@ -286,7 +353,8 @@ def sidebar() -> None:
     try:
         cluster = cluster_of(sc)
         types = ", ".join(f"{n}× {t}" for t, n in cluster.gpus_by_type().items())
-        side.markdown(f"**Cluster** · {cluster.n_nodes} nodes, {cluster.n_gpus} GPUs  \n{as_text(types)}")
+        side.markdown(f"**Cluster** · {plural(cluster.n_nodes, 'node')}, {plural(cluster.n_gpus, 'GPU')}  \n"
+                      f"{as_text(types)}")
     except EngineError as exc:
         side.error(as_text(f"Cluster: {exc}"))
     w = sc.workload

@@ -13,51 +13,45 @@ environment wins):
 * ``PLAYGROUND_UPLOAD_STORE_MB`` (``upload_store_mb``): bytes of uploads one session keeps (default 128 MiB).
 
 A trace is also refused before it is parsed when it has more than :func:`max_trace_lines` lines (counted on
-the decompressed text, so a small gzip file cannot expand without bound).
+the decompressed text, so a small gzip file cannot expand without bound). The checks themselves are
+:mod:`engine.traces.limits` (the HTTP API uses them too).
+
+An upload that loaded is also kept in the run store the app shares with the HTTP API (:func:`keep_shared`), so
+a link to a scenario on it opens in another session, after a restart, and through the API.
 """
 
 from __future__ import annotations
 
-import gzip
-import io
+import logging
 import os
+import sqlite3
 import threading
-import zlib
 from collections import OrderedDict
 
 import streamlit as st
 
-from engine import EngineError
 from engine.analysis.scenario import content_hash
+from engine.runner.store import DEFAULT_STORE, DEFAULT_TRACE_LIMIT_BYTES, RunStore, StoreError
+from engine.traces import limits
+from engine.traces.limits import DEFAULT_MAX_JOBS, UploadLimitError
 
-DEFAULT_MAX_JOBS = 100_000
+__all__ = ["DEFAULT_MAX_JOBS", "UploadLimitError", "UploadStore", "check_job_limit", "check_trace_size",
+           "host_setting", "keep_shared", "max_jobs_per_run", "max_trace_lines", "session_store", "shared_trace",
+           "store_limit_bytes"]
 DEFAULT_STORE_MB = 128
-#: A trace may have this many lines per job the run may hold (rows the loader drops need reading too).
-LINES_PER_JOB = 5
 _SESSION_KEY = "_upload_store"
 
 
-class UploadLimitError(EngineError):
-    """An upload is larger than this server's limits; the message states the limit and what to do."""
+def _secret(name: str):
+    try:
+        return st.secrets.get(name)
+    except Exception:  # noqa: BLE001 -- no secrets file (the usual case) or an unreadable one: the default
+        return None
 
 
 def host_setting(env: str, secret: str, default: int) -> int:
     """A positive integer limit from the environment, else from Streamlit's secrets, else ``default``."""
-    raw = os.environ.get(env)
-    if raw is None:
-        try:
-            raw = st.secrets.get(secret)
-        except Exception:  # noqa: BLE001 -- no secrets file (the usual case) or an unreadable one: the default
-            raw = None
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise UploadLimitError(f"the server setting {env} must be a positive integer, got {str(raw)[:40]!r}") from None
-    if value < 1:
-        raise UploadLimitError(f"the server setting {env} must be a positive integer, got {value}")
-    return value
+    return limits.host_setting(env, default, lambda: _secret(secret))
 
 
 def max_jobs_per_run() -> int:
@@ -71,7 +65,7 @@ def store_limit_bytes() -> int:
 
 
 def max_trace_lines() -> int:
-    return LINES_PER_JOB * max_jobs_per_run()
+    return limits.LINES_PER_JOB * max_jobs_per_run()
 
 
 class UploadStore:
@@ -126,36 +120,45 @@ def session_store() -> UploadStore:
     return store
 
 
-def count_lines(data: bytes, limit: int, block_bytes: int = 1 << 20) -> int:
-    """Newlines in ``data`` (un-gzipped when it is gzip), counting stops once past ``limit``. A corrupt gzip
-    body ends the count where it breaks: the loader then names the problem."""
-    if data[:2] != b"\x1f\x8b":
-        return data.count(b"\n")
-    count = 0
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
-            while count <= limit and (block := f.read(block_bytes)):
-                count += block.count(b"\n")
-    except (OSError, EOFError, zlib.error):
-        pass
-    return count
-
-
 def check_trace_size(data: bytes, name: str) -> None:
     """``UploadLimitError`` before parsing when the file has more lines than this server reads per trace."""
-    limit = max_trace_lines()
-    lines = count_lines(data, limit)
-    if lines > limit:
-        raise UploadLimitError(
-            f"{name} has more than {limit:,} lines; this server reads at most {limit:,} lines per trace "
-            f"({max_jobs_per_run():,} jobs per run): cut the file to its first {limit:,} lines "
-            f"(head -n {limit} FILE > smaller.csv), or use the command line (python -m engine) for the whole trace")
+    limits.check_trace_size(data, name, max_jobs_per_run())
 
 
 def check_job_limit(n_jobs: int, name: str) -> None:
     """``UploadLimitError`` when a trace gives more jobs than one run may simulate here."""
-    limit = max_jobs_per_run()
-    if n_jobs > limit:
-        raise UploadLimitError(
-            f"{name} gives {n_jobs:,} jobs; this server simulates at most {limit:,} per run: set "
-            f"'Keep the first N jobs' to {limit:,} or less (or use the command line, python -m engine, with --window)")
+    limits.check_job_limit(n_jobs, name, max_jobs_per_run(), "'Keep the first N jobs'")
+
+
+# ----------------------------------------------------------------------------- the store shared with the API
+@st.cache_resource(show_spinner=False)
+def _shared_store() -> RunStore | None:
+    """The run store this server shares with the HTTP API (``PLAYGROUND_STORE``, default ``runs/playground.sqlite``;
+    ``PLAYGROUND_API_TRACE_STORE_MB`` bounds its traces), opened for its traces only; ``None`` when it cannot be
+    opened (the app then keeps uploads in the session alone)."""
+    limit = host_setting("PLAYGROUND_API_TRACE_STORE_MB", "trace_store_mb", DEFAULT_TRACE_LIMIT_BYTES // 2**20)
+    try:
+        return RunStore(os.environ.get("PLAYGROUND_STORE") or DEFAULT_STORE, trace_limit_bytes=limit * 2**20, runs=False)
+    except (OSError, sqlite3.Error) as exc:
+        logging.getLogger(__name__).warning("the shared run store cannot be opened: %s", exc)
+        return None
+
+
+def keep_shared(data: bytes, name: str, report: dict) -> None:
+    """Keep an upload that loaded in the shared store too, so that a link naming it by its SHA-256 opens in any
+    session of this server and after a restart (and the API can run it); a full or broken store is skipped."""
+    store = _shared_store()
+    if store is not None:
+        try:
+            store.put_trace(data, name, report)
+        except (StoreError, OSError, sqlite3.Error) as exc:
+            logging.getLogger(__name__).warning("upload %s not kept in the shared store: %s", name, exc)
+
+
+def shared_trace(digest: str) -> bytes | None:
+    """The bytes of an upload another session (or the API) kept in the shared store, else ``None``."""
+    store = _shared_store()
+    try:
+        return None if store is None else store.get_trace(digest)
+    except sqlite3.Error:
+        return None

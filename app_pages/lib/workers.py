@@ -15,37 +15,24 @@ Whoever hosts the app sets the bounds by environment variable (or ``.streamlit/s
 * ``PLAYGROUND_RUN_MEMORY_MB`` (``run_memory_mb``): address space of one worker, MiB (default 4,096).
 
 An :class:`~engine.errors.EngineError` raised in the worker (bad input) comes back as an ``EngineError``
-with the same message.
+with the same message. The process machinery is :mod:`engine.runner.workers` (the HTTP API uses it too).
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import resource
 import threading
-from multiprocessing import spawn
 from typing import Any, Callable
 
 from app_pages.lib.uploads import host_setting
-from engine import EngineError, make_scheduler, simulate
+from engine import make_scheduler, simulate
+from engine.runner import workers
+from engine.runner.workers import RunLimitError, WorkerError
 
-_CONTEXT = multiprocessing.get_context("forkserver")
-# Children fork from a server with these imported: a worker starts in milliseconds, not seconds.
-_CONTEXT.set_forkserver_preload(["engine", "engine.analysis.scenario", "engine.analysis.presets",
-                                 "engine.traces", "app_pages.lib.workers"])
-_PREPARATION = spawn.get_preparation_data
-_start_lock = threading.Lock()
+__all__ = ["RunLimitError", "WorkerError", "call", "max_workers", "memory_mb", "simulate_named", "timeout_s"]
+workers.add_preload("app_pages.lib.workers")
 _slots_lock = threading.Lock()
 _slots: threading.BoundedSemaphore | None = None
-
-
-class RunLimitError(EngineError):
-    """A call passed this server's time or memory bound (or found no free worker in time) and was stopped."""
-
-
-class WorkerError(EngineError):
-    """Bad input found by the work in the worker process (the message is the engine's own)."""
 
 
 def max_workers() -> int:
@@ -68,83 +55,10 @@ def _semaphore() -> threading.BoundedSemaphore:
         return _slots
 
 
-def _preparation_without_main(name: str) -> dict:
-    """What a new process is told to prepare, less the parent's ``__main__``: under ``streamlit run`` that is
-    the page script, which every worker would otherwise import, and so run, bare, before its work."""
-    data = _PREPARATION(name)
-    data.pop("init_main_from_path", None)
-    data.pop("init_main_from_name", None)
-    return data
-
-
-def _start(proc) -> None:
-    # multiprocessing reads the preparation data while starting the process; nothing else here starts one.
-    with _start_lock:
-        spawn.get_preparation_data = _preparation_without_main
-        try:
-            proc.start()
-        finally:
-            spawn.get_preparation_data = _PREPARATION
-
-
 def call(fn: Callable, *args: Any, what: str) -> Any:
-    """``fn(*args)`` in a worker process within this server's bounds; ``what`` names the work in messages.
-
-    Raises :class:`RunLimitError` when the call passes its time or memory bound or waits too long for a
-    worker, and the ``EngineError`` the work raised (as :class:`WorkerError`, same message)."""
-    limit_s, mem_mb = timeout_s(), memory_mb()
-    slots = _semaphore()
-    if not slots.acquire(timeout=limit_s):
-        raise RunLimitError(f"{what}: every worker of this server stayed busy for {limit_s} s; try again later")
-    try:
-        receive, send = _CONTEXT.Pipe(duplex=False)
-        proc = _CONTEXT.Process(target=_work, args=(send, mem_mb * 2**20, fn, args), daemon=True)
-        _start(proc)
-        send.close()
-        try:
-            if not receive.poll(limit_s):
-                raise RunLimitError(f"{what} stopped after {limit_s} s, this server's time limit per run: make it "
-                                    "smaller (fewer jobs, a smaller cluster, fewer schedulers at once)")
-            kind, value = receive.recv()
-        except EOFError:  # the process died without answering: killed for memory, or crashed
-            proc.join(5)
-            raise RunLimitError(f"{what} stopped: its worker process ended (exit code {proc.exitcode}) before it "
-                                f"answered, most likely past this server's memory limit of {mem_mb:,} MiB per run"
-                                ) from None
-        finally:
-            receive.close()
-            if proc.is_alive():
-                proc.kill()
-            proc.join()
-    finally:
-        slots.release()
-    if kind == "ok":
-        return value
-    if kind == "memory":
-        raise RunLimitError(f"{what} stopped: it needed more than {mem_mb:,} MiB, this server's memory limit per "
-                            "run: make it smaller (fewer jobs, a smaller cluster)")
-    if kind == "engine":
-        raise WorkerError(value)
-    raise RuntimeError(f"{what} failed in its worker process: {value}")
-
-
-def _work(send, memory_bytes: int, fn: Callable, args: tuple) -> None:
-    """The worker process: bound the address space, run, send ``(kind, value)`` back."""
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    try:
-        answer: tuple[str, Any] = ("ok", fn(*args))
-    except MemoryError:
-        answer = ("memory", "")
-    except EngineError as exc:
-        answer = ("engine", str(exc))
-    except Exception as exc:  # noqa: BLE001 -- a bug: the parent raises it with this text
-        answer = ("crash", f"{type(exc).__name__}: {exc}")
-    try:
-        send.send(answer)
-    except MemoryError:  # the answer itself did not fit
-        send.send(("memory", ""))
-    finally:
-        send.close()
+    """``fn(*args)`` in a worker process within this server's bounds (:func:`engine.runner.workers.call`);
+    ``what`` names the work in messages."""
+    return workers.call(fn, *args, what=what, limit_s=timeout_s(), memory_mb=memory_mb(), slots=_semaphore())
 
 
 def simulate_named(cluster, jobs, scheduler: str, seed: int, user_models: str):

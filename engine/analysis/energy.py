@@ -30,7 +30,7 @@ import numpy as np
 
 from engine.errors import ClusterSpecError
 from engine.sim.cluster import Cluster, gpu_prices
-from engine.sim.options import CarbonSeries, EnergyModel
+from engine.sim.options import CarbonSeries, EnergyModel, RunOptions
 from engine.sim.simulator import Result
 
 J_PER_KWH = 3.6e6
@@ -181,3 +181,9 @@ def power_series(result: Result, model: EnergyModel) -> tuple[np.ndarray, np.nda
     t, first = np.unique(times[order], return_index=True)
     step = np.add.reduceat(changes[order], first) if t.size else np.empty(0)
     return t, model.pue * float(idle_w.sum()) + np.cumsum(step)
+
+
+def sets_energy(options: RunOptions) -> bool:
+    """Whether run options (a scenario's) set an energy model other than the default one: a scenario file that
+    does gets the energy metrics without a flag; one written with the defaults keeps the summaries it had."""
+    return options.energy != EnergyModel()

@@ -1,16 +1,18 @@
 """Seeded multi-run evaluation: every scheduler on the same workloads, mean and 95 % CI of every metric.
 
-``python -m engine evaluate --schedulers first-fit,sjf,rl:wait-mlp --scenario mixed --seeds 10`` runs each
-scheduler on workload seeds ``0..9`` of the scenario (the same jobs for every scheduler) and prints, per metric
-of :func:`engine.analysis.metrics.summarize`, the mean over seeds and its 95 % confidence interval (Student t), then
+``python -m engine evaluate --schedulers first-fit,sjf,rl:wait-mlp --scenario mixed-32 --seeds 10`` runs each
+scheduler on seeds ``0..9`` of a scenario (the same jobs for every scheduler) and prints, per metric of
+:func:`engine.analysis.metrics.summarize`, the mean over seeds and its 95 % confidence interval (Student t), then
 the **paired** differences against ``--baseline``: for each seed, scheduler minus baseline on the same jobs,
 whose mean and CI say whether a scheduler is better than the baseline beyond seed-to-seed noise.
 
-A scenario is a name (:data:`SCENARIOS`, or a teaching preset of :mod:`engine.analysis.presets`) or a
-spec ``"cluster=4x8:V100-32;jobs=200;load=1.5[;arrival=bursty][;users=10][;trace=PATH[;skip=N]]"``. With
-``trace``, seed ``k`` takes the ``k``-th block of ``jobs`` consecutive jobs of the trace (after its first ``skip``
-jobs) and stretches or compresses its arrivals so that the block offers ``load`` while its arrivals last (see
-:func:`_trace_block`).
+What is evaluated is a :class:`~engine.analysis.scenario.Scenario` and a seed policy: seed ``k`` is
+``scenario.with_seed(k)`` (workload seed and simulation seed ``k``). :func:`parse_scenario` reads a named scenario
+(:data:`SCENARIOS`, or a teaching preset of :mod:`engine.analysis.presets`), a scenario JSON file (what the app
+downloads), or a spec ``"cluster=4x8:V100-32;jobs=200;load=1.5[;arrival=bursty][;users=10][;trace=PATH[;skip=N]]"``.
+With ``trace``, seed ``k`` takes the ``k``-th block of ``jobs`` consecutive jobs of the trace (after its first
+``skip`` jobs) and stretches or compresses its arrivals so that the block offers ``load`` while its arrivals last
+(see :func:`~engine.analysis.scenario.trace_block`).
 
 This module imports torch only when an ``rl:`` scheduler is evaluated (through the scheduler registry).
 Training workloads draw seeds at or above ``engine.analysis.workload.TRAIN_SEED_MIN`` (2**20); evaluation seeds
@@ -20,147 +22,94 @@ Training workloads draw seeds at or above ``engine.analysis.workload.TRAIN_SEED_
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from engine.analysis.metrics import METRICS, summarize
+from engine.analysis.scenario import Scenario, WorkloadSpec, preset_names, preset_scenario
 from engine.errors import EngineError, reject_unknown_keys
 from engine.schedulers import make_scheduler
-from engine.sim.cluster import Cluster, parse_cluster
-from engine.sim.job import Job
-from engine.sim.options import RunOptions
+from engine.sim.cluster import parse_cluster
+from engine.sim.options import EnergyModel, RunOptions
 from engine.sim.simulator import Result, simulate
 
-REPO = Path(__file__).resolve().parents[2]
+#: The keys of the flat evaluation-scenario dicts that model cards written before the scenario record hold.
+LEGACY_KEYS = frozenset({"name", "cluster", "n_jobs", "load", "workload", "trace", "preset", "skip_jobs"})
 
 
-@dataclass(frozen=True)
-class EvalScenario:
-    """A family of seeded workloads on one cluster.
-
-    Attributes:
-        name: label for reports.
-        cluster: cluster spec.
-        n_jobs: jobs per workload.
-        load: offered load.
-        workload: extra generator arguments (``arrival``, ``users``, ``mix``, ...).
-        trace: a trace file (relative paths are tried from the working directory, then from the repository);
-            seeds then pick consecutive blocks of ``n_jobs`` jobs instead of generating.
-        skip_jobs: with ``trace``: jobs at the start of the trace that no block uses.
-        preset: a teaching preset of :mod:`engine.analysis.presets`; its cluster and seeded workload are used instead.
-    """
-
-    name: str
-    cluster: str
-    n_jobs: int = 200
-    load: float = 1.0
-    workload: Mapping[str, Any] = field(default_factory=dict)
-    trace: str | None = None
-    preset: str | None = None
-    skip_jobs: int = 0
-
-    def build_cluster(self) -> Cluster:
-        if self.preset is not None:
-            from engine.analysis.presets import load_preset
-
-            return load_preset(self.preset).build_cluster()
-        return parse_cluster(self.cluster)
-
-    def jobs(self, seed: int) -> tuple[Job, ...]:
-        """The workload of ``seed`` (same seed, same jobs)."""
-        if self.preset is not None:
-            from engine.analysis.presets import load_preset
-
-            return load_preset(self.preset).build_jobs(seed)
-        cluster = self.build_cluster()
-        if self.trace is None:
-            from engine.analysis.workload import make_jobs
-
-            return make_jobs(cluster, self.n_jobs, self.load, seed, self.workload)
-        path = Path(self.trace)
-        if not path.is_absolute() and not path.exists() and (REPO / path).exists():
-            path = REPO / path  # a path relative to the repository, e.g. ../shared/traces/...
-        return _trace_block(_load_trace(str(path))[self.skip_jobs:], seed, self.n_jobs, self.load, cluster.n_gpus)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "cluster": self.cluster, "n_jobs": self.n_jobs, "load": self.load,
-                "workload": dict(self.workload), "trace": self.trace, "preset": self.preset,
-                "skip_jobs": self.skip_jobs}
+def named_scenario(name: str, cluster: str, n_jobs: int = 200, load: float = 1.0,
+                   workload: Mapping[str, Any] | None = None, trace: str | None = None,
+                   skip_jobs: int = 0) -> Scenario:
+    """An evaluation scenario: ``n_jobs`` generated jobs at ``load`` (extra generator arguments in
+    ``workload``), or, with ``trace`` (a trusted path), blocks of ``n_jobs`` jobs of the trace after its first
+    ``skip_jobs``, each scaled to offer ``load``."""
+    if trace is None:
+        spec = WorkloadSpec.from_generator_args(n_jobs, load, **dict(workload or {}))
+    else:
+        spec = WorkloadSpec(source="trace", trace_path=trace, block=n_jobs, load=load, skip=skip_jobs)
+    return Scenario(cluster=cluster, workload=spec, name=name)
 
 
 #: Named evaluation scenarios (the shipped models' training scenarios and the generalisation tests).
-SCENARIOS: dict[str, EvalScenario] = {s.name: s for s in (
-    EvalScenario("v100-32", "4x8:V100-32", 150, 1.5),
-    EvalScenario("mixed-32", "2x8:A100-80,4x4:V100-32", 250, 1.5),
-    EvalScenario("v100-64", "8x8:V100-32", 400, 1.5),
-    EvalScenario("v100-128", "16x8:V100-32", 800, 1.5),
-    EvalScenario("mixed-128", "8x8:A100-80,16x4:V100-32", 800, 1.5),
-    EvalScenario("a100-t4-48", "4x4:A100-80,4x8:T4", 250, 1.5),
-    EvalScenario("h100-v100-32", "2x8:H100-80,2x8:V100-32", 250, 1.5),
-    EvalScenario("hpc-32", "4x8:V100-32", 150, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
-    EvalScenario("hpc-64", "8x8:V100-32", 400, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
-    EvalScenario("hpc-128", "16x8:V100-32", 800, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    named_scenario("v100-32", "4x8:V100-32", 150, 1.5),
+    named_scenario("mixed-32", "2x8:A100-80,4x4:V100-32", 250, 1.5),
+    named_scenario("v100-64", "8x8:V100-32", 400, 1.5),
+    named_scenario("v100-128", "16x8:V100-32", 800, 1.5),
+    named_scenario("mixed-128", "8x8:A100-80,16x4:V100-32", 800, 1.5),
+    named_scenario("a100-t4-48", "4x4:A100-80,4x8:T4", 250, 1.5),
+    named_scenario("h100-v100-32", "2x8:H100-80,2x8:V100-32", 250, 1.5),
+    named_scenario("hpc-32", "4x8:V100-32", 150, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
+    named_scenario("hpc-64", "8x8:V100-32", 400, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
+    named_scenario("hpc-128", "16x8:V100-32", 800, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
     # The trace's first 300 jobs span 484 h and hold 109,797 GPU-hours (the next 60 blocks: 1,121 at the median,
     # 18,647 at most): no arrival scaling makes that block a window of the same kind, so no seed uses it.
-    EvalScenario("philly-64", "8x8:V100-32", 300, 1.2, trace="../shared/traces/philly/philly.csv", skip_jobs=300),
+    named_scenario("philly-64", "8x8:V100-32", 300, 1.2, trace="../shared/traces/philly/philly.csv", skip_jobs=300),
 )}
 
 
-@lru_cache(maxsize=4)
-def _load_trace(path: str) -> tuple[Job, ...]:
-    from engine.traces import load_trace
-
-    return load_trace(path).jobs
-
-
-def _trace_block(jobs: Sequence[Job], k: int, n: int, load: float, n_gpus: int) -> tuple[Job, ...]:
-    """Jobs ``k*n .. k*n+n-1`` of a trace, renumbered from 0, their arrivals scaled by one factor so that the
-    block offers load ``load`` while its arrivals last.
-
-    The load a block offers is the GPU-time its jobs would use between the first and the last arrival if each
-    started on arrival (a job still running at the last arrival counts only up to then), over that span times
-    the cluster's GPUs. Counting a job's whole run instead would let one job of a real trace that runs for weeks
-    stand for load that arrives long after the block's arrivals end, and leave the cluster idle while they
-    arrive. The load falls as the arrivals are stretched, so the factor is found by bisection; a block that
-    cannot offer ``load`` even with its arrivals 10**6 times closer together keeps that compression.
-    """
-    if (k + 1) * n > len(jobs):
-        raise EngineError(f"trace has {len(jobs)} jobs: not enough for seed {k} with {n} jobs per seed")
-    block = jobs[k * n:(k + 1) * n]
-    since = np.array([j.submit_s for j in block]) - block[0].submit_s
-    span = float(since[-1])
-    if span <= 0:
-        return tuple(replace(j, job_id=i, submit_s=0.0) for i, j in enumerate(block))
-    gpus = np.array([j.gpus * j.gpu_fraction for j in block])
-    run_s = np.array([j.duration_s for j in block])
-    to_last = span - since
-
-    def offered(scale: float) -> float:
-        return float((gpus * np.minimum(run_s, scale * to_last)).sum() / (scale * span * n_gpus))
-
-    lo, hi = 1e-6, 1e6
-    for _ in range(100):  # geometric bisection: 2**-100 of the factor's log range
-        mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if offered(mid) > load else (lo, mid)
-    return tuple(replace(j, job_id=i, submit_s=float(t * hi)) for i, (j, t) in enumerate(zip(block, since)))
+def scenario_from_dict(data: Mapping[str, Any]) -> Scenario:
+    """An evaluated scenario as an evaluation's JSON (and a model card) stores it: a scenario
+    (:meth:`Scenario.to_dict`), or the flat form cards written before it hold (``name``, ``cluster``,
+    ``n_jobs``, ``load``, ``workload``, ``trace``, ``preset``, ``skip_jobs``). Trusted: a card may name a trace."""
+    if not isinstance(data, Mapping):
+        raise EngineError("an evaluated scenario must be a JSON object")
+    if "n_jobs" not in data:
+        return Scenario.from_dict(data, trusted=True)
+    reject_unknown_keys(data, LEGACY_KEYS, "evaluated scenario")
+    if data.get("preset"):
+        return replace(preset_scenario(data["preset"]), name=data.get("name") or data["preset"])
+    return named_scenario(data["name"], data["cluster"], data["n_jobs"], data["load"], data.get("workload"),
+                          data.get("trace"), data.get("skip_jobs", 0))
 
 
-def parse_scenario(text: str) -> EvalScenario:
-    """A scenario from a name in :data:`SCENARIOS`, a preset name, or a ``key=value;...`` spec."""
+def describe(sc: Scenario, quote_cluster: str = "`") -> str:
+    """One line: the cluster (between ``quote_cluster``), the jobs per seed and the load, and how a trace's
+    workloads are cut."""
+    w, cluster = sc.workload, f"{quote_cluster}{sc.cluster}{quote_cluster}"
+    if w.source != "trace" or not w.block:
+        return f"{cluster}, {w.n_jobs} jobs, load {w.load}"
+    return (f"{cluster}, {w.block} jobs, load {w.load}, trace {w.trace_path or w.trace_name}: a seed's block of "
+            f"{w.block} consecutive jobs" + (f" after its first {w.skip:,}" if w.skip else "")
+            + ", arrivals scaled to offer the load while they last")
+
+
+def parse_scenario(text: str) -> Scenario:
+    """A scenario from a name in :data:`SCENARIOS`, a preset name, a scenario JSON file (``*.json`` or any file
+    that exists; read as trusted: it may name a trace file) or a ``key=value;...`` spec."""
     text = text.strip()
     if text in SCENARIOS:
         return SCENARIOS[text]
-    preset = _preset_scenario(text)
-    if preset is not None:
-        return preset
+    if text in preset_names():
+        return preset_scenario(text)
+    if "=" not in text and (text.endswith(".json") or Path(text).is_file()):
+        return Scenario.from_json(Path(text).read_bytes(), trusted=True)
     if "=" not in text:
-        from engine.analysis.presets import PRESETS
-
-        raise EngineError(f"unknown scenario {text!r}; named: {', '.join(SCENARIOS)}; presets: {', '.join(PRESETS)}; "
+        raise EngineError(f"unknown scenario {text!r}; named: {', '.join(SCENARIOS)}; presets: "
+                          f"{', '.join(preset_names())}; a scenario file (.json); "
                           "or a spec like 'cluster=4x8:V100-32;jobs=200;load=1.5'")
     kv: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in text.split(";"))):
@@ -187,20 +136,7 @@ def parse_scenario(text: str) -> EvalScenario:
     if skip_jobs and trace is None:
         raise EngineError(f"scenario spec {text!r}: skip=N needs trace=PATH")
     parse_cluster(cluster)  # fail early with the cluster parser's message
-    return EvalScenario(text, cluster, n_jobs, load, workload, trace, skip_jobs=skip_jobs)
-
-
-def _preset_scenario(name: str) -> EvalScenario | None:
-    """The scenario of teaching preset ``name`` (:mod:`engine.analysis.presets`), or None if there is no such preset."""
-    from engine.analysis.presets import PRESETS
-
-    preset = PRESETS.get(name)
-    if preset is None:
-        return None
-    cluster = preset.build_cluster()
-    n_jobs = len(preset.build_jobs(0))
-    load = float(preset.workload.get("generate", {}).get("load", math.nan))
-    return EvalScenario(name, cluster.to_shorthand(), n_jobs, load, preset=name)
+    return named_scenario(text, cluster, n_jobs, load, workload, trace, skip_jobs)
 
 
 # Two-sided 95 % Student t quantiles for 1..30 degrees of freedom (beyond: the normal 1.96).
@@ -225,13 +161,13 @@ class Evaluation:
     """Per-seed metrics of every scheduler on one scenario.
 
     Attributes:
-        scenario: what was run.
+        scenario: what was run (seed ``k`` is ``scenario.with_seed(k)``).
         seeds: workload seeds.
         runs: scheduler -> one ``summarize(...).to_dict()`` per seed (plus any extra metrics), in ``seeds`` order.
         baseline: the scheduler paired differences are taken against.
     """
 
-    scenario: EvalScenario
+    scenario: Scenario
     seeds: tuple[int, ...]
     runs: dict[str, list[dict[str, Any]]]
     baseline: str
@@ -242,7 +178,8 @@ class Evaluation:
 
     @property
     def metric_keys(self) -> list[str]:
-        """Every metric of the runs: those of :data:`engine.analysis.metrics.METRICS`, then extra ones."""
+        """Every metric of the runs: those of :data:`engine.analysis.metrics.METRICS`, then extra ones (the
+        energy metrics, ``extra``'s)."""
         first = self.runs[self.baseline][0]
         return [*METRICS, *(k for k in first if k not in METRICS)]
 
@@ -285,16 +222,19 @@ class Evaluation:
         }
 
 
-def evaluate(schedulers: Sequence[str], scenario: str | EvalScenario, seeds: int | Sequence[int], *,
+def evaluate(schedulers: Sequence[str], scenario: str | Scenario, seeds: int | Sequence[int], *,
              baseline: str | None = None, extra: Mapping[str, Callable[[Result], float]] | None = None,
              on_run: Callable[[str, int], None] | None = None,
-             options: RunOptions | None = None) -> Evaluation:
+             options: RunOptions | None = None, energy: EnergyModel | None = None) -> Evaluation:
     """Run every scheduler on the scenario's workload for each seed (``seeds=n`` means ``0..n-1``).
 
     ``extra`` adds metrics computed from each run's :class:`~engine.sim.simulator.Result` (e.g. a model's objective);
-    ``options`` are the runs' options (default :class:`~engine.sim.options.RunOptions`: preemption loses nothing).
+    ``options`` replace the scenario's run options (by default its own: for a named scenario, preemption that
+    loses nothing); ``energy`` adds energy, cost and carbon to every run's metrics (as ``summarize`` does).
     """
-    sc = scenario if isinstance(scenario, EvalScenario) else parse_scenario(scenario)
+    sc = scenario if isinstance(scenario, Scenario) else parse_scenario(scenario)
+    if options is not None:
+        sc = replace(sc, options=options)
     names = [s.strip() for s in schedulers if s.strip()]
     if not names:
         raise EngineError("no schedulers to evaluate")
@@ -308,13 +248,14 @@ def evaluate(schedulers: Sequence[str], scenario: str | EvalScenario, seeds: int
     seed_list = tuple(range(seeds)) if isinstance(seeds, int) else tuple(int(s) for s in seeds)
     if not seed_list:
         raise EngineError("need at least one seed")
-    cluster = sc.build_cluster()
+    cluster = sc.build_cluster(trusted=True)
     runs: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
     for seed in seed_list:
-        jobs = sc.jobs(seed)
+        run = sc.with_seed(seed)
+        jobs = run.workload.build_jobs(cluster)
         for n in names:
-            result = simulate(cluster, jobs, make_scheduler(n), seed=seed, options=options)
-            row = summarize(result).to_dict()
+            result = simulate(cluster, jobs, make_scheduler(n), seed=run.seed, options=run.options)
+            row = summarize(result, energy=energy).to_dict()
             row.update({k: float(f(result)) for k, f in (extra or {}).items()})
             runs[n].append(row)
             if on_run is not None:

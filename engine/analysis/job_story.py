@@ -22,7 +22,8 @@ class JobStory:
     """What happened to one job in one run.
 
     Attributes:
-        job_id, user, gpus: the job, its tenant and the GPUs it asks for.
+        job_id, user, gpus: the job (its index in the run), its tenant and the GPUs it asks for.
+        name: the job's id in its trace (:attr:`Job.name`), else its index: what the story calls it.
         submit_s: when it arrived.
         never_ran: why it can never run on this cluster ("" when it ran).
         start_s, wait_s, end_s: first start, total time queued, end (NaN when it never ran).
@@ -36,6 +37,7 @@ class JobStory:
     """
 
     job_id: int
+    name: str
     user: str
     gpus: int
     submit_s: float
@@ -53,7 +55,7 @@ class JobStory:
 
     def sentence(self) -> str:
         """The story in plain words."""
-        head = f"Job {self.job_id} ({self.user}, {self.gpus} GPU{'s' if self.gpus != 1 else ''})"
+        head = f"Job {self.name} ({self.user}, {self.gpus} GPU{'s' if self.gpus != 1 else ''})"
         if self.never_ran:
             return f"{head} never ran: it {self.never_ran}, so no scheduler can start it on this cluster."
         arrived = (f"{head} arrived at {human_seconds(self.submit_s)}, when {self.free_fit_gpus_at_submit} of the "
@@ -101,7 +103,7 @@ def job_story(result: Result, job_id: int) -> JobStory:
     overtaken = int(np.sum(later & (np.asarray(result.first_start_s) < start))) if ran else 0
     gpus = result.gpu_ids[j]
     return JobStory(
-        job_id=j, user=job.user, gpus=job.gpus, submit_s=t, never_ran=result.unschedulable_reasons.get(j, ""),
+        job_id=j, name=job.name or str(j), user=job.user, gpus=job.gpus, submit_s=t, never_ran=result.unschedulable_reasons.get(j, ""),
         start_s=start, wait_s=max(0.0, float(result.end_s[j] - t - result.run_s[j])) if ran else math.nan,
         end_s=float(result.end_s[j]), gpu_type=lay.type_names[lay.gpu_type[gpus[0]]] if gpus else "",
         nodes=tuple(sorted({int(lay.gpu_node[g]) for g in gpus})), free_fit_gpus_at_submit=int(np.sum(fit & ~busy)),

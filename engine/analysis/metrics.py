@@ -161,6 +161,10 @@ RELIABILITY_METRICS: dict[str, Metric] = {
     "availability": Metric("GPU availability", "ratio", None, "GPU-seconds on nodes that were up / (GPUs x makespan)"),
 }
 
+#: Every key a summary may hold, with its metadata: :data:`METRICS`, :data:`ENERGY_METRICS`, then
+#: :data:`RELIABILITY_METRICS`.
+ALL_METRICS: dict[str, Metric] = {**METRICS, **ENERGY_METRICS, **RELIABILITY_METRICS}
+
 
 @dataclass(frozen=True)
 class Summary:
@@ -473,7 +477,7 @@ def best_columns(table: pd.DataFrame, *, rel_tol: float = 1e-9) -> dict[str, tup
     """
     out: dict[str, tuple[str, ...]] = {}
     for key, row in table.iterrows():
-        metric = METRICS.get(str(key)) or ENERGY_METRICS.get(str(key)) or RELIABILITY_METRICS.get(str(key))
+        metric = ALL_METRICS.get(str(key))
         if metric is None or metric.better is None:
             continue
         vals = row.dropna()
@@ -489,6 +493,6 @@ def best_columns(table: pd.DataFrame, *, rel_tol: float = 1e-9) -> dict[str, tup
 
 def metric_name(key: str) -> str:
     """A metric's full name with its direction: ``Mean wait ↓``, ``Completed ↑``, ``Never ran (...)``."""
-    m = METRICS[key] if key in METRICS else ENERGY_METRICS[key]
+    m = ALL_METRICS[key]
     arrow = {"lower": " ↓", "higher": " ↑"}.get(m.better or "", "")
     return m.label + arrow

@@ -1,4 +1,5 @@
-"""Capacity plans: the fewest nodes of one shape for which a run meets a target, searched in parallel on Ray.
+"""Capacity plans: the fewest nodes of one shape for which a run meets a target, searched in parallel on Ray;
+and plans in money (:func:`plan_mix`): the cheapest mix of several node shapes that meets it.
 
     from engine.analysis.plan import plan
     answer = plan("month.csv", "8:A100-80", ["fifo", "easy-backfill"], "p95_wait_s<=1800")
@@ -34,6 +35,7 @@ from engine.analysis.sweep import Runner, check_schedulers, one_line
 from engine.errors import ClusterSpecError, EngineError, UnknownNameError
 from engine.sim.cluster import Cluster, NodeGroup, parse_cluster, parse_shorthand
 from engine.sim.job import Job
+from engine.sim.options import RunOptions
 from engine.sim.state import Scheduler
 
 #: Largest node count a plan may probe.
@@ -149,7 +151,8 @@ def plan(trace: str | Sequence[Job], node: str, schedulers: str | Sequence[str],
          trace_options: Mapping[str, Any] | None = None, probes_per_round: int | None = None,
          backend: str = "ray", address: str | None = None, num_cpus: int | None = None,
          on_progress: Callable[[int, int], None] | None = None,
-         factories: Mapping[str, Callable[[], Scheduler]] | None = None, plugins: Sequence[str] = ()):
+         factories: Mapping[str, Callable[[], Scheduler]] | None = None, plugins: Sequence[str] = (),
+         options: RunOptions | None = None):
     """The fewest nodes of shape ``node`` for which each scheduler's run on ``trace`` meets ``target``.
 
     Args:
@@ -160,6 +163,7 @@ def plan(trace: str | Sequence[Job], node: str, schedulers: str | Sequence[str],
         cluster: a cluster whose group of that shape grows (the others stay); default: only nodes of the shape.
         max_nodes: the most nodes tried (at most :data:`MAX_NODES`).
         seed: the simulation seed of every run.
+        options: the run options of every run (default ``RunOptions()``).
         probes_per_round: runs per scheduler per round (default: the CPUs of the Ray cluster, at least 2).
         backend, address, num_cpus, factories, plugins: as in :func:`engine.analysis.sweep.run_sweep`.
         on_progress: called with ``(runs done, runs submitted so far)``.
@@ -202,7 +206,7 @@ def plan(trace: str | Sequence[Job], node: str, schedulers: str | Sequence[str],
             rounds += 1
             for s in active:
                 for n in searches[s].next_counts(k):
-                    runner.submit((s, n), grown_cluster(shape, n, base), ref, s, seed, factories.get(s))
+                    runner.submit((s, n), grown_cluster(shape, n, base), ref, s, seed, factories.get(s), options)
                     submitted += 1
             for (s, n), outcome in runner.completed():
                 finished += 1
@@ -238,3 +242,219 @@ def plan(trace: str | Sequence[Job], node: str, schedulers: str | Sequence[str],
 def _value(summary: Mapping[str, Any], metric: str) -> float:
     v = summary[metric]
     return math.nan if v is None else float(v)
+
+
+# ------------------------------------------------------------------------------------------ plans in money
+#: What a plan over several node shapes may minimise (a key of ``ENERGY_METRICS``: known before any run).
+OBJECTIVES = ("cluster_price_per_h",)
+#: Most node mixes a plan over several shapes may consider below its price bound.
+MAX_MIXES = 20_000
+#: A runner-up is searched among the mixes that cost less than this many times the answer.
+RUNNER_UP_WITHIN = 2.0
+
+Mix = tuple[int, ...]
+
+
+def mix_cluster(shapes: Sequence[tuple[int, str]], mix: Mix) -> Cluster:
+    """The cluster of ``mix[i]`` nodes of shape ``shapes[i]`` (shapes with no node left out)."""
+    return parse_shorthand(",".join(f"{n}x{g}:{t}" for n, (g, t) in zip(mix, shapes) if n))
+
+
+def _dominates(a: Mix, b: Mix) -> bool:
+    """Whether ``a`` has at least as many nodes of every shape as ``b``."""
+    return all(x >= y for x, y in zip(a, b))
+
+
+class _MixSearch:
+    """One scheduler's search for the cheapest mix of node shapes meeting the target (see :func:`plan_mix`)."""
+
+    def __init__(self, node_price: Sequence[float], max_nodes: int) -> None:
+        self.node_price = tuple(node_price)
+        self.max_nodes = max_nodes
+        self.singles = [_Search(max_nodes) for _ in node_price]
+        self.meets: dict[Mix, bool] = {}
+        self.error: str | None = None
+
+    def price(self, mix: Mix) -> float:
+        return sum(n * p for n, p in zip(mix, self.node_price))
+
+    def single(self, i: int, n: int) -> Mix:
+        return tuple(n if j == i else 0 for j in range(len(self.node_price)))
+
+    def record(self, mix: Mix, ok: bool) -> None:
+        self.meets[mix] = ok
+        nonzero = [i for i, n in enumerate(mix) if n]
+        if len(nonzero) == 1:
+            self.singles[nonzero[0]].meets[mix[nonzero[0]]] = ok
+
+    def _order(self, mixes) -> list[Mix]:
+        return sorted(mixes, key=lambda m: (self.price(m), sum(m), m))
+
+    @property
+    def answer(self) -> Mix | None:
+        """The cheapest mix known to meet the target (ties: fewer nodes, then the earlier shapes)."""
+        met = self._order(m for m, ok in self.meets.items() if ok)
+        return met[0] if met else None
+
+    @property
+    def runner_up(self) -> Mix | None:
+        """The cheapest mix known to meet the target after the answer, leaving out those that contain it."""
+        best = self.answer
+        rest = self._order(m for m, ok in self.meets.items() if ok and m != best and not _dominates(m, best))
+        return rest[0] if rest else None
+
+    def _bound(self) -> float:
+        """Mixes at or above this price need no run: the runner-up's, else :data:`RUNNER_UP_WITHIN` times the
+        answer's."""
+        if self.runner_up is not None:
+            return self.price(self.runner_up)
+        return math.inf if self.answer is None else RUNNER_UP_WITHIN * self.price(self.answer)
+
+    def candidates(self) -> list[Mix]:
+        """Every mix below the bound whose outcome the runs so far do not settle: not run, not inside a failing
+        mix (it would fail too) and not containing a meeting one (dearer than that one)."""
+        bound = self._bound()
+        fails = [m for m, ok in self.meets.items() if not ok]
+        meets = [m for m, ok in self.meets.items() if ok]
+        out: list[Mix] = []
+
+        def extend(prefix: Mix, spent: float) -> None:
+            i = len(prefix)
+            if i == len(self.node_price):
+                if (any(prefix) and prefix not in self.meets and not any(_dominates(f, prefix) for f in fails)
+                        and not any(_dominates(prefix, m) for m in meets)):
+                    out.append(prefix)
+                    if len(out) > MAX_MIXES:
+                        raise PlanError(f"more than {MAX_MIXES:,} node mixes cost less than the single-shape "
+                                        "answers: plan fewer or larger node shapes")
+                return
+            n = 0
+            while n <= self.max_nodes and spent + n * self.node_price[i] < bound:
+                extend((*prefix, n), spent + n * self.node_price[i])
+                n += 1
+
+        extend((), 0.0)
+        return out
+
+    def next_mixes(self, k: int) -> list[Mix]:
+        """Up to ``k`` mixes to run next: first each shape alone (:class:`_Search`, which bounds the price), then
+        the largest mixes still unsettled below the bound (a failing one settles every mix inside it)."""
+        if self.error is not None:
+            return []
+        alone = [self.single(i, n) for i, s in enumerate(self.singles) if not s.done for n in s.next_counts(k)]
+        if alone or any(not s.done for s in self.singles):
+            return [m for m in alone if m not in self.meets]
+        open_ = set(self.candidates())
+        # A mix inside another unsettled one is inside one with a single node more (every mix between the two
+        # is unsettled too), so checking those finds the largest.
+        steps = [tuple(int(i == j) for j in range(len(self.node_price))) for i in range(len(self.node_price))]
+        maximal = [m for m in open_ if not any(tuple(x + d for x, d in zip(m, e)) in open_ for e in steps)]
+        return self._order(maximal)[:k]
+
+
+def plan_mix(trace: str | Sequence[Job], nodes: Sequence[str], schedulers: str | Sequence[str],
+             target: str | Target, *, minimize: str = "cluster_price_per_h", max_nodes: int = 64, seed: int = 0,
+             options: RunOptions | None = None, trace_options: Mapping[str, Any] | None = None,
+             probes_per_round: int | None = None, backend: str = "ray", address: str | None = None,
+             num_cpus: int | None = None, on_progress: Callable[[int, int], None] | None = None,
+             factories: Mapping[str, Callable[[], Scheduler]] | None = None, plugins: Sequence[str] = ()):
+    """The cheapest cluster built from node shapes ``nodes`` (any number of nodes of each, at most ``max_nodes``)
+    on which each scheduler's run of ``trace`` meets ``target``, with the runner-up.
+
+    The price is ``cluster_price_per_h`` under ``options.energy.price_list`` (what the cluster costs an hour,
+    busy or not); it is known from the mix alone, so only the target needs runs. **Search**, per scheduler:
+    first each shape alone as :func:`plan` searches it (its answer is a mix that meets, so it bounds the price);
+    then, in rounds of parallel runs, the largest mixes below the bound whose outcome is not yet settled. Like
+    :func:`plan` it assumes that more nodes never make the metric worse, so a failing mix settles every mix
+    inside it and a mix containing a meeting one is dearer than that one. When no unsettled mix is left below
+    the bound, no mix cheaper than the answer meets the target.
+
+    **Runner-up**: the cheapest other mix that meets the target, leaving out those that contain the answer (the
+    answer plus spare nodes). It is searched below the price of the cheapest such mix the search has met (a
+    single-shape answer, say), or below :data:`RUNNER_UP_WITHIN` times the answer's price while there is none;
+    ``None`` when none is found there.
+
+    Returns:
+        A pandas frame, one row per scheduler: ``scheduler``, ``cluster`` (shorthand, ``None`` when no mix meets
+        the target), ``nodes`` (one count per shape), ``gpus``, ``cluster_price_per_h``, ``value`` (the target's
+        metric), ``runner_up``, ``runner_up_price_per_h``, ``runner_up_value``, ``error``. ``attrs["probes"]``:
+        every run (``scheduler``, ``cluster``, ``nodes``, ``cluster_price_per_h``, ``value``, ``meets``);
+        ``attrs["meta"]``: ``backend``, ``address``, ``cpus``, ``target``, ``minimize``, ``shapes``,
+        ``price_list``, ``rounds``, ``runs``, ``wall_s``, ``cheapest`` (the scheduler with the cheapest answer).
+    """
+    import pandas as pd
+
+    from engine.analysis.energy import cluster_price_per_h
+
+    if minimize not in OBJECTIVES:
+        raise PlanError(f"minimize {minimize!r}: expected one of {', '.join(OBJECTIVES)}")
+    goal = target if isinstance(target, Target) else parse_target(target)
+    shapes = [parse_node(n) for n in nodes]
+    if not shapes or len(set(shapes)) != len(shapes):
+        raise PlanError(f"plan node shapes: expected distinct GPUS:TYPE shapes, got {list(nodes)}")
+    names = [schedulers] if isinstance(schedulers, str) else list(schedulers)
+    if not names or len(set(names)) != len(names):
+        raise PlanError(f"plan schedulers: expected distinct names, got {names}")
+    check_schedulers(names, factories)
+    if not (isinstance(max_nodes, int) and 1 <= max_nodes <= MAX_NODES):
+        raise PlanError(f"max_nodes must be an integer from 1 to {MAX_NODES}, got {max_nodes!r}")
+    options = options or RunOptions()
+    price_list = options.energy.price_list
+    node_price = [cluster_price_per_h(mix_cluster([s], (1,)), price_list) for s in shapes]
+    if not all(p > 0 for p in node_price):
+        raise PlanError(f"every node shape needs a price > 0 under price list {price_list!r} to be minimised")
+    if isinstance(trace, str):
+        from engine.traces import load_trace
+
+        jobs = load_trace(trace, **(trace_options or {})).jobs
+    else:
+        jobs = tuple(trace)
+    if not jobs:
+        raise PlanError("the plan's trace has no jobs")
+    factories = dict(factories or {})
+    searches = {s: _MixSearch(node_price, max_nodes) for s in names}
+    probes: dict[tuple[str, Mix], dict[str, Any]] = {}
+    rounds = submitted = finished = 0
+    t0 = time.perf_counter()
+    with Runner(backend, address, num_cpus=num_cpus, plugins=plugins) as runner:
+        ref = runner.put(jobs)
+        k = probes_per_round or max(2, runner.cpus)
+        while batch := [(s, m) for s, search in searches.items() for m in search.next_mixes(k)]:
+            rounds += 1
+            for s, m in batch:
+                runner.submit((s, m), mix_cluster(shapes, m), ref, s, seed, factories.get(s), options)
+                submitted += 1
+            for (s, m), outcome in runner.completed():
+                finished += 1
+                if on_progress is not None:
+                    on_progress(finished, submitted)
+                if isinstance(outcome, BaseException):
+                    searches[s].error = f"{mix_cluster(shapes, m).to_shorthand()}: {one_line(outcome)}"
+                    continue
+                ok = goal.met_by(outcome)
+                searches[s].record(m, ok)
+                probes[(s, m)] = {"scheduler": s, "cluster": mix_cluster(shapes, m).to_shorthand(), "nodes": list(m),
+                                  "cluster_price_per_h": cluster_price_per_h(mix_cluster(shapes, m), price_list),
+                                  "value": _value(outcome, goal.metric), "meets": ok}
+    rows = []
+    for s, search in searches.items():
+        best = search.answer if search.error is None else None
+        second = search.runner_up if best is not None else None
+        at = probes.get((s, best)) if best is not None else None
+        up = probes.get((s, second)) if second is not None else None
+        rows.append({"scheduler": s, "cluster": at["cluster"] if at else None, "nodes": list(best) if best else None,
+                     "gpus": mix_cluster(shapes, best).n_gpus if best else None,
+                     "cluster_price_per_h": at["cluster_price_per_h"] if at else math.nan,
+                     "value": at["value"] if at else math.nan, "runner_up": up["cluster"] if up else None,
+                     "runner_up_price_per_h": up["cluster_price_per_h"] if up else math.nan,
+                     "runner_up_value": up["value"] if up else math.nan, "error": search.error})
+    frame = pd.DataFrame(rows)
+    met = [r for r in rows if r["cluster"] is not None]
+    frame.attrs["probes"] = sorted(probes.values(), key=lambda p: (names.index(p["scheduler"]),
+                                                                   p["cluster_price_per_h"], p["nodes"]))
+    frame.attrs["meta"] = {"backend": backend, "address": runner.address, "cpus": runner.cpus,
+                           "target": str(goal), "minimize": minimize, "shapes": [f"{g}:{t}" for g, t in shapes],
+                           "price_list": price_list, "rounds": rounds, "runs": len(probes),
+                           "wall_s": time.perf_counter() - t0,
+                           "cheapest": min(met, key=lambda r: r["cluster_price_per_h"])["scheduler"] if met else None}
+    return frame

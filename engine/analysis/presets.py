@@ -1,4 +1,4 @@
-"""Scenario presets: a cluster, a workload, the schedulers to compare, what to look at, and the lesson.
+"""Teaching presets: a scenario and a lesson (what to look at, what the comparison teaches, and how to check it).
 
 Each preset is one JSON file in ``presets/`` at the repository root::
 
@@ -6,7 +6,8 @@ Each preset is one JSON file in ``presets/`` at the repository root::
       "title": "...",
       "cluster": "4x4:T4,2x4:A100-80",                  # any spec parse_cluster reads
       "workload": {"generate": {"n_jobs": 300, "load": 0.9, "mix": {...}, "types": {...}}},
-                  # or {"trace": "sample_traces/x.csv", "format": "csv"} (path relative to the repository)
+                  # or {"trace": "sample_traces/x.csv", "format": "csv"} (path relative to the repository),
+                  # or a scenario workload ({"source": "generate", ...}; see engine.analysis.scenario)
       "schedulers": ["first-fit", "least-loaded"],
       "look_at": "what to watch in the charts",
       "lesson": "what the comparison teaches",
@@ -14,6 +15,8 @@ Each preset is one JSON file in ``presets/`` at the repository root::
                  "factor": 2.0, "exclude_users": []}
     }
 
+``cluster``, ``workload``, ``schedulers`` and ``seed`` are the preset's :class:`~engine.analysis.scenario.Scenario`
+(read by :func:`engine.analysis.scenario.preset_scenario_from_dict`); the rest is its :class:`Lesson`.
 ``expect`` makes the lesson checkable: on the preset's workload, every winner's ``metric`` is better than
 the loser's by at least ``factor`` (``loser >= factor x winner`` for lower-is-better metrics,
 ``winner >= factor x loser`` for higher-is-better ones; see :data:`engine.analysis.metrics.METRICS`). With
@@ -25,17 +28,16 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from engine.analysis.metrics import METRICS, job_frame, summarize
+from engine.analysis.scenario import PRESET_DIR, Scenario, ScenarioError, preset_scenario_from_dict
 from engine.errors import EngineError, UnknownNameError, reject_unknown_keys
-from engine.sim.cluster import Cluster, parse_cluster
+from engine.sim.cluster import Cluster
 from engine.sim.job import Job
 
-#: The folder of the preset JSON files, and the folder relative trace paths start from.
-REPO_ROOT = Path(__file__).resolve().parents[2]
-PRESET_DIR = REPO_ROOT / "presets"
 #: Metrics an ``exclude_users`` expectation can use, with the per-job column they average.
 USER_SCOPED_METRICS = {"mean_wait_s": "wait_s", "mean_jct_s": "jct_s"}
 
@@ -56,50 +58,45 @@ class Expectation:
 
 
 @dataclass(frozen=True)
-class Preset:
-    """A teaching scenario (fields as in the JSON file; ``name`` is the file's stem)."""
+class Lesson:
+    """What a preset teaches: its title, what to look at, the lesson, and the expectation that checks it."""
 
-    name: str
     title: str
-    cluster: str | Mapping[str, Any]
-    workload: Mapping[str, Any]
-    schedulers: tuple[str, ...]
     look_at: str
     lesson: str
     expect: Expectation
-    seed: int = 0
-    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A teaching scenario: a :class:`~engine.analysis.scenario.Scenario` and a :class:`Lesson` (``name`` is the
+    file's stem)."""
+
+    name: str
+    scenario: Scenario
+    teaches: Lesson
+
+    title = property(lambda self: self.teaches.title)
+    look_at = property(lambda self: self.teaches.look_at)
+    lesson = property(lambda self: self.teaches.lesson)
+    expect = property(lambda self: self.teaches.expect)
+    schedulers = property(lambda self: self.scenario.schedulers)
+    seed = property(lambda self: self.scenario.seed)
 
     def build_cluster(self) -> Cluster:
-        return parse_cluster(self.cluster)
+        return self.scenario.build_cluster()
 
     def build_jobs(self, seed: int | None = None) -> tuple[Job, ...]:
-        """The workload's jobs; ``seed`` replaces the generator's seed (a trace ignores it)."""
-        if "generate" in self.workload:
-            from engine.traces.generator import generate
-
-            args = dict(self.workload["generate"])
-            n_jobs = args.pop("n_jobs")
-            load = args.pop("load", 0.8)
-            return generate(self.build_cluster(), n_jobs, load, self.seed if seed is None else seed, **args)
-        from engine.traces import load_trace
-
-        path = Path(self.workload["trace"])
-        return load_trace(path if path.is_absolute() else REPO_ROOT / path, self.workload.get("format")).jobs
+        """The workload's jobs; ``seed`` replaces the workload's seed (a trace ignores it)."""
+        return self.scenario.workload.build_jobs(self.build_cluster(), seed)
 
     def run(self, seed: int | None = None) -> dict[str, Any]:
-        """Simulate every scheduler of the preset on its workload: ``{scheduler: Result}``."""
-        from engine.schedulers import make_scheduler
-        from engine.sim.simulator import simulate
-
-        cluster, jobs = self.build_cluster(), self.build_jobs(seed)
-        run_seed = self.seed if seed is None else seed
-        return {name: simulate(cluster, jobs, make_scheduler(name), seed=run_seed) for name in self.schedulers}
+        """Simulate every scheduler of the preset on its workload (``seed``: workload and simulation seed,
+        default the preset's): ``{scheduler: Result}``."""
+        return (self.scenario if seed is None else self.scenario.with_seed(seed)).run()
 
     def measure(self, results: Mapping[str, Any]) -> dict[str, float]:
         """The expectation's metric for each scheduler's result."""
-        from engine.analysis.metrics import job_frame, summarize
-
         exp = self.expect
         out = {}
         for name, result in results.items():
@@ -113,8 +110,6 @@ class Preset:
 
     def lesson_holds(self, values: Mapping[str, float]) -> bool:
         """Whether measured ``values`` (from :meth:`measure`) show the expected lesson."""
-        from engine.analysis.metrics import METRICS
-
         exp = self.expect
         loser = values[exp.loser]
         for w in exp.winners:
@@ -132,22 +127,19 @@ _KEYS = {"title", "cluster", "workload", "schedulers", "look_at", "lesson", "exp
 
 def preset_from_dict(name: str, data: Mapping[str, Any], where: str = "preset") -> Preset:
     """Build and check a :class:`Preset` from its JSON structure."""
-    from engine.analysis.metrics import METRICS
-
     if not isinstance(data, Mapping):
         raise PresetError(f"{where}: expected a JSON object")
     missing = sorted({"title", "cluster", "workload", "schedulers", "look_at", "lesson", "expect"} - set(data))
     if missing:
         raise PresetError(f"{where}: missing key {missing[0]!r}")
     reject_unknown_keys(data, _KEYS, where, PresetError)
-    workload = data["workload"]
-    if not isinstance(workload, Mapping) or len({"generate", "trace"} & set(workload)) != 1:
-        raise PresetError(f"{where}: 'workload' needs exactly one of 'generate' (generator arguments) or 'trace'")
-    if "generate" in workload and "n_jobs" not in workload["generate"]:
-        raise PresetError(f"{where}: workload.generate needs 'n_jobs'")
     schedulers = data["schedulers"]
     if not isinstance(schedulers, list) or len(schedulers) < 2:
         raise PresetError(f"{where}: 'schedulers' must list at least two scheduler names")
+    try:
+        scenario = preset_scenario_from_dict(name, data, where)
+    except ScenarioError as exc:
+        raise PresetError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
     e = data["expect"]
     try:
         expect = Expectation(metric=str(e["metric"]), winners=tuple(e["winners"]), loser=str(e["loser"]),
@@ -161,9 +153,8 @@ def preset_from_dict(name: str, data: Mapping[str, Any], where: str = "preset") 
     for s in (*expect.winners, expect.loser):
         if s not in schedulers:
             raise PresetError(f"{where}: expect names {s!r}, which is not in 'schedulers'")
-    return Preset(name=name, title=str(data["title"]), cluster=data["cluster"], workload=workload,
-                  schedulers=tuple(schedulers), look_at=str(data["look_at"]), lesson=str(data["lesson"]),
-                  expect=expect, seed=int(data.get("seed", 0)))
+    lesson = Lesson(title=str(data["title"]), look_at=str(data["look_at"]), lesson=str(data["lesson"]), expect=expect)
+    return Preset(name=name, scenario=scenario, teaches=lesson)
 
 
 def read_preset(path: str | Path) -> Preset:

@@ -1,16 +1,27 @@
-"""A scenario: the cluster, the workload and the schedulers to compare, as one frozen record.
+"""A scenario: the cluster, the workload, the run options and the schedulers to compare, as one frozen record.
 
-A :class:`Scenario` is what the playground shows in its sidebar, what a downloaded scenario JSON holds and
-what a shared link carries in its query parameters. It round-trips exactly through :meth:`Scenario.to_json`
-/ :meth:`Scenario.from_json` and :meth:`Scenario.to_query` / :meth:`Scenario.from_query`.
+A :class:`Scenario` is what the playground shows in its sidebar, what a downloaded scenario JSON holds, what a
+shared link carries in its query parameters, what ``python -m engine simulate --scenario FILE`` runs, and what
+the other front ends build on: an evaluation's named scenarios (:mod:`engine.analysis.evaluate`) are scenarios
+plus a seed policy, a teaching preset (:mod:`engine.analysis.presets`) is a scenario plus a lesson, a sweep
+(:mod:`engine.analysis.sweep`) is a grid over a scenario's fields, and the RL environment draws its episodes'
+workloads from a :class:`WorkloadSpec`. A scenario round-trips exactly through :meth:`Scenario.to_json` /
+:meth:`Scenario.from_json` and :meth:`Scenario.to_query` / :meth:`Scenario.from_query`.
 
-An uploaded trace is not stored in the scenario, only referenced by the SHA-256 of its bytes
-(``WorkloadSpec.trace_sha256``); whoever rebuilds the jobs (:meth:`Scenario.build_jobs`) supplies the bytes.
+**Workload sources** (:class:`WorkloadSpec`): ``generate`` (the synthetic generator, every argument of
+:func:`engine.traces.generator.generate`), ``trace`` (a trace file with its loader options, its cuts, its load
+scale or seeded blocks) and ``preset`` (the workload of a teaching preset in ``presets/``, with its seed).
+:meth:`WorkloadSpec.build_jobs` is the one place jobs are built from a description.
 
-A scenario is data from whoever made the link or the file, so it is untrusted: its cluster is shorthand or
-inline JSON (never a file or a ``PREFIX:`` source such as ``openb:PATH``), every number is bounded (the limits
-below, which the app's widgets share), every name is checked against what exists, and every message is one
-line that quotes at most a short piece of what was given and names no server path.
+**Trust.** A scenario from a link or a file is untrusted: :meth:`Scenario.from_dict` (and so ``from_json`` and
+``from_query``) refuses a trace *path*; an uploaded trace is referenced only by the SHA-256 of its bytes
+(``WorkloadSpec.trace_sha256``) and whoever rebuilds the jobs supplies the bytes. Only records the repository
+ships (presets, named scenarios, cards) or the command line reads (``trusted=True``) may name a trace file
+(``trace_path``, relative paths tried from the working directory, then from the repository). Its cluster is
+shorthand or inline JSON (never a file), every number is bounded (:data:`INT_BOUNDS`, :data:`NUMBER_BOUNDS`,
+which the app's widgets share), every name is checked against what exists, and every message is one line that
+names the key (``scenario.workload.load must be a number in (0, 4], got 'x'``), quotes at most a short piece of
+what was given and names no server path.
 
 This module imports neither streamlit nor torch.
 """
@@ -18,28 +29,43 @@ This module imports neither streamlit nor torch.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
+import math
 import re
 import tempfile
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
+
+import numpy as np
 
 from engine.errors import EngineError, TraceError, quote, reject_unknown_keys
 from engine.sim.cluster import Cluster, loads_bounded, parse_cluster, parse_cluster_text
 from engine.sim.job import Job
+from engine.sim.options import RunOptions
 from engine.traces import TRACE_FORMATS
-from engine.traces.generator import ARRIVALS, DEFAULT_TYPES
+from engine.traces.generator import ARRIVALS, generate, job_types
+from engine.traces.load import demand_arrays, offered_load_of
 from engine.traces.mapped import ALIASES as MAPPED_ALIASES
 from engine.traces.mapped import KEYS as MAPPED_KEYS
+from engine.traces.options import TIME_UNITS as TRACE_TIME_UNITS
+from engine.traces.options import load_options
+
+#: The repository: relative trace paths of trusted records are tried from here, and the presets live here.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+#: The folder of the teaching presets' JSON files (:mod:`engine.analysis.presets`).
+PRESET_DIR = REPO_ROOT / "presets"
 
 #: Workload sources a scenario knows.
 WORKLOAD_SOURCES = ("generate", "trace", "preset")
 
 # Limits of what a scenario may ask for (the app's widgets use the same bounds).
-MAX_JOBS = 100_000  # generated jobs
+MAX_JOBS = 100_000  # generated jobs, and jobs of a trace block
 MAX_USERS = 1_000
 MAX_LOAD = 4.0
+MAX_LOAD_SCALE = 100.0
 MAX_MIX_WEIGHT = 10.0
 MAX_SEED = 2**31 - 1
 MAX_FIRST = 10_000_000
@@ -47,12 +73,35 @@ MAX_NODES = 10_000  # a scenario's cluster (the engine's own limits are larger: 
 MAX_GPUS = 65_536
 MAX_SCHEDULERS = 16
 MAX_NAME_CHARS = 200  # names and labels
+MAX_PATH_CHARS = 1_000
 MAX_CLUSTER_CHARS = 64 * 1024  # cluster shorthand or inline JSON (the openb cluster is about 19 KiB)
 MAX_SCENARIO_BYTES = 256 * 1024  # a scenario JSON file
-MAX_JSON_DEPTH = 6
+MAX_JSON_DEPTH = 8  # a generated workload's job types nest four deep under the scenario
+MAX_TIME_S = 1e12
 #: Scheduler names: registry names (``sjf+best-fit``) and ``PREFIX:NAME`` plug-ins without path characters.
 SCHEDULER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*(:[A-Za-z0-9][A-Za-z0-9_-]*)?")
-TIME_UNITS = ("", "s", "ms")
+#: A trace's time unit: ``""`` (the format's default) or a unit the trace loaders turn into seconds.
+TIME_UNITS = ("", *TRACE_TIME_UNITS)
+
+#: Integer fields of a workload: (lowest, highest).
+INT_BOUNDS: dict[str, tuple[int, int]] = {
+    "n_jobs": (1, MAX_JOBS), "seed": (0, MAX_SEED), "users": (1, MAX_USERS),
+    "first": (0, MAX_FIRST), "skip": (0, MAX_FIRST), "block": (0, MAX_JOBS),
+}
+#: Number fields of a workload: (lowest, highest, lowest allowed, highest allowed).
+NUMBER_BOUNDS: dict[str, tuple[float, float, bool, bool]] = {
+    "load": (0.0, MAX_LOAD, False, True), "load_scale": (0.0, MAX_LOAD_SCALE, False, True),
+    "user_skew": (0.0, 10.0, True, True), "estimate_error": (0.0, 10.0, True, True),
+    "overestimate": (0.0, 100.0, False, True), "burst_factor": (1.0, 100.0, True, True),
+    "burst_share": (0.0, 1.0, True, False), "diurnal_amplitude": (0.0, 1.0, True, True),
+    "allowed_share": (0.0, 1.0, True, True),
+}
+#: Keyword arguments of :func:`~engine.traces.generator.generate` a workload carries besides n_jobs, load, seed.
+GENERATOR_OPTIONS = ("mix", "types", "users", "user_skew", "arrival", "estimate_error", "overestimate",
+                     "burst_factor", "burst_share", "diurnal_amplitude", "allowed_share")
+#: Fields that only a trace workload uses.
+TRACE_FIELDS = ("trace_sha256", "trace_path", "trace_name", "trace_format", "time_unit", "column_map", "first",
+                "skip_bad", "window", "load_scale", "skip", "block")
 
 
 class ScenarioError(EngineError, ValueError):
@@ -64,18 +113,28 @@ class WorkloadSpec:
     """Where the jobs come from.
 
     Attributes:
-        source: ``"generate"`` (the synthetic generator), ``"trace"`` (an uploaded or shipped trace file) or
-            ``"preset"`` (the workload of a scenario preset in ``presets/``, generated with ``seed``).
-        n_jobs, load, seed, arrival, users: generator arguments (jobs, offered load in (0, 4], seed, arrival
-            pattern, number of users).
-        mix: job type -> weight for the generator; empty means the generator's default mix.
-        trace_sha256: SHA-256 (hex) of the trace file's bytes; the bytes themselves travel separately.
-        trace_name: the file's name (its extension helps format detection).
+        source: ``"generate"`` (the synthetic generator), ``"trace"`` (a trace file) or ``"preset"`` (the
+            workload of a teaching preset in ``presets/``, generated with ``seed``).
+        n_jobs, load, seed: jobs, offered load in (0, 4] and seed of a generated workload; ``seed`` also picks a
+            preset's workload and, with ``block``, a trace's block, and ``load`` is then the block's offered load.
+        arrival, users, mix, types, user_skew, estimate_error, overestimate, burst_factor, burst_share,
+            diurnal_amplitude, allowed_share: the generator's other arguments (see
+            :func:`~engine.traces.generator.generate`; the defaults are its own, but ``users`` is 6: the app's
+            default). ``mix`` is job type -> weight, empty for the generator's default mix; ``types`` overrides
+            job types (:func:`~engine.traces.generator.job_types`).
+        trace_sha256: SHA-256 (hex) of an uploaded trace file's bytes; the bytes themselves travel separately.
+        trace_path: a trace file the repository ships or the command line names (trusted records only).
+        trace_name: the uploaded file's name (its extension helps format detection).
         trace_format: format name, or ``""`` to auto-detect.
-        time_unit: ``"s"``, ``"ms"``, ... or ``""`` for the format's default.
+        time_unit: ``"s"``, ``"ms"`` or ``""`` for the format's default.
         column_map: canonical column -> column in the file, for the ``mapped`` format.
-        first: keep only the first N jobs of the trace (0 = all).
+        first: keep only the first N jobs of the trace (0 = all), after ``window``.
         skip_bad: skip malformed rows (the trace report counts them) instead of refusing the file.
+        window: ``(start_s, end_s)``: keep jobs submitted in that span after the first arrival (None = all).
+        load_scale: divide the trace's submit times by this (2 = arrivals twice as dense); 1 = as recorded.
+        skip: jobs at the start of the (cut) trace that no workload uses.
+        block: 0 = the whole trace is the workload; N = seed ``k`` takes jobs ``k*N .. k*N+N-1`` (after
+            ``skip``) with their arrivals scaled to offer ``load`` (:func:`trace_block`).
         preset: the preset's name, for ``source="preset"``.
     """
 
@@ -86,64 +145,213 @@ class WorkloadSpec:
     arrival: str = "poisson"
     users: int = 6
     mix: tuple[tuple[str, float], ...] = ()
+    types: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    user_skew: float = 1.2
+    estimate_error: float = 0.4
+    overestimate: float = 2.0
+    burst_factor: float = 4.0
+    burst_share: float = 0.1
+    diurnal_amplitude: float = 0.5
+    allowed_share: float = 0.0
     trace_sha256: str = ""
+    trace_path: str = ""
     trace_name: str = ""
     trace_format: str = ""
     time_unit: str = ""
     column_map: tuple[tuple[str, str], ...] = ()
     first: int = 0
     skip_bad: bool = False
+    window: tuple[float, float] | None = None
+    load_scale: float = 1.0
+    skip: int = 0
+    block: int = 0
     preset: str = ""
 
     def __post_init__(self) -> None:
         # Pairs are kept sorted so that equal mappings give equal (and equally hashed) specs.
-        object.__setattr__(self, "mix", tuple(sorted((str(k), v) for k, v in self.mix)))
-        object.__setattr__(self, "column_map", tuple(sorted((str(k), str(v)) for k, v in self.column_map)))
-        if self.source not in WORKLOAD_SOURCES:
-            raise ScenarioError(f"workload.source {quote(self.source)}: expected one of {', '.join(WORKLOAD_SOURCES)}")
-        _check_int(self.n_jobs, "workload.n_jobs", 1, MAX_JOBS)
-        _check_int(self.users, "workload.users", 1, MAX_USERS)
-        _check_int(self.seed, "workload.seed", 0, MAX_SEED)
-        _check_int(self.first, "workload.first", 0, MAX_FIRST)
-        if not (isinstance(self.load, (int, float)) and not isinstance(self.load, bool) and 0 < self.load <= MAX_LOAD):
-            raise ScenarioError(f"workload.load must be a number in (0, {MAX_LOAD:g}], got {quote(self.load)}")
-        if self.arrival not in ARRIVALS:
-            raise ScenarioError(f"workload.arrival {quote(self.arrival)}: expected one of {', '.join(ARRIVALS)}")
-        if not isinstance(self.skip_bad, bool):
-            raise ScenarioError(f"workload.skip_bad must be true or false, got {quote(self.skip_bad)}")
-        for name, weight in self.mix:
-            if name not in DEFAULT_TYPES:
-                raise ScenarioError(f"workload.mix: unknown job type {quote(name)}; known: {', '.join(DEFAULT_TYPES)}")
-            if not (isinstance(weight, (int, float)) and 0 <= weight <= MAX_MIX_WEIGHT):
-                raise ScenarioError(f"workload.mix[{name!r}] must be a number from 0 to {MAX_MIX_WEIGHT:g}, "
-                                    f"got {quote(weight)}")
-        if self.mix and not sum(w for _, w in self.mix) > 0:
-            raise ScenarioError("workload.mix needs at least one weight above 0")
-        if self.trace_format and self.trace_format not in TRACE_FORMATS:
-            raise ScenarioError(f"workload.trace_format {quote(self.trace_format)}: expected one of "
-                                f"{', '.join(TRACE_FORMATS)} (or empty to auto-detect)")
-        if self.time_unit not in TIME_UNITS:
-            raise ScenarioError(f"workload.time_unit {quote(self.time_unit)}: expected 's', 'ms' or empty")
-        for key, column in self.column_map:
-            if key not in MAPPED_KEYS and key not in MAPPED_ALIASES:
-                raise ScenarioError(f"workload.column_map: {quote(key)} is not a job field; "
-                                    f"valid: {', '.join(MAPPED_KEYS)}")
-            _check_text(column, f"workload.column_map[{key!r}]")
-        _check_text(self.trace_name, "workload.trace_name")
-        if "/" in self.trace_name or "\\" in self.trace_name:
-            raise ScenarioError("workload.trace_name must be a file name, not a path")
-        if self.source == "preset":
-            from engine.analysis.presets import PRESETS
+        object.__setattr__(self, "mix", tuple(sorted((str(k), v) for k, v in dict(self.mix).items())))
+        object.__setattr__(self, "column_map", tuple(sorted((str(k), str(v)) for k, v in dict(self.column_map).items())))
+        for key in NUMBER_BOUNDS:  # 1 and 1.0 are the same load: one type, one JSON text
+            if type(getattr(self, key)) is int:
+                object.__setattr__(self, key, float(getattr(self, key)))
+        if isinstance(self.window, (list, tuple)):  # JSON has no tuples; numbers read as floats
+            object.__setattr__(self, "window", tuple(float(v) if type(v) is int else v for v in self.window))
+        _check_workload(self, "scenario.workload")
 
-            if self.preset not in PRESETS:
-                raise ScenarioError(f"workload.preset {quote(self.preset)}: expected one of {', '.join(PRESETS)}")
-        if self.source == "trace" and not re.fullmatch(r"[0-9a-f]{64}", self.trace_sha256):
-            raise ScenarioError("workload.trace_sha256 must be the 64-hex-digit SHA-256 of the trace file")
+    @classmethod
+    def from_generator_args(cls, n_jobs: int, load: float = 0.8, seed: int = 0,
+                            **options: Any) -> WorkloadSpec:
+        """The workload ``generate(cluster, n_jobs, load, seed, **options)`` draws: what is not in ``options``
+        takes the generator's default (so ``users`` is 10 here, not the app's 6)."""
+        unknown = set(options) - set(GENERATOR_OPTIONS)
+        if unknown:
+            raise ScenarioError(f"generator arguments: unknown {quote(sorted(unknown))}; "
+                                f"valid: {', '.join(GENERATOR_OPTIONS)}")
+        args = {**_GENERATOR_DEFAULTS, **options}
+        args["mix"] = tuple(dict(args["mix"] or {}).items())
+        args["types"] = dict(args["types"] or {})
+        return cls(source="generate", n_jobs=n_jobs, load=load, seed=seed, **args)
+
+    def generator_args(self) -> dict[str, Any]:
+        """The generator arguments that differ from :func:`~engine.traces.generator.generate`'s defaults (the
+        inverse of :meth:`from_generator_args`)."""
+        args = {k: getattr(self, k) for k in GENERATOR_OPTIONS}
+        args["mix"] = dict(self.mix) or None
+        args["types"] = dict(self.types) or None
+        return {k: v for k, v in args.items() if v != _GENERATOR_DEFAULTS[k]}
+
+    def with_seed(self, seed: int) -> WorkloadSpec:
+        return replace(self, seed=seed)
+
+    # ------------------------------------------------------------------ jobs
+    def build_jobs(self, cluster: Cluster, seed: int | None = None,
+                   trace_bytes: bytes | None = None) -> tuple[Job, ...]:
+        """The workload's jobs on ``cluster`` (the same description and seed give the same jobs, bit for bit).
+
+        ``seed`` replaces the workload's own seed. An uploaded trace needs its bytes (``trace_bytes``, which
+        must match ``trace_sha256``)."""
+        seed = self.seed if seed is None else seed
+        if self.source == "generate":
+            return tuple(generate(cluster, self.n_jobs, self.load, seed, mix=dict(self.mix) or None,
+                                  types=dict(self.types) or None, users=self.users, user_skew=self.user_skew,
+                                  arrival=self.arrival, estimate_error=self.estimate_error,
+                                  overestimate=self.overestimate, burst_factor=self.burst_factor,
+                                  burst_share=self.burst_share, diurnal_amplitude=self.diurnal_amplitude,
+                                  allowed_share=self.allowed_share))
+        if self.source == "preset":
+            preset = preset_scenario(self.preset)  # generated for the preset's cluster, as the preset shows it
+            return preset.workload.build_jobs(preset.build_cluster(), seed)
+        return self.cut_trace(self.load_trace(trace_bytes).jobs, cluster.n_gpus, seed)
+
+    def load_trace(self, trace_bytes: bytes | None = None):
+        """The trace file read with the loader options (an ``engine.traces.Trace``: jobs and report), before
+        :meth:`cut_trace`. An uploaded trace needs ``trace_bytes`` matching ``trace_sha256``."""
+        if self.source != "trace":
+            raise ScenarioError(f"the workload comes from {self.source!r}, not from a trace")
+        if self.trace_path:
+            return _load_trace_file(str(resolve_path(self.trace_path)), json.dumps(self.loader_options()))
+        if trace_bytes is None:
+            raise ScenarioError(f"the trace {self.trace_name or self.trace_sha256[:12]} is not available: "
+                                "upload it again")
+        if content_hash(trace_bytes) != self.trace_sha256:
+            raise ScenarioError("the trace file's bytes do not match the scenario's trace_sha256")
+        return load_trace_bytes(trace_bytes, self)
+
+    def cut_trace(self, jobs: Sequence[Job], n_gpus: int, seed: int | None = None) -> tuple[Job, ...]:
+        """A loaded trace's jobs as this workload uses them: after ``skip``, seed's ``block`` scaled to ``load``
+        on ``n_gpus`` GPUs, or the whole trace divided by ``load_scale``."""
+        jobs = jobs[self.skip:]
+        if self.block:
+            return trace_block(jobs, self.seed if seed is None else seed, self.block, self.load, n_gpus)
+        return scale_submits(jobs, self.load_scale)
+
+    def loader_options(self) -> dict[str, Any]:
+        """``load_trace`` keyword arguments (:func:`engine.traces.options.load_options` and the window)."""
+        options = load_options(format=self.trace_format, skip_bad=self.skip_bad, time_unit=self.time_unit,
+                               column_map=self.column_map, first=self.first)
+        return options if self.window is None else {**options, "window": self.window}
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d.update(mix=dict(self.mix), column_map=dict(self.column_map), types=dict(self.types),
+                 window=None if self.window is None else list(self.window))
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, trusted: bool = False,
+                  where: str = "scenario.workload") -> WorkloadSpec:
+        """A workload from its JSON object (missing keys take their defaults). Untrusted data may not name a
+        trace file (``trace_path``); one-line errors name the key."""
+        if not isinstance(data, Mapping):
+            raise ScenarioError(f"{where} must be an object")
+        reject_unknown_keys(data, {f.name for f in fields(cls)}, where, ScenarioError)
+        if data.get("trace_path") and not trusted:
+            raise ScenarioError(f"{where}.trace_path: a scenario from a link or a file names a trace by its "
+                                "trace_sha256 only (upload the file)")
+        wl = dict(data)
+        for key in ("mix", "column_map", "types"):
+            if key in wl:
+                if not isinstance(wl[key], Mapping):
+                    raise ScenarioError(f"{where}.{key} must be an object")
+                wl[key] = dict(wl[key]) if key == "types" else tuple((str(k), v) for k, v in wl[key].items())
+        for key in (*INT_BOUNDS, *NUMBER_BOUNDS):  # links carry numbers as text
+            wl[key] = _as_number(wl[key], int if key in INT_BOUNDS else float, f"{where}.{key}") if key in wl else None
+            if wl[key] is None:
+                del wl[key]
+        try:
+            return cls(**wl)
+        except ScenarioError as exc:
+            raise ScenarioError(str(exc).replace("scenario.workload", where, 1)) from None
+
+
+_GENERATOR_DEFAULTS: dict[str, Any] = {k: inspect.signature(generate).parameters[k].default for k in GENERATOR_OPTIONS}
+
+
+def _check_workload(w: WorkloadSpec, where: str) -> None:
+    """Every bound of a workload, in one place; the message names the key (``where.key``)."""
+    if w.source not in WORKLOAD_SOURCES:
+        raise ScenarioError(f"{where}.source {quote(w.source)}: expected one of {', '.join(WORKLOAD_SOURCES)}")
+    for key, (least, most) in INT_BOUNDS.items():
+        _check_int(getattr(w, key), f"{where}.{key}", least, most)
+    for key, (low, high, low_in, high_in) in NUMBER_BOUNDS.items():
+        value = getattr(w, key)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and (
+            (low <= value if low_in else low < value) and (value <= high if high_in else value < high))
+        if not ok:
+            raise ScenarioError(f"{where}.{key} must be a number in {'[' if low_in else '('}{low:g}, {high:g}"
+                                f"{']' if high_in else ')'}, got {quote(value)}")
+    if w.arrival not in ARRIVALS:
+        raise ScenarioError(f"{where}.arrival {quote(w.arrival)}: expected one of {', '.join(ARRIVALS)}")
+    if not isinstance(w.skip_bad, bool):
+        raise ScenarioError(f"{where}.skip_bad must be true or false, got {quote(w.skip_bad)}")
+    if not isinstance(w.types, Mapping):
+        raise ScenarioError(f"{where}.types must be an object of job type overrides")
+    try:
+        known_types = job_types(w.types)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ScenarioError(f"{where}.types: {' '.join(str(exc).split())[:200]}") from None
+    for name, weight in w.mix:
+        if name not in known_types:
+            raise ScenarioError(f"{where}.mix: unknown job type {quote(name)}; known: {', '.join(known_types)}")
+        if not (isinstance(weight, (int, float)) and not isinstance(weight, bool) and 0 <= weight <= MAX_MIX_WEIGHT):
+            raise ScenarioError(f"{where}.mix[{name!r}] must be a number from 0 to {MAX_MIX_WEIGHT:g}, "
+                                f"got {quote(weight)}")
+    if w.mix and not sum(v for _, v in w.mix) > 0:
+        raise ScenarioError(f"{where}.mix needs at least one weight above 0")
+    if w.trace_format and w.trace_format not in TRACE_FORMATS:
+        raise ScenarioError(f"{where}.trace_format {quote(w.trace_format)}: expected one of "
+                            f"{', '.join(TRACE_FORMATS)} (or empty to auto-detect)")
+    if w.time_unit not in TIME_UNITS:
+        raise ScenarioError(f"{where}.time_unit {quote(w.time_unit)}: expected "
+                            f"{', '.join(repr(u) for u in TIME_UNITS if u)} or empty")
+    for key, column in w.column_map:
+        if key not in MAPPED_KEYS and key not in MAPPED_ALIASES:
+            raise ScenarioError(f"{where}.column_map: {quote(key)} is not a job field; valid: {', '.join(MAPPED_KEYS)}")
+        _check_text(column, f"{where}.column_map[{key!r}]")
+    _check_text(w.trace_name, f"{where}.trace_name")
+    if "/" in w.trace_name or "\\" in w.trace_name:
+        raise ScenarioError(f"{where}.trace_name must be a file name, not a path")
+    _check_text(w.trace_path, f"{where}.trace_path", MAX_PATH_CHARS)
+    if w.window is not None and not (
+            isinstance(w.window, tuple) and len(w.window) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= MAX_TIME_S for v in w.window)
+            and w.window[0] <= w.window[1]):
+        raise ScenarioError(f"{where}.window must be [START_S, END_S] with 0 <= START_S <= END_S, got {quote(w.window)}")
+    if w.block and w.load_scale != 1.0:
+        raise ScenarioError(f"{where}: a trace cut in blocks is scaled to its load; load_scale must stay 1")
+    if w.source == "preset" and w.preset not in preset_names():
+        raise ScenarioError(f"{where}.preset {quote(w.preset)}: expected one of {', '.join(preset_names())}")
+    if w.source == "trace":
+        if w.trace_path and w.trace_sha256:
+            raise ScenarioError(f"{where}: a trace is a file (trace_path) or an upload (trace_sha256), not both")
+        if not w.trace_path and not re.fullmatch(r"[0-9a-f]{64}", w.trace_sha256):
+            raise ScenarioError(f"{where}.trace_sha256 must be the 64-hex-digit SHA-256 of the trace file")
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """Cluster + workload + schedulers.
+    """Cluster + workload + run options + schedulers.
 
     Attributes:
         cluster: cluster shorthand (``"4x8:A100-80,2x4:V100-32"``) or its JSON text (see ``engine.sim.cluster``).
@@ -151,6 +359,7 @@ class Scenario:
         schedulers: scheduler names to compare, in display order.
         seed: the simulation seed handed to every scheduler.
         name: a label (e.g. the preset it came from).
+        options: how runs unfold besides their inputs (the preemption model, ...).
     """
 
     cluster: str = "2x8:A100-80,4x4:V100-32"
@@ -158,8 +367,10 @@ class Scenario:
     schedulers: tuple[str, ...] = ("fifo", "first-fit", "best-fit")
     seed: int = 0
     name: str = ""
+    options: RunOptions = field(default_factory=RunOptions)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "schedulers", tuple(self.schedulers))
         if not isinstance(self.cluster, str) or not self.cluster.strip():
             raise ScenarioError("scenario.cluster must be a non-empty cluster spec")
         if len(self.cluster) > MAX_CLUSTER_CHARS:
@@ -167,6 +378,8 @@ class Scenario:
                                 f"the limit is {MAX_CLUSTER_CHARS:,}")
         if not isinstance(self.workload, WorkloadSpec):
             raise ScenarioError("scenario.workload must be a WorkloadSpec")
+        if not isinstance(self.options, RunOptions):
+            raise ScenarioError("scenario.options must be a RunOptions")
         _check_int(self.seed, "scenario.seed", 0, MAX_SEED)
         _check_text(self.name, "scenario.name")
         if len(self.schedulers) > MAX_SCHEDULERS:
@@ -180,48 +393,48 @@ class Scenario:
             raise ScenarioError(f"scenario.schedulers lists a name twice: {quote(list(self.schedulers))}")
 
     # ------------------------------------------------------------------ engine objects
-    def build_cluster(self) -> Cluster:
+    def build_cluster(self, *, trusted: bool = False) -> Cluster:
         """The :class:`Cluster` this scenario names (``ClusterSpecError`` if it is invalid or larger than
-        :data:`MAX_NODES` nodes or :data:`MAX_GPUS` GPUs). Only shorthand and inline JSON: never a file."""
-        cluster = parse_cluster_text(self.cluster)
+        :data:`MAX_NODES` nodes or :data:`MAX_GPUS` GPUs). Only shorthand and inline JSON, unless ``trusted``
+        (the command line, the repository's records): then also a file or source (``.json``, ``openb:PATH``)."""
+        cluster = parse_cluster(self.cluster) if trusted else parse_cluster_text(self.cluster)
         if cluster.n_nodes > MAX_NODES or cluster.n_gpus > MAX_GPUS:
             raise ScenarioError(f"the cluster has {cluster.n_nodes:,} nodes and {cluster.n_gpus:,} GPUs; "
                                 f"the playground's limit is {MAX_NODES:,} nodes and {MAX_GPUS:,} GPUs")
         return cluster
 
     def build_jobs(self, cluster: Cluster, trace_bytes: bytes | None = None) -> tuple[Job, ...]:
-        """The workload's jobs: generated, or loaded from ``trace_bytes`` (which must match the hash)."""
-        w = self.workload
-        if w.source == "generate":
-            from engine.traces.generator import generate
-
-            return tuple(generate(cluster, w.n_jobs, load=w.load, seed=w.seed, mix=dict(w.mix) or None,
-                                  users=w.users, arrival=w.arrival))
-        if w.source == "preset":
-            from engine.analysis.presets import load_preset
-
-            return tuple(load_preset(w.preset).build_jobs(w.seed))
-        return self.load_trace(trace_bytes).jobs
+        """The workload's jobs (:meth:`WorkloadSpec.build_jobs` with the workload's own seed)."""
+        return self.workload.build_jobs(cluster, trace_bytes=trace_bytes)
 
     def load_trace(self, trace_bytes: bytes | None):
-        """The workload's trace (an ``engine.traces.Trace``: jobs and report) from the file's bytes, which must
-        match ``workload.trace_sha256``; ``None`` means the bytes are not at hand."""
-        w = self.workload
-        if w.source != "trace":
-            raise ScenarioError(f"the workload comes from {w.source!r}, not from a trace")
-        if trace_bytes is None:
-            raise ScenarioError(f"the trace {w.trace_name or w.trace_sha256[:12]} is not available: upload it again")
-        if content_hash(trace_bytes) != w.trace_sha256:
-            raise ScenarioError("the trace file's bytes do not match the scenario's trace_sha256")
-        return load_trace_bytes(trace_bytes, w)
+        """The workload's trace (:meth:`WorkloadSpec.load_trace`)."""
+        return self.workload.load_trace(trace_bytes)
+
+    def with_seed(self, seed: int) -> Scenario:
+        """Seed ``seed`` of this scenario: the workload's seed and the simulation seed both ``seed`` (how
+        evaluations, sweeps and presets' lesson checks number their runs)."""
+        return replace(self, seed=seed, workload=self.workload.with_seed(seed))
+
+    def run(self, cluster: Cluster | None = None, jobs: Sequence[Job] | None = None, *,
+            trace_bytes: bytes | None = None, on_progress=None) -> dict[str, Any]:
+        """Simulate every scheduler on the scenario's jobs with its seed and run options: ``{name: Result}``
+        (``cluster`` and ``jobs``, when given, are the ones already built from this scenario)."""
+        from engine.schedulers import make_scheduler
+        from engine.sim.simulator import simulate
+
+        cluster = self.build_cluster() if cluster is None else cluster
+        jobs = self.build_jobs(cluster, trace_bytes) if jobs is None else jobs
+        return {name: simulate(cluster, jobs, make_scheduler(name), seed=self.seed, options=self.options)
+                for name in self.schedulers}
 
     # ------------------------------------------------------------------ identity
     def workload_key(self) -> str:
         """Canonical JSON of everything that determines the jobs and the cluster (not the schedulers):
         two scenarios with equal keys simulate the same jobs on the same cluster."""
         d = self.to_dict()
-        d.pop("schedulers")
-        d.pop("name")
+        for key in ("schedulers", "name", "options"):
+            d.pop(key)
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     def with_schedulers(self, names) -> Scenario:
@@ -229,45 +442,38 @@ class Scenario:
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["schedulers"] = list(self.schedulers)
-        d["workload"]["mix"] = {k: v for k, v in self.workload.mix}
-        d["workload"]["column_map"] = {k: v for k, v in self.workload.column_map}
-        return d
+        return {"cluster": self.cluster, "workload": self.workload.to_dict(), "schedulers": list(self.schedulers),
+                "seed": self.seed, "name": self.name, "options": self.options.to_dict()}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
+    def from_dict(cls, data: Mapping[str, Any], *, trusted: bool = False) -> Scenario:
+        """A scenario from its JSON object (what :meth:`to_dict` writes; older files without ``options`` or
+        the newer workload keys load with their defaults). ``trusted`` allows a trace file path (records the
+        repository ships or the command line reads); the cluster is checked whole."""
         if not isinstance(data, Mapping):
             raise ScenarioError("a scenario must be a JSON object with cluster, workload and schedulers")
-        _check_keys(data, {f.name for f in fields(cls)}, "scenario")
-        wl = data.get("workload", {})
-        if not isinstance(wl, Mapping):
-            raise ScenarioError("scenario.workload must be an object")
-        _check_keys(wl, {f.name for f in fields(WorkloadSpec)}, "scenario.workload")
-        wl = dict(wl)
-        for key in ("mix", "column_map"):
-            if key in wl:
-                if not isinstance(wl[key], Mapping):
-                    raise ScenarioError(f"scenario.workload.{key} must be an object")
-                wl[key] = tuple((str(k), v) for k, v in wl[key].items())
-        for key, kind in (("n_jobs", int), ("seed", int), ("users", int), ("first", int), ("load", float)):
-            if key in wl:
-                wl[key] = _coerce(wl[key], kind, f"scenario.workload.{key}")
+        reject_unknown_keys(data, {f.name for f in fields(cls)}, "scenario", ScenarioError)
         scheds = data.get("schedulers", cls.schedulers)
         if not isinstance(scheds, (list, tuple)) or not all(isinstance(s, str) for s in scheds):
             raise ScenarioError("scenario.schedulers must be a list of scheduler names")
-        kwargs = {k: data[k] for k in ("cluster", "name") if k in data}
+        kwargs: dict[str, Any] = {k: data[k] for k in ("cluster", "name") if k in data}
         if "seed" in data:
-            kwargs["seed"] = _coerce(data["seed"], int, "scenario.seed")
-        sc = cls(workload=WorkloadSpec(**wl), schedulers=tuple(scheds), **kwargs)
-        sc.build_cluster()  # a scenario from outside is checked whole, its cluster included (cheap: no layout)
+            kwargs["seed"] = _as_number(data["seed"], int, "scenario.seed")
+        if "options" in data:
+            try:
+                kwargs["options"] = RunOptions.from_dict(data["options"], "scenario.options")
+            except EngineError as exc:  # OptionsError: one line naming scenario.options.KEY
+                raise ScenarioError(str(exc)) from None
+        workload = WorkloadSpec.from_dict(data.get("workload", {}), trusted=trusted)
+        sc = cls(workload=workload, schedulers=tuple(scheds), **kwargs)
+        sc.build_cluster(trusted=trusted)  # checked whole, its cluster included (cheap: no layout)
         return sc
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> Scenario:
+    def from_json(cls, text: str | bytes, *, trusted: bool = False) -> Scenario:
         """A scenario from its JSON (at most :data:`MAX_SCENARIO_BYTES`, nested at most :data:`MAX_JSON_DEPTH`)."""
         if len(text) > MAX_SCENARIO_BYTES:
             raise ScenarioError(f"the scenario JSON has {len(text):,} bytes; the limit is {MAX_SCENARIO_BYTES:,}")
@@ -275,11 +481,11 @@ class Scenario:
             data = loads_bounded(text, "scenario JSON", MAX_JSON_DEPTH)
         except ValueError as exc:
             raise ScenarioError(str(exc)) from None
-        return cls.from_dict(data)
+        return cls.from_dict(data, trusted=trusted)
 
     # ------------------------------------------------------------------ URL query parameters
     def to_query(self) -> dict[str, str]:
-        """Flat string parameters for a shareable link; fields equal to their defaults are left out."""
+        """Flat string parameters for a shareable link; fields equal to the app's default are left out."""
         out = {"cluster": self.cluster, "sched": ",".join(self.schedulers)}
         if self.seed:
             out["seed"] = str(self.seed)
@@ -292,16 +498,21 @@ class Scenario:
                 continue
             if f.name in ("mix", "column_map"):
                 value = ",".join(f"{k}:{v}" for k, v in value)
+            elif f.name in ("types", "window"):
+                value = json.dumps(value if f.name == "types" else list(value), separators=(",", ":"))
             out[f"w.{f.name}"] = str(value)
+        for key, value in _flat(self.options.to_dict(), "o."):
+            if value != _flat_default(key):
+                out[key] = json.dumps(value)
         return out
 
     @classmethod
     def from_query(cls, params: Mapping[str, Any]) -> Scenario:
-        """Inverse of :meth:`to_query`; unknown parameters are ignored (links may carry others)."""
+        """Inverse of :meth:`to_query` (untrusted); unknown parameters are ignored (links may carry others)."""
         if "cluster" not in params:
             raise ScenarioError("the link has no 'cluster' parameter")
         for key, value in params.items():
-            limit = MAX_CLUSTER_CHARS if key == "cluster" else MAX_NAME_CHARS * 8
+            limit = MAX_CLUSTER_CHARS if key in ("cluster", "w.types") else MAX_NAME_CHARS * 8
             if len(_one(value)) > limit:
                 raise ScenarioError(f"link parameter {quote(key)} has {len(_one(value)):,} characters; "
                                     f"the limit is {limit:,}")
@@ -324,33 +535,113 @@ class Scenario:
                     k, sep, v = part.partition(":")
                     if not sep:
                         raise ScenarioError(f"link parameter {key}: expected NAME:VALUE pairs, got {quote(part)}")
-                    pairs[k] = _coerce(v, float, key) if f.name == "mix" else v
+                    pairs[k] = _number_text(v, float, key, strict=True) if f.name == "mix" else v
                 wl[f.name] = pairs
+            elif f.name in ("types", "window"):
+                wl[f.name] = _json_param(text, key)
             elif f.name == "skip_bad":
                 wl[f.name] = text == "True"
             else:
                 wl[f.name] = text
         data["workload"] = wl
+        options: dict[str, Any] = {}
+        for key, _ in _flat(RunOptions().to_dict(), "o."):
+            if key in params:
+                outer, inner = key[2:].split(".", 1)
+                options.setdefault(outer, {})[inner] = _json_param(_one(params[key]), key)
+        if options:
+            data["options"] = options
         return cls.from_dict(data)
 
 
+# ---------------------------------------------------------------------------------------------- presets
+@lru_cache(maxsize=1)
+def preset_names() -> tuple[str, ...]:
+    """The teaching presets' names (the stems of ``presets/*.json``)."""
+    return tuple(sorted(p.stem for p in PRESET_DIR.glob("*.json")))
+
+
+def preset_scenario_from_dict(name: str, data: Mapping[str, Any], where: str = "preset") -> Scenario:
+    """The scenario part of a preset file (``cluster``, ``workload``, ``schedulers``, ``seed``; trusted: a
+    preset may name a trace file). ``workload`` is a scenario workload (:meth:`WorkloadSpec.from_dict`), or the
+    presets' older form ``{"generate": {generator arguments}}`` / ``{"trace": PATH, "format": NAME}``."""
+    seed = data.get("seed", 0)
+    cluster = data.get("cluster")
+    if isinstance(cluster, Mapping):
+        cluster = json.dumps(cluster, separators=(",", ":"))
+    if not isinstance(cluster, str):
+        raise ScenarioError(f"{where}: 'cluster' must be a cluster spec or a cluster JSON object")
+    workload = data.get("workload")
+    if not isinstance(workload, Mapping):
+        raise ScenarioError(f"{where}: 'workload' must be an object")
+    if "source" not in workload:
+        if len({"generate", "trace"} & set(workload)) != 1 or (set(workload) - {"generate", "trace", "format"}):
+            raise ScenarioError(f"{where}: 'workload' needs exactly one of 'generate' (generator arguments) or "
+                                "'trace' (and its 'format'), or a scenario workload with its 'source'")
+        if "generate" in workload:
+            args = dict(workload["generate"])
+            if "n_jobs" not in args:
+                raise ScenarioError(f"{where}: workload.generate needs 'n_jobs'")
+            spec = WorkloadSpec.from_generator_args(seed=seed, **args)
+        else:
+            spec = WorkloadSpec(source="trace", trace_path=str(workload["trace"]),
+                                trace_format=workload.get("format") or "", seed=seed)
+    else:
+        spec = WorkloadSpec.from_dict(workload, trusted=True, where=f"{where}.workload")
+    schedulers = data.get("schedulers")
+    if not isinstance(schedulers, (list, tuple)):
+        raise ScenarioError(f"{where}: 'schedulers' must be a list of scheduler names")
+    return Scenario(cluster=cluster, workload=spec, schedulers=tuple(schedulers), seed=seed, name=name)
+
+
+@cache
+def preset_scenario(name: str) -> Scenario:
+    """The scenario of teaching preset ``name`` (its cluster, its workload, its schedulers, its seed)."""
+    if name not in preset_names():
+        raise ScenarioError(f"unknown preset {quote(name)}; valid: {', '.join(preset_names())}")
+    path = PRESET_DIR / f"{name}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ScenarioError(f"preset file {path.name}: cannot read it as JSON ({exc})") from None
+    return preset_scenario_from_dict(name, data, f"preset file {path.name}")
+
+
 def scenario_from_preset(name: str) -> Scenario:
-    """The scenario of preset ``name`` (see :mod:`engine.analysis.presets`): its cluster, its workload, its schedulers."""
-    from engine.analysis.presets import load_preset
-
-    preset = load_preset(name)
-    cluster = preset.cluster if isinstance(preset.cluster, str) else json.dumps(preset.cluster, separators=(",", ":"))
-    return Scenario(cluster=cluster, workload=WorkloadSpec(source="preset", preset=name, seed=preset.seed),
-                    schedulers=tuple(preset.schedulers), seed=preset.seed, name=name)
+    """What the app shows for preset ``name``: its cluster and schedulers, and its workload by name (so a link
+    says which preset it is) with the preset's seed."""
+    sc = preset_scenario(name)
+    return replace(sc, workload=WorkloadSpec(source="preset", preset=name, seed=sc.seed))
 
 
+# ---------------------------------------------------------------------------------------------- traces
 def content_hash(data: bytes) -> str:
     """SHA-256 of a file's bytes, hex: how a scenario references an uploaded trace."""
     return hashlib.sha256(data).hexdigest()
 
 
+def resolve_path(path: str) -> Path:
+    """A trusted record's trace file: as given when it exists from the working directory, else relative to
+    the repository (e.g. ``../shared/traces/philly/philly.csv``)."""
+    p = Path(path)
+    if not p.is_absolute() and not p.exists() and (REPO_ROOT / p).exists():
+        return REPO_ROOT / p
+    return p
+
+
+@lru_cache(maxsize=4)
+def _load_trace_file(path: str, options_json: str):
+    """A trace file loaded with options (JSON: a hashable key; evaluations load one file for every seed)."""
+    from engine.traces import load_trace
+
+    options = json.loads(options_json)
+    if "window" in options:
+        options["window"] = tuple(options["window"])
+    return load_trace(path, **options)
+
+
 def load_trace_bytes(data: bytes, workload: WorkloadSpec):
-    """Load a trace held in memory with the workload's format options; returns an ``engine.traces.Trace``.
+    """Load a trace held in memory with the workload's loader options; returns an ``engine.traces.Trace``.
 
     The loaders read files (and detect formats partly by file extension), so the bytes go through a
     temporary file named like the original; errors name the original file, never the temporary one.
@@ -358,33 +649,96 @@ def load_trace_bytes(data: bytes, workload: WorkloadSpec):
     from engine.traces import load_trace
 
     suffix = "".join(re.sub(r"[^A-Za-z0-9.]", "", s) for s in Path(workload.trace_name).suffixes[-2:]) or ".csv"
+    options = workload.loader_options()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"trace{suffix}"
         path.write_bytes(data)
         try:
-            return load_trace(path, workload.trace_format or None, skip_bad=workload.skip_bad,
-                              time_unit=workload.time_unit or None,
-                              column_map=dict(workload.column_map) or None, first=workload.first or None)
+            return load_trace(path, **options)
         except TraceError as exc:
             raise TraceError(exc.reason.replace(str(path), workload.trace_name or "the trace"),
                              path=workload.trace_name or "the trace", line=exc.line, column=exc.column) from None
 
 
-def _check_keys(data: Mapping[str, Any], known: set[str], where: str) -> None:
-    reject_unknown_keys(data, known, where, ScenarioError)
+def scale_submits(jobs: Sequence[Job], load_scale: float) -> tuple[Job, ...]:
+    """``jobs`` with submit times divided by ``load_scale``: what ``load_trace(..., load_scale=X)`` returns."""
+    if load_scale == 1.0:
+        return tuple(jobs)
+    return tuple(replace(j, submit_s=j.submit_s / load_scale) for j in jobs)
 
 
-def _coerce(value: Any, kind: type, where: str):
-    expected = "an integer" if kind is int else "a number"
-    if isinstance(value, str) and len(value) > 40:
-        raise ScenarioError(f"{where} must be {expected} of at most 40 characters, got {len(value):,} characters")
+def trace_block(jobs: Sequence[Job], k: int, n: int, load: float, n_gpus: int) -> tuple[Job, ...]:
+    """Jobs ``k*n .. k*n+n-1`` of a trace, renumbered from 0, their arrivals scaled by one factor so that the
+    block offers load ``load`` while its arrivals last.
+
+    The load a block offers is the GPU-time its jobs would use between the first and the last arrival if each
+    started on arrival (a job still running at the last arrival counts only up to then), over that span times
+    the cluster's GPUs. Counting a job's whole run instead would let one job of a real trace that runs for weeks
+    stand for load that arrives long after the block's arrivals end, and leave the cluster idle while they
+    arrive. The load falls as the arrivals are stretched, so the factor is found by bisection; a block that
+    cannot offer ``load`` even with its arrivals 10**6 times closer together keeps that compression.
+    """
+    if (k + 1) * n > len(jobs):
+        raise EngineError(f"trace has {len(jobs)} jobs: not enough for seed {k} with {n} jobs per seed")
+    block = jobs[k * n:(k + 1) * n]
+    since = np.array([j.submit_s for j in block]) - block[0].submit_s
+    span = float(since[-1])
+    if span <= 0:
+        return tuple(replace(j, job_id=i, submit_s=0.0) for i, j in enumerate(block))
+    _, gpus, run_s = demand_arrays(block)
+    lo, hi = 1e-6, 1e6
+    for _ in range(100):  # geometric bisection: 2**-100 of the factor's log range
+        mid = math.sqrt(lo * hi)
+        offered = offered_load_of(since, gpus, run_s, n_gpus, arrival_scale=mid, until_last_arrival=True)
+        lo, hi = (mid, hi) if offered > load else (lo, mid)
+    return tuple(replace(j, job_id=i, submit_s=float(t * hi)) for i, (j, t) in enumerate(zip(block, since)))
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def _number_text(value: str, kind: type, where: str, strict: bool = False) -> Any:
+    """A number written as text (a link's parameter): the number, or (unless ``strict``) the text itself when it
+    is none (the bounds check then names the key and quotes it). Text over 40 characters is refused here."""
+    if len(value) > 40:
+        raise ScenarioError(f"{where} must be a number of at most 40 characters, got {len(value):,} characters")
     try:
-        out = kind(value)
+        out = float(value) if kind is float else int(value)
     except (TypeError, ValueError, OverflowError):
-        raise ScenarioError(f"{where} must be {expected}, got {quote(value)}") from None
-    if kind is int and isinstance(value, float) and value != out:
-        raise ScenarioError(f"{where} must be an integer, got {quote(value)}")
+        if strict:
+            raise ScenarioError(f"{where} must be a number, got {quote(value)}") from None
+        return value
     return out
+
+
+def _as_number(value: Any, kind: type, where: str) -> Any:
+    """A JSON or link value of a number field: text read as a number, an integral float as an integer for
+    integer fields; anything else unchanged (the bounds check names the key and quotes it)."""
+    if isinstance(value, str):
+        return _number_text(value, kind, where)
+    if kind is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _json_param(text: str, key: str) -> Any:
+    try:
+        return loads_bounded(text, f"link parameter {key}", MAX_JSON_DEPTH)
+    except ValueError as exc:
+        raise ScenarioError(str(exc)) from None
+
+
+def _flat(data: Mapping[str, Any], prefix: str) -> list[tuple[str, Any]]:
+    """``{"a": {"b": 1}}`` -> ``[("PREFIXa.b", 1)]``: nested options as flat link parameters."""
+    out = []
+    for k, v in data.items():
+        if isinstance(v, Mapping):
+            out += _flat(v, f"{prefix}{k}.")
+        else:
+            out.append((f"{prefix}{k}", v))
+    return out
+
+
+def _flat_default(key: str) -> Any:
+    return dict(_flat(RunOptions().to_dict(), "o."))[key]
 
 
 def _check_int(value: Any, where: str, low: int, high: int) -> None:
@@ -392,12 +746,12 @@ def _check_int(value: Any, where: str, low: int, high: int) -> None:
         raise ScenarioError(f"{where} must be an integer from {low:,} to {high:,}, got {quote(value)}")
 
 
-def _check_text(value: Any, where: str) -> None:
-    """A name or label: a string of at most :data:`MAX_NAME_CHARS` printable characters."""
+def _check_text(value: Any, where: str, limit: int = MAX_NAME_CHARS) -> None:
+    """A name or label: a string of at most ``limit`` printable characters."""
     if not isinstance(value, str):
         raise ScenarioError(f"{where} must be text, got {quote(value)}")
-    if len(value) > MAX_NAME_CHARS:
-        raise ScenarioError(f"{where} has {len(value):,} characters; the limit is {MAX_NAME_CHARS}")
+    if len(value) > limit:
+        raise ScenarioError(f"{where} has {len(value):,} characters; the limit is {limit}")
     if not value.isprintable():
         raise ScenarioError(f"{where} holds control characters (line breaks, tabs, ...), got {quote(value)}")
 

@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from engine.analysis.evaluate import mean_ci
-from engine.analysis.metrics import METRICS, Summary, metric_name
+from engine.analysis.metrics import ALL_METRICS, Summary, metric_name
 from engine.analysis.scenario import Scenario, ScenarioError
 from engine.units import human_value
 
@@ -30,7 +30,7 @@ def seed_variants(sc: Scenario, n: int) -> list[Scenario]:
         raise ScenarioError(f"workload seeds must be between 1 and {MAX_SEEDS}, got {n!r}")
     if sc.workload.source == "trace" and n > 1:
         raise ScenarioError("a trace is a single workload: several seeds need a generated or preset workload")
-    return [replace(sc, workload=replace(sc.workload, seed=sc.workload.seed + k)) for k in range(n)]
+    return [replace(sc, workload=sc.workload.with_seed(sc.workload.seed + k)) for k in range(n)]
 
 
 def ci_frame(summaries: Mapping[str, Sequence[Summary]], keys: Sequence[str]) -> pd.DataFrame:
@@ -38,10 +38,10 @@ def ci_frame(summaries: Mapping[str, Sequence[Summary]], keys: Sequence[str]) ->
     seeds, each in its metric's human unit (``–`` where undefined)."""
     rows = []
     for key in keys:
-        unit = METRICS[key].unit
+        unit = ALL_METRICS[key].unit
         row = {"metric": metric_name(key)}
         for name, runs in summaries.items():
-            mean, half = mean_ci([float(getattr(s, key)) for s in runs])
+            mean, half = mean_ci([float(s.value(key)) for s in runs])
             row[name] = human_value(mean, unit) + ("" if half != half else f" ± {human_value(half, unit)}")
         rows.append(row)
     return pd.DataFrame(rows, columns=["metric", *summaries])

@@ -1,23 +1,27 @@
 """Sweeps: every cell of a grid (cluster x load x seed x scheduler) simulated as one Ray task.
 
     from engine.analysis.sweep import SweepSpec, run_sweep
-    spec = SweepSpec(clusters=("4x8:A100-80",), schedulers=("fifo", "sjf"), jobs=300, loads=(0.6, 0.9), seeds=3)
+    spec = SweepSpec.grid(clusters=("4x8:A100-80",), schedulers=("fifo", "sjf"), jobs=300, loads=(0.6, 0.9), seeds=3)
     frame = run_sweep(spec)          # one row per cell: cluster, load, seed, scheduler, every metric
 
-**Cells.** A generated workload (``jobs`` set) is ``generate(cluster, jobs, load, seed, **generator)``, exactly
-what ``python -m engine generate --cluster C --jobs N --load L --seed SEED`` writes when ``generator`` is empty;
-a trace workload (``trace`` set) is the trace loaded once with ``trace_options`` and its submit times divided
-by the cell's ``load`` (the ``--load-scale`` of ``simulate``; 1 = as recorded), the same for every seed. Each
-scheduler then runs on it with simulation seed ``seed`` (what ``simulate --seed SEED`` does), and the row holds
-``summarize(result).to_dict()``: the metrics of ``compare --json``, same names.
+**A grid over a scenario.** A :class:`SweepSpec` is a base :class:`~engine.analysis.scenario.Scenario` (its
+workload, its run options, its schedulers) and the values its cells take: clusters, loads and seeds. Cell
+``(cluster, load, seed, scheduler)`` is the base with that cluster, that load and ``with_seed(seed)`` (workload
+and simulation seed), run with that scheduler. The load is the offered load of a generated workload (or of a
+trace cut in seeded blocks) and the load scale of a whole trace (its submit times divided by it; 1 = as
+recorded, the same jobs for every seed). For a generated workload whose generator arguments are the defaults
+this is exactly what ``python -m engine generate --cluster C --jobs N --load L --seed SEED`` writes, run with
+``simulate --seed SEED``; each row holds ``summarize(result).to_dict()``: the metrics of ``compare --json``.
 
 **Ray.** Each distinct workload is put in the object store once (``ray.put``) and every cell that simulates it
 gets the reference, so a 10,000-job trace crosses the network once per node, not once per task. Results are
 taken as they complete (``ray.wait``) and reported through ``on_progress(done, total)``. A cell that raises is
 recorded with its parameters in ``frame.attrs["failures"]``; the other cells still complete. With no address
-(and no ``RAY_ADDRESS``) a local Ray is started on this machine's cores; ``address`` joins an existing cluster,
-whose nodes must have this project importable (the same version). A Ray already initialised in this process
-is used as it is, and a Ray started here is left running for the next call (``ray.shutdown()`` stops it).
+(and no ``RAY_ADDRESS``) a local Ray is started on this machine's cores; ``address`` joins an existing cluster
+(with its token, if it wants one: :mod:`engine.analysis.ray_join`), whose nodes must have this project
+importable (the same version); a head lost mid-sweep leaves the finished cells and the rest as failures. A Ray
+already initialised in this process is used as it is, and a Ray started here is left running for the next
+call (``ray.shutdown()`` stops it).
 ``backend="serial"`` runs the same cells one after the other in this process (no Ray), for comparison.
 
 This module imports ray only when a Ray backend is used, and pandas only to build the result frame.
@@ -30,143 +34,215 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from engine.analysis.metrics import METRICS, summarize
+from engine.analysis.metrics import ENERGY_METRICS, METRICS, summarize
+from engine.analysis.ray_join import RayJoinError, head_answers, join_cluster
+from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec
 from engine.errors import EngineError, reject_unknown_keys
 from engine.plugins import load_plugin
 from engine.schedulers import make_scheduler
 from engine.sim.cluster import Cluster, parse_cluster
 from engine.sim.job import Job
+from engine.sim.options import RunOptions
 from engine.sim.simulator import simulate
 from engine.sim.state import Scheduler
 
 BACKENDS = ("ray", "serial")
+#: Seconds without a finished cell after which the Ray head's port is tried, and how many tries in a row must
+#: fail before the head counts as gone: Ray notices a lost head only after a minute, and then ends this
+#: process, finished cells and all.
+HEAD_CHECK_S = 5.0
+HEAD_MISSES = 2
 #: The columns that name a cell, before the metrics.
 CELL_COLUMNS = ("cluster", "load", "seed", "scheduler")
 #: Bounds on a spec (a spec may come from a file someone else wrote).
 MAX_CELLS = 100_000
 MAX_VALUES = 200
 MAX_SEEDS = 1_000
-MAX_LOAD = 100.0
-#: ``generate`` keyword arguments a spec's ``generator`` may set.
-GENERATOR_OPTIONS = ("mix", "users", "user_skew", "arrival", "estimate_error", "overestimate", "burst_factor",
-                     "burst_share", "diurnal_amplitude", "allowed_share")
-#: ``load_trace`` keyword arguments a spec's ``trace_options`` may set (the load scale is the grid's).
+#: ``load_trace`` keyword arguments the older spec's ``trace_options`` may set (the load scale is the grid's).
 TRACE_OPTIONS = ("format", "skip_bad", "time_unit", "column_map", "first", "window")
+#: Keys of the spec files written before a sweep had a base scenario (still read by :meth:`SweepSpec.from_dict`).
+LEGACY_KEYS = frozenset({"clusters", "schedulers", "seeds", "jobs", "loads", "generator", "trace", "trace_options"})
 
 
 class SweepError(EngineError, ValueError):
     """A sweep spec is invalid; the message names the field and what was expected."""
 
 
+def with_load(workload: WorkloadSpec, load: float) -> WorkloadSpec:
+    """``workload`` at grid value ``load``: a whole trace's load scale, otherwise its offered load."""
+    if workload.source == "trace" and not workload.block:
+        return replace(workload, load_scale=load)
+    return replace(workload, load=load)
+
+
 @dataclass(frozen=True)
 class SweepSpec:
-    """A grid of cells: every cluster x load x seed x scheduler.
+    """A grid of cells over a base scenario: every cluster x load x seed x scheduler of ``base``.
 
     Attributes:
-        clusters: cluster specs (anything :func:`~engine.sim.cluster.parse_cluster` reads), as the rows name them.
-        schedulers: scheduler names (see ``python -m engine list``).
-        seeds: seeds ``0..seeds-1``: the generator's seed for generated workloads and every run's simulation seed.
-        jobs: jobs per generated workload; ``None`` when the workload is a trace.
-        loads: offered loads of generated workloads, or load scales (divisors of submit times) of the trace.
-        generator: extra :func:`~engine.traces.generator.generate` arguments (:data:`GENERATOR_OPTIONS`).
-        trace: the trace file (``None`` for generated workloads).
-        trace_options: :func:`~engine.traces.load_trace` arguments (:data:`TRACE_OPTIONS`).
+        base: the scenario whose workload, run options and schedulers every cell shares.
+        clusters: cluster specs (anything :func:`~engine.sim.cluster.parse_cluster` reads, or the cluster JSON as
+            text), as the rows name them.
+        loads: offered loads (or a whole trace's load scales) of the grid.
+        seeds: seeds ``0..seeds-1``: workload seeds and every run's simulation seed.
     """
 
+    base: Scenario
     clusters: tuple[str, ...]
-    schedulers: tuple[str, ...]
+    loads: tuple[float, ...] = (1.0,)
     seeds: int = 1
-    jobs: int | None = None
-    loads: tuple[float, ...] = ()
-    generator: Mapping[str, Any] = field(default_factory=dict)
-    trace: str | None = None
-    trace_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("clusters", "schedulers"):
-            values = getattr(self, name)
-            if isinstance(values, str) or not all(isinstance(v, str) and v.strip() for v in values):
-                raise SweepError(f"sweep {name}: expected a list of non-empty strings")
-            object.__setattr__(self, name, tuple(v.strip() for v in values))
-            values = getattr(self, name)
+        if not isinstance(self.base, Scenario):
+            raise SweepError("sweep base must be a Scenario")
+        values = self.clusters
+        if isinstance(values, str) or not all(isinstance(v, str) and v.strip() for v in values):
+            raise SweepError("sweep clusters: expected a list of non-empty strings")
+        object.__setattr__(self, "clusters", tuple(v.strip() for v in values))
+        for name, values in (("clusters", self.clusters), ("schedulers", self.schedulers)):
             if not 1 <= len(values) <= MAX_VALUES:
                 raise SweepError(f"sweep {name}: expected 1 to {MAX_VALUES} entries, got {len(values)}")
             repeated = sorted({v for v in values if values.count(v) > 1})
             if repeated:
                 raise SweepError(f"sweep {name}: {repeated[0]!r} is listed more than once")
-        if (self.jobs is None) == (self.trace is None):
-            raise SweepError("a sweep needs either jobs (generated workloads) or a trace, not both")
         if not (isinstance(self.seeds, int) and not isinstance(self.seeds, bool) and 1 <= self.seeds <= MAX_SEEDS):
             raise SweepError(f"sweep seeds: expected an integer from 1 to {MAX_SEEDS}, got {self.seeds!r}")
-        if self.jobs is not None and not (isinstance(self.jobs, int) and not isinstance(self.jobs, bool)
-                                          and 1 <= self.jobs <= 1_000_000):
-            raise SweepError(f"sweep jobs: expected an integer from 1 to 1000000, got {self.jobs!r}")
-        loads = self.loads if self.loads or self.trace is None else (1.0,)
         try:
-            loads = tuple(float(v) for v in loads)
+            loads = tuple(float(v) for v in self.loads)
         except (TypeError, ValueError):
             raise SweepError(f"sweep loads: expected a list of numbers, got {self.loads!r}") from None
-        if not 1 <= len(loads) <= MAX_VALUES or any(not (0 < v <= MAX_LOAD) for v in loads):
-            raise SweepError(f"sweep loads: expected 1 to {MAX_VALUES} numbers in (0, {MAX_LOAD:g}]")
+        if not 1 <= len(loads) <= MAX_VALUES:
+            raise SweepError(f"sweep loads: expected 1 to {MAX_VALUES} numbers")
         if len(set(loads)) != len(loads):
             raise SweepError("sweep loads: a load is listed more than once")
+        for load in loads:  # every value the grid gives the workload is within the scenario's bounds
+            try:
+                with_load(self.base.workload, load)
+            except ScenarioError as exc:
+                raise SweepError(f"sweep loads: {exc}") from None
         object.__setattr__(self, "loads", loads)
-        for name, allowed in (("generator", GENERATOR_OPTIONS), ("trace_options", TRACE_OPTIONS)):
-            options = getattr(self, name)
-            if not isinstance(options, Mapping) or set(options) - set(allowed):
-                raise SweepError(f"sweep {name}: expected an object with keys among {', '.join(allowed)}")
-            object.__setattr__(self, name, dict(options))
+        if self.base.workload.source == "trace" and not self.base.workload.block and self.base.workload.load_scale != 1:
+            raise SweepError("sweep base: the grid's loads are the trace's load scales; keep the base's at 1")
         if self.cells > MAX_CELLS:
             raise SweepError(f"the sweep has {self.cells:,} cells; at most {MAX_CELLS:,} are allowed")
+
+    @classmethod
+    def grid(cls, clusters: Sequence[str], schedulers: Sequence[str], *, seeds: int = 1, jobs: int | None = None,
+             loads: Sequence[float] = (), generator: Mapping[str, Any] | None = None, trace: str | None = None,
+             trace_options: Mapping[str, Any] | None = None, options: RunOptions | None = None) -> SweepSpec:
+        """A spec from the grid's values: ``jobs`` generated jobs (extra generator arguments in ``generator``)
+        or a ``trace`` file read with ``trace_options`` (:data:`TRACE_OPTIONS`; loads are then load scales,
+        default 1). This is also how spec files of the older form read."""
+        if (jobs is None) == (trace is None):
+            raise SweepError("a sweep needs either jobs (generated workloads) or a trace, not both")
+        for name, value, allowed in (("generator", generator, None), ("trace_options", trace_options, TRACE_OPTIONS)):
+            if value is not None and (not isinstance(value, Mapping) or (allowed and set(value) - set(allowed))):
+                raise SweepError(f"sweep {name}: expected an object" + (
+                    f" with keys among {', '.join(allowed)}" if allowed else " of generator arguments"))
+        if isinstance(schedulers, str) or not all(isinstance(v, str) and v.strip() for v in schedulers):
+            raise SweepError("sweep schedulers: expected a list of non-empty strings")
+        schedulers = tuple(v.strip() for v in schedulers)
+        repeated = sorted({v for v in schedulers if schedulers.count(v) > 1})
+        if repeated:
+            raise SweepError(f"sweep schedulers: {repeated[0]!r} is listed more than once")
+        if not loads and trace is None:
+            raise SweepError("sweep loads: a generated workload needs at least one load")
+        try:
+            if trace is None:
+                workload = WorkloadSpec.from_generator_args(jobs, **dict(generator or {}))
+            else:
+                o = dict(trace_options or {})
+                window = o.get("window")
+                if window is not None and not (isinstance(window, (list, tuple)) and len(window) == 2):
+                    raise SweepError("sweep trace_options.window: expected [START_S, END_S]")
+                workload = WorkloadSpec(source="trace", trace_path=str(trace), trace_format=o.get("format") or "",
+                                        skip_bad=bool(o.get("skip_bad", False)), time_unit=o.get("time_unit") or "",
+                                        column_map=tuple(dict(o.get("column_map") or {}).items()),
+                                        first=o.get("first") or 0, window=window)
+            base = Scenario(cluster=str(next(iter(clusters), "") or "-"), workload=workload, schedulers=schedulers,
+                            options=options or RunOptions())
+        except (ScenarioError, TypeError) as exc:
+            raise SweepError(f"sweep: {exc}") from None
+        return cls(base=base, clusters=tuple(clusters), loads=tuple(loads) or (1.0,), seeds=seeds)
+
+    @classmethod
+    def of_scenario(cls, sc: Scenario, clusters: Sequence[str] | None = None, loads: Sequence[float] | None = None,
+                    seeds: int = 1) -> SweepSpec:
+        """The grid over scenario ``sc``: its cluster and its load (a whole trace's load scale) unless other
+        ``clusters`` and ``loads`` are given."""
+        w = sc.workload
+        own = w.load_scale if w.source == "trace" and not w.block else w.load
+        base = replace(sc, workload=with_load(w, 1.0)) if w.source == "trace" and not w.block else sc
+        return cls(base=base, clusters=tuple(clusters or (sc.cluster,)), loads=tuple(loads or (own,)), seeds=seeds)
+
+    @property
+    def schedulers(self) -> tuple[str, ...]:
+        return self.base.schedulers
 
     @property
     def cells(self) -> int:
         return len(self.clusters) * len(self.loads) * self.seeds * len(self.schedulers)
 
+    def cell(self, cluster: str, load: float, seed: int) -> Scenario:
+        """The scenario of the cells at ``(cluster, load, seed)`` (their schedulers: the base's)."""
+        sc = replace(self.base, cluster=cluster, workload=with_load(self.base.workload, load))
+        return sc.with_seed(seed)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; :meth:`from_dict` reads it back to an equal spec (``python -m engine sweep --spec``)."""
-        return {"clusters": list(self.clusters), "schedulers": list(self.schedulers), "seeds": self.seeds,
-                "jobs": self.jobs, "loads": list(self.loads), "generator": dict(self.generator),
-                "trace": self.trace, "trace_options": dict(self.trace_options)}
+        return {"base": self.base.to_dict(), "clusters": list(self.clusters), "loads": list(self.loads),
+                "seeds": self.seeds}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SweepSpec:
+    def from_dict(cls, data: Mapping[str, Any], *, trusted: bool = False) -> SweepSpec:
+        """A spec from :meth:`to_dict`'s form, or the older one (``clusters``, ``schedulers``, ``seeds``,
+        ``jobs`` or ``trace`` with ``trace_options``, ``loads``, ``generator``; its trace is a file, so it reads
+        only ``trusted``, as the command line does)."""
         if not isinstance(data, Mapping):
             raise SweepError("a sweep spec must be a JSON object")
-        known = {f for f in cls.__dataclass_fields__}
-        reject_unknown_keys(data, known, "sweep spec", SweepError)
-        missing = {"clusters", "schedulers"} - set(data)
-        if missing:
-            raise SweepError(f"sweep spec: missing {', '.join(sorted(missing))}")
-        kwargs = dict(data)
-        for key in ("clusters", "schedulers", "loads"):
-            if key in kwargs:
-                if not isinstance(kwargs[key], (list, tuple)):
+        if "workload" in data or "cluster" in data:  # a scenario file: the grid of its own values
+            try:
+                return cls.of_scenario(Scenario.from_dict(data, trusted=trusted))
+            except ScenarioError as exc:
+                raise SweepError(f"sweep base: {exc}") from None
+        if "base" not in data:
+            reject_unknown_keys(data, LEGACY_KEYS, "sweep spec", SweepError)
+            missing = {"clusters", "schedulers"} - set(data)
+            if missing:
+                raise SweepError(f"sweep spec: missing {', '.join(sorted(missing))}")
+            if data.get("trace") is not None and not trusted:
+                raise SweepError("sweep spec: a trace file may be named only on the command line")
+            for key in ("clusters", "schedulers", "loads"):
+                if key in data and not isinstance(data[key], (list, tuple)):
                     raise SweepError(f"sweep {key}: expected a list")
-                kwargs[key] = tuple(kwargs[key])
-        options = kwargs.get("trace_options") or {}
-        window = options.get("window") if isinstance(options, Mapping) else None
-        if window is not None:  # JSON has no tuples
-            if not (isinstance(window, (list, tuple)) and len(window) == 2
-                    and all(isinstance(v, (int, float)) for v in window)):
-                raise SweepError("sweep trace_options.window: expected [START_S, END_S]")
-            kwargs["trace_options"] = {**options, "window": (float(window[0]), float(window[1]))}
-        return cls(**kwargs)
+            return cls.grid(data["clusters"], data["schedulers"], seeds=data.get("seeds", 1), jobs=data.get("jobs"),
+                            loads=data.get("loads") or (), generator=data.get("generator"), trace=data.get("trace"),
+                            trace_options=data.get("trace_options"))
+        reject_unknown_keys(data, {"base", "clusters", "loads", "seeds"}, "sweep spec", SweepError)
+        for key in ("clusters", "loads"):
+            if key in data and not isinstance(data[key], (list, tuple)):
+                raise SweepError(f"sweep {key}: expected a list")
+        try:
+            base = Scenario.from_dict(data["base"], trusted=trusted)
+        except EngineError as exc:
+            raise SweepError(f"sweep base: {exc}") from None
+        return cls(base=base, clusters=tuple(data.get("clusters") or (base.cluster,)),
+                   loads=tuple(data.get("loads") or (1.0,)), seeds=data.get("seeds", 1))
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> SweepSpec:
+    def from_json(cls, text: str | bytes, *, trusted: bool = False) -> SweepSpec:
         try:
             data = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise SweepError(f"sweep spec is not valid JSON ({exc})") from None
-        return cls.from_dict(data)
+        return cls.from_dict(data, trusted=trusted)
 
 
 def parse_numbers(text: str, what: str = "loads") -> tuple[float, ...]:
@@ -208,14 +284,17 @@ def curve_stats(frame, metric: str):
 
 
 def run_cell(cluster: Cluster, jobs: Sequence[Job], scheduler: str, seed: int,
-             factory: Callable[[], Scheduler] | None = None, plugins: Sequence[str] = ()) -> dict[str, Any]:
-    """One cell: ``scheduler`` (or what ``factory`` builds) on ``jobs`` with simulation seed ``seed``; returns
-    ``summarize(result).to_dict()``. This is the Ray task (workers import this module by name); ``plugins`` are
-    imported first (:func:`engine.plugins.load_plugin`, once per worker), so their schedulers have names there."""
+             factory: Callable[[], Scheduler] | None = None, plugins: Sequence[str] = (),
+             options: RunOptions | None = None, energy: bool = False) -> dict[str, Any]:
+    """One cell: ``scheduler`` (or what ``factory`` builds) on ``jobs`` with simulation seed ``seed`` and run
+    ``options``; returns ``summarize(result).to_dict()``, with the energy metrics of ``options.energy`` when
+    ``energy``. This is the Ray task (workers import this module by name); ``plugins`` are imported first
+    (:func:`engine.plugins.load_plugin`, once per worker), so their schedulers have names there."""
     for plugin in plugins:
         load_plugin(plugin)
     built = factory() if factory is not None else make_scheduler(scheduler)
-    return summarize(simulate(cluster, jobs, built, seed=seed)).to_dict()
+    model = (options or RunOptions()).energy if energy else None
+    return summarize(simulate(cluster, jobs, built, seed=seed, options=options), energy=model).to_dict()
 
 
 # ------------------------------------------------------------------------------------------ backends
@@ -278,7 +357,7 @@ class Runner:
             if self.requested_address is None:
                 _start_local_ray(num_cpus=self.num_cpus, include_dashboard=False, **quiet)
             else:
-                ray.init(address=self.requested_address, **quiet)
+                join_cluster(self.requested_address, **quiet)  # one line within seconds when it cannot
             self.started_ray = True
         self.address = ray.get_runtime_context().gcs_address
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -292,15 +371,19 @@ class Runner:
         return ray.put(tuple(jobs))
 
     def submit(self, key: Any, cluster: Cluster, jobs_ref: Any, scheduler: str, seed: int,
-               factory: Callable[[], Scheduler] | None = None) -> None:
+               factory: Callable[[], Scheduler] | None = None, options: RunOptions | None = None,
+               energy: bool = False) -> None:
         """Start one cell (on Ray it is queued at once; serially it runs when :meth:`completed` reaches it)."""
+        args = (cluster, jobs_ref, scheduler, seed, factory, self.plugins, options, energy)
         if self.backend == "serial":
-            self._pending[key] = (cluster, jobs_ref, scheduler, seed, factory, self.plugins)
+            self._pending[key] = args
         else:
-            self._pending[self._remote.remote(cluster, jobs_ref, scheduler, seed, factory, self.plugins)] = key
+            self._pending[self._remote.remote(*args)] = key
 
     def completed(self) -> Iterator[tuple[Any, dict[str, Any] | BaseException]]:
-        """Every submitted cell, as it completes: ``(key, summary)`` or ``(key, the exception it raised)``."""
+        """Every submitted cell, as it completes: ``(key, summary)`` or ``(key, the exception it raised)``. When
+        the Ray head stops answering (:data:`HEAD_CHECK_S`), Ray is disconnected and every cell still pending
+        comes at once with a :class:`~engine.analysis.ray_join.RayJoinError`."""
         if self.backend == "serial":
             pending, self._pending = self._pending, {}
             for key, args in pending.items():
@@ -311,14 +394,36 @@ class Runner:
             return
         import ray
 
+        quiet_since, misses = time.monotonic(), 0
         while self._pending:
             ready, _ = ray.wait(list(self._pending), num_returns=min(len(self._pending), 64), timeout=0.2)
+            if ready:
+                quiet_since, misses = time.monotonic(), 0
+            elif time.monotonic() - quiet_since >= HEAD_CHECK_S:
+                quiet_since = time.monotonic()
+                misses = 0 if head_answers(self.address) else misses + 1
+                if misses == HEAD_MISSES:
+                    yield from self._lost()
+                    return
             for ref in ready:
                 key = self._pending.pop(ref)
                 try:
                     yield key, ray.get(ref)
                 except Exception as exc:  # RayTaskError wraps what the cell raised; a dead worker is one too
                     yield key, getattr(exc, "cause", None) or exc
+
+    def _lost(self) -> Iterator[tuple[Any, BaseException]]:
+        """The cluster's head went away: disconnect now (Ray would end this process a minute later) and report
+        every cell still pending as failed; the finished ones are kept by the caller."""
+        import ray
+
+        pending, self._pending = self._pending, {}
+        ray.shutdown()
+        self.started_ray = False
+        error = RayJoinError(f"the Ray cluster at {self.address} went away (its head no longer answers) before "
+                             "this cell finished")
+        for key in pending.values():
+            yield key, error
 
 
 def _exit_cleanly_on_sigterm() -> None:
@@ -393,32 +498,17 @@ def check_schedulers(names: Iterable[str], factories: Mapping[str, Callable[[], 
 
 
 # ------------------------------------------------------------------------------------------ sweep
-def scale_submits(jobs: Sequence[Job], load_scale: float) -> tuple[Job, ...]:
-    """``jobs`` with submit times divided by ``load_scale``: what ``load_trace(..., load_scale=X)`` returns."""
-    if load_scale == 1.0:
-        return tuple(jobs)
-    return tuple(replace(j, submit_s=j.submit_s / load_scale) for j in jobs)
-
-
-def _load_spec_trace(spec: SweepSpec) -> tuple[Job, ...]:
-    from engine.traces import load_trace
-
-    trace = load_trace(spec.trace, **spec.trace_options)
-    if not trace.jobs:
-        raise EngineError(f"{spec.trace}: no jobs to simulate")
-    return trace.jobs
-
-
 def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backend: str = "ray",
               address: str | None = None, num_cpus: int | None = None,
               on_progress: Callable[[int, int], None] | None = None,
               factories: Mapping[str, Callable[[], Scheduler]] | None = None, keep_ray: bool = True,
-              plugins: Sequence[str] = ()):
+              plugins: Sequence[str] = (), energy: bool = False):
     """Simulate every cell of ``spec`` and return a pandas frame, one row per completed cell in grid order.
 
     Args:
         spec: the grid.
-        trace_jobs: the trace's jobs, already loaded (e.g. an upload); otherwise ``spec.trace`` is read here.
+        trace_jobs: the base's trace, already loaded (e.g. an upload), before its cuts; otherwise a trace file
+            of the base is read here.
         backend: ``"ray"`` or ``"serial"`` (in this process, one cell after the other).
         address: a Ray cluster to join (default ``RAY_ADDRESS``, else a local Ray on this machine's cores).
         num_cpus: CPUs of a local Ray that this call starts (default: all).
@@ -428,11 +518,13 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
         keep_ray: leave a Ray started by this call running (for the next sweep) instead of shutting it down.
         plugins: plug-in files or modules (``--plugin``) every worker imports before it builds a scheduler; they
             must be loaded here too (their names are checked before anything runs).
+        energy: every row adds the keys of :data:`~engine.analysis.metrics.ENERGY_METRICS` (cost, energy and
+            carbon under the base's ``options.energy``).
 
     Returns:
-        Columns :data:`CELL_COLUMNS` then every key of :data:`~engine.analysis.metrics.METRICS` (undefined values
-        NaN). ``attrs["failures"]``: one dict per failed cell (its parameters and ``error``); ``attrs["meta"]``:
-        ``backend``, ``address``, ``cpus``, ``cells``, ``completed``, ``failed``, ``wall_s``, ``ray_init_s`` and
+        Columns :data:`CELL_COLUMNS` then every key of :data:`~engine.analysis.metrics.METRICS` (then of
+        ``ENERGY_METRICS`` with ``energy``; undefined values NaN). ``attrs["failures"]``: one dict per failed
+        cell (its parameters and ``error``); ``attrs["meta"]``: ``backend``, ``address``, ``cpus``, ``cells``, ``completed``, ``failed``, ``wall_s``, ``ray_init_s`` and
         the ``spec``.
     """
     import pandas as pd
@@ -441,8 +533,10 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
     check_schedulers(spec.schedulers, factories)
     factories = dict(factories or {})
     base = None
-    if spec.trace is not None:
-        base = tuple(trace_jobs) if trace_jobs is not None else _load_spec_trace(spec)
+    if spec.base.workload.source == "trace":
+        base = tuple(trace_jobs) if trace_jobs is not None else spec.base.workload.load_trace().jobs
+        if not base:
+            raise EngineError(f"{spec.base.workload.trace_path or spec.base.workload.trace_name}: no jobs to simulate")
     elif trace_jobs is not None:
         raise SweepError("trace_jobs given for a sweep of generated workloads")
     total, done = spec.cells, 0
@@ -452,7 +546,8 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
     with Runner(backend, address, num_cpus=num_cpus, keep_ray=keep_ray, plugins=plugins) as runner:
         for key, cluster, jobs_ref in _workloads(spec, clusters, base, runner):
             for scheduler in spec.schedulers:
-                runner.submit((*key, scheduler), cluster, jobs_ref, scheduler, key[2], factories.get(scheduler))
+                runner.submit((*key, scheduler), cluster, jobs_ref, scheduler, key[2], factories.get(scheduler),
+                              spec.base.options, energy)
         for key, outcome in runner.completed():
             params = dict(zip(CELL_COLUMNS, key))
             if isinstance(outcome, BaseException):
@@ -464,8 +559,9 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
                 on_progress(done, total)
     order = [(c, load, seed, s) for c in spec.clusters for load in spec.loads for seed in range(spec.seeds)
              for s in spec.schedulers]
-    frame = pd.DataFrame([rows[k] for k in order if k in rows], columns=[*CELL_COLUMNS, *METRICS])
-    frame = frame.astype({k: "int64" if m.unit in ("jobs", "count") else "float64" for k, m in METRICS.items()})
+    metrics = {**METRICS, **(ENERGY_METRICS if energy else {})}
+    frame = pd.DataFrame([rows[k] for k in order if k in rows], columns=[*CELL_COLUMNS, *metrics])
+    frame = frame.astype({k: "int64" if m.unit in ("jobs", "count") else "float64" for k, m in metrics.items()})
     frame.attrs["failures"] = [failures[k].to_dict() for k in order if k in failures]
     frame.attrs["meta"] = {"backend": backend, "address": runner.address, "cpus": runner.cpus, "cells": total,
                            "completed": len(rows), "failed": len(failures),
@@ -475,29 +571,29 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
 
 def _workloads(spec: SweepSpec, clusters: Mapping[str, Cluster], base: tuple[Job, ...] | None,
                runner: Runner) -> Iterator[tuple[tuple[str, float, int], Cluster, Any]]:
-    """``((cluster, load, seed), cluster, workload reference)`` for every workload of the grid, each workload
-    put once: a generated one per (cluster, load, seed), a trace one per load scale (shared by all)."""
-    if base is not None:
-        refs = {load: runner.put(scale_submits(base, load)) for load in spec.loads}
-        for c, cluster in clusters.items():
-            for load in spec.loads:
-                for seed in range(spec.seeds):
-                    yield (c, load, seed), cluster, refs[load]
-        return
-    from engine.traces.generator import generate
-
+    """``((cluster, load, seed), cluster, workload reference)`` for every workload of the grid, each distinct
+    workload put once: a generated one per (cluster, load, seed), a whole trace's per load scale (shared by every
+    cluster and seed), a trace's seeded block per (GPUs, load, seed)."""
+    refs: dict[tuple, Any] = {}
     for c, cluster in clusters.items():
         for load in spec.loads:
             for seed in range(spec.seeds):
-                jobs = generate(cluster, spec.jobs, load, seed, **spec.generator)
-                yield (c, load, seed), cluster, runner.put(jobs)
+                w = spec.cell(c, load, seed).workload
+                if base is None:
+                    yield (c, load, seed), cluster, runner.put(w.build_jobs(cluster))
+                    continue
+                key = (cluster.n_gpus, load, seed) if w.block else (load,)
+                if key not in refs:
+                    refs[key] = runner.put(w.cut_trace(base, cluster.n_gpus))
+                yield (c, load, seed), cluster, refs[key]
 
 
 def sweep(clusters: str | Sequence[str], schedulers: str | Sequence[str], *, jobs: int | None = None,
           loads: float | Sequence[float] = (), trace: str | Sequence[Job] | None = None, seeds: int = 1,
           generator: Mapping[str, Any] | None = None, trace_options: Mapping[str, Any] | None = None,
           **run_options: Any):
-    """``engine.sweep``: build a :class:`SweepSpec` from these arguments and :func:`run_sweep` it.
+    """``engine.sweep``: build a :class:`SweepSpec` from these arguments (:meth:`SweepSpec.grid`) and
+    :func:`run_sweep` it.
 
     ``trace`` is a file or the jobs themselves (a sequence of :class:`~engine.sim.job.Job`); ``loads`` are
     offered loads for generated workloads (``jobs=N``) and load scales for a trace. ``run_options`` are those
@@ -509,9 +605,9 @@ def sweep(clusters: str | Sequence[str], schedulers: str | Sequence[str], *, job
     trace_jobs = None
     if trace is not None and not isinstance(trace, (str, os.PathLike)):
         trace_jobs, trace = tuple(trace), "<jobs>"
-    spec = SweepSpec(clusters=as_tuple(clusters), schedulers=as_tuple(schedulers), seeds=seeds, jobs=jobs,
-                     loads=as_tuple(loads), generator=generator or {},
-                     trace=None if trace is None else str(trace), trace_options=trace_options or {})
+    spec = SweepSpec.grid(as_tuple(clusters), as_tuple(schedulers), seeds=seeds, jobs=jobs, loads=as_tuple(loads),
+                          generator=generator, trace=None if trace is None else str(trace),
+                          trace_options=trace_options)
     return run_sweep(spec, trace_jobs=trace_jobs, **run_options)
 
 

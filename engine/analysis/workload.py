@@ -1,16 +1,16 @@
 """Seeded synthetic workloads for training and evaluating learned schedulers.
 
-Workloads come from the project's generator, :func:`engine.traces.generator.generate`; this module only fixes
-which seeds training may use.
+Workloads are scenario workloads (:class:`engine.analysis.scenario.WorkloadSpec`, drawn by the project's
+generator); this module fixes which seeds training may use, and gives tests and benchmarks a short way to one.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
+from engine.analysis.scenario import WorkloadSpec
 from engine.sim.cluster import Cluster
 from engine.sim.job import Job
-from engine.traces.generator import generate
 
 #: Training episodes draw workload seeds from ``[TRAIN_SEED_MIN, 2**31 - 1)``; evaluations use seeds below it,
 #: so an evaluation seed is never one an agent was trained on.
@@ -24,4 +24,4 @@ def make_jobs(cluster: Cluster, n_jobs: int, load: float, seed: int,
     ``workload`` holds extra keyword arguments of :func:`~engine.traces.generator.generate` (``mix``,
     ``users``, ``arrival``, ``estimate_error``, ...).
     """
-    return generate(cluster, n_jobs, load, seed, **dict(workload or {}))
+    return WorkloadSpec.from_generator_args(n_jobs, load, seed, **dict(workload or {})).build_jobs(cluster)

@@ -15,7 +15,8 @@ and status 2 too; a command whose module cannot be imported (a missing optional 
 status 1. ``python -m engine --traceback COMMAND ...`` shows the full traceback instead.
 
 Helpers other commands can reuse (in :mod:`engine.cli.common`): :func:`add_cluster_argument`, :func:`add_trace_arguments` /
-:func:`load_trace_arg`, :func:`add_run_arguments` / :func:`preemption_arg`, :func:`progress`,
+:func:`load_trace_arg`, :func:`add_run_arguments` / :func:`add_run_option_arguments` / :func:`run_options_from`
+(every run option's flags, :data:`~engine.cli.common.RUN_OPTION_FLAGS`), :func:`progress`,
 :func:`output_path`, :func:`write_json`, :func:`format_table`, :func:`format_value`.
 """
 
@@ -43,7 +44,7 @@ class Command:
 
 #: Subcommands, in the order ``--help`` lists them.
 COMMANDS: dict[str, Command] = {
-    "simulate": Command("run one scheduler on a trace and print its metrics",
+    "simulate": Command("run one scheduler on a trace, or every scheduler of a scenario file, and print the metrics",
                         "engine.cli.run:add_simulate_arguments", "engine.cli.run:run_simulate"),
     "compare": Command("run several schedulers on the same trace and compare their metrics",
                        "engine.cli.run:add_compare_arguments", "engine.cli.run:run_compare"),
@@ -63,6 +64,8 @@ COMMANDS: dict[str, Command] = {
                      "engine.cli.sweep:add_sweep_arguments", "engine.cli.sweep:run_sweep"),
     "plan": Command("capacity plan on Ray: the fewest nodes of a shape for which a trace meets a target",
                     "engine.cli.sweep:add_plan_arguments", "engine.cli.sweep:run_plan"),
+    "serve": Command("serve the HTTP API (runs, uploads, results; OpenAPI at /docs) on 127.0.0.1 by default",
+                     "engine.cli.serve:add_arguments", "engine.cli.serve:run"),
 }
 
 

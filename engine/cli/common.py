@@ -7,10 +7,15 @@ import json
 import math
 import sys
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from engine.errors import TraceError, quote
+from engine.errors import ClusterSpecError, EngineError, TraceError, quote
+
+if TYPE_CHECKING:  # (imported where used: `list` and `--help` stay light)
+    from engine.sim.cluster import Cluster
+    from engine.sim.options import CarbonSeries, EnergyModel, RunOptions
 
 
 def positive_float(text: str) -> float:
@@ -125,10 +130,10 @@ def trace_options(args: argparse.Namespace) -> dict:
             "load_scale": args.load_scale}
 
 
-def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
+def add_trace_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """``--trace PATH`` plus every loader option (``--format --skip-bad --time-unit --map --first --window
     --load-scale``)."""
-    parser.add_argument("--trace", required=True, metavar="PATH", help="workload trace file")
+    parser.add_argument("--trace", required=required, metavar="PATH", help="workload trace file")
     add_trace_options(parser)
 
 
@@ -158,27 +163,133 @@ def add_plugin_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--seed``, the preemption model, ``--plugin`` and ``--quiet``: options of every command that runs
-    simulations."""
+    """``--seed``, the run options (:func:`add_run_option_arguments`), ``--plugin`` and ``--quiet``: options of
+    every command that runs simulations one by one."""
     parser.add_argument("--seed", type=SEED, default=0, help="seed for randomised schedulers (default 0)")
-    add_preemption_arguments(parser)
+    add_run_option_arguments(parser)
     add_plugin_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def add_preemption_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--checkpoint-interval`` and ``--restart-overhead`` (read back with :func:`preemption_arg`)."""
-    parser.add_argument("--checkpoint-interval", type=positive_float, metavar="S",
-                        help="preempted jobs keep work only up to their last checkpoint, taken every S seconds "
-                             "(default: no work is lost)")
-    parser.add_argument("--restart-overhead", type=non_negative_float, default=0.0, metavar="S",
-                        help="seconds of extra work each restart after a preemption costs (default 0)")
+def _pue(text: str) -> float:
+    v = _float(text)
+    if not v >= 1:
+        raise argparse.ArgumentTypeError(f"expected a power usage effectiveness >= 1, got {quote(text, 40)}")
+    return v
 
 
-def preemption_arg(args: argparse.Namespace):
-    from engine.sim.options import PreemptionModel
+def _carbon(text: str) -> float | CarbonSeries:
+    """argparse type: gCO2 per kWh (a number >= 0) or a ``timestamp,carbon_intensity`` CSV file."""
+    from engine.traces.carbon import load_carbon_csv
 
-    return PreemptionModel(checkpoint_interval_s=args.checkpoint_interval, restart_overhead_s=args.restart_overhead)
+    try:
+        v = float(text)
+    except ValueError:
+        try:
+            return load_carbon_csv(text)
+        except (EngineError, OSError, ValueError) as exc:
+            detail = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.strerror else exc
+            raise argparse.ArgumentTypeError(
+                f"expected gCO2/kWh (a number >= 0) or a timestamp,carbon_intensity CSV: {detail}") from None
+    if not (math.isfinite(v) and v >= 0):
+        raise argparse.ArgumentTypeError(f"expected gCO2/kWh as a number >= 0 or a CSV file, got {quote(text, 40)}")
+    return v
+
+
+@dataclass(frozen=True)
+class RunOptionFlags:
+    """The command-line flags of one field of :class:`~engine.sim.options.RunOptions`.
+
+    ``add(group)`` declares them, each with default ``None`` so that a flag not given is seen as such;
+    ``apply(args, model)`` returns ``model`` (the field's current value) with the flags that were given applied,
+    ``model`` itself when none was."""
+
+    add: Callable[[Any], None]
+    apply: Callable[[argparse.Namespace, Any], Any]
+
+
+def _given(args: argparse.Namespace, keys: Sequence[str]) -> dict[str, Any]:
+    """``{key: value}`` of the flags among ``keys`` (argparse dests) that were given."""
+    return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+
+
+def _add_preemption_flags(group: Any) -> None:
+    group.add_argument("--checkpoint-interval", type=positive_float, metavar="S",
+                       help="preempted jobs keep work only up to their last checkpoint, taken every S seconds "
+                            "(default: no work is lost)")
+    group.add_argument("--restart-overhead", type=non_negative_float, metavar="S",
+                       help="seconds of extra work each restart after a preemption costs (default 0)")
+
+
+def _apply_preemption_flags(args: argparse.Namespace, model):
+    given = _given(args, ("checkpoint_interval", "restart_overhead"))
+    return replace(model, **{f"{k}_s": v for k, v in given.items()})
+
+
+def _add_energy_flags(group: Any) -> None:
+    from engine.sim.cluster import CATALOG_PRICES, PRICE_LISTS
+    from engine.sim.options import DEFAULT_CARBON_G_PER_KWH, DEFAULT_PUE
+
+    group.add_argument("--pue", type=_pue, metavar="X",
+                       help=f"power usage effectiveness of the facility, >= 1 (default {DEFAULT_PUE:g}); any "
+                            "energy flag adds energy, cost and carbon to the summaries")
+    group.add_argument("--carbon", type=_carbon, metavar="G_PER_KWH_OR_CSV",
+                       help="grid carbon intensity: gCO2/kWh, or an hourly timestamp,carbon_intensity CSV "
+                            f"(e.g. sample_traces/carbon/daily.csv; default {DEFAULT_CARBON_G_PER_KWH:g})")
+    group.add_argument("--price-list", choices=[CATALOG_PRICES, *PRICE_LISTS],
+                       help="prices per GPU-hour: each GPU type's own (catalog, the default) or a named list")
+
+
+def _apply_energy_flags(args: argparse.Namespace, model):
+    given = _given(args, ("pue", "carbon", "price_list"))
+    if "carbon" in given:
+        given["carbon_g_per_kwh"] = given.pop("carbon")
+    return replace(model, **given)
+
+
+#: The flags of every field of :class:`~engine.sim.options.RunOptions`, by field name: every command that runs
+#: simulations takes them all (:func:`add_run_option_arguments`) and reads them with :func:`run_options_from`.
+#: A new run option joins here with one entry.
+RUN_OPTION_FLAGS: dict[str, RunOptionFlags] = {
+    "preemption": RunOptionFlags(_add_preemption_flags, _apply_preemption_flags),
+    "energy": RunOptionFlags(_add_energy_flags, _apply_energy_flags),
+}
+#: The argparse dests of the energy flags (:func:`wants_energy`).
+ENERGY_FLAGS = ("pue", "carbon", "price_list")
+
+
+def add_run_option_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of every run option (:data:`RUN_OPTION_FLAGS`), one argument group per option."""
+    for name, flags in RUN_OPTION_FLAGS.items():
+        flags.add(parser.add_argument_group(f"run options: {name}"))
+
+
+def run_options_from(args: argparse.Namespace, base: RunOptions) -> RunOptions:
+    """``base`` (a :class:`~engine.sim.options.RunOptions`: the defaults, or a scenario's own) with the run-option
+    flags that were given applied; the flags not given leave ``base``'s values."""
+    return replace(base, **{name: flags.apply(args, getattr(base, name)) for name, flags in RUN_OPTION_FLAGS.items()})
+
+
+def wants_energy(args: argparse.Namespace, carried: bool = False) -> bool:
+    """Whether summaries add energy, cost and carbon: an energy flag was given, or the scenario read
+    ``carried`` an energy model of its own (:func:`engine.analysis.energy.sets_energy`)."""
+    return carried or any(getattr(args, k, None) is not None for k in ENERGY_FLAGS)
+
+
+def summary_energy(args: argparse.Namespace, options: RunOptions, cluster: Cluster,
+                   carried: bool = False) -> EnergyModel | None:
+    """The energy model summaries use (``options.energy``) when :func:`wants_energy`, else ``None``; checked
+    against ``cluster`` before any run (``ClusterSpecError`` names a GPU type without power or price figures)."""
+    if not wants_energy(args, carried):
+        return None
+    from engine.analysis.energy import cluster_price_per_h, gpu_power_w
+
+    gpu_power_w(cluster)
+    try:
+        cluster_price_per_h(cluster, options.energy.price_list)
+    except ClusterSpecError as exc:
+        raise ClusterSpecError(f"{exc} (choose another --price-list)") from None
+    return options.energy
 
 
 @contextmanager
@@ -209,14 +320,15 @@ def write_json(path: str | Path, data: Any) -> None:
 
 
 def format_value(value: float | None, unit: str) -> str:
-    """A metric value for a table: counts as integers, seconds to 0.1, GPU-hours to 0.01, ratios to 0.001."""
+    """A metric value for a table: counts as integers, seconds to 0.1, GPU-hours and dollars to 0.01, others (ratios,
+    kWh, kg) to 0.001."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if unit in ("jobs", "count"):
         return f"{int(value):,}"
     if unit == "s":
         return f"{value:,.1f}"
-    if unit == "GPU-h":
+    if unit in ("GPU-h", "USD", "USD/h"):
         return f"{value:,.2f}"
     return f"{value:,.3f}"
 
@@ -234,9 +346,9 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def metric_label(key: str) -> str:
     """A metric's label for a table, with its unit unless it is a count or a ratio."""
-    from engine.analysis.metrics import METRICS
+    from engine.analysis.metrics import ALL_METRICS
 
-    m = METRICS[key]
+    m = ALL_METRICS[key]
     return m.label if m.unit in ("jobs", "count", "ratio") else f"{m.label} ({m.unit})"
 
 

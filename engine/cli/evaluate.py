@@ -4,28 +4,32 @@ from __future__ import annotations
 
 import math
 
-from engine.analysis.evaluate import SCENARIOS, evaluate
-from engine.analysis.metrics import METRICS
+from engine.analysis.evaluate import SCENARIOS, describe, evaluate, parse_scenario
+from engine.analysis.metrics import ALL_METRICS
 from engine.errors import EngineError
-from engine.sim.options import PreemptionModel, RunOptions
+from engine.sim.options import PreemptionModel
 
 _SHOWN_DIFFS = ("mean_wait_s", "p95_wait_s", "mean_jct_s", "mean_bounded_slowdown", "utilization",
                 "gini_user_wait", "comm_overhead_gpu_h")
+#: Paired differences shown too when the runs have energy metrics.
+_SHOWN_ENERGY_DIFFS = ("energy_kwh", "cost_usd", "cluster_cost_usd", "co2_kg")
 
 
 def add_arguments(parser) -> None:
-    from engine.cli.common import add_plugin_argument, add_preemption_arguments, int_in, output_path
+    from engine.cli.common import add_plugin_argument, add_run_option_arguments, int_in, output_path
 
-    parser.add_argument("--schedulers", required=True, metavar="A,B,...",
-                        help="comma-separated scheduler names, e.g. first-fit,sjf,rl:wait-mlp")
-    parser.add_argument("--scenario", required=True, metavar="NAME|SPEC",
-                        help=f"named ({', '.join(SCENARIOS)}) or 'cluster=4x8:V100-32;jobs=200;load=1.5'"
+    parser.add_argument("--schedulers", metavar="A,B,...",
+                        help="comma-separated scheduler names, e.g. first-fit,sjf,rl:wait-mlp "
+                             "(default: the schedulers of a --scenario FILE)")
+    parser.add_argument("--scenario", required=True, metavar="NAME|FILE|SPEC",
+                        help=f"a named scenario ({', '.join(SCENARIOS)}) or teaching preset, a scenario JSON file "
+                             "(the app's download), or 'cluster=4x8:V100-32;jobs=200;load=1.5'"
                              " (optionally ';trace=FILE;skip=N': blocks of a trace after its first N jobs)")
     parser.add_argument("--seeds", type=int_in(1, 10_000), default=10, metavar="N",
                         help="workload seeds 0..N-1 (default 10, at most 10,000)")
     parser.add_argument("--baseline", metavar="NAME", help="paired differences against this one (default: first)")
     parser.add_argument("--json", type=output_path, metavar="FILE", help="also write every number as JSON")
-    add_preemption_arguments(parser)
+    add_run_option_arguments(parser)
     add_plugin_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress line")
 
@@ -33,11 +37,19 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import sys
 
-    from engine.cli.common import format_table, format_value, preemption_arg, write_json
+    from engine.analysis.energy import sets_energy
+    from engine.cli.common import (
+        format_table,
+        format_value,
+        run_options_from,
+        summary_energy,
+        write_json,
+    )
 
     if args.seeds < 1:
         raise EngineError(f"--seeds must be >= 1, got {args.seeds}")
-    names = [s for s in args.schedulers.split(",") if s.strip()]
+    scenario = parse_scenario(args.scenario)
+    names = [s for s in args.schedulers.split(",") if s.strip()] if args.schedulers else list(scenario.schedulers)
     total = len(names) * args.seeds
     done = [0]
 
@@ -46,20 +58,22 @@ def run(args) -> int:
         if not args.quiet and sys.stderr.isatty():
             print(f"\r{done[0]}/{total} runs", end="", file=sys.stderr, flush=True)
 
-    preemption = preemption_arg(args)
-    ev = evaluate(names, args.scenario, args.seeds, baseline=args.baseline, on_run=tick,
-                  options=RunOptions(preemption=preemption))
+    options = run_options_from(args, scenario.options)  # the flags given replace the scenario's own values
+    energy = summary_energy(args, options, scenario.build_cluster(trusted=True), sets_energy(scenario.options))
+    ev = evaluate(names, scenario, args.seeds, baseline=args.baseline, on_run=tick, options=options, energy=energy)
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
+    preemption = ev.scenario.options.preemption
     every = preemption.checkpoint_interval_s
     lost = ("preempted jobs lose nothing" if preemption == PreemptionModel() else
             f"preempted jobs {'checkpoint when preempted' if every is None else f'checkpoint every {every:g} s'}, "
             f"restart costs {preemption.restart_overhead_s:g} s")
-    print(f"scenario {ev.scenario.name}: {ev.scenario.cluster}, {ev.scenario.n_jobs} jobs, load {ev.scenario.load}, "
+    print(f"scenario {ev.scenario.name or args.scenario}: {describe(ev.scenario, '')}, "
           f"seeds 0..{args.seeds - 1}; {lost}; mean +/- 95 % CI")
     stats = ev.stats()
     rows = []
-    for m, meta in METRICS.items():
+    for m in ev.metric_keys:
+        meta = ALL_METRICS[m]
         cells = [f"{format_value(a, meta.unit)} +/- {format_value(b, meta.unit)}" if not math.isnan(b)
                  else format_value(a, meta.unit) for a, b in (stats[m][s] for s in ev.schedulers)]
         rows.append([f"{m} ({meta.better})" if meta.better else m, *cells])
@@ -69,8 +83,8 @@ def run(args) -> int:
         print(f"\npaired difference vs {ev.baseline} (same workloads): mean +/- 95 % CI (relative)")
         paired = ev.paired()
         rows = []
-        for m in _SHOWN_DIFFS:
-            unit = METRICS[m].unit
+        for m in [*_SHOWN_DIFFS, *(k for k in _SHOWN_ENERGY_DIFFS if k in ev.metric_keys)]:
+            unit = ALL_METRICS[m].unit
             rows.append([m, *(f"{format_value(d, unit)} +/- {format_value(h, unit)} ({r:+.1%})"
                               if not math.isnan(r) else f"{format_value(d, unit)} +/- {format_value(h, unit)}"
                               for d, h, r in (paired[m][s] for s in others))])

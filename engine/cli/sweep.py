@@ -5,6 +5,8 @@
     python -m engine sweep --spec sweep.json --out results.csv          # a spec the app's Explore page wrote
     python -m engine plan --trace month.csv --node 8:A100-80 --scheduler fifo --scheduler sjf \\
         --target 'p95_wait_s<=1800' --json plan.json
+    python -m engine plan --trace month.csv --node 8:A100-80 --node 8:H100-80 --minimize cluster_price_per_h \\
+        --scheduler fifo --target 'p95_wait_s<=1800' --json plan.json    # the cheapest mix, and the runner-up
 
 Both run on Ray: a local Ray on this machine's cores, or the cluster at ``--address`` (default ``RAY_ADDRESS``).
 """
@@ -12,6 +14,7 @@ Both run on Ray: a local Ray on this machine's cores, or the cluster at ``--addr
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from pathlib import Path
@@ -19,6 +22,7 @@ from pathlib import Path
 from engine.cli.common import (
     add_cluster_argument,
     add_plugin_argument,
+    add_run_option_arguments,
     add_trace_arguments,
     add_trace_options,
     format_table,
@@ -26,8 +30,10 @@ from engine.cli.common import (
     load_trace_arg,
     output_path,
     progress,
+    run_options_from,
     scheduler_list,
     trace_options,
+    wants_energy,
     write_json,
 )
 from engine.errors import EngineError
@@ -80,25 +86,52 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=positive_int, metavar="K",
                         help="seeds 0..K-1 (workload and simulation seeds; default 1)")
     parser.add_argument("--spec", type=Path, metavar="FILE",
-                        help="the grid as JSON (e.g. downloaded from the app's Explore page) instead of the options")
+                        help="the grid as JSON (e.g. downloaded from the app's Explore page) instead of the options, "
+                             "or a scenario JSON (the app's download) as the grid's base: --cluster, --load, --seeds "
+                             "and --schedulers then vary it; --trace gives the bytes of an uploaded trace it names")
     parser.add_argument("--out", required=True, type=output_path, metavar="FILE",
                         help="results CSV: one row per cluster x load x seed x scheduler, every metric")
     parser.add_argument("--json", type=output_path, metavar="FILE",
                         help="write backend, address, cells, failures and wall time as JSON")
+    add_run_option_arguments(parser)
     _add_ray_arguments(parser)
 
 
 def sweep_spec(args: argparse.Namespace):
-    """The :class:`~engine.analysis.sweep.SweepSpec` of the command line (``--spec`` or the grid options)."""
+    """``(spec, carried)``: the :class:`~engine.analysis.sweep.SweepSpec` of the command line, with the run-option
+    flags given applied to its base's options, and whether its file sets an energy model of its own
+    (:func:`~engine.analysis.energy.sets_energy`)."""
+    from dataclasses import replace
+
+    from engine.analysis.energy import sets_energy
+
+    spec = _grid(args)
+    base = replace(spec.base, options=run_options_from(args, spec.base.options))
+    return replace(spec, base=base), sets_energy(spec.base.options)
+
+
+def _grid(args: argparse.Namespace):
+    """The spec of ``--spec`` (a sweep spec, or a scenario file whose cluster, load, seeds and
+    schedulers ``--cluster``, ``--load``/``--load-scale``, ``--seeds`` and ``--schedulers`` may replace) or of
+    the grid options."""
+    from dataclasses import replace
+
+    from engine.analysis.scenario import Scenario
     from engine.analysis.sweep import SweepSpec
 
-    grid = {"--cluster": args.cluster, "--trace": args.trace, "--jobs": args.jobs, "--load": args.load,
+    grid = {"--cluster": args.cluster, "--jobs": args.jobs, "--load": args.load,
             "--load-scale": args.load_scale, "--schedulers": args.schedulers, "--seeds": args.seeds}
     if args.spec is not None:
         given = [k for k, v in grid.items() if v is not None]
+        data = json.loads(args.spec.read_bytes())
+        if isinstance(data, dict) and ("workload" in data or "cluster" in data):  # a scenario file: the base
+            sc = Scenario.from_dict(data, trusted=True)
+            if args.schedulers:
+                sc = replace(sc, schedulers=tuple(args.schedulers))
+            return SweepSpec.of_scenario(sc, args.cluster, args.load or args.load_scale, args.seeds or 1)
         if given:
             raise EngineError(f"--spec holds the whole grid; do not also give {', '.join(given)}")
-        return SweepSpec.from_json(args.spec.read_bytes())
+        return SweepSpec.from_dict(data, trusted=True)
     missing = [k for k in ("--cluster", "--schedulers") if grid[k] is None]
     if missing:
         raise EngineError(f"sweep needs {' and '.join(missing)} (or --spec FILE)")
@@ -109,18 +142,26 @@ def sweep_spec(args: argparse.Namespace):
     if args.trace is not None and args.load is not None:
         raise EngineError("--load is for generated workloads (--jobs); a trace takes --load-scale X,Y")
     options = {k: v for k, v in trace_options(args).items() if k != "load_scale" and v not in (None, False)}
-    return SweepSpec(clusters=tuple(args.cluster), schedulers=tuple(args.schedulers), seeds=args.seeds or 1,
-                     jobs=args.jobs, loads=tuple(args.load or args.load_scale or ()), trace=args.trace,
-                     trace_options=options if args.trace is not None else {})
+    return SweepSpec.grid(tuple(args.cluster), tuple(args.schedulers), seeds=args.seeds or 1, jobs=args.jobs,
+                          loads=tuple(args.load or args.load_scale or ()), trace=args.trace,
+                          trace_options=options if args.trace is not None else None)
+
+
+def _uploaded_trace(spec, args: argparse.Namespace):
+    """The jobs of a spec whose trace is an upload (see :func:`engine.cli.run.scenario_trace_bytes`), else None."""
+    from engine.cli.run import scenario_trace_bytes
+
+    data = scenario_trace_bytes(spec.base.workload, args.trace)
+    return None if data is None else spec.base.workload.load_trace(data).jobs
 
 
 def run_sweep(args: argparse.Namespace) -> int:
     from engine.analysis.sweep import run_sweep as sweep
 
-    spec = sweep_spec(args)
+    spec, carried = sweep_spec(args)
     with progress("sweep", spec.cells, quiet=args.quiet, unit="cell") as on_progress:
-        frame = sweep(spec, address=args.address, num_cpus=args.num_cpus, on_progress=on_progress, keep_ray=False,
-                      plugins=args.plugin)
+        frame = sweep(spec, trace_jobs=_uploaded_trace(spec, args), address=args.address, num_cpus=args.num_cpus, on_progress=on_progress, keep_ray=False,
+                      plugins=args.plugin, energy=wants_energy(args, carried))
     frame.to_csv(args.out, index=False)
     meta, failures = frame.attrs["meta"], frame.attrs["failures"]
     print(f"{spec.cells:,} cells ({len(spec.clusters)} cluster(s) x {len(spec.loads)} load(s) x {spec.seeds} "
@@ -139,7 +180,12 @@ def run_sweep(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------ plan
 def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     add_trace_arguments(parser)
-    parser.add_argument("--node", required=True, metavar="GPUS:TYPE", help="the node shape to count, e.g. 8:A100-80")
+    parser.add_argument("--node", required=True, action="append", metavar="GPUS:TYPE",
+                        help="the node shape to count, e.g. 8:A100-80; repeat it (with --minimize) to find the "
+                             "cheapest mix of several shapes")
+    parser.add_argument("--minimize", choices=["cluster_price_per_h"],
+                        help="search mixes of the --node shapes for the cheapest cluster (USD per hour under "
+                             "--price-list) that meets the target, and its runner-up (default with several --node)")
     parser.add_argument("--scheduler", required=True, action="append", type=scheduler_list, metavar="NAME",
                         help="scheduler (repeat, or A,B, to find which one needs the fewest GPUs)")
     parser.add_argument("--target", required=True, metavar="METRIC<=VALUE",
@@ -148,11 +194,12 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     add_cluster_argument(parser, required=False,
                          help="grow the group of --node's shape in this cluster (a node mix) instead of a "
                               "cluster of that shape only")
-    parser.add_argument("--max-nodes", type=positive_int, default=1024, metavar="N",
-                        help="the most nodes tried (default 1024)")
+    parser.add_argument("--max-nodes", type=positive_int, metavar="N",
+                        help="the most nodes tried (of each shape with --minimize; default 1024, 64 with --minimize)")
     parser.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
     parser.add_argument("--json", type=output_path, metavar="FILE",
                         help="write nodes, the metric at nodes and nodes - 1, and every probe as JSON")
+    add_run_option_arguments(parser)
     _add_ray_arguments(parser)
 
 
@@ -160,16 +207,20 @@ def run_plan(args: argparse.Namespace) -> int:
     from engine.analysis.metrics import METRICS
     from engine.analysis.plan import parse_target, plan
     from engine.analysis.sweep import finite_or_none
+    from engine.sim.options import RunOptions
 
     names = [n for group in args.scheduler for n in group]
     if len(set(names)) != len(names):
         raise EngineError(f"--scheduler lists a name more than once: {', '.join(names)}")
     target = parse_target(args.target)
+    options = run_options_from(args, RunOptions())
+    if args.minimize or len(args.node) > 1:
+        return _run_cost_plan(args, names, target, options)
     trace = load_trace_arg(args)
     with progress("plan", quiet=args.quiet, unit="run") as on_progress:
-        frame = plan(trace.jobs, args.node, names, target, cluster=args.cluster, max_nodes=args.max_nodes,
+        frame = plan(trace.jobs, args.node[0], names, target, cluster=args.cluster, max_nodes=args.max_nodes or 1024,
                      seed=args.seed, address=args.address, num_cpus=args.num_cpus, on_progress=on_progress,
-                     plugins=args.plugin)
+                     plugins=args.plugin, options=options)
     meta, probes = frame.attrs["meta"], frame.attrs["probes"]
     unit = METRICS[target.metric].unit
     shape = meta["node"] if meta["cluster"] is None else f"{meta['node']} nodes added to {meta['cluster']}"
@@ -179,7 +230,7 @@ def run_plan(args: argparse.Namespace) -> int:
     answers = {r["scheduler"]: r for r in _plain_rows(frame)}
     rows = [[s, "-" if a["nodes"] is None else str(a["nodes"]), "-" if a["gpus"] is None else str(a["gpus"]),
              format_value(a["value_at_nodes"], unit), format_value(a["value_at_nodes_minus_1"], unit),
-             a["error"] or ("" if a["nodes"] is not None else f"not met with {args.max_nodes} nodes")]
+             a["error"] or ("" if a["nodes"] is not None else f"not met with {args.max_nodes or 1024} nodes")]
             for s, a in answers.items()]
     print(format_table(["scheduler", "nodes", "GPUs", f"{target.metric} at nodes", "at nodes - 1", "note"], rows))
     if len(names) > 1 and meta["fewest_gpus"] is not None:
@@ -194,9 +245,48 @@ def run_plan(args: argparse.Namespace) -> int:
     return 1 if frame["error"].notna().any() else 0
 
 
+def _run_cost_plan(args: argparse.Namespace, names: list[str], target, options) -> int:
+    """``plan --node A --node B --minimize cluster_price_per_h``: the cheapest mix and its runner-up."""
+    from engine.analysis.metrics import METRICS
+    from engine.analysis.plan import plan_mix
+    from engine.analysis.sweep import finite_or_none
+
+    if args.cluster is not None:
+        raise EngineError("--cluster grows one shape; a plan over --minimize builds its clusters from --node only")
+    trace = load_trace_arg(args)
+    with progress("plan", quiet=args.quiet, unit="run") as on_progress:
+        frame = plan_mix(trace.jobs, args.node, names, target, minimize=args.minimize or "cluster_price_per_h",
+                         max_nodes=args.max_nodes or 64, seed=args.seed, options=options, address=args.address,
+                         num_cpus=args.num_cpus, on_progress=on_progress, plugins=args.plugin)
+    meta, probes = frame.attrs["meta"], frame.attrs["probes"]
+    unit = METRICS[target.metric].unit
+    print(f"cheapest mix of {', '.join(meta['shapes'])} meeting {target} on {trace.source} "
+          f"({len(trace.jobs):,} jobs), prices {meta['price_list']}; {meta['runs']} runs in {meta['rounds']} rounds "
+          f"on Ray at {meta['address']} ({meta['cpus']} CPUs), {meta['wall_s']:.1f} s")
+    answers = {r["scheduler"]: r for r in _plain_rows(frame)}
+    rows = [[s, a["cluster"] or "-", format_value(a["cluster_price_per_h"], "USD/h"), format_value(a["value"], unit),
+             a["runner_up"] or "-", format_value(a["runner_up_price_per_h"], "USD/h"),
+             a["error"] or ("" if a["cluster"] else f"not met with {args.max_nodes or 64} nodes of each shape")]
+            for s, a in answers.items()]
+    print(format_table(["scheduler", "cluster", "USD/h", target.metric, "runner-up", "USD/h", "note"], rows))
+    if args.json:
+        best = answers[meta["cheapest"] or names[0]]
+        answer = {k: v for k, v in best.items() if not k.startswith("runner_up")}
+        write_json(args.json, {**answer, "runner_up": {"cluster": best["runner_up"],
+                                                     "cluster_price_per_h": best["runner_up_price_per_h"],
+                                                     "value": best["runner_up_value"]},
+                               "target": str(target), "schedulers": answers,
+                               "probes": [{k: finite_or_none(v) for k, v in p.items()} for p in probes],
+                               **{k: meta[k] for k in ("minimize", "shapes", "price_list", "cheapest", "backend",
+                                                       "address", "cpus", "rounds", "wall_s")}})
+    return 1 if frame["error"].notna().any() else 0
+
+
 def _plain_rows(frame) -> list[dict]:
-    """The plan frame's rows as plain JSON-ready values (counts ``int`` or ``None``, NaN ``None``)."""
+    """The plan frame's rows as plain JSON-ready values (counts ``int`` or ``None``, a mix's counts a list, NaN
+    ``None``)."""
     import pandas as pd
 
     return [{k: None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-             else int(v) if k in ("nodes", "gpus") else v for k, v in r.items()} for r in frame.to_dict("records")]
+             else int(v) if k in ("nodes", "gpus") and not isinstance(v, list) else v for k, v in r.items()}
+            for r in frame.to_dict("records")]

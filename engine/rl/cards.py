@@ -28,7 +28,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from engine.analysis.evaluate import Evaluation, evaluate, mean_ci, parse_scenario
+from engine.analysis.evaluate import Evaluation, describe, evaluate, mean_ci, parse_scenario, scenario_from_dict
 from engine.analysis.presets import PRESETS
 from engine.errors import EngineError
 from engine.rl.agent import MODELS_DIR, read_card
@@ -405,9 +405,9 @@ def render_markdown(card: dict[str, Any]) -> str:
                 if "error" in t:
                     lines += [f"### {sc}, {setting} preemption", "", f"not evaluated: {t['error']}", ""]
                     continue
-                s, b = t["scenario"], t["vs_best"]
-                lines += [f"### {sc}, {setting} preemption: `{s['cluster']}`, {s['n_jobs']} jobs, load {s['load']}"
-                          + _trace_text(s) + f", {len(t['seeds'])} seeds", "",
+                b = t["vs_best"]
+                lines += [f"### {sc}, {setting} preemption: {describe(scenario_from_dict(t['scenario']))}, "
+                          f"{len(t['seeds'])} seeds", "",
                           f"Agent minus the best hand-written policy (`{t['best_baseline']}`): "
                           f"{_fmt(b['diff'], 'objective')} +- {_fmt(b['ci95'], 'objective')} "
                           f"({100 * (b['relative'] or 0):+.1f} %): **{b['verdict']}**.", "",
@@ -500,15 +500,6 @@ def _save(name: str, card: dict[str, Any]) -> dict[str, Any]:
     (MODELS_DIR / f"{name}.json").write_text(json.dumps(card, indent=2) + "\n")
     (MODELS_DIR / f"{name}.md").write_text(render_markdown(card))
     return card
-
-
-def _trace_text(scenario: dict[str, Any]) -> str:
-    """How a trace scenario's workloads are cut from the trace ("" for a generated one)."""
-    if not scenario.get("trace"):
-        return ""
-    skip = scenario.get("skip_jobs", 0)
-    return (f", trace {scenario['trace']}: a seed's block of {scenario['n_jobs']} consecutive jobs"
-            + (f" after its first {skip:,}" if skip else "") + ", arrivals scaled to offer the load while they last")
 
 
 def rerender(name: str) -> dict[str, Any]:

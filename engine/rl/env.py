@@ -50,7 +50,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from engine.analysis.workload import TRAIN_SEED_MIN, make_jobs
+from engine.analysis.scenario import ScenarioError, WorkloadSpec
+from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError, reject_unknown_keys
 from engine.rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, EncodingConfig, Snapshot, decode, encode, snapshot
 from engine.rl.reward import RewardWeights, terminal_cost
@@ -65,13 +66,18 @@ ENV_ID = "engine/GpuScheduling-v0"
 
 @dataclass(frozen=True)
 class EnvConfig:
-    """What episodes look like.
+    """What episodes look like: a distribution over scenarios.
+
+    An episode's scenario is a cluster of ``clusters``, the generated workload (:meth:`workload_spec`) of
+    ``n_jobs`` jobs with the generator arguments ``workload`` at a load of ``loads`` with a training seed, and
+    run options with a preemption model of ``preemptions``, each drawn uniformly.
 
     Attributes:
         clusters: cluster specs (shorthand, JSON path) an episode draws from, uniformly.
         loads: offered loads an episode draws from, uniformly.
         n_jobs: jobs per generated episode.
-        workload: extra keyword arguments of the workload generator (``mix``, ``users``, ``arrival``, ...).
+        workload: extra keyword arguments of the workload generator (``mix``, ``users``, ``arrival``, ...; see
+            :meth:`engine.analysis.scenario.WorkloadSpec.from_generator_args`, whose bounds they meet).
         encoding: observation/action layout.
         reward: objective weights.
         preemptions: what a preempted job loses (the engine's :class:`~engine.sim.simulator.PreemptionModel`);
@@ -97,9 +103,20 @@ class EnvConfig:
             raise EngineError(f"env n_jobs must be an integer >= 1, got {self.n_jobs!r}")
         if not isinstance(self.workload, Mapping):
             raise EngineError("env workload must be an object of generator arguments")
+        for load in self.loads:  # every workload the distribution holds is a valid scenario workload
+            self.workload_spec(load, 0)
         object.__setattr__(self, "preemptions", tuple(self.preemptions))
         if not self.preemptions or not all(isinstance(p, PreemptionModel) for p in self.preemptions):
             raise EngineError("env preemptions must be one or more PreemptionModels")
+
+    def workload_spec(self, load: float, seed: int, n_jobs: int | None = None) -> WorkloadSpec:
+        """The generated workload of an episode at ``load`` with workload seed ``seed`` (``n_jobs`` replaces
+        the config's); ``EngineError`` naming ``env.workload.KEY`` when an argument is out of bounds."""
+        n = self.n_jobs if n_jobs is None else n_jobs
+        try:
+            return WorkloadSpec.from_generator_args(n, load, seed, **self.workload)
+        except ScenarioError as exc:
+            raise EngineError(str(exc).replace("scenario.workload", "env.workload")) from None
 
     def to_dict(self) -> dict[str, Any]:
         return {"clusters": list(self.clusters), "loads": list(self.loads), "n_jobs": self.n_jobs,
@@ -194,7 +211,7 @@ class GpuSchedulingEnv(gym.Env):
         load = float(options.get("load", self.config.loads[int(rng.integers(len(self.config.loads)))]))
         n_jobs = int(options.get("n_jobs", self.config.n_jobs))
         seed = int(options.get("workload_seed", rng.integers(TRAIN_SEED_MIN, 2**31 - 1)))
-        return cluster, make_jobs(cluster, n_jobs, load, seed, self.config.workload), preemption
+        return cluster, self.config.workload_spec(load, seed, n_jobs).build_jobs(cluster), preemption
 
     # ----------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):

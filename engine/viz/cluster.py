@@ -9,6 +9,9 @@ import plotly.graph_objects as go
 from engine.sim.cluster import Cluster
 from engine.viz.style import PALETTE
 
+#: At most this many nodes are named under the picture (every k-th when there are more).
+MAX_NODE_LABELS = 40
+
 
 def cluster_frame(cluster: Cluster) -> pd.DataFrame:
     """One row per GPU: ``gpu, node, slot, rack, gpu_type, x`` where ``x`` places nodes left to right with
@@ -43,12 +46,18 @@ def cluster_figure(cluster: Cluster) -> go.Figure:
                              hovertemplate="GPU %{customdata[0]} · node %{customdata[1]} · %{customdata[2]}"
                                            f"<extra>{t}</extra>"))
     if len(df) and cluster.layout.n_nodes <= 200:
-        for rack, part in df.groupby("rack", sort=False):
-            fig.add_annotation(x=(part["x"].min() + part["x"].max()) / 2, y=-1, text=str(rack), showarrow=False,
-                               yanchor="top", font=dict(size=10))
-    max_slot = int(df["slot"].max()) if len(df) else 1
-    fig.update_yaxes(title_text="GPU slot in node (index)", range=[max_slot + 0.5, -2.5])
-    fig.update_xaxes(title_text="node (grouped by rack)", showticklabels=False, showgrid=False)
-    fig.update_layout(template="plotly_white", height=int(np.clip(40 + 26 * (max_slot + 3), 220, 420)),
-                      margin=dict(l=60, r=20, t=30, b=40), legend=dict(orientation="h", y=1.1, title_text="GPU type"))
+        for rack, part in df.groupby("rack", sort=False):  # above the nodes, in the plot's top margin
+            fig.add_annotation(x=(part["x"].min() + part["x"].max()) / 2, y=1, yref="paper", yanchor="bottom",
+                               text=str(rack), showarrow=False, font=dict(size=10))
+    max_slot = int(df["slot"].max()) if len(df) else 0
+    nodes = df.drop_duplicates("node")
+    every = max(1, -(-len(nodes) // MAX_NODE_LABELS))  # ceil: at most MAX_NODE_LABELS labels
+    fig.update_yaxes(title_text="GPU in node", range=[max_slot + 0.5, -0.5], tickmode="array",
+                     tickvals=list(range(max_slot + 1)), ticktext=[f"GPU {k}" for k in range(max_slot + 1)],
+                     showgrid=False, zeroline=False)
+    fig.update_xaxes(title_text="node (grouped by rack)", tickmode="array", tickvals=nodes["x"].tolist()[::every],
+                     ticktext=[f"n{n}" for n in nodes["node"].tolist()[::every]], showgrid=False, zeroline=False)
+    fig.update_layout(template="plotly_white", height=int(np.clip(100 + 26 * (max_slot + 1), 220, 420)),
+                      margin=dict(l=70, r=20, t=60, b=50),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.12, title_text="GPU type"))
     return fig

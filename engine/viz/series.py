@@ -1,4 +1,5 @@
-"""The run's state over time: queue length and GPU utilisation, as step series thinned for drawing."""
+"""The run's state over time: queue length, GPU utilisation and (with an energy model) the facility's power, as
+step series thinned for drawing."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from engine.analysis.energy import gpu_power_w, power_series
+from engine.sim.options import EnergyModel
 from engine.sim.simulator import Result
 from engine.viz.style import PALETTE, time_scale
 
@@ -68,12 +71,22 @@ def binned_series(t_s: np.ndarray, values: np.ndarray, t_end_s: float, bins: int
     return edges[:-1], out
 
 
-def series_figure(results: Mapping[str, Result]) -> go.Figure:
-    """Queue length (jobs) and utilisation (% of GPUs busy) over time, one line per run."""
+def power_kw(result: Result, energy: EnergyModel) -> tuple[np.ndarray, np.ndarray]:
+    """The facility's power over the run as a step series in kW (:func:`~engine.analysis.energy.power_series`),
+    from time 0, when the cluster idles."""
+    t_s, power_w = power_series(result, energy)
+    idle_w = energy.pue * float(gpu_power_w(result.cluster)[0].sum())
+    return np.concatenate([[0.0], t_s]), np.concatenate([[idle_w], power_w]) / 1000
+
+
+def series_figure(results: Mapping[str, Result], energy: EnergyModel | None = None) -> go.Figure:
+    """Queue length (jobs) and utilisation (% of GPUs busy) over time, one line per run; with ``energy``, a third
+    panel: the facility's power (kW, time-weighted mean per bin)."""
     t_end = max((float(r.series_t[-1]) for r in results.values() if len(r.series_t)), default=1.0)
     unit, div = time_scale(t_end)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=("jobs waiting", "GPU utilisation"))
+    rows = 2 if energy is None else 3
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=("jobs waiting", "GPU utilisation", "facility power")[:rows])
     for i, (name, r) in enumerate(results.items()):
         s = series_frame(r)
         colour = PALETTE[i % len(PALETTE)]
@@ -83,11 +96,17 @@ def series_figure(results: Mapping[str, Result]) -> go.Figure:
                                  line=dict(shape="hv", color=colour)), row=1, col=1)
         fig.add_trace(go.Scatter(x=tu / div, y=u * 100, name=name, legendgroup=name,
                                  showlegend=False, mode="lines", line=dict(shape="hv", color=colour)), row=2, col=1)
+        if energy is not None:
+            tp, p = binned_series(*power_kw(r, energy), t_end, how="mean")
+            fig.add_trace(go.Scatter(x=tp / div, y=p, name=name, legendgroup=name, showlegend=False, mode="lines",
+                                     line=dict(shape="hv", color=colour)), row=3, col=1)
     fig.update_yaxes(title_text="queue (jobs; max per bin)" if _binned(results) else "queue (jobs)",
                      rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="busy GPUs (%)", range=[0, 105], row=2, col=1)
-    fig.update_xaxes(title_text=f"time ({unit})", row=2, col=1)
-    fig.update_layout(height=460, template="plotly_white", margin=dict(l=60, r=20, t=40, b=40),
+    if energy is not None:
+        fig.update_yaxes(title_text=f"kW (PUE {energy.pue:g})", rangemode="tozero", row=3, col=1)
+    fig.update_xaxes(title_text=f"time ({unit})", row=rows, col=1)
+    fig.update_layout(height=460 if rows == 2 else 640, template="plotly_white", margin=dict(l=60, r=20, t=40, b=40),
                       legend=dict(orientation="h", y=-0.18))
     return fig
 

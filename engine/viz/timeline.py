@@ -28,6 +28,8 @@ MAX_FRAMES = 200
 #: The time slider labels one step in this many: the browser measures every label it draws (a forced layout
 #: each), which made 200 labelled steps about half the time of drawing the timeline in our browser benchmark.
 SLIDER_LABEL_EVERY = 20
+#: Right margin, px, that holds Plotly's toolbar (upright, about 30 px wide) beside the timelines, clear of the legend.
+MODEBAR_PX = 44
 #: Above this many jobs in any one run, or this many bars (run segments x GPUs) in the whole figure, timelines
 #: are drawn as a raster: one row per GPU, RASTER_BINS time cells coloured like the job holding the GPU.
 #: SVG bars of that many jobs take seconds to lay out in a browser, WebGL bars (``mode="webgl"``) about
@@ -205,8 +207,10 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
         n_frames = _add_cursor_animation(fig, runs, t_end, div, unit, n_gpus, frames)
     fig.update_layout(
         height=height_px + (380 if n_frames else 230), template="plotly_white",
-        # Room for the node/type tick labels on the left, the slider and the play button below.
-        margin=dict(l=110 if mode != "heatmap" else 60, r=20, t=50, b=200 if n_frames else 40),
+        # Room for the node/type tick labels on the left, the slider and the play button below, and on the right
+        # for Plotly's toolbar standing upright there: lying at the top right it covered the legend's end.
+        margin=dict(l=110 if mode != "heatmap" else 60, r=MODEBAR_PX, t=50, b=200 if n_frames else 40),
+        modebar=dict(orientation="v"),
         legend=dict(orientation="h", yanchor="bottom", y=1.04, x=0, title_text=color_by.replace("_", " ")),
         meta={"mode": mode, "frames": n_frames, "time_unit": unit}, hovermode="closest", uirevision="timeline")
     return fig

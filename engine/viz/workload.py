@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.sim.job import Job
+from engine.units import human_seconds, plural
 from engine.viz.style import PALETTE, time_scale
 
 
@@ -43,7 +44,7 @@ def arrivals_figure(jobs: pd.DataFrame, bins: int = 60) -> go.Figure:
     fig = go.Figure(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=np.diff(edges), marker_color=PALETTE[0],
                            hovertemplate=f"t=%{{x:.2f}} {unit}: %{{y}} jobs<extra></extra>"))
     return _small(fig, "arrivals over time", f"submit time ({unit})",
-                  f"jobs (count per {np.diff(edges)[0]:.3g} {unit})")
+                  f"jobs (per {human_seconds(float(np.diff(edges)[0]) * div)})")
 
 
 def gpu_count_figure(jobs: pd.DataFrame) -> go.Figure:
@@ -90,4 +91,4 @@ def offered_load_figure(centres: np.ndarray, load: np.ndarray, n_gpus: int) -> g
     fig = go.Figure(go.Scatter(x=centres / div, y=load * 100, mode="lines", line=dict(shape="hv", color=PALETTE[5]),
                                hovertemplate=f"t=%{{x:.2f}} {unit}: %{{y:.0f}}% of the cluster<extra></extra>"))
     fig.add_hline(y=100, line_dash="dot", line_color="#555", annotation_text="cluster saturated")
-    return _small(fig, f"offered load on {n_gpus} GPUs", f"submit time ({unit})", "offered load (% of GPUs)")
+    return _small(fig, f"offered load on {plural(n_gpus, 'GPU')}", f"submit time ({unit})", "offered load (% of GPUs)")

@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from engine.analysis.evaluate import SCENARIOS, _trace_block, evaluate, mean_ci, parse_scenario
+from engine.analysis.evaluate import SCENARIOS, evaluate, mean_ci, parse_scenario
 from engine.analysis.metrics import summarize
+from engine.analysis.scenario import trace_block
 from engine.cli import main
 from engine.errors import EngineError
 from engine.schedulers import make_scheduler
@@ -75,21 +76,21 @@ def test_bad_evaluations_fail_before_running(kwargs, match):
 
 def test_trace_blocks_are_renumbered_and_scaled_to_the_load():
     jobs = tuple(Job(i, 10.0 * i, 100.0, gpus=2) for i in range(10))
-    block = _trace_block(jobs, 1, 4, load=0.5, n_gpus=8)
+    block = trace_block(jobs, 1, 4, load=0.5, n_gpus=8)
     assert [j.job_id for j in block] == [0, 1, 2, 3] and block[0].submit_s == 0.0
     span = block[-1].submit_s
     # GPU-seconds used before the last arrival, had each job started on arrival, over span x GPUs
     offered = sum(j.gpus * min(j.duration_s, span - j.submit_s) for j in block) / (span * 8)
     assert offered == pytest.approx(0.5)
     with pytest.raises(EngineError, match="not enough"):
-        _trace_block(jobs, 2, 4, 0.5, 8)
+        trace_block(jobs, 2, 4, 0.5, 8)
 
 
 def test_a_long_job_in_a_trace_block_does_not_stand_for_load_after_its_arrivals():
     # One job runs 1000x longer than the rest: counted whole, it would stretch the arrivals until the short jobs
     # never met each other; counted only while the block's arrivals last, the short jobs still contend.
     jobs = (Job(0, 0.0, 1e6, gpus=1),) + tuple(Job(i, float(i), 1000.0, gpus=4) for i in range(1, 40))
-    block = _trace_block(jobs, 0, 40, load=1.5, n_gpus=8)
+    block = trace_block(jobs, 0, 40, load=1.5, n_gpus=8)
     result = simulate(parse_cluster("1x8:V100-32"), block, make_scheduler("fifo"))
     assert summarize(result).mean_wait_s > 1000.0
 
@@ -116,7 +117,7 @@ def test_philly_windows_are_congested(traces_dir):
     cluster = scenario.build_cluster()
     waits = []
     for seed in range(10):
-        jobs = scenario.jobs(seed)
+        jobs = scenario.workload.build_jobs(cluster, seed)
         assert len(jobs) == 300 and jobs[0].submit_s == 0.0
         waits.append(summarize(simulate(cluster, jobs, make_scheduler("fifo"))).mean_wait_s)
     assert sum(w > 60.0 for w in waits) >= 9, waits
@@ -126,7 +127,9 @@ def test_trace_scenario_spec_skips_the_start_of_the_trace(traces_dir):
     path = traces_dir / "philly" / "philly.csv"
     plain = parse_scenario(f"cluster=8x8:V100-32;jobs=100;load=1.2;trace={path}")
     skipped = parse_scenario(f"cluster=8x8:V100-32;jobs=100;load=1.2;trace={path};skip=100")
-    assert [j.duration_s for j in skipped.jobs(0)] == [j.duration_s for j in plain.jobs(1)]
+    cluster = plain.build_cluster()
+    assert ([j.duration_s for j in skipped.workload.build_jobs(cluster, 0)]
+            == [j.duration_s for j in plain.workload.build_jobs(cluster, 1)])
     with pytest.raises(EngineError, match="skip=N needs trace"):
         parse_scenario("cluster=8x8:V100-32;skip=100")
 
@@ -139,9 +142,8 @@ def test_teaching_presets_are_scenarios():
 
     scenario = parse_scenario("head-of-line-blocking")
     preset = load_preset("head-of-line-blocking")
-    assert scenario.preset == "head-of-line-blocking"
-    assert scenario.build_cluster().to_dict() == preset.build_cluster().to_dict()
-    assert scenario.jobs(1) == preset.build_jobs(1)
+    assert scenario == preset.scenario and scenario.name == "head-of-line-blocking"
+    assert scenario.workload.build_jobs(scenario.build_cluster(), 1) == preset.build_jobs(1)
     ev = evaluate(["fifo"], "head-of-line-blocking", 1)
     direct = summarize(simulate(preset.build_cluster(), preset.build_jobs(0), make_scheduler("fifo")))
     assert ev.runs["fifo"][0]["mean_wait_s"] == pytest.approx(direct.mean_wait_s)

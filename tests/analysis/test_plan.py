@@ -1,17 +1,31 @@
 """Capacity plans: the answer meets the target and one node fewer does not (checked by direct runs), for one
-shape and for a group grown inside a mixed cluster; the search itself and the target's meaning."""
+shape and for a group grown inside a mixed cluster; the search itself and the target's meaning; cost plans over
+several shapes, whose answer no cheaper mix beats (checked by brute force)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
 
 from engine import make_scheduler, simulate
+from engine.analysis.energy import cluster_price_per_h
 from engine.analysis.metrics import summarize
-from engine.analysis.plan import PlanError, Target, _Search, grown_cluster, parse_node, parse_target, plan
-from engine.errors import UnknownNameError
+from engine.analysis.plan import (
+    PlanError,
+    Target,
+    _Search,
+    grown_cluster,
+    mix_cluster,
+    parse_node,
+    parse_target,
+    plan,
+    plan_mix,
+)
+from engine.errors import ClusterSpecError, UnknownNameError
 from engine.sim.cluster import parse_cluster
+from engine.sim.options import EnergyModel, RunOptions
 from engine.traces.generator import generate
 
 pytestmark = pytest.mark.timeout(300)
@@ -85,3 +99,43 @@ def test_targets_and_shapes_are_checked():
     assert t.met_by({"mean_wait_s": 50.0, "unschedulable": 0})
     assert not t.met_by({"mean_wait_s": 50.0, "unschedulable": 1})  # a job that never runs is not a short wait
     assert not t.met_by({"mean_wait_s": None, "unschedulable": 0})
+
+
+def test_a_cost_plan_over_two_shapes_is_the_cheapest_mix_that_meets_the_target():
+    # Jobs of a V100-32 cluster: those needing more than 16 GiB fit the A100s only, the rest run on cheap T4s.
+    jobs = generate("2x4:V100-32", 40, load=1.0, seed=2)
+    shapes = [(4, "T4"), (1, "A100-80")]
+    target = parse_target("mean_wait_s<=900")
+    answer = plan_mix(jobs, ["4:T4", "1:A100-80"], ["fifo", "sjf"], target, max_nodes=6, backend="serial")
+    for row in answer.itertuples():
+        assert row.error is None and row.cluster is not None
+        best = mix_cluster(shapes, tuple(row.nodes))
+        assert best.to_shorthand() == row.cluster and row.cluster_price_per_h == cluster_price_per_h(best, "catalog")
+        run = direct(best, jobs, row.scheduler)
+        assert target.met_by(run) and row.value == run["mean_wait_s"]
+        # Brute force: no mix of the two shapes (up to max_nodes of each) that costs less meets the target.
+        cheaper = [m for m in itertools.product(range(7), repeat=2) if any(m)
+                   and cluster_price_per_h(mix_cluster(shapes, m), "catalog") < row.cluster_price_per_h]
+        assert cheaper and not any(target.met_by(direct(mix_cluster(shapes, m), jobs, row.scheduler))
+                                   for m in cheaper)
+        up = parse_cluster(row.runner_up)  # meets, costs no less, and is not the answer plus spare nodes
+        assert target.met_by(direct(up, jobs, row.scheduler))
+        assert row.cluster_price_per_h <= row.runner_up_price_per_h == cluster_price_per_h(up, "catalog")
+        counts = [sum(g.nodes for g in up.groups if g.gpu_type == t) for _, t in shapes]
+        assert any(c < n for c, n in zip(counts, row.nodes))
+    assert {len(parse_cluster(c).groups) for c in answer.cluster} == {2}  # a genuine mix: both shapes
+    assert answer.attrs["meta"]["cheapest"] in ("fifo", "sjf")
+
+
+def test_a_cost_plan_prices_by_the_price_list_and_checks_its_input():
+    jobs = generate("1x4:V100-32", 20, load=1.0, seed=1)
+    options = RunOptions(energy=EnergyModel(price_list="gcp-preemptible-2020"))
+    answer = plan_mix(jobs, ["2:V100-32", "4:P100"], "fifo", "mean_wait_s<=1e9", max_nodes=4, backend="serial",
+                      options=options)
+    assert answer.cluster_price_per_h[0] == pytest.approx(2 * 0.74 * answer.nodes[0][0] + 4 * 0.43 * answer.nodes[0][1])
+    with pytest.raises(PlanError, match="minimize"):
+        plan_mix(jobs, ["2:V100-32"], "fifo", "mean_wait_s<=1", minimize="gpus", backend="serial")
+    with pytest.raises(PlanError, match="distinct"):
+        plan_mix(jobs, ["2:V100-32", "2:V100-32"], "fifo", "mean_wait_s<=1", backend="serial")
+    with pytest.raises(ClusterSpecError, match="no price_per_h for A100-80"):
+        plan_mix(jobs, ["2:V100-32", "1:A100-80"], "fifo", "mean_wait_s<=1", backend="serial", options=options)

@@ -92,3 +92,29 @@ def test_trace_workload(tmp_path):
     preset = read_preset(path)
     assert len(preset.build_jobs()) == 20
     assert set(preset.run()) == {"fifo", "sjf"}
+
+
+def test_a_preset_file_of_the_older_form_is_a_scenario_and_a_lesson(tmp_path):
+    from engine.analysis.scenario import Scenario
+    from engine.traces.generator import generate
+
+    # A literal copy of presets/heavy-user.json as it was written before presets were scenarios.
+    old = {"title": "One heavy user starves the others: DRF against FIFO", "cluster": "4x8:V100-32",
+           "workload": {"generate": {
+               "n_jobs": 300, "load": 1.0, "users": 5, "user_skew": 3.0, "mix": {"training": 0.4, "batch": 0.6},
+               "types": {"training": {"gpus": {"1": 0.3, "2": 0.3, "4": 0.4}, "vram_gib": {"16": 1.0},
+                                      "median_s": 3600, "sigma": 0.8},
+                         "batch": {"gpus": {"1": 1.0}, "vram_gib": {"8": 1.0}, "median_s": 1800, "sigma": 0.8}}}},
+           "schedulers": ["fifo", "first-fit", "drf"], "look_at": "The per-user table.", "lesson": "Arrival order.",
+           "expect": {"metric": "mean_wait_s", "winners": ["drf"], "loser": "fifo", "factor": 3.0,
+                      "exclude_users": ["user0"]}}
+    path = tmp_path / "heavy.json"
+    path.write_text(json.dumps(old))
+    preset = read_preset(path)
+    generator = old["workload"]["generate"]
+    args = {k: v for k, v in generator.items() if k not in ("n_jobs", "load")}
+    assert preset.build_jobs(2) == generate("4x8:V100-32", 300, 1.0, 2, **args)
+    assert preset.expect.winners == ("drf",) and preset.lesson == "Arrival order."
+    # The preset's scenario is an ordinary scenario: its JSON round-trips and builds the same jobs.
+    again = Scenario.from_json(preset.scenario.to_json())
+    assert again == preset.scenario and again.workload.build_jobs(again.build_cluster(), 2) == preset.build_jobs(2)

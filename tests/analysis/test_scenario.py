@@ -97,3 +97,62 @@ def test_every_preset_becomes_a_scenario_with_the_presets_jobs():
         assert Scenario.from_query(sc.to_query()) == sc
         jobs = sc.build_jobs(sc.build_cluster())
         assert jobs == tuple(preset.build_jobs(preset.seed))
+
+
+# ------------------------------------------------------------------ the one record: new fields, trust, old files
+def test_run_options_and_trace_cuts_round_trip_through_json_and_links():
+    from engine.sim.options import PreemptionModel, RunOptions
+
+    sc = Scenario(workload=WorkloadSpec(source="trace", trace_sha256=content_hash(b"x"), trace_name="t.csv",
+                                        window=(0.0, 3600.0), load_scale=2.0, skip=5),
+                  options=RunOptions(preemption=PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0)))
+    assert Scenario.from_json(sc.to_json()) == sc and Scenario.from_query(sc.to_query()) == sc
+    assert json.loads(sc.to_json())["options"]["preemption"]["checkpoint_interval_s"] == 1800.0
+    typed = Scenario(workload=WorkloadSpec(types={"training": {"median_s": 600}}, user_skew=2.0))
+    assert Scenario.from_json(typed.to_json()) == typed and Scenario.from_query(typed.to_query()) == typed
+
+
+def test_untrusted_scenarios_name_no_trace_file():
+    data = {"cluster": "1x4:T4", "workload": {"source": "trace", "trace_path": "/etc/passwd"}}
+    with pytest.raises(ScenarioError, match="trace_sha256 only"):
+        Scenario.from_dict(data)
+    with pytest.raises(ScenarioError, match="trace_sha256 only"):
+        Scenario.from_query({"cluster": "1x4:T4", "w.source": "trace", "w.trace_path": "/etc/passwd"})
+    assert Scenario.from_dict(data, trusted=True).workload.trace_path == "/etc/passwd"
+
+
+@pytest.mark.parametrize("workload, message", [
+    ({"load": "x"}, "scenario.workload.load must be a number in (0, 4], got 'x'"),
+    ({"user_skew": -1}, "scenario.workload.user_skew must be a number in [0, 10], got -1"),
+    ({"block": -1}, "scenario.workload.block must be an integer from 0 to 100,000, got -1"),
+    ({"window": [5, 1]}, "scenario.workload.window must be [START_S, END_S]"),
+    ({"types": {"training": {"colour": 1}}}, "scenario.workload.types: job type 'training': unknown keys"),
+    ({"mix": {"gaming": 1.0}}, "scenario.workload.mix: unknown job type 'gaming'"),
+])
+def test_every_bound_is_checked_in_one_place_and_names_the_key(workload, message):
+    with pytest.raises(ScenarioError) as err:
+        Scenario.from_dict({"cluster": "1x4:T4", "workload": workload})
+    assert message in str(err.value)
+
+
+def test_a_scenario_file_the_app_wrote_before_run_options_still_loads():
+    from engine.traces.generator import generate
+
+    old = {"cluster": "2x4:V100-32", "name": "", "schedulers": ["fifo", "sjf"], "seed": 0,
+           "workload": {"arrival": "poisson", "column_map": {}, "first": 0, "load": 1.2, "mix": {"training": 1.0},
+                        "n_jobs": 40, "preset": "", "seed": 3, "skip_bad": False, "source": "generate",
+                        "time_unit": "", "trace_format": "", "trace_name": "", "trace_sha256": "", "users": 6}}
+    sc = Scenario.from_json(json.dumps(old))
+    cluster = sc.build_cluster()
+    assert sc.build_jobs(cluster) == generate(cluster, 40, 1.2, 3, mix={"training": 1.0}, users=6)
+
+
+def test_an_old_link_still_loads():
+    from engine.traces.generator import generate
+
+    old = {"cluster": "2x4:V100-32", "sched": "fifo,sjf", "w.n_jobs": "40", "w.seed": "2",
+           "w.mix": "batch:0.5,training:0.5"}
+    sc = Scenario.from_query(old)
+    cluster = sc.build_cluster()
+    assert sc.schedulers == ("fifo", "sjf") and sc.workload.users == 6 and sc.workload.load == 0.9
+    assert sc.build_jobs(cluster) == generate(cluster, 40, 0.9, 2, mix={"batch": 0.5, "training": 0.5}, users=6)

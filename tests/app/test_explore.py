@@ -43,11 +43,15 @@ def test_a_sweep_shows_curves_with_bands_a_heatmap_and_the_rows(ray_local):
     curves, heatmap = charts(at)[:2]
     lines = [t for t in curves["data"] if t.get("mode") == "lines+markers"]
     assert [t["name"] for t in lines] == ["fifo", "sjf"] and all(t["x"] == [0.6, 1.2] for t in lines)
-    assert sum(t.get("fill") == "toself" for t in curves["data"]) == 2  # a 95 % band per scheduler
-    assert "p95 wait (s)" in curves["layout"]["title"]["text"]
+    assert sum(t["name"].endswith(" 95 % band") for t in curves["data"]) == 2  # a 95 % band per scheduler
+    assert curves["layout"]["title"]["text"].startswith("p95 wait (")
     assert heatmap["data"][0]["type"] == "heatmap" and heatmap["data"][0]["x"] == ["0.6", "1.2"]
-    table = at.dataframe[-1].value
+    assert at.selectbox(key="sweep_heat_x").value == "load" and at.selectbox(key="sweep_heat_y").value == "scheduler"
+    table = at.session_state["explore_sweep"]["frame"]
     assert len(table) == 8 and list(table.columns[:4]) == ["cluster", "load", "seed", "scheduler"]
+    shown = at.dataframe[-1].value
+    assert list(shown.columns[:5]) == ["cluster", "offered load", "seed", "scheduler", "Jobs"]
+    assert "p95 wait ↓" in shown.columns and not shown.isin([None, "None"]).any().any()
     # The row of a cell is that cell's run: load 1.2, seed 1, sjf on the generated workload of the scenario.
     jobs = generate("2x4:V100-32", 40, load=1.2, seed=1, users=6)
     expected = summarize(simulate(parse_cluster("2x4:V100-32"), jobs, make_scheduler("sjf"), seed=1))
@@ -59,31 +63,42 @@ def test_a_sweep_shows_curves_with_bands_a_heatmap_and_the_rows(ray_local):
     labels = {d.proto.label for d in at.get("download_button")}
     assert {"Results (CSV, one row per cell)", "Sweep spec (JSON, for python -m engine sweep --spec)"} <= labels
     spec = at.session_state["explore_sweep"]["spec"]
-    assert SweepSpec.from_json(spec.to_json()) == spec and spec.generator == {"users": 6, "arrival": "poisson"}
+    assert SweepSpec.from_json(spec.to_json()) == spec and spec.base.workload.users == 6
 
 
 def test_a_capacity_plan_shows_the_fewest_nodes_and_its_curve(ray_local):
     at = explore()
     at.text_input(key="plan_node").set_value("4:V100-32")
     at.selectbox(key="plan_metric").select("mean_wait_s")
-    at.number_input(key="plan_value").set_value(900.0)
+    assert at.checkbox(key="plan_grow").value  # by default a plan grows the cluster the user built
+    at.text_input(key="plan_value").set_value("15 min")
     at.button(key="FormSubmitter:plan_form-▶ Find the fewest nodes").click().run()
     assert not at.exception and not errors(at), errors(at)
     answer = at.session_state["explore_plan"]["answer"]
-    shown = {m.label: m.value for m in at.metric}
+    assert at.session_state["explore_plan"]["target"].value == 900.0
+    shown = {m.label: (m.value, m.proto.delta) for m in at.metric}
     for row in answer.itertuples():
-        assert shown[row.scheduler] == f"{row.nodes} nodes · {row.gpus} GPUs"
+        assert shown[row.scheduler] == (f"{row.nodes} node{'' if row.nodes == 1 else 's'}", f"{row.gpus} GPUs in all")
+    table = at.dataframe[-1].value
+    assert list(table.columns) == ["scheduler", "fewest nodes", "GPUs", "metric", "value there",
+                                   "with one node fewer", "problem"]
+    assert not table.isin([None, "None"]).any().any() and set(table["metric"]) == {"Mean wait"}
     figure = next(c for c in charts(at) if "against nodes" in c["layout"]["title"]["text"])
     assert {t["name"] for t in figure["data"] if t.get("mode") == "lines+markers"} == {"fifo", "sjf"}
-    assert figure["layout"]["shapes"][0]["y0"] == 900.0  # the target line
+    scale = {"Mean wait (s)": 1, "Mean wait (min)": 60, "Mean wait (h)": 3600,
+             "Mean wait (d)": 86_400}[figure["layout"]["yaxis"]["title"]["text"]]
+    assert figure["layout"]["shapes"][0]["y0"] == 900.0 / scale  # the target line
 
 
-def test_a_bad_grid_is_an_inline_error():
+def test_a_bad_grid_is_an_inline_error_in_its_own_tab():
     at = explore()
     at.text_input(key="sweep_loads").set_value("0.5,abc")
     at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
     assert not at.exception
-    assert any("expected comma-separated numbers > 0" in e for e in errors(at)), errors(at)
+    sweep_tab, plan_tab = at.tabs
+    assert len(sweep_tab.error) == 1 and "expected comma\\-separated numbers" in sweep_tab.error[0].value
+    # The capacity plan tab still draws its form, with no error of the sweep's.
+    assert not plan_tab.error and plan_tab.text_input(key="plan_node").value
 
 
 def test_more_clusters_are_shorthand_only_never_a_path_on_the_server():
@@ -92,3 +107,11 @@ def test_more_clusters_are_shorthand_only_never_a_path_on_the_server():
     at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
     assert not at.exception and "explore_sweep" not in at.session_state
     assert any("expected NODESxGPUS:TYPE" in e for e in errors(at)), errors(at)
+
+
+def test_a_plan_target_that_is_no_duration_is_one_line_in_its_tab():
+    at = explore()
+    at.text_input(key="plan_value").set_value("half an hour")
+    at.button(key="FormSubmitter:plan_form-▶ Find the fewest nodes").click().run()
+    assert not at.exception and "explore_plan" not in at.session_state
+    assert len(at.tabs[1].error) == 1 and "e.g. 90 s, 30 min, 2 h, 1 d" in errors(at)[0], errors(at)

@@ -266,11 +266,20 @@ def test_learn_worked_example_runs_for_every_registered_scheduler():
     from engine import SCHEDULERS
 
     at = app("app_pages/learn.py")
-    assert at.selectbox(key="learn_scheduler").options == list(SCHEDULERS)
+    agents = common.trained_agents()
+    assert at.selectbox(key="learn_scheduler").options == list(SCHEDULERS) + agents
     for name in SCHEDULERS:
         at.selectbox(key="learn_scheduler").select(name).run()
         assert not at.exception and not errors(at), (name, errors(at))
         assert at.info[0].value == SCHEDULERS[name].summary
+    # Every trained agent is explained (its card's description and one-line verdict) and runs the example too.
+    if agents:
+        table = next(t.value for t in at.table if t.value.index.name == "agent")
+        assert list(table.index) == agents
+        assert all(v.startswith(("Beats", "Does not beat")) for v in table["against the hand-written schedulers"])
+        at.selectbox(key="learn_scheduler").select(agents[0]).run()
+        assert not at.exception and not errors(at), errors(at)
+        assert at.info[0].value == common.agent_description(agents[0])
 
 
 def test_learn_worked_example_follows_the_chosen_scheduler():
@@ -279,8 +288,14 @@ def test_learn_worked_example_follows_the_chosen_scheduler():
     at.selectbox(key="learn_scheduler").select("sjf").run()
     assert not at.exception
     assert before != "sjf" and charts_of(at)[0]["layout"]["annotations"][1]["text"] == "sjf"
-    metric_table = next(d.value for d in at.dataframe if "definition" in d.value.columns)
+    metric_table = next(t.value for t in at.table if "definition" in t.value.columns)
     assert "mean_wait_s" in set(metric_table["key"])
+    # Durations for people, never 3.95e+03 s.
+    jobs, kpis = at.dataframe[0].value, at.dataframe[-1].value
+    assert list(jobs.columns) == ["job", "submitted at", "runs for", "GPUs", "user", "job type"]
+    assert all(v.endswith((" s", " min", " h")) for v in jobs["runs for"])
+    assert kpis.iloc[0, 0] == "Mean wait ↓" and all(v.endswith((" s", " min", " h")) for v in kpis.iloc[0, 1:])
+    assert "e+" not in kpis.to_string()
 
 
 def _wait_for(at: AppTest, done, timeout_s: float = 180.0) -> None:
@@ -374,10 +389,14 @@ def test_compare_runs_a_trained_agent_next_to_a_heuristic():
     assert not at.exception and not errors(at), errors(at)
     assert list(at.dataframe[0].value.columns) == ["metric", "fifo", agents[0]]
     # Its card's verdict against the best hand-written policy is shown next to the results, as plain text.
-    beats, verdict = common.agent_verdict(agents[0])
-    shown = (at.success if beats else at.warning)
+    verdict = common.agent_verdict(agents[0])
+    shown = (at.success if verdict.beats else at.warning)
     card = json.loads((common.MODELS_DIR / f"{agents[0][3:]}.json").read_text())
-    assert [w.value.replace("\\", "") for w in shown] == [card["verdict"]]
+    n = card["evaluation"]["summary"]["settings"]
+    # One line (the counts of settings), the card's full sentence behind an expander.
+    assert [w.value.replace("\\", "") for w in shown] == [f"**{agents[0]}**: {verdict.line.replace(chr(92), '')}"]
+    assert f"of {n} test settings" in shown[0].value and "\n" not in shown[0].value
+    assert at.expander[0].markdown[0].value.replace("\\", "") == card["verdict"]
 
 
 #: A cluster of 8 T4s with a workload whose widest jobs ask for 16: they can never run there.
@@ -493,6 +512,13 @@ def test_compare_over_several_workload_seeds_gives_confidence_intervals_and_expl
     # The per-job view explains the job that waited longest.
     stories = [t.value for t in at.text]
     assert len(stories) == 2 and stories[0].startswith("fifo: Job ") and "arrived at" in stories[0]
+    # It is called by its id in the trace (the generator names jobs TYPE-INDEX), and one is picked by that id.
+    picked = at.text_input(key="compare_job").value
+    assert stories[0].startswith(f"fifo: Job {picked} (") and "-" in picked
+    at.text_input(key="compare_job").set_value("batch-1").run()
+    assert [t.value for t in at.text][0].startswith("fifo: Job batch-1 (")
+    at.text_input(key="compare_job").set_value("no-such-job").run()
+    assert not at.text and any("no job has this id" in e for e in errors(at))
 
 
 def seeds_of(sc):

@@ -51,6 +51,24 @@ def test_sweep_writes_one_row_per_cell_with_the_metrics_of_compare(ray_local, tm
     capsys.readouterr()
 
 
+def test_sweep_with_energy_flags_adds_cost_and_energy_to_every_row_and_its_spec_keeps_them(ray_local, tmp_path,
+                                                                                           capsys):
+    assert main(["sweep", "--cluster", "1x4:T4", "--jobs", "20", "--load", "0.6", "--schedulers", "fifo,sjf",
+                 "--pue", "1.3", "--out", str(tmp_path / "r.csv"), "--json", str(tmp_path / "meta.json")]) == 0
+    table = rows(tmp_path / "r.csv")
+    trace = str(write_csv(generate("1x4:T4", 20, load=0.6, seed=0), tmp_path / "t.csv"))
+    assert main(["compare", "--cluster", "1x4:T4", "--trace", trace, "--schedulers", "fifo,sjf", "--pue", "1.3",
+                 "--quiet", "--json", str(tmp_path / "c.json")]) == 0
+    compared = json.loads((tmp_path / "c.json").read_text())
+    assert list(table[0]) == ["cluster", "load", "seed", "scheduler", *compared["fifo"]]
+    assert [float(r["energy_kwh"]) for r in table] == [compared[s]["energy_kwh"] for s in ("fifo", "sjf")]
+    # The spec in meta.json sets the energy model (PUE 1.3): run again, its rows have the energy columns too.
+    (tmp_path / "spec.json").write_text(json.dumps(json.loads((tmp_path / "meta.json").read_text())["spec"]))
+    assert main(["sweep", "--spec", str(tmp_path / "spec.json"), "--out", str(tmp_path / "again.csv")]) == 0
+    assert rows(tmp_path / "again.csv") == table
+    capsys.readouterr()
+
+
 @pytest.mark.parametrize("how", ["--address", "RAY_ADDRESS"])
 def test_sweep_joins_the_ray_cluster_at_an_address(ray_local, tmp_path, how):
     env = {**os.environ, "ENGINE_PURE_PYTHON": "1"}
@@ -77,7 +95,8 @@ def test_sweep_of_a_trace_takes_load_scales(ray_local, tmp_path, capsys):
                  "--scheduler", "sjf", "--quiet", "--json", str(tmp_path / "s.json")]) == 0
     assert float(table[1]["mean_jct_s"]) == json.loads((tmp_path / "s.json").read_text())["mean_jct_s"]
     spec = json.loads((tmp_path / "m.json").read_text())["spec"]
-    assert spec["trace"] == trace and spec["trace_options"] == {"first": 25} and spec["loads"] == [1.0, 2.0]
+    workload = spec["base"]["workload"]
+    assert (workload["trace_path"], workload["first"], spec["loads"]) == (trace, 25, [1.0, 2.0])
     capsys.readouterr()
 
 
@@ -94,6 +113,24 @@ def test_plan_writes_the_answer_and_the_metric_around_it(ray_local, tmp_path, ca
     probes = {(p["scheduler"], p["nodes"]): p for p in answer["probes"]}
     assert probes[(answer["fewest_gpus"], answer["nodes"])]["meets"]
     assert f"fewest GPUs: {answer['fewest_gpus']}" in out
+
+
+def test_plan_in_money_writes_the_cheapest_mix_and_its_runner_up(ray_local, tmp_path, capsys):
+    trace = str(write_csv(generate("2x4:V100-32", 40, load=1.0, seed=2), tmp_path / "t.csv"))
+    assert main(["plan", "--trace", trace, "--node", "4:T4", "--node", "1:A100-80", "--minimize",
+                 "cluster_price_per_h", "--scheduler", "fifo", "--target", "mean_wait_s<=900", "--max-nodes", "6",
+                 "--json", str(tmp_path / "plan.json")]) == 0
+    answer = json.loads((tmp_path / "plan.json").read_text())
+    # The cheapest mix (checked by brute force in tests/analysis/test_plan.py): one T4 node and four A100s.
+    assert answer["cluster"] == "1x4:T4,4x1:A100-80" and answer["nodes"] == [1, 4]
+    assert answer["cluster_price_per_h"] == pytest.approx(4 * 0.35 + 4 * 3.93) and answer["value"] <= 900
+    assert answer["runner_up"]["cluster"] == "5x1:A100-80"
+    assert answer["runner_up"]["cluster_price_per_h"] == pytest.approx(5 * 3.93)
+    assert answer["minimize"] == "cluster_price_per_h" and answer["price_list"] == "catalog"
+    assert "1x4:T4,4x1:A100-80" in capsys.readouterr().out
+    assert main(["plan", "--trace", trace, "--node", "4:T4", "--node", "1:A100-80", "--scheduler", "fifo",
+                 "--target", "mean_wait_s<=900", "--max-nodes", "6", "--price-list", "gcp-preemptible-2020"]) == 2
+    assert "no price_per_h for T4" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, message", [

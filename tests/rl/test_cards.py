@@ -7,11 +7,12 @@ import json
 import pytest
 
 from engine import SCHEDULERS
-from engine.analysis.evaluate import SCENARIOS, Evaluation
+from engine.analysis.evaluate import SCENARIOS, Evaluation, scenario_from_dict
 from engine.analysis.metrics import METRICS
 from engine.errors import EngineError
 from engine.rl import cards
 from engine.rl.agent import MODELS_DIR, model_names
+from engine.sim.cluster import parse_cluster
 
 SHOWN = cards.SHOWN
 
@@ -158,7 +159,7 @@ def test_shipped_cards_state_whether_they_beat_the_best_hand_written_policy(name
                 assert t == {**t, **cards.compare_runs(f"rl:{name}", t["objective_runs"])}
                 assert len(t["seeds"]) >= 30  # every paired table, the generalisation ones too
     philly = card["evaluation"]["scenarios"]["philly-64"]["free"]["scenario"]
-    assert philly == SCENARIOS["philly-64"].to_dict()  # evaluated on the windows the scenario cuts now
+    assert scenario_from_dict(philly) == SCENARIOS["philly-64"]  # evaluated on the windows the scenario cuts now
     for preset in cards.TEACHING:  # generalisation to every teaching preset, with and without preemption cost
         assert set(card["evaluation"]["scenarios"][preset]) == set(cards.PREEMPTION)
 
@@ -195,3 +196,49 @@ def test_card_says_which_preemption_model_training_used():
     assert ("trained with, drawn per episode, costly preemption (a preempted job kept its work up to a checkpoint "
             "every 1800 s of work, 60 s restart) or free preemption (a preempted job lost nothing)"
             in cards.render_markdown(card))
+
+
+# Literal copies of the evaluated scenarios the shipped cards stored before named scenarios were Scenarios.
+OLD_CARD_SCENARIOS = [
+    {"name": "hpc-64", "cluster": "8x8:V100-32", "n_jobs": 400, "load": 1.3,
+     "workload": {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}, "trace": None, "preset": None, "skip_jobs": 0},
+    {"name": "philly-64", "cluster": "8x8:V100-32", "n_jobs": 300, "load": 1.2, "workload": {},
+     "trace": "../shared/traces/philly/philly.csv", "preset": None, "skip_jobs": 300},
+    {"name": "heavy-user", "cluster": "4x8:V100-32", "n_jobs": 300, "load": 1.0, "workload": {}, "trace": None,
+     "preset": "heavy-user", "skip_jobs": 0},
+]
+
+
+@pytest.mark.parametrize("old", OLD_CARD_SCENARIOS, ids=lambda d: d["name"])
+def test_the_evaluated_scenarios_older_cards_hold_still_load(old):
+    from engine.analysis.presets import PRESETS
+
+    sc = scenario_from_dict(old)
+    expected = SCENARIOS.get(old["name"]) or PRESETS[old["name"]].scenario
+    assert sc == expected and scenario_from_dict(sc.to_dict()) == sc
+    w = sc.workload
+    assert (w.block or w.n_jobs, w.load) == (old["n_jobs"], old["load"])
+    if old["preset"] is None and old["trace"] is None:
+        from engine.traces.generator import generate
+
+        assert w.build_jobs(sc.build_cluster(), 4) == generate(old["cluster"], 400, 1.3, 4, **old["workload"])
+
+
+def test_the_training_config_older_cards_hold_still_loads():
+    from engine.rl.env import EnvConfig
+    from engine.traces.generator import generate
+
+    old = {"clusters": ["8x8:V100-32", "4x8:V100-32"], "loads": [1.1, 1.3, 1.5], "n_jobs": 200,
+           "workload": {"mix": {"training": 0.6, "batch": 0.4}, "users": 8},
+           "encoding": {"window": 16, "max_types": 4, "rules": ["best-fit", "evict"], "window_order": "mixed",
+                        "evict_cost": True, "evict_scope": "node"},
+           "reward": {"wait": 1.0, "jct": 0.0, "bounded_slowdown": 0.5, "utilization_band": 0.0, "fairness": 0.0,
+                      "comm": 0.0, "wait_scale_s": 3600.0, "bsld_tau_s": 10.0, "band_low": 0.6, "band_high": 0.8},
+           "preemptions": [{"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0},
+                           {"checkpoint_interval_s": None, "restart_overhead_s": 0.0}]}
+    cfg = EnvConfig.from_dict(old)
+    assert cfg.to_dict() == old
+    jobs = cfg.workload_spec(1.3, 2**20 + 7).build_jobs(parse_cluster("8x8:V100-32"))
+    assert jobs == generate("8x8:V100-32", 200, 1.3, 2**20 + 7, **old["workload"])
+    with pytest.raises(EngineError, match="env.workload.users must be an integer"):
+        EnvConfig.from_dict({**old, "workload": {"users": 0}})

@@ -21,6 +21,8 @@ PACKED = ((0.0, 1.0, 2.0), ((0,), (4, 5, 6, 7), (1,)))
 EXPECTED = {
     "fifo": PACKED, "first-fit": PACKED, "best-fit": PACKED, "sjf": PACKED, "sjf-oracle": PACKED,
     "easy-backfill": PACKED, "tiresias": PACKED, "drf": PACKED, "fgd": PACKED, "topo-pack": PACKED,
+    # SMALL and BIG have no price: cost-aware tries them in the cluster's order (tests/schedulers/test_cost.py).
+    "cost-aware": PACKED,
     # Most free memory first: jobs 0 and 2 go to the BIG GPUs, so job 1 waits until job 0 ends.
     "least-loaded": ((0.0, 100.0, 2.0), ((4,), (4, 5, 6, 7), (5,))),
     # Teachers (tests/schedulers/test_teachers.py): job 0 ties on every key but the type slot, so it takes the

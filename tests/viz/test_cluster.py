@@ -12,3 +12,13 @@ def test_cluster_frame_and_figure():
     fig = cluster_figure(cluster)
     assert {t.name for t in fig.data} == {"A100-80", "T4"}
     assert [a.text for a in fig.layout.annotations] == ["a", "b"]
+
+
+def test_nodes_are_named_and_the_gpu_axis_starts_at_the_first_gpu():
+    cluster = parse_cluster("3x4:V100-32")
+    fig = cluster_figure(cluster).to_plotly_json()["layout"]
+    assert list(fig["xaxis"]["ticktext"]) == ["n0", "n1", "n2"] and list(fig["xaxis"]["tickvals"]) == [0, 1, 2]
+    assert fig["yaxis"]["range"] == [3.5, -0.5] and list(fig["yaxis"]["ticktext"]) == ["GPU 0", "GPU 1", "GPU 2",
+                                                                                       "GPU 3"]
+    many = cluster_figure(parse_cluster("100x1:T4")).to_plotly_json()["layout"]["xaxis"]
+    assert len(many["ticktext"]) <= 40 and list(many["ticktext"][:2]) == ["n0", "n3"]

@@ -3,6 +3,9 @@
 import numpy as np
 import pytest
 
+from engine.analysis.energy import gpu_power_w
+from engine.analysis.metrics import summarize
+from engine.sim.options import EnergyModel
 from engine.viz import series
 
 
@@ -30,3 +33,20 @@ def test_series_figure(runs):
     fig = series.series_figure(runs)
     assert fig.layout.yaxis.title.text == "queue (jobs)" and fig.layout.yaxis2.title.text == "busy GPUs (%)"
     assert max(max(t.y) for t in fig.data if t.yaxis == "y2") <= 100
+
+
+def test_series_figure_with_an_energy_model_draws_the_facility_power(runs):
+    model = EnergyModel(pue=1.5)
+    fig = series.series_figure(runs, energy=model)
+    assert fig.layout.yaxis3.title.text == "kW (PUE 1.5)"
+    for r in runs.values():
+        t_s, kw = series.power_kw(r, model)
+        idle_w, busy_w = gpu_power_w(r.cluster)
+        assert t_s[0] == 0 and kw[0] == pytest.approx(1.5 * idle_w.sum() / 1000)  # idle before the first job
+        assert kw.max() <= 1.5 * busy_w.sum() / 1000 + 1e-9 and kw[-1] == pytest.approx(kw[0])  # idle again
+        # Its time-weighted mean from the first submit (0) to the last end, times that span, is the run's energy.
+        end = float(r.end_s.max())
+        _, mean_kw = series.binned_series(t_s, kw, end, bins=7, how="mean")
+        assert len(mean_kw) == 7 and min(j.submit_s for j in r.jobs) == 0
+        assert mean_kw.mean() * end / 3600 == pytest.approx(summarize(r, energy=model).energy.energy_kwh)
+    assert sum(t.yaxis == "y3" for t in fig.data) == len(runs)

@@ -14,3 +14,16 @@ def test_workload_figures_name_their_units():
                 workload.offered_load_figure(*offered_load_series(jobs, 4), 4)):
         assert "(" in fig.layout.yaxis.title.text
         assert fig.layout.xaxis.title.text
+
+
+def test_arrivals_bins_are_named_in_human_units_and_one_gpu_is_singular():
+    # 60 bins over 12,000 years (a trace in ms read as seconds): each bin is 200 years, not "count per 7.3e+04 d".
+    span = 12_000 * 365.25 * 86_400
+    df = workload.jobs_frame([Job(0, 0.0, 10.0), Job(1, span, 10.0)])
+    fig = workload.arrivals_figure(df).to_plotly_json()
+    assert fig["layout"]["yaxis"]["title"]["text"] == "jobs (per 200 years)"
+    small = workload.jobs_frame([Job(0, 0.0, 10.0), Job(1, 7200.0, 10.0)])
+    assert workload.arrivals_figure(small).to_plotly_json()["layout"]["yaxis"]["title"]["text"] == "jobs (per 2 min)"
+    series = offered_load_series(tuple(Job(i, 60.0 * i, 100.0) for i in range(5)), 1)
+    title = workload.offered_load_figure(*series, 1).to_plotly_json()["layout"]["title"]["text"]
+    assert title == "offered load on 1 GPU"

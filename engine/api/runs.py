@@ -1,0 +1,224 @@
+"""Runs of the HTTP API off the request path: the server's settings and the :class:`RunManager`.
+
+A posted run is written to the store (``queued``) and handed to a pool of at most ``workers`` threads; each
+thread runs its scenario in a bounded worker process (:func:`engine.runner.workers.call`: time and memory
+bounds), writes its progress to the store as it goes and its results (or its one-line error) when it ends. The
+request that posted it returns at once; a cancel kills the worker process. Runs wait in the pool's queue in the
+order they came; at most :attr:`ApiSettings.max_queued` may wait.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from engine.analysis.results import metrics_json, results_as_json, run_scenario, scenario_results
+from engine.analysis.scenario import Scenario, WorkloadSpec, load_trace_bytes
+from engine.errors import EngineError
+from engine.runner import workers
+from engine.runner.store import DEFAULT_STORE, RunStore
+from engine.runner.workers import RunCancelled, RunLimitError, WorkerError, call
+from engine.traces.limits import DEFAULT_MAX_JOBS, host_setting
+
+#: Smallest change of a run's progress written to the store (a run of 100,000 jobs would otherwise write 100
+#: times per scheduler anyway; this keeps it to at most 100 writes per run).
+PROGRESS_STEP = 0.01
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """What a server allows; :meth:`from_env` reads the host's settings (the app's names where they exist).
+
+    Attributes:
+        store_path: the run store's SQLite file (``--store``).
+        token: the bearer token every request but ``GET /v1/health`` must carry (``PLAYGROUND_API_TOKEN``);
+            empty: none needed (a server bound to localhost only).
+        workers: runs at once (``PLAYGROUND_WORKERS``, default CPU cores, at most 8).
+        run_timeout_s: seconds one run may take (``PLAYGROUND_RUN_TIMEOUT_S``, default 3,600).
+        memory_mb: address space of one run's worker process, MiB (``PLAYGROUND_RUN_MEMORY_MB``, default 4,096).
+        max_jobs: jobs of an uploaded trace one run may simulate (``PLAYGROUND_MAX_JOBS``, default 100,000).
+        upload_limit_mb: largest trace upload, MiB (``PLAYGROUND_API_UPLOAD_MB``, default 128).
+        trace_store_mb: uploaded traces the store keeps, MiB (``PLAYGROUND_API_TRACE_STORE_MB``, default 512).
+        sync_max_job_runs: jobs x schedulers ``POST /v1/simulate`` answers synchronously (default 20,000).
+        sync_timeout_s: seconds a synchronous run may take (``PLAYGROUND_API_SYNC_TIMEOUT_S``, default 30).
+        max_queued: runs that may wait for a worker (``PLAYGROUND_API_MAX_QUEUED``, default 1,000).
+    """
+
+    store_path: Path = DEFAULT_STORE
+    token: str = ""
+    workers: int = min(8, os.cpu_count() or 1)
+    run_timeout_s: int = 3600
+    memory_mb: int = 4096
+    max_jobs: int = DEFAULT_MAX_JOBS
+    upload_limit_mb: int = 128
+    trace_store_mb: int = 512
+    sync_max_job_runs: int = 20_000
+    sync_timeout_s: int = 30
+    max_queued: int = 1000
+
+    @classmethod
+    def from_env(cls, store_path: Path = DEFAULT_STORE) -> ApiSettings:
+        d = cls()
+        return cls(
+            store_path=store_path,
+            token=os.environ.get("PLAYGROUND_API_TOKEN", ""),
+            workers=host_setting("PLAYGROUND_WORKERS", d.workers),
+            run_timeout_s=host_setting("PLAYGROUND_RUN_TIMEOUT_S", d.run_timeout_s),
+            memory_mb=host_setting("PLAYGROUND_RUN_MEMORY_MB", d.memory_mb),
+            max_jobs=host_setting("PLAYGROUND_MAX_JOBS", d.max_jobs),
+            upload_limit_mb=host_setting("PLAYGROUND_API_UPLOAD_MB", d.upload_limit_mb),
+            trace_store_mb=host_setting("PLAYGROUND_API_TRACE_STORE_MB", d.trace_store_mb),
+            sync_max_job_runs=host_setting("PLAYGROUND_API_SYNC_MAX_JOB_RUNS", d.sync_max_job_runs),
+            sync_timeout_s=host_setting("PLAYGROUND_API_SYNC_TIMEOUT_S", d.sync_timeout_s),
+            max_queued=host_setting("PLAYGROUND_API_MAX_QUEUED", d.max_queued),
+        )
+
+
+class BusyError(EngineError):
+    """The server has as many runs waiting as it queues; the message says so."""
+
+
+class RunManager:
+    """The store and the runs in flight: :meth:`submit`, :meth:`cancel`, :meth:`simulate`, :meth:`close`."""
+
+    def __init__(self, settings: ApiSettings) -> None:
+        workers.add_preload(__name__)  # the worker sides of simulate() and of an upload live here
+        self.settings = settings
+        self.store = RunStore(settings.store_path, trace_limit_bytes=settings.trace_store_mb * 2**20)
+        self._pool = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="run")
+        self._sync = threading.BoundedSemaphore(settings.workers)
+        self._cancels: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def in_flight(self) -> int:
+        with self._lock:
+            return len(self._cancels)
+
+    def submit(self, run_id: str, scenario: Scenario) -> Future:
+        """Queue stored run ``run_id`` (state ``queued``) of ``scenario``. :class:`BusyError` when
+        :attr:`ApiSettings.max_queued` runs already wait (the run is then marked failed with that message)."""
+        with self._lock:
+            busy = len(self._cancels) >= self.settings.max_queued + self.settings.workers
+            if not busy:
+                self._cancels[run_id] = threading.Event()
+        if busy:
+            message = (
+                f"this server already has {self.settings.max_queued:,} runs waiting; try again when some have finished"
+            )
+            self.store.set_state(run_id, "failed", error=message)
+            raise BusyError(message)
+        return self._pool.submit(self._execute, run_id, scenario)
+
+    def cancel(self, run_id: str) -> bool:
+        """Cancel a queued, running or interrupted run (its worker process is killed); whether it was one."""
+        moved = self.store.set_state(run_id, "cancelled", only_from=("queued", "running", "interrupted"))
+        with self._lock:
+            event = self._cancels.get(run_id)
+        if event is not None:
+            event.set()
+        return moved
+
+    def simulate(self, scenario: Scenario) -> dict:
+        """The metrics table of a small scenario, run now in a worker process within the synchronous bounds."""
+        return call(
+            _metrics_of,
+            scenario,
+            self._trace_bytes(scenario),
+            what="the run",
+            limit_s=self.settings.sync_timeout_s,
+            memory_mb=self.settings.memory_mb,
+            slots=self._sync,
+        )
+
+    def import_report(self, data: bytes, workload: WorkloadSpec) -> dict:
+        """An upload loaded with ``workload``'s loader options in a worker process (synchronous bounds): its
+        import report (``TraceReport.to_dict()``)."""
+        name = workload.trace_name or "the trace"
+        return call(
+            import_report,
+            data,
+            workload,
+            what=f"loading {name}",
+            limit_s=self.settings.sync_timeout_s,
+            memory_mb=self.settings.memory_mb,
+            slots=self._sync,
+        )
+
+    def close(self) -> None:
+        """Stop: every run in flight is cancelled in its process and marked interrupted (it can be restarted)."""
+        with self._lock:
+            ids = list(self._cancels)
+        for run_id in ids:
+            self.store.set_state(run_id, "interrupted")
+        with self._lock:
+            for event in self._cancels.values():
+                event.set()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _trace_bytes(self, scenario: Scenario) -> bytes | None:
+        wl = scenario.workload
+        return self.store.get_trace(wl.trace_sha256) if wl.source == "trace" and wl.trace_sha256 else None
+
+    def _execute(self, run_id: str, scenario: Scenario) -> None:
+        with self._lock:
+            cancel = self._cancels[run_id]
+        try:
+            if cancel.is_set() or not self.store.set_state(run_id, "running", only_from=("queued",)):
+                return
+            written = [0.0]
+
+            def on_progress(done: int, total: int) -> None:
+                share = done / total if total else 1.0
+                if share - written[0] >= PROGRESS_STEP:
+                    written[0] = share
+                    self.store.set_progress(run_id, share)
+
+            try:
+                results = call(
+                    _results_json,
+                    scenario,
+                    self._trace_bytes(scenario),
+                    what="the run",
+                    limit_s=self.settings.run_timeout_s,
+                    memory_mb=self.settings.memory_mb,
+                    on_progress=on_progress,
+                    cancel=cancel,
+                )
+            except RunCancelled:
+                return
+            except (WorkerError, RunLimitError) as exc:
+                self.store.set_state(run_id, "failed", error=_one_line(str(exc)))
+                return
+            except Exception as exc:  # noqa: BLE001 -- a bug in the engine: the run fails with one line, not the server
+                self.store.set_state(run_id, "failed", error=_one_line(f"internal error: {exc}"))
+                return
+            self.store.finish(run_id, results)
+        finally:
+            with self._lock:
+                self._cancels.pop(run_id, None)
+
+
+def import_report(data: bytes, workload: WorkloadSpec) -> dict:
+    """The worker side of an upload: the trace's bytes loaded with the workload's loader options; its import
+    report (``TraceReport.to_dict()``)."""
+    return load_trace_bytes(data, workload).report.to_dict()
+
+
+def _results_json(
+    scenario: Scenario, trace_bytes: bytes | None, on_progress: Callable[[int, int], None] | None = None
+) -> dict[str, str]:
+    """The worker side of a run: its results as JSON texts (a string crosses back cheaper than the objects)."""
+    return results_as_json(scenario_results(scenario, trace_bytes, on_progress=on_progress))
+
+
+def _metrics_of(scenario: Scenario, trace_bytes: bytes | None) -> dict:
+    """The worker side of :meth:`RunManager.simulate`: the metrics table only."""
+    return metrics_json(run_scenario(scenario, trace_bytes).results)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:1000]

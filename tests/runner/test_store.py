@@ -1,0 +1,106 @@
+"""The run store on a real SQLite file: states, atomic results, recovery after a killed server, the trace LRU."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+
+import pytest
+
+from engine.runner.store import RunStore, StoreError
+
+PARTS = {"metrics": {"fifo": {"mean_wait_s": 1.5}}, "jobs": {"fifo": [{"job_id": 0}]}, "timeline": {"fifo": {}}}
+RESULTS = {part: json.dumps(value) for part, value in PARTS.items()}
+
+
+def test_a_run_goes_from_queued_to_done_with_its_results(tmp_path):
+    store = RunStore(tmp_path / "s.sqlite")
+    run = store.create_run('{"seed": 1}')
+    assert store.get_run(run.id).state == "queued"
+    assert store.results(run.id) is None
+    assert store.set_state(run.id, "running")
+    store.set_progress(run.id, 0.5)
+    assert store.get_run(run.id).progress == 0.5
+    assert store.finish(run.id, RESULTS)
+    done = store.get_run(run.id)
+    assert (done.state, done.progress, done.scenario) == ("done", 1.0, '{"seed": 1}')
+    assert store.results(run.id) == PARTS["metrics"]
+    assert store.results(run.id, "jobs") == PARTS["jobs"]
+    assert store.results_json(run.id, "timeline") == RESULTS["timeline"]
+    assert store.get_run("nope") is None
+
+
+def test_a_finished_run_never_changes_state(tmp_path):
+    store = RunStore(tmp_path / "s.sqlite")
+    run = store.create_run("{}")
+    assert store.set_state(run.id, "cancelled")
+    assert not store.set_state(run.id, "running")
+    assert not store.finish(run.id, RESULTS)  # a cancelled run that then ends keeps no results
+    assert store.get_run(run.id).state == "cancelled"
+    assert store.results(run.id) is None
+    with pytest.raises(ValueError, match="unknown run state"):
+        store.set_state(run.id, "exploded")
+
+
+def test_results_that_are_not_json_text_leave_the_run_running(tmp_path):
+    store = RunStore(tmp_path / "s.sqlite")
+    run = store.create_run("{}")
+    store.set_state(run.id, "running")
+    with pytest.raises(ValueError):
+        store.finish(run.id, {**RESULTS, "metrics": "{not json"})
+    assert store.get_run(run.id).state == "running"
+
+
+def test_reopening_marks_unfinished_runs_interrupted_and_keeps_finished_ones(tmp_path):
+    path = tmp_path / "runs" / "s.sqlite"
+    store = RunStore(path)
+    done, running, queued = (store.create_run(str(i)) for i in range(3))
+    store.set_state(done.id, "running")
+    store.finish(done.id, RESULTS)
+    store.set_state(running.id, "running")
+    again = RunStore(path)  # as a restarted server opens it
+    assert sorted(again.interrupted) == sorted([running.id, queued.id])
+    assert [again.get_run(r.id).state for r in (done, running, queued)] == ["done", "interrupted", "interrupted"]
+    assert again.results(done.id) == PARTS["metrics"]
+    assert again.requeue(running.id) and again.get_run(running.id).state == "queued"
+    assert not again.requeue(done.id)
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_traces_are_content_addressed_and_the_least_recently_used_go_first(tmp_path):
+    store = RunStore(tmp_path / "s.sqlite", trace_limit_bytes=25)
+    a, b, c = b"a" * 10, b"b" * 10, b"c" * 10
+    sha_a, evicted = store.put_trace(a, "a.csv", {"jobs": 1})
+    assert sha_a == hashlib.sha256(a).hexdigest() and evicted == []
+    store.put_trace(b, "b.csv", {"jobs": 2})
+    assert store.get_trace(sha_a) == a  # a is now more recently used than b
+    _, evicted = store.put_trace(c, "c.csv", {"jobs": 3})
+    assert [(t.name, t.size_bytes, t.report) for t in evicted] == [("b.csv", 10, {"jobs": 2})]
+    assert store.get_trace(hashlib.sha256(b).hexdigest()) is None
+    assert store.trace_info(sha_a).name == "a.csv"
+    _, evicted = store.put_trace(a, "a.csv", {"jobs": 1})  # the same bytes again: nothing to evict
+    assert evicted == []
+    with pytest.raises(StoreError, match="at most 0 MiB of uploaded traces"):
+        store.put_trace(b"x" * 26, "big.csv", {})
+
+
+def test_many_threads_write_without_losing_a_run(tmp_path):
+    store = RunStore(tmp_path / "s.sqlite")
+    ids: list[str] = []
+
+    def work():
+        for _ in range(10):
+            run = store.create_run("{}")
+            store.set_state(run.id, "running")
+            store.finish(run.id, RESULTS)
+            ids.append(run.id)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(ids)) == 80
+    assert {r.state for r in store.list_runs(limit=1000)} == {"done"}

@@ -1,0 +1,48 @@
+"""Bounded worker processes: progress crosses back, a cancel kills the work, bounds stop it with one line."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from engine.analysis.results import scenario_results
+from engine.analysis.scenario import Scenario, WorkloadSpec
+from engine.runner.workers import RunCancelled, RunLimitError, WorkerError, call
+
+SCENARIO = Scenario(cluster="1x4:V100-32", workload=WorkloadSpec(n_jobs=200, load=1.2), schedulers=("fifo", "sjf"))
+
+
+def test_progress_crosses_from_the_worker_and_the_answer_is_the_direct_one():
+    seen = []
+    got = call(
+        scenario_results,
+        SCENARIO,
+        what="a run",
+        limit_s=120,
+        memory_mb=4096,
+        on_progress=lambda done, total: seen.append((done, total)),
+    )
+    assert got == scenario_results(SCENARIO)
+    assert seen and seen[-1] == (400, 400)
+
+
+def test_a_cancel_kills_the_work_at_once():
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    start = time.monotonic()
+    with pytest.raises(RunCancelled, match="sleeping was cancelled"):
+        call(time.sleep, 60, what="sleeping", limit_s=120, memory_mb=1024, cancel=cancel)
+    assert time.monotonic() - start < 10
+
+
+def test_bounds_and_bad_input_are_one_line_errors():
+    with pytest.raises(RunLimitError, match="stopped after 0.5 s"):
+        call(time.sleep, 60, what="sleeping", limit_s=0.5, memory_mb=1024)
+    with pytest.raises(WorkerError, match="names no scheduler"):
+        call(scenario_results, SCENARIO.with_schedulers(()), what="a run", limit_s=60, memory_mb=4096)
+    slots = threading.BoundedSemaphore(1)
+    slots.acquire()
+    with pytest.raises(RunLimitError, match="every worker of this server stayed busy"):
+        call(time.sleep, 0, what="sleeping", limit_s=0.2, memory_mb=1024, slots=slots)
