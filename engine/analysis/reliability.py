@@ -58,8 +58,7 @@ class ReliabilitySummary:
 
 def failures_modelled(result: Result) -> bool:
     """Whether the run modelled failures or checkpoint costs (then its summary holds the reliability metrics)."""
-    options = result.options
-    return options.failures.active or options.preemption.checkpoint_cost_s > 0
+    return result.options.failures.active
 
 
 def _demand(result: Result) -> np.ndarray:
@@ -69,10 +68,9 @@ def _demand(result: Result) -> np.ndarray:
 def ettr(result: Result, held_gpu_s: np.ndarray) -> float:
     """Effective training time ratio of ``result`` (module docstring), ``held_gpu_s`` the GPU-seconds each job
     held."""
-    preemption = result.options.preemption
     demand = _demand(result)
     duration = np.array([j.duration_s for j in result.jobs], dtype=float)
-    work = np.array(preemption.work_s(duration.tolist()), dtype=float)
+    work = np.array(result.options.work_s(duration.tolist()), dtype=float)
     wasted_gpu_s = (result.lost_gpu_s + result.failure_lost_gpu_s + result.crash_lost_gpu_s
                     + result.restart_gpu_s)
     performed = work + wasted_gpu_s / demand

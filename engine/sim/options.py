@@ -39,7 +39,6 @@ def _is_number(value: Any) -> bool:
 _PREEMPTION_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "checkpoint_interval_s": (lambda v: v is None or (_is_number(v) and v > 0), "a number > 0 or null"),
     "restart_overhead_s": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
-    "checkpoint_cost_s": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
 }
 
 
@@ -54,7 +53,8 @@ def _check_bounds(
 
 @dataclass(frozen=True)
 class PreemptionModel:
-    """What a stopped job loses, whether a scheduler preempted it or a failure stopped it.
+    """What a stopped job loses, whether a scheduler preempted it or a failure stopped it (what its checkpoints
+    cost is the failure model's ``checkpoint_cost_s``: :class:`FailureModel`).
 
     Attributes:
         checkpoint_interval_s: the job checkpoints every this many seconds of reference work; on preemption
@@ -62,48 +62,16 @@ class PreemptionModel:
             preempted and loses nothing.
         restart_overhead_s: seconds of extra reference work each restart after a preemption costs (reloading
             data and model state).
-        checkpoint_cost_s: seconds of reference work each checkpoint costs (writing it), so the interval is a
-            trade-off: frequent checkpoints cost progress, rare ones lose more to each stop (Young/Daly's best
-            interval is about ``sqrt(2 x checkpoint_cost_s x MTBF)``). A job of ``d`` seconds of work writes
-            ``ceil(d / checkpoint_interval_s) - 1`` checkpoints (none after its last piece of work). It lives
-            here, beside the interval it prices, because preemption and failures pay it alike; it needs an
-            interval (``0`` without one).
     """
 
     checkpoint_interval_s: float | None = None
     restart_overhead_s: float = 0.0
-    checkpoint_cost_s: float = 0.0
 
     def __post_init__(self) -> None:
-        _check_bounds({**self.to_dict(), "checkpoint_cost_s": self.checkpoint_cost_s}, _PREEMPTION_BOUNDS,
-                      "preemption")
-        if self.checkpoint_cost_s and self.checkpoint_interval_s is None:
-            raise OptionsError("preemption.checkpoint_cost_s needs a checkpoint_interval_s (without one, a job "
-                               "checkpoints only when stopped, at no cost)")
+        _check_bounds(self.to_dict(), _PREEMPTION_BOUNDS, "preemption")
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form, read back by :meth:`from_dict`; ``checkpoint_cost_s`` only when checkpoints cost
-        something, so the files of runs with free checkpoints (configs, scenarios, model cards) read as before."""
-        out: dict[str, Any] = {"checkpoint_interval_s": self.checkpoint_interval_s,
-                               "restart_overhead_s": self.restart_overhead_s}
-        if self.checkpoint_cost_s:
-            out["checkpoint_cost_s"] = self.checkpoint_cost_s
-        return out
-
-    @property
-    def checkpoint_period_s(self) -> float | None:
-        """Reference work from one checkpoint to the next, the checkpoint's own cost included (``None``: no
-        interval)."""
-        interval = self.checkpoint_interval_s
-        return None if interval is None else interval + self.checkpoint_cost_s
-
-    def work_s(self, durations_s: list[float]) -> list[float]:
-        """Reference work of jobs of ``durations_s`` seconds with their checkpoints' cost: each duration plus
-        ``checkpoint_cost_s`` per checkpoint it writes (a copy of ``durations_s`` when checkpoints are free)."""
-        interval, cost = self.checkpoint_interval_s, self.checkpoint_cost_s
-        if interval is None or not cost:
-            return list(durations_s)
-        return [d + cost * max(math.ceil(d / interval) - 1, 0) for d in durations_s]
+        return {"checkpoint_interval_s": self.checkpoint_interval_s, "restart_overhead_s": self.restart_overhead_s}
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "preemption") -> PreemptionModel:
@@ -112,10 +80,7 @@ class PreemptionModel:
             raise OptionsError(f"{where} must be an object with {', '.join(_PREEMPTION_BOUNDS)}")
         reject_unknown_keys(data, set(_PREEMPTION_BOUNDS), where, OptionsError)
         _check_bounds(data, _PREEMPTION_BOUNDS, where)
-        try:
-            return cls(**data)
-        except OptionsError as err:  # the cross-field check: name where the model sits
-            raise OptionsError(str(err).replace("preemption.", f"{where}.", 1)) from None
+        return cls(**data)
 
 
 #: Hours in a day, for rates quoted per node-day.
@@ -148,6 +113,7 @@ _FAILURE_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "job_failure_skew": (lambda v: _is_number(v) and 0.1 <= v <= 100, "a number from 0.1 to 100 (1: uniform)"),
     "job_retries": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 100,
                     "an integer from 0 to 100"),
+    "checkpoint_cost_s": (lambda v: _is_number(v) and v >= 0, "a number of seconds >= 0"),
 }
 
 
@@ -177,6 +143,12 @@ class FailureModel:
         lemon_share: share of nodes that are "lemons", failing ``lemon_factor`` times as often as the others
             (whose mean stays ``mtbf_h``).
         job_failure_rate, job_failure_skew, job_retries: the job failures above.
+        checkpoint_cost_s: seconds of reference work each checkpoint costs (writing it), every
+            ``preemption.checkpoint_interval_s`` of work, so the interval is a trade-off: frequent checkpoints cost
+            progress, rare ones lose more to each stop (Young/Daly's best interval is about ``sqrt(2 x
+            checkpoint_cost_s x MTBF)``). It needs that interval (:class:`RunOptions` checks). It lives here, not
+            in :class:`PreemptionModel` beside the interval, so that the preemption model's JSON form (in RL
+            configs and model cards) stays as it was.
     """
 
     mtbf_h: float | None = None
@@ -191,6 +163,7 @@ class FailureModel:
     job_failure_rate: float = 0.0
     job_failure_skew: float = DEFAULT_JOB_FAILURE_SKEW
     job_retries: int = 0
+    checkpoint_cost_s: float = 0.0
 
     def __post_init__(self) -> None:
         _check_bounds(self.to_dict(), _FAILURE_BOUNDS, "failures")
@@ -205,8 +178,9 @@ class FailureModel:
 
     @property
     def active(self) -> bool:
-        """Whether anything fails at all (off: the run is the run without the model, bit for bit)."""
-        return self.nodes_fail or self.jobs_fail
+        """Whether anything fails or checkpoints cost anything (off: the run is the run without the model, bit for
+        bit)."""
+        return self.nodes_fail or self.jobs_fail or self.checkpoint_cost_s > 0
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -378,13 +352,34 @@ class RunOptions:
 
     Attributes:
         preemption: what a preempted job loses (default: nothing).
-        failures: nodes that break and jobs that crash (default: neither).
+        failures: nodes that break, jobs that crash and what checkpoints cost (default: none of them).
         energy: power, prices and carbon, for the energy and cost metrics (no effect on the simulation).
     """
 
     preemption: PreemptionModel = field(default=PreemptionModel(), metadata={"parse": PreemptionModel.from_dict})
     failures: FailureModel = field(default=FailureModel(), metadata={"parse": FailureModel.from_dict})
     energy: EnergyModel = field(default=EnergyModel(), metadata={"parse": EnergyModel.from_dict})
+
+    def __post_init__(self) -> None:
+        if self.failures.checkpoint_cost_s and self.preemption.checkpoint_interval_s is None:
+            raise OptionsError("options.failures.checkpoint_cost_s needs options.preemption.checkpoint_interval_s "
+                               "(without an interval a job checkpoints only when stopped, at no cost)")
+
+    @property
+    def checkpoint_period_s(self) -> float | None:
+        """Reference work from one checkpoint to the next, the checkpoint's own cost included (``None``: no
+        interval)."""
+        interval = self.preemption.checkpoint_interval_s
+        return None if interval is None else interval + self.failures.checkpoint_cost_s
+
+    def work_s(self, durations_s: list[float]) -> list[float]:
+        """Reference work of jobs of ``durations_s`` seconds with their checkpoints' cost: each duration ``d`` plus
+        ``checkpoint_cost_s`` per checkpoint it writes, ``ceil(d / checkpoint_interval_s) - 1`` (none after its last
+        piece of work); a copy of ``durations_s`` when checkpoints are free."""
+        interval, cost = self.preemption.checkpoint_interval_s, self.failures.checkpoint_cost_s
+        if interval is None or not cost:
+            return list(durations_s)
+        return [d + cost * max(math.ceil(d / interval) - 1, 0) for d in durations_s]
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: ``{field: its to_dict()}``, read back by :meth:`from_dict`."""

@@ -234,13 +234,12 @@ def _checkpoint_gpu_s(options: RunOptions, jobs: tuple[Job, ...], work_s: list[f
                       states: np.ndarray) -> np.ndarray:
     """GPU-seconds each job spent writing checkpoints: ``checkpoint_cost_s`` x the checkpoints in the work it had
     done when it ended (all of it when it completed), x its GPUs (0 for jobs that never ran)."""
-    preemption = options.preemption
-    period = preemption.checkpoint_period_s
-    if period is None or not preemption.checkpoint_cost_s:
+    period, cost_s = options.checkpoint_period_s, options.failures.checkpoint_cost_s
+    if period is None or not cost_s:
         return np.zeros(len(jobs))
     demand = np.array([job.gpus * job.gpu_fraction for job in jobs], dtype=float)
     written = np.floor((_floats(work_s) - _floats(work_left_s)) / period + 1e-9)
-    return np.where(states == JOB_UNSCHEDULABLE, 0.0, written * preemption.checkpoint_cost_s * demand)
+    return np.where(states == JOB_UNSCHEDULABLE, 0.0, written * cost_s * demand)
 
 
 def _floats(values: list) -> np.ndarray:

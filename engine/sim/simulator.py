@@ -18,7 +18,7 @@ Stops: a job stops short of its end when a scheduler preempts it, when a node it
 run crashes with retries left; all three take the same path (:meth:`Simulation._interrupt`): the job keeps its work
 up to its last checkpoint, pays the restart overhead and returns to the queue. Out of retries, a crashed job ends
 failed; so does a job its trace records as failed (``Job.failed``), at the end of its recorded run. A job's work
-is its ``duration_s`` plus what its checkpoints cost (``PreemptionModel.work_s``).
+is its ``duration_s`` plus what its checkpoints cost (``RunOptions.work_s``).
 
 ``simulate(cluster, jobs, scheduler)`` is that loop and nothing more; the Gymnasium environment drives the
 same ``Simulation`` one decision at a time.
@@ -134,8 +134,8 @@ class Simulation:
         submit = [job.submit_s for job in self.jobs]
         self._arrival_order = sorted(range(len(submit)), key=submit.__getitem__)  # stable: ties by job id
         self._arrival_s = [submit[j] for j in self._arrival_order]
-        self._work_s = self.options.preemption.work_s([job.duration_s for job in self.jobs])  # checkpoints included
-        self._period = self.options.preemption.checkpoint_period_s
+        self._work_s = self.options.work_s([job.duration_s for job in self.jobs])  # checkpoints' cost included
+        self._period = self.options.checkpoint_period_s
         self._reset_state()
 
     def _reset_state(self) -> None:

@@ -98,7 +98,8 @@ def test_failed_jobs_are_counted_apart_and_their_gpu_time_is_not_useful():
 
 def test_checkpoint_cost_is_its_own_cause():
     cluster = parse_cluster("1x1:generic")
-    options = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=600.0, checkpoint_cost_s=30.0))
+    options = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=600.0),
+                         failures=FailureModel(checkpoint_cost_s=30.0))
     result = simulate(cluster, [Job(0, 0.0, 1800.0)], make_scheduler("fifo"), options=options)
     rel = summarize(result).reliability
     assert rel.checkpoint_gpu_h == pytest.approx(60.0 / 3600) and rel.ettr == pytest.approx(1800.0 / 1860.0)
@@ -133,9 +134,8 @@ def test_the_best_checkpoint_interval_is_near_young_daly():
     young_daly_h = math.sqrt(2 * 300.0 * 100.0 * 3600.0) / 3600.0
     ettrs = {}
     for interval_h in (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0):
-        options = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=interval_h * 3600.0,
-                                                        checkpoint_cost_s=300.0),
-                             failures=FailureModel(mtbf_h=100.0, repair_h=0.0))
+        options = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=interval_h * 3600.0),
+                             failures=FailureModel(mtbf_h=100.0, repair_h=0.0, checkpoint_cost_s=300.0))
         ettrs[interval_h] = summarize(simulate(cluster, jobs, make_scheduler("fifo"), seed=1,
                                                options=options)).reliability.ettr
     best = max(ettrs, key=ettrs.get)

@@ -240,8 +240,8 @@ def test_random_play_with_evictions_keeps_every_constraint_and_returns_the_objec
 def test_env_config_preemptions_round_trip_and_reject_bad_ones():
     cfg = EnvConfig(preemptions=(COSTLY, PreemptionModel()))
     d = cfg.to_dict()
-    assert d["preemptions"] == [{"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0, "checkpoint_cost_s": 0.0},
-                                {"checkpoint_interval_s": None, "restart_overhead_s": 0.0, "checkpoint_cost_s": 0.0}]
+    assert d["preemptions"] == [{"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0},
+                                {"checkpoint_interval_s": None, "restart_overhead_s": 0.0}]
     assert EnvConfig.from_dict(d) == cfg
     rest = {k: v for k, v in d.items() if k != "preemptions"}
     assert EnvConfig.from_dict(rest).preemptions == (PreemptionModel(),)  # a config from before either key

@@ -138,7 +138,8 @@ def test_a_stopped_job_keeps_its_work_up_to_its_last_checkpoint():
 
 def test_checkpoints_cost_their_time():
     cluster = parse_cluster("1x1:generic")
-    options = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=600.0, checkpoint_cost_s=30.0))
+    options = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=600.0),
+                         failures=FailureModel(checkpoint_cost_s=30.0))
     r = simulate(cluster, [Job(0, 0.0, 1800.0)], make_scheduler("fifo"), options=options)
     assert r.end_s[0] == 1860.0 and r.checkpoint_gpu_s[0] == 60.0  # two checkpoints, none at the end
 

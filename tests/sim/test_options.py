@@ -17,7 +17,7 @@ def test_to_dict_and_from_dict_round_trip_through_json():
         RunOptions(),
         RunOptions(preemption=COSTLY),
         RunOptions(preemption=PreemptionModel(restart_overhead_s=12.5)),
-        RunOptions(preemption=PreemptionModel(checkpoint_interval_s=600.0, checkpoint_cost_s=30.0)),
+        RunOptions(preemption=PreemptionModel(checkpoint_interval_s=600.0), failures=FailureModel(checkpoint_cost_s=30.0)),
         RunOptions(failures=FAILURE_PRESETS["stress"].with_job_failures("acme")),
         RunOptions(energy=EnergyModel(pue=1.1, carbon_g_per_kwh=CarbonSeries(3600.0, (300.0, 250.5), "2024-01-01"),
                                       price_list="gcp-preemptible-2020")),
@@ -25,7 +25,7 @@ def test_to_dict_and_from_dict_round_trip_through_json():
         data = json.loads(json.dumps(options.to_dict()))
         assert RunOptions.from_dict(data) == options
     assert RunOptions().to_dict() == {
-        "preemption": {"checkpoint_interval_s": None, "restart_overhead_s": 0.0},  # a cost only when there is one
+        "preemption": {"checkpoint_interval_s": None, "restart_overhead_s": 0.0},
         "failures": FailureModel().to_dict(),
         "energy": {"pue": 1.58, "carbon_g_per_kwh": 480.0, "price_list": "catalog"},
     }
@@ -44,8 +44,9 @@ def test_missing_keys_take_their_defaults():
         ([], "options must be an object (keys: preemption, failures, energy)"),
         ({"deadlines": {}}, "options: unknown keys ['deadlines']; valid keys: ['energy', 'failures', 'preemption']"),
         ({"preemption": 3}, "options.preemption must be an object with checkpoint_interval_s, restart_overhead_s"),
-        ({"preemption": {"checkpoint_cost_s": -1}}, "options.preemption.checkpoint_cost_s must be a number >= 0"),
-        ({"preemption": {"checkpoint_cost_s": 5}}, "options.preemption.checkpoint_cost_s needs a checkpoint_interval"),
+        ({"preemption": {"checkpoint_cost_s": 5}}, "options.preemption: unknown keys ['checkpoint_cost_s']"),
+        ({"failures": {"checkpoint_cost_s": -1}}, "options.failures.checkpoint_cost_s must be a number of seconds >= 0"),
+        ({"failures": {"checkpoint_cost_s": 5}}, "options.failures.checkpoint_cost_s needs options.preemption.checkpoint_"),
         ({"failures": "often"}, "options.failures must be one of none, meta-rsc1, meta-rsc2, llama3, stress or an "),
         ({"failures": 3}, "options.failures must be a preset name (none, meta-rsc1, "),
         ({"failures": {"mtbf": 5}}, "options.failures: unknown keys ['mtbf']"),
@@ -134,9 +135,10 @@ def test_job_failures_take_a_preset_or_a_rate():
 
 
 def test_checkpoint_cost_adds_to_the_work_once_per_checkpoint_written():
-    model = PreemptionModel(checkpoint_interval_s=600.0, checkpoint_cost_s=30.0)
+    every_600_s = PreemptionModel(checkpoint_interval_s=600.0)
+    options = RunOptions(preemption=every_600_s, failures=FailureModel(checkpoint_cost_s=30.0))
     # checkpoints after 600 and 1200 s of work (none at the end), after 600, 1200 and 1800, none
-    assert model.work_s([1800.0, 1801.0, 500.0]) == [1860.0, 1891.0, 500.0]
-    assert model.checkpoint_period_s == 630.0
-    assert PreemptionModel(checkpoint_interval_s=600.0).work_s([1801.0]) == [1801.0]
-    assert model.to_dict() == {"checkpoint_interval_s": 600.0, "restart_overhead_s": 0.0, "checkpoint_cost_s": 30.0}
+    assert options.work_s([1800.0, 1801.0, 500.0]) == [1860.0, 1891.0, 500.0]
+    assert options.checkpoint_period_s == 630.0 and options.failures.active
+    assert RunOptions(preemption=every_600_s).work_s([1801.0]) == [1801.0]
+    assert RunOptions().checkpoint_period_s is None
