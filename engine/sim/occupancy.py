@@ -62,7 +62,8 @@ class Occupancy:
         nodes_with, node_idle: the bitmask indexes described in the module docstring.
         shared: GPUs that hold fractional jobs, ascending.
         type_nodes: per GPU type, the bitmask of its nodes.
-        node_down: whether each node is down (failed, under repair); up_gpus: GPUs on nodes that are up.
+        node_down: whether each node is down (failed, under repair); node_failures: how many times each node has
+            failed so far (what a failure-aware scheduler reads); up_gpus: GPUs on nodes that are up.
         released: every GPU a job has left, in order (a GPU once per job leaving it): a scheduler that
             remembers where it read up to knows which GPUs gained room since.
         taken: every GPU a job has started on, in order (a GPU once per job taking it): likewise, the GPUs
@@ -73,7 +74,7 @@ class Occupancy:
                  "free", "free_vram", "tenants", "node_free", "np_free", "np_free_vram", "np_tenants",
                  "np_node_free", "mv_free", "mv_free_vram", "mv_tenants", "mv_node_free", "idle_gpus", "type_idle",
                  "nodes_with", "node_idle", "shared", "type_nodes", "released", "taken", "synced_taken",
-                 "synced_released", "node_gpus", "node_down", "up_gpus")
+                 "synced_released", "node_gpus", "node_down", "node_failures", "up_gpus")
 
     def __init__(self, layout: Layout) -> None:
         self.gpu_node: list[int] = layout.gpu_node.tolist()
@@ -86,6 +87,7 @@ class Occupancy:
         node_gpus = self.node_gpus
         n = len(self.gpu_node)
         self.node_down = [False] * len(node_gpus)
+        self.node_failures = [0] * len(node_gpus)
         self.up_gpus = n
         self.free = [1.0] * n
         self.free_vram = list(self.gpu_vram)
@@ -183,6 +185,7 @@ class Occupancy:
         count = self.node_gpus[node]
         self.take_whole(tuple(range(first, first + count)))
         self.node_down[node] = True
+        self.node_failures[node] = self.node_failures[node] + 1
         self.up_gpus -= count
 
     def bring_up(self, node: int) -> None:

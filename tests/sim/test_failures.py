@@ -177,6 +177,7 @@ def test_a_scheduler_cannot_start_a_job_on_a_down_node():
     sim = Simulation(cluster, [Job(0, down_s + 1.0, 60.0)], options=options, seed=2)
     state = sim.reset()
     assert state.now_s == down_s + 1.0 and state.occupancy.node_down[node]
+    assert state.occupancy.node_failures == [1 if n == node else 0 for n in range(2)]
     assert state.free_gpus == state.free_capacity == 2 and state.node_free[node] == 0
     gpu = int(cluster.layout.node_first_gpu[node])
     assert "is not free" in state.validate(Start(0, (gpu,)))
