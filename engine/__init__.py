@@ -17,7 +17,7 @@ from engine.errors import ClusterSpecError, EngineError, InvalidDecision, StallE
 from engine.schedulers import SCHEDULERS, make_scheduler, scheduler_names
 from engine.sim.cluster import CLUSTER_SOURCES, Cluster, GpuType, NodeGroup, parse_cluster
 from engine.sim.job import Job
-from engine.sim.options import CarbonSeries, EnergyModel, PreemptionModel, RunOptions
+from engine.sim.options import CarbonSeries, EnergyModel, FailureModel, PreemptionModel, RunOptions
 from engine.sim.simulator import Result, Simulation, simulate
 from engine.sim.state import ClusterState, Decision, Preempt, Scheduler, Start, Wake
 
@@ -37,6 +37,7 @@ load_entry_points()  # schedulers of installed packages (entry-point group in en
 
 __all__ = [
     "CarbonSeries", "Cluster", "ClusterSpecError", "ClusterState", "Decision", "EnergyModel", "EngineError",
+    "FailureModel",
     "GpuType", "InvalidDecision",
     "Job", "NodeGroup", "Preempt", "PreemptionModel", "Result", "RunOptions", "SCHEDULERS", "Scheduler", "Simulation",
     "StallError", "Start", "TraceError", "UnknownNameError", "Wake", "make_scheduler", "parse_cluster",

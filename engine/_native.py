@@ -33,6 +33,7 @@ NATIVE_MODULES = (
     "engine.sim.agenda",
     "engine.sim.job",
     "engine.sim.checks",
+    "engine.sim.failures",
     "engine.sim.record",
     "engine.sim.simulator",
     "engine.sim.state",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.errors import EngineError
-from engine.sim.simulator import COMPLETED, Result
+from engine.sim.simulator import UNSCHEDULABLE, Result
 from engine.units import human_seconds
 
 
@@ -96,7 +96,7 @@ def job_story(result: Result, job_id: int) -> JobStory:
         busy[ids[ptr[s]:ptr[s + 1]]] = True
     k = int(np.searchsorted(result.series_t, t, side="right")) - 1
     queue = int(result.series_queue[k]) if k >= 0 else 0
-    ran = result.status[j] == COMPLETED
+    ran = result.status[j] != UNSCHEDULABLE  # completed, or ended failed: either way it ran
     start = float(result.first_start_s[j])
     submits = np.array([x.submit_s for x in result.jobs])
     later = (submits > t) | ((submits == t) & (np.arange(result.n_jobs) > j))

@@ -1,6 +1,6 @@
 """Metrics: what a run's :class:`~engine.sim.simulator.Result` means, in numbers. Every formula is written here.
 
-Per job (completed jobs only; unschedulable jobs have none of these and are counted apart):
+Per job (completed jobs only; unschedulable and failed jobs have none of these and are counted apart):
 
 * ``run_s`` = total time the job held GPUs, over all its run segments (so it includes work lost to
   preemptions and restart overheads; it is the time on the hardware it got, not the reference duration).
@@ -14,11 +14,12 @@ Per job (completed jobs only; unschedulable jobs have none of these and are coun
 
 Per run (see :data:`METRICS` for every key, its unit and whether lower or higher is better):
 
-* Counts: ``jobs``, ``completed``, ``unschedulable`` (jobs that can never run on this cluster).
+* Counts: ``jobs``, ``completed``, ``unschedulable`` (jobs that can never run on this cluster); jobs that ended
+  failed (``Result.status`` ``FAILED``) are neither, and counted by ``failed_jobs`` (below).
 * Wait and JCT: mean, p50, p95, p99 (percentiles by linear interpolation between closest ranks, as
   ``numpy.percentile``), max; ``mean_bounded_slowdown``. All NaN when no job completed.
-* ``makespan_s`` = last ``end_s`` - first ``submit_s`` (first submit over all jobs, i.e. the start of the
-  workload); 0 when no job completed.
+* ``makespan_s`` = last ``end_s`` (of a job that completed or failed) - first ``submit_s`` (first submit over all
+  jobs, i.e. the start of the workload); 0 when no job ended.
 * ``utilization`` = busy GPU-seconds / (GPUs x ``makespan_s``), where busy GPU-seconds = sum over run
   segments of duration x GPUs x GPU fraction (a half-GPU job counts half). 0 when ``makespan_s`` is 0.
 * Fairness: ``gini_user_wait`` and ``jain_user_wait`` are :func:`gini` and :func:`jain` of the per-user mean
@@ -38,6 +39,9 @@ Per run (see :data:`METRICS` for every key, its unit and whether lower or higher
   ``options.energy``): the keys of :data:`ENERGY_METRICS`, over the window from the first submit to the end of
   the makespan; formulas in :mod:`engine.analysis.energy`. Without a model a summary holds exactly the keys of
   :data:`METRICS`.
+* Failures, only when the run modelled them (its ``options.failures``, or a checkpoint cost; read from the result
+  itself): the keys of :data:`RELIABILITY_METRICS`, over the same window; formulas in
+  :mod:`engine.analysis.reliability`. Without failures a summary holds exactly the keys it held before.
 
 Conventions for degenerate inputs: the Gini coefficient of an all-zero vector is 0 and Jain's index of an
 all-zero vector is 1 (everyone got the same, nothing); both are NaN for an empty vector.
@@ -53,8 +57,12 @@ import numpy as np
 import pandas as pd
 
 from engine.analysis.energy import EnergySummary, job_energy, summarize_energy
+from engine.analysis.reliability import ReliabilitySummary, failures_modelled, job_reliability, summarize_reliability
 from engine.sim.options import EnergyModel
-from engine.sim.simulator import COMPLETED, Result
+from engine.sim.simulator import COMPLETED, UNSCHEDULABLE, Result
+
+#: Each status code of ``Result.status`` in words, indexed by the code (``COMPLETED``, ``UNSCHEDULABLE``, ``FAILED``).
+STATUS_NAMES = ("completed", "unschedulable", "failed")
 
 #: Floor of bounded slowdown, seconds.
 BSLD_FLOOR_S = 10.0
@@ -133,14 +141,36 @@ ENERGY_METRICS: dict[str, Metric] = {
     "cluster_price_per_h": Metric("Cluster price", "USD/h", "lower", "sum over GPUs of the price per GPU-hour"),
 }
 
-#: Every key a summary may hold, with its metadata: :data:`METRICS` then :data:`ENERGY_METRICS`.
-ALL_METRICS: dict[str, Metric] = {**METRICS, **ENERGY_METRICS}
+#: The keys a summary adds when the run modelled failures (:class:`~engine.analysis.reliability.ReliabilitySummary`'s
+#: fields, in display order), after the others.
+RELIABILITY_METRICS: dict[str, Metric] = {
+    "node_failures": Metric("Node failures", "count", None, "node failures during the run (the same for every "
+                            "scheduler on the same seed)"),
+    "interruptions": Metric("Jobs stopped by failures", "count", "lower",
+                            "times a node failure stopped a job (a gang counts once)"),
+    "failed_jobs": Metric("Failed jobs", "jobs", "lower", "jobs whose run crashed with no retry left"),
+    "failure_lost_gpu_h": Metric("Work lost to failures", "GPU-h", "lower",
+                                 "GPU-hours of work rolled back to a checkpoint by node failures"),
+    "crash_lost_gpu_h": Metric("Work lost to crashes", "GPU-h", "lower",
+                               "GPU-hours of work rolled back by job crashes that were retried"),
+    "checkpoint_gpu_h": Metric("Checkpoint cost", "GPU-h", "lower", "GPU-hours of work spent writing checkpoints"),
+    "restart_gpu_h": Metric("Restart cost", "GPU-h", "lower", "GPU-hours of restart overhead after every stop"),
+    "failed_job_gpu_h": Metric("GPU time of failed jobs", "GPU-h", "lower",
+                               "GPU-hours held by the jobs that ended failed"),
+    "ettr": Metric("ETTR", "ratio", "higher", "effective training time ratio: useful GPU time / GPU time held"),
+    "availability": Metric("GPU availability", "ratio", None, "GPU-seconds on nodes that were up / (GPUs x makespan)"),
+}
+
+#: Every key a summary may hold, with its metadata: :data:`METRICS`, :data:`ENERGY_METRICS`, then
+#: :data:`RELIABILITY_METRICS`.
+ALL_METRICS: dict[str, Metric] = {**METRICS, **ENERGY_METRICS, **RELIABILITY_METRICS}
 
 
 @dataclass(frozen=True)
 class Summary:
-    """Run-level metrics; one field per key of :data:`METRICS` (same names, same order), and ``energy`` when the
-    run was summarised with an energy model (its keys are those of :data:`ENERGY_METRICS`)."""
+    """Run-level metrics; one field per key of :data:`METRICS` (same names, same order), ``energy`` when the run
+    was summarised with an energy model (its keys are those of :data:`ENERGY_METRICS`) and ``reliability`` when the
+    run modelled failures (the keys of :data:`RELIABILITY_METRICS`)."""
 
     jobs: int
     completed: int
@@ -166,20 +196,25 @@ class Summary:
     preemptions: int
     lost_gpu_h: float
     energy: EnergySummary | None = None
+    reliability: ReliabilitySummary | None = None
 
     def to_dict(self) -> dict[str, int | float | None]:
         """``{metric: value}`` ready for JSON: plain ``int``/``float``, NaN (undefined) written as ``None``; the
-        keys of :data:`METRICS`, then those of :data:`ENERGY_METRICS` when there is an ``energy``."""
-        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "energy"}
-        if self.energy is not None:
-            values.update(self.energy.to_dict())
+        keys of :data:`METRICS`, then those of :data:`ENERGY_METRICS` when there is an ``energy``, then those of
+        :data:`RELIABILITY_METRICS` when there is a ``reliability``."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("energy", "reliability")}
+        for part in (self.energy, self.reliability):
+            if part is not None:
+                values.update(part.to_dict())
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in values.items()}
 
     def value(self, key: str) -> float | int:
-        """The value of metric ``key`` (of :data:`METRICS`, or of :data:`ENERGY_METRICS`: NaN without an
-        ``energy``)."""
+        """The value of metric ``key`` (of :data:`METRICS`; of :data:`ENERGY_METRICS` or
+        :data:`RELIABILITY_METRICS`: NaN without that part)."""
         if key in ENERGY_METRICS:
             return math.nan if self.energy is None else getattr(self.energy, key)
+        if key in RELIABILITY_METRICS:
+            return math.nan if self.reliability is None else getattr(self.reliability, key)
         return getattr(self, key)
 
 
@@ -299,9 +334,10 @@ def summarize(result: Result, energy: EnergyModel | None = None) -> Summary:
     completed = int(done.sum())
     wait = per.wait_s[done]
     jct = per.jct_s[done]
-    if completed:
+    ended = result.status != UNSCHEDULABLE
+    if ended.any():
         first_submit = float(per.submit_s.min())
-        makespan = float(result.end_s[done].max()) - first_submit
+        makespan = float(result.end_s[ended].max()) - first_submit
     else:
         first_submit, makespan = 0.0, 0.0
     busy = gpu_busy_s(result)
@@ -310,7 +346,7 @@ def summarize(result: Result, energy: EnergyModel | None = None) -> Summary:
     return Summary(
         jobs=result.n_jobs,
         completed=completed,
-        unschedulable=result.n_jobs - completed,
+        unschedulable=int((result.status == UNSCHEDULABLE).sum()),
         **dict(zip(("mean_wait_s", "p50_wait_s", "p95_wait_s", "p99_wait_s", "max_wait_s"), _stats(wait))),
         **dict(zip(("mean_jct_s", "p50_jct_s", "p95_jct_s", "p99_jct_s", "max_jct_s"), _stats(jct))),
         mean_bounded_slowdown=float(per.bounded_slowdown[done].mean()) if completed else math.nan,
@@ -324,6 +360,8 @@ def summarize(result: Result, energy: EnergyModel | None = None) -> Summary:
         preemptions=int(result.preemptions.sum()),
         lost_gpu_h=float(result.lost_gpu_s.sum()) / 3600.0,
         energy=None if energy is None else summarize_energy(result, energy, first_submit, first_submit + makespan),
+        reliability=(summarize_reliability(result, per.gpu_s, first_submit, first_submit + makespan)
+                     if failures_modelled(result) else None),
     )
 
 
@@ -332,11 +370,12 @@ def job_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame
 
     Columns: ``job_id, name, user, job_type, submit_s, start_s`` (first start), ``end_s, run_s, wait_s,
     jct_s, slowdown, bounded_slowdown, gpus, gpu_fraction, vram_gib, gpu_type`` (type of the GPUs of its last
-    run segment, ``""`` if it never ran), ``status`` (``"completed"`` or ``"unschedulable"``),
+    run segment, ``""`` if it never ran), ``status`` (``"completed"``, ``"unschedulable"`` or ``"failed"``),
     ``preemptions, gpu_s`` (busy GPU-seconds), ``comm_overhead_gpu_s, lost_gpu_s, estimate_s, duration_s``
     (reference duration), ``reason`` (why it is unschedulable, else ``""``). Time columns are NaN for
-    unschedulable jobs. With ``energy``, also ``energy_kwh, cost_usd, co2_kg``
-    (:func:`engine.analysis.energy.job_energy`; 0 for jobs that never ran).
+    unschedulable jobs, the per-job ones (``run_s``, ``wait_s``, ...) for failed ones too. With ``energy``, also
+    ``energy_kwh, cost_usd, co2_kg`` (:func:`engine.analysis.energy.job_energy`; 0 for jobs that never ran); when the
+    run modelled failures, also the columns of :func:`engine.analysis.reliability.job_reliability`.
     """
     per = _per_job(result)
     lay = result.cluster.layout
@@ -358,7 +397,7 @@ def job_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame
         "gpu_fraction": np.array([j.gpu_fraction for j in jobs], dtype=float),
         "vram_gib": np.array([j.vram_gib for j in jobs], dtype=float),
         "gpu_type": [lay.type_names[lay.gpu_type[g[0]]] if g else "" for g in result.gpu_ids],
-        "status": np.where(per.done, "completed", "unschedulable"),
+        "status": np.array(STATUS_NAMES)[result.status],
         "preemptions": result.preemptions,
         "gpu_s": per.gpu_s,
         "comm_overhead_gpu_s": result.comm_overhead_gpu_s,
@@ -370,6 +409,9 @@ def job_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame
     if energy is not None:
         for column, values in job_energy(result, energy).items():
             frame[column] = values
+    if failures_modelled(result):
+        for column, values in job_reliability(result).items():
+            frame[column] = values
     return frame
 
 
@@ -379,10 +421,13 @@ def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFram
     Columns: ``user, jobs, completed, unschedulable, mean_wait_s, p95_wait_s, max_wait_s, mean_jct_s,
     mean_bounded_slowdown`` (over the user's completed jobs; NaN if none), ``gpu_h`` (busy GPU-hours),
     ``gpu_share`` (the user's share of all busy GPU-seconds; 0 when nothing ran), ``preemptions``; with
-    ``energy``, also ``energy_kwh, cost_usd, co2_kg``, the sums of the user's jobs (:func:`job_frame`).
+    ``energy``, also ``energy_kwh, cost_usd, co2_kg``, the sums of the user's jobs (:func:`job_frame`); when the
+    run modelled failures, also ``failed`` (the user's jobs that ended failed).
     """
     jobs = job_frame(result, energy)
     jobs["done"] = jobs["status"] == "completed"
+    jobs["never_ran"] = jobs["status"] == "unschedulable"
+    jobs["failed"] = jobs["status"] == "failed"
     grouped = jobs.groupby("user", sort=True)
     frame = pd.DataFrame({
         "jobs": grouped.size(),
@@ -395,7 +440,9 @@ def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFram
         "gpu_h": grouped["gpu_s"].sum() / 3600.0,
         "preemptions": grouped["preemptions"].sum().astype(np.int64),
     })
-    frame.insert(2, "unschedulable", frame["jobs"] - frame["completed"])
+    frame.insert(2, "unschedulable", grouped["never_ran"].sum().astype(np.int64))
+    if failures_modelled(result):
+        frame.insert(3, "failed", grouped["failed"].sum().astype(np.int64))
     total = frame["gpu_h"].sum()
     frame.insert(len(frame.columns) - 1, "gpu_share", frame["gpu_h"] / total if total > 0 else 0.0)
     if energy is not None:
@@ -406,7 +453,8 @@ def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFram
 
 def compare(results: Mapping[str, Result | Summary]) -> pd.DataFrame:
     """Rows = metric keys (in :data:`METRICS` order, then :data:`ENERGY_METRICS`'s when any summary has an
-    energy part; NaN in the columns without one), columns = the names of ``results`` (in order).
+    energy part, then :data:`RELIABILITY_METRICS`'s when any has a reliability part; NaN in the columns without
+    one), columns = the names of ``results`` (in order).
 
     Values may be Results or already computed Summaries (so callers that print both need not summarise twice).
     """
@@ -414,6 +462,8 @@ def compare(results: Mapping[str, Result | Summary]) -> pd.DataFrame:
     keys = list(METRICS)
     if any(s.energy is not None for s in summaries.values()):
         keys += list(ENERGY_METRICS)
+    if any(s.reliability is not None for s in summaries.values()):
+        keys += list(RELIABILITY_METRICS)
     columns = {name: [s.value(k) for k in keys] for name, s in summaries.items()}
     return pd.DataFrame(columns, index=pd.Index(keys, name="metric"), dtype=float)
 
@@ -427,7 +477,7 @@ def best_columns(table: pd.DataFrame, *, rel_tol: float = 1e-9) -> dict[str, tup
     """
     out: dict[str, tuple[str, ...]] = {}
     for key, row in table.iterrows():
-        metric = METRICS.get(str(key)) or ENERGY_METRICS.get(str(key))
+        metric = ALL_METRICS.get(str(key))
         if metric is None or metric.better is None:
             continue
         vals = row.dropna()

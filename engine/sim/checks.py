@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.errors import StallError
 from engine.sim.cluster import Layout
 from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy
@@ -54,6 +55,8 @@ class DecisionChecks:
         self._occ = occupancy
         self._job_shape = shapes.job_shape
         self._shape_type_ok = shapes.type_ok
+        self._shape_gpus = shapes.gpus
+        self._lay = layout
         self._gpu_type: list[int] = layout.gpu_type.tolist()
         self._n_gpus: int = layout.n_gpus
         self._type_names = layout.type_names
@@ -80,6 +83,25 @@ class DecisionChecks:
                 return f"wake-up time {at_s!r} must be a finite time after now ({now_s:g} s)"
             return None
         return f"unknown decision {d!r}; expected Start, Preempt or Wake"
+
+    def can_host(self, job: Job) -> np.ndarray:
+        """Boolean mask over GPUs that could take ``job`` (or one of its GPUs) right now."""
+        elig = self._shape_gpus[self._job_shape[job.job_id]]
+        occ = self._occ
+        occ.sync()
+        if job.gpu_fraction >= 1.0:
+            return elig & (occ.np_tenants == 0)
+        need_vram = job.vram_gib if job.vram_gib > 0 else job.gpu_fraction * self._lay.type_vram_gib[self._lay.gpu_type]
+        return elig & (occ.np_free >= job.gpu_fraction - FRACTION_EPS) & (occ.np_free_vram >= need_vram - FRACTION_EPS)
+
+    def stall(self, scheduler_name: str, now_s: float, waiting: list[int]) -> StallError:
+        """The error of a run stalled at ``now_s`` with jobs ``waiting`` (in queue order) and nothing else to do."""
+        j = waiting[0]
+        job = self._jobs[j]
+        return StallError(
+            f"scheduler {scheduler_name!r} stalled at t={now_s:g} s: {len(waiting)} job(s) wait, "
+            f"nothing runs, nothing starts and no event is pending (first waiting: job {j}, "
+            f"{job.gpus} GPU(s) x {job.gpu_fraction:g}, {job.vram_gib:g} GiB)")
 
     def describe(self, j: int) -> str:
         """Where job ``j`` is in the run, in words ("waiting", "running", ...)."""

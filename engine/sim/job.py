@@ -40,6 +40,8 @@ class Job:
         allowed_types: GPU type names the job may run on; empty means any type.
         estimate_s: the user's requested or estimated run time in seconds (what schedulers see).
         name: the job's id in the original trace, for reports.
+        failed: the trace recorded this job as failed (an SWF status 0): it runs its recorded ``duration_s`` and
+            ends ``FAILED`` (a job the run's failure model makes crash is another matter: ``engine.sim.failures``).
 
     Construction checks every field and raises ``ValueError`` naming the job and the field. Numbers are stored
     as Python ``float`` and ``int`` (numpy scalars are converted), ``user``, ``job_type`` and ``name`` as
@@ -58,10 +60,12 @@ class Job:
     allowed_types: frozenset[str]
     estimate_s: float
     name: str
+    failed: bool
 
     def __init__(self, job_id: Any, submit_s: Any, duration_s: Any, gpus: Any = 1, gpu_fraction: Any = 1.0,
                  vram_gib: Any = 0.0, user: Any = "user0", job_type: Any = "batch", priority: Any = 0,
-                 allowed_types: Any = _ANY_TYPE, estimate_s: Any = math.nan, name: Any = "") -> None:
+                 allowed_types: Any = _ANY_TYPE, estimate_s: Any = math.nan, name: Any = "",
+                 failed: Any = False) -> None:
         j = _integer(job_id, "job_id", job_id)
         submit = _real(j, "submit_s", submit_s)
         if not (math.isfinite(submit) and submit >= 0):
@@ -89,8 +93,12 @@ class Job:
         # at every run, and a shared set is hashed once and compared by identity (and 100,000 jobs do not hold
         # 100,000 empty sets).
         types = _TYPE_SETS.setdefault(types, types)
+        if failed is not False and failed is not True:
+            if failed not in (0, 1):  # numpy booleans and 0/1 compare equal; anything else is an error
+                raise ValueError(f"job {j}: failed must be true or false, got {failed!r}")
+            failed = bool(failed)
         values = (j, submit, duration, int(gpus), fraction, vram, str(user), str(job_type),
-                  _integer(j, "priority", priority), types, estimate, str(name))
+                  _integer(j, "priority", priority), types, estimate, str(name), failed)
         for field, value in zip(_FIELDS, values):  # frozen: the fields are set once, here
             _PUT(self, field, value)
 
@@ -110,7 +118,7 @@ class Job:
 
 #: The fields in the order __init__ takes them.
 _FIELDS: Final = ("job_id", "submit_s", "duration_s", "gpus", "gpu_fraction", "vram_gib", "user", "job_type",
-                  "priority", "allowed_types", "estimate_s", "name")
+                  "priority", "allowed_types", "estimate_s", "name", "failed")
 
 
 def _real(job_id: object, field: str, value: Any) -> float:

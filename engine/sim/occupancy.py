@@ -19,7 +19,9 @@ and ``shared``, the GPUs that hold fractional jobs as a sorted list: placement r
 step along a list costs far less than one along a bitmask of a thousand GPUs (every bit operation on such a
 mask builds a new big integer).
 
-"Idle" means no tenant at all; a GPU shared by fractional jobs is not idle.
+"Idle" means no tenant at all; a GPU shared by fractional jobs is not idle. A node that is down (failed, not yet
+repaired: :mod:`engine.sim.failures`) holds each of its GPUs as a whole-GPU tenant would, so every index above
+counts them as taken and no placement rule finds them.
 
 Compiled, like the other hot modules; its idioms are explained once in ARCHITECTURE.md.
 """
@@ -60,6 +62,8 @@ class Occupancy:
         nodes_with, node_idle: the bitmask indexes described in the module docstring.
         shared: GPUs that hold fractional jobs, ascending.
         type_nodes: per GPU type, the bitmask of its nodes.
+        node_down: whether each node is down (failed, under repair); node_failures: how many times each node has
+            failed so far (what a failure-aware scheduler reads); up_gpus: GPUs on nodes that are up.
         released: every GPU a job has left, in order (a GPU once per job leaving it): a scheduler that
             remembers where it read up to knows which GPUs gained room since.
         taken: every GPU a job has started on, in order (a GPU once per job taking it): likewise, the GPUs
@@ -70,7 +74,7 @@ class Occupancy:
                  "free", "free_vram", "tenants", "node_free", "np_free", "np_free_vram", "np_tenants",
                  "np_node_free", "mv_free", "mv_free_vram", "mv_tenants", "mv_node_free", "idle_gpus", "type_idle",
                  "nodes_with", "node_idle", "shared", "type_nodes", "released", "taken", "synced_taken",
-                 "synced_released")
+                 "synced_released", "node_gpus", "node_down", "node_failures", "up_gpus")
 
     def __init__(self, layout: Layout) -> None:
         self.gpu_node: list[int] = layout.gpu_node.tolist()
@@ -79,8 +83,12 @@ class Occupancy:
         self.gpu_vram: list[float] = [type_vram[t] for t in self.gpu_type]
         self.node_first: list[int] = layout.node_first_gpu.tolist()
         self.node_type: list[int] = layout.node_type.tolist()
-        node_gpus: list[int] = layout.node_gpus.tolist()
+        self.node_gpus: list[int] = layout.node_gpus.tolist()
+        node_gpus = self.node_gpus
         n = len(self.gpu_node)
+        self.node_down = [False] * len(node_gpus)
+        self.node_failures = [0] * len(node_gpus)
+        self.up_gpus = n
         self.free = [1.0] * n
         self.free_vram = list(self.gpu_vram)
         self.tenants = [0] * n
@@ -170,6 +178,23 @@ class Occupancy:
         self.type_idle[t] = self.type_idle[t] + len(gpus)
         self.idle_gpus += len(gpus)
         self.released.extend(gpus)
+
+    def take_down(self, node: int) -> None:
+        """``node`` fails: its GPUs, idle (its jobs have stopped), are held until :meth:`bring_up`."""
+        first = self.node_first[node]
+        count = self.node_gpus[node]
+        self.take_whole(tuple(range(first, first + count)))
+        self.node_down[node] = True
+        self.node_failures[node] = self.node_failures[node] + 1
+        self.up_gpus -= count
+
+    def bring_up(self, node: int) -> None:
+        """``node`` is repaired: its GPUs are idle again."""
+        first = self.node_first[node]
+        count = self.node_gpus[node]
+        self.release_whole(tuple(range(first, first + count)))
+        self.node_down[node] = False
+        self.up_gpus += count
 
     def share_vram_gib(self, g: int, fraction: float, vram_gib: float) -> float:
         """GiB a fractional tenant holds on GPU ``g``: its request ``vram_gib``, or without one (0) its

@@ -2,8 +2,8 @@
 
 :class:`RunOptions` is the one record of them, read by :class:`~engine.sim.simulator.Simulation` (its
 ``options``) and carried whole by a scenario file, so that the file reproduces the run. Today it holds the
-preemption model and the energy model (power, price, carbon: read by the metrics, never by the simulation); the
-failure and deadline models join it next, each the same way:
+preemption model, the failure model (nodes that break, jobs that crash) and the energy model (power, price,
+carbon: read by the metrics, never by the simulation); the deadline model joins it next, the same way:
 
 1. a frozen record with ``to_dict()`` and ``from_dict(data, where)`` (like :class:`PreemptionModel`), whose
    bounds live in one table of checks used by both its constructor and ``from_dict``;
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from numbers import Real
 from typing import Any
 
@@ -53,7 +53,8 @@ def _check_bounds(
 
 @dataclass(frozen=True)
 class PreemptionModel:
-    """What a preempted job loses.
+    """What a stopped job loses, whether a scheduler preempted it or a failure stopped it (what its checkpoints
+    cost is the failure model's ``checkpoint_cost_s``: :class:`FailureModel`).
 
     Attributes:
         checkpoint_interval_s: the job checkpoints every this many seconds of reference work; on preemption
@@ -80,6 +81,166 @@ class PreemptionModel:
         reject_unknown_keys(data, set(_PREEMPTION_BOUNDS), where, OptionsError)
         _check_bounds(data, _PREEMPTION_BOUNDS, where)
         return cls(**data)
+
+
+#: Hours in a day, for rates quoted per node-day.
+_H_PER_DAY = 24.0
+#: Repair times of AIReSim's defaults (karthikp-ubc/airesim, ``airesim/params.py``): an automatic repair takes
+#: 2 h; 80 % of them do not work and a manual repair takes 2 days.
+AIRESIM_AUTO_REPAIR_H = 2.0
+AIRESIM_MANUAL_REPAIR_H = 48.0
+AIRESIM_MANUAL_SHARE = 0.80
+#: When in its run a failing job fails: at ``U ** skew`` of it (``U`` uniform), so most fail early. Skew 3 puts the
+#: mean at 1/4 of the run: an estimate, fitted loosely to failed jobs holding far less GPU time than their share of
+#: jobs (Acme Seren: 42.9 % of jobs, 12.4 % of GPU time, a ratio of 0.29; Helios: 15.5 % and 9.3 %, 0.6; from the
+#: AcmeTrace and HeliosArtifact summary CSVs).
+DEFAULT_JOB_FAILURE_SKEW = 3.0
+
+_REPAIR_LAWS = ("fixed", "exponential")
+_MTBF_PER = ("node", "gpu")
+_share = (lambda v: _is_number(v) and 0 <= v <= 1, "a number from 0 to 1")
+_FAILURE_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "mtbf_h": (lambda v: v is None or (_is_number(v) and v > 0), "a number of hours > 0 or null (nodes never fail)"),
+    "mtbf_per": (lambda v: v in _MTBF_PER, f"one of {', '.join(_MTBF_PER)}"),
+    "weibull_shape": (lambda v: _is_number(v) and 0.1 <= v <= 10, "a number from 0.1 to 10 (1: exponential)"),
+    "repair_h": (lambda v: _is_number(v) and v >= 0, "a number of hours >= 0"),
+    "repair_law": (lambda v: v in _REPAIR_LAWS, f"one of {', '.join(_REPAIR_LAWS)}"),
+    "manual_repair_share": _share,
+    "manual_repair_h": (lambda v: _is_number(v) and v >= 0, "a number of hours >= 0"),
+    "lemon_share": _share,
+    "lemon_factor": (lambda v: _is_number(v) and v >= 1, "a number >= 1"),
+    "job_failure_rate": _share,
+    "job_failure_skew": (lambda v: _is_number(v) and 0.1 <= v <= 100, "a number from 0.1 to 100 (1: uniform)"),
+    "job_retries": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 100,
+                    "an integer from 0 to 100"),
+    "checkpoint_cost_s": (lambda v: _is_number(v) and v >= 0, "a number of seconds >= 0"),
+}
+
+
+@dataclass(frozen=True)
+class FailureModel:
+    """Nodes that break and jobs that crash (:mod:`engine.sim.failures` draws them; default: neither).
+
+    Node failures: each node is up for a time drawn from a law of mean ``mtbf_h`` (exponential, or Weibull of
+    shape ``weibull_shape``), then down for a repair time; while down its GPUs take no job, and every job with a
+    GPU on it stops as a whole gang, keeps its work up to its last checkpoint, pays the restart overhead (the run's
+    :class:`PreemptionModel`) and returns to the queue. Each node's sequence is drawn from the run's seed and the
+    node alone, so every scheduler meets the same failures.
+
+    Job failures: each job's run fails by itself (its code, not the hardware) with probability
+    ``job_failure_rate``, at ``U ** job_failure_skew`` of the work it has left (``U`` uniform: early, mostly);
+    it then retries through the same path, each retry failing anew with the same probability, up to
+    ``job_retries`` times, after which it ends failed.
+
+    Attributes:
+        mtbf_h: mean hours between failures of a node (``None``: nodes never fail).
+        mtbf_per: ``"node"``, or ``"gpu"``: ``mtbf_h`` is per GPU and a node of ``k`` GPUs fails ``k`` times as
+            often (a per-GPU rate scaled to the node).
+        weibull_shape: shape of the up-time law; 1 is exponential (memoryless), > 1 wear-out, < 1 infant
+            mortality.
+        repair_h: hours a repair takes, fixed or the mean of an exponential (``repair_law``).
+        manual_repair_share: share of repairs that need a slower manual one, of ``manual_repair_h`` hours.
+        lemon_share: share of nodes that are "lemons", failing ``lemon_factor`` times as often as the others
+            (whose mean stays ``mtbf_h``).
+        job_failure_rate, job_failure_skew, job_retries: the job failures above.
+        checkpoint_cost_s: seconds of reference work each checkpoint costs (writing it), every
+            ``preemption.checkpoint_interval_s`` of work, so the interval is a trade-off: frequent checkpoints cost
+            progress, rare ones lose more to each stop (Young/Daly's best interval is about ``sqrt(2 x
+            checkpoint_cost_s x MTBF)``). It needs that interval (:class:`RunOptions` checks). It lives here, not
+            in :class:`PreemptionModel` beside the interval, so that the preemption model's JSON form (in RL
+            configs and model cards) stays as it was.
+    """
+
+    mtbf_h: float | None = None
+    mtbf_per: str = "node"
+    weibull_shape: float = 1.0
+    repair_h: float = AIRESIM_AUTO_REPAIR_H
+    repair_law: str = "fixed"
+    manual_repair_share: float = 0.0
+    manual_repair_h: float = AIRESIM_MANUAL_REPAIR_H
+    lemon_share: float = 0.0
+    lemon_factor: float = 1.0
+    job_failure_rate: float = 0.0
+    job_failure_skew: float = DEFAULT_JOB_FAILURE_SKEW
+    job_retries: int = 0
+    checkpoint_cost_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_bounds(self.to_dict(), _FAILURE_BOUNDS, "failures")
+
+    @property
+    def nodes_fail(self) -> bool:
+        return self.mtbf_h is not None
+
+    @property
+    def jobs_fail(self) -> bool:
+        return self.job_failure_rate > 0
+
+    @property
+    def active(self) -> bool:
+        """Whether anything fails or checkpoints cost anything (off: the run is the run without the model, bit for
+        bit)."""
+        return self.nodes_fail or self.jobs_fail or self.checkpoint_cost_s > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "failures") -> FailureModel:
+        """The model of JSON object ``data`` (missing keys take their defaults) or of a preset's name (one of
+        :data:`FAILURE_PRESETS`); ``where`` names it in errors."""
+        if isinstance(data, str):
+            return failure_preset(data, where)
+        if not isinstance(data, Mapping):
+            raise OptionsError(f"{where} must be a preset name ({', '.join(FAILURE_PRESETS)}) or an object with "
+                               f"{', '.join(_FAILURE_BOUNDS)}")
+        reject_unknown_keys(data, set(_FAILURE_BOUNDS), where, OptionsError)
+        _check_bounds(data, _FAILURE_BOUNDS, where)
+        return cls(**data)
+
+    def with_job_failures(self, preset_or_rate: str | float, where: str = "job failures") -> FailureModel:
+        """This model with the job-failure rate of ``preset_or_rate``: a name of :data:`JOB_FAILURE_PRESETS` or a
+        share from 0 to 1."""
+        rate = JOB_FAILURE_PRESETS.get(preset_or_rate) if isinstance(preset_or_rate, str) else preset_or_rate
+        if rate is None or not _share[0](rate):
+            raise OptionsError(f"{where} must be one of {', '.join(JOB_FAILURE_PRESETS)} or a share from 0 to 1, "
+                               f"got {quote(preset_or_rate)}")
+        return replace(self, job_failure_rate=float(rate))
+
+
+#: Node-failure presets (``mtbf_h`` per node unless said otherwise):
+#:
+#: * ``none``: nodes never fail (the default).
+#: * ``meta-rsc1``, ``meta-rsc2``: 6.50 and 2.34 failures per 1,000 node-days on Meta's two A100 research clusters
+#:   ("Revisiting Reliability in Large-Scale ML Research Clusters", HPCA'25; the rates via a secondary note):
+#:   MTBF 1000 / 6.50 x 24 = 3,692 h and 1000 / 2.34 x 24 = 10,256 h. Repairs as AIReSim's defaults (the paper's
+#:   repair times are not in our sources): automatic 2 h, 80 % of them followed by a 2-day manual one.
+#: * ``llama3``: Llama 3 405B pre-training, 419 unexpected interruptions in 54 days on 16,384 H100s (the Llama 3
+#:   paper, via press summaries): one per 16,384 x 54 x 24 / 419 = 50,677 GPU-hours, a per-GPU rate scaled to each
+#:   node; repairs as above.
+#: * ``stress``: for teaching, not measured: a node fails every 200 h on average and is back 4 h later
+#:   (exponential), 15 % of nodes lemons failing 5 times as often (AIReSim's share and factor of "bad" servers).
+FAILURE_PRESETS: dict[str, FailureModel] = {
+    "none": FailureModel(),
+    "meta-rsc1": FailureModel(mtbf_h=1000 / 6.50 * _H_PER_DAY, manual_repair_share=AIRESIM_MANUAL_SHARE),
+    "meta-rsc2": FailureModel(mtbf_h=1000 / 2.34 * _H_PER_DAY, manual_repair_share=AIRESIM_MANUAL_SHARE),
+    "llama3": FailureModel(mtbf_h=16_384 * 54 * _H_PER_DAY / 419, mtbf_per="gpu",
+                           manual_repair_share=AIRESIM_MANUAL_SHARE),
+    "stress": FailureModel(mtbf_h=200.0, repair_h=4.0, repair_law="exponential", lemon_share=0.15,
+                           lemon_factor=5.0),
+}
+
+#: Shares of GPU jobs that end failed in real traces (summary CSVs of the AcmeTrace and HeliosArtifact
+#: repositories): Philly 30.5 %, Helios 15.5 %, Acme 40 % (Seren 42.9 %, Kalos 39.7 %).
+JOB_FAILURE_PRESETS: dict[str, float] = {"none": 0.0, "philly": 0.305, "helios": 0.155, "acme": 0.40}
+
+
+def failure_preset(name: Any, where: str = "failures") -> FailureModel:
+    """The :class:`FailureModel` of preset ``name`` (:data:`FAILURE_PRESETS`), or an error naming ``where``."""
+    model = FAILURE_PRESETS.get(name) if isinstance(name, str) else None
+    if model is None:
+        raise OptionsError(f"{where} must be one of {', '.join(FAILURE_PRESETS)} or an object, got {quote(name)}")
+    return model
 
 
 #: Power usage effectiveness by default: the industry's average annual PUE, 1.58 in 2023 (Uptime Institute Global
@@ -191,11 +352,34 @@ class RunOptions:
 
     Attributes:
         preemption: what a preempted job loses (default: nothing).
+        failures: nodes that break, jobs that crash and what checkpoints cost (default: none of them).
         energy: power, prices and carbon, for the energy and cost metrics (no effect on the simulation).
     """
 
     preemption: PreemptionModel = field(default=PreemptionModel(), metadata={"parse": PreemptionModel.from_dict})
+    failures: FailureModel = field(default=FailureModel(), metadata={"parse": FailureModel.from_dict})
     energy: EnergyModel = field(default=EnergyModel(), metadata={"parse": EnergyModel.from_dict})
+
+    def __post_init__(self) -> None:
+        if self.failures.checkpoint_cost_s and self.preemption.checkpoint_interval_s is None:
+            raise OptionsError("options.failures.checkpoint_cost_s needs options.preemption.checkpoint_interval_s "
+                               "(without an interval a job checkpoints only when stopped, at no cost)")
+
+    @property
+    def checkpoint_period_s(self) -> float | None:
+        """Reference work from one checkpoint to the next, the checkpoint's own cost included (``None``: no
+        interval)."""
+        interval = self.preemption.checkpoint_interval_s
+        return None if interval is None else interval + self.failures.checkpoint_cost_s
+
+    def work_s(self, durations_s: list[float]) -> list[float]:
+        """Reference work of jobs of ``durations_s`` seconds with their checkpoints' cost: each duration ``d`` plus
+        ``checkpoint_cost_s`` per checkpoint it writes, ``ceil(d / checkpoint_interval_s) - 1`` (none after its last
+        piece of work); a copy of ``durations_s`` when checkpoints are free."""
+        interval, cost = self.preemption.checkpoint_interval_s, self.failures.checkpoint_cost_s
+        if interval is None or not cost:
+            return list(durations_s)
+        return [d + cost * max(math.ceil(d / interval) - 1, 0) for d in durations_s]
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: ``{field: its to_dict()}``, read back by :meth:`from_dict`."""

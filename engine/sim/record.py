@@ -18,12 +18,15 @@ import numpy as np
 from mypy_extensions import mypyc_attr
 
 from engine.sim.cluster import Cluster
+from engine.sim.failures import FailureCalendar
 from engine.sim.job import Job
-from engine.sim.state import JOB_UNSCHEDULABLE
+from engine.sim.options import RunOptions
+from engine.sim.state import JOB_FAILED, JOB_UNSCHEDULABLE
 
 #: Status codes in :attr:`Result.status`.
 COMPLETED: Final = 0
 UNSCHEDULABLE: Final = 1
+FAILED: Final = 2
 
 
 @mypyc_attr(native_class=False)  # compiled, a plain class still: pickled, compared, replaced like any dataclass
@@ -34,13 +37,21 @@ class Result:
     Attributes:
         scheduler: the scheduler's name.
         cluster, jobs, seed: the inputs.
-        status: ``COMPLETED`` (0) or ``UNSCHEDULABLE`` (1) per job.
+        status: ``COMPLETED`` (0), ``UNSCHEDULABLE`` (1) or ``FAILED`` (2: its run crashed with no retry left; its
+            ``end_s`` is when) per job.
         unschedulable_reasons: ``job_id -> why it can never run on this cluster``.
         first_start_s, end_s: first start and final end, seconds (NaN for unschedulable jobs).
         run_s: total time the job ran, all segments.
         preemptions: times each job was preempted.
         comm_overhead_gpu_s: extra GPU-seconds spent because the job was spread over nodes or racks.
         lost_gpu_s: GPU-seconds of work lost to preemptions (rolled back to a checkpoint).
+        interruptions: times each job was stopped by a node failure.
+        failure_lost_gpu_s: GPU-seconds of work lost to node failures (rolled back to a checkpoint).
+        job_failures: times each job's run crashed by itself (retried or not).
+        crash_lost_gpu_s: GPU-seconds of work lost to crashes that were retried (rolled back to a checkpoint).
+        restart_gpu_s: GPU-seconds of restart overhead paid after stops of any cause.
+        checkpoint_gpu_s: GPU-seconds spent writing the checkpoints each job kept (``checkpoint_cost_s`` each).
+            Lost and overhead GPU-seconds are reference work x GPUs x fraction, as ``lost_gpu_s``.
         gpu_ids: GPUs of each job's last run segment (``()`` when it never ran).
         seg_job, seg_start_s, seg_end_s: one entry per run segment (a job preempted twice has three).
         seg_gpu_ptr, seg_gpu_ids: the GPUs of segment ``i`` are ``seg_gpu_ids[seg_gpu_ptr[i]:seg_gpu_ptr[i+1]]``.
@@ -49,6 +60,9 @@ class Result:
         series_queue, series_running: jobs waiting, jobs running.
         series_busy_gpus: GPUs in use (fractions count as fractions).
         series_stranded_gpus: free GPU capacity on partly used GPUs (fragmented capacity).
+        outage_node, outage_start_s, outage_end_s: one entry per node failure, in the order they began: the node,
+            when it failed, when it was back (NaN: still down when the run ended).
+        options: the run's options.
         decision_points: how many times the scheduler was consulted.
     """
 
@@ -76,6 +90,16 @@ class Result:
     series_running: np.ndarray
     series_busy_gpus: np.ndarray
     series_stranded_gpus: np.ndarray
+    interruptions: np.ndarray
+    failure_lost_gpu_s: np.ndarray
+    job_failures: np.ndarray
+    crash_lost_gpu_s: np.ndarray
+    restart_gpu_s: np.ndarray
+    checkpoint_gpu_s: np.ndarray
+    outage_node: np.ndarray
+    outage_start_s: np.ndarray
+    outage_end_s: np.ndarray
+    options: RunOptions
     decision_points: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -100,6 +124,9 @@ class Recorder:
         self.preemptions = [0] * n
         self.comm_overhead_gpu_s = [0.0] * n
         self.lost_gpu_s = [0.0] * n
+        self.failure_lost_gpu_s = [0.0] * n
+        self.crash_lost_gpu_s = [0.0] * n
+        self.restart_gpu_s = [0.0] * n
         self.gpu_ids: list[tuple[int, ...]] = [()] * n
         self.seg_job: list[int] = []
         self.seg_start_s: list[float] = []
@@ -153,9 +180,17 @@ class Recorder:
         lifecycle: list[int],
         unschedulable_reasons: dict[int, str],
         decision_points: int,
+        options: RunOptions,
+        faults: FailureCalendar,
+        work_s: list[float],
+        work_left_s: list[float],
     ) -> Result:
-        """The :class:`Result` of the finished run (``lifecycle``: each job's final ``JOB_*`` state)."""
-        status = (_ints(lifecycle) == JOB_UNSCHEDULABLE).astype(np.int8)  # UNSCHEDULABLE (1) or COMPLETED (0)
+        """The :class:`Result` of the finished run (``lifecycle``: each job's final ``JOB_*`` state; ``faults``: its
+        failures; ``work_s``, ``work_left_s``: each job's work, checkpoints included, and what was left of it)."""
+        states = _ints(lifecycle)
+        status = np.full(len(lifecycle), COMPLETED, dtype=np.int8)
+        status[states == JOB_UNSCHEDULABLE] = UNSCHEDULABLE
+        status[states == JOB_FAILED] = FAILED
         return Result(
             scheduler=scheduler,
             cluster=cluster,
@@ -181,8 +216,30 @@ class Recorder:
             series_running=_ints(self.series_running),
             series_busy_gpus=_floats(self.series_busy_gpus),
             series_stranded_gpus=_floats(self.series_stranded_gpus),
+            interruptions=_ints(faults.interruptions),
+            failure_lost_gpu_s=_floats(self.failure_lost_gpu_s),
+            job_failures=_ints(faults.job_failures),
+            crash_lost_gpu_s=_floats(self.crash_lost_gpu_s),
+            restart_gpu_s=_floats(self.restart_gpu_s),
+            checkpoint_gpu_s=_checkpoint_gpu_s(options, jobs, work_s, work_left_s, states),
+            outage_node=_ints(faults.outage_node),
+            outage_start_s=_floats(faults.outage_start_s),
+            outage_end_s=_floats(faults.outage_end_s),
+            options=options,
             decision_points=decision_points,
         )
+
+
+def _checkpoint_gpu_s(options: RunOptions, jobs: tuple[Job, ...], work_s: list[float], work_left_s: list[float],
+                      states: np.ndarray) -> np.ndarray:
+    """GPU-seconds each job spent writing checkpoints: ``checkpoint_cost_s`` x the checkpoints in the work it had
+    done when it ended (all of it when it completed), x its GPUs (0 for jobs that never ran)."""
+    period, cost_s = options.checkpoint_period_s, options.failures.checkpoint_cost_s
+    if period is None or not cost_s:
+        return np.zeros(len(jobs))
+    demand = np.array([job.gpus * job.gpu_fraction for job in jobs], dtype=float)
+    written = np.floor((_floats(work_s) - _floats(work_left_s)) / period + 1e-9)
+    return np.where(states == JOB_UNSCHEDULABLE, 0.0, written * cost_s * demand)
 
 
 def _floats(values: list) -> np.ndarray:

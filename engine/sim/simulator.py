@@ -8,9 +8,17 @@ which something is due, and per time what is due then, in the order it was sched
 point, so its place in that list does not matter); arrivals come from the workload sorted by submit time.
 A *decision point* is an event time after which at least one job waits, or a wake-up time a scheduler
 asked for; there the scheduler is asked for decisions, which :meth:`Simulation.apply` validates and applies
-one at a time. Two helpers keep this module to the loop: :mod:`engine.sim.checks` says whether a decision is valid
-(and why not), :mod:`engine.sim.record` records the run and makes its :class:`Result`; the run's options
-(:mod:`engine.sim.options`) say what a preemption costs.
+one at a time. Three helpers keep this module to the loop: :mod:`engine.sim.checks` says whether a decision is valid
+(and why not), :mod:`engine.sim.record` records the run and makes its :class:`Result`, :mod:`engine.sim.failures`
+draws when nodes break and are repaired and where jobs crash (node events come between the others, from their own
+calendar, and only while something is left to do); the run's options (:mod:`engine.sim.options`) say what a
+preemption costs and what fails.
+
+Stops: a job stops short of its end when a scheduler preempts it, when a node it runs on fails, and when its own
+run crashes with retries left; all three take the same path (:meth:`Simulation._interrupt`): the job keeps its work
+up to its last checkpoint, pays the restart overhead and returns to the queue. Out of retries, a crashed job ends
+failed; so does a job its trace records as failed (``Job.failed``), at the end of its recorded run. A job's work
+is its ``duration_s`` plus what its checkpoints cost (``RunOptions.work_s``).
 
 ``simulate(cluster, jobs, scheduler)`` is that loop and nothing more; the Gymnasium environment drives the
 same ``Simulation`` one decision at a time.
@@ -30,17 +38,18 @@ from typing import Any, Callable, Final, Iterable, Sequence
 import numpy as np
 from mypy_extensions import mypyc_attr
 
-from engine.errors import InvalidDecision, StallError
+from engine.errors import InvalidDecision
 from engine.sim.agenda import Agenda
 from engine.sim.checks import DecisionChecks
 from engine.sim.cluster import Cluster
+from engine.sim.failures import FailureCalendar
 from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy
 from engine.sim.options import PreemptionModel, RunOptions
-from engine.sim.record import COMPLETED, UNSCHEDULABLE, Recorder, Result
+from engine.sim.record import COMPLETED, FAILED, UNSCHEDULABLE, Recorder, Result
 from engine.sim.state import (
-    FRACTION_EPS,
     JOB_DONE,
+    JOB_FAILED,
     JOB_PENDING,
     JOB_QUEUED,
     JOB_RUNNING,
@@ -54,7 +63,7 @@ from engine.sim.state import (
     Start,
 )
 
-__all__ = ["COMPLETED", "UNSCHEDULABLE", "Result", "Simulation", "simulate", "unschedulable_reasons"]
+__all__ = ["COMPLETED", "FAILED", "UNSCHEDULABLE", "Result", "Simulation", "simulate", "unschedulable_reasons"]
 
 # This module is compiled; its idioms (Final names, typed lists, a[i] = a[i] + x) are explained once in
 # ARCHITECTURE.md, "The idioms of the hot modules".
@@ -93,7 +102,8 @@ class Simulation:
         cluster: the cluster to simulate.
         jobs: the workload; ``jobs[i].job_id`` must be ``i``. Order of submission is by ``(submit_s, job_id)``.
         options: the run's options (:class:`~engine.sim.options.RunOptions`; default: preempted jobs lose nothing).
-        seed: handed to schedulers through ``ClusterState.seed``; the simulator itself draws no randomness.
+        seed: handed to schedulers through ``ClusterState.seed``; the simulator itself draws nothing but the
+            failures of ``options.failures`` (from this seed alone: :mod:`engine.sim.failures`).
         scheduler_name: used in error messages and in the result.
         on_progress: called as ``on_progress(finished_jobs, total_jobs)`` about every 1 % of jobs.
     """
@@ -115,7 +125,6 @@ class Simulation:
         self._gpu_node: list[int] = lay.gpu_node.tolist()
         self._gpu_type: list[int] = lay.gpu_type.tolist()
         self._node_rack: list[int] = lay.node_rack.tolist()
-        self._n_gpus: int = lay.n_gpus
         self._speeds: dict[str, list[float]] = {}  # job type -> speed on each GPU type
         self._comm_factors: dict[tuple[str, int, int], float] = {}  # (job type, nodes, racks) -> factor
         self._colocation = cluster.colocation_slowdown
@@ -125,6 +134,8 @@ class Simulation:
         submit = [job.submit_s for job in self.jobs]
         self._arrival_order = sorted(range(len(submit)), key=submit.__getitem__)  # stable: ties by job id
         self._arrival_s = [submit[j] for j in self._arrival_order]
+        self._work_s = self.options.work_s([job.duration_s for job in self.jobs])  # checkpoints' cost included
+        self._period = self.options.checkpoint_period_s
         self._reset_state()
 
     def _reset_state(self) -> None:
@@ -141,7 +152,7 @@ class Simulation:
         self._busy = 0.0
         self._shared: dict[int, list[int]] = {}  # gpu -> fractional jobs on it, ascending
         self._state = [JOB_PENDING] * n
-        self._work_left = [j.duration_s for j in self.jobs]
+        self._work_left = list(self._work_s)
         self._last_update = [0.0] * n
         self._comm = [1.0] * n  # communication factor of the current segment
         self._attained = [0.0] * n
@@ -152,6 +163,8 @@ class Simulation:
         self._progress_every = max(1, n // 100)
         self._decision_points = 0
         self._idle_wakes = 0
+        self._faults = FailureCalendar(self.options.failures, self._lay, self.seed, self._work_s)
+        self._fail_left = self._faults.fail_left_s  # where each job's run crashes (0: it does not)
         self._checks = DecisionChecks(self.jobs, self._state, self._occ, self._shapes, self._lay)
         self.state = ClusterState(self, self._shapes, arrival_order=self._arrival_order, queue=self._queue,
                                   running=self._running, occupancy=self._occ, queue_shapes=self._queue_shapes,
@@ -227,13 +240,7 @@ class Simulation:
         return rate, comm
 
     def can_host(self, job: Job) -> np.ndarray:
-        elig = self._shapes.gpus[self._job_shape[job.job_id]]
-        occ = self._occ
-        occ.sync()
-        if job.gpu_fraction >= 1.0:
-            return elig & (occ.np_tenants == 0)
-        need_vram = job.vram_gib if job.vram_gib > 0 else job.gpu_fraction * self._lay.type_vram_gib[self._lay.gpu_type]
-        return elig & (occ.np_free >= job.gpu_fraction - FRACTION_EPS) & (occ.np_free_vram >= need_vram - FRACTION_EPS)
+        return self._checks.can_host(job)
 
     def check(self, d: object) -> str | None:
         """Why decision ``d`` (a :data:`Decision`, or whatever a scheduler handed in) is invalid now, or None."""
@@ -336,10 +343,10 @@ class Simulation:
         version = self._version
         v = version[j] + 1
         version[j] = v
-        self._calendar.push(now + work_left / rate, v * len(version) + j)
+        self._calendar.push(now + (work_left - self._fail_left[j]) / rate, v * len(version) + j)
         view = self.state  # its free-capacity counters are plain attributes, cheap to read
         view.free_gpus = occ.idle_gpus
-        view.free_capacity = self._n_gpus - self._busy
+        view.free_capacity = occ.up_gpus - self._busy
 
     def _retime_tenants(self, g: int) -> None:
         """Recompute rates and completion times of the fractional jobs on GPU ``g`` (its tenancy changed)."""
@@ -371,7 +378,7 @@ class Simulation:
                 version[k] = v
                 # A tenant due to end now (its co-tenant ended first at the same time) may come out a rounding
                 # error short: it ends now, never before, or time would run backwards.
-                end_s = now + left / rate
+                end_s = now + (left - self._fail_left[k]) / rate
                 self._calendar.push(end_s if end_s > now else now, v * len(version) + k)
 
     def _stop(self, j: int) -> RunningJob:
@@ -404,26 +411,33 @@ class Simulation:
         self._rec.segment(j, start_s, now, frac, gpus, demand * elapsed * (1.0 - self._comm[j]))
         view = self.state
         view.free_gpus = occ.idle_gpus
-        view.free_capacity = self._n_gpus - busy
+        view.free_capacity = occ.up_gpus - busy
         view.stops += 1
         return r
 
     def _preempt(self, j: int) -> None:
-        job = self.jobs[j]
         self._stop(j)
-        done = job.duration_s - self._work_left[j]
+        self._interrupt(j, self._rec.lost_gpu_s)
+        self._rec.preemptions[j] = self._rec.preemptions[j] + 1
+
+    def _interrupt(self, j: int, lost_gpu_s: list[float]) -> None:
+        """Job ``j``, just stopped short of its end, keeps its work up to its last checkpoint (the GPU-seconds of
+        the rest add to ``lost_gpu_s[j]``: the column of the stop's cause), pays the restart overhead and
+        returns to the queue."""
+        job = self.jobs[j]
+        done = self._work_s[j] - self._work_left[j]
         kept = self._kept_work_s(done)
-        rec = self._rec
-        rec.lost_gpu_s[j] = rec.lost_gpu_s[j] + (done - kept) * job.gpus * job.gpu_fraction
-        self._work_left[j] = job.duration_s - kept + self.preemption.restart_overhead_s
-        rec.preemptions[j] = rec.preemptions[j] + 1
+        lost_gpu_s[j] = lost_gpu_s[j] + (done - kept) * job.gpus * job.gpu_fraction
+        restart_s = self.preemption.restart_overhead_s
+        self._work_left[j] = self._work_s[j] - kept + restart_s
+        self._rec.restart_gpu_s[j] = self._rec.restart_gpu_s[j] + restart_s * job.gpus * job.gpu_fraction
         self._version[j] = self._version[j] + 1
         self._enqueue(j)
 
     def _kept_work_s(self, done: float) -> float:
-        """Of ``done`` reference seconds of work, what a preemption keeps: all, or up to the last checkpoint."""
-        interval = self.preemption.checkpoint_interval_s
-        return done if interval is None else math.floor(done / interval + _ROUNDING_EPS) * interval
+        """Of ``done`` reference seconds of work, what a stop keeps: all, or up to the last checkpoint."""
+        period = self._period
+        return done if period is None else math.floor(done / period + _ROUNDING_EPS) * period
 
     def preemption_cost_s(self, j: int) -> float:
         """Reference seconds of work that preempting running job ``j`` now would cost it: the work since its
@@ -431,7 +445,7 @@ class Simulation:
         r = self._running.get(j)
         if r is None:
             raise ValueError(f"job {j} is not running ({self._checks.describe(j)})")
-        done = self.jobs[j].duration_s - (self._work_left[j] - (self.now_s - self._last_update[j]) * r.rate)
+        done = self._work_s[j] - (self._work_left[j] - (self.now_s - self._last_update[j]) * r.rate)
         return done - self._kept_work_s(done) + self.preemption.restart_overhead_s
 
     def _enqueue(self, j: int) -> None:
@@ -447,11 +461,10 @@ class Simulation:
 
         Raises :class:`StallError` when jobs wait but no event is left that could ever let them start.
         """
-        calendar, arrival_s, n = self._calendar, self._arrival_s, len(self.jobs)
+        calendar, arrival_s, n, faults = self._calendar, self._arrival_s, len(self.jobs), self._faults
         while True:
             t_arr = arrival_s[self._next_arrival] if self._next_arrival < n else math.inf
-            t_evt = calendar.earliest()
-            now = t_arr if t_arr < t_evt else t_evt
+            now = self._next_s(t_arr)
             if now == math.inf:
                 return self._finish()
             self.now_s = now
@@ -461,6 +474,8 @@ class Simulation:
             while calendar.earliest() == now:
                 for entry in calendar.pop():
                     happened |= self._take_due(entry, now)
+            if faults.next_s == now:
+                happened |= self._take_faults(now)
             if t_arr == now:
                 self._arrive(now)
                 happened |= _ARRIVED
@@ -471,23 +486,65 @@ class Simulation:
                 return True
             self._record()
 
+    def _next_s(self, t_arr: float) -> float:
+        """When the next event is due: the next arrival (``t_arr``), calendar entry or node failure or repair;
+        failures and repairs only while something is left to do (they alone never keep a finished run going)."""
+        t_evt = self._calendar.earliest()
+        now = t_arr if t_arr < t_evt else t_evt
+        t_fault = self._faults.next_s
+        return t_fault if t_fault < now and (now < math.inf or self._queue) else now
+
+    def _take_faults(self, now: float) -> int:
+        """Take the node failures and repairs due now: every job with a GPU on a failed node stops (its whole gang,
+        through :meth:`_interrupt`) and the node's GPUs are held until it is repaired. Returns _COMPLETED (the
+        cluster changed)."""
+        occ, faults, view = self._occ, self._faults, self.state
+        for node in faults.pop(now):
+            if not faults.down[node]:
+                occ.bring_up(node)
+                view.stops += 1  # resources grew: a placement that failed may succeed now
+                continue
+            for j in faults.interrupted(node, self._running):
+                self._stop(j)
+                self._interrupt(j, self._rec.failure_lost_gpu_s)
+            occ.take_down(node)
+        view.free_gpus = occ.idle_gpus
+        view.free_capacity = occ.up_gpus - self._busy
+        return _COMPLETED
+
     def _take_due(self, entry: int, now: float) -> int:
-        """Handle calendar entry ``entry``, due now: _COMPLETED if its job is done, _WOKE for a wake-up, 0 for an
-        entry superseded by a re-timing or a preemption."""
+        """Handle calendar entry ``entry``, due now: _COMPLETED if its job is done (or its run crashed), _WOKE for a
+        wake-up, 0 for an entry superseded by a re-timing or a preemption."""
         if entry == _WAKE:
             return _WOKE
         n = len(self.jobs)
         j = entry % n
         if entry // n != self._version[j] or self._state[j] != JOB_RUNNING:
             return 0
-        self._stop(j)  # the job is done:
-        self._work_left[j] = 0.0
-        self._state[j] = JOB_DONE
+        self._stop(j)
+        if self._fail_left[j] > 0.0:  # the run crashed where the failure calendar drew
+            return self._crash(j, now)
+        self._work_left[j] = 0.0  # the job is done (failed, when its trace says so: it ran its recorded time)
+        self._end(j, now, JOB_FAILED if self.jobs[j].failed else JOB_DONE)
+        return _COMPLETED
+
+    def _crash(self, j: int, now: float) -> int:
+        """Job ``j``'s run, just stopped, crashed by itself: it retries through :meth:`_interrupt` (its next run
+        may crash too, where the calendar drew) or, out of retries, ends failed. Returns _COMPLETED."""
+        if self._faults.crashed(j):
+            self._interrupt(j, self._rec.crash_lost_gpu_s)
+            self._faults.retry(j, self._work_left[j])
+        else:
+            self._end(j, now, JOB_FAILED)
+        return _COMPLETED
+
+    def _end(self, j: int, now: float, lifecycle: int) -> None:
+        """Job ``j`` ends now, done or failed (``lifecycle``)."""
+        self._state[j] = lifecycle
         self._rec.end_s[j] = now
         self._finished += 1
         if self._on_progress is not None and self._finished % self._progress_every == 0:
-            self._on_progress(self._finished, n)
-        return _COMPLETED
+            self._on_progress(self._finished, len(self.jobs))
 
     def _arrive(self, now: float) -> None:
         """Submit the jobs that arrive at ``now``: to the queue, or aside when they can never run."""
@@ -514,18 +571,12 @@ class Simulation:
         return False
 
     def _raise_stall(self) -> None:
-        waiting = list(self._queue)
-        j = waiting[0]
-        job = self.jobs[j]
-        raise StallError(
-            f"scheduler {self.scheduler_name!r} stalled at t={self.now_s:g} s: {len(waiting)} job(s) wait, "
-            f"nothing runs, nothing starts and no event is pending (first waiting: job {j}, "
-            f"{job.gpus} GPU(s) x {job.gpu_fraction:g}, {job.vram_gib:g} GiB)")
+        raise self._checks.stall(self.scheduler_name, self.now_s, list(self._queue))
 
     def _record(self) -> None:
         busy = self._busy
         self._rec.sample(self.now_s, len(self._queue), len(self._running), busy,
-                         self._n_gpus - busy - self._occ.idle_gpus)
+                         self._occ.up_gpus - busy - self._occ.idle_gpus)
 
     # ------------------------------------------------------------------ result
     def result(self) -> Result:
@@ -533,7 +584,7 @@ class Simulation:
         if not self.done:
             raise RuntimeError("the simulation has not finished")
         return self._rec.result(self.scheduler_name, self.cluster, self.jobs, self.seed, self._state, self._reasons,
-                                self._decision_points)
+                                self._decision_points, self.options, self._faults, self._work_s, self._work_left)
 
 
 def simulate(cluster: Cluster, jobs: Sequence[Job], scheduler: Scheduler, *, seed: int = 0,

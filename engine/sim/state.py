@@ -114,7 +114,8 @@ JOB_QUEUED: Final = 1
 JOB_RUNNING: Final = 2
 JOB_DONE: Final = 3
 JOB_UNSCHEDULABLE: Final = 4
-LIFECYCLE_NAMES: Final = ("not yet submitted", "waiting", "running", "finished", "unschedulable")
+JOB_FAILED: Final = 5  # its run crashed and it had no retry left (engine.sim.failures)
+LIFECYCLE_NAMES: Final = ("not yet submitted", "waiting", "running", "finished", "unschedulable", "failed")
 
 
 class ShapeTable:
@@ -195,17 +196,20 @@ class ClusterState:
             These four are read-only numpy arrays, current whenever they are read through this view: read them
             here at each decision point rather than keep them from an earlier one (the engine brings them up to
             date when they are read, not at every start and stop).
-        n_gpus: number of GPUs in the cluster.
+        n_gpus: number of GPUs in the cluster (down ones included).
         free_gpus: number of idle GPUs in the cluster.
         free_capacity: free GPU capacity: idle GPUs plus the free shares of partly used ones.
         occupancy: the engine's own bookkeeping with fast lookup indexes (:class:`engine.sim.occupancy.Occupancy`),
-            for placement rules that need to be fast.
+            for placement rules that need to be fast. Under a failure model a node that is down holds its GPUs
+            (none is free) until it is repaired; ``occupancy.node_down`` says which nodes are, and
+            ``occupancy.node_failures`` how often each has failed so far.
         job_shape: a small integer per job; jobs with equal shape ask for the same resources (GPU count,
             fraction, memory, allowed types), so a placement that fails for one fails for all of them.
         queue_shape_counts: ``shape -> number of waiting jobs`` with that shape (a dict; do not change it).
         user_gpus: ``user -> GPUs in use`` (fractions count as fractions).
-        stops: how many times a running job has stopped (ended or was preempted). Resources grow only when it
-            changes, so a placement that failed cannot succeed before it does.
+        stops: how many times a running job has stopped (ended, was preempted or stopped by a node failure) or a
+            node came back from repair. Resources grow only when it changes, so a placement that failed cannot
+            succeed before it does.
         seed: the run's seed; randomised schedulers derive their generator from it.
         preemption: the run's preemption model (what a preempted job loses; a known policy of the cluster, like
             its checkpoint interval, never a job's true duration).

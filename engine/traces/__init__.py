@@ -201,5 +201,5 @@ def _build_jobs(ctx: ReadContext, *, first: int | None, window: tuple[float, flo
                      column(rows.gpu_fraction), column(rows.vram_gib), strings(rows.user, rows.user_names),
                      strings(rows.job_type, rows.job_types), column(rows.priority),
                      strings(rows.allowed, rows.allowed_sets), column(rows.estimate_s),
-                     [rows.name[k] for k in order_list]))
+                     [rows.name[k] for k in order_list], [bool(f) for f in column(rows.failed)]))
     return jobs, n - len(jobs)

@@ -184,6 +184,7 @@ class Rows:
     user: array = field(default_factory=lambda: array("q"))  # index into user_names
     job_type: array = field(default_factory=lambda: array("q"))  # index into job_types
     allowed: array = field(default_factory=lambda: array("q"))  # index into allowed_sets
+    failed: array = field(default_factory=lambda: array("q"))  # 1: the trace recorded the job as failed
     name: list = field(default_factory=list)
     user_names: list = field(default_factory=list)
     job_types: list = field(default_factory=list)
@@ -197,7 +198,7 @@ class Rows:
 
     def add(self, submit_s: float, duration_s: float, gpus: int, gpu_fraction: float, vram_gib: float,
             user: str, job_type: str, priority: int, allowed_types: frozenset[str], estimate_s: float,
-            name: str) -> None:
+            name: str, failed: bool = False) -> None:
         """Store one job; the values must already satisfy :class:`~engine.sim.job.Job`'s rules."""
         self.submit_s.append(submit_s)
         self.duration_s.append(duration_s)
@@ -209,16 +210,17 @@ class Rows:
         self.user.append(_intern(self._user_ix, self.user_names, user))
         self.job_type.append(_intern(self._type_ix, self.job_types, job_type))
         self.allowed.append(_intern(self._allowed_ix, self.allowed_sets, allowed_types))
+        self.failed.append(1 if failed else 0)
         self.name.append(name)
 
     def extend(self, submit_s, duration_s, gpus, gpu_fraction, vram_gib, user, job_type, priority, allowed,
-               estimate_s, name) -> None:
-        """Store many valid jobs at once: numeric arguments are arrays, ``user``, ``job_type``, ``allowed``
-        (frozensets) and ``name`` are sequences of the same length."""
+               estimate_s, name, failed) -> None:
+        """Store many valid jobs at once: numeric arguments (``failed``: booleans) are arrays, ``user``,
+        ``job_type``, ``allowed`` (frozensets) and ``name`` are sequences of the same length."""
         for col, values, kind in ((self.submit_s, submit_s, "d"), (self.duration_s, duration_s, "d"),
                                   (self.gpus, gpus, "q"), (self.gpu_fraction, gpu_fraction, "d"),
                                   (self.vram_gib, vram_gib, "d"), (self.priority, priority, "q"),
-                                  (self.estimate_s, estimate_s, "d")):
+                                  (self.estimate_s, estimate_s, "d"), (self.failed, failed, "q")):
             col.frombytes(np.ascontiguousarray(values, dtype="f8" if kind == "d" else "i8").tobytes())
         for col, index, names, values in ((self.user, self._user_ix, self.user_names, user),
                                           (self.job_type, self._type_ix, self.job_types, job_type),
@@ -285,8 +287,9 @@ class ReadContext:
     def keep(self, submit_s: float, duration_s: float, *, gpus: int = 1, gpu_fraction: float = 1.0,
              vram_gib: float = 0.0, user: str = "user0", job_type: str = "batch", priority: int = 0,
              allowed_types: frozenset[str] | None = frozenset(), estimate_s: float = math.nan, name: str = "",
-             columns: Columns = CANONICAL) -> None:
-        """Apply the drop rules every format shares, check the values, and store the job.
+             failed: bool = False, columns: Columns = CANONICAL) -> None:
+        """Apply the drop rules every format shares, check the values, and store the job (``failed``: the trace
+        recorded it as failed).
 
         Drops, in this order: ``allowed_types`` is ``None`` (only unknown GPU types named) ->
         ``unknown_gpu_type``; ``gpus <= 0`` -> ``no_gpu``; NaN submit or duration -> ``missing_time``;
@@ -316,7 +319,7 @@ class ReadContext:
             if duration_s > MAX_TIME_S or estimate_s > MAX_TIME_S:
                 raise BadField(columns.duration_s, f"a duration up to {MAX_TIME_S:.0e} seconds", duration_s)
             self.rows.add(submit_s, duration_s, gpus, gpu_fraction, vram_gib, user, job_type, priority,
-                          allowed_types, estimate_s, name)
+                          allowed_types, estimate_s, name, failed)
 
 
 # ------------------------------------------------------------------------------------- headers and rows

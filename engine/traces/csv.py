@@ -18,10 +18,11 @@ column              meaning                                                     
 ``priority``        integer, larger = more important                                       0
 ``allowed_types``   GPU types the job may use, joined by ``|`` (e.g. ``A100-80|H100-80``)  any type
 ``estimate_s``      the user's run-time estimate, seconds (> 0)                            ``duration_s``
+``failed``          ``1`` (or ``true``) when the source recorded the job as failed         ``0``
 ==================  =====================================================================  ===============
 
-:func:`write_csv` writes every column, floats in their shortest exact form, so reading the file back gives
-equal jobs.
+:func:`write_csv` writes every column (``failed`` only when some job failed), floats in their shortest exact form,
+so reading the file back gives equal jobs.
 """
 
 from __future__ import annotations
@@ -36,11 +37,13 @@ import pandas as pd
 
 from engine.io import atomic_open
 from engine.sim.job import Job
-from engine.traces.base import ReadContext, read_header, read_rows, to_float, to_int, to_time
-from engine.traces.fast import keep_frame, numbers, read_chunks, strings
+from engine.traces.base import BadField, ReadContext, read_header, read_rows, to_float, to_int, to_time
+from engine.traces.fast import Fallback, keep_frame, numbers, read_chunks, strings
 
 COLUMNS = ("job_id", "name", "submit_s", "duration_s", "gpus", "gpu_fraction", "vram_gib", "user", "job_type",
-           "priority", "allowed_types", "estimate_s")
+           "priority", "allowed_types", "estimate_s", "failed")
+#: What the ``failed`` column may hold, and what it means.
+FAILED_VALUES = {"": False, "0": False, "false": False, "1": True, "true": True}
 REQUIRED = ("submit_s", "duration_s")
 
 
@@ -64,7 +67,15 @@ def _row(ctx: ReadContext, f: dict[str, str]) -> None:
              estimate_s=to_time(f["estimate_s"], "estimate_s") if get("estimate_s") else math.nan,
              user=get("user") or "user0", job_type=get("job_type") or "batch",
              allowed_types=split_types(get("allowed_types", "")),
-             name=f["name"] if "name" in f else get("job_id", ""))
+             name=f["name"] if "name" in f else get("job_id", ""), failed=to_failed(get("failed", "")))
+
+
+def to_failed(text: str) -> bool:
+    """The ``failed`` column's value (:data:`FAILED_VALUES`, any case), or ``BadField``."""
+    value = FAILED_VALUES.get(text.strip().lower())
+    if value is None:
+        raise BadField("failed", "0, 1, true, false or empty", text)
+    return value
 
 
 def split_types(text: str) -> frozenset[str]:
@@ -98,7 +109,17 @@ def fast(ctx: ReadContext) -> None:
                    gpus=gpus, gpu_fraction=frac, vram_gib=vram, priority=prio, user=text("user", "user0"),
                    job_type=text("job_type", "batch"), allowed=allowed,
                    estimate_s=num("estimate_s", np.nan, time=True),
-                   name=text("name", "") if "name" in chunk else text("job_id", ""))
+                   name=text("name", "") if "name" in chunk else text("job_id", ""),
+                   failed=_failed_column(text("failed", "")))
+
+
+def _failed_column(values: np.ndarray) -> np.ndarray:
+    """The ``failed`` column of a chunk as booleans; ``Fallback`` (the row path names the bad row) on a bad value."""
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object).str.lower())
+    meaning = [FAILED_VALUES.get(u) for u in uniques]
+    if None in meaning:
+        raise Fallback
+    return np.array(meaning, dtype=bool)[codes] if len(values) else np.zeros(0, dtype=bool)
 
 
 def write_csv(jobs: Iterable[Job], path: str | Path) -> Path:
@@ -126,14 +147,16 @@ def write_csv(jobs: Iterable[Job], path: str | Path) -> Path:
                                  "which UTF-8 cannot encode (a lone surrogate)") from None
         rows.append(("\r" in text, (j.job_id, j.name, repr(float(j.submit_s)), repr(float(j.duration_s)), j.gpus,
                                      repr(float(j.gpu_fraction)), repr(float(j.vram_gib)), j.user, j.job_type,
-                                     j.priority, types, repr(float(j.estimate_s)))))
+                                     j.priority, types, repr(float(j.estimate_s)), int(j.failed))))
+    # the failed column only when it says something: files of jobs that never failed stay as they were
+    width = len(COLUMNS) if any(row[-1] for _, row in rows) else len(COLUMNS) - 1
     path = Path(path)
     with atomic_open(path, "w", encoding="utf-8", newline="") as f:
         plain = csv.writer(f, lineterminator="\n")
         # csv quotes fields holding the line terminator ("\n") but not a lone "\r", which readers take for a
         # line end: rows with one are written fully quoted.
         quoted = csv.writer(f, lineterminator="\n", quoting=csv.QUOTE_ALL)
-        plain.writerow(COLUMNS)
+        plain.writerow(COLUMNS[:width])
         for has_cr, row in rows:
-            (quoted if has_cr else plain).writerow(row)
+            (quoted if has_cr else plain).writerow(row[:width])
     return path

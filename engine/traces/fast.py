@@ -126,8 +126,10 @@ def keep_frame(ctx: ReadContext, *, submit_s: np.ndarray, duration_s: np.ndarray
                gpu_fraction: np.ndarray | float = 1.0, vram_gib: np.ndarray | float = 0.0,
                user: np.ndarray | str = "user0", job_type: np.ndarray | str = "batch",
                priority: np.ndarray | int = 0, allowed: np.ndarray | list | None = None,
-               estimate_s: np.ndarray | float = np.nan, name: np.ndarray) -> None:
-    """Vectorised :meth:`ReadContext.keep` for one chunk (``allowed``: frozensets, ``None`` = unknown types)."""
+               estimate_s: np.ndarray | float = np.nan, name: np.ndarray,
+               failed: np.ndarray | bool = False) -> None:
+    """Vectorised :meth:`ReadContext.keep` for one chunk (``allowed``: frozensets, ``None`` = unknown types;
+    ``failed``: the jobs the trace recorded as failed)."""
     n = len(submit_s)
     ctx.n_rows += n
 
@@ -158,4 +160,5 @@ def keep_frame(ctx: ReadContext, *, submit_s: np.ndarray, duration_s: np.ndarray
         if count:
             ctx.dropped[reason] += count
     ctx.rows.extend(submit_s[keep], k_dur, k_gpus, k_frac, k_vram, full(user, object)[keep],
-                    full(job_type, object)[keep], prio[keep], allowed_arr[keep], k_est, list(name[keep]))
+                    full(job_type, object)[keep], prio[keep], allowed_arr[keep], k_est, list(name[keep]),
+                    full(failed, "i8")[keep])

@@ -28,6 +28,7 @@ class TraceReport:
         examples: messages of the first few malformed rows skipped with ``skip_bad``.
         unit_warning: a sentence when the times look read in the wrong unit (see
             :mod:`engine.traces.plausibility`), else empty.
+        failed: kept jobs the trace recorded as failed (:attr:`~engine.sim.job.Job.failed`).
     """
 
     rows: int
@@ -40,6 +41,7 @@ class TraceReport:
     gpu_histogram: dict[str, int] = field(default_factory=dict)
     examples: tuple[str, ...] = ()
     unit_warning: str = ""
+    failed: int = 0
 
     @property
     def dropped_total(self) -> int:
@@ -67,6 +69,7 @@ class TraceReport:
             "gpu_histogram": dict(self.gpu_histogram),
             "examples": list(self.examples),
             "unit_warning": self.unit_warning,
+            "failed": self.failed,
         }
 
 
@@ -94,4 +97,5 @@ def make_report(jobs: Sequence[Job], *, rows: int, dropped: dict[str, int], trim
         gpu_histogram=gpu_histogram(jobs),
         examples=tuple(examples),
         unit_warning=unit_warning,
+        failed=sum(j.failed for j in jobs),
     )

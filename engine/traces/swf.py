@@ -2,7 +2,7 @@
 
 One job a line, 18 whitespace-separated numbers, ``-1`` meaning unknown; lines starting with ``;`` are
 header comments. Fields used (1-based): 1 job id, 2 submit time (s), 4 run time (s), 5 allocated
-processors, 8 requested processors, 9 requested time (s), 12 user id.
+processors, 8 requested processors, 9 requested time (s), 11 status, 12 user id.
 
 Mapping to jobs (one processor = one GPU; a reference-speed GPU, so run times are kept as they are):
 
@@ -13,6 +13,9 @@ Mapping to jobs (one processor = one GPU; a reference-speed GPU, so run times ar
 * estimate = requested time (field 9) when > 0, else the run time. Users' estimates can be shorter than the
   run time (KTH: 475 jobs ran longer than requested); they are kept as given.
 * user = ``u<field 12>`` (``unknown`` for -1); job type ``batch``; name = the job id (field 1).
+* failed = status (field 11) is 0, "failed" in the SWF definition: the job runs its recorded time and ends
+  failed (:attr:`~engine.sim.job.Job.failed`). Other statuses (1 completed, 5 cancelled, -1 unknown, ...) run
+  as completed jobs.
 
 Cite the archive and the site named in the file's ``; Acknowledge:`` line (see ``sample_traces/README.md``).
 """
@@ -37,6 +40,8 @@ from engine.traces.base import (
 from engine.traces.fast import CHUNK_ROWS, Fallback, keep_frame
 
 N_FIELDS = 18
+#: Field 11's code for a job that failed (the SWF definition: 1 completed, 0 failed, 5 cancelled).
+FAILED_STATUS = 0
 FIELD_NAMES = ("job_id", "submit", "wait", "run_time", "allocated_processors", "avg_cpu_time", "used_memory",
                "requested_processors", "requested_time", "requested_memory", "status", "user", "group",
                "app", "queue", "partition", "preceding_job", "think_time")
@@ -63,10 +68,12 @@ def _row(ctx: ReadContext, f: list[str]) -> None:
     allocated = to_int(f[4], _col(4))
     requested = to_int(f[7], _col(7))
     req_time = to_time(f[8], _col(8))
+    status = to_int(f[10], _col(10))
     user = to_int(f[11], _col(11))
     gpus = requested if requested > 0 else allocated
     ctx.keep(submit if submit >= 0 else math.nan, run, gpus=gpus,
              user="unknown" if user < 0 else f"u{user}", estimate_s=req_time if req_time > 0 else run, name=f[0],
+             failed=status == FAILED_STATUS,
              columns=Columns(gpus=_col(7 if requested > 0 else 4), duration_s=_col(3), estimate_s=_col(8)))
 
 
@@ -91,18 +98,18 @@ def fast(ctx: ReadContext) -> None:
 def _fast_chunk(ctx: ReadContext, rows: list[list[str]]) -> None:
     table = np.array(rows, dtype=object)
     try:  # object -> float64 calls Python's float() on each field, as the row path does
-        values = table[:, [1, 3, 4, 7, 8, 11]].astype(np.float64)
+        values = table[:, [1, 3, 4, 7, 8, 11, 10]].astype(np.float64)
     except (TypeError, ValueError):
         raise Fallback from None
     if not np.isfinite(values).all():
         raise Fallback
-    submit, run, allocated, requested, req_time, user = values.T
+    submit, run, allocated, requested, req_time, user, status = values.T
     if (np.abs(values[:, [0, 1, 4]]) > MAX_TIME_S).any():
         raise Fallback
-    ints = values[:, [2, 3, 5]]
+    ints = values[:, [2, 3, 5, 6]]
     if (ints != np.floor(ints)).any() or (np.abs(ints) >= MAX_INT).any():
         raise Fallback
     users = np.array(["unknown" if u < 0 else f"u{u}" for u in user.astype(np.int64).tolist()], dtype=object)
     keep_frame(ctx, submit_s=np.where(submit >= 0, submit, np.nan), duration_s=run,
                gpus=np.where(requested > 0, requested, allocated), user=users,
-               estimate_s=np.where(req_time > 0, req_time, run), name=table[:, 0])
+               estimate_s=np.where(req_time > 0, req_time, run), name=table[:, 0], failed=status == FAILED_STATUS)

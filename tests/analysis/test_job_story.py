@@ -10,6 +10,7 @@ from engine.analysis.metrics import summarize
 from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec
 from engine.analysis.seeds import ci_frame, seed_variants
 from engine.sim.cluster import parse_cluster
+from engine.sim.simulator import FAILED
 
 CLUSTER = parse_cluster("1x4:generic")  # speed 1: run times equal the reference durations
 #: Job 0 holds all 4 GPUs for 100 s; job 1 (4 GPUs) must wait for it; under sjf the shorter job 2, submitted
@@ -51,3 +52,11 @@ def test_seed_variants_and_the_ci_table():
         seed_variants(Scenario(workload=WorkloadSpec(source="trace", trace_sha256="ab" * 32, trace_name="t.csv")), 2)
     with pytest.raises(ScenarioError, match="between 1 and 20"):
         seed_variants(sc, 0)
+
+
+def test_a_failed_job_ran_and_has_a_wait():
+    cluster = parse_cluster("1x1:generic")
+    result = simulate(cluster, [Job(0, 0.0, 50.0), Job(1, 0.0, 20.0, failed=True)], make_scheduler("fifo"))
+    assert result.status[1] == FAILED
+    story = job_story(result, 1)
+    assert story.wait_s == 50.0 and story.start_s == 50.0 and story.end_s == 70.0

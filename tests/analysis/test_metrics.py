@@ -15,6 +15,7 @@ from engine.analysis.energy import EnergySummary
 from engine.analysis.metrics import (
     ENERGY_METRICS,
     METRICS,
+    RELIABILITY_METRICS,
     Summary,
     best_columns,
     compare,
@@ -26,6 +27,7 @@ from engine.analysis.metrics import (
     summarize,
     user_frame,
 )
+from engine.analysis.reliability import ReliabilitySummary
 
 
 def fifo_run():
@@ -191,9 +193,10 @@ def test_gini_and_jain_of_nothing_are_undefined():
 
 
 def test_registry_matches_summary_fields():
-    assert [f.name for f in dataclasses.fields(Summary)] == [*METRICS, "energy"]
+    assert [f.name for f in dataclasses.fields(Summary)] == [*METRICS, "energy", "reliability"]
     assert [f.name for f in dataclasses.fields(EnergySummary)] == list(ENERGY_METRICS)
-    for key, m in {**METRICS, **ENERGY_METRICS}.items():
+    assert [f.name for f in dataclasses.fields(ReliabilitySummary)] == list(RELIABILITY_METRICS)
+    for key, m in {**METRICS, **ENERGY_METRICS, **RELIABILITY_METRICS}.items():
         assert m.better in ("lower", "higher", None), key
         assert m.label and m.doc and m.unit in ("s", "GPU-h", "jobs", "count", "ratio", "kWh", "USD", "USD/h",
                                                 "kg"), key

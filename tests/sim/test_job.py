@@ -63,3 +63,10 @@ def test_the_record_is_frozen_and_compares_by_value():
     assert job == twin and hash(job) == hash(twin) and job != dataclasses.replace(job, priority=1)
     assert [f.name for f in dataclasses.fields(job)][:4] == ["job_id", "submit_s", "duration_s", "gpus"]
     assert dataclasses.asdict(job)["allowed_types"] == frozenset({"T4"})
+
+
+def test_failed_is_a_boolean():
+    assert Job(0, 0, 1).failed is False and Job(0, 0, 1, failed=True).failed is True
+    assert Job(0, 0, 1, failed=np.True_).failed is True and Job(0, 0, 1, failed=0).failed is False
+    with pytest.raises(ValueError, match=r"^job 0: failed must be true or false, got 'yes'$"):
+        Job(0, 0, 1, failed="yes")

@@ -91,3 +91,18 @@ def test_header_only_is_an_empty_trace(tmp_path):
     trace = load_trace(write(tmp_path, "submit_s,duration_s\n"))
     assert trace.jobs == () and trace.report.jobs == 0 and trace.report.span_s == 0
     assert math.isclose(trace.report.gpu_hours, 0)
+
+
+def test_the_failed_column_round_trips_and_is_written_only_when_it_says_something(tmp_path):
+    jobs = [Job(0, 0.0, 10.0), Job(1, 5.0, 20.0, failed=True)]
+    path = write_csv(jobs, tmp_path / "failed.csv")
+    assert path.read_text().splitlines()[0].endswith(",estimate_s,failed")
+    assert load_trace(path, "csv").jobs == tuple(jobs)
+    plain = write_csv([jobs[0]], tmp_path / "plain.csv")
+    assert plain.read_text().splitlines()[0].endswith(",estimate_s")  # files of jobs that never failed: unchanged
+    for text, failed in (("TRUE", True), ("0", False), ("", False)):
+        (tmp_path / "t.csv").write_text(f"submit_s,duration_s,failed\n0,10,{text}\n")
+        assert load_trace(tmp_path / "t.csv", "csv").jobs[0].failed is failed
+    (tmp_path / "bad.csv").write_text("submit_s,duration_s,failed\n0,10,yes\n")
+    with pytest.raises(TraceError, match="failed.*expected 0, 1, true, false or empty, got 'yes'"):
+        load_trace(tmp_path / "bad.csv", "csv")

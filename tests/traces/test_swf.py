@@ -84,3 +84,23 @@ def test_real_kth(traces_dir):
     assert [j.job_id for j in trace.jobs] == list(range(rep.jobs))
     assert max(j.gpus for j in trace.jobs) == 100  # MaxProcs
     assert sum(j.duration_s > j.estimate_s for j in trace.jobs) == 475
+
+
+def test_status_zero_jobs_end_failed_on_both_paths(tmp_path):
+    from engine import make_scheduler, parse_cluster, simulate
+    from engine.sim.simulator import COMPLETED, FAILED
+    from engine.traces import TRACE_FORMATS, read_file
+
+    lines = [swf_line(i, 10 * i, 100 + i, 1, 1, 600) for i in range(1, 7)]
+    lines = [" ".join(f if k != 10 else str(status) for k, f in enumerate(line.split()))
+             for line, status in zip(lines, (1, 0, 5, 0, -1, 1))]  # field 11: 1 completed, 0 failed, 5 cancelled
+    path = write(tmp_path, lines)
+    trace = load_trace(path)
+    assert [j.failed for j in trace.jobs] == [False, True, False, True, False, False]
+    assert trace.report.failed == 2 and trace.report.to_dict()["failed"] == 2
+    slow = read_file(TRACE_FORMATS["swf"], path, use_fast=False)
+    fast = read_file(TRACE_FORMATS["swf"], path)
+    assert fast.used_fast_path and list(slow.rows.failed) == list(fast.rows.failed) == [0, 1, 0, 1, 0, 0]
+    result = simulate(parse_cluster("1x2:generic"), trace.jobs, make_scheduler("fifo"))
+    assert result.status.tolist() == [COMPLETED, FAILED, COMPLETED, FAILED, COMPLETED, COMPLETED]
+    assert result.run_s.tolist() == [j.duration_s for j in trace.jobs]  # a failed job ran its recorded time
