@@ -287,11 +287,68 @@ def _apply_energy_flags(args: argparse.Namespace, model):
     return replace(model, **given)
 
 
+def _failure_preset(text: str) -> str:
+    from engine.sim.options import FAILURE_PRESETS
+
+    if text not in FAILURE_PRESETS:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(FAILURE_PRESETS)}, got {quote(text, 40)}")
+    return text
+
+
+def _job_failures(text: str) -> str | float:
+    """argparse type: a job-failure preset's name or a share from 0 to 1."""
+    from engine.sim.options import JOB_FAILURE_PRESETS
+
+    if text in JOB_FAILURE_PRESETS:
+        return text
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not 0 <= v <= 1:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(JOB_FAILURE_PRESETS)} or a share from 0 to 1, "
+                                         f"got {quote(text, 40)}")
+    return v
+
+
+def _add_failure_flags(group: Any) -> None:
+    from engine.sim.options import FAILURE_PRESETS
+
+    group.add_argument("--failures", type=_failure_preset, metavar="PRESET",
+                       help=f"node failures of a preset ({', '.join(FAILURE_PRESETS)}; default none); the flags "
+                            "below change it; any failure flag adds reliability metrics (ettr, lost work, ...)")
+    group.add_argument("--node-mtbf-h", type=positive_float, metavar="H",
+                       help="each node fails every H hours on average (exponential); its jobs stop and restart "
+                            "from their last checkpoint (--checkpoint-interval)")
+    group.add_argument("--repair-h", type=non_negative_float, metavar="H",
+                       help="hours a failed node is down (default 2, or the preset's)")
+    group.add_argument("--checkpoint-cost", type=non_negative_float, metavar="S",
+                       help="seconds of work each checkpoint costs (needs --checkpoint-interval)")
+    group.add_argument("--job-failures", type=_job_failures, metavar="PRESET_OR_RATE",
+                       help="share of jobs that crash by themselves: philly, helios, acme or a number from 0 to 1")
+
+
+def _apply_failure_flags(args: argparse.Namespace, model):
+    from engine.sim.options import failure_preset
+
+    given = _given(args, ("failures", "node_mtbf_h", "repair_h", "checkpoint_cost", "job_failures"))
+    if "failures" in given:
+        model = failure_preset(given.pop("failures"), "--failures")
+    if "job_failures" in given:
+        model = model.with_job_failures(given.pop("job_failures"), "--job-failures")
+    if "node_mtbf_h" in given:  # per node, whatever the preset counted it by
+        model = replace(model, mtbf_h=given.pop("node_mtbf_h"), mtbf_per="node")
+    if "checkpoint_cost" in given:
+        given["checkpoint_cost_s"] = given.pop("checkpoint_cost")
+    return replace(model, **given)
+
+
 #: The flags of every field of :class:`~engine.sim.options.RunOptions`, by field name: every command that runs
 #: simulations takes them all (:func:`add_run_option_arguments`) and reads them with :func:`run_options_from`.
 #: A new run option joins here with one entry.
 RUN_OPTION_FLAGS: dict[str, RunOptionFlags] = {
     "preemption": RunOptionFlags(_add_preemption_flags, _apply_preemption_flags),
+    "failures": RunOptionFlags(_add_failure_flags, _apply_failure_flags),
     "energy": RunOptionFlags(_add_energy_flags, _apply_energy_flags),
 }
 #: The argparse dests of the energy flags (:func:`wants_energy`).
@@ -306,8 +363,14 @@ def add_run_option_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_options_from(args: argparse.Namespace, base: RunOptions) -> RunOptions:
     """``base`` (a :class:`~engine.sim.options.RunOptions`: the defaults, or a scenario's own) with the run-option
-    flags that were given applied; the flags not given leave ``base``'s values."""
-    return replace(base, **{name: flags.apply(args, getattr(base, name)) for name, flags in RUN_OPTION_FLAGS.items()})
+    flags that were given applied; the flags not given leave ``base``'s values. ``EngineError`` names
+    ``--checkpoint-cost`` when checkpoints would cost something without an interval (the one check across two
+    options' flags)."""
+    fields = {name: flags.apply(args, getattr(base, name)) for name, flags in RUN_OPTION_FLAGS.items()}
+    if fields["failures"].checkpoint_cost_s and fields["preemption"].checkpoint_interval_s is None:
+        raise EngineError("--checkpoint-cost needs --checkpoint-interval S (without an interval a job checkpoints "
+                          "only when stopped, at no cost)")
+    return replace(base, **fields)
 
 
 def wants_energy(args: argparse.Namespace, carried: bool = False) -> bool:

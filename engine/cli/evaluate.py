@@ -13,6 +13,8 @@ _SHOWN_DIFFS = ("mean_wait_s", "p95_wait_s", "mean_jct_s", "mean_bounded_slowdow
                 "gini_user_wait", "comm_overhead_gpu_h")
 #: Paired differences shown too when the runs have energy metrics.
 _SHOWN_ENERGY_DIFFS = ("energy_kwh", "cost_usd", "cluster_cost_usd", "co2_kg")
+#: Paired differences shown too when the runs model failures.
+_SHOWN_RELIABILITY_DIFFS = ("interruptions", "failure_lost_gpu_h", "ettr")
 
 
 def add_arguments(parser) -> None:
@@ -83,7 +85,8 @@ def run(args) -> int:
         print(f"\npaired difference vs {ev.baseline} (same workloads): mean +/- 95 % CI (relative)")
         paired = ev.paired()
         rows = []
-        for m in [*_SHOWN_DIFFS, *(k for k in _SHOWN_ENERGY_DIFFS if k in ev.metric_keys)]:
+        extra = (k for k in (*_SHOWN_ENERGY_DIFFS, *_SHOWN_RELIABILITY_DIFFS) if k in ev.metric_keys)
+        for m in [*_SHOWN_DIFFS, *extra]:
             unit = ALL_METRICS[m].unit
             rows.append([m, *(f"{format_value(d, unit)} +/- {format_value(h, unit)} ({r:+.1%})"
                               if not math.isnan(r) else f"{format_value(d, unit)} +/- {format_value(h, unit)}"

@@ -121,7 +121,7 @@ class EnvConfig:
     def to_dict(self) -> dict[str, Any]:
         return {"clusters": list(self.clusters), "loads": list(self.loads), "n_jobs": self.n_jobs,
                 "workload": dict(self.workload), "encoding": self.encoding.to_dict(), "reward": asdict(self.reward),
-                "preemptions": [asdict(p) for p in self.preemptions]}
+                "preemptions": [p.to_dict() for p in self.preemptions]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EnvConfig:

@@ -2,7 +2,14 @@
 
 The environment pays rewards whose sum over an episode equals ``-objective(result, weights)`` exactly (up to
 floating-point rounding; ``tests/rl/test_reward.py`` checks it). The objective is a weighted sum of costs,
-each over the jobs that completed (unschedulable jobs never ran and are left out):
+each over the jobs that ended, completed or failed (unschedulable jobs never ran and are left out):
+
+Failed jobs (issue 34: a job that crashed with no retry left, ``Job.failed`` in a trace) count like completed
+ones. Their end is where the scheduler's part ended: the wait it imposed on them and the GPU time they held are
+as real as a completed job's, and a scheduler must not gain from a job failing (leaving them out would drop
+their waits from the mean). It also keeps the episode's sum equal to the objective: the environment's dense
+terms charge every schedulable job, whatever its end. Under no failure model no job fails, so every objective
+and the shipped agents' evaluations are what they were.
 
 * ``wait``: mean wait, ``mean(end_s - submit_s - run_s) / wait_scale_s``: all time spent queued, like
   ``engine.analysis.metrics`` (for a preemptive heuristic, time back in the queue counts too; the environment never
@@ -30,7 +37,7 @@ import numpy as np
 
 from engine.analysis.metrics import gini
 from engine.errors import EngineError, reject_unknown_keys
-from engine.sim.simulator import COMPLETED, Result
+from engine.sim.simulator import COMPLETED, FAILED, Result
 
 
 @dataclass(frozen=True)
@@ -79,7 +86,7 @@ class RewardWeights:
 def objective_terms(result: Result, weights: RewardWeights = RewardWeights()) -> dict[str, float]:
     """The unweighted terms of the objective for one run (``wait`` in seconds); ``weights`` supplies only the
     slowdown floor and the utilisation band."""
-    done = result.status == COMPLETED
+    done = (result.status == COMPLETED) | (result.status == FAILED)  # ended (module docstring)
     if not done.any():
         return dict.fromkeys(("wait", "jct", "bounded_slowdown", "utilization_band", "fairness", "comm"), 0.0)
     submit = np.array([j.submit_s for j in result.jobs])[done]

@@ -157,7 +157,9 @@ class Reservation:
 
 def reserve(state: ClusterState, head: Job, book: ReleaseBook | None = None) -> Reservation:
     """The earliest reservation for ``head`` (a waiting job that does not fit now) that the estimates of the
-    running jobs allow; ``book`` is the scheduler's :class:`ReleaseBook`, if it keeps one."""
+    running jobs allow; ``book`` is the scheduler's :class:`ReleaseBook`, if it keeps one. While failed nodes
+    leave no GPU type enough GPUs for a whole-GPU head, it is reserved nothing (shadow time infinite): it waits for
+    a repair, and any job may start meanwhile."""
     if book is None:
         book = ReleaseBook.of(state)
     else:
@@ -184,7 +186,8 @@ def reserve(state: ClusterState, head: Job, book: ReleaseBook | None = None) -> 
             cand = (shadow, -extra, t)
             if best is None or cand < best:
                 best = cand
-        assert best is not None, "an unschedulable job reached the queue"
+        if best is None:  # every type lacks GPUs until failed nodes are repaired: no time to reserve yet
+            return Reservation(math.inf, state, book)
         return Reservation(best[0], state, book, gpu_type=best[2], extra=-best[1])
     # Fractional head: the eligible GPU on which enough share and memory frees up first (lowest id on ties).
     elig = np.asarray(state.eligible_gpus(head))

@@ -15,6 +15,8 @@ undisclosed origin). Mapping:
 * user = ``qos`` (the file has no user column; the QoS class is the closest thing to a tenant);
   job type ``inference`` for ``LS`` (latency-sensitive) pods, ``batch`` otherwise; priority
   :data:`QOS_PRIORITY`; name = ``name``; no estimate. CPU and host memory are not modelled.
+* failed = ``pod_phase`` is ``Failed`` (:data:`FAILED_PHASE`): the pod runs its recorded time and ends failed
+  (:attr:`~engine.sim.job.Job.failed`); other phases (``Running``, ``Succeeded``, ``Pending``) run to their end.
 
 A pod list without ``creation_time``/``deletion_time`` (``multigpu50``) has no times to simulate and
 is an error.
@@ -71,13 +73,17 @@ class _Specs(dict):
         return value
 
 
+#: The ``pod_phase`` of a pod that failed (Kubernetes' phase names).
+FAILED_PHASE = "Failed"
+
+
 def read(ctx: ReadContext) -> None:
     """Read an openb pod list into ``ctx``, row by row."""
     header, rows = _header(ctx)
     ix = {c: header.index(c) for c in header}
     i_name, i_gpus, i_milli = ix["name"], ix["num_gpu"], ix["gpu_milli"]
     i_c, i_d = ix["creation_time"], ix["deletion_time"]
-    i_spec, i_qos = ix.get("gpu_spec"), ix.get("qos")
+    i_spec, i_qos, i_phase = ix.get("gpu_spec"), ix.get("qos"), ix.get("pod_phase")
     specs = _Specs()
 
     def row(f: list[str], line: int) -> None:
@@ -90,7 +96,7 @@ def read(ctx: ReadContext) -> None:
         ctx.keep(created, deleted - created, gpus=gpus, gpu_fraction=milli / 1000, user=qos or "unknown",
                  job_type=_job_type(qos), priority=QOS_PRIORITY.get(qos, 0),
                  allowed_types=specs[f[i_spec].strip() if i_spec is not None else ""], name=f[i_name].strip(),
-                 columns=COLUMN_NAMES)
+                 failed=i_phase is not None and f[i_phase].strip() == FAILED_PHASE, columns=COLUMN_NAMES)
 
     read_rows(ctx, rows, row, width=len(header), header=header)
 
@@ -109,13 +115,14 @@ def fast(ctx: ReadContext) -> None:
         deleted = numbers(chunk, "deletion_time", time=True, allow_missing=True)
         qos = strings(chunk, "qos") if "qos" in chunk else np.full(n, "", dtype=object)
         spec = strings(chunk, "gpu_spec") if "gpu_spec" in chunk else np.full(n, "", dtype=object)
+        phase = strings(chunk, "pod_phase") if "pod_phase" in chunk else np.full(n, "", dtype=object)
         keep_frame(ctx, submit_s=created, duration_s=deleted - created,
                    gpus=numbers(chunk, "num_gpu", integer=True),
                    gpu_fraction=numbers(chunk, "gpu_milli", integer=True) / 1000,
                    user=np.where(qos == "", "unknown", qos).astype(object),
                    job_type=np.array([_job_type(q) for q in qos], dtype=object),
                    priority=np.array([QOS_PRIORITY.get(q, 0) for q in qos], dtype=np.int64),
-                   allowed=[specs[t] for t in spec], name=strings(chunk, "name"))
+                   allowed=[specs[t] for t in spec], name=strings(chunk, "name"), failed=phase == FAILED_PHASE)
 
 
 def openb_cluster(path: str | Path) -> Cluster:

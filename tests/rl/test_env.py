@@ -15,6 +15,7 @@ from engine.rl.reward import RewardWeights, objective, objective_terms
 from engine.schedulers.placement import first_fit
 from engine.sim.job import Job
 from engine.sim.options import PreemptionModel
+from engine.sim.simulator import COMPLETED, FAILED
 
 MIXED = "2x4:A100-80,3x4:V100-32,2x2:T4"
 
@@ -145,6 +146,18 @@ def test_objective_terms_by_hand():
     # Utilisation is 100 % for the whole makespan: 0.2 above the 80 % band top.
     assert t["utilization_band"] == pytest.approx(0.2)
     assert t["comm"] == 0.0
+
+
+def test_a_failed_job_counts_in_the_objective_like_a_completed_one():
+    # As above, but the first job's run ends failed (a trace's failed state): its 0 s wait still counts, so the
+    # mean wait stays 50 (left out, it would be 100: a scheduler would gain from a job failing).
+    c = parse_cluster("1x1:V100-32")
+    jobs = (Job(0, 0.0, 100.0, user="a", failed=True), Job(1, 0.0, 100.0, user="b"))
+    res = simulate(c, jobs, make_scheduler("fifo"))
+    assert list(res.status) == [FAILED, COMPLETED]
+    t = objective_terms(res)
+    assert (t["wait"], t["jct"]) == (50.0, 150.0)
+    assert t["fairness"] == pytest.approx(0.5)
 
 
 def test_env_refuses_cluster_with_too_many_types():

@@ -60,6 +60,22 @@ def test_openb_pods(tmp_path):
     assert trace.report.dropped == {"no_gpu": 1, "unknown_gpu_type": 1, "non_positive_duration": 1}
 
 
+def test_openb_failed_pods_end_failed_on_both_paths(tmp_path):
+    from engine.traces import TRACE_FORMATS, read_file
+
+    path = write(tmp_path, "pods.csv", OPENB_HEADER +
+                 "p0,1000,1024,1,1000,,LS,Succeeded,0,400,0\n"
+                 "p1,1000,1024,2,1000,,BE,Failed,10,110,10\n"
+                 "p2,1000,1024,1,500,,BE,Running,20,220,20\n"
+                 "p3,1000,1024,1,1000,,LS,Failed,30,90,30\n")
+    trace = load_trace(path)
+    assert [j.failed for j in trace.jobs] == [False, True, False, True]
+    assert trace.report.failed == 2
+    slow = read_file(TRACE_FORMATS["openb"], path, use_fast=False)
+    fast = read_file(TRACE_FORMATS["openb"], path)
+    assert fast.used_fast_path and list(slow.rows.failed) == list(fast.rows.failed) == [0, 1, 0, 1]
+
+
 @pytest.mark.parametrize(("row", "column"), [
     ("p,1,1,2,500,,LS,Running,0,10,0", "gpu_milli"),
     ("p,1,1,1,1500,,LS,Running,0,10,0", "gpu_milli"),
