@@ -17,6 +17,11 @@ from typing import Any, Final
 #: treated like ``"batch"`` by those tables.
 JOB_TYPES = ("training", "inference", "batch", "interactive")
 
+#: Largest magnitude of a time or duration in seconds (about 31,700 years): keeps shifted times finite.
+MAX_TIME_S: Final = 1e12
+#: GPU count above which a row is malformed (no cluster is that large; keeps arithmetic small).
+MAX_GPUS: Final = 1_000_000
+
 _TYPE_SETS: dict[frozenset[str], frozenset[str]] = {}  # each distinct allowed_types value, once
 _ANY_TYPE: frozenset[str] = frozenset()
 _PUT: Final = object.__setattr__  # sets a field of a frozen record (ARCHITECTURE.md, "Frozen records")
