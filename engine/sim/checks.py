@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import StallError
+from engine.errors import EngineError, StallError
 from engine.sim.cluster import Layout
 from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy
@@ -169,3 +169,13 @@ class DecisionChecks:
             if occ.free_vram[g] < mem - FRACTION_EPS:
                 return f"job {j}: GPU {g} has {occ.free_vram[g]:.3g} GiB free, job needs {mem:g} GiB"
         return None
+
+
+def finite_end_s(end_s: float, job_id: int) -> float:
+    """``end_s``, the completion time just computed for job ``job_id``, when it is finite; else an ``EngineError``
+    naming the job. Job and cluster bounds (:mod:`engine.sim.job`, :mod:`engine.sim.cluster`) keep every time
+    finite; this is the last line that keeps an overflow from being recorded as an end at inf or NaN."""
+    if end_s < math.inf:  # False for inf and NaN: one comparison per (re-)timing
+        return end_s
+    raise EngineError(f"job {job_id}: its completion time overflows ({end_s}): its duration, its GPU's speed or "
+                      "its slowdowns are past what a float can time")

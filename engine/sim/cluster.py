@@ -45,6 +45,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from engine.errors import ClusterSpecError, clip, quote, reject_unknown_keys
+from engine.sim.job import MAX_VRAM_GIB
 
 #: Idle draw, percent of board power (no datasheet states idle draw; about 15 % is a common estimate, see
 #: shared REFERENCES.md "Power, prices, carbon").
@@ -58,12 +59,10 @@ POWER_PRICE_FIELDS = ("board_w", "idle_w", "busy_w", "price_per_h")
 # Physical bounds of every number of a cluster. Besides refusing nonsense, they keep every rate the simulator
 # computes a normal float far from 0: the slowest job runs at least MIN_SPEED / (1 + MAX_COMM_SENSITIVITY *
 # MAX_BANDWIDTH_PENALTY) / (1 + MAX_COLOCATION_SLOWDOWN * tenants) times reference speed, so a job of the longest
-# duration a workload may hold (engine.sim.job.MAX_TIME_S) still ends at a finite time.
+# duration a workload may hold (:data:`engine.sim.job.MAX_TIME_S`) still ends at a finite time.
 #: Speeds relative to ``generic`` (a V100): from 1/1000 to 1000 times it (a K80 is 0.25, an H100 4).
 MIN_SPEED = 1e-3
 MAX_SPEED = 1e3
-#: Memory of one GPU, GiB: at most 10 TiB (the largest GPUs have under 200 GiB).
-MAX_GPU_VRAM_GIB = 1e4
 #: Board power and draw of one GPU, watts: at most 100 kW (the largest boards draw about 1.2 kW).
 MAX_GPU_W = 1e5
 #: Price of one GPU-hour, USD: at most 10,000 (cloud GPUs cost under 100).
@@ -102,7 +101,7 @@ class GpuType:
             raise ClusterSpecError(f"GPU type name {self.name!r}: use letters, digits, '.', '_' or '-'")
         if not (math.isfinite(self.vram_gib) and self.vram_gib > 0):
             raise ClusterSpecError(f"GPU type {self.name}: vram_gib must be > 0, got {self.vram_gib}")
-        _within(self.vram_gib, f"GPU type {self.name}: vram_gib", 0.0, MAX_GPU_VRAM_GIB)
+        _within(self.vram_gib, f"GPU type {self.name}: vram_gib", 0.0, MAX_VRAM_GIB)
         if not (math.isfinite(self.speed) and self.speed > 0):
             raise ClusterSpecError(f"GPU type {self.name}: speed must be > 0, got {self.speed}")
         _within(self.speed, f"GPU type {self.name}: speed", MIN_SPEED, MAX_SPEED)

@@ -40,7 +40,7 @@ from mypy_extensions import mypyc_attr
 
 from engine.errors import InvalidDecision
 from engine.sim.agenda import Agenda
-from engine.sim.checks import DecisionChecks
+from engine.sim.checks import DecisionChecks, finite_end_s
 from engine.sim.cluster import Cluster
 from engine.sim.failures import FailureCalendar
 from engine.sim.job import Job
@@ -343,7 +343,7 @@ class Simulation:
         version = self._version
         v = version[j] + 1
         version[j] = v
-        self._calendar.push(now + (work_left - self._fail_left[j]) / rate, v * len(version) + j)
+        self._calendar.push(finite_end_s(now + (work_left - self._fail_left[j]) / rate, j), v * len(version) + j)
         view = self.state  # its free-capacity counters are plain attributes, cheap to read
         view.free_gpus = occ.idle_gpus
         view.free_capacity = occ.up_gpus - self._busy
@@ -378,7 +378,7 @@ class Simulation:
                 version[k] = v
                 # A tenant due to end now (its co-tenant ended first at the same time) may come out a rounding
                 # error short: it ends now, never before, or time would run backwards.
-                end_s = now + (left - self._fail_left[k]) / rate
+                end_s = finite_end_s(now + (left - self._fail_left[k]) / rate, k)
                 self._calendar.push(end_s if end_s > now else now, v * len(version) + k)
 
     def _stop(self, j: int) -> RunningJob:

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import TraceError
-from engine.sim.job import MAX_GPUS, MAX_TIME_S
+from engine.sim.job import MAX_GPUS, MAX_TIME_S, MAX_VRAM_GIB
 
 #: Drop reasons a reader may count, with what each means (the keys of ``TraceReport.dropped``).
 DROP_REASONS: dict[str, str] = {
@@ -307,8 +307,8 @@ class ReadContext:
             if gpu_fraction < 1 and gpus != 1:
                 raise BadField(columns.gpu_fraction, "a whole GPU when more than one GPU is requested "
                                "(a fraction needs exactly 1 GPU)", gpu_fraction)
-            if not vram_gib >= 0:
-                raise BadField(columns.vram_gib, "GPU memory >= 0", vram_gib)
+            if not 0 <= vram_gib <= MAX_VRAM_GIB:
+                raise BadField(columns.vram_gib, f"GPU memory >= 0 and <= {MAX_VRAM_GIB:g} GiB", vram_gib)
             if not (math.isnan(estimate_s) or estimate_s > 0):
                 raise BadField(columns.estimate_s, "an estimate > 0 seconds (or empty)", estimate_s)
             if duration_s > MAX_TIME_S or estimate_s > MAX_TIME_S:

@@ -264,3 +264,15 @@ def test_co_tenants_ending_together_never_move_time_backwards():
     assert np.all(np.diff(r.series_t) > 0)
     assert r.end_s[[1, 3, 5]].tolist() == [2.2, 2.2, 2.2]
     assert r.first_start_s[2] == 2.2
+
+
+def test_a_completion_time_that_overflows_raises_naming_the_job_instead_of_a_nan_end():
+    """Issue 32: a job whose finish time overflowed was reported as waiting forever (a StallError blaming the
+    scheduler) or completed with end = NaN. Job and cluster bounds make such a job impossible to build, so it is
+    forced past them here; the engine refuses to record the non-finite time."""
+    from engine.errors import EngineError
+
+    long = job(0, 0, 10.0)
+    object.__setattr__(long, "duration_s", 1.7e308)  # past Job's own check, as no input can get
+    with pytest.raises(EngineError, match="job 0: its completion time overflows"):
+        simulate(parse_cluster("1x1:K80"), [long, job(1, 0, 1.0)], make_scheduler("fifo"))
