@@ -43,7 +43,7 @@ import numpy as np
 
 from engine.errors import EngineError, TraceError, quote, reject_unknown_keys
 from engine.sim.cluster import Cluster, loads_bounded, parse_cluster, parse_cluster_text
-from engine.sim.job import Job
+from engine.sim.job import MAX_TIME_S, Job
 from engine.sim.options import RunOptions
 from engine.traces import TRACE_FORMATS
 from engine.traces.generator import ARRIVALS, generate, job_types
@@ -77,7 +77,6 @@ MAX_PATH_CHARS = 1_000
 MAX_CLUSTER_CHARS = 64 * 1024  # cluster shorthand or inline JSON (the openb cluster is about 19 KiB)
 MAX_SCENARIO_BYTES = 256 * 1024  # a scenario JSON file
 MAX_JSON_DEPTH = 8  # a generated workload's job types nest four deep under the scenario
-MAX_TIME_S = 1e12
 #: Scheduler names: registry names (``sjf+best-fit``) and ``PREFIX:NAME`` plug-ins without path characters.
 SCHEDULER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*(:[A-Za-z0-9][A-Za-z0-9_-]*)?")
 #: A trace's time unit: ``""`` (the format's default) or a unit the trace loaders turn into seconds.

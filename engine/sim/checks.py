@@ -3,7 +3,9 @@
 :class:`DecisionChecks` reads the simulation's own per-job lifecycle and occupancy (the same lists the event
 loop writes; it never writes them) and answers for one decision at a time. The simulation builds one per run
 (:meth:`engine.sim.simulator.Simulation.reset`), validates every decision with it before acting on it, and
-hands schedulers the same answers through ``ClusterState.validate``.
+hands schedulers the same answers through ``ClusterState.validate``. :class:`ProgressGuard` checks a scheduler's
+behaviour over a run (decisions per call, decision points its wake-ups alone make) and :func:`finite_end_s` the
+completion times the simulation computes.
 
 A start is checked twice over: :meth:`DecisionChecks.valid_start`, a quick test that only accepts what
 :meth:`DecisionChecks.start_problem` accepts, runs for every start; the full check, which has the final word
@@ -15,11 +17,11 @@ Compiled, like the other hot modules (``engine/_native.py``); its idioms are exp
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Final, Iterable, Iterator
 
 import numpy as np
 
-from engine.errors import StallError
+from engine.errors import EngineError, InvalidDecision, StallError
 from engine.sim.cluster import Layout
 from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy
@@ -169,3 +171,84 @@ class DecisionChecks:
             if occ.free_vram[g] < mem - FRACTION_EPS:
                 return f"job {j}: GPU {g} has {occ.free_vram[g]:.3g} GiB free, job needs {mem:g} GiB"
         return None
+
+
+# Consecutive decision points at which nothing runs, nothing starts and no job will ever arrive again:
+# only wake-ups keep such a run going, so after this many the run is declared stalled.
+_MAX_IDLE_WAKES: Final = 1000
+# Consecutive decision points that only a scheduler's wake-up made (no completion, arrival, failure or repair in
+# between): past this many the scheduler makes no progress. The longest such run over tests/sim and
+# tests/schedulers (every registered scheduler) is 1,000, the idle stall above; 100 times that is allowed. A
+# scheduler that asks to be woken every millisecond beside a job of a year would otherwise make 3e10 decision
+# points, each recorded.
+MAX_WAKE_ONLY_POINTS: Final = 100_000
+# Decisions one decide() call may return: DECISIONS_PER_JOB per job of the workload plus DECISIONS_EXTRA. A call
+# has reason to start each waiting job once, preempt each running one once and ask for a wake-up per job (three per
+# job); the most over tests/sim and tests/schedulers (every registered scheduler) is 26 in one call, and at most
+# 1 per job. More is an endless stream (of wake-ups, or of starts and preemptions of the same jobs) that would
+# exhaust memory.
+DECISIONS_PER_JOB: Final = 4
+DECISIONS_EXTRA: Final = 10_000
+
+
+class ProgressGuard:
+    """Stops a run whose scheduler keeps the loop busy without progress, with an error naming the scheduler: too
+    many decisions in one call (:meth:`decisions`), too many decision points made by its wake-ups alone
+    (:meth:`point`), wake-ups that keep a run alive that nothing else can move (:meth:`idle`)."""
+
+    def __init__(self, scheduler_name: str, n_jobs: int) -> None:
+        self._name = scheduler_name
+        self.max_decisions = DECISIONS_PER_JOB * n_jobs + DECISIONS_EXTRA
+        self._wake_only = 0
+        self._idle = 0
+
+    def decisions(self, decisions: Iterable[Any]) -> Iterable[Any]:
+        """``decisions``, one call's answer, refused (``InvalidDecision``) past :attr:`max_decisions`: a list or
+        tuple at once, any other iterable when it yields one decision too many."""
+        kind = type(decisions)
+        if kind is list or kind is tuple:
+            given: Any = decisions
+            if len(given) > self.max_decisions:
+                raise self._too_many()
+            return decisions
+        return self._capped(decisions)
+
+    def _capped(self, decisions: Iterable[Any]) -> Iterator[Any]:
+        left = self.max_decisions
+        for d in decisions:
+            if left == 0:
+                raise self._too_many()
+            left -= 1
+            yield d
+
+    def _too_many(self) -> InvalidDecision:
+        return InvalidDecision(f"scheduler {self._name!r} returned more than {self.max_decisions:,} decisions in one "
+                               f"call ({DECISIONS_PER_JOB} per job + {DECISIONS_EXTRA:,}): an endless stream?")
+
+    def point(self, wake_only: bool, now_s: float) -> None:
+        """A decision point at ``now_s``; ``wake_only`` when only a wake-up made it. ``StallError`` past
+        :data:`MAX_WAKE_ONLY_POINTS` such points in a row."""
+        if not wake_only:
+            self._wake_only = 0
+            return
+        self._wake_only += 1
+        if self._wake_only > MAX_WAKE_ONLY_POINTS:
+            raise StallError(f"scheduler {self._name!r} makes no progress at t={now_s:g} s: its wake-ups alone made "
+                             f"{MAX_WAKE_ONLY_POINTS:,} decision points in a row (no job ended, arrived or failed "
+                             "in between)")
+
+    def idle(self, idle: bool) -> bool:
+        """Whether the run is stalled: ``idle`` (nothing runs, nothing started, no job will arrive, jobs wait) at
+        more than :data:`_MAX_IDLE_WAKES` decision points in a row."""
+        self._idle = self._idle + 1 if idle else 0
+        return self._idle > _MAX_IDLE_WAKES
+
+
+def finite_end_s(end_s: float, job_id: int) -> float:
+    """``end_s``, the completion time just computed for job ``job_id``, when it is finite; else an ``EngineError``
+    naming the job. Job and cluster bounds (:mod:`engine.sim.job`, :mod:`engine.sim.cluster`) keep every time
+    finite; this is the last line that keeps an overflow from being recorded as an end at inf or NaN."""
+    if end_s < math.inf:  # False for inf and NaN: one comparison per (re-)timing
+        return end_s
+    raise EngineError(f"job {job_id}: its completion time overflows ({end_s}): its duration, its GPU's speed or "
+                      "its slowdowns are past what a float can time")

@@ -45,6 +45,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from engine.errors import ClusterSpecError, clip, quote, reject_unknown_keys
+from engine.sim.job import MAX_VRAM_GIB
 
 #: Idle draw, percent of board power (no datasheet states idle draw; about 15 % is a common estimate, see
 #: shared REFERENCES.md "Power, prices, carbon").
@@ -54,6 +55,25 @@ IDLE_PERCENT_OF_BOARD = 15
 BUSY_PERCENT_OF_BOARD = 76
 #: The power and price fields of :class:`GpuType`, in the order a cluster JSON and ``list --json`` show them.
 POWER_PRICE_FIELDS = ("board_w", "idle_w", "busy_w", "price_per_h")
+
+# Physical bounds of every number of a cluster. Besides refusing nonsense, they keep every rate the simulator
+# computes a normal float far from 0: the slowest job runs at least MIN_SPEED / (1 + MAX_COMM_SENSITIVITY *
+# MAX_BANDWIDTH_PENALTY) / (1 + MAX_COLOCATION_SLOWDOWN * tenants) times reference speed, so a job of the longest
+# duration a workload may hold (:data:`engine.sim.job.MAX_TIME_S`) still ends at a finite time.
+#: Speeds relative to ``generic`` (a V100): from 1/1000 to 1000 times it (a K80 is 0.25, an H100 4).
+MIN_SPEED = 1e-3
+MAX_SPEED = 1e3
+#: Board power and draw of one GPU, watts: at most 100 kW (the largest boards draw about 1.2 kW).
+MAX_GPU_W = 1e5
+#: Price of one GPU-hour, USD: at most 10,000 (cloud GPUs cost under 100).
+MAX_PRICE_PER_H = 1e4
+#: Communication penalties (``bandwidth``) and sensitivities (``communication``): at most 100 each, a job at
+#: most 10,001 times slower for being spread (the defaults are below 1).
+MAX_BANDWIDTH_PENALTY = 100.0
+MAX_COMM_SENSITIVITY = 100.0
+#: Co-location slowdown per extra tenant of a GPU: at most 100 (each extra tenant at most 101 times slower; the
+#: default is 0.1).
+MAX_COLOCATION_SLOWDOWN = 100.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +101,16 @@ class GpuType:
             raise ClusterSpecError(f"GPU type name {self.name!r}: use letters, digits, '.', '_' or '-'")
         if not (math.isfinite(self.vram_gib) and self.vram_gib > 0):
             raise ClusterSpecError(f"GPU type {self.name}: vram_gib must be > 0, got {self.vram_gib}")
+        _within(self.vram_gib, f"GPU type {self.name}: vram_gib", 0.0, MAX_VRAM_GIB)
         if not (math.isfinite(self.speed) and self.speed > 0):
             raise ClusterSpecError(f"GPU type {self.name}: speed must be > 0, got {self.speed}")
+        _within(self.speed, f"GPU type {self.name}: speed", MIN_SPEED, MAX_SPEED)
         for key in POWER_PRICE_FIELDS:
             v = getattr(self, key)
             if v is not None and not (_is_number(v) and v >= 0):
                 raise ClusterSpecError(f"GPU type {self.name}: {key} must be a number >= 0 or null, got {quote(v)}")
+            if v is not None:
+                _within(v, f"GPU type {self.name}: {key}", 0.0, MAX_PRICE_PER_H if key == "price_per_h" else MAX_GPU_W)
         if self.board_w is not None:  # slots + frozen: the derived defaults are set through object
             if self.idle_w is None:
                 object.__setattr__(self, "idle_w", self.board_w * IDLE_PERCENT_OF_BOARD / 100)
@@ -105,6 +129,14 @@ class GpuType:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _within(value: float, key: str, low: float, high: float) -> None:
+    """``ClusterSpecError`` naming ``key`` unless ``low <= value <= high`` (a number already checked finite)."""
+    if value < low:
+        raise ClusterSpecError(f"{key} must be at least {low:g}, got {value:g}")
+    if value > high:
+        raise ClusterSpecError(f"{key} must be at most {high:g}, got {value:g}")
 
 
 @dataclass(frozen=True)
@@ -262,21 +294,26 @@ class Cluster:
                                    f"{MAX_NODES:,} nodes and {MAX_GPUS:,} GPUs")
         if not (isinstance(self.nodes_per_rack, int) and self.nodes_per_rack >= 1):
             raise ClusterSpecError("nodes_per_rack must be an integer >= 1")
+        _within(self.nodes_per_rack, "nodes_per_rack", 1, MAX_NODES)
         for key in ("cross_node", "cross_rack"):
             v = self.bandwidth.get(key)
             if v is None or not (math.isfinite(v) and v >= 0):
                 raise ClusterSpecError(f"bandwidth.{key} must be a number >= 0, got {v!r}")
+            _within(v, f"bandwidth.{key}", 0.0, MAX_BANDWIDTH_PENALTY)
         for t, v in self.communication.items():
             if not (math.isfinite(v) and v >= 0):
                 raise ClusterSpecError(f"communication.{t} must be a number >= 0, got {v!r}")
+            _within(v, f"communication.{t}", 0.0, MAX_COMM_SENSITIVITY)
         for gname, table in self.speeds.items():
             if gname not in self.catalog:
                 raise ClusterSpecError(f"speeds: unknown GPU type {gname!r}")
             for t, v in table.items():
                 if not (math.isfinite(v) and v > 0):
                     raise ClusterSpecError(f"speeds.{gname}.{t} must be a number > 0, got {v!r}")
+                _within(v, f"speeds.{gname}.{t}", MIN_SPEED, MAX_SPEED)
         if not (math.isfinite(self.colocation_slowdown) and self.colocation_slowdown >= 0):
             raise ClusterSpecError("colocation_slowdown must be a number >= 0")
+        _within(self.colocation_slowdown, "colocation_slowdown", 0.0, MAX_COLOCATION_SLOWDOWN)
 
     # ----------------------------------------------------------------- derived
     @cached_property

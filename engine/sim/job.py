@@ -13,9 +13,21 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Any, Final
 
+from engine.errors import quote
+
 #: Job types the built-in speed and communication tables know. Any other string is allowed and is
 #: treated like ``"batch"`` by those tables.
 JOB_TYPES = ("training", "inference", "batch", "interactive")
+
+#: Largest magnitude of a time or duration in seconds (about 31,700 years): keeps shifted times finite.
+MAX_TIME_S: Final = 1e12
+#: GPU count above which a row is malformed (no cluster is that large; keeps arithmetic small).
+MAX_GPUS: Final = 1_000_000
+#: Memory of one GPU, GiB: at most 10 TiB (the largest GPUs have under 200 GiB); a cluster's GPU types have the
+#: same bound.
+MAX_VRAM_GIB: Final = 1e4
+#: Largest magnitude of a priority: 2**53, what a float holds exactly (schedulers sort priorities in arrays).
+MAX_PRIORITY: Final = 2**53
 
 _TYPE_SETS: dict[frozenset[str], frozenset[str]] = {}  # each distinct allowed_types value, once
 _ANY_TYPE: frozenset[str] = frozenset()
@@ -68,13 +80,21 @@ class Job:
                  failed: Any = False) -> None:
         j = _integer(job_id, "job_id", job_id)
         submit = _real(j, "submit_s", submit_s)
+        # The upper bounds keep every time the simulator computes finite: with the cluster's bounds on speeds and
+        # slowdowns (engine.sim.cluster), a job of MAX_TIME_S reference seconds ends before about 1e30 s.
         if not (math.isfinite(submit) and submit >= 0):
             raise ValueError(f"job {j}: submit_s must be a finite number >= 0, got {submit_s}")
+        if submit > MAX_TIME_S:
+            raise ValueError(f"job {j}: submit_s must be at most {MAX_TIME_S:.0e} seconds, got {submit:g}")
         duration = _real(j, "duration_s", duration_s)
         if not (math.isfinite(duration) and duration > 0):
             raise ValueError(f"job {j}: duration_s must be a finite number > 0, got {duration_s}")
+        if duration > MAX_TIME_S:
+            raise ValueError(f"job {j}: duration_s must be at most {MAX_TIME_S:.0e} seconds, got {duration:g}")
         if not (isinstance(gpus, int) and gpus >= 1):
             raise ValueError(f"job {j}: gpus must be an integer >= 1, got {gpus!r}")
+        if gpus > MAX_GPUS:
+            raise ValueError(f"job {j}: gpus must be at most {MAX_GPUS:,}, got {gpus:,}")
         fraction = _real(j, "gpu_fraction", gpu_fraction)
         if not (0 < fraction <= 1):
             raise ValueError(f"job {j}: gpu_fraction must be in (0, 1], got {gpu_fraction}")
@@ -83,11 +103,15 @@ class Job:
         vram = _real(j, "vram_gib", vram_gib)
         if not (math.isfinite(vram) and vram >= 0):
             raise ValueError(f"job {j}: vram_gib must be a finite number >= 0, got {vram_gib}")
+        if vram > MAX_VRAM_GIB:
+            raise ValueError(f"job {j}: vram_gib must be at most {MAX_VRAM_GIB:g} GiB, got {vram:g}")
         estimate = _real(j, "estimate_s", estimate_s)
         if math.isnan(estimate):
             estimate = duration
         elif not (math.isfinite(estimate) and estimate > 0):
             raise ValueError(f"job {j}: estimate_s must be a finite number > 0, got {estimate_s}")
+        elif estimate > MAX_TIME_S:
+            raise ValueError(f"job {j}: estimate_s must be at most {MAX_TIME_S:.0e} seconds, got {estimate:g}")
         types = allowed_types if isinstance(allowed_types, frozenset) else frozenset(allowed_types)
         # One shared object per distinct set of types: the engine groups jobs by shape (a tuple holding this set)
         # at every run, and a shared set is hashed once and compared by identity (and 100,000 jobs do not hold
@@ -97,8 +121,11 @@ class Job:
             if failed not in (0, 1):  # numpy booleans and 0/1 compare equal; anything else is an error
                 raise ValueError(f"job {j}: failed must be true or false, got {failed!r}")
             failed = bool(failed)
-        values = (j, submit, duration, int(gpus), fraction, vram, str(user), str(job_type),
-                  _integer(j, "priority", priority), types, estimate, str(name), failed)
+        rank = _integer(j, "priority", priority)
+        if not -MAX_PRIORITY <= rank <= MAX_PRIORITY:
+            raise ValueError(f"job {j}: priority must be at least -2**53 and at most 2**53, got {quote(rank)}")
+        values = (j, submit, duration, int(gpus), fraction, vram, str(user), str(job_type), rank, types, estimate,
+                  str(name), failed)
         for field, value in zip(_FIELDS, values):  # frozen: the fields are set once, here
             _PUT(self, field, value)
 

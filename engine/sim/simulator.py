@@ -40,7 +40,7 @@ from mypy_extensions import mypyc_attr
 
 from engine.errors import InvalidDecision
 from engine.sim.agenda import Agenda
-from engine.sim.checks import DecisionChecks
+from engine.sim.checks import DecisionChecks, ProgressGuard, finite_end_s
 from engine.sim.cluster import Cluster
 from engine.sim.failures import FailureCalendar
 from engine.sim.job import Job
@@ -71,9 +71,6 @@ __all__ = ["COMPLETED", "FAILED", "UNSCHEDULABLE", "Result", "Simulation", "simu
 # A calendar entry: ``version * n_jobs + job`` for the completion of ``job`` (stale once the job's version has
 # moved on: it was re-timed or preempted), or _WAKE.
 _WAKE: Final = -1
-# Consecutive decision points at which nothing runs, nothing starts and no job will ever arrive again:
-# only wake-ups keep such a run going, so after this many the run is declared stalled.
-_MAX_IDLE_WAKES: Final = 1000
 # Work done that is a whole number of checkpoint intervals but a hair below it after float division.
 _ROUNDING_EPS: Final = 1e-9
 # What happened at a time (bit flags, see Simulation.advance and Simulation._take_due).
@@ -162,7 +159,7 @@ class Simulation:
         self._finished = 0
         self._progress_every = max(1, n // 100)
         self._decision_points = 0
-        self._idle_wakes = 0
+        self._guard = ProgressGuard(self.scheduler_name, n)
         self._faults = FailureCalendar(self.options.failures, self._lay, self.seed, self._work_s)
         self._fail_left = self._faults.fail_left_s  # where each job's run crashes (0: it does not)
         self._checks = DecisionChecks(self.jobs, self._state, self._occ, self._shapes, self._lay)
@@ -257,7 +254,7 @@ class Simulation:
         self._decision_points += 1
         started = False
         told = len(self.state.entered)  # the scheduler reads these; jobs it preempts now are appended after
-        given: Iterable[Any] = decisions  # as in check(): anything may come in until it is validated
+        given: Iterable[Any] = self._guard.decisions(decisions)  # as in check(): anything until it is validated
         for d in given:
             kind = type(d)
             raw: Any = d
@@ -280,12 +277,9 @@ class Simulation:
                 else:
                     self._calendar.push(float(raw.at_s), _WAKE)
         self.state.entered = self.state.entered[told:]  # preempted jobs re-entered: the next call hears of them
-        if self._queue and not self._running and not started and self._next_arrival >= len(self.jobs):
-            self._idle_wakes += 1
-            if self._idle_wakes > _MAX_IDLE_WAKES:
-                self._raise_stall()
-        else:
-            self._idle_wakes = 0
+        if self._guard.idle(bool(self._queue) and not self._running and not started
+                            and self._next_arrival >= len(self.jobs)):
+            self._raise_stall()
         self._record()
 
     def _start(self, j: int, gpus: tuple[int, ...]) -> None:
@@ -343,7 +337,7 @@ class Simulation:
         version = self._version
         v = version[j] + 1
         version[j] = v
-        self._calendar.push(now + (work_left - self._fail_left[j]) / rate, v * len(version) + j)
+        self._calendar.push(finite_end_s(now + (work_left - self._fail_left[j]) / rate, j), v * len(version) + j)
         view = self.state  # its free-capacity counters are plain attributes, cheap to read
         view.free_gpus = occ.idle_gpus
         view.free_capacity = occ.up_gpus - self._busy
@@ -378,7 +372,7 @@ class Simulation:
                 version[k] = v
                 # A tenant due to end now (its co-tenant ended first at the same time) may come out a rounding
                 # error short: it ends now, never before, or time would run backwards.
-                end_s = now + (left - self._fail_left[k]) / rate
+                end_s = finite_end_s(now + (left - self._fail_left[k]) / rate, k)
                 self._calendar.push(end_s if end_s > now else now, v * len(version) + k)
 
     def _stop(self, j: int) -> RunningJob:
@@ -483,6 +477,7 @@ class Simulation:
                 continue
             if self._queue or happened & _WOKE:  # a scheduler that asked to be woken is asked even with no queue
                 self.state.now_s = now
+                self._guard.point(happened == _WOKE, now)
                 return True
             self._record()
 

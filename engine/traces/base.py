@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import TraceError
+from engine.sim.job import MAX_GPUS, MAX_TIME_S, MAX_VRAM_GIB
 
 #: Drop reasons a reader may count, with what each means (the keys of ``TraceReport.dropped``).
 DROP_REASONS: dict[str, str] = {
@@ -129,10 +130,6 @@ def to_float(text: str, column: str) -> float:
     if not math.isfinite(v):
         raise BadField(column, "a finite number", text)
     return v
-
-
-#: Largest magnitude of a time or duration in seconds (about 31,700 years): keeps shifted times finite.
-MAX_TIME_S = 1e12
 
 
 def to_time(text: str, column: str, scale: float = 1.0) -> float:
@@ -251,8 +248,6 @@ class Columns:
 
 
 CANONICAL = Columns()
-#: GPU count above which a row is malformed (no cluster is that large; keeps arithmetic small).
-MAX_GPUS = 1_000_000
 
 
 @dataclass
@@ -312,8 +307,8 @@ class ReadContext:
             if gpu_fraction < 1 and gpus != 1:
                 raise BadField(columns.gpu_fraction, "a whole GPU when more than one GPU is requested "
                                "(a fraction needs exactly 1 GPU)", gpu_fraction)
-            if not vram_gib >= 0:
-                raise BadField(columns.vram_gib, "GPU memory >= 0", vram_gib)
+            if not 0 <= vram_gib <= MAX_VRAM_GIB:
+                raise BadField(columns.vram_gib, f"GPU memory >= 0 and <= {MAX_VRAM_GIB:g} GiB", vram_gib)
             if not (math.isnan(estimate_s) or estimate_s > 0):
                 raise BadField(columns.estimate_s, "an estimate > 0 seconds (or empty)", estimate_s)
             if duration_s > MAX_TIME_S or estimate_s > MAX_TIME_S:

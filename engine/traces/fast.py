@@ -18,6 +18,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
+from engine.sim.job import MAX_VRAM_GIB
 from engine.traces.base import MAX_GPUS, MAX_INT, MAX_TIME_S, ReadContext, open_text
 
 #: Rows per pandas chunk.
@@ -152,7 +153,7 @@ def keep_frame(ctx: ReadContext, *, submit_s: np.ndarray, duration_s: np.ndarray
     keep = rest & ~non_pos
     k_gpus, k_frac, k_vram, k_est, k_dur = gpus[keep], frac[keep], vram[keep], est[keep], duration_s[keep]
     bad = ((k_gpus > MAX_GPUS) | ~((k_frac > 0) & (k_frac <= 1)) | ((k_frac < 1) & (k_gpus != 1))
-           | ~(k_vram >= 0) | ~(np.isnan(k_est) | (k_est > 0)) | (k_dur > MAX_TIME_S) | (k_est > MAX_TIME_S))
+           | ~((k_vram >= 0) & (k_vram <= MAX_VRAM_GIB)) | ~(np.isnan(k_est) | (k_est > 0)) | (k_dur > MAX_TIME_S) | (k_est > MAX_TIME_S))
     if bad.any():
         raise Fallback
     for reason, mask in (("unknown_gpu_type", unknown), ("no_gpu", no_gpu), ("non_positive_duration", non_pos)):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from engine.errors import ClusterSpecError
-from engine.sim.cluster import DEFAULT_CATALOG, Cluster, NodeGroup, gpu_prices, parse_cluster
+from engine.sim.cluster import DEFAULT_CATALOG, Cluster, NodeGroup, gpu_prices, parse_cluster, parse_cluster_text
 
 REQUIRED_TYPES = ["K80", "P100", "T4", "V100-16", "V100-32", "A10", "L4", "A100-40", "A100-80", "H100-80"]
 
@@ -162,3 +162,45 @@ def test_gpu_prices_by_named_list():
                               "gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1}]})
     with pytest.raises(ClusterSpecError, match="the cluster's GPU types: no price_per_h for X"):
         gpu_prices(unpriced)
+
+
+_ONE_X = {"groups": [{"gpu_type": "X", "nodes": 1, "gpus_per_node": 1}]}
+
+
+@pytest.mark.parametrize("extra, key", [
+    ({"colocation_slowdown": 1e308}, "colocation_slowdown"),
+    ({"bandwidth": {"cross_node": 1e300}}, "bandwidth.cross_node"),
+    ({"communication": {"training": 1e300}}, "communication.training"),
+    ({"speeds": {"X": {"training": 5e-324}}}, "speeds.X.training"),
+    ({"speeds": {"X": {"training": 1e300}}}, "speeds.X.training"),
+    ({"nodes_per_rack": 10**30}, "nodes_per_rack"),
+    ({"gpu_types": [{"name": "X", "vram_gib": 16, "speed": 5e-324}]}, "speed"),
+    ({"gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1e300}]}, "speed"),
+    ({"gpu_types": [{"name": "X", "vram_gib": 1e300, "speed": 1}]}, "vram_gib"),
+    ({"gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1, "board_w": 1e300}]}, "board_w"),
+    ({"gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1, "busy_w": 1e300}]}, "busy_w"),
+    ({"gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1, "price_per_h": 1e300}]}, "price_per_h"),
+])
+def test_physically_absurd_cluster_numbers_are_refused_in_one_line_naming_the_key(extra, key):
+    spec = {**_ONE_X, "gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1}], **extra}
+    with pytest.raises(ClusterSpecError) as err:
+        parse_cluster_text(json.dumps(spec))
+    message = str(err.value)
+    assert key in message and ("at most" in message or "at least" in message)
+    assert "\n" not in message
+
+
+def test_a_huge_colocation_slowdown_no_longer_divides_by_zero_in_the_simulator():
+    """Issue 32: colocation_slowdown 1e308 with three fractional jobs on one GPU made the co-location divisor
+    infinite and the rate 0 (ZeroDivisionError from the simulator); the largest accepted slowdown runs."""
+    from engine import Job, make_scheduler, simulate
+    from engine.sim.cluster import MAX_COLOCATION_SLOWDOWN
+
+    jobs = [Job(i, 0.0, 10.0, gpu_fraction=0.25) for i in range(3)]
+    with pytest.raises(ClusterSpecError, match="colocation_slowdown"):
+        parse_cluster_text('{"groups": [{"gpu_type": "T4", "nodes": 1, "gpus_per_node": 1}], '
+                           '"colocation_slowdown": 1e308}')
+    top = parse_cluster_text('{"groups": [{"gpu_type": "T4", "nodes": 1, "gpus_per_node": 1}], '
+                             f'"colocation_slowdown": {MAX_COLOCATION_SLOWDOWN}}}')
+    result = simulate(top, jobs, make_scheduler("fifo"))
+    assert np.isfinite(result.end_s).all() and (result.end_s > 10.0).all()

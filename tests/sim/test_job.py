@@ -70,3 +70,18 @@ def test_failed_is_a_boolean():
     assert Job(0, 0, 1, failed=np.True_).failed is True and Job(0, 0, 1, failed=0).failed is False
     with pytest.raises(ValueError, match=r"^job 0: failed must be true or false, got 'yes'$"):
         Job(0, 0, 1, failed="yes")
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"duration_s": 1.7e308}, "duration_s"),
+    ({"submit_s": 1e300}, "submit_s"),
+    ({"estimate_s": 1e300}, "estimate_s"),
+    ({"gpus": 10**7}, "gpus"),
+    ({"vram_gib": 1e300}, "vram_gib"),
+    ({"priority": 10**400}, "priority"),
+])
+def test_numbers_past_their_physical_bound_are_refused(kwargs, field):
+    """Issue 32: a duration near 1.7e308 was accepted and its finish time overflowed."""
+    fields = {"job_id": 3, "submit_s": 0.0, "duration_s": 10.0, **kwargs}
+    with pytest.raises(ValueError, match=f"job 3: {field} must be .*at most"):
+        Job(**fields)

@@ -264,3 +264,74 @@ def test_co_tenants_ending_together_never_move_time_backwards():
     assert np.all(np.diff(r.series_t) > 0)
     assert r.end_s[[1, 3, 5]].tolist() == [2.2, 2.2, 2.2]
     assert r.first_start_s[2] == 2.2
+
+
+def test_a_completion_time_that_overflows_raises_naming_the_job_instead_of_a_nan_end():
+    """Issue 32: a job whose finish time overflowed was reported as waiting forever (a StallError blaming the
+    scheduler) or completed with end = NaN. Job and cluster bounds make such a job impossible to build, so it is
+    forced past them here; the engine refuses to record the non-finite time."""
+    from engine.errors import EngineError
+
+    long = job(0, 0, 10.0)
+    object.__setattr__(long, "duration_s", 1.7e308)  # past Job's own check, as no input can get
+    with pytest.raises(EngineError, match="job 0: its completion time overflows"):
+        simulate(parse_cluster("1x1:K80"), [long, job(1, 0, 1.0)], make_scheduler("fifo"))
+
+
+class Restless:
+    """Starts what waits and asks to be woken again ``every_s`` later, at every decision point before ``until_s``."""
+
+    name = "restless"
+
+    def __init__(self, every_s, until_s):
+        self.every_s, self.until_s = every_s, until_s
+
+    def reset(self, state):
+        pass
+
+    def decide(self, state):
+        wake = [Wake(state.now_s + self.every_s)] if state.now_s + self.every_s < self.until_s else []
+        return [*(Start(j, (0,)) for j in state.queue), *wake]
+
+
+def test_wake_ups_alone_past_the_bound_are_no_progress_naming_the_scheduler():
+    """Issue 32: a scheduler woken every millisecond beside a long job made a decision point per millisecond
+    (1e9 beside a job of 12 days), each recorded; past MAX_WAKE_ONLY_POINTS in a row with no event it stops."""
+    from engine.sim.checks import MAX_WAKE_ONLY_POINTS
+
+    long_s = 2 * MAX_WAKE_ONLY_POINTS / 1000  # twice the bound, in milliseconds
+    with pytest.raises(StallError, match=f"scheduler 'restless' makes no progress .* {MAX_WAKE_ONLY_POINTS:,} "):
+        simulate(parse_cluster("1x1:generic"), [job(0, 0, long_s)], Restless(0.001, long_s))
+    assert simulate(parse_cluster("1x1:generic"), [job(0, 0, long_s)], Restless(1.0, long_s)).end_s[0] == long_s
+
+
+class Endless:
+    """Answers its first call with ``stream(state)``, then with nothing."""
+
+    name = "endless"
+
+    def __init__(self, stream):
+        self.stream, self.calls = stream, 0
+
+    def reset(self, state):
+        pass
+
+    def decide(self, state):
+        self.calls += 1
+        return self.stream(state) if self.calls == 1 else []
+
+
+def _wakes(state):
+    return (Wake(state.now_s + 1.0) for _ in range(20_000))
+
+
+def _start_preempt_pairs(state):
+    return (d for _ in range(10_000) for d in (Start(0, (0,)), Preempt(0)))
+
+
+@pytest.mark.parametrize("stream", [_wakes, _start_preempt_pairs, lambda state: list(_wakes(state))])
+def test_a_stream_of_decisions_in_one_call_past_the_bound_is_refused_naming_the_scheduler(stream):
+    """Issue 32: an endless stream of wake-ups or of start/preempt pairs from one decide() call was applied until
+    memory ran out; past 4 decisions per job + 10,000 (here 20,000 for one job) the call is refused."""
+    with pytest.raises(InvalidDecision, match="scheduler 'endless' returned more than 10,004 decisions in one call"):
+        simulate(parse_cluster("1x1:generic"), [job(0, 0, 10.0)], Endless(stream))
