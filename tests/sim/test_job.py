@@ -70,3 +70,15 @@ def test_failed_is_a_boolean():
     assert Job(0, 0, 1, failed=np.True_).failed is True and Job(0, 0, 1, failed=0).failed is False
     with pytest.raises(ValueError, match=r"^job 0: failed must be true or false, got 'yes'$"):
         Job(0, 0, 1, failed="yes")
+
+
+def test_deadline_is_absolute_after_submit_and_inf_when_absent():
+    assert Job(0, 5, 1).deadline_s == math.inf and not Job(0, 5, 1).has_deadline
+    assert Job(0, 5, 1, deadline_s=math.nan) == Job(0, 5, 1)  # NaN (an empty column) means none
+    job = Job(0, 5, 1, deadline_s=np.float64(9.5))
+    assert job.deadline_s == 9.5 and type(job.deadline_s) is float and job.has_deadline
+    with pytest.raises(ValueError, match=r"^job 3: deadline_s must be after submit_s \(5.0\), got 5$"):
+        Job(3, 5, 1, deadline_s=5)
+    with pytest.raises(ValueError, match=r"^job 0: deadline_s must be a number, got 'soon'$"):
+        Job(0, 5, 1, deadline_s="soon")
+    assert pickle.loads(pickle.dumps(job)) == job
