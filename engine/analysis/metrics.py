@@ -59,10 +59,11 @@ import pandas as pd
 from engine.analysis.energy import EnergySummary, job_energy, summarize_energy
 from engine.analysis.reliability import ReliabilitySummary, failures_modelled, job_reliability, summarize_reliability
 from engine.sim.options import EnergyModel
-from engine.sim.simulator import COMPLETED, UNSCHEDULABLE, Result
+from engine.sim.simulator import COMPLETED, FAILED, UNSCHEDULABLE, Result
 
-#: Each status code of ``Result.status`` in words, indexed by the code (``COMPLETED``, ``UNSCHEDULABLE``, ``FAILED``).
-STATUS_NAMES = ("completed", "unschedulable", "failed")
+#: Each status code of ``Result.status`` in words, indexed by the code (``COMPLETED``, ``UNSCHEDULABLE``, ``FAILED``,
+#: ``DECLINED``).
+STATUS_NAMES = ("completed", "unschedulable", "failed", "declined")
 
 #: Floor of bounded slowdown, seconds.
 BSLD_FLOOR_S = 10.0
@@ -334,7 +335,7 @@ def summarize(result: Result, energy: EnergyModel | None = None) -> Summary:
     completed = int(done.sum())
     wait = per.wait_s[done]
     jct = per.jct_s[done]
-    ended = result.status != UNSCHEDULABLE
+    ended = (result.status == COMPLETED) | (result.status == FAILED)  # not unschedulable, not declined: it ran
     if ended.any():
         first_submit = float(per.submit_s.min())
         makespan = float(result.end_s[ended].max()) - first_submit
@@ -404,7 +405,8 @@ def job_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame
         "lost_gpu_s": result.lost_gpu_s,
         "estimate_s": np.array([j.estimate_s for j in jobs], dtype=float),
         "duration_s": np.array([j.duration_s for j in jobs], dtype=float),
-        "reason": [result.unschedulable_reasons.get(i, "") for i in range(result.n_jobs)],
+        "reason": [result.unschedulable_reasons.get(i) or result.declined_reasons.get(i, "")
+                   for i in range(result.n_jobs)],
     })
     if energy is not None:
         for column, values in job_energy(result, energy).items():
