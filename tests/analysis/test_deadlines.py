@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from engine import Job, RunOptions, make_scheduler, parse_cluster, simulate
+from engine.analysis.job_story import job_story
 from engine.analysis.metrics import DEADLINE_METRICS, compare, job_frame, summarize
 from engine.sim.options import AdmissionModel
 from engine.traces.generator import generate
@@ -60,3 +61,10 @@ def test_no_deadline_no_keys_and_compare_adds_them_when_any_run_has_them():
     table = compare({"plain": plain, "timed": timed})
     assert list(table.index[-len(DEADLINE_METRICS):]) == list(DEADLINE_METRICS)
     assert np.isnan(table.loc["deadline_ratio", "plain"]) and table.loc["deadline_ratio", "timed"] == 1.0
+
+
+def test_the_job_story_of_a_declined_job_says_why():
+    story = job_story(_run([Job(0, 0.0, 100.0, deadline_s=2.0)], "feasible"), 0)
+    assert story.declined.startswith("cannot meet its deadline") and not story.never_ran
+    assert story.sentence().startswith("Job 0 (user0, 1 GPU) was declined when it arrived at ")
+    assert "it cannot meet its deadline at 2 s" in story.sentence()
