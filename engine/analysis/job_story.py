@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.errors import EngineError
-from engine.sim.simulator import UNSCHEDULABLE, Result
+from engine.sim.simulator import COMPLETED, FAILED, Result
 from engine.units import human_seconds
 
 
@@ -34,6 +34,7 @@ class JobStory:
         queue_at_submit: jobs waiting right after it arrived (itself included).
         overtaken_by: jobs submitted after it that started before it (the scheduler's order, or backfilling).
         preemptions: times it was preempted.
+        declined: why the admission stage turned it away at its arrival ("" when it was admitted).
     """
 
     job_id: int
@@ -52,12 +53,15 @@ class JobStory:
     queue_at_submit: int
     overtaken_by: int
     preemptions: int
+    declined: str = ""
 
     def sentence(self) -> str:
         """The story in plain words."""
         head = f"Job {self.name} ({self.user}, {self.gpus} GPU{'s' if self.gpus != 1 else ''})"
         if self.never_ran:
             return f"{head} never ran: it {self.never_ran}, so no scheduler can start it on this cluster."
+        if self.declined:
+            return f"{head} was declined when it arrived at {human_seconds(self.submit_s)}: it {self.declined}."
         arrived = (f"{head} arrived at {human_seconds(self.submit_s)}, when {self.free_fit_gpus_at_submit} of the "
                    f"{self.fit_gpus} GPUs it may use were free and {self.queue_at_submit} job(s) were waiting.")
         where = f"on {self.gpu_type} (node{'s' if len(self.nodes) > 1 else ''} {', '.join(map(str, self.nodes))})"
@@ -96,7 +100,7 @@ def job_story(result: Result, job_id: int) -> JobStory:
         busy[ids[ptr[s]:ptr[s + 1]]] = True
     k = int(np.searchsorted(result.series_t, t, side="right")) - 1
     queue = int(result.series_queue[k]) if k >= 0 else 0
-    ran = result.status[j] != UNSCHEDULABLE  # completed, or ended failed: either way it ran
+    ran = result.status[j] in (COMPLETED, FAILED)  # either way it ran (not unschedulable, not declined)
     start = float(result.first_start_s[j])
     submits = np.array([x.submit_s for x in result.jobs])
     later = (submits > t) | ((submits == t) & (np.arange(result.n_jobs) > j))
@@ -108,4 +112,4 @@ def job_story(result: Result, job_id: int) -> JobStory:
         end_s=float(result.end_s[j]), gpu_type=lay.type_names[lay.gpu_type[gpus[0]]] if gpus else "",
         nodes=tuple(sorted({int(lay.gpu_node[g]) for g in gpus})), free_fit_gpus_at_submit=int(np.sum(fit & ~busy)),
         fit_gpus=int(fit.sum()), queue_at_submit=queue, overtaken_by=overtaken,
-        preemptions=int(result.preemptions[j]))
+        preemptions=int(result.preemptions[j]), declined=result.declined_reasons.get(j, ""))

@@ -42,6 +42,9 @@ Per run (see :data:`METRICS` for every key, its unit and whether lower or higher
 * Failures, only when the run modelled them (its ``options.failures``, or a checkpoint cost; read from the result
   itself): the keys of :data:`RELIABILITY_METRICS`, over the same window; formulas in
   :mod:`engine.analysis.reliability`. Without failures a summary holds exactly the keys it held before.
+* Deadlines, only when some job has one (:attr:`~engine.sim.job.Job.deadline_s`): the keys of
+  :data:`DEADLINE_METRICS`; formulas in :mod:`engine.analysis.deadlines`. Declined jobs (status ``DECLINED``,
+  turned away by the admission stage) never ran: they are neither completed nor unschedulable.
 
 Conventions for degenerate inputs: the Gini coefficient of an all-zero vector is 0 and Jain's index of an
 all-zero vector is 1 (everyone got the same, nothing); both are NaN for an empty vector.
@@ -56,13 +59,15 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from engine.analysis.deadlines import DeadlineSummary, has_deadlines, job_deadlines, summarize_deadlines
 from engine.analysis.energy import EnergySummary, job_energy, summarize_energy
 from engine.analysis.reliability import ReliabilitySummary, failures_modelled, job_reliability, summarize_reliability
 from engine.sim.options import EnergyModel
-from engine.sim.simulator import COMPLETED, UNSCHEDULABLE, Result
+from engine.sim.simulator import COMPLETED, FAILED, UNSCHEDULABLE, Result
 
-#: Each status code of ``Result.status`` in words, indexed by the code (``COMPLETED``, ``UNSCHEDULABLE``, ``FAILED``).
-STATUS_NAMES = ("completed", "unschedulable", "failed")
+#: Each status code of ``Result.status`` in words, indexed by the code (``COMPLETED``, ``UNSCHEDULABLE``, ``FAILED``,
+#: ``DECLINED``).
+STATUS_NAMES = ("completed", "unschedulable", "failed", "declined")
 
 #: Floor of bounded slowdown, seconds.
 BSLD_FLOOR_S = 10.0
@@ -161,16 +166,34 @@ RELIABILITY_METRICS: dict[str, Metric] = {
     "availability": Metric("GPU availability", "ratio", None, "GPU-seconds on nodes that were up / (GPUs x makespan)"),
 }
 
-#: Every key a summary may hold, with its metadata: :data:`METRICS`, :data:`ENERGY_METRICS`, then
-#: :data:`RELIABILITY_METRICS`.
-ALL_METRICS: dict[str, Metric] = {**METRICS, **ENERGY_METRICS, **RELIABILITY_METRICS}
+#: The keys a summary adds when some job has a deadline (:class:`~engine.analysis.deadlines.DeadlineSummary`'s
+#: fields, in display order), after the others.
+DEADLINE_METRICS: dict[str, Metric] = {
+    "deadline_jobs": Metric("Jobs with a deadline", "jobs", None, "jobs of the workload that have a deadline"),
+    "deadline_ratio": Metric("Deadlines met", "ratio", "higher",
+                             "jobs completed by their deadline / jobs with a deadline (declined count as missed)"),
+    "deadline_missed": Metric("Deadlines missed", "jobs", "lower",
+                              "jobs with a deadline that did not complete by it, declined ones included"),
+    "declined": Metric("Declined", "jobs", "lower", "jobs the admission stage turned away at their arrival"),
+    "mean_tardiness_s": Metric("Mean tardiness", "s", "lower",
+                               "mean of max(0, end - deadline) over completed jobs with a deadline"),
+    "p95_tardiness_s": Metric("p95 tardiness", "s", "lower", _pct(95, "tardiness")),
+    "best_effort_mean_jct_s": Metric("Best-effort mean JCT", "s", "lower",
+                                     "mean of end - submit over completed jobs without a deadline"),
+}
+
+#: Every key a summary may hold, with its metadata: :data:`METRICS`, :data:`ENERGY_METRICS`,
+#: :data:`RELIABILITY_METRICS`, then :data:`DEADLINE_METRICS`.
+ALL_METRICS: dict[str, Metric] = {**METRICS, **ENERGY_METRICS, **RELIABILITY_METRICS, **DEADLINE_METRICS}
+_PARTS = ((ENERGY_METRICS, "energy"), (RELIABILITY_METRICS, "reliability"), (DEADLINE_METRICS, "deadlines"))
 
 
 @dataclass(frozen=True)
 class Summary:
     """Run-level metrics; one field per key of :data:`METRICS` (same names, same order), ``energy`` when the run
     was summarised with an energy model (its keys are those of :data:`ENERGY_METRICS`) and ``reliability`` when the
-    run modelled failures (the keys of :data:`RELIABILITY_METRICS`)."""
+    run modelled failures (the keys of :data:`RELIABILITY_METRICS`), ``deadlines`` when some job has a deadline
+    (the keys of :data:`DEADLINE_METRICS`)."""
 
     jobs: int
     completed: int
@@ -197,24 +220,27 @@ class Summary:
     lost_gpu_h: float
     energy: EnergySummary | None = None
     reliability: ReliabilitySummary | None = None
+    deadlines: DeadlineSummary | None = None
 
     def to_dict(self) -> dict[str, int | float | None]:
         """``{metric: value}`` ready for JSON: plain ``int``/``float``, NaN (undefined) written as ``None``; the
         keys of :data:`METRICS`, then those of :data:`ENERGY_METRICS` when there is an ``energy``, then those of
-        :data:`RELIABILITY_METRICS` when there is a ``reliability``."""
-        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("energy", "reliability")}
-        for part in (self.energy, self.reliability):
+        :data:`RELIABILITY_METRICS` when there is a ``reliability``, then :data:`DEADLINE_METRICS` when there are
+        ``deadlines``."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("energy", "reliability",
+                                                                                         "deadlines")}
+        for part in (self.energy, self.reliability, self.deadlines):
             if part is not None:
                 values.update(part.to_dict())
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in values.items()}
 
     def value(self, key: str) -> float | int:
-        """The value of metric ``key`` (of :data:`METRICS`; of :data:`ENERGY_METRICS` or
-        :data:`RELIABILITY_METRICS`: NaN without that part)."""
-        if key in ENERGY_METRICS:
-            return math.nan if self.energy is None else getattr(self.energy, key)
-        if key in RELIABILITY_METRICS:
-            return math.nan if self.reliability is None else getattr(self.reliability, key)
+        """The value of metric ``key`` (of :data:`METRICS`; of :data:`ENERGY_METRICS`, :data:`RELIABILITY_METRICS`
+        or :data:`DEADLINE_METRICS`: NaN without that part)."""
+        for keys, name in _PARTS:
+            if key in keys:
+                part = getattr(self, name)
+                return math.nan if part is None else getattr(part, key)
         return getattr(self, key)
 
 
@@ -334,7 +360,7 @@ def summarize(result: Result, energy: EnergyModel | None = None) -> Summary:
     completed = int(done.sum())
     wait = per.wait_s[done]
     jct = per.jct_s[done]
-    ended = result.status != UNSCHEDULABLE
+    ended = (result.status == COMPLETED) | (result.status == FAILED)  # not unschedulable, not declined: it ran
     if ended.any():
         first_submit = float(per.submit_s.min())
         makespan = float(result.end_s[ended].max()) - first_submit
@@ -362,6 +388,7 @@ def summarize(result: Result, energy: EnergyModel | None = None) -> Summary:
         energy=None if energy is None else summarize_energy(result, energy, first_submit, first_submit + makespan),
         reliability=(summarize_reliability(result, per.gpu_s, first_submit, first_submit + makespan)
                      if failures_modelled(result) else None),
+        deadlines=summarize_deadlines(result) if has_deadlines(result) else None,
     )
 
 
@@ -375,7 +402,9 @@ def job_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame
     (reference duration), ``reason`` (why it is unschedulable, else ``""``). Time columns are NaN for
     unschedulable jobs, the per-job ones (``run_s``, ``wait_s``, ...) for failed ones too. With ``energy``, also
     ``energy_kwh, cost_usd, co2_kg`` (:func:`engine.analysis.energy.job_energy`; 0 for jobs that never ran); when the
-    run modelled failures, also the columns of :func:`engine.analysis.reliability.job_reliability`.
+    run modelled failures, also the columns of :func:`engine.analysis.reliability.job_reliability`; when some job
+    has a deadline, also ``deadline_s, deadline_met, tardiness_s`` (:func:`engine.analysis.deadlines.job_deadlines`).
+    ``status`` may also be ``"declined"`` (the admission stage turned the job away; ``reason`` says why).
     """
     per = _per_job(result)
     lay = result.cluster.layout
@@ -404,13 +433,17 @@ def job_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame
         "lost_gpu_s": result.lost_gpu_s,
         "estimate_s": np.array([j.estimate_s for j in jobs], dtype=float),
         "duration_s": np.array([j.duration_s for j in jobs], dtype=float),
-        "reason": [result.unschedulable_reasons.get(i, "") for i in range(result.n_jobs)],
+        "reason": [result.unschedulable_reasons.get(i) or result.declined_reasons.get(i, "")
+                   for i in range(result.n_jobs)],
     })
     if energy is not None:
         for column, values in job_energy(result, energy).items():
             frame[column] = values
     if failures_modelled(result):
         for column, values in job_reliability(result).items():
+            frame[column] = values
+    if has_deadlines(result):
+        for column, values in job_deadlines(result).items():
             frame[column] = values
     return frame
 
@@ -453,17 +486,16 @@ def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFram
 
 def compare(results: Mapping[str, Result | Summary]) -> pd.DataFrame:
     """Rows = metric keys (in :data:`METRICS` order, then :data:`ENERGY_METRICS`'s when any summary has an
-    energy part, then :data:`RELIABILITY_METRICS`'s when any has a reliability part; NaN in the columns without
-    one), columns = the names of ``results`` (in order).
+    energy part, then :data:`RELIABILITY_METRICS`'s when any has a reliability part, then :data:`DEADLINE_METRICS`'s
+    when any has a deadline part; NaN in the columns without one), columns = the names of ``results`` (in order).
 
     Values may be Results or already computed Summaries (so callers that print both need not summarise twice).
     """
     summaries = {name: r if isinstance(r, Summary) else summarize(r) for name, r in results.items()}
     keys = list(METRICS)
-    if any(s.energy is not None for s in summaries.values()):
-        keys += list(ENERGY_METRICS)
-    if any(s.reliability is not None for s in summaries.values()):
-        keys += list(RELIABILITY_METRICS)
+    for part_keys, name in _PARTS:
+        if any(getattr(s, name) is not None for s in summaries.values()):
+            keys += list(part_keys)
     columns = {name: [s.value(k) for k in keys] for name, s in summaries.items()}
     return pd.DataFrame(columns, index=pd.Index(keys, name="metric"), dtype=float)
 

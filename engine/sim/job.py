@@ -54,6 +54,9 @@ class Job:
         name: the job's id in the original trace, for reports.
         failed: the trace recorded this job as failed (an SWF status 0): it runs its recorded ``duration_s`` and
             ends ``FAILED`` (a job the run's failure model makes crash is another matter: ``engine.sim.failures``).
+        deadline_s: the absolute time, seconds from the start of the trace, by which the job should end; ``inf``
+            (the default; NaN reads as it) for a best-effort job without one. Deadline metrics and admission
+            control read it.
 
     Construction checks every field and raises ``ValueError`` naming the job and the field. Numbers are stored
     as Python ``float`` and ``int`` (numpy scalars are converted), ``user``, ``job_type`` and ``name`` as
@@ -73,11 +76,12 @@ class Job:
     estimate_s: float
     name: str
     failed: bool
+    deadline_s: float
 
     def __init__(self, job_id: Any, submit_s: Any, duration_s: Any, gpus: Any = 1, gpu_fraction: Any = 1.0,
                  vram_gib: Any = 0.0, user: Any = "user0", job_type: Any = "batch", priority: Any = 0,
                  allowed_types: Any = _ANY_TYPE, estimate_s: Any = math.nan, name: Any = "",
-                 failed: Any = False) -> None:
+                 failed: Any = False, deadline_s: Any = math.inf) -> None:
         j = _integer(job_id, "job_id", job_id)
         submit = _real(j, "submit_s", submit_s)
         # The upper bounds keep every time the simulator computes finite: with the cluster's bounds on speeds and
@@ -124,8 +128,13 @@ class Job:
         rank = _integer(j, "priority", priority)
         if not -MAX_PRIORITY <= rank <= MAX_PRIORITY:
             raise ValueError(f"job {j}: priority must be at least -2**53 and at most 2**53, got {quote(rank)}")
+        deadline = _real(j, "deadline_s", deadline_s)
+        if math.isnan(deadline):  # inf, not NaN, stands for "none": jobs with equal fields stay equal
+            deadline = math.inf
+        elif not deadline > submit:
+            raise ValueError(f"job {j}: deadline_s must be after submit_s ({submit}), got {deadline_s}")
         values = (j, submit, duration, int(gpus), fraction, vram, str(user), str(job_type), rank, types, estimate,
-                  str(name), failed)
+                  str(name), failed, deadline)
         for field, value in zip(_FIELDS, values):  # frozen: the fields are set once, here
             _PUT(self, field, value)
 
@@ -139,13 +148,18 @@ class Job:
         return self.gpus * self.gpu_fraction
 
     @property
+    def has_deadline(self) -> bool:
+        """The job carries a deadline (``deadline_s`` is finite)."""
+        return self.deadline_s < math.inf
+
+    @property
     def fractional(self) -> bool:
         return self.gpu_fraction < 1.0
 
 
 #: The fields in the order __init__ takes them.
 _FIELDS: Final = ("job_id", "submit_s", "duration_s", "gpus", "gpu_fraction", "vram_gib", "user", "job_type",
-                  "priority", "allowed_types", "estimate_s", "name", "failed")
+                  "priority", "allowed_types", "estimate_s", "name", "failed", "deadline_s")
 
 
 def _real(job_id: object, field: str, value: Any) -> float:

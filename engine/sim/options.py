@@ -3,7 +3,8 @@
 :class:`RunOptions` is the one record of them, read by :class:`~engine.sim.simulator.Simulation` (its
 ``options``) and carried whole by a scenario file, so that the file reproduces the run. Today it holds the
 preemption model, the failure model (nodes that break, jobs that crash) and the energy model (power, price,
-carbon: read by the metrics, never by the simulation); the deadline model joins it next, the same way:
+carbon: read by the metrics, never by the simulation) and the admission policy (which arriving jobs the queue
+takes: :mod:`engine.sim.admission`); a new model joins it the same way:
 
 1. a frozen record with ``to_dict()`` and ``from_dict(data, where)`` (like :class:`PreemptionModel`), whose
    bounds live in one table of checks used by both its constructor and ``from_dict``;
@@ -345,6 +346,52 @@ class EnergyModel:
         return cls(**values)
 
 
+#: Admission policies (:mod:`engine.sim.admission` applies them): name -> what it does.
+ADMISSION_POLICIES: dict[str, str] = {
+    "accept-all": "every job that fits the cluster enters the queue",
+    "feasible": "decline a job with a deadline it could not meet even if it started now on its fastest GPUs",
+}
+
+
+@dataclass(frozen=True)
+class AdmissionModel:
+    """Which arriving jobs enter the queue: the stage before it (:mod:`engine.sim.admission`).
+
+    Attributes:
+        policy: a key of :data:`ADMISSION_POLICIES`; ``accept-all`` (the default) admits every job, and the run is
+            the run without the stage, bit for bit.
+    """
+
+    policy: str = "accept-all"
+
+    def __post_init__(self) -> None:
+        _check_policy(self.policy, "admission")
+
+    @property
+    def active(self) -> bool:
+        """Whether the stage may decline a job."""
+        return self.policy != "accept-all"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"policy": self.policy}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "admission") -> AdmissionModel:
+        """The model of JSON object ``data`` (``{"policy": NAME}``; missing: accept-all); ``where`` names it in
+        errors."""
+        if not isinstance(data, Mapping):
+            raise OptionsError(f"{where} must be an object with policy")
+        reject_unknown_keys(data, {"policy"}, where, OptionsError)
+        policy = data.get("policy", "accept-all")
+        _check_policy(policy, where)
+        return cls(policy)
+
+
+def _check_policy(policy: Any, where: str) -> None:
+    if not (isinstance(policy, str) and policy in ADMISSION_POLICIES):
+        raise OptionsError(f"{where}.policy must be one of {', '.join(ADMISSION_POLICIES)}, got {quote(policy)}")
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """Everything about a run besides cluster, workload, scheduler and seed (see the module's docstring for how
@@ -354,11 +401,13 @@ class RunOptions:
         preemption: what a preempted job loses (default: nothing).
         failures: nodes that break, jobs that crash and what checkpoints cost (default: none of them).
         energy: power, prices and carbon, for the energy and cost metrics (no effect on the simulation).
+        admission: which arriving jobs enter the queue (default: all).
     """
 
     preemption: PreemptionModel = field(default=PreemptionModel(), metadata={"parse": PreemptionModel.from_dict})
     failures: FailureModel = field(default=FailureModel(), metadata={"parse": FailureModel.from_dict})
     energy: EnergyModel = field(default=EnergyModel(), metadata={"parse": EnergyModel.from_dict})
+    admission: AdmissionModel = field(default=AdmissionModel(), metadata={"parse": AdmissionModel.from_dict})
 
     def __post_init__(self) -> None:
         if self.failures.checkpoint_cost_s and self.preemption.checkpoint_interval_s is None:

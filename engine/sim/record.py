@@ -21,12 +21,13 @@ from engine.sim.cluster import Cluster
 from engine.sim.failures import FailureCalendar
 from engine.sim.job import Job
 from engine.sim.options import RunOptions
-from engine.sim.state import JOB_FAILED, JOB_UNSCHEDULABLE
+from engine.sim.state import JOB_DECLINED, JOB_FAILED, JOB_UNSCHEDULABLE
 
 #: Status codes in :attr:`Result.status`.
 COMPLETED: Final = 0
 UNSCHEDULABLE: Final = 1
 FAILED: Final = 2
+DECLINED: Final = 3
 
 
 @mypyc_attr(native_class=False)  # compiled, a plain class still: pickled, compared, replaced like any dataclass
@@ -37,8 +38,8 @@ class Result:
     Attributes:
         scheduler: the scheduler's name.
         cluster, jobs, seed: the inputs.
-        status: ``COMPLETED`` (0), ``UNSCHEDULABLE`` (1) or ``FAILED`` (2: its run crashed with no retry left; its
-            ``end_s`` is when) per job.
+        status: ``COMPLETED`` (0), ``UNSCHEDULABLE`` (1), ``FAILED`` (2: its run crashed with no retry left; its
+            ``end_s`` is when) or ``DECLINED`` (3: the admission stage turned it away; it never ran) per job.
         unschedulable_reasons: ``job_id -> why it can never run on this cluster``.
         first_start_s, end_s: first start and final end, seconds (NaN for unschedulable jobs).
         run_s: total time the job ran, all segments.
@@ -64,6 +65,7 @@ class Result:
             when it failed, when it was back (NaN: still down when the run ended).
         options: the run's options.
         decision_points: how many times the scheduler was consulted.
+        declined_reasons: ``job_id -> why the admission stage declined it`` (:mod:`engine.sim.admission`).
     """
 
     scheduler: str
@@ -102,6 +104,7 @@ class Result:
     options: RunOptions
     decision_points: int = 0
     extra: dict = field(default_factory=dict)
+    declined_reasons: dict[int, str] = field(default_factory=dict)
 
     @property
     def n_jobs(self) -> int:
@@ -178,26 +181,29 @@ class Recorder:
         jobs: tuple[Job, ...],
         seed: int,
         lifecycle: list[int],
-        unschedulable_reasons: dict[int, str],
+        reasons: dict[int, str],
         decision_points: int,
         options: RunOptions,
         faults: FailureCalendar,
         work_s: list[float],
         work_left_s: list[float],
     ) -> Result:
-        """The :class:`Result` of the finished run (``lifecycle``: each job's final ``JOB_*`` state; ``faults``: its
+        """The :class:`Result` of the finished run (``lifecycle``: each job's final ``JOB_*`` state; ``reasons``: why
+        each job set aside at its arrival was, unschedulable or declined; ``faults``: its
         failures; ``work_s``, ``work_left_s``: each job's work, checkpoints included, and what was left of it)."""
         states = _ints(lifecycle)
         status = np.full(len(lifecycle), COMPLETED, dtype=np.int8)
         status[states == JOB_UNSCHEDULABLE] = UNSCHEDULABLE
         status[states == JOB_FAILED] = FAILED
+        status[states == JOB_DECLINED] = DECLINED
+        declined = {j: why for j, why in reasons.items() if lifecycle[j] == JOB_DECLINED}
         return Result(
             scheduler=scheduler,
             cluster=cluster,
             jobs=jobs,
             seed=seed,
             status=status,
-            unschedulable_reasons=dict(unschedulable_reasons),
+            unschedulable_reasons={j: why for j, why in reasons.items() if j not in declined},
             first_start_s=_floats(self.first_start_s),
             end_s=_floats(self.end_s),
             run_s=_floats(self.run_s),
@@ -227,6 +233,7 @@ class Recorder:
             outage_end_s=_floats(faults.outage_end_s),
             options=options,
             decision_points=decision_points,
+            declined_reasons=declined,
         )
 
 

@@ -39,6 +39,7 @@ import numpy as np
 from mypy_extensions import mypyc_attr
 
 from engine.errors import InvalidDecision
+from engine.sim.admission import make_admission
 from engine.sim.agenda import Agenda
 from engine.sim.checks import DecisionChecks, ProgressGuard, finite_end_s
 from engine.sim.cluster import Cluster
@@ -46,8 +47,9 @@ from engine.sim.failures import FailureCalendar
 from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy
 from engine.sim.options import PreemptionModel, RunOptions
-from engine.sim.record import COMPLETED, FAILED, UNSCHEDULABLE, Recorder, Result
+from engine.sim.record import COMPLETED, DECLINED, FAILED, UNSCHEDULABLE, Recorder, Result
 from engine.sim.state import (
+    JOB_DECLINED,
     JOB_DONE,
     JOB_FAILED,
     JOB_PENDING,
@@ -63,7 +65,7 @@ from engine.sim.state import (
     Start,
 )
 
-__all__ = ["COMPLETED", "FAILED", "UNSCHEDULABLE", "Result", "Simulation", "simulate", "unschedulable_reasons"]
+__all__ = ["COMPLETED", "DECLINED", "FAILED", "UNSCHEDULABLE", "Result", "Simulation", "simulate", "unschedulable_reasons"]
 
 # This module is compiled; its idioms (Final names, typed lists, a[i] = a[i] + x) are explained once in
 # ARCHITECTURE.md, "The idioms of the hot modules".
@@ -132,6 +134,7 @@ class Simulation:
         self._arrival_order = sorted(range(len(submit)), key=submit.__getitem__)  # stable: ties by job id
         self._arrival_s = [submit[j] for j in self._arrival_order]
         self._work_s = self.options.work_s([job.duration_s for job in self.jobs])  # checkpoints' cost included
+        self._admission = make_admission(cluster, self.jobs, self.options)  # None: every job is admitted
         self._period = self.options.checkpoint_period_s
         self._reset_state()
 
@@ -542,17 +545,19 @@ class Simulation:
             self._on_progress(self._finished, len(self.jobs))
 
     def _arrive(self, now: float) -> None:
-        """Submit the jobs that arrive at ``now``: to the queue, or aside when they can never run."""
-        order, arrival_s, n = self._arrival_order, self._arrival_s, len(self.jobs)
-        nxt = self._next_arrival
+        """Submit the jobs that arrive at ``now``: to the queue, or aside when they can never run or the admission
+        stage declines them."""
+        order, arrival_s, n, nxt = self._arrival_order, self._arrival_s, len(self.jobs), self._next_arrival
         while nxt < n and arrival_s[nxt] == now:
             j = order[nxt]
             nxt += 1
             reason = self._shape_reason[self._job_shape[j]]
+            if reason is None and self._admission is not None:  # the admission stage, before the queue
+                reason = self._admission.decline(j, now, self._work_left[j])
             if reason is None:
                 self._enqueue(j)
-            else:
-                self._state[j] = JOB_UNSCHEDULABLE
+            else:  # (a job that fits the cluster and is set aside was declined)
+                self._state[j] = JOB_UNSCHEDULABLE if self._shape_reason[self._job_shape[j]] else JOB_DECLINED
                 self._reasons[j] = reason
                 self._finished += 1
         self._next_arrival = nxt

@@ -115,7 +115,9 @@ JOB_RUNNING: Final = 2
 JOB_DONE: Final = 3
 JOB_UNSCHEDULABLE: Final = 4
 JOB_FAILED: Final = 5  # its run crashed and it had no retry left (engine.sim.failures)
-LIFECYCLE_NAMES: Final = ("not yet submitted", "waiting", "running", "finished", "unschedulable", "failed")
+JOB_DECLINED: Final = 6  # the admission stage turned it away at its arrival (engine.sim.admission)
+LIFECYCLE_NAMES: Final = ("not yet submitted", "waiting", "running", "finished", "unschedulable", "failed",
+                          "declined")
 
 
 class ShapeTable:

@@ -175,20 +175,27 @@ def _build_jobs(ctx: ReadContext, *, first: int | None, window: tuple[float, flo
     submit = np.frombuffer(rows.submit_s, dtype=np.float64)
     order = np.argsort(submit, kind="stable")
     times = submit[order] - submit[order[0]]
+    # deadlines take the same shifts as the submit times (exact round trips), then keep their slack under a scale
+    deadlines = np.frombuffer(rows.deadline_s, dtype=np.float64)[order] - submit[order[0]]
     if window is not None:
         keep = (times >= window[0]) & (times < window[1])
-        order, times = order[keep], times[keep]
+        order, times, deadlines = order[keep], times[keep], deadlines[keep]
         if len(times):
+            deadlines = deadlines - times[0]
             times = times - times[0]
     if first is not None:
-        order, times = order[:first], times[:first]
+        order, times, deadlines = order[:first], times[:first], deadlines[:first]
     if load_scale is not None:
         span_s = float(times[-1]) if len(times) else 0.0  # finite: the trace's own times are
+        slack = deadlines - times
         with np.errstate(over="ignore"):
             times = times / load_scale
         if len(times) and not times[-1] <= MAX_TIME_S:  # the scale needed comes from the span, never from an inf
             raise ctx.error(f"load scale {load_scale:g} stretches the submit times past {MAX_TIME_S:.0e} seconds; "
                             f"use a scale of at least {span_s / MAX_TIME_S:.3g}")
+        deadlines = times + slack
+    # a deadline stays after its submit time where the shift rounds it onto it (NaN stays NaN: none)
+    deadlines = np.maximum(deadlines, np.nextafter(times, np.inf))
     order_list = order.tolist()
 
     def column(values) -> list:
@@ -201,5 +208,5 @@ def _build_jobs(ctx: ReadContext, *, first: int | None, window: tuple[float, flo
                      column(rows.gpu_fraction), column(rows.vram_gib), strings(rows.user, rows.user_names),
                      strings(rows.job_type, rows.job_types), column(rows.priority),
                      strings(rows.allowed, rows.allowed_sets), column(rows.estimate_s),
-                     [rows.name[k] for k in order_list], [bool(f) for f in column(rows.failed)]))
+                     [rows.name[k] for k in order_list], [bool(f) for f in column(rows.failed)], deadlines.tolist()))
     return jobs, n - len(jobs)

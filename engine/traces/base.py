@@ -182,6 +182,7 @@ class Rows:
     job_type: array = field(default_factory=lambda: array("q"))  # index into job_types
     allowed: array = field(default_factory=lambda: array("q"))  # index into allowed_sets
     failed: array = field(default_factory=lambda: array("q"))  # 1: the trace recorded the job as failed
+    deadline_s: array = field(default_factory=lambda: array("d"))  # absolute, in the file's time; NaN: none
     name: list = field(default_factory=list)
     user_names: list = field(default_factory=list)
     job_types: list = field(default_factory=list)
@@ -195,7 +196,7 @@ class Rows:
 
     def add(self, submit_s: float, duration_s: float, gpus: int, gpu_fraction: float, vram_gib: float,
             user: str, job_type: str, priority: int, allowed_types: frozenset[str], estimate_s: float,
-            name: str, failed: bool = False) -> None:
+            name: str, failed: bool = False, deadline_s: float = math.nan) -> None:
         """Store one job; the values must already satisfy :class:`~engine.sim.job.Job`'s rules."""
         self.submit_s.append(submit_s)
         self.duration_s.append(duration_s)
@@ -208,16 +209,19 @@ class Rows:
         self.job_type.append(_intern(self._type_ix, self.job_types, job_type))
         self.allowed.append(_intern(self._allowed_ix, self.allowed_sets, allowed_types))
         self.failed.append(1 if failed else 0)
+        self.deadline_s.append(deadline_s)
         self.name.append(name)
 
     def extend(self, submit_s, duration_s, gpus, gpu_fraction, vram_gib, user, job_type, priority, allowed,
-               estimate_s, name, failed) -> None:
-        """Store many valid jobs at once: numeric arguments (``failed``: booleans) are arrays, ``user``,
+               estimate_s, name, failed, deadline_s) -> None:
+        """Store many valid jobs at once: numeric arguments (``failed``: booleans; ``deadline_s``: NaN for none)
+        are arrays, ``user``,
         ``job_type``, ``allowed`` (frozensets) and ``name`` are sequences of the same length."""
         for col, values, kind in ((self.submit_s, submit_s, "d"), (self.duration_s, duration_s, "d"),
                                   (self.gpus, gpus, "q"), (self.gpu_fraction, gpu_fraction, "d"),
                                   (self.vram_gib, vram_gib, "d"), (self.priority, priority, "q"),
-                                  (self.estimate_s, estimate_s, "d"), (self.failed, failed, "q")):
+                                  (self.estimate_s, estimate_s, "d"), (self.failed, failed, "q"),
+                                  (self.deadline_s, deadline_s, "d")):
             col.frombytes(np.ascontiguousarray(values, dtype="f8" if kind == "d" else "i8").tobytes())
         for col, index, names, values in ((self.user, self._user_ix, self.user_names, user),
                                           (self.job_type, self._type_ix, self.job_types, job_type),
@@ -245,6 +249,7 @@ class Columns:
     vram_gib: str = "vram_gib"
     estimate_s: str = "estimate_s"
     duration_s: str = "duration_s"
+    deadline_s: str = "deadline_s"
 
 
 CANONICAL = Columns()
@@ -282,9 +287,9 @@ class ReadContext:
     def keep(self, submit_s: float, duration_s: float, *, gpus: int = 1, gpu_fraction: float = 1.0,
              vram_gib: float = 0.0, user: str = "user0", job_type: str = "batch", priority: int = 0,
              allowed_types: frozenset[str] | None = frozenset(), estimate_s: float = math.nan, name: str = "",
-             failed: bool = False, columns: Columns = CANONICAL) -> None:
+             failed: bool = False, deadline_s: float = math.nan, columns: Columns = CANONICAL) -> None:
         """Apply the drop rules every format shares, check the values, and store the job (``failed``: the trace
-        recorded it as failed).
+        recorded it as failed; ``deadline_s``: its absolute deadline in the file's time, NaN for none).
 
         Drops, in this order: ``allowed_types`` is ``None`` (only unknown GPU types named) ->
         ``unknown_gpu_type``; ``gpus <= 0`` -> ``no_gpu``; NaN submit or duration -> ``missing_time``;
@@ -313,8 +318,10 @@ class ReadContext:
                 raise BadField(columns.estimate_s, "an estimate > 0 seconds (or empty)", estimate_s)
             if duration_s > MAX_TIME_S or estimate_s > MAX_TIME_S:
                 raise BadField(columns.duration_s, f"a duration up to {MAX_TIME_S:.0e} seconds", duration_s)
+            if not (math.isnan(deadline_s) or 0 < deadline_s - submit_s <= MAX_TIME_S):
+                raise BadField(columns.deadline_s, "a deadline after the submit time (or empty)", deadline_s)
             self.rows.add(submit_s, duration_s, gpus, gpu_fraction, vram_gib, user, job_type, priority,
-                          allowed_types, estimate_s, name, failed)
+                          allowed_types, estimate_s, name, failed, deadline_s)
 
 
 # ------------------------------------------------------------------------------------- headers and rows

@@ -19,9 +19,11 @@ column              meaning                                                     
 ``allowed_types``   GPU types the job may use, joined by ``|`` (e.g. ``A100-80|H100-80``)  any type
 ``estimate_s``      the user's run-time estimate, seconds (> 0)                            ``duration_s``
 ``failed``          ``1`` (or ``true``) when the source recorded the job as failed         ``0``
+``deadline_s``      absolute deadline, seconds, same origin as ``submit_s`` (> submit)      none
 ==================  =====================================================================  ===============
 
-:func:`write_csv` writes every column (``failed`` only when some job failed), floats in their shortest exact form,
+:func:`write_csv` writes every column (``failed`` only when some job failed, ``deadline_s`` only when some job has
+a deadline), floats in their shortest exact form,
 so reading the file back gives equal jobs.
 """
 
@@ -41,7 +43,7 @@ from engine.traces.base import BadField, ReadContext, read_header, read_rows, to
 from engine.traces.fast import Fallback, keep_frame, numbers, read_chunks, strings
 
 COLUMNS = ("job_id", "name", "submit_s", "duration_s", "gpus", "gpu_fraction", "vram_gib", "user", "job_type",
-           "priority", "allowed_types", "estimate_s", "failed")
+           "priority", "allowed_types", "estimate_s", "failed", "deadline_s")
 #: What the ``failed`` column may hold, and what it means.
 FAILED_VALUES = {"": False, "0": False, "false": False, "1": True, "true": True}
 REQUIRED = ("submit_s", "duration_s")
@@ -67,7 +69,8 @@ def _row(ctx: ReadContext, f: dict[str, str]) -> None:
              estimate_s=to_time(f["estimate_s"], "estimate_s") if get("estimate_s") else math.nan,
              user=get("user") or "user0", job_type=get("job_type") or "batch",
              allowed_types=split_types(get("allowed_types", "")),
-             name=f["name"] if "name" in f else get("job_id", ""), failed=to_failed(get("failed", "")))
+             name=f["name"] if "name" in f else get("job_id", ""), failed=to_failed(get("failed", "")),
+             deadline_s=to_time(f["deadline_s"], "deadline_s") if get("deadline_s") else math.nan)
 
 
 def to_failed(text: str) -> bool:
@@ -110,7 +113,7 @@ def fast(ctx: ReadContext) -> None:
                    job_type=text("job_type", "batch"), allowed=allowed,
                    estimate_s=num("estimate_s", np.nan, time=True),
                    name=text("name", "") if "name" in chunk else text("job_id", ""),
-                   failed=_failed_column(text("failed", "")))
+                   failed=_failed_column(text("failed", "")), deadline_s=num("deadline_s", np.nan, time=True))
 
 
 def _failed_column(values: np.ndarray) -> np.ndarray:
@@ -147,16 +150,18 @@ def write_csv(jobs: Iterable[Job], path: str | Path) -> Path:
                                  "which UTF-8 cannot encode (a lone surrogate)") from None
         rows.append(("\r" in text, (j.job_id, j.name, repr(float(j.submit_s)), repr(float(j.duration_s)), j.gpus,
                                      repr(float(j.gpu_fraction)), repr(float(j.vram_gib)), j.user, j.job_type,
-                                     j.priority, types, repr(float(j.estimate_s)), int(j.failed))))
-    # the failed column only when it says something: files of jobs that never failed stay as they were
-    width = len(COLUMNS) if any(row[-1] for _, row in rows) else len(COLUMNS) - 1
+                                     j.priority, types, repr(float(j.estimate_s)), int(j.failed),
+                                     repr(j.deadline_s) if j.has_deadline else "")))
+    # failed and deadline_s only when they say something: files of rigid jobs that never failed stay as they were
+    optional = len(COLUMNS) - 2
+    kept = [*range(optional), *(k for k in (optional, optional + 1) if any(row[k] for _, row in rows))]
     path = Path(path)
     with atomic_open(path, "w", encoding="utf-8", newline="") as f:
         plain = csv.writer(f, lineterminator="\n")
         # csv quotes fields holding the line terminator ("\n") but not a lone "\r", which readers take for a
         # line end: rows with one are written fully quoted.
         quoted = csv.writer(f, lineterminator="\n", quoting=csv.QUOTE_ALL)
-        plain.writerow(COLUMNS[:width])
+        plain.writerow([COLUMNS[k] for k in kept])
         for has_cr, row in rows:
-            (quoted if has_cr else plain).writerow(row[:width])
+            (quoted if has_cr else plain).writerow([row[k] for k in kept])
     return path

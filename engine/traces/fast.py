@@ -128,9 +128,9 @@ def keep_frame(ctx: ReadContext, *, submit_s: np.ndarray, duration_s: np.ndarray
                user: np.ndarray | str = "user0", job_type: np.ndarray | str = "batch",
                priority: np.ndarray | int = 0, allowed: np.ndarray | list | None = None,
                estimate_s: np.ndarray | float = np.nan, name: np.ndarray,
-               failed: np.ndarray | bool = False) -> None:
+               failed: np.ndarray | bool = False, deadline_s: np.ndarray | float = np.nan) -> None:
     """Vectorised :meth:`ReadContext.keep` for one chunk (``allowed``: frozensets, ``None`` = unknown types;
-    ``failed``: the jobs the trace recorded as failed)."""
+    ``failed``: the jobs the trace recorded as failed; ``deadline_s``: absolute deadlines, NaN for none)."""
     n = len(submit_s)
     ctx.n_rows += n
 
@@ -152,8 +152,11 @@ def keep_frame(ctx: ReadContext, *, submit_s: np.ndarray, duration_s: np.ndarray
     non_pos = rest & (duration_s <= 0)
     keep = rest & ~non_pos
     k_gpus, k_frac, k_vram, k_est, k_dur = gpus[keep], frac[keep], vram[keep], est[keep], duration_s[keep]
+    k_deadline = full(deadline_s, "f8")[keep]
+    k_slack = k_deadline - submit_s[keep]
     bad = ((k_gpus > MAX_GPUS) | ~((k_frac > 0) & (k_frac <= 1)) | ((k_frac < 1) & (k_gpus != 1))
-           | ~((k_vram >= 0) & (k_vram <= MAX_VRAM_GIB)) | ~(np.isnan(k_est) | (k_est > 0)) | (k_dur > MAX_TIME_S) | (k_est > MAX_TIME_S))
+           | ~((k_vram >= 0) & (k_vram <= MAX_VRAM_GIB)) | ~(np.isnan(k_est) | (k_est > 0)) | (k_dur > MAX_TIME_S)
+           | (k_est > MAX_TIME_S) | ~(np.isnan(k_slack) | ((k_slack > 0) & (k_slack <= MAX_TIME_S))))
     if bad.any():
         raise Fallback
     for reason, mask in (("unknown_gpu_type", unknown), ("no_gpu", no_gpu), ("non_positive_duration", non_pos)):
@@ -162,4 +165,4 @@ def keep_frame(ctx: ReadContext, *, submit_s: np.ndarray, duration_s: np.ndarray
             ctx.dropped[reason] += count
     ctx.rows.extend(submit_s[keep], k_dur, k_gpus, k_frac, k_vram, full(user, object)[keep],
                     full(job_type, object)[keep], prio[keep], allowed_arr[keep], k_est, list(name[keep]),
-                    full(failed, "i8")[keep])
+                    full(failed, "i8")[keep], k_deadline)

@@ -27,7 +27,8 @@ A3C                7.238
 
 The model is the ``job_type`` text before `` (batch size``. A model not in the table drops the row as
 ``unknown_model``. Mapping: GPUs = ``scale_factor``; priority = ``priority_weight`` rounded; job type
-``training``; user ``user0``; name = the ``job_type`` text.
+``training``; user ``user0``; name = the ``job_type`` text; deadline (10-field layout) = arrival + ``SLO`` x
+duration, none where ``SLO`` is negative (Gavel writes -1), the way Gavel's scheduler reads the column.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ THROUGHPUT_STEPS_PER_S: dict[str, float] = {
 }
 
 
-COLUMN_NAMES = Columns(gpus="scale_factor", duration_s="total_steps")
+COLUMN_NAMES = Columns(gpus="scale_factor", duration_s="total_steps", deadline_s="SLO")
 
 
 def model_of(job_type: str) -> str:
@@ -83,7 +84,7 @@ def read(ctx: ReadContext) -> None:
                         f"Gavel's older Philly traces), but this one has {len(first[1])}", line=first[0])
     at = {name: names.index(name) for name in names}
     i_type, i_steps, i_gpus = at["job_type"], at["total_steps"], at["scale_factor"]
-    i_weight, i_arrival = at["priority_weight"], at["arrival_time"]
+    i_weight, i_arrival, i_slo = at["priority_weight"], at["arrival_time"], at.get("SLO")
 
     def row(f: list[str], line: int) -> None:
         steps = to_float(f[i_steps], "total_steps")
@@ -96,8 +97,11 @@ def read(ctx: ReadContext) -> None:
         if throughput is None:
             ctx.drop("unknown_model")
             return
-        ctx.keep(submit if submit >= 0 else math.nan, steps / (throughput * max(gpus, 1)), gpus=gpus,
-                 priority=round(weight), job_type="training", name=f[i_type].strip(), columns=COLUMN_NAMES)
+        duration = steps / (throughput * max(gpus, 1))
+        slo = math.nan if i_slo is None else to_float(f[i_slo], "SLO")
+        submit = submit if submit >= 0 else math.nan
+        ctx.keep(submit, duration, gpus=gpus, priority=round(weight), job_type="training", name=f[i_type].strip(),
+                 deadline_s=submit + slo * duration if slo >= 0 else math.nan, columns=COLUMN_NAMES)
 
     read_rows(ctx, itertools.chain([first], rows), row, width=len(names), header=list(names),
               like="as on the first line")

@@ -50,7 +50,9 @@ its largest GPU type has, more memory than its largest GPU) are removed and the 
 midnight, when the first job arrives). **Users**: ``users`` tenants, tenant ``k`` (from 0) submitting with probability proportional
 to ``1 / (k + 1) ** user_skew`` (Zipf; 1.2 with 15 users gives the largest 38 %). **Estimates**:
 ``duration x exp(N(log overestimate, estimate_error))`` rounded up to a minute (0 error and
-``overestimate=1`` give exact estimates, still rounded up).
+``overestimate=1`` give exact estimates, still rounded up). **Deadlines**: none by default; ``deadlines`` names
+a law of :mod:`engine.traces.deadlines` (``elasticflow``, ``gavel``) and ``best_effort`` the share of jobs left
+without one; they are drawn last, so the rest of the workload is the same with and without them.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ import numpy as np
 from engine.errors import reject_unknown_keys
 from engine.sim.cluster import Cluster, parse_cluster
 from engine.sim.job import Job
+from engine.traces.deadlines import NO_DEADLINES, check_law, draw_deadlines
 
 #: GPU fractions and per-GPU memory (GiB) the default job types use.
 FRACTIONS = (0.1, 0.25, 0.5, 0.75, 1.0)
@@ -151,7 +154,8 @@ def generate(cluster: Cluster | str, n_jobs: int, load: float = 0.8, seed: int =
              users: int = 10, user_skew: float = 1.2, arrival: str = "poisson",
              estimate_error: float = 0.4, overestimate: float = 2.0,
              burst_factor: float = 4.0, burst_share: float = 0.1, diurnal_amplitude: float = 0.5,
-             allowed_share: float = 0.0) -> tuple[Job, ...]:
+             allowed_share: float = 0.0, deadlines: str = NO_DEADLINES,
+             best_effort: float = 0.0) -> tuple[Job, ...]:
     """Draw ``n_jobs`` jobs for ``cluster`` at offered load ``load`` (see the module docstring).
 
     Args:
@@ -167,6 +171,8 @@ def generate(cluster: Cluster | str, n_jobs: int, load: float = 0.8, seed: int =
         burst_factor, burst_share: for ``bursty``: rate multiplier in bursts and share of time in bursts.
         diurnal_amplitude: for ``diurnal``: relative swing of the rate over a day, in [0, 1].
         allowed_share: share of jobs pinned to one GPU type of the cluster (a type their memory fits).
+        deadlines, best_effort: the deadline law (:data:`~engine.traces.deadlines.DEADLINE_LAWS` or ``none``)
+            and the share of jobs it leaves without a deadline.
 
     Returns:
         Jobs numbered ``0..n-1`` in submit order, the first submitted at 0.
@@ -174,6 +180,7 @@ def generate(cluster: Cluster | str, n_jobs: int, load: float = 0.8, seed: int =
     cluster = parse_cluster(cluster)
     _check_args(n_jobs, load, users, user_skew, arrival, estimate_error, overestimate, burst_factor,
                 burst_share, diurnal_amplitude, allowed_share)
+    check_law(deadlines, best_effort)
     spec_by_type = job_types(types)
     mix = dict(DEFAULT_MIX if mix is None else mix)
     unknown = set(mix) - set(spec_by_type)
@@ -220,13 +227,14 @@ def generate(cluster: Cluster | str, n_jobs: int, load: float = 0.8, seed: int =
     gpu_s = dur * gpus * frac
     rate = load * cluster.n_gpus / float(gpu_s.mean())
     submit = _arrivals(rng, n_jobs, rate, arrival, burst_factor, burst_share, diurnal_amplitude)
+    due = draw_deadlines(deadlines, submit, dur, best_effort, rng)  # last: the draws above do not depend on it
 
     names = [str(n) for n in type_names]
     return tuple(
-        Job(i, s, d, g, f, v, f"user{u}", names[k], p, a, e, f"{names[k]}-{i}")
-        for i, (s, d, g, f, v, u, k, p, a, e) in enumerate(zip(
+        Job(i, s, d, g, f, v, f"user{u}", names[k], p, a, e, f"{names[k]}-{i}", False, dl)
+        for i, (s, d, g, f, v, u, k, p, a, e, dl) in enumerate(zip(
             submit.tolist(), dur.tolist(), gpus.tolist(), frac.tolist(), vram.tolist(), user.tolist(),
-            kind.tolist(), prio.tolist(), allowed, estimate.tolist()))
+            kind.tolist(), prio.tolist(), allowed, estimate.tolist(), due.tolist()))
     )
 
 

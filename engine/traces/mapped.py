@@ -17,9 +17,11 @@ key                meaning
 ``allowed_types``  GPU types joined by ``|`` (default any)
 ``estimate``       run-time estimate in ``time_unit`` (default: the duration)
 ``name``           the job's label (default: the line number)
+``deadline``       absolute deadline, same origin and unit as ``submit`` (or an ISO date-time; default none)
 =================  =================================================================================
 
-Keys may also be written with their canonical suffix (``submit_s``, ``duration_s``, ``estimate_s``).
+Keys may also be written with their canonical suffix (``submit_s``, ``duration_s``, ``estimate_s``,
+``deadline_s``).
 ``time_unit`` is ``s`` (default) or ``ms``. Columns not in the map are ignored. The same drop rules as the
 canonical CSV apply (missing time, duration <= 0, GPUs <= 0).
 """
@@ -39,8 +41,9 @@ from engine.traces.philly import parse_timestamp
 from engine.traces.plausibility import unit_warning
 
 KEYS = ("submit", "duration", "end", "gpus", "gpu_fraction", "vram_gib", "user", "job_type", "priority",
-        "allowed_types", "estimate", "name")
-ALIASES = {"submit_s": "submit", "duration_s": "duration", "estimate_s": "estimate", "end_s": "end"}
+        "allowed_types", "estimate", "name", "deadline")
+ALIASES = {"submit_s": "submit", "duration_s": "duration", "estimate_s": "estimate", "end_s": "end",
+           "deadline_s": "deadline"}
 
 
 def parse_map(text: str) -> dict[str, str]:
@@ -92,7 +95,7 @@ def read(ctx: ReadContext) -> None:
 
     names = Columns(gpus=col("gpus") or "gpus", gpu_fraction=col("gpu_fraction") or "gpu_fraction",
                     vram_gib=col("vram_gib") or "vram_gib", estimate_s=col("estimate") or "estimate",
-                    duration_s=col("duration") or col("end"))
+                    duration_s=col("duration") or col("end"), deadline_s=col("deadline") or "deadline")
 
     def get(f: list[str], key: str) -> str:
         return f[ix[key]].strip() if key in ix else ""
@@ -113,12 +116,14 @@ def read(ctx: ReadContext) -> None:
         vram = to_float(v_txt, col("vram_gib")) if v_txt else 0.0
         priority = to_int(p_txt, col("priority")) if p_txt else 0
         estimate = to_float(e_txt, col("estimate")) * scale if e_txt else math.nan
+        deadline_txt = get(f, "deadline")
+        deadline = _time(deadline_txt, col("deadline"), scale) if deadline_txt else math.nan
         if math.isfinite(submit) and abs(submit) > MAX_TIME_S:
             raise BadField(col("submit"), f"a time within +-{MAX_TIME_S:.0e} seconds", submit)
         ctx.keep(submit, duration, gpus=gpus, gpu_fraction=frac, vram_gib=vram, user=get(f, "user") or "user0",
                  job_type=get(f, "job_type") or "batch", priority=priority,
                  allowed_types=split_types(get(f, "allowed_types")), estimate_s=estimate,
-                 name=get(f, "name") if "name" in ix else str(ctx.n_rows), columns=names)
+                 name=get(f, "name") if "name" in ix else str(ctx.n_rows), deadline_s=deadline, columns=names)
 
     read_rows(ctx, rows, row, width=len(header), header=header)
 
@@ -141,6 +146,7 @@ HINTS: dict[str, tuple[str, ...]] = {
     "name": ("name", "job_name", "job_id", "jobid", "job", "id"),
     "vram_gib": ("vram_gib", "gpu_mem_gib", "gpu_memory_gib"),
     "estimate": ("estimate_s", "estimate", "requested_time", "time_limit", "walltime_limit"),
+    "deadline": ("deadline_s", "deadline", "due", "due_time"),
 }
 
 

@@ -85,3 +85,15 @@ def test_numbers_past_their_physical_bound_are_refused(kwargs, field):
     fields = {"job_id": 3, "submit_s": 0.0, "duration_s": 10.0, **kwargs}
     with pytest.raises(ValueError, match=f"job 3: {field} must be .*at most"):
         Job(**fields)
+
+
+def test_deadline_is_absolute_after_submit_and_inf_when_absent():
+    assert Job(0, 5, 1).deadline_s == math.inf and not Job(0, 5, 1).has_deadline
+    assert Job(0, 5, 1, deadline_s=math.nan) == Job(0, 5, 1)  # NaN (an empty column) means none
+    job = Job(0, 5, 1, deadline_s=np.float64(9.5))
+    assert job.deadline_s == 9.5 and type(job.deadline_s) is float and job.has_deadline
+    with pytest.raises(ValueError, match=r"^job 3: deadline_s must be after submit_s \(5.0\), got 5$"):
+        Job(3, 5, 1, deadline_s=5)
+    with pytest.raises(ValueError, match=r"^job 0: deadline_s must be a number, got 'soon'$"):
+        Job(0, 5, 1, deadline_s="soon")
+    assert pickle.loads(pickle.dumps(job)) == job

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from engine import CarbonSeries, EnergyModel, Job, PreemptionModel, RunOptions, Simulation, parse_cluster
-from engine.sim.options import FAILURE_PRESETS, JOB_FAILURE_PRESETS, FailureModel, OptionsError
+from engine.sim.options import FAILURE_PRESETS, JOB_FAILURE_PRESETS, AdmissionModel, FailureModel, OptionsError
 
 COSTLY = PreemptionModel(checkpoint_interval_s=900.0, restart_overhead_s=45.0)
 
@@ -21,6 +21,7 @@ def test_to_dict_and_from_dict_round_trip_through_json():
         RunOptions(failures=FAILURE_PRESETS["stress"].with_job_failures("acme")),
         RunOptions(energy=EnergyModel(pue=1.1, carbon_g_per_kwh=CarbonSeries(3600.0, (300.0, 250.5), "2024-01-01"),
                                       price_list="gcp-preemptible-2020")),
+        RunOptions(admission=AdmissionModel("feasible")),
     ):
         data = json.loads(json.dumps(options.to_dict()))
         assert RunOptions.from_dict(data) == options
@@ -28,6 +29,7 @@ def test_to_dict_and_from_dict_round_trip_through_json():
         "preemption": {"checkpoint_interval_s": None, "restart_overhead_s": 0.0},
         "failures": FailureModel().to_dict(),
         "energy": {"pue": 1.58, "carbon_g_per_kwh": 480.0, "price_list": "catalog"},
+        "admission": {"policy": "accept-all"},
     }
 
 
@@ -41,8 +43,8 @@ def test_missing_keys_take_their_defaults():
 @pytest.mark.parametrize(
     "data, message",
     [
-        ([], "options must be an object (keys: preemption, failures, energy)"),
-        ({"deadlines": {}}, "options: unknown keys ['deadlines']; valid keys: ['energy', 'failures', 'preemption']"),
+        ([], "options must be an object (keys: preemption, failures, energy, admission)"),
+        ({"deadlines": {}}, "options: unknown keys ['deadlines']; valid keys: ['admission', 'energy', 'failures', 'preemption']"),
         ({"preemption": 3}, "options.preemption must be an object with checkpoint_interval_s, restart_overhead_s"),
         ({"preemption": {"checkpoint_cost_s": 5}}, "options.preemption: unknown keys ['checkpoint_cost_s']"),
         ({"failures": {"checkpoint_cost_s": -1}}, "options.failures.checkpoint_cost_s must be a number of seconds >= 0"),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
 
+from engine import traces
 from engine.errors import TraceError
 from engine.sim.job import Job
 from engine.traces import load_trace, write_csv
@@ -105,4 +107,25 @@ def test_the_failed_column_round_trips_and_is_written_only_when_it_says_somethin
         assert load_trace(tmp_path / "t.csv", "csv").jobs[0].failed is failed
     (tmp_path / "bad.csv").write_text("submit_s,duration_s,failed\n0,10,yes\n")
     with pytest.raises(TraceError, match="failed.*expected 0, 1, true, false or empty, got 'yes'"):
+        load_trace(tmp_path / "bad.csv", "csv")
+
+
+@pytest.mark.parametrize("use_fast", [True, False])
+def test_the_deadline_column_round_trips_keeps_its_slack_and_is_written_only_when_some_job_has_one(
+        tmp_path, monkeypatch, use_fast):
+    monkeypatch.setattr(traces, "read_file", functools.partial(traces.read_file))
+    jobs = [Job(0, 0.0, 10.0, deadline_s=0.3), Job(1, 0.1, 20.0), Job(2, 5.0, 20.0, deadline_s=1e6 / 3)]
+    path = write_csv(jobs, tmp_path / "deadlines.csv")
+    assert path.read_text().splitlines()[:3] == ["job_id,name,submit_s,duration_s,gpus,gpu_fraction,vram_gib,user,"
+                                                 "job_type,priority,allowed_types,estimate_s,deadline_s",
+                                                 "0,,0.0,10.0,1,1.0,0.0,user0,batch,0,,10.0,0.3",
+                                                 "1,,0.1,20.0,1,1.0,0.0,user0,batch,0,,20.0,"]
+    assert load_trace(path, "csv").jobs == tuple(jobs)
+    (tmp_path / "t.csv").write_text("submit_s,duration_s,deadline_s\n100,10,150\n200,10,\n300,10,700\n")
+    shifted = load_trace(tmp_path / "t.csv", "csv").jobs
+    assert [j.deadline_s for j in shifted] == [50.0, math.inf, 600.0]  # shifted with the submit times
+    scaled = load_trace(tmp_path / "t.csv", "csv", load_scale=2.0).jobs
+    assert [j.deadline_s - j.submit_s for j in scaled] == [50.0, math.inf, 400.0]  # the slack stays under a scale
+    (tmp_path / "bad.csv").write_text("submit_s,duration_s,deadline_s\n100,10,150\n200,10,200\n")
+    with pytest.raises(TraceError, match="line 3.*deadline_s.*a deadline after the submit time"):
         load_trace(tmp_path / "bad.csv", "csv")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from engine.errors import TraceError
@@ -123,6 +125,18 @@ def test_gavel(tmp_path):
     assert trace.jobs[0].duration_s == pytest.approx(2931 / THROUGHPUT_STEPS_PER_S["ResNet-50"])
     assert trace.jobs[1].duration_s == pytest.approx(11005 / (2 * THROUGHPUT_STEPS_PER_S["Transformer"]))
     assert trace.report.dropped == {"unknown_model": 1}
+    assert not any(j.has_deadline for j in trace.jobs)  # SLO -1: none
+
+
+def test_gavel_slo_is_a_deadline_in_multiples_of_the_duration(tmp_path):
+    def line(slo, arrival):
+        return "\t".join(["LM (batch size 5)", "x", "dir", "--n", "1", "9625", "1", "1", slo, str(arrival)])
+
+    trace = load_trace(write(tmp_path, "g.trace", "\n".join([line("1.2", 10), line("-1", 20), line("10", 30)])))
+    duration = 9625 / THROUGHPUT_STEPS_PER_S["LM"]
+    assert [j.deadline_s for j in trace.jobs] == pytest.approx([1.2 * duration, math.inf, 20 + 10 * duration])
+    with pytest.raises(TraceError, match="line 1, column 'SLO'.*a deadline after the submit time"):
+        load_trace(write(tmp_path, "zero.trace", line("0", 10) + "\n"), "gavel")
 
 
 def test_mapped(tmp_path):
@@ -133,6 +147,16 @@ def test_mapped(tmp_path):
     assert [(j.name, j.submit_s, j.duration_s, j.gpus, j.user, j.vram_gib) for j in trace.jobs] == [
         ("b", 0.0, 0.5, 1, "bob", 8.0), ("a", 1.0, 3.0, 2, "ann", 16.0)]
     assert trace.report.dropped == {"missing_time": 1}
+
+
+def test_mapped_deadline_is_absolute_in_the_submit_unit(tmp_path):
+    path = write(tmp_path, "m.csv", "start,ms,due\n2000,500,4000\n1000,500,\n")
+    trace = load_trace(path, "mapped", column_map={"submit": "start", "duration": "ms", "deadline_s": "due"},
+                       time_unit="ms")
+    assert [j.deadline_s for j in trace.jobs] == [math.inf, 3.0]
+    bad = write(tmp_path, "bad.csv", "start,ms,due\n2000,500,1000\n")
+    with pytest.raises(TraceError, match="line 2, column 'due'.*a deadline after the submit time"):
+        load_trace(bad, "mapped", column_map={"submit": "start", "duration": "ms", "deadline": "due"})
 
 
 def test_mapped_iso_dates_and_suffixed_keys(tmp_path):

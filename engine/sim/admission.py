@@ -1,0 +1,60 @@
+"""The admission stage: at its arrival, before the queue, a job is admitted or declined (with its reason).
+
+The run's ``options.admission.policy`` (:data:`~engine.sim.options.ADMISSION_POLICIES`) picks the rule:
+
+* ``accept-all`` (the default): no stage at all; every job that fits the cluster enters the queue, and the run is
+  the run without admission control, bit for bit.
+* ``feasible``: a job with a deadline is declined when it could not meet it even if it started the moment it
+  arrived on the fastest GPU type it may use, alone and on one node: when ``now + work_s / best_speed >
+  deadline_s``, where ``work_s`` is its reference work (its duration plus what its checkpoints cost) and
+  ``best_speed`` the largest speed of its job type over the cluster's GPU types it is allowed on. It is an
+  optimistic test (queueing and communication only make a job later), so it declines only jobs that are sure to
+  miss; jobs without a deadline are always admitted.
+
+A declined job never runs: its status is ``DECLINED`` and :attr:`~engine.sim.record.Result.declined_reasons` holds
+why. The simulation calls :meth:`Admission.decline` once per arriving job that fits the cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from engine.sim.cluster import Cluster
+from engine.sim.job import Job
+from engine.sim.options import RunOptions
+
+
+class Admission:
+    """The ``feasible`` policy for one run (module docstring)."""
+
+    def __init__(self, cluster: Cluster, jobs: Sequence[Job]) -> None:
+        self._cluster = cluster
+        self._jobs = jobs
+        self._best: dict[tuple[str, frozenset[str]], float] = {}  # (job type, allowed types) -> best speed
+
+    def best_speed(self, job: Job) -> float:
+        """The largest speed of ``job``'s type over the cluster's GPU types it is allowed on."""
+        key = (job.job_type, job.allowed_types)
+        speed = self._best.get(key)
+        if speed is None:
+            names = self._cluster.layout.type_names
+            allowed = [t for t in names if not job.allowed_types or t in job.allowed_types] or list(names)
+            speed = self._best[key] = max(self._cluster.speed(job.job_type, t) for t in allowed)
+        return speed
+
+    def decline(self, j: int, now_s: float, work_s: float) -> str | None:
+        """Why job ``j``, arriving at ``now_s`` with ``work_s`` of reference work, is declined; ``None``: admitted."""
+        job = self._jobs[j]
+        if not job.has_deadline:
+            return None
+        speed = self.best_speed(job)
+        earliest_s = now_s + work_s / speed
+        if earliest_s <= job.deadline_s:
+            return None
+        return (f"cannot meet its deadline at {job.deadline_s:g} s: {work_s:g} s of work at its best speed "
+                f"{speed:g} ends at {earliest_s:g} s at the earliest")
+
+
+def make_admission(cluster: Cluster, jobs: Sequence[Job], options: RunOptions) -> Admission | None:
+    """The run's admission stage, or ``None`` when it admits every job (``accept-all``)."""
+    return Admission(cluster, jobs) if options.admission.active else None
