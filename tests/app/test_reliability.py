@@ -1,0 +1,76 @@
+"""Failures in the app: the Cluster page sets the scenario's failure model (a preset, then node MTBF, repair,
+checkpoint interval and cost, job failures) into the link; bad input is one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from app_pages.lib import reliability
+from engine.sim.options import FAILURE_PRESETS, FailureModel, OptionsError, RunOptions
+from tests.app.test_pages import app, errors
+
+APPLY_RELIABILITY = "FormSubmitter:cluster_reliability_form-Apply reliability"
+KNOBS = {"mtbf": "100 h", "repair": "2 h", "checkpoint_every": "30 min", "checkpoint_cost": "60 s",
+         "job_failures": "helios"}
+
+
+def test_knobs_typed_with_units_become_the_failure_model_and_the_checkpoint_interval():
+    options = reliability.with_failures(RunOptions(), FAILURE_PRESETS["stress"], **KNOBS)
+    assert options.failures == FailureModel(mtbf_h=100.0, repair_h=2.0, repair_law="exponential", lemon_share=0.15,
+                                            lemon_factor=5.0, job_failure_rate=0.155, checkpoint_cost_s=60.0)
+    assert options.preemption.checkpoint_interval_s == 1800.0
+    off = reliability.with_failures(options, options.failures, **{**KNOBS, "mtbf": "", "checkpoint_every": "",
+                                                                  "checkpoint_cost": "", "job_failures": "0"})
+    assert not off.failures.active and off.preemption.checkpoint_interval_s is None
+    assert reliability.describe(off) == "Nothing fails: nodes stay up and jobs never crash."
+    assert "every 4.17 d on average" in reliability.describe(options)
+
+
+@pytest.mark.parametrize("knob, text, words", [
+    ("mtbf", "often", "node MTBF: duration 'often'"),
+    ("mtbf", "0 h", "failures.mtbf_h must be a number of hours > 0"),
+    ("job_failures", "lots", "job failures must be one of none, philly, helios, acme or a share"),
+    ("job_failures", "1.5", "a share from 0 to 1, got 1.5"),
+    ("checkpoint_every", "", "checkpoint_cost_s needs options.preemption.checkpoint_interval_s"),
+])
+def test_bad_knobs_are_one_line_naming_the_knob(knob, text, words):
+    with pytest.raises(OptionsError, match=words) as err:
+        reliability.with_failures(RunOptions(), FailureModel(), **{**KNOBS, knob: text})
+    assert "\n" not in str(err.value)
+
+
+def text_input(at, label: str):
+    return next(t for t in at.text_input if t.label == label)
+
+
+def test_cluster_page_sets_a_failure_preset_and_its_knobs_into_the_link_and_bad_input_is_one_line():
+    at = app("app_pages/cluster.py")
+    assert "Reliability" in [s.value for s in at.subheader]
+    assert "cluster_failures_reset" not in [b.key for b in at.button]  # nothing fails by default
+    at.selectbox(key="cluster_failure_preset").select("meta-rsc1").run()
+    at.button(key="cluster_use_failure_preset").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    assert at.session_state["scenario"].options.failures == FAILURE_PRESETS["meta-rsc1"]
+    assert float(at.query_params["o.failures.mtbf_h"]) == FAILURE_PRESETS["meta-rsc1"].mtbf_h
+    assert text_input(at, "Node MTBF (empty: never fails)").value == "3692.31 h"  # the knobs show the preset
+    text_input(at, "Node MTBF (empty: never fails)").set_value("often")
+    at.button(key=APPLY_RELIABILITY).click().run()
+    assert not at.exception
+    (line,) = errors(at)
+    assert line.startswith("reliability: node MTBF: duration 'often'")
+    assert at.session_state["scenario"].options.failures == FAILURE_PRESETS["meta-rsc1"]  # unchanged
+    text_input(at, "Node MTBF (empty: never fails)").set_value("500 h")
+    text_input(at, "Checkpoint every (empty: when stopped)").set_value("1 h")
+    text_input(at, "Checkpoint cost").set_value("30 s")
+    text_input(at, "Job failures (preset or share)").set_value("philly")
+    at.button(key=APPLY_RELIABILITY).click().run()
+    assert not at.exception and not errors(at), errors(at)
+    options = at.session_state["scenario"].options
+    assert (options.failures.mtbf_h, options.failures.job_failure_rate, options.failures.checkpoint_cost_s,
+            options.preemption.checkpoint_interval_s) == (500.0, 0.305, 30.0, 3600.0)
+    assert at.query_params["o.preemption.checkpoint_interval_s"] == "3600.0"
+    assert at.query_params["o.failures.job_failure_rate"] == "0.305"
+    assert any(c.value.startswith("Each node fails every 20.8 d") for c in at.caption)
+    at.button(key="cluster_failures_reset").click().run()
+    assert at.session_state["scenario"].options.failures == FailureModel()
+    assert not any(k.startswith("o.failures") for k in at.query_params)

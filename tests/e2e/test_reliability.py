@@ -1,0 +1,41 @@
+"""Failures in a real browser: the Cluster page sets a failure preset and its knobs into the link, and bad input is
+one line."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from benchmarks.app_compare import wait_idle
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+SLOW_MS = 120_000
+
+
+def test_cluster_page_sets_a_failure_preset_and_knobs_into_the_link(page: Page, app_url: str, shot):
+    page.goto(f"{app_url}/cluster?cluster=2x4%3AT4")
+    expect(page.get_by_role("heading", name="Reliability")).to_be_visible(timeout=SLOW_MS)
+    wait_idle(page)
+    box = page.get_by_role("combobox", name="Failure preset")
+    box.click()
+    box.press_sequentially("stress")
+    page.keyboard.press("Enter")
+    page.get_by_role("button", name="Use failure preset").click()
+    expect(page).to_have_url(re.compile(r"o\.failures\.mtbf_h=200\.0"), timeout=SLOW_MS)
+    wait_idle(page)
+    mtbf = page.get_by_role("textbox", name="Node MTBF (empty: never fails)")
+    expect(mtbf).to_have_value("200 h")
+    mtbf.fill("often")
+    page.get_by_role("button", name="Apply reliability").click()
+    expect(page.get_by_text("reliability: node MTBF: duration 'often'")).to_be_visible(timeout=SLOW_MS)
+    mtbf.fill("100 h")
+    page.get_by_role("textbox", name="Checkpoint every (empty: when stopped)").fill("30 min")
+    page.get_by_role("textbox", name="Job failures (preset or share)").fill("helios")
+    page.get_by_role("button", name="Apply reliability").click()
+    expect(page).to_have_url(re.compile(r"o\.failures\.mtbf_h=100\.0"), timeout=SLOW_MS)
+    expect(page).to_have_url(re.compile(r"o\.preemption\.checkpoint_interval_s=1800\.0"))
+    expect(page).to_have_url(re.compile(r"o\.failures\.job_failure_rate=0\.155"))
+    expect(page.get_by_text(re.compile(r"Each node fails every 4\.17 d on average"))).to_be_visible()
+    shot(page, "reliability")
