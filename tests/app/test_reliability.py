@@ -74,3 +74,31 @@ def test_cluster_page_sets_a_failure_preset_and_its_knobs_into_the_link_and_bad_
     at.button(key="cluster_failures_reset").click().run()
     assert at.session_state["scenario"].options.failures == FailureModel()
     assert not any(k.startswith("o.failures") for k in at.query_params)
+
+
+FAILING = {"cluster": "2x4:T4", "sched": "fifo,first-fit", "w.n_jobs": "40", "o.failures.mtbf_h": "20.0",
+           "o.failures.job_failure_rate": "0.3", "o.preemption.checkpoint_interval_s": "1800.0"}
+
+
+def test_compare_runs_with_the_scenarios_failures_and_shows_the_reliability_rows():
+    from engine.analysis.metrics import RELIABILITY_METRICS, metric_name, summarize
+    from engine.units import human_value
+
+    at = app("app_pages/compare.py", query=FAILING)
+    at.button(key="compare_run").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    results = at.session_state["results"]["results"]
+    assert all(r.options == at.session_state["scenario"].options for r in results.values())  # run with them
+    kpi = at.dataframe[0].value.set_index("metric")
+    for name, result in results.items():
+        summary = summarize(result)
+        assert summary.reliability is not None
+        for key, metric in RELIABILITY_METRICS.items():
+            assert kpi.loc[metric_name(key), name] == human_value(summary.value(key), metric.unit)
+    assert summarize(results["fifo"]).reliability.node_failures > 0
+    assert summarize(results["fifo"]).reliability.failed_jobs > 0
+    # Without failures: no reliability rows, and a word on where to set them.
+    plain = app("app_pages/compare.py", query={k: v for k, v in FAILING.items() if not k.startswith("o.")})
+    plain.button(key="compare_run").click().run()
+    assert metric_name("ettr") not in set(plain.dataframe[0].value["metric"])
+    assert any("set a failure model on the Cluster page" in c.value for c in plain.caption)

@@ -1,9 +1,10 @@
 """Failures in a real browser: the Cluster page sets a failure preset and its knobs into the link, and bad input is
-one line."""
+one line; Compare runs with them and shows the reliability rows."""
 
 from __future__ import annotations
 
 import re
+from urllib.parse import urlencode
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -39,3 +40,19 @@ def test_cluster_page_sets_a_failure_preset_and_knobs_into_the_link(page: Page, 
     expect(page).to_have_url(re.compile(r"o\.failures\.job_failure_rate=0\.155"))
     expect(page.get_by_text(re.compile(r"Each node fails every 4\.17 d on average"))).to_be_visible()
     shot(page, "reliability")
+
+
+FAILING = {"cluster": "2x4:T4", "sched": "fifo,first-fit", "w.n_jobs": 40, "o.failures.mtbf_h": 20.0,
+           "o.failures.job_failure_rate": 0.3, "o.preemption.checkpoint_interval_s": 1800.0}
+
+
+def test_compare_shows_the_reliability_rows_when_failures_are_modelled(page: Page, app_url: str):
+    page.goto(f"{app_url}/compare?{urlencode(FAILING)}")
+    expect(page.get_by_role("heading", name="Compare schedulers")).to_be_visible(timeout=SLOW_MS)
+    page.get_by_role("button", name="Run comparison").click()
+    expect(page.get_by_role("heading", name="Key metrics")).to_be_visible(timeout=SLOW_MS)
+    wait_idle(page)
+    kpi = page.locator('[data-testid="stDataFrame"]').first
+    for row in ("Node failures", "Jobs stopped by failures", "Failed jobs", "Work lost to failures", "ETTR",
+                "GPU availability"):
+        expect(kpi).to_contain_text(row)
