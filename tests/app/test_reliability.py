@@ -97,6 +97,12 @@ def test_compare_runs_with_the_scenarios_failures_and_shows_the_reliability_rows
             assert kpi.loc[metric_name(key), name] == human_value(summary.value(key), metric.unit)
     assert summarize(results["fifo"]).reliability.node_failures > 0
     assert summarize(results["fifo"]).reliability.failed_jobs > 0
+    # "Why is this job waiting?" names the failures a job met.
+    fifo = results["fifo"]
+    stopped = int(fifo.interruptions.argmax())
+    at.text_input(key="compare_job").set_value(fifo.jobs[stopped].name or str(stopped)).run()
+    story = next(t.value for t in at.text if t.value.startswith("fifo: "))
+    assert f"a node failure stopped it {int(fifo.interruptions[stopped])} time(s)" in story
     # Without failures: no reliability rows, and a word on where to set them.
     plain = app("app_pages/compare.py", query={k: v for k, v in FAILING.items() if not k.startswith("o.")})
     plain.button(key="compare_run").click().run()

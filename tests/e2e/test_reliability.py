@@ -56,3 +56,8 @@ def test_compare_shows_the_reliability_rows_when_failures_are_modelled(page: Pag
     for row in ("Node failures", "Jobs stopped by failures", "Failed jobs", "Work lost to failures", "ETTR",
                 "GPU availability"):
         expect(kpi).to_contain_text(row)
+    job = page.get_by_role("textbox", name="Job (its id in the trace)")
+    job.fill("training-9")  # a job node failures stop under fifo in this scenario (tests/app/test_reliability.py)
+    job.press("Enter")
+    expect(page.get_by_text(re.compile(r"^fifo: .*a node failure stopped it \d+ time\(s\)"))).to_be_visible(
+        timeout=SLOW_MS)
