@@ -3,10 +3,15 @@ checkpoint interval and cost, job failures) into the link; bad input is one line
 
 from __future__ import annotations
 
+import base64
+import json
+
+import numpy as np
 import pytest
 
 from app_pages.lib import reliability
 from engine.sim.options import FAILURE_PRESETS, FailureModel, OptionsError, RunOptions
+from engine.viz.timeline import OUTAGE_COLOUR
 from tests.app.test_pages import app, errors
 
 APPLY_RELIABILITY = "FormSubmitter:cluster_reliability_form-Apply reliability"
@@ -37,6 +42,13 @@ def test_bad_knobs_are_one_line_naming_the_knob(knob, text, words):
     with pytest.raises(OptionsError, match=words) as err:
         reliability.with_failures(RunOptions(), FailureModel(), **{**KNOBS, knob: text})
     assert "\n" not in str(err.value)
+
+
+def _values(array) -> np.ndarray:
+    """A Plotly JSON array: a list, or numpy's bytes in base64 (``{"dtype", "bdata"}``)."""
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"])
+    return np.asarray(array)
 
 
 def text_input(at, label: str):
@@ -97,6 +109,12 @@ def test_compare_runs_with_the_scenarios_failures_and_shows_the_reliability_rows
             assert kpi.loc[metric_name(key), name] == human_value(summary.value(key), metric.unit)
     assert summarize(results["fifo"]).reliability.node_failures > 0
     assert summarize(results["fifo"]).reliability.failed_jobs > 0
+    # The timeline shades each node while it is down and marks each job a failure stopped.
+    timeline = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "stopped by a node failure" in c.proto.spec)
+    marks = [t for t in timeline["data"] if t.get("name") == "stopped by a node failure"]
+    assert len(marks) == len(results) and sum(len(_values(t["x"])) for t in marks) == sum(int(r.interruptions.sum()) for r in results.values())
+    down = [s for s in timeline["layout"]["shapes"] if s.get("fillcolor") == OUTAGE_COLOUR]
+    assert len(down) == sum(r.outage_node.size for r in results.values())
     # "Why is this job waiting?" names the failures a job met.
     fifo = results["fifo"]
     stopped = int(fifo.interruptions.argmax())

@@ -9,10 +9,11 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import Page, expect
 
-from benchmarks.app_compare import wait_idle
+from benchmarks.app_compare import CHARTS_DRAWN, wait_idle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 SLOW_MS = 120_000
+OUTAGE_FILL = "fill: rgb(214, 39, 40)"  # the down nodes' bands (engine.viz.timeline.OUTAGE_COLOUR)
 
 
 def test_cluster_page_sets_a_failure_preset_and_knobs_into_the_link(page: Page, app_url: str, shot):
@@ -56,6 +57,10 @@ def test_compare_shows_the_reliability_rows_when_failures_are_modelled(page: Pag
     for row in ("Node failures", "Jobs stopped by failures", "Failed jobs", "Work lost to failures", "ETTR",
                 "GPU availability"):
         expect(kpi).to_contain_text(row)
+    # The timeline marks the jobs a failure stopped (its legend names the crosses) and shades the nodes down.
+    page.wait_for_function(CHARTS_DRAWN, arg=1, timeout=SLOW_MS)
+    expect(page.get_by_text("stopped by a node failure").first).to_be_visible(timeout=SLOW_MS)
+    assert page.locator(f'.js-plotly-plot path[style*="{OUTAGE_FILL}"]').count() > 0
     job = page.get_by_role("textbox", name="Job (its id in the trace)")
     job.fill("training-9")  # a job node failures stop under fifo in this scenario (tests/app/test_reliability.py)
     job.press("Enter")
