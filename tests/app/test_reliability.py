@@ -126,3 +126,30 @@ def test_compare_runs_with_the_scenarios_failures_and_shows_the_reliability_rows
     plain.button(key="compare_run").click().run()
     assert metric_name("ettr") not in set(plain.dataframe[0].value["metric"])
     assert any("set a failure model on the Cluster page" in c.value for c in plain.caption)
+
+
+@pytest.mark.timeout(300)
+def test_the_capacity_plan_runs_under_the_scenarios_failures(ray_local):
+    from engine import make_scheduler, simulate
+    from engine.analysis.metrics import summarize
+    from engine.analysis.plan import grown_cluster
+    from engine.analysis.scenario import Scenario
+    from tests.app.test_explore import explore
+
+    query = {**FAILING, "sched": "fifo", "o.failures.job_failure_rate": "0.0"}
+    at = explore(query)
+    assert any("Every run of the plan meets the scenario's failures" in c.value for c in at.caption)
+    at.text_input(key="plan_node").set_value("4:T4")
+    at.selectbox(key="plan_metric").select("mean_wait_s")
+    at.number_input(key="plan_max_nodes").set_value(6)
+    at.text_input(key="plan_value").set_value("2 h")
+    at.button(key="FormSubmitter:plan_form-▶ Find the fewest nodes").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    probe = at.session_state["explore_plan"]["answer"].attrs["probes"][0]
+    sc = Scenario.from_query(query)
+    cluster = grown_cluster((4, "T4"), probe["nodes"], sc.build_cluster())
+    jobs = sc.build_jobs(sc.build_cluster())
+    with_failures = summarize(simulate(cluster, jobs, make_scheduler("fifo"), seed=sc.seed, options=sc.options))
+    assert probe["value"] == with_failures.mean_wait_s  # the plan's run is the run under the failures
+    assert with_failures.reliability.node_failures > 0
+    assert probe["value"] != summarize(simulate(cluster, jobs, make_scheduler("fifo"), seed=sc.seed)).mean_wait_s

@@ -66,3 +66,16 @@ def test_compare_shows_the_reliability_rows_when_failures_are_modelled(page: Pag
     job.press("Enter")
     expect(page.get_by_text(re.compile(r"^fifo: .*a node failure stopped it \d+ time\(s\)"))).to_be_visible(
         timeout=SLOW_MS)
+
+
+def test_the_capacity_plan_says_its_target_holds_under_the_failures(page: Page, app_url: str):
+    page.goto(f"{app_url}/explore?{urlencode({**FAILING, 'sched': 'fifo'})}")
+    expect(page.get_by_role("heading", name="Explore", exact=True)).to_be_visible(timeout=SLOW_MS)
+    page.get_by_role("tab", name="Capacity plan").click()
+    expect(page.get_by_text(re.compile(r"Every run of the plan meets the scenario.s failures"))).to_be_visible()
+    page.get_by_role("textbox", name="Node shape (GPUS:TYPE)").fill("4:T4")
+    page.get_by_role("spinbutton", name="At most nodes").fill("6")
+    page.get_by_role("textbox", name="Target value").fill("2 h")
+    page.get_by_role("button", name="Find the fewest nodes").click()
+    expect(page.locator('[data-testid="stMetric"]').first).to_contain_text(re.compile(r"node|not met"),
+                                                                           timeout=240_000)
