@@ -11,7 +11,7 @@ import streamlit as st
 
 from app_pages.lib import common, energy, reliability
 from engine import SCHEDULERS, EngineError
-from engine.analysis.metrics import ALL_METRICS, ENERGY_METRICS, METRICS
+from engine.analysis.metrics import ALL_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS
 from engine.analysis.plan import Target, plan, plan_mix
 from engine.analysis.sweep import SweepSpec, parse_numbers, run_sweep
 from engine.sim.cluster import parse_shorthand
@@ -135,7 +135,7 @@ with sweep_tab:
             st.dataframe(tables.failures_table(failures, load_label), width="stretch", hide_index=True,
                          key="sweep_failures")
         if not frame.empty:
-            shown = judged + [k for k in ENERGY_METRICS if k in frame.columns]
+            shown = judged + [k for k in (*ENERGY_METRICS, *RELIABILITY_METRICS) if k in frame.columns]
             metric = st.selectbox("Metric", shown, index=shown.index("p95_wait_s"), key="sweep_metric",
                                   format_func=lambda k: ALL_METRICS[k].label)
             common.plot(explore.sweep_curves_figure(frame, metric, load_label=load_label), "sweep_curves")

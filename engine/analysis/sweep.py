@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from engine.analysis.metrics import ENERGY_METRICS, METRICS, summarize
+from engine.analysis.metrics import ENERGY_METRICS, METRICS, RELIABILITY_METRICS, summarize
 from engine.analysis.ray_join import RayJoinError, head_answers, join_cluster
 from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec
 from engine.errors import EngineError, reject_unknown_keys
@@ -530,7 +530,8 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
 
     Returns:
         Columns :data:`CELL_COLUMNS` then every key of :data:`~engine.analysis.metrics.METRICS` (then of
-        ``ENERGY_METRICS`` with ``energy``; undefined values NaN). ``attrs["failures"]``: one dict per failed
+        ``ENERGY_METRICS`` with ``energy``, then of ``RELIABILITY_METRICS`` when the base's options model failures;
+        undefined values NaN). ``attrs["failures"]``: one dict per failed
         cell (its parameters and ``error``); ``attrs["meta"]``: ``backend``, ``address``, ``cpus``, ``cells``, ``completed``, ``failed``, ``wall_s``, ``ray_init_s`` and
         the ``spec``.
     """
@@ -569,7 +570,8 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
                 on_progress(done, total)
     order = [(c, load, seed, s) for c in spec.clusters for load in spec.loads for seed in range(spec.seeds)
              for s in spec.schedulers]
-    metrics = {**METRICS, **(ENERGY_METRICS if energy else {})}
+    metrics = {**METRICS, **(ENERGY_METRICS if energy else {}),
+               **(RELIABILITY_METRICS if spec.base.options.failures.active else {})}
     frame = pd.DataFrame([rows[k] for k in order if k in rows], columns=[*CELL_COLUMNS, *metrics])
     frame = frame.astype({k: "int64" if m.unit in ("jobs", "count") else "float64" for k, m in metrics.items()})
     frame.attrs["failures"] = [failures[k].to_dict() for k in order if k in failures]

@@ -153,3 +153,20 @@ def test_the_capacity_plan_runs_under_the_scenarios_failures(ray_local):
     assert probe["value"] == with_failures.mean_wait_s  # the plan's run is the run under the failures
     assert with_failures.reliability.node_failures > 0
     assert probe["value"] != summarize(simulate(cluster, jobs, make_scheduler("fifo"), seed=sc.seed)).mean_wait_s
+
+
+@pytest.mark.timeout(300)
+def test_a_sweep_under_the_scenarios_failures_carries_the_reliability_columns(ray_local):
+    from engine.analysis.metrics import RELIABILITY_METRICS, metric_name
+    from tests.app.test_explore import explore
+
+    at = explore({**FAILING, "sched": "fifo"})
+    at.text_input(key="sweep_loads").set_value("0.5,1.0")
+    at.number_input(key="sweep_seeds").set_value(1)
+    at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    frame = at.session_state["explore_sweep"]["frame"]
+    assert set(RELIABILITY_METRICS) <= set(frame.columns) and (frame["node_failures"] > 0).all()
+    at.selectbox(key="sweep_metric").select("ettr").run()  # a reliability metric can be drawn against load
+    assert not at.exception and any("ETTR" in c.proto.spec for c in at.get("plotly_chart"))
+    assert metric_name("availability") in at.dataframe[-1].value.columns

@@ -79,3 +79,18 @@ def test_the_capacity_plan_says_its_target_holds_under_the_failures(page: Page, 
     page.get_by_role("button", name="Find the fewest nodes").click()
     expect(page.locator('[data-testid="stMetric"]').first).to_contain_text(re.compile(r"node|not met"),
                                                                            timeout=240_000)
+
+
+def test_a_sweep_under_failures_shows_the_reliability_columns(page: Page, app_url: str):
+    page.goto(f"{app_url}/explore?{urlencode({**FAILING, 'sched': 'fifo'})}")
+    expect(page.get_by_role("heading", name="Explore", exact=True)).to_be_visible(timeout=SLOW_MS)
+    page.get_by_role("textbox", name="Offered loads").fill("0.5,1")
+    page.get_by_role("spinbutton", name="Seeds").fill("1")
+    page.get_by_role("button", name="Run sweep").click()
+    expect(page.get_by_text("2 of 2 cells completed on Ray")).to_be_visible(timeout=240_000)
+    wait_idle(page)
+    box = page.get_by_role("combobox", name="Metric")  # a reliability metric, drawn against load
+    box.click()
+    box.press_sequentially("ETTR")
+    page.keyboard.press("Enter")
+    expect(page.locator(".js-plotly-plot").first).to_contain_text("ETTR", timeout=SLOW_MS)
