@@ -100,6 +100,11 @@ with sweep_tab:
         extra = st.text_area("More clusters (one NODESxGPUS:TYPE[,...] per line, e.g. 4x8:A100-80)", "",
                              key="sweep_clusters",
                              help="The current scenario's cluster is always in the grid.")
+        both = st.checkbox("Also every cell without failures", key="sweep_no_failures",
+                           disabled=not sc.options.failures.active,
+                           help="The same grid again with nodes that never fail and jobs that never crash: each "
+                                f"scheduler's curve beside its own{reliability.NO_FAILURES} one. Set failures on the "
+                                "Cluster page (Reliability).")
         run_clicked = st.form_submit_button("▶ Run sweep", type="primary")
     if run_clicked:
         with common.engine_errors("sweep", stop=False):
@@ -109,14 +114,20 @@ with sweep_tab:
                              clusters=(sc.cluster, *(m for m in more if m != sc.cluster)),
                              loads=parse_numbers(loads_text, load_label), seeds=int(seeds))
             trace_jobs = common.loaded_trace(sc).jobs if is_trace else None
-            runs = spec.cells * (len(trace_jobs) if is_trace else w.n_jobs)
-            if spec.cells > MAX_CELLS or runs > MAX_JOB_RUNS:
-                raise EngineError(f"this grid has {spec.cells:,} cells ({runs:,} job runs); the app runs at most "
+            copies = 2 if both and sc.options.failures.active else 1  # the grid again without failures
+            cells = copies * spec.cells
+            runs = cells * (len(trace_jobs) if is_trace else w.n_jobs)
+            if cells > MAX_CELLS or runs > MAX_JOB_RUNS:
+                raise EngineError(f"this grid has {cells:,} cells ({runs:,} job runs); the app runs at most "
                                   f"{MAX_CELLS:,} cells and {MAX_JOB_RUNS:,} job runs at once (the CLI has no "
                                   "such limit: download the spec below and use python -m engine sweep --spec)")
             bar, update = _progress_bar("cell")
             frame = run_sweep(spec, trace_jobs=trace_jobs, on_progress=update,
                               energy=energy.energy_of(sc) is not None)
+            if copies == 2:
+                off = replace(spec, base=replace(spec.base, options=reliability.without_failures(sc.options)))
+                frame = reliability.beside_no_failures(frame, run_sweep(
+                    off, trace_jobs=trace_jobs, on_progress=update, energy=energy.energy_of(sc) is not None))
             bar.empty()
             st.session_state[_SWEEP] = {"spec": spec, "frame": frame, "workload": common.run_key(sc)}
     saved = st.session_state.get(_SWEEP)

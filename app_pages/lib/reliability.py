@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pandas as pd
+
 from engine.sim.options import JOB_FAILURE_PRESETS, FailureModel, OptionsError, RunOptions
 from engine.units import human_seconds, parse_duration
 
@@ -75,3 +77,25 @@ def describe(options: RunOptions) -> str:
                  f"{human_seconds(model.checkpoint_cost_s)}")
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + "."
+
+
+#: What the schedulers of a sweep's runs without failures are called beside those with them.
+NO_FAILURES = " · no failures"
+
+
+def without_failures(options: RunOptions) -> RunOptions:
+    """``options`` with nodes that never fail and jobs that never crash (checkpoints cost what they cost)."""
+    return replace(options, failures=replace(options.failures, mtbf_h=None, job_failure_rate=0.0))
+
+
+def beside_no_failures(with_failures: pd.DataFrame, without: pd.DataFrame) -> pd.DataFrame:
+    """One sweep frame of two runs of a grid (:func:`~engine.analysis.sweep.run_sweep`), with the scenario's
+    failures and :func:`without_failures`: the second's schedulers renamed ``NAME`` + :data:`NO_FAILURES`, so that
+    every curve, heatmap and row shows the two side by side; ``attrs`` add up (cells, completed, failed, wall)."""
+    off = without.assign(scheduler=without["scheduler"] + NO_FAILURES)
+    frame = pd.concat([with_failures, off], ignore_index=True)
+    meta = dict(with_failures.attrs["meta"])
+    for key in ("cells", "completed", "failed", "wall_s"):
+        meta[key] += without.attrs["meta"][key]
+    frame.attrs = {"failures": with_failures.attrs["failures"] + without.attrs["failures"], "meta": meta}
+    return frame

@@ -170,3 +170,25 @@ def test_a_sweep_under_the_scenarios_failures_carries_the_reliability_columns(ra
     at.selectbox(key="sweep_metric").select("ettr").run()  # a reliability metric can be drawn against load
     assert not at.exception and any("ETTR" in c.proto.spec for c in at.get("plotly_chart"))
     assert metric_name("availability") in at.dataframe[-1].value.columns
+
+
+@pytest.mark.timeout(300)
+def test_a_sweep_can_run_every_cell_again_without_failures_beside_them(ray_local):
+    from tests.app.test_explore import explore
+
+    at = explore({**FAILING, "sched": "fifo"})
+    at.text_input(key="sweep_loads").set_value("0.5,1.0")
+    at.number_input(key="sweep_seeds").set_value(1)
+    at.checkbox(key="sweep_no_failures").check()
+    at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    frame = at.session_state["explore_sweep"]["frame"]
+    off = f"fifo{reliability.NO_FAILURES}"
+    assert sorted(frame["scheduler"]) == ["fifo", "fifo", off, off] and frame.attrs["meta"]["completed"] == 4
+    by = frame.set_index(["scheduler", "load"])
+    assert by.loc[off, "node_failures"].isna().all() and (by.loc["fifo", "node_failures"] > 0).all()
+    assert (by.loc[off, "mean_wait_s"] != by.loc["fifo", "mean_wait_s"]).any()
+    names = [{t.get("name") for t in json.loads(c.proto.spec)["data"]} for c in at.get("plotly_chart")]
+    assert any({"fifo", off} <= n for n in names), names  # the curves: each scheduler beside itself without
+    plain = explore({k: v for k, v in FAILING.items() if not k.startswith("o.")})
+    assert plain.checkbox(key="sweep_no_failures").disabled  # a scenario without failures cannot ask for it
