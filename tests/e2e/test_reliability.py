@@ -94,3 +94,14 @@ def test_a_sweep_under_failures_shows_the_reliability_columns(page: Page, app_ur
     box.press_sequentially("ETTR")
     page.keyboard.press("Enter")
     expect(page.locator(".js-plotly-plot").first).to_contain_text("ETTR", timeout=SLOW_MS)
+
+
+def test_a_sweep_draws_each_scheduler_beside_itself_without_failures(page: Page, app_url: str):
+    page.goto(f"{app_url}/explore?{urlencode({**FAILING, 'sched': 'fifo'})}")
+    expect(page.get_by_role("heading", name="Explore", exact=True)).to_be_visible(timeout=SLOW_MS)
+    page.get_by_role("textbox", name="Offered loads").fill("0.5,1")
+    page.get_by_role("spinbutton", name="Seeds").fill("1")
+    page.get_by_text("Also every cell without failures").click()
+    page.get_by_role("button", name="Run sweep").click()
+    expect(page.get_by_text("4 of 4 cells completed on Ray")).to_be_visible(timeout=240_000)
+    expect(page.locator(".js-plotly-plot").first).to_contain_text("fifo · no failures", timeout=SLOW_MS)
