@@ -7,11 +7,11 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from app_pages.lib import common, energy
+from app_pages.lib import common, energy, reliability
 from app_pages.lib.text import as_text
 from engine.analysis.scenario import Scenario
 from engine.sim.cluster import CATALOG_PRICES, CLUSTER_SOURCES, DEFAULT_CATALOG, PRICE_LISTS, Cluster, NodeGroup
-from engine.sim.options import CarbonSeries, EnergyModel
+from engine.sim.options import FAILURE_PRESETS, JOB_FAILURE_PRESETS, CarbonSeries, EnergyModel, FailureModel
 from engine.viz.cluster import cluster_figure
 
 st.title("Cluster")
@@ -169,3 +169,59 @@ def energy_and_cost(sc: Scenario, cluster: Cluster) -> None:
 
 
 energy_and_cost(sc, cluster)
+
+
+# ---------------------------------------------------------------- reliability
+def _duration_text(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds / 3600:g} h" if seconds >= 3600 else f"{seconds:g} s"
+
+
+def reliability_section(sc: Scenario) -> None:
+    """The scenario's failure model: a preset, then its knobs (node MTBF, repair, checkpoint interval and cost,
+    job failures) in one form; Apply writes ``options.failures`` and the checkpoint interval, bad input one line."""
+    st.subheader("Reliability")
+    options = sc.options
+    st.caption("Nodes break and jobs crash: a node down takes no job, and every job on it stops, keeps its work up "
+               "to its last checkpoint and waits again. Compare then shows node failures, interruptions, failed "
+               "jobs, lost GPU-hours and availability. Presets: measured rates of Meta's research clusters and of "
+               "Llama 3's training (engine/sim/options.py), or *stress* for teaching.")
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    preset = c1.selectbox("Failure preset", list(FAILURE_PRESETS), index=None, placeholder="choose a preset…",
+                          key="cluster_failure_preset")
+    if c2.button("Use failure preset", disabled=preset is None, key="cluster_use_failure_preset", width="stretch"):
+        chosen = replace(FAILURE_PRESETS[preset], job_failure_rate=options.failures.job_failure_rate,
+                         checkpoint_cost_s=options.failures.checkpoint_cost_s)
+        common.set_scenario(replace(sc, options=replace(options, failures=chosen)))
+        st.rerun()
+    model = options.failures
+    suffix = hash((model, options.preemption))  # new widgets when the model changes, showing its values
+    with st.form("cluster_reliability_form", border=False):
+        c = st.columns(5)
+        mtbf = c[0].text_input("Node MTBF (empty: never fails)", _duration_text(
+            None if model.mtbf_h is None else model.mtbf_h * 3600), key=f"cluster_mtbf_{suffix}",
+            help="mean time between failures of a node (of a GPU for the llama3 preset), e.g. 3692 h, 30 d")
+        repair = c[1].text_input("Repair time", _duration_text(model.repair_h * 3600), key=f"cluster_repair_{suffix}")
+        every = c[2].text_input("Checkpoint every (empty: when stopped)",
+                                _duration_text(options.preemption.checkpoint_interval_s),
+                                key=f"cluster_checkpoint_{suffix}", help="of work, e.g. 30 min")
+        cost = c[3].text_input("Checkpoint cost", _duration_text(model.checkpoint_cost_s),
+                               key=f"cluster_checkpoint_cost_{suffix}", help="work each checkpoint costs, e.g. 60 s")
+        jobs = c[4].text_input("Job failures (preset or share)", reliability.job_failures_text(model),
+                               key=f"cluster_job_failures_{suffix}",
+                               help=f"{', '.join(JOB_FAILURE_PRESETS)}, or a share of runs from 0 to 1")
+        applied = st.form_submit_button("Apply reliability")
+    st.caption(reliability.describe(options))
+    if applied:
+        with common.engine_errors("reliability", stop=False):
+            new = replace(sc, options=reliability.with_failures(
+                options, model, mtbf=mtbf, repair=repair, checkpoint_every=every, checkpoint_cost=cost,
+                job_failures=jobs))
+            if new != sc:
+                common.set_scenario(new)
+                st.rerun()
+    if model.active and st.button("Stop modelling failures", key="cluster_failures_reset"):
+        common.set_scenario(replace(sc, options=replace(options, failures=FailureModel())))
+        st.rerun()
+
+
+reliability_section(sc)

@@ -11,7 +11,7 @@ from app_pages.lib.text import as_text
 from engine import SCHEDULERS
 from engine.analysis import never_ran, seeds
 from engine.analysis.job_story import job_story
-from engine.analysis.metrics import ENERGY_METRICS, METRICS, summarize
+from engine.analysis.metrics import ENERGY_METRICS, METRICS, RELIABILITY_METRICS, summarize
 from engine.analysis.presets import PRESETS
 from engine.viz import tables
 from engine.viz.timeline import HEATMAP_BINS, HEATMAP_GPUS, HEATMAP_ROWS, WEBGL_BARS, WEBGL_JOBS, raster_bins
@@ -67,7 +67,9 @@ if run:
         judged = [k for k in METRICS if METRICS[k].better is not None]
         if energy.energy_of(sc) is not None:
             judged += list(ENERGY_METRICS)
-        st.session_state[_SEEDS] = (sc.workload_key(), tuple(chosen), len(variants), seeds.ci_frame(per_seed, judged))
+        if sc.options.failures.active:
+            judged += [k for k in RELIABILITY_METRICS if RELIABILITY_METRICS[k].better is not None]
+        st.session_state[_SEEDS] = (common.run_key(sc), tuple(chosen), len(variants), seeds.ci_frame(per_seed, judged))
     bar.empty()
     common.save_results(sc, results)
 
@@ -84,8 +86,9 @@ ran_sc, results = saved
 if st.session_state.get(common.FAILED_UPLOAD):
     st.warning(f"Your last upload ({st.session_state[common.FAILED_UPLOAD]}) did not load: these results are for "
                "the workload shown in the sidebar, not for that file.")
-if ran_sc.workload_key() != sc.workload_key():
-    st.warning("These results are for an earlier cluster or workload; press **Run comparison** to update them.")
+if common.run_key(ran_sc) != common.run_key(sc):
+    st.warning("These results are for an earlier cluster, workload or failure model; press **Run comparison** to "
+               "update them.")
 elif set(results) != set(chosen):
     st.caption("Showing the last run; press **Run comparison** to include your new choice of schedulers.")
 for name in results:  # a trained agent's card says plainly whether it beats the best hand-written policy
@@ -97,7 +100,7 @@ for name in results:  # a trained agent's card says plainly whether it beats the
 
 # ---------------------------------------------------------------- never ran, KPI table
 # Energy, cost and carbon change no simulated number: the current scenario's model applies to runs of its workload.
-model = energy.energy_of(sc if ran_sc.workload_key() == sc.workload_key() else ran_sc)
+model = energy.energy_of(sc if common.run_key(ran_sc) == common.run_key(sc) else ran_sc)
 views = common.engine_call(common.comparison_for, ran_sc, results, model,
                            what="energy and cost (set the GPU types' watts and prices on the Cluster page)")
 if views is None:  # a GPU type without watts or a price: the other metrics still show
@@ -110,6 +113,9 @@ st.subheader("Key metrics")
 rows = [k for k in METRICS if METRICS[k].better is not None or k == "unschedulable"]
 if model is not None:
     rows += list(ENERGY_METRICS)
+failing = RELIABILITY_METRICS.keys() <= set(table.index)  # the runs modelled failures (set on the Cluster page)
+if failing:
+    rows += list(RELIABILITY_METRICS)
 shown = tables.metrics_table(table, rows)
 best = tables.best_shown(table, rows)
 
@@ -128,7 +134,9 @@ st.caption("Best value per metric in green, every value that looks the same as i
            "is better); GPU utilisation is never green on its own, as jobs running longer on slower GPUs raise it. "
            "Durations in s, min, h or d as each value needs. Wait and JCT are over the jobs that ran. Definitions "
            "are on the Learn page." + ("" if model else " Energy, cost and carbon: set an energy model on the "
-                                       "Cluster page."))
+                                       "Cluster page.")
+           + ("" if failing else " Node failures, interruptions and lost work: set a failure model on the Cluster "
+                                 "page (Reliability)."))
 
 
 def per_user_energy(views: common.Comparison) -> None:
@@ -144,7 +152,7 @@ def per_user_energy(views: common.Comparison) -> None:
 
 per_user_energy(views)
 multi = st.session_state.get(_SEEDS)
-if multi is not None and multi[0] == ran_sc.workload_key() and multi[1] == tuple(results):
+if multi is not None and multi[0] == common.run_key(ran_sc) and multi[1] == tuple(results):
     st.subheader(f"Over {multi[2]} workload seeds: mean ± 95 % confidence interval")
     st.dataframe(multi[3], hide_index=True, width="stretch", key="seeds_table",
                  column_config={"metric": st.column_config.TextColumn("metric", width="large")})

@@ -9,9 +9,9 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from app_pages.lib import common, energy
+from app_pages.lib import common, energy, reliability
 from engine import SCHEDULERS, EngineError
-from engine.analysis.metrics import ALL_METRICS, ENERGY_METRICS, METRICS
+from engine.analysis.metrics import ALL_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS
 from engine.analysis.plan import Target, plan, plan_mix
 from engine.analysis.sweep import SweepSpec, parse_numbers, run_sweep
 from engine.sim.cluster import parse_shorthand
@@ -100,6 +100,11 @@ with sweep_tab:
         extra = st.text_area("More clusters (one NODESxGPUS:TYPE[,...] per line, e.g. 4x8:A100-80)", "",
                              key="sweep_clusters",
                              help="The current scenario's cluster is always in the grid.")
+        both = st.checkbox("Also every cell without failures", key="sweep_no_failures",
+                           disabled=not sc.options.failures.active,
+                           help="The same grid again with nodes that never fail and jobs that never crash: each "
+                                f"scheduler's curve beside its own{reliability.NO_FAILURES} one. Set failures on the "
+                                "Cluster page (Reliability).")
         run_clicked = st.form_submit_button("▶ Run sweep", type="primary")
     if run_clicked:
         with common.engine_errors("sweep", stop=False):
@@ -109,24 +114,31 @@ with sweep_tab:
                              clusters=(sc.cluster, *(m for m in more if m != sc.cluster)),
                              loads=parse_numbers(loads_text, load_label), seeds=int(seeds))
             trace_jobs = common.loaded_trace(sc).jobs if is_trace else None
-            runs = spec.cells * (len(trace_jobs) if is_trace else w.n_jobs)
-            if spec.cells > MAX_CELLS or runs > MAX_JOB_RUNS:
-                raise EngineError(f"this grid has {spec.cells:,} cells ({runs:,} job runs); the app runs at most "
+            copies = 2 if both and sc.options.failures.active else 1  # the grid again without failures
+            cells = copies * spec.cells
+            runs = cells * (len(trace_jobs) if is_trace else w.n_jobs)
+            if cells > MAX_CELLS or runs > MAX_JOB_RUNS:
+                raise EngineError(f"this grid has {cells:,} cells ({runs:,} job runs); the app runs at most "
                                   f"{MAX_CELLS:,} cells and {MAX_JOB_RUNS:,} job runs at once (the CLI has no "
                                   "such limit: download the spec below and use python -m engine sweep --spec)")
             bar, update = _progress_bar("cell")
             frame = run_sweep(spec, trace_jobs=trace_jobs, on_progress=update,
                               energy=energy.energy_of(sc) is not None)
+            if copies == 2:
+                off = replace(spec, base=replace(spec.base, options=reliability.without_failures(sc.options)))
+                frame = reliability.beside_no_failures(frame, run_sweep(
+                    off, trace_jobs=trace_jobs, on_progress=update, energy=energy.energy_of(sc) is not None))
             bar.empty()
-            st.session_state[_SWEEP] = {"spec": spec, "frame": frame, "workload": sc.workload_key()}
+            st.session_state[_SWEEP] = {"spec": spec, "frame": frame, "workload": common.run_key(sc)}
     saved = st.session_state.get(_SWEEP)
     if saved is None:
         st.info("Choose the loads, seeds and schedulers, then press **Run sweep**.")
     else:
         spec, frame = saved["spec"], saved["frame"]
         meta, failures = frame.attrs["meta"], frame.attrs["failures"]
-        if saved["workload"] != sc.workload_key():
-            st.warning("This sweep was run on an earlier cluster or workload; press **Run sweep** to update it.")
+        if saved["workload"] != common.run_key(sc):
+            st.warning("This sweep was run on an earlier cluster, workload or failure model; press **Run sweep** to "
+                       "update it.")
         st.success(f"{meta['completed']:,} of {meta['cells']:,} cells completed on Ray ({meta['cpus']} CPUs) "
                    f"in {meta['wall_s']:.1f} s.")
         if failures:
@@ -134,7 +146,7 @@ with sweep_tab:
             st.dataframe(tables.failures_table(failures, load_label), width="stretch", hide_index=True,
                          key="sweep_failures")
         if not frame.empty:
-            shown = judged + [k for k in ENERGY_METRICS if k in frame.columns]
+            shown = judged + [k for k in (*ENERGY_METRICS, *RELIABILITY_METRICS) if k in frame.columns]
             metric = st.selectbox("Metric", shown, index=shown.index("p95_wait_s"), key="sweep_metric",
                                   format_func=lambda k: ALL_METRICS[k].label)
             common.plot(explore.sweep_curves_figure(frame, metric, load_label=load_label), "sweep_curves")
@@ -187,9 +199,12 @@ with plan_tab:
             bar, update = _progress_bar("plan")
             goal = Target(metric, op, float(value))
             answer = plan(jobs, node, chosen_plan, goal, cluster=cluster if grow else None, max_nodes=int(max_nodes),
-                          seed=sc.seed, on_progress=update)
+                          seed=sc.seed, options=sc.options, on_progress=update)
             bar.empty()
-            st.session_state[_PLAN] = {"answer": answer, "target": goal, "workload": sc.workload_key()}
+            st.session_state[_PLAN] = {"answer": answer, "target": goal, "workload": common.run_key(sc)}
+    if sc.options.failures.active:
+        st.caption("Every run of the plan meets the scenario's failures (Cluster page, Reliability), so the target "
+                   f"holds under them. {reliability.describe(sc.options)}")
     saved_plan = st.session_state.get(_PLAN)
     if saved_plan is None:
         st.info("Set the node shape and the target, then press **Find the fewest nodes**. Each scheduler's runs "
@@ -197,8 +212,8 @@ with plan_tab:
     else:
         answer, goal = saved_plan["answer"], saved_plan["target"]
         meta = answer.attrs["meta"]
-        if saved_plan["workload"] != sc.workload_key():
-            st.warning("This plan was made for an earlier cluster or workload.")
+        if saved_plan["workload"] != common.run_key(sc):
+            st.warning("This plan was made for an earlier cluster, workload or failure model.")
         for start in range(0, len(answer), CARDS_PER_ROW):  # cards wide enough for their text
             cols = st.columns(CARDS_PER_ROW)
             for col, row in zip(cols, answer.iloc[start:start + CARDS_PER_ROW].itertuples()):
@@ -258,15 +273,15 @@ def cheapest_cluster(sc, schedulers: list[str]) -> None:
             answer = plan_mix(common.jobs_of(sc), [first.strip(), second.strip()], chosen, goal,
                               max_nodes=int(max_nodes), seed=sc.seed, options=sc.options, on_progress=update)
             bar.empty()
-            st.session_state[_MIX] = {"answer": answer, "workload": sc.workload_key()}
+            st.session_state[_MIX] = {"answer": answer, "workload": common.run_key(sc)}
     saved = st.session_state.get(_MIX)
     if saved is None:
         st.info("Two node shapes and a target: the cheapest cluster per hour (price list of the Cluster page's "
                 "energy model) built from any number of each that meets the target, and the runner-up.")
         return
     answer, meta = saved["answer"], saved["answer"].attrs["meta"]
-    if saved["workload"] != sc.workload_key():
-        st.warning("This plan was made for an earlier cluster or workload.")
+    if saved["workload"] != common.run_key(sc):
+        st.warning("This plan was made for an earlier cluster, workload or failure model.")
     _mix_cards(answer)
     st.caption(f"{meta['runs']} runs in {meta['rounds']} rounds ({meta['wall_s']:.1f} s), prices from "
                f"{meta['price_list']}: no mix of {' and '.join(meta['shapes'])} cheaper than the answer meets "

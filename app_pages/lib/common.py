@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -24,7 +24,7 @@ from engine.analysis.metrics import Summary, compare, job_frame, summarize
 from engine.analysis.scenario import Scenario
 from engine.rl.agent import MODELS_DIR, user_models_dir  # trained agents: <name>.json model cards (rl:<name>)
 from engine.sim.cluster import Cluster
-from engine.sim.options import EnergyModel
+from engine.sim.options import EnergyModel, RunOptions
 from engine.units import human_seconds, plural
 from engine.viz.distributions import cdf_figure
 from engine.viz.series import series_figure
@@ -158,35 +158,46 @@ def jobs_of(sc: Scenario) -> tuple[Job, ...]:
 
 
 # ----------------------------------------------------------------------------- runs
+def run_key(sc: Scenario) -> str:
+    """Canonical JSON of everything that determines the runs of ``sc`` (not the schedulers): its workload key and
+    the run options the simulation reads (failures, preemption; the energy model changes no simulated number). Two
+    scenarios with equal run keys give each scheduler the same run."""
+    options = sc.options.to_dict()
+    options.pop("energy")
+    return json.dumps({"workload": json.loads(sc.workload_key()), "options": options}, sort_keys=True,
+                      separators=(",", ":"))
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
-def _run(workload_key: str, scheduler: str) -> Result:
-    sc = Scenario.from_dict(json.loads(workload_key))
+def _run(key: str, scheduler: str) -> Result:
+    parts = json.loads(key)
+    sc = replace(Scenario.from_dict(parts["workload"]), options=RunOptions.from_dict(parts["options"]))
     return workers.call(workers.simulate_named, cluster_of(sc), jobs_of(sc), scheduler, sc.seed,
-                        str(user_models_dir()), what=f"the run of {scheduler}")
+                        str(user_models_dir()), sc.options, what=f"the run of {scheduler}")
 
 
 def run_one(sc: Scenario, scheduler: str) -> Result:
-    """One scheduler on the scenario, cached by (scenario's workload key, scheduler): changing the list of
-    schedulers reruns only the new ones."""
-    result = _run(sc.workload_key(), scheduler)
-    _ran().add((sc.workload_key(), scheduler))
+    """One scheduler on the scenario with its run options, cached by (:func:`run_key`, scheduler): changing the
+    list of schedulers reruns only the new ones."""
+    result = _run(run_key(sc), scheduler)
+    _ran().add((run_key(sc), scheduler))
     return result
 
 
 @st.cache_resource
 def _ran() -> set[tuple[str, str]]:
-    """(workload key, scheduler) pairs this server has run, so a reloaded page can show them again."""
+    """(run key, scheduler) pairs this server has run, so a reloaded page can show them again."""
     return set()
 
 
 def ran_before(sc: Scenario) -> bool:
-    """True when this server has run every scheduler of ``sc`` on its workload (a reload or a shared link of a
-    scenario someone ran: :func:`run_one` then answers from the cache)."""
-    return bool(sc.schedulers) and all((sc.workload_key(), s) in _ran() for s in sc.schedulers)
+    """True when this server has run every scheduler of ``sc`` on its workload and options (a reload or a shared
+    link of a scenario someone ran: :func:`run_one` then answers from the cache)."""
+    return bool(sc.schedulers) and all((run_key(sc), s) in _ran() for s in sc.schedulers)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _timeline(workload_key: str, names: tuple[str, ...], color_by: str, mode: str | None,
+def _timeline(key: str, names: tuple[str, ...], color_by: str, mode: str | None,
               _results: dict[str, Result]):
     return timeline_figure(_results, color_by=color_by, mode=mode)
 
@@ -195,7 +206,7 @@ def timeline_for(sc: Scenario, results: dict[str, Result], color_by: str, mode: 
     """The animated timeline of ``results`` (runs of ``sc``), built once per (scenario, schedulers, colouring,
     drawing mode; ``None`` = chosen by size): a widget change elsewhere on the page redraws without rebuilding
     it. Callers must not modify it."""
-    return _timeline(sc.workload_key(), tuple(results), color_by, mode, results)
+    return _timeline(run_key(sc), tuple(results), color_by, mode, results)
 
 
 @dataclass(frozen=True)
@@ -213,7 +224,7 @@ def _energy_key(energy: EnergyModel | None) -> str:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _comparison(workload_key: str, names: tuple[str, ...], energy_key: str, _results: dict[str, Result],
+def _comparison(key: str, names: tuple[str, ...], energy_key: str, _results: dict[str, Result],
                 _energy: EnergyModel | None) -> Comparison:
     summaries = {name: summarize(r, energy=_energy) for name, r in _results.items()}
     return Comparison(summaries=summaries, table=compare(summaries),
@@ -224,7 +235,7 @@ def comparison_for(sc: Scenario, results: dict[str, Result], energy: EnergyModel
     """Metrics and job tables of ``results`` (runs of ``sc``), with energy, cost and carbon under ``energy``, built
     once per (scenario, schedulers, energy model): a widget change on the page reruns it without recomputing
     them. Raises ``ClusterSpecError`` for a GPU type without power or price figures. Callers must not modify it."""
-    return _comparison(sc.workload_key(), tuple(results), _energy_key(energy), results, energy)
+    return _comparison(run_key(sc), tuple(results), _energy_key(energy), results, energy)
 
 
 #: The Compare page's charts besides the timeline: name -> builder from the runs and their Comparison.
@@ -237,7 +248,7 @@ COMPARISON_CHARTS: dict[str, Callable[[dict[str, Result], Comparison], go.Figure
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _chart(workload_key: str, names: tuple[str, ...], kind: str, energy_key: str, _results: dict[str, Result],
+def _chart(key: str, names: tuple[str, ...], kind: str, energy_key: str, _results: dict[str, Result],
            _views: Comparison) -> go.Figure:
     return COMPARISON_CHARTS[kind](_results, _views)
 
@@ -246,7 +257,7 @@ def chart_for(sc: Scenario, results: dict[str, Result], kind: str, energy: Energ
     """One chart of :data:`COMPARISON_CHARTS` for ``results`` (runs of ``sc``; ``energy``: as
     :func:`comparison_for`), built once per (scenario, schedulers, energy model) and only when the page reaches
     it, so the key metrics and the timeline are sent first. Callers must not modify it."""
-    return _chart(sc.workload_key(), tuple(results), kind, _energy_key(energy), results,
+    return _chart(run_key(sc), tuple(results), kind, _energy_key(energy), results,
                   comparison_for(sc, results, energy))
 
 

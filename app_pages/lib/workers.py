@@ -61,11 +61,11 @@ def call(fn: Callable, *args: Any, what: str) -> Any:
     return workers.call(fn, *args, what=what, limit_s=timeout_s(), memory_mb=memory_mb(), slots=_semaphore())
 
 
-def simulate_named(cluster, jobs, scheduler: str, seed: int, user_models: str):
-    """One run of the scheduler called ``scheduler`` (made in the worker, trained agents included: those trained
+def simulate_named(cluster, jobs, scheduler: str, seed: int, user_models: str, options=None):
+    """One run of the scheduler called ``scheduler`` with run ``options`` (made in the worker, trained agents included: those trained
     on the Train page are looked for in ``user_models``, the server's folder as the page sees it; the worker may
     have forked from a server started before it was set)."""
     from engine.rl.agent import USER_MODELS_ENV
 
     os.environ[USER_MODELS_ENV] = user_models  # this worker process's own environment
-    return simulate(cluster, jobs, make_scheduler(scheduler), seed=seed)
+    return simulate(cluster, jobs, make_scheduler(scheduler), seed=seed, options=options)

@@ -29,12 +29,16 @@ class JobStory:
         start_s, wait_s, end_s: first start, total time queued, end (NaN when it never ran).
         gpu_type, nodes: the GPU type and the nodes of its last run segment ("" / () when it never ran).
         free_fit_gpus_at_submit: GPUs of the types it may use (allowed, with enough memory) that were free
-            (nothing running on them) when it arrived.
+            (on a node that was up, nothing running on them) when it arrived.
         fit_gpus: GPUs of those types in the cluster.
         queue_at_submit: jobs waiting right after it arrived (itself included).
         overtaken_by: jobs submitted after it that started before it (the scheduler's order, or backfilling).
         preemptions: times it was preempted.
         declined: why the admission stage turned it away at its arrival ("" when it was admitted).
+        interruptions: times a node failure stopped it (:class:`~engine.sim.options.FailureModel`).
+        crashes: times its run crashed by itself.
+        failed: whether it ended failed (its last run crashed with no retry left).
+        failure_lost_gpu_s: GPU-seconds of its work rolled back to a checkpoint by node failures and crashes.
     """
 
     job_id: int
@@ -54,6 +58,10 @@ class JobStory:
     overtaken_by: int
     preemptions: int
     declined: str = ""
+    interruptions: int = 0
+    crashes: int = 0
+    failed: bool = False
+    failure_lost_gpu_s: float = 0.0
 
     def sentence(self) -> str:
         """The story in plain words."""
@@ -78,7 +86,19 @@ class JobStory:
             tail += f" {self.overtaken_by} job(s) submitted after it started before it."
         if self.preemptions:
             tail += f" It was preempted {self.preemptions} time(s), and waited again each time."
-        return arrived + ran + tail
+        return arrived + ran + tail + self._failures()
+
+    def _failures(self) -> str:
+        """The failures the job met, in words ("" when none)."""
+        met = [f"{what} {n} time(s)" for what, n in (("a node failure stopped it", self.interruptions),
+                                                      ("its run crashed", self.crashes)) if n]
+        if not met:
+            return ""
+        lost = (f", losing {self.failure_lost_gpu_s / 3600:.3g} GPU-h of work back to its checkpoints"
+                if self.failure_lost_gpu_s > 0 else "")
+        again = "; it waited again after each" if self.interruptions + self.crashes > int(self.failed) else ""
+        end = " It ended failed: its last run crashed with no retry left." if self.failed else ""
+        return f" Failures: {' and '.join(met)}{lost}{again}.{end}"
 
 
 def job_story(result: Result, job_id: int) -> JobStory:
@@ -98,6 +118,8 @@ def job_story(result: Result, job_id: int) -> JobStory:
     ptr, ids = np.asarray(result.seg_gpu_ptr), np.asarray(result.seg_gpu_ids)
     for s in live.tolist():
         busy[ids[ptr[s]:ptr[s + 1]]] = True
+    down = (result.outage_start_s <= t) & ~(result.outage_end_s <= t)  # a NaN end: never repaired
+    busy |= np.isin(lay.gpu_node, result.outage_node[down])  # a node down is not free either
     k = int(np.searchsorted(result.series_t, t, side="right")) - 1
     queue = int(result.series_queue[k]) if k >= 0 else 0
     ran = result.status[j] in (COMPLETED, FAILED)  # either way it ran (not unschedulable, not declined)
@@ -112,4 +134,7 @@ def job_story(result: Result, job_id: int) -> JobStory:
         end_s=float(result.end_s[j]), gpu_type=lay.type_names[lay.gpu_type[gpus[0]]] if gpus else "",
         nodes=tuple(sorted({int(lay.gpu_node[g]) for g in gpus})), free_fit_gpus_at_submit=int(np.sum(fit & ~busy)),
         fit_gpus=int(fit.sum()), queue_at_submit=queue, overtaken_by=overtaken,
-        preemptions=int(result.preemptions[j]), declined=result.declined_reasons.get(j, ""))
+        preemptions=int(result.preemptions[j]), declined=result.declined_reasons.get(j, ""),
+        interruptions=int(result.interruptions[j]), crashes=int(result.job_failures[j]),
+        failed=bool(result.status[j] == FAILED),
+        failure_lost_gpu_s=float(result.failure_lost_gpu_s[j] + result.crash_lost_gpu_s[j]))

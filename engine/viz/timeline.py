@@ -2,7 +2,8 @@
 
 * :func:`segments_frame`: one row per (run segment, GPU) of a :class:`engine.Result`.
 * :func:`timeline_figure`: one column per run, a play button and a time slider moving a cursor, each run's queue
-  length underneath. Large runs switch to a raster of GPU x time cells or to a busy-share heatmap of GPU bands
+  length underneath; with failures modelled, a red band over each node while it is down and a cross where a node
+  failure stopped a job (:func:`interrupted_points`). Large runs switch to a raster of GPU x time cells or to a busy-share heatmap of GPU bands
   (:func:`timeline_mode` decides; the figure's ``meta`` says which).
 """
 
@@ -71,6 +72,21 @@ def segments_frame(result: Result) -> pd.DataFrame:
         "gpus": gpus[job] if len(job) else np.array([], dtype=np.int64),
     })
 
+
+def interrupted_points(seg: pd.DataFrame, result: Result) -> pd.DataFrame:
+    """Where node failures stopped jobs: one row per stopped run segment, ``job_id, gpu, t_s`` (its first GPU on
+    the failed node, the failure's time), from ``seg`` (:func:`segments_frame` of ``result``): a segment stopped by
+    a failure ends when an outage of one of its nodes begins."""
+    node = result.cluster.layout.gpu_node[seg["gpu"].to_numpy()]
+    outages = pd.DataFrame({"node": result.outage_node.astype(np.int64), "end_s": result.outage_start_s})
+    hit = seg.assign(node=node).merge(outages, on=["node", "end_s"])
+    first = hit.groupby(["job_id", "end_s"], as_index=False)["gpu"].min()
+    return first.rename(columns={"end_s": "t_s"})[["job_id", "gpu", "t_s"]]
+
+
+#: Down nodes are shaded for at most this many outages per run (each is a shape the browser lays out): the first.
+MAX_OUTAGE_SHAPES = 300
+OUTAGE_COLOUR = "rgba(214,39,40,0.22)"
 
 #: How a timeline can be drawn (see :func:`timeline_figure`).
 TIMELINE_MODES = ("bars", "webgl", "raster", "heatmap")
@@ -242,11 +258,41 @@ def _add_column(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, b
         _add_raster(c, seg, r, col, name, bins)
     else:
         _add_bars(c, seg, r, col, name)
+    if r.outage_node.size and c.mode != "heatmap":
+        _add_interruptions(c, seg, r, col, name)
     tq, q = binned_series(r.series_t, r.series_queue, c.t_end_s, how="max")
     c.fig.add_trace(go.Scatter(x=tq / c.div, y=q, mode="lines", line=dict(shape="hv", color="#555"),
                                name="queue", showlegend=False,
                                hovertemplate=f"t=%{{x:.2f}} {c.unit}<br>%{{y}} jobs waiting<extra>{name}</extra>"),
                     row=2, col=col)
+
+
+def _add_interruptions(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str) -> None:
+    """A cross where a node failure stopped a job (:func:`interrupted_points`), one legend entry for all runs."""
+    points = interrupted_points(seg, r)
+    label = "stopped by a node failure"
+    c.fig.add_trace(go.Scatter(
+        x=points["t_s"] / c.div, y=points["gpu"], mode="markers", name=label, legendgroup=label,
+        showlegend=label not in c.legend_done, customdata=points["job_id"],
+        marker=dict(symbol="x", size=9, color="#d62728", line=dict(width=1, color="#fff")),
+        hovertemplate=f"job %{{customdata}} stopped by a node failure<br>GPU %{{y}} · t=%{{x:.2f}} {c.unit}"
+                      f"<extra>{name}</extra>"), row=1, col=col)
+    c.legend_done.add(label)
+
+
+def _outage_shapes(c: _Canvas, r: Result, col: int) -> list[dict]:
+    """A red band over each node of ``r`` while it is down (to the axis's end when never repaired), for the first
+    :data:`MAX_OUTAGE_SHAPES` outages."""
+    lay = r.cluster.layout
+    ref = "" if col == 1 else str(col)
+    end_s = np.nan_to_num(r.outage_end_s, nan=c.t_end_s)
+    out = []
+    for node, a, b in list(zip(r.outage_node.tolist(), r.outage_start_s.tolist(), end_s.tolist()))[:MAX_OUTAGE_SHAPES]:
+        y0 = float(lay.node_first_gpu[node]) - 0.5
+        out.append(dict(type="rect", xref=f"x{ref}", yref=f"y{ref}", x0=a / c.div, x1=b / c.div, y0=y0,
+                        y1=y0 + float(lay.node_gpus[node]), fillcolor=OUTAGE_COLOUR, line=dict(width=0),
+                        layer="above"))
+    return out
 
 
 def _add_heatmap(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str) -> None:
@@ -307,7 +353,7 @@ def _column_axes(c: _Canvas, r: Result, col: int, q_top: float) -> list[dict]:
     per_row = math.ceil(r.cluster.n_gpus / min(HEATMAP_ROWS, r.cluster.n_gpus)) if c.mode == "heatmap" else 1
     y_title = f"GPU band (row of ≤{per_row} GPUs)" if per_row > 1 else "GPU (node · type)"
     ticks = {} if per_row > 1 else {**_gpu_ticks(r.cluster), "showticklabels": col == 1}
-    shapes = _gpu_bands(r.cluster, col) if per_row == 1 else []
+    shapes = _gpu_bands(r.cluster, col) + _outage_shapes(c, r, col) if per_row == 1 else []
     c.fig.update_yaxes(title_text=y_title if col == 1 else None, autorange="reversed",
                        range=None, showgrid=False, row=1, col=col, **ticks)
     c.fig.update_yaxes(title_text="queue (jobs)" if col == 1 else None, range=[0, q_top], row=2, col=col)

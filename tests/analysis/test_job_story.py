@@ -60,3 +60,25 @@ def test_a_failed_job_ran_and_has_a_wait():
     assert result.status[1] == FAILED
     story = job_story(result, 1)
     assert story.wait_s == 50.0 and story.start_s == 50.0 and story.end_s == 70.0
+
+
+def test_a_story_names_the_failures_the_job_met_and_a_node_down_is_not_free():
+    import numpy as np
+
+    sc = Scenario.from_query({"cluster": "2x4:T4", "w.n_jobs": "40", "o.failures.mtbf_h": "20.0",
+                              "o.failures.job_failure_rate": "0.3", "o.preemption.checkpoint_interval_s": "1800.0"})
+    cluster = sc.build_cluster()
+    result = simulate(cluster, sc.build_jobs(cluster), make_scheduler("fifo"), seed=sc.seed, options=sc.options)
+    stopped = int(np.flatnonzero(result.interruptions > 0)[0])
+    story = job_story(result, stopped)
+    assert story.interruptions == result.interruptions[stopped] and story.failure_lost_gpu_s > 0
+    assert f"a node failure stopped it {story.interruptions} time(s), losing " in story.sentence()
+    crashed = int(np.flatnonzero((result.status == FAILED) & (result.interruptions == 0))[0])
+    assert job_story(result, crashed).sentence().endswith(
+        "Failures: its run crashed 1 time(s). It ended failed: its last run crashed with no retry left.")
+    # A job that arrived while a node was down: that node's GPUs were not free.
+    submits = np.array([j.submit_s for j in result.jobs])
+    during = [j for j in range(result.n_jobs) if np.any((result.outage_start_s <= submits[j])
+                                                         & ~(result.outage_end_s <= submits[j]))]
+    assert during and all(job_story(result, j).free_fit_gpus_at_submit <= 4 for j in during)
+    assert "Failures" not in job_story(simulate(CLUSTER, JOBS, make_scheduler("sjf")), 1).sentence()

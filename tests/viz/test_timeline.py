@@ -125,3 +125,29 @@ def test_clusters_above_the_gpu_limit_get_a_banded_heatmap():
     assert fig.layout.yaxis.title.text == "GPU band (row of ≤3 GPUs)"
     heat = next(t for t in fig.data if t.type == "heatmap")
     assert np.asarray(heat.z).shape[0] == timeline.HEATMAP_ROWS
+
+
+def test_a_down_node_is_shaded_and_each_job_a_failure_stopped_is_marked():
+    from engine.analysis.scenario import Scenario
+
+    sc = Scenario.from_query({"cluster": "2x4:T4", "w.n_jobs": "40", "o.failures.mtbf_h": "20.0",
+                              "o.preemption.checkpoint_interval_s": "1800.0"})
+    cluster = sc.build_cluster()
+    result = simulate(cluster, sc.build_jobs(cluster), make_scheduler("fifo"), seed=sc.seed, options=sc.options)
+    points = timeline.interrupted_points(timeline.segments_frame(result), result)
+    assert len(points) == result.interruptions.sum() > 0  # one mark per stop
+    assert (points.groupby("job_id").size() == result.interruptions[points["job_id"].unique()]).all()
+    nodes = cluster.layout.gpu_node[points["gpu"].to_numpy()]
+    assert all(((result.outage_node == n) & (result.outage_start_s == t)).any() for n, t in zip(nodes, points["t_s"]))
+    fig = timeline.timeline_figure({"fifo": result}, animate=False)
+    down = [s for s in fig.layout.shapes if s.fillcolor == timeline.OUTAGE_COLOUR]
+    assert len(down) == result.outage_node.size
+    node = int(result.outage_node[0])  # the first band covers the first failed node's GPUs, for a while
+    assert (down[0].y0, down[0].y1) == (cluster.layout.node_first_gpu[node] - 0.5,
+                                        cluster.layout.node_first_gpu[node] - 0.5 + cluster.layout.node_gpus[node])
+    assert down[0].x1 > down[0].x0
+    (marks,) = [t for t in fig.data if t.name == "stopped by a node failure"]
+    assert len(marks.x) == len(points)
+    plain = timeline.timeline_figure({"fifo": simulate(cluster, sc.build_jobs(cluster), make_scheduler("fifo"))}, animate=False)
+    assert not any(s.fillcolor == timeline.OUTAGE_COLOUR for s in plain.layout.shapes)
+    assert not any(t.name == "stopped by a node failure" for t in plain.data)
