@@ -46,14 +46,31 @@ def _csv_preview(data: bytes):
         return None
 
 
+def _preview_frame(pv) -> tuple[pd.DataFrame, str]:
+    """The preview rows as a frame with one column per header name (a repeated name gets a number), rows padded
+    with "" or cut to the header's width; and a note saying how many rows were padded or cut ("" when none)."""
+    width = len(pv.header)
+    columns, seen = [], {}
+    for h in pv.header:
+        seen[h] = seen.get(h, 0) + 1
+        columns.append(h if seen[h] == 1 else f"{h} ({seen[h]})")
+    ragged = sum(len(r) != width for r in pv.rows)
+    frame = pd.DataFrame([(tuple(r) + ("",) * width)[:width] for r in pv.rows], columns=columns)
+    note = (f"{ragged} of the first {len(pv.rows)} rows have more or fewer fields than the header's {width}: shown "
+            "padded with blanks or cut to the header.") if ragged else ""
+    return frame, note
+
+
 def _mapping_form(name: str, pv, unit: str) -> tuple[dict[str, str], str]:
     """The file's columns, a preview and one dropdown per field (guesses preselected), with a warning when the
     times look like another unit; returns the chosen map and a sentence saying what a run still lacks ("" when
     nothing)."""
     guess = dict(pv.guess)
     st.markdown(f"**Columns in {name}**: " + ", ".join(f"`{h}`" for h in pv.header))
-    st.dataframe(pd.DataFrame(list(pv.rows), columns=list(pv.header)) if pv.rows else pd.DataFrame(columns=list(pv.header)),
-                 hide_index=True, width="stretch", key="map_preview")
+    frame, note = _preview_frame(pv)
+    st.dataframe(frame, hide_index=True, width="stretch", key="map_preview")
+    if note:
+        st.caption(note)
     st.markdown("**Column mapping**: which column holds each field (guessed from the names; *none* if absent).")
     none = "(none)"
     options = [none, *pv.header]
