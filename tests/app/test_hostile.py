@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import gzip
 import re
+import time
 
+import pytest
+
+from engine.traces import limits
+from engine.traces.limits import UploadLimitError
 from tests.app.test_uploads import errors, workload_page
 
 
@@ -46,3 +51,28 @@ def test_an_uncaught_error_shows_one_line_with_no_traceback_or_server_paths(monk
     at.run()
     (exc,) = at.exception
     assert not exc.stack_trace and "/" not in exc.message and "\n" not in exc.message, (exc.message, exc.stack_trace)
+
+
+def gzip_bomb(expanded_mib: int) -> bytes:
+    """``expanded_mib`` MiB of zero bytes (no line ends), gzipped (members of 64 MiB each, one after the
+    other): about 1,000 times smaller."""
+    return gzip.compress(bytes(64 * 2**20)) * (expanded_mib // 64)
+
+
+def test_a_gzip_bomb_is_refused_in_the_server_thread_within_a_fixed_budget():
+    bomb = gzip_bomb(1024)  # 1 MiB that expands to 1 GiB
+    start = time.monotonic()
+    with pytest.raises(UploadLimitError, match=r"bomb.csv.gz expands to more than 100 MiB"):
+        limits.check_trace_size(bomb, "bomb.csv.gz", max_jobs=100_000)
+    assert time.monotonic() - start < 5
+    limits.check_trace_size(gzip.compress(b"submit,duration\n" + b"0,10\n" * 10_000), "fine.csv.gz", 100_000)
+
+
+def test_an_uploaded_gzip_bomb_is_one_error_line():
+    at = workload_page()
+    bomb = gzip_bomb(512)
+    at.file_uploader(key="trace_upload").upload("bomb.csv.gz", bomb)
+    at.run()
+    at.button(key="load_trace").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("bomb.csv.gz expands to more than" in e for e in errors(at)), errors(at)
