@@ -4,7 +4,6 @@ ragged CSV previews, gzip bombs, Markdown in file names and headers (issue 32)."
 from __future__ import annotations
 
 import gzip
-import re
 import time
 
 import pytest
@@ -76,3 +75,31 @@ def test_an_uploaded_gzip_bomb_is_one_error_line():
     at.button(key="load_trace").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("bomb.csv.gz expands to more than" in e for e in errors(at)), errors(at)
+
+
+EVIL = "[x](http://evil.example/a)"
+
+
+def markdown_bodies(at) -> list[str]:
+    return [e.value for kind in ("markdown", "caption", "info", "error", "warning", "success", "subheader")
+            for e in getattr(at, kind)]
+
+
+def test_a_file_name_and_csv_header_from_an_upload_show_as_text_never_as_links():
+    at = workload_page()
+    at.file_uploader(key="trace_upload").upload(f"{EVIL}.csv", f"{EVIL},`dur`\n0,10\n5,20\n".encode())
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = markdown_bodies(at)
+    assert any("evil" in body for body in shown), shown  # the name and the header are on the page...
+    assert not [body for body in shown if "](http" in body], shown  # ...as text
+    at.selectbox(key="up_format").set_value("mapped")
+    at.file_uploader(key="trace_upload").upload(f"{EVIL}.csv", b"\x00\x01 not text at all")
+    at.run()
+    assert not [body for body in markdown_bodies(at) if "](http" in body], markdown_bodies(at)
+    at.selectbox(key="up_format").set_value("auto-detect")
+    at.file_uploader(key="trace_upload").upload(f"{EVIL}.csv", b"submit,duration\nx,y\n")
+    at.run()
+    at.button(key="load_trace").click().run()  # does not load: the page says why
+    assert any("evil" in body for body in markdown_bodies(at)), markdown_bodies(at)
+    assert not [body for body in markdown_bodies(at) if "](http" in body], markdown_bodies(at)
