@@ -105,6 +105,8 @@ with sweep_tab:
         with common.engine_errors("sweep", stop=False):
             # Shorthand only: a .json path or openb:PATH typed here would make the server read its own files.
             more = [parse_shorthand(line).to_shorthand() for line in extra.splitlines() if line.strip()]
+            for shorthand in more:  # each within the scenario's limits on nodes and GPUs, as the sidebar's cluster
+                common.cluster_of(replace(sc, cluster=shorthand))
             spec = SweepSpec(base=replace(sc, schedulers=tuple(chosen)),
                              clusters=(sc.cluster, *(m for m in more if m != sc.cluster)),
                              loads=parse_numbers(loads_text, load_label), seeds=int(seeds))

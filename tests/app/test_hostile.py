@@ -103,3 +103,13 @@ def test_a_file_name_and_csv_header_from_an_upload_show_as_text_never_as_links()
     at.button(key="load_trace").click().run()  # does not load: the page says why
     assert any("evil" in body for body in markdown_bodies(at)), markdown_bodies(at)
     assert not [body for body in markdown_bodies(at) if "](http" in body], markdown_bodies(at)
+
+
+def test_more_clusters_past_the_scenario_limit_are_refused_before_any_run():
+    from tests.app.test_explore import explore
+
+    at = explore()
+    at.text_area(key="sweep_clusters").set_value("4x8:A100-80\n100000x8:A100-80")
+    at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
+    assert not at.exception and "explore_sweep" not in at.session_state
+    assert any("100,000 nodes and 800,000 GPUs; the playground's limit is" in e for e in errors(at)), errors(at)
