@@ -3,13 +3,19 @@ ragged CSV previews, gzip bombs, Markdown in file names and headers (issue 32)."
 
 from __future__ import annotations
 
+import gc
 import gzip
+import re
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from engine.traces import limits
 from engine.traces.limits import UploadLimitError
+from tests.app.test_pages import APP
 from tests.app.test_uploads import errors, workload_page
 
 
@@ -113,3 +119,43 @@ def test_more_clusters_past_the_scenario_limit_are_refused_before_any_run():
     at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
     assert not at.exception and "explore_sweep" not in at.session_state
     assert any("100,000 nodes and 800,000 GPUs; the playground's limit is" in e for e in errors(at)), errors(at)
+
+
+def sleeper() -> subprocess.Popen:
+    return subprocess.Popen(["sleep", "60"], start_new_session=True)
+
+
+def test_trainings_are_capped_per_server_bounded_in_memory_and_time_and_end_with_their_session(monkeypatch):
+    from app_pages.lib import trainings
+
+    monkeypatch.setenv("PLAYGROUND_TRAININGS", "1")
+    monkeypatch.setenv("PLAYGROUND_TRAIN_MEMORY_MB", "2048")
+    monkeypatch.setenv("PLAYGROUND_TRAIN_TIMEOUT_S", "1")
+    monkeypatch.setattr(trainings, "GRACE_S", 1)
+    stops = []
+    proc = trainings.start(sleeper, lambda: stops.append(1))
+    limits_text = Path(f"/proc/{proc.pid}/limits").read_text()
+    assert re.search(r"Max address space\s+2147483648\s+2147483648", limits_text), limits_text
+    with pytest.raises(trainings.RunLimitError, match="this server runs at most 1 trainings at once"):
+        trainings.start(sleeper, lambda: None)
+    proc.wait(timeout=10)  # asked to stop after 1 s, killed 1 s later
+    assert stops == [1] and proc.returncode == -9
+    monkeypatch.setenv("PLAYGROUND_TRAIN_TIMEOUT_S", "600")
+    session = trainings._SessionTrainings()
+    session.procs.append(late := trainings.start(sleeper, lambda: None))
+    del session  # the session ended: its state is dropped
+    gc.collect()
+    assert late.wait(timeout=10) == -9
+
+
+def test_visitors_train_at_most_the_hosts_steps_and_sessions_get_their_own_default_model_names(monkeypatch):
+    monkeypatch.setenv("PLAYGROUND_TRAIN_MAX_STEPS", "5000")
+    names = []
+    for _ in range(2):
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.run()
+        at.switch_page("app_pages/train.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.number_input(key="train_steps").max == 5000
+        names.append(at.text_input(key="train_name").value)
+    assert names[0] != names[1], names
