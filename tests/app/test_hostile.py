@@ -159,3 +159,33 @@ def test_visitors_train_at_most_the_hosts_steps_and_sessions_get_their_own_defau
         assert at.number_input(key="train_steps").max == 5000
         names.append(at.text_input(key="train_name").value)
     assert names[0] != names[1], names
+
+
+def test_the_servers_results_are_bounded_in_bytes_and_the_least_recently_used_go_first(monkeypatch):
+    from app_pages.lib import results
+    from engine import make_scheduler, simulate
+    from engine.sim.cluster import parse_cluster
+    from engine.traces.generator import generate
+
+    cluster = parse_cluster("2x4:V100-32")
+    runs = {n: simulate(cluster, generate("2x4:V100-32", n, load=0.9, seed=0), make_scheduler("fifo"), seed=0)
+            for n in (100, 200, 400)}
+    sizes = {n: results.result_bytes(r) for n, r in runs.items()}
+    assert sizes[400] > sizes[200] > sizes[100] >= 100 * 8 * 5  # at least five float arrays per job
+    cache = results.ResultCache(limit_bytes=sizes[100] + sizes[200] + 10)
+    calls = []
+
+    def run(n):
+        calls.append(n)
+        return runs[n]
+
+    for n in (100, 200, 100):
+        assert cache.get_or_run(n, lambda n=n: run(n)) is runs[n]
+    assert calls == [100, 200] and cache.total_bytes == sizes[100] + sizes[200]
+    cache.get_or_run(400, lambda: run(400))  # larger than the whole cache: answered, not kept
+    assert 400 not in cache and len(cache) == 2
+    cache.limit_bytes = sizes[100] + sizes[200]
+    cache.get_or_run(("again", 200), lambda: run(200))  # 200 is the least recently used: it goes
+    assert 200 not in cache and 100 in cache and cache.total_bytes <= cache.limit_bytes
+    monkeypatch.setenv("PLAYGROUND_RESULT_CACHE_MB", "3")
+    assert results.limit_bytes() == 3 * 2**20
