@@ -9,7 +9,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from app_pages.lib import common, energy
+from app_pages.lib import common, energy, workers
 from engine import SCHEDULERS, EngineError
 from engine.analysis.metrics import ALL_METRICS, ENERGY_METRICS, METRICS
 from engine.analysis.plan import Target, plan, plan_mix
@@ -19,7 +19,6 @@ from engine.units import parse_duration, plural
 from engine.viz import explore, tables
 
 #: Bounds on what one click may ask of the server.
-MAX_CELLS = 2_000
 MAX_JOB_RUNS = 2_000_000  # cells x jobs per workload
 MAX_PLAN_NODES = 512
 #: Capacity plan answers shown side by side; more go on the next row.
@@ -112,9 +111,10 @@ with sweep_tab:
                              loads=parse_numbers(loads_text, load_label), seeds=int(seeds))
             trace_jobs = common.loaded_trace(sc).jobs if is_trace else None
             runs = spec.cells * (len(trace_jobs) if is_trace else w.n_jobs)
-            if spec.cells > MAX_CELLS or runs > MAX_JOB_RUNS:
+            max_cells = workers.max_sweep_cells()
+            if spec.cells > max_cells or runs > MAX_JOB_RUNS:
                 raise EngineError(f"this grid has {spec.cells:,} cells ({runs:,} job runs); the app runs at most "
-                                  f"{MAX_CELLS:,} cells and {MAX_JOB_RUNS:,} job runs at once (the CLI has no "
+                                  f"{max_cells:,} cells and {MAX_JOB_RUNS:,} job runs at once (the CLI has no "
                                   "such limit: download the spec below and use python -m engine sweep --spec)")
             bar, update = _progress_bar("cell")
             frame = run_sweep(spec, trace_jobs=trace_jobs, on_progress=update,

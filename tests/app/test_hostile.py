@@ -189,3 +189,13 @@ def test_the_servers_results_are_bounded_in_bytes_and_the_least_recently_used_go
     assert 200 not in cache and 100 in cache and cache.total_bytes <= cache.limit_bytes
     monkeypatch.setenv("PLAYGROUND_RESULT_CACHE_MB", "3")
     assert results.limit_bytes() == 3 * 2**20
+
+
+def test_the_host_caps_the_cells_of_a_sweep(monkeypatch):
+    from tests.app.test_explore import explore
+
+    monkeypatch.setenv("PLAYGROUND_SWEEP_CELLS", "4")
+    at = explore()
+    at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
+    assert not at.exception and "explore_sweep" not in at.session_state
+    assert any("the app runs at most 4 cells" in e for e in errors(at)), errors(at)
