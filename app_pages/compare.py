@@ -84,7 +84,7 @@ if saved is None:
     st.stop()
 ran_sc, results = saved
 if st.session_state.get(common.FAILED_UPLOAD):
-    st.warning(f"Your last upload ({st.session_state[common.FAILED_UPLOAD]}) did not load: these results are for "
+    st.warning(f"Your last upload ({as_text(st.session_state[common.FAILED_UPLOAD])}) did not load: these results are for "
                "the workload shown in the sidebar, not for that file.")
 if common.run_key(ran_sc) != common.run_key(sc):
     st.warning("These results are for an earlier cluster, workload or failure model; press **Run comparison** to "

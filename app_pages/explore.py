@@ -9,7 +9,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from app_pages.lib import common, energy, reliability
+from app_pages.lib import common, energy, reliability, workers
 from engine import SCHEDULERS, EngineError
 from engine.analysis.metrics import ALL_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS
 from engine.analysis.plan import Target, plan, plan_mix
@@ -19,7 +19,6 @@ from engine.units import parse_duration, plural
 from engine.viz import explore, tables
 
 #: Bounds on what one click may ask of the server.
-MAX_CELLS = 2_000
 MAX_JOB_RUNS = 2_000_000  # cells x jobs per workload
 MAX_PLAN_NODES = 512
 #: Capacity plan answers shown side by side; more go on the next row.
@@ -110,6 +109,8 @@ with sweep_tab:
         with common.engine_errors("sweep", stop=False):
             # Shorthand only: a .json path or openb:PATH typed here would make the server read its own files.
             more = [parse_shorthand(line).to_shorthand() for line in extra.splitlines() if line.strip()]
+            for shorthand in more:  # each within the scenario's limits on nodes and GPUs, as the sidebar's cluster
+                common.cluster_of(replace(sc, cluster=shorthand))
             spec = SweepSpec(base=replace(sc, schedulers=tuple(chosen)),
                              clusters=(sc.cluster, *(m for m in more if m != sc.cluster)),
                              loads=parse_numbers(loads_text, load_label), seeds=int(seeds))
@@ -117,9 +118,10 @@ with sweep_tab:
             copies = 2 if both and sc.options.failures.active else 1  # the grid again without failures
             cells = copies * spec.cells
             runs = cells * (len(trace_jobs) if is_trace else w.n_jobs)
-            if cells > MAX_CELLS or runs > MAX_JOB_RUNS:
+            max_cells = workers.max_sweep_cells()
+            if cells > max_cells or runs > MAX_JOB_RUNS:
                 raise EngineError(f"this grid has {cells:,} cells ({runs:,} job runs); the app runs at most "
-                                  f"{MAX_CELLS:,} cells and {MAX_JOB_RUNS:,} job runs at once (the CLI has no "
+                                  f"{max_cells:,} cells and {MAX_JOB_RUNS:,} job runs at once (the CLI has no "
                                   "such limit: download the spec below and use python -m engine sweep --spec)")
             bar, update = _progress_bar("cell")
             frame = run_sweep(spec, trace_jobs=trace_jobs, on_progress=update,

@@ -5,7 +5,7 @@ import time
 
 import streamlit as st
 
-from app_pages.lib import common
+from app_pages.lib import common, trainings
 from app_pages.lib.text import as_text
 from engine.viz.training import training_figure
 
@@ -38,10 +38,13 @@ job = st.session_state.get(_JOB)
 running = job is not None and job["proc"].poll() is None
 c = st.columns([2, 2, 1.3, 1, 1.4])
 config = c[0].selectbox("Training config", configs, key="train_config")
-name = c[1].text_input("Model name", f"{config}-mine", key="train_name", max_chars=60)
-steps = c[2].number_input("Environment steps", 256, 1_000_000, 4_096, step=1_024, key="train_steps",
+name = c[1].text_input("Model name", trainings.default_name(config), key="train_name", max_chars=60)
+max_steps = min(1_000_000, trainings.max_steps())
+steps = c[2].number_input("Environment steps", 256, max(256, max_steps), min(4_096, max_steps), step=1_024,
+                          key="train_steps",
                           help="A quick try shows curves within seconds. The shipped agents trained 40k-60k steps "
-                               "after behaviour cloning (a few minutes per 10k steps on one core).")
+                               f"after behaviour cloning (a few minutes per 10k steps on one core). This server "
+                               f"trains at most {max_steps:,} steps, {trainings.timeout_s():,} s per run.")
 seed = c[3].number_input("Seed", 0, 2**31 - 1, 0, key="train_seed")
 quick = c[4].toggle("Quick try", True, key="train_quick",
                     help="Small episodes (30 jobs), one environment, short rollouts and no behaviour cloning: "
@@ -62,9 +65,14 @@ def _problem_with(name: str) -> str:
     return ""
 
 
-def _launch(cfg, target: int, offset: int = 0) -> None:
-    proc = launch.start(cfg, USER_MODELS, offset_steps=offset)
-    st.session_state[_JOB] = {"name": cfg.name, "cfg": cfg, "proc": proc, "target": target, "t0": time.time()}
+def _launch(cfg, target: int, offset: int = 0) -> bool:
+    """Start ``cfg`` within the server's bounds (:mod:`app_pages.lib.trainings`); ``False`` (and an error line)
+    when the server runs its most trainings already."""
+    proc = common.engine_call(trainings.start, lambda: launch.start(cfg, USER_MODELS, offset_steps=offset),
+                              lambda: launch.request_stop(cfg), what="training")
+    if proc is not None:
+        st.session_state[_JOB] = {"name": cfg.name, "cfg": cfg, "proc": proc, "target": target, "t0": time.time()}
+    return proc is not None
 
 
 b = st.columns(3)
@@ -75,8 +83,7 @@ if b[0].button("Start training", type="primary", disabled=running, key="train_st
     else:
         cfg = common.engine_call(launch.page_config, config, name.strip(), steps, seed, quick=quick, runs_dir=RUNS,
                                  what="training")
-        if cfg is not None:
-            _launch(cfg, int(steps))
+        if cfg is not None and _launch(cfg, int(steps)):
             st.rerun()
 if b[1].button("Stop", disabled=not running, key="train_stop", width="stretch"):
     launch.request_stop(job["cfg"])  # the run exports what it has learned, then exits
@@ -91,8 +98,8 @@ if b[2].button("Resume", disabled=not can_resume, key="train_resume", width="str
     resumed = common.engine_call(launch.resume_config, job["cfg"], job["target"], USER_MODELS, what="resume")
     if resumed is not None:
         cfg, done = resumed
-        _launch(cfg, job["target"], offset=done)
-        st.rerun()
+        if _launch(cfg, job["target"], offset=done):
+            st.rerun()
 
 
 def live() -> None:

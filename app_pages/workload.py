@@ -46,14 +46,31 @@ def _csv_preview(data: bytes):
         return None
 
 
+def _preview_frame(pv) -> tuple[pd.DataFrame, str]:
+    """The preview rows as a frame with one column per header name (a repeated name gets a number), rows padded
+    with "" or cut to the header's width; and a note saying how many rows were padded or cut ("" when none)."""
+    width = len(pv.header)
+    columns, seen = [], {}
+    for h in pv.header:
+        seen[h] = seen.get(h, 0) + 1
+        columns.append(h if seen[h] == 1 else f"{h} ({seen[h]})")
+    ragged = sum(len(r) != width for r in pv.rows)
+    frame = pd.DataFrame([(tuple(r) + ("",) * width)[:width] for r in pv.rows], columns=columns)
+    note = (f"{ragged} of the first {len(pv.rows)} rows have more or fewer fields than the header's {width}: shown "
+            "padded with blanks or cut to the header.") if ragged else ""
+    return frame, note
+
+
 def _mapping_form(name: str, pv, unit: str) -> tuple[dict[str, str], str]:
     """The file's columns, a preview and one dropdown per field (guesses preselected), with a warning when the
     times look like another unit; returns the chosen map and a sentence saying what a run still lacks ("" when
     nothing)."""
     guess = dict(pv.guess)
-    st.markdown(f"**Columns in {name}**: " + ", ".join(f"`{h}`" for h in pv.header))
-    st.dataframe(pd.DataFrame(list(pv.rows), columns=list(pv.header)) if pv.rows else pd.DataFrame(columns=list(pv.header)),
-                 hide_index=True, width="stretch", key="map_preview")
+    st.markdown(f"**Columns in {as_text(name)}**: " + ", ".join(as_text(h) for h in pv.header))
+    frame, note = _preview_frame(pv)
+    st.dataframe(frame, hide_index=True, width="stretch", key="map_preview")
+    if note:
+        st.caption(note)
     st.markdown("**Column mapping**: which column holds each field (guessed from the names; *none* if absent).")
     none = "(none)"
     options = [none, *pv.header]
@@ -77,7 +94,7 @@ def _mapping_form(name: str, pv, unit: str) -> tuple[dict[str, str], str]:
         st.warning(blocker, icon="⚠️")
         return column_map, blocker
     if "duration" not in column_map:
-        st.caption(f"Each job's duration will be {column_map['end']} − {column_map['submit']}.")
+        st.caption(as_text(f"Each job's duration will be {column_map['end']} − {column_map['submit']}."))
     _, note = mapped.time_unit_note(pv, column_map, unit)
     if note:
         st.warning(note, icon="⏱️")
@@ -189,10 +206,10 @@ with up_tab:
     pv = _csv_preview(data) if data and fmt in ("auto-detect", MAPPED) else None
     if fmt == MAPPED and data and pv is None:
         blocker = f"{name} is not comma-separated text with a header line, so its columns cannot be mapped."
-        st.error(blocker)
+        st.error(as_text(blocker))
     elif pv is not None and (fmt == MAPPED or mapped.needs_map(pv)):
         if fmt != MAPPED:
-            st.info(f"The columns of {name} are not those of a trace format the playground knows: "
+            st.info(f"The columns of {as_text(name)} are not those of a trace format the playground knows: "
                     "choose below which column holds each field.")
             fmt = MAPPED
         column_map, blocker = _mapping_form(name, pv, unit)

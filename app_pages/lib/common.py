@@ -17,7 +17,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages.lib import uploads, workers
+from app_pages.lib import results, uploads, workers
+from app_pages.lib.results import ResultCache
 from app_pages.lib.text import as_text
 from engine import EngineError, Job, Result
 from engine.analysis.metrics import Summary, compare, job_frame, summarize
@@ -168,7 +169,13 @@ def run_key(sc: Scenario) -> str:
                       separators=(",", ":"))
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@st.cache_resource
+def results_cache() -> ResultCache:
+    """The runs this server has finished, bounded in bytes (:mod:`app_pages.lib.results`): a reloaded page or a
+    shared link of a scenario someone ran answers from it."""
+    return ResultCache(results.limit_bytes())
+
+
 def _run(key: str, scheduler: str) -> Result:
     parts = json.loads(key)
     sc = replace(Scenario.from_dict(parts["workload"]), options=RunOptions.from_dict(parts["options"]))
@@ -178,22 +185,16 @@ def _run(key: str, scheduler: str) -> Result:
 
 def run_one(sc: Scenario, scheduler: str) -> Result:
     """One scheduler on the scenario with its run options, cached by (:func:`run_key`, scheduler): changing the
-    list of schedulers reruns only the new ones."""
-    result = _run(run_key(sc), scheduler)
-    _ran().add((run_key(sc), scheduler))
-    return result
-
-
-@st.cache_resource
-def _ran() -> set[tuple[str, str]]:
-    """(run key, scheduler) pairs this server has run, so a reloaded page can show them again."""
-    return set()
+    list of schedulers reruns only the new ones. Callers must not modify it."""
+    key = (run_key(sc), scheduler)
+    return results_cache().get_or_run(key, lambda: _run(*key))
 
 
 def ran_before(sc: Scenario) -> bool:
-    """True when this server has run every scheduler of ``sc`` on its workload and options (a reload or a shared
-    link of a scenario someone ran: :func:`run_one` then answers from the cache)."""
-    return bool(sc.schedulers) and all((run_key(sc), s) in _ran() for s in sc.schedulers)
+    """True when this server still holds a run of every scheduler of ``sc`` on its workload and options (a reload or
+    a shared link of a scenario someone ran: :func:`run_one` then answers from the cache)."""
+    cache = results_cache()
+    return bool(sc.schedulers) and all((run_key(sc), s) in cache for s in sc.schedulers)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

@@ -12,7 +12,8 @@ Whoever hosts the app sets the bounds by environment variable (or ``.streamlit/s
 * ``PLAYGROUND_WORKERS`` (``workers``): processes at once for the whole server (default: CPU cores, at most 8);
   a call waits for a free one at most as long as its own time limit;
 * ``PLAYGROUND_RUN_TIMEOUT_S`` (``run_timeout_s``): seconds one call may take (default 300);
-* ``PLAYGROUND_RUN_MEMORY_MB`` (``run_memory_mb``): address space of one worker, MiB (default 4,096).
+* ``PLAYGROUND_RUN_MEMORY_MB`` (``run_memory_mb``): address space of one worker, MiB (default 4,096);
+* ``PLAYGROUND_SWEEP_CELLS`` (``sweep_cells``): cells one sweep of the Explore page may have (default 2,000).
 
 An :class:`~engine.errors.EngineError` raised in the worker (bad input) comes back as an ``EngineError``
 with the same message. The process machinery is :mod:`engine.runner.workers` (the HTTP API uses it too).
@@ -29,7 +30,7 @@ from engine import make_scheduler, simulate
 from engine.runner import workers
 from engine.runner.workers import RunLimitError, WorkerError
 
-__all__ = ["RunLimitError", "WorkerError", "call", "max_workers", "memory_mb", "simulate_named", "timeout_s"]
+__all__ = ["RunLimitError", "WorkerError", "call", "max_sweep_cells", "max_workers", "memory_mb", "simulate_named", "timeout_s"]
 workers.add_preload("app_pages.lib.workers")
 _slots_lock = threading.Lock()
 _slots: threading.BoundedSemaphore | None = None
@@ -45,6 +46,11 @@ def timeout_s() -> int:
 
 def memory_mb() -> int:
     return host_setting("PLAYGROUND_RUN_MEMORY_MB", "run_memory_mb", 4096)
+
+
+def max_sweep_cells() -> int:
+    """Cells one sweep of the Explore page may have (``PLAYGROUND_SWEEP_CELLS``, default 2,000)."""
+    return host_setting("PLAYGROUND_SWEEP_CELLS", "sweep_cells", 2_000)
 
 
 def _semaphore() -> threading.BoundedSemaphore:

@@ -148,7 +148,7 @@ def test_upload_through_the_column_mapping_form_with_a_time_unit():
     at.file_uploader(key="trace_upload").upload("other.csv", data)
     at.run()
     # The file's columns, a preview and a guessed map; durations of 17 h to 33 h read as seconds are plausible.
-    assert any("`t0`, `run`, `n_gpu`, `team`" in m.value for m in at.markdown)
+    assert any("t0, run, n\\_gpu, team" in m.value for m in at.markdown)  # as text: never Markdown
     assert list(at.dataframe[0].value.columns) == ["t0", "run", "n_gpu", "team"]
     assert [at.selectbox(key=f"map_{f}").value for f in ("submit", "duration", "end", "gpus", "user")] == \
         ["t0", "run", "(none)", "n_gpu", "team"]
@@ -246,7 +246,7 @@ def test_results_persist_and_unchanged_runs_are_reused(monkeypatch):
         return real(fn, *args, what=what)
 
     monkeypatch.setattr(workers, "call", counting)
-    common._run.clear()
+    common.results_cache().clear()
     at = app("app_pages/compare.py")
     at.button(key="compare_run").click().run()
     assert sorted(calls) == ["fifo", "first-fit"]
@@ -470,7 +470,7 @@ def test_a_failed_upload_is_stated_where_the_old_workload_is_still_used():
     assert any("bad.csv" in e for e in errors(at))
     at.switch_page("app_pages/compare.py").run()
     at.button(key="compare_run").click().run()
-    assert any("Your last upload (bad.csv) did not load" in w.value for w in at.warning)
+    assert any("Your last upload (bad.csv) did not load" in w.value.replace("\\", "") for w in at.warning)
 
 
 def test_a_reload_shows_the_cached_results_of_the_scenario_in_its_link():
