@@ -11,8 +11,9 @@ import streamlit as st
 from app_pages.lib import common
 
 # The icon is a file of the repository: a named icon would be fetched from the internet (and fail offline).
-st.set_page_config(page_title="GPU scheduling playground", page_icon=str(common.REPO / "app_pages" / "icon.png"),
-                   layout="wide")
+st.set_page_config(
+    page_title="GPU scheduling playground", page_icon=str(common.REPO / "app_pages" / "icon.png"), layout="wide"
+)
 
 PAGES = [
     st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),

@@ -36,8 +36,11 @@ setup(
     name="gpu-scheduling-playground-native",
     packages=[],
     py_modules=[],
-    ext_modules=mypycify(["--follow-imports=silent", *(str(p.relative_to(ROOT)) for p in sources)],
-                         opt_level="3", group_name="engine_native"),
+    ext_modules=mypycify(
+        ["--follow-imports=silent", *(str(p.relative_to(ROOT)) for p in sources)],
+        opt_level="3",
+        group_name="engine_native",
+    ),
 )
 if "build_ext" in sys.argv:
     native.MANIFEST.write_text(json.dumps(hashes, indent=2) + "\n")

@@ -26,11 +26,13 @@ PRESETS = {
 if "openb" in CLUSTER_SOURCES and OPENB_NODES.is_file():
     # A scenario (and so a link) carries the cluster itself, never a path: the server reads its own file here.
     PRESETS["Alibaba PAI, 2023 (openb node list: 1,213 nodes)"] = json.dumps(
-        CLUSTER_SOURCES["openb"](str(OPENB_NODES)).to_dict(), separators=(",", ":"))
+        CLUSTER_SOURCES["openb"](str(OPENB_NODES)).to_dict(), separators=(",", ":")
+    )
 
 c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-preset = c1.selectbox("Start from a preset", list(PRESETS), index=None, placeholder="choose a preset…",
-                      key="cluster_preset")
+preset = c1.selectbox(
+    "Start from a preset", list(PRESETS), index=None, placeholder="choose a preset…", key="cluster_preset"
+)
 if c2.button("Use preset", disabled=preset is None, key="cluster_use_preset", width="stretch"):
     common.set_scenario(replace(sc, cluster=PRESETS[preset], name=""))
     st.rerun()
@@ -40,32 +42,50 @@ with common.engine_errors("the cluster is invalid"):
 
 # ---------------------------------------------------------------- node groups
 st.subheader("Node groups")
-st.caption("Each row is a group of identical nodes. Leave *rack* empty to fill racks of "
-           f"{cluster.nodes_per_rack} nodes automatically. Add or delete rows at the bottom of the table; edits take "
-           "effect when you press *Apply node groups*.")
-groups = pd.DataFrame([{"gpu_type": g.gpu_type, "nodes": g.nodes, "gpus_per_node": g.gpus_per_node,
-                        "rack": g.rack or ""} for g in cluster.groups])
+st.caption(
+    "Each row is a group of identical nodes. Leave *rack* empty to fill racks of "
+    f"{cluster.nodes_per_rack} nodes automatically. Add or delete rows at the bottom of the table; edits take "
+    "effect when you press *Apply node groups*."
+)
+groups = pd.DataFrame(
+    [
+        {"gpu_type": g.gpu_type, "nodes": g.nodes, "gpus_per_node": g.gpus_per_node, "rack": g.rack or ""}
+        for g in cluster.groups
+    ]
+)
 # The edits wait in a form until Apply: a rerun for each edit rebuilt the table while the user went on typing, and
 # the edits typed meanwhile were lost.
 with st.form("cluster_groups_form", border=False):
     edited = st.data_editor(
-        groups, num_rows="dynamic", hide_index=True, width="stretch", key=f"cluster_groups_{hash(sc.cluster)}",
+        groups,
+        num_rows="dynamic",
+        hide_index=True,
+        width="stretch",
+        key=f"cluster_groups_{hash(sc.cluster)}",
         column_config={
             "gpu_type": st.column_config.SelectboxColumn("GPU type", options=list(cluster.catalog), required=True),
             "nodes": st.column_config.NumberColumn("nodes", min_value=1, max_value=10_000, step=1, required=True),
-            "gpus_per_node": st.column_config.NumberColumn("GPUs per node", min_value=1, max_value=64, step=1,
-                                                           required=True),
+            "gpus_per_node": st.column_config.NumberColumn(
+                "GPUs per node", min_value=1, max_value=64, step=1, required=True
+            ),
             "rack": st.column_config.TextColumn("rack (optional)"),
-        })
+        },
+    )
     applied = st.form_submit_button("Apply node groups", type="primary")
 
 
 def _groups_of(table: pd.DataFrame) -> tuple[NodeGroup, ...]:
     """The node groups the edited table holds (rows without GPU type, nodes or GPUs per node are left out)."""
     rows = table.dropna(subset=["gpu_type", "nodes", "gpus_per_node"])
-    return tuple(NodeGroup(r.gpu_type, int(r.nodes), int(r.gpus_per_node),
-                           str(r.rack).strip() if isinstance(r.rack, str) and r.rack.strip() else None)
-                 for r in rows.itertuples())
+    return tuple(
+        NodeGroup(
+            r.gpu_type,
+            int(r.nodes),
+            int(r.gpus_per_node),
+            str(r.rack).strip() if isinstance(r.rack, str) and r.rack.strip() else None,
+        )
+        for r in rows.itertuples()
+    )
 
 
 if applied and not edited.reset_index(drop=True).equals(groups):
@@ -78,8 +98,13 @@ if applied and not edited.reset_index(drop=True).equals(groups):
             st.rerun()
 
 with st.expander("Cluster as text (shorthand or JSON)"):
-    text = st.text_area("Cluster spec", sc.cluster, key=f"cluster_text_{hash(sc.cluster)}", height=80,
-                        help="e.g. 4x8:A100-80,2x4:V100-32 (nodes × GPUs per node : type), or the JSON form")
+    text = st.text_area(
+        "Cluster spec",
+        sc.cluster,
+        key=f"cluster_text_{hash(sc.cluster)}",
+        height=80,
+        help="e.g. 4x8:A100-80,2x4:V100-32 (nodes × GPUs per node : type), or the JSON form",
+    )
     if st.button("Apply", key="cluster_text_apply") and text.strip() != sc.cluster:
         new = common.engine_call(replace, sc, cluster=text.strip(), what="cluster")
         if new is not None and common.engine_call(new.build_cluster, what="cluster") is not None:
@@ -97,11 +122,22 @@ m[3].metric("GPU memory", f"{vram / 1024:.1f} TiB" if vram >= 10_240 else f"{vra
 common.plot(cluster_figure(cluster), "cluster_picture")
 
 st.subheader("GPU catalog")
-st.caption("Speed is relative training throughput (V100 = 1). Inference and interactive jobs gain less from a "
-           "faster GPU; see engine/sim/cluster.py for the model.")
-catalog = pd.DataFrame([{"GPU type": t.name, "memory (GiB)": t.vram_gib, "relative speed": t.speed,
-                         "in this cluster": cluster.gpus_by_type().get(t.name, 0),
-                         "built in": t.name in DEFAULT_CATALOG} for t in cluster.catalog.values()])
+st.caption(
+    "Speed is relative training throughput (V100 = 1). Inference and interactive jobs gain less from a "
+    "faster GPU; see engine/sim/cluster.py for the model."
+)
+catalog = pd.DataFrame(
+    [
+        {
+            "GPU type": t.name,
+            "memory (GiB)": t.vram_gib,
+            "relative speed": t.speed,
+            "in this cluster": cluster.gpus_by_type().get(t.name, 0),
+            "built in": t.name in DEFAULT_CATALOG,
+        }
+        for t in cluster.catalog.values()
+    ]
+)
 st.dataframe(catalog, hide_index=True, width="stretch", key="gpu_catalog")
 
 
@@ -121,49 +157,92 @@ def energy_and_cost(sc: Scenario, cluster: Cluster) -> None:
     Apply writes the watts and prices into the cluster's ``gpu_types`` and the rest into ``options.energy``."""
     st.subheader("Energy and cost")
     model = sc.options.energy
-    st.caption("Each GPU draws idle W plus (busy W − idle W) × the share of it jobs hold; the facility draws PUE × "
-               "that. Cost is GPU-hours × price; carbon is energy × the grid's intensity. Compare shows energy, "
-               "cost and carbon once this model differs from the defaults (PUE 1.58, 480 gCO2/kWh, catalog prices). "
-               "Watts and prices are estimates (sources in engine/sim/cluster.py).")
-    table = pd.DataFrame([{"GPU type": t, **{k: getattr(cluster.catalog[t], k) for k in energy.POWER_COLUMNS}}
-                          for t in cluster.gpus_by_type()])
+    st.caption(
+        "Each GPU draws idle W plus (busy W − idle W) × the share of it jobs hold; the facility draws PUE × "
+        "that. Cost is GPU-hours × price; carbon is energy × the grid's intensity. Compare shows energy, "
+        "cost and carbon once this model differs from the defaults (PUE 1.58, 480 gCO2/kWh, catalog prices). "
+        "Watts and prices are estimates (sources in engine/sim/cluster.py)."
+    )
+    table = pd.DataFrame(
+        [
+            {"GPU type": t, **{k: getattr(cluster.catalog[t], k) for k in energy.POWER_COLUMNS}}
+            for t in cluster.gpus_by_type()
+        ]
+    )
     lists = [CATALOG_PRICES, *PRICE_LISTS]
     is_series = isinstance(model.carbon_g_per_kwh, CarbonSeries)
     with st.form("cluster_energy_form", border=False):
         edited = st.data_editor(
-            table, hide_index=True, width="stretch", key=f"cluster_power_{hash(sc.cluster)}",
-            column_config={"GPU type": st.column_config.TextColumn("GPU type", disabled=True),
-                           **{k: st.column_config.NumberColumn(label, min_value=0.0, max_value=100_000.0)
-                              for k, label in energy.POWER_COLUMNS.items()}})
+            table,
+            hide_index=True,
+            width="stretch",
+            key=f"cluster_power_{hash(sc.cluster)}",
+            column_config={
+                "GPU type": st.column_config.TextColumn("GPU type", disabled=True),
+                **{
+                    k: st.column_config.NumberColumn(label, min_value=0.0, max_value=100_000.0)
+                    for k, label in energy.POWER_COLUMNS.items()
+                },
+            },
+        )
         c = st.columns(3)
-        price_list = c[0].selectbox("Price list", lists, index=lists.index(model.price_list),
-                                    format_func=_price_list_label, key="cluster_price_list")
-        pue = c[1].number_input("PUE (facility power ÷ IT power)", 1.0, MAX_PUE, min(float(model.pue), MAX_PUE), 0.01,
-                                key="cluster_pue", help="1.58: the industry's average in 2023; 1.1-1.2: hyperscale")
-        kind = c[2].radio("Grid carbon", ["constant", "hourly CSV"], index=int(is_series), horizontal=True,
-                          key="cluster_carbon_kind")
+        price_list = c[0].selectbox(
+            "Price list",
+            lists,
+            index=lists.index(model.price_list),
+            format_func=_price_list_label,
+            key="cluster_price_list",
+        )
+        pue = c[1].number_input(
+            "PUE (facility power ÷ IT power)",
+            1.0,
+            MAX_PUE,
+            min(float(model.pue), MAX_PUE),
+            0.01,
+            key="cluster_pue",
+            help="1.58: the industry's average in 2023; 1.1-1.2: hyperscale",
+        )
+        kind = c[2].radio(
+            "Grid carbon", ["constant", "hourly CSV"], index=int(is_series), horizontal=True, key="cluster_carbon_kind"
+        )
         c = st.columns(2)
-        grams = c[0].number_input("gCO2 per kWh (constant)", 0.0, MAX_G_PER_KWH, 480.0 if is_series else
-                                  min(float(model.carbon_g_per_kwh), MAX_G_PER_KWH), 10.0, key="cluster_carbon_g")
+        grams = c[0].number_input(
+            "gCO2 per kWh (constant)",
+            0.0,
+            MAX_G_PER_KWH,
+            480.0 if is_series else min(float(model.carbon_g_per_kwh), MAX_G_PER_KWH),
+            10.0,
+            key="cluster_carbon_g",
+        )
         upload = c[1].file_uploader("Carbon CSV (timestamp,carbon_intensity)", type=["csv"], key="cluster_carbon_csv")
         applied = st.form_submit_button("Apply energy and cost")
     if is_series:
         series = model.carbon_g_per_kwh
-        st.caption(as_text(f"Carbon: {len(series.g_per_kwh):,} values, one every {common.fmt_seconds(series.step_s)}, from "
-                           f"{series.start or 'time 0'}, repeating."))
+        st.caption(
+            as_text(
+                f"Carbon: {len(series.g_per_kwh):,} values, one every {common.fmt_seconds(series.step_s)}, from "
+                f"{series.start or 'time 0'}, repeating."
+            )
+        )
     if applied:
         with common.engine_errors("energy and cost", stop=False):
-            carbon = energy.carbon_of(grams if kind == "constant" else None,
-                                      None if upload is None else (upload.name, upload.getvalue()),
-                                      model.carbon_g_per_kwh)
-            new = replace(sc, cluster=energy.with_power(cluster, edited.to_dict("records")).to_spec(),
-                          options=replace(sc.options, energy=EnergyModel(float(pue), carbon, price_list)))
+            carbon = energy.carbon_of(
+                grams if kind == "constant" else None,
+                None if upload is None else (upload.name, upload.getvalue()),
+                model.carbon_g_per_kwh,
+            )
+            new = replace(
+                sc,
+                cluster=energy.with_power(cluster, edited.to_dict("records")).to_spec(),
+                options=replace(sc.options, energy=EnergyModel(float(pue), carbon, price_list)),
+            )
             new.build_cluster()
             if new != sc:
                 common.set_scenario(new)
                 st.rerun()
-    if energy.energy_of(sc) is not None and st.button("Stop counting energy (back to the defaults)",
-                                                       key="cluster_energy_reset"):
+    if energy.energy_of(sc) is not None and st.button(
+        "Stop counting energy (back to the defaults)", key="cluster_energy_reset"
+    ):
         common.set_scenario(replace(sc, options=replace(sc.options, energy=EnergyModel())))
         st.rerun()
 
@@ -181,41 +260,73 @@ def reliability_section(sc: Scenario) -> None:
     job failures) in one form; Apply writes ``options.failures`` and the checkpoint interval, bad input one line."""
     st.subheader("Reliability")
     options = sc.options
-    st.caption("Nodes break and jobs crash: a node down takes no job, and every job on it stops, keeps its work up "
-               "to its last checkpoint and waits again. Compare then shows node failures, interruptions, failed "
-               "jobs, lost GPU-hours and availability. Presets: measured rates of Meta's research clusters and of "
-               "Llama 3's training (engine/sim/options.py), or *stress* for teaching.")
+    st.caption(
+        "Nodes break and jobs crash: a node down takes no job, and every job on it stops, keeps its work up "
+        "to its last checkpoint and waits again. Compare then shows node failures, interruptions, failed "
+        "jobs, lost GPU-hours and availability. Presets: measured rates of Meta's research clusters and of "
+        "Llama 3's training (engine/sim/options.py), or *stress* for teaching."
+    )
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    preset = c1.selectbox("Failure preset", list(FAILURE_PRESETS), index=None, placeholder="choose a preset…",
-                          key="cluster_failure_preset")
+    preset = c1.selectbox(
+        "Failure preset",
+        list(FAILURE_PRESETS),
+        index=None,
+        placeholder="choose a preset…",
+        key="cluster_failure_preset",
+    )
     if c2.button("Use failure preset", disabled=preset is None, key="cluster_use_failure_preset", width="stretch"):
-        chosen = replace(FAILURE_PRESETS[preset], job_failure_rate=options.failures.job_failure_rate,
-                         checkpoint_cost_s=options.failures.checkpoint_cost_s)
+        chosen = replace(
+            FAILURE_PRESETS[preset],
+            job_failure_rate=options.failures.job_failure_rate,
+            checkpoint_cost_s=options.failures.checkpoint_cost_s,
+        )
         common.set_scenario(replace(sc, options=replace(options, failures=chosen)))
         st.rerun()
     model = options.failures
     suffix = hash((model, options.preemption))  # new widgets when the model changes, showing its values
     with st.form("cluster_reliability_form", border=False):
         c = st.columns(5)
-        mtbf = c[0].text_input("Node MTBF (empty: never fails)", _duration_text(
-            None if model.mtbf_h is None else model.mtbf_h * 3600), key=f"cluster_mtbf_{suffix}",
-            help="mean time between failures of a node (of a GPU for the llama3 preset), e.g. 3692 h, 30 d")
+        mtbf = c[0].text_input(
+            "Node MTBF (empty: never fails)",
+            _duration_text(None if model.mtbf_h is None else model.mtbf_h * 3600),
+            key=f"cluster_mtbf_{suffix}",
+            help="mean time between failures of a node (of a GPU for the llama3 preset), e.g. 3692 h, 30 d",
+        )
         repair = c[1].text_input("Repair time", _duration_text(model.repair_h * 3600), key=f"cluster_repair_{suffix}")
-        every = c[2].text_input("Checkpoint every (empty: when stopped)",
-                                _duration_text(options.preemption.checkpoint_interval_s),
-                                key=f"cluster_checkpoint_{suffix}", help="of work, e.g. 30 min")
-        cost = c[3].text_input("Checkpoint cost", _duration_text(model.checkpoint_cost_s),
-                               key=f"cluster_checkpoint_cost_{suffix}", help="work each checkpoint costs, e.g. 60 s")
-        jobs = c[4].text_input("Job failures (preset or share)", reliability.job_failures_text(model),
-                               key=f"cluster_job_failures_{suffix}",
-                               help=f"{', '.join(JOB_FAILURE_PRESETS)}, or a share of runs from 0 to 1")
+        every = c[2].text_input(
+            "Checkpoint every (empty: when stopped)",
+            _duration_text(options.preemption.checkpoint_interval_s),
+            key=f"cluster_checkpoint_{suffix}",
+            help="of work, e.g. 30 min",
+        )
+        cost = c[3].text_input(
+            "Checkpoint cost",
+            _duration_text(model.checkpoint_cost_s),
+            key=f"cluster_checkpoint_cost_{suffix}",
+            help="work each checkpoint costs, e.g. 60 s",
+        )
+        jobs = c[4].text_input(
+            "Job failures (preset or share)",
+            reliability.job_failures_text(model),
+            key=f"cluster_job_failures_{suffix}",
+            help=f"{', '.join(JOB_FAILURE_PRESETS)}, or a share of runs from 0 to 1",
+        )
         applied = st.form_submit_button("Apply reliability")
     st.caption(reliability.describe(options))
     if applied:
         with common.engine_errors("reliability", stop=False):
-            new = replace(sc, options=reliability.with_failures(
-                options, model, mtbf=mtbf, repair=repair, checkpoint_every=every, checkpoint_cost=cost,
-                job_failures=jobs))
+            new = replace(
+                sc,
+                options=reliability.with_failures(
+                    options,
+                    model,
+                    mtbf=mtbf,
+                    repair=repair,
+                    checkpoint_every=every,
+                    checkpoint_cost=cost,
+                    job_failures=jobs,
+                ),
+            )
             if new != sc:
                 common.set_scenario(new)
                 st.rerun()

@@ -12,17 +12,23 @@ st.title("GPU scheduling playground")
 st.markdown(
     "Build a GPU cluster, bring a workload (generated, or a real trace in any common format), pick "
     "scheduling heuristics and trained agents, and **watch them side by side**: per-GPU timelines you can "
-    "play, queue length, utilisation, wait and completion-time distributions, fairness between users.")
+    "play, queue length, utilisation, wait and completion-time distributions, fairness between users."
+)
 c = st.columns(3)
 c[0].markdown("**1 · Cluster**  \nNode groups of any GPU type, racks, or a real cluster's node list.")
 c[1].markdown("**2 · Workload**  \nGenerate jobs at a chosen load, or upload a trace (Philly, SWF, Alibaba, …).")
 agents = common.trained_agents()
-c[2].markdown(f"**3 · Compare**  \n{plural(len(SCHEDULERS), 'heuristic')}"
-              + (f" and {plural(len(agents), 'trained RL agent')}" if agents else "") + ", run on the same jobs.")
+c[2].markdown(
+    f"**3 · Compare**  \n{plural(len(SCHEDULERS), 'heuristic')}"
+    + (f" and {plural(len(agents), 'trained RL agent')}" if agents else "")
+    + ", run on the same jobs."
+)
 
 st.subheader("Start from a preset")
-st.caption("Each preset is a small lesson: a cluster, a workload and the schedulers that show it. "
-           "Choosing one opens the Compare page ready to run.")
+st.caption(
+    "Each preset is a small lesson: a cluster, a workload and the schedulers that show it. "
+    "Choosing one opens the Compare page ready to run."
+)
 for key, preset in sorted(PRESETS.items()):
     with st.container(border=True):
         left, right = st.columns([4, 1], vertical_alignment="center")

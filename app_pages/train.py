@@ -24,11 +24,13 @@ MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _JOB = "training_job"
 USER_MODELS = user_models_dir()
 
-st.markdown("Training runs MaskablePPO (sb3-contrib) in a **separate process**, so this page stays responsive. "
-            "The curves follow the run's logs as they are written: the mean return of training episodes and of "
-            "the validation episodes (the deterministic policy on fixed workloads). **Stop** ends the run and keeps "
-            "what it learned; **Resume** continues it to the steps you asked for. The agent appears as `rl:<name>` "
-            "on the Compare page; models trained here are kept apart from the shipped ones.")
+st.markdown(
+    "Training runs MaskablePPO (sb3-contrib) in a **separate process**, so this page stays responsive. "
+    "The curves follow the run's logs as they are written: the mean return of training episodes and of "
+    "the validation episodes (the deterministic policy on fixed workloads). **Stop** ends the run and keeps "
+    "what it learned; **Resume** continues it to the steps you asked for. The agent appears as `rl:<name>` "
+    "on the Compare page; models trained here are kept apart from the shipped ones."
+)
 
 configs = config_names()
 if not configs:
@@ -40,15 +42,25 @@ c = st.columns([2, 2, 1.3, 1, 1.4])
 config = c[0].selectbox("Training config", configs, key="train_config")
 name = c[1].text_input("Model name", trainings.default_name(config), key="train_name", max_chars=60)
 max_steps = min(1_000_000, trainings.max_steps())
-steps = c[2].number_input("Environment steps", 256, max(256, max_steps), min(4_096, max_steps), step=1_024,
-                          key="train_steps",
-                          help="A quick try shows curves within seconds. The shipped agents trained 40k-60k steps "
-                               f"after behaviour cloning (a few minutes per 10k steps on one core). This server "
-                               f"trains at most {max_steps:,} steps, {trainings.timeout_s():,} s per run.")
+steps = c[2].number_input(
+    "Environment steps",
+    256,
+    max(256, max_steps),
+    min(4_096, max_steps),
+    step=1_024,
+    key="train_steps",
+    help="A quick try shows curves within seconds. The shipped agents trained 40k-60k steps "
+    f"after behaviour cloning (a few minutes per 10k steps on one core). This server "
+    f"trains at most {max_steps:,} steps, {trainings.timeout_s():,} s per run.",
+)
 seed = c[3].number_input("Seed", 0, 2**31 - 1, 0, key="train_seed")
-quick = c[4].toggle("Quick try", True, key="train_quick",
-                    help="Small episodes (30 jobs), one environment, short rollouts and no behaviour cloning: "
-                         "curves in seconds. Off: the config as it is.")
+quick = c[4].toggle(
+    "Quick try",
+    True,
+    key="train_quick",
+    help="Small episodes (30 jobs), one environment, short rollouts and no behaviour cloning: "
+    "curves in seconds. Off: the config as it is.",
+)
 with st.expander("Training config"):
     with common.engine_errors(f"training config {config}"):
         st.json(load_config(config).to_dict(), expanded=False)
@@ -68,8 +80,12 @@ def _problem_with(name: str) -> str:
 def _launch(cfg, target: int, offset: int = 0) -> bool:
     """Start ``cfg`` within the server's bounds (:mod:`app_pages.lib.trainings`); ``False`` (and an error line)
     when the server runs its most trainings already."""
-    proc = common.engine_call(trainings.start, lambda: launch.start(cfg, USER_MODELS, offset_steps=offset),
-                              lambda: launch.request_stop(cfg), what="training")
+    proc = common.engine_call(
+        trainings.start,
+        lambda: launch.start(cfg, USER_MODELS, offset_steps=offset),
+        lambda: launch.request_stop(cfg),
+        what="training",
+    )
     if proc is not None:
         st.session_state[_JOB] = {"name": cfg.name, "cfg": cfg, "proc": proc, "target": target, "t0": time.time()}
     return proc is not None
@@ -81,8 +97,9 @@ if b[0].button("Start training", type="primary", disabled=running, key="train_st
     if problem:
         st.error(problem)
     else:
-        cfg = common.engine_call(launch.page_config, config, name.strip(), steps, seed, quick=quick, runs_dir=RUNS,
-                                 what="training")
+        cfg = common.engine_call(
+            launch.page_config, config, name.strip(), steps, seed, quick=quick, runs_dir=RUNS, what="training"
+        )
         if cfg is not None and _launch(cfg, int(steps)):
             st.rerun()
 if b[1].button("Stop", disabled=not running, key="train_stop", width="stretch"):
@@ -92,8 +109,12 @@ if b[1].button("Stop", disabled=not running, key="train_stop", width="stretch"):
     except Exception:  # noqa: BLE001 - still exporting: the live view below reports when it ends
         pass
     st.rerun()
-can_resume = (job is not None and not running and job["proc"].returncode == 0
-              and launch.trained_steps(job["name"], USER_MODELS) < job["target"])
+can_resume = (
+    job is not None
+    and not running
+    and job["proc"].returncode == 0
+    and launch.trained_steps(job["name"], USER_MODELS) < job["target"]
+)
 if b[2].button("Resume", disabled=not can_resume, key="train_resume", width="stretch"):
     resumed = common.engine_call(launch.resume_config, job["cfg"], job["target"], USER_MODELS, what="resume")
     if resumed is not None:
@@ -114,19 +135,27 @@ def live() -> None:
     elapsed = time.time() - job["t0"]
     trained = launch.trained_steps(job["name"], USER_MODELS)
     if code is None:
-        st.progress(min(logged / job["target"], 1.0),
-                    text=f"training {job['name']}: {logged:,} / {job['target']:,} steps logged, {elapsed:.0f} s")
+        st.progress(
+            min(logged / job["target"], 1.0),
+            text=f"training {job['name']}: {logged:,} / {job['target']:,} steps logged, {elapsed:.0f} s",
+        )
     elif code == 0:
         stopped = trained < job["target"]
-        st.progress(min(trained / job["target"], 1.0),
-                    text=f"{job['name']}: {trained:,} / {job['target']:,} steps" + (" (stopped)" if stopped else ""))
-        st.success(f"Saved as `rl:{job['name']}` after {trained:,} steps: choose it on the Compare page."
-                   + (" Press Resume to train it further." if stopped else ""))
+        st.progress(
+            min(trained / job["target"], 1.0),
+            text=f"{job['name']}: {trained:,} / {job['target']:,} steps" + (" (stopped)" if stopped else ""),
+        )
+        st.success(
+            f"Saved as `rl:{job['name']}` after {trained:,} steps: choose it on the Compare page."
+            + (" Press Resume to train it further." if stopped else "")
+        )
     else:
         log = launch.run_dir(job["cfg"]) / "app.log"
         tail = log.read_text(errors="replace").strip().splitlines()[-5:] if log.is_file() else []
-        st.error(f"Training stopped with an error (exit code {code}). Last lines of its log:\n\n" +
-                 "\n".join(f"    {line}" for line in tail))
+        st.error(
+            f"Training stopped with an error (exit code {code}). Last lines of its log:\n\n"
+            + "\n".join(f"    {line}" for line in tail)
+        )
     if len(curves):
         common.plot(training_figure(curves), "train_curves")
     elif code is None:
@@ -134,5 +163,6 @@ def live() -> None:
     if code is not None and st.session_state.get("_train_reran") != (job["name"], job["t0"]):
         st.session_state["_train_reran"] = (job["name"], job["t0"])
         st.rerun()  # once, so the buttons above reflect the end of the run
+
 
 st.fragment(live, run_every=2.0 if running else None)()

@@ -34,8 +34,13 @@ w = sc.workload
 SAMPLES = common.REPO / "sample_traces"
 
 _OUTCOME = "_up_outcome"  # (kind, message) of the last load, shown after the rerun that updates the sidebar
-MAP_LABELS = {"submit": "submit time (or start)", "duration": "duration (run time)", "end": "end time",
-              "gpus": "GPUs", "user": "user"}
+MAP_LABELS = {
+    "submit": "submit time (or start)",
+    "duration": "duration (run time)",
+    "end": "end time",
+    "gpus": "GPUs",
+    "user": "user",
+}
 
 
 def _csv_preview(data: bytes):
@@ -56,8 +61,14 @@ def _preview_frame(pv) -> tuple[pd.DataFrame, str]:
         columns.append(h if seen[h] == 1 else f"{h} ({seen[h]})")
     ragged = sum(len(r) != width for r in pv.rows)
     frame = pd.DataFrame([(tuple(r) + ("",) * width)[:width] for r in pv.rows], columns=columns)
-    note = (f"{ragged} of the first {len(pv.rows)} rows have more or fewer fields than the header's {width}: shown "
-            "padded with blanks or cut to the header.") if ragged else ""
+    note = (
+        (
+            f"{ragged} of the first {len(pv.rows)} rows have more or fewer fields than the header's {width}: shown "
+            "padded with blanks or cut to the header."
+        )
+        if ragged
+        else ""
+    )
     return frame, note
 
 
@@ -76,8 +87,12 @@ def _mapping_form(name: str, pv, unit: str) -> tuple[dict[str, str], str]:
     options = [none, *pv.header]
 
     def pick(field: str, where) -> None:
-        chosen = where.selectbox(MAP_LABELS.get(field, field), options, key=f"map_{field}",
-                                 index=options.index(guess[field]) if field in guess else 0)
+        chosen = where.selectbox(
+            MAP_LABELS.get(field, field),
+            options,
+            key=f"map_{field}",
+            index=options.index(guess[field]) if field in guess else 0,
+        )
         if chosen != none:
             column_map[field] = chosen
 
@@ -107,10 +122,15 @@ def _for_people(exc: EngineError) -> str:
     if not isinstance(exc, TraceError):
         return str(exc)
     if exc.reason.startswith(UNKNOWN_FORMAT):
-        return ("the playground cannot tell this file's format from its first line. Choose its format above; for "
-                "a CSV with other column names choose \"any CSV: map my columns\".")
-    where = ", ".join(p for p in (f"line {exc.line}" if exc.line is not None else "",
-                                  f"column {exc.column!r}" if exc.column else "") if p)
+        return (
+            "the playground cannot tell this file's format from its first line. Choose its format above; for "
+            'a CSV with other column names choose "any CSV: map my columns".'
+        )
+    where = ", ".join(
+        p
+        for p in (f"line {exc.line}" if exc.line is not None else "", f"column {exc.column!r}" if exc.column else "")
+        if p
+    )
     return f"{where}: {exc.reason}" if where else exc.reason
 
 
@@ -122,9 +142,17 @@ def _load(name: str, data: bytes, fmt: str, unit: str, column_map: dict[str, str
         st.session_state[common.FAILED_UPLOAD] = Path(name).name
         return
     spec = common.engine_call(
-        WorkloadSpec, source="trace", trace_sha256=digest, trace_name=Path(name).name[-200:],
-        trace_format="" if fmt == "auto-detect" else fmt, time_unit=unit,
-        column_map=tuple(column_map.items()), first=first, skip_bad=skip_bad, what=name)
+        WorkloadSpec,
+        source="trace",
+        trace_sha256=digest,
+        trace_name=Path(name).name[-200:],
+        trace_format="" if fmt == "auto-detect" else fmt,
+        time_unit=unit,
+        column_map=tuple(column_map.items()),
+        first=first,
+        skip_bad=skip_bad,
+        what=name,
+    )
     if spec is None:
         common.forget_trace(digest)
         return
@@ -140,8 +168,10 @@ def _load(name: str, data: bytes, fmt: str, unit: str, column_map: dict[str, str
         st.session_state[_OUTCOME] = ("error", as_text(f"{name}: {problem}"))
     else:
         st.session_state.pop(common.FAILED_UPLOAD, None)
-        st.session_state[_OUTCOME] = ("success", as_text(f"Loaded {trace.report.jobs:,} jobs from {name} "
-                                                         f"(format: {trace.format})."))
+        st.session_state[_OUTCOME] = (
+            "success",
+            as_text(f"Loaded {trace.report.jobs:,} jobs from {name} (format: {trace.format})."),
+        )
         common.set_scenario(new)
     st.rerun()
 
@@ -152,10 +182,18 @@ gen_tab, up_tab = st.tabs(["Generate", "Upload a trace"])
 with gen_tab:
     with st.form("generate_form"):
         c = st.columns(3)
-        n_jobs = c[0].number_input("Jobs", 1, MAX_JOBS, w.n_jobs if w.source == "generate" else 300, step=50,
-                                   key="gen_n_jobs")
-        load = c[1].slider("Offered load", 0.1, 2.0, float(min(max(w.load, 0.1), 2.0)), 0.05, key="gen_load",
-                           help="Arrival rate × mean GPU-seconds per job ÷ cluster GPUs (1 = saturated).")
+        n_jobs = c[0].number_input(
+            "Jobs", 1, MAX_JOBS, w.n_jobs if w.source == "generate" else 300, step=50, key="gen_n_jobs"
+        )
+        load = c[1].slider(
+            "Offered load",
+            0.1,
+            2.0,
+            float(min(max(w.load, 0.1), 2.0)),
+            0.05,
+            key="gen_load",
+            help="Arrival rate × mean GPU-seconds per job ÷ cluster GPUs (1 = saturated).",
+        )
         users = c[2].number_input("Users", 1, MAX_USERS, w.users, key="gen_users")
         c = st.columns(3)
         arrival = c[0].selectbox("Arrivals", ARRIVALS, index=ARRIVALS.index(w.arrival), key="gen_arrival")
@@ -163,16 +201,25 @@ with gen_tab:
         st.markdown("**Job mix** (relative weights)")
         mix_now = dict(w.mix) or DEFAULT_MIX
         c = st.columns(len(DEFAULT_MIX))
-        mix = {t: c[i].number_input(t, 0.0, MAX_MIX_WEIGHT, float(mix_now.get(t, 0.0)), 0.05, key=f"gen_mix_{t}")
-               for i, t in enumerate(DEFAULT_MIX)}
+        mix = {
+            t: c[i].number_input(t, 0.0, MAX_MIX_WEIGHT, float(mix_now.get(t, 0.0)), 0.05, key=f"gen_mix_{t}")
+            for i, t in enumerate(DEFAULT_MIX)
+        }
         if st.form_submit_button("Generate", type="primary"):
             if sum(mix.values()) <= 0:
                 st.error("The job mix needs at least one weight above 0.")
             else:
                 spec = common.engine_call(
-                    WorkloadSpec, source="generate", n_jobs=int(n_jobs), load=float(load), users=int(users),
-                    arrival=arrival, seed=int(seed),
-                    mix=() if mix == DEFAULT_MIX else tuple(mix.items()), what="workload")
+                    WorkloadSpec,
+                    source="generate",
+                    n_jobs=int(n_jobs),
+                    load=float(load),
+                    users=int(users),
+                    arrival=arrival,
+                    seed=int(seed),
+                    mix=() if mix == DEFAULT_MIX else tuple(mix.items()),
+                    what="workload",
+                )
                 if spec is not None:
                     st.session_state.pop(common.FAILED_UPLOAD, None)
                     common.set_scenario(replace(sc, workload=spec, name=""))
@@ -185,16 +232,34 @@ with up_tab:
     formats = ["auto-detect"] + list(TRACE_FORMATS)
     c = st.columns(3)
     fmt = c[0].selectbox("Format", formats, key="up_format", format_func=lambda f: FORMAT_LABELS.get(f, f))
-    unit = c[1].selectbox("Time unit", ["", *TIME_UNITS], key="up_unit", format_func=lambda u: u or "format default",
-                          help="Only for formats whose time unit is not fixed (Tiresias-style CSV, mapped CSV).")
+    unit = c[1].selectbox(
+        "Time unit",
+        ["", *TIME_UNITS],
+        key="up_unit",
+        format_func=lambda u: u or "format default",
+        help="Only for formats whose time unit is not fixed (Tiresias-style CSV, mapped CSV).",
+    )
     first = c[2].number_input("Keep the first N jobs (0 = all)", 0, MAX_FIRST, 0, key="up_first")
-    skip_bad = st.checkbox("Skip malformed rows and report them (otherwise the first bad row stops the load)",
-                           key="up_skip_bad")
-    uploaded = st.file_uploader(f"Trace file (at most {common.MAX_UPLOAD_MB} MiB)",
-                                type=["csv", "swf", "gz", "txt", "tsv", "trace"], key="trace_upload")
+    skip_bad = st.checkbox(
+        "Skip malformed rows and report them (otherwise the first bad row stops the load)", key="up_skip_bad"
+    )
+    uploaded = st.file_uploader(
+        f"Trace file (at most {common.MAX_UPLOAD_MB} MiB)",
+        type=["csv", "swf", "gz", "txt", "tsv", "trace"],
+        key="trace_upload",
+    )
     samples = sorted(p.name for p in SAMPLES.glob("*") if p.is_file() and p.suffix != ".md") if SAMPLES.is_dir() else []
-    sample = st.selectbox("…or use a sample trace shipped with the project", samples, index=None,
-                          placeholder="choose a sample…", key="sample_trace") if samples else None
+    sample = (
+        st.selectbox(
+            "…or use a sample trace shipped with the project",
+            samples,
+            index=None,
+            placeholder="choose a sample…",
+            key="sample_trace",
+        )
+        if samples
+        else None
+    )
     if uploaded is not None:
         name, data = uploaded.name, uploaded.getvalue()
     elif sample is not None:
@@ -209,15 +274,19 @@ with up_tab:
         st.error(as_text(blocker))
     elif pv is not None and (fmt == MAPPED or mapped.needs_map(pv)):
         if fmt != MAPPED:
-            st.info(f"The columns of {as_text(name)} are not those of a trace format the playground knows: "
-                    "choose below which column holds each field.")
+            st.info(
+                f"The columns of {as_text(name)} are not those of a trace format the playground knows: "
+                "choose below which column holds each field."
+            )
             fmt = MAPPED
         column_map, blocker = _mapping_form(name, pv, unit)
     load_clicked = st.button("Load trace", type="primary", key="load_trace", disabled=not data or bool(blocker))
     if load_clicked:
         if len(data) > common.MAX_UPLOAD_MB * 2**20:
-            st.error(f"{as_text(name)} is {len(data) / 2**20:.1f} MiB; the limit is {common.MAX_UPLOAD_MB} MiB. "
-                     "Keep the first N jobs of a shorter file, or run the command-line engine on larger traces.")
+            st.error(
+                f"{as_text(name)} is {len(data) / 2**20:.1f} MiB; the limit is {common.MAX_UPLOAD_MB} MiB. "
+                "Keep the first N jobs of a shorter file, or run the command-line engine on larger traces."
+            )
         else:
             _load(name, data, fmt, unit, column_map, int(first), skip_bad)
     outcome = st.session_state.pop(_OUTCOME, None)
@@ -232,8 +301,12 @@ with common.engine_errors("the workload could not be built"):
 missing = never_ran.before_run(cluster, jobs)
 if missing.count:
     st.warning(missing.sentence(), icon="⚠️")
-    st.dataframe(pd.DataFrame(missing.by_reason, columns=["why the job can never run", "jobs"]), hide_index=True,
-                 width="stretch", key="never_ran_reasons")
+    st.dataframe(
+        pd.DataFrame(missing.by_reason, columns=["why the job can never run", "jobs"]),
+        hide_index=True,
+        width="stretch",
+        key="never_ran_reasons",
+    )
 if w.source == "trace":
     st.subheader(f"Trace report: {as_text(w.trace_name)}")
     with common.engine_errors(w.trace_name):
@@ -245,8 +318,12 @@ if w.source == "trace":
     m[3].metric("Span", common.fmt_seconds(report["span_s"]))
     m[4].metric("GPU-hours", f"{report['gpu_hours']:,.0f}")
     if report["dropped"]:
-        st.table({"why the rows were dropped": [DROP_REASONS.get(r, r.replace("_", " ")) for r in report["dropped"]],
-                  "rows dropped": list(report["dropped"].values())})
+        st.table(
+            {
+                "why the rows were dropped": [DROP_REASONS.get(r, r.replace("_", " ")) for r in report["dropped"]],
+                "rows dropped": list(report["dropped"].values()),
+            }
+        )
     if report.get("unit_warning"):
         st.warning(report["unit_warning"], icon="⏱️")
     for example in report.get("examples", []):

@@ -37,8 +37,16 @@ from urllib.parse import urlencode
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 #: Flags for Debian's chromium in a container (no sandbox, no GPU, no background traffic).
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 SCHEDULERS = ("fifo", "first-fit", "best-fit", "sjf", "easy-backfill")
 #: Charts the Compare page draws after a run: timeline, queue/utilisation, wait and JCT CDFs (one chart, two
 #: panels), per-user box.
@@ -59,9 +67,28 @@ def serve_app(timeout_s: float = 90.0, script: str = "app.py") -> Iterator[str]:
     (REPO / "runs").mkdir(exist_ok=True)  # git-ignored; the server's log goes there for post-mortems
     log = open(REPO / "runs" / f"streamlit-{port}.log", "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port), "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            script,
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+        ],
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout_s
@@ -87,8 +114,9 @@ def serve_app(timeout_s: float = 90.0, script: str = "app.py") -> Iterator[str]:
         log.close()
 
 
-def scenario_url(base: str, page: str, n_jobs: int, seed: int = 0, cluster: str = "8x8:A100-80",
-                 schedulers=SCHEDULERS) -> str:
+def scenario_url(
+    base: str, page: str, n_jobs: int, seed: int = 0, cluster: str = "8x8:A100-80", schedulers=SCHEDULERS
+) -> str:
     """A page of the app with a scenario in its query parameters (what a shared link carries)."""
     query = {"cluster": cluster, "sched": ",".join(schedulers), "w.n_jobs": n_jobs}
     if seed:
@@ -112,8 +140,7 @@ LEGEND_TITLE = """title => {
 
 def wait_idle(page, timeout_ms: int = 120_000) -> None:
     """Wait until Streamlit has finished its rerun (the "running" indicator is gone)."""
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                           timeout=timeout_ms)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
 
 
 def time_run(page, timeout_ms: int = 120_000) -> float:
@@ -152,14 +179,21 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=2000)
     p.add_argument("--repeat", type=int, default=3, help="repetitions of the typical measurement")
-    p.add_argument("--schedulers", default=",".join(SCHEDULERS),
-                   help="comma-separated schedulers, e.g. fifo,first-fit,best-fit,sjf,rl:wait-mlp (an agent)")
+    p.add_argument(
+        "--schedulers",
+        default=",".join(SCHEDULERS),
+        help="comma-separated schedulers, e.g. fifo,first-fit,best-fit,sjf,rl:wait-mlp (an agent)",
+    )
     args = p.parse_args(argv)
     schedulers = tuple(s for s in args.schedulers.split(",") if s)
     from playwright.sync_api import sync_playwright
 
-    out: dict = {"jobs": args.jobs, "gpus": 64, "schedulers": list(schedulers),
-                 "loadavg_before": [round(x, 2) for x in os.getloadavg()]}
+    out: dict = {
+        "jobs": args.jobs,
+        "gpus": 64,
+        "schedulers": list(schedulers),
+        "loadavg_before": [round(x, 2) for x in os.getloadavg()],
+    }
     viewport = {"width": 1400, "height": 1000}
     with serve_app() as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -175,8 +209,10 @@ def main(argv=None) -> int:
             page.wait_for_function(CHARTS_DRAWN, arg=5, timeout=120_000)
             page.get_by_role("link", name="Compare").click()
             typical.append(time_run(page))
-            print(f"typical: click -> {COMPARE_CHARTS} charts drawn in {typical[-1]:.2f} s "
-                  f"({len(schedulers)} new simulations)")
+            print(
+                f"typical: click -> {COMPARE_CHARTS} charts drawn in {typical[-1]:.2f} s "
+                f"({len(schedulers)} new simulations)"
+            )
             if i < args.repeat - 1:
                 page.close()
         out["typical_s"] = [round(t, 3) for t in typical]
@@ -190,11 +226,15 @@ def main(argv=None) -> int:
         page.wait_for_function(CHARTS_DRAWN, arg=COMPARE_CHARTS)
         out["widget_change_s"] = round(time.perf_counter() - t0, 3)
         wait_idle(page)
-        out["results_kept_after_widget_change"] = (page.get_by_text("Key metrics").count() == 1
-                                                   and page.get_by_role("button", name="Run comparison").count() == 1
-                                                   and page.get_by_text("Pick schedulers and press").count() == 0)
-        print(f"widget change: charts redrawn in {out['widget_change_s']:.2f} s; "
-              f"results kept: {out['results_kept_after_widget_change']}")
+        out["results_kept_after_widget_change"] = (
+            page.get_by_text("Key metrics").count() == 1
+            and page.get_by_role("button", name="Run comparison").count() == 1
+            and page.get_by_text("Pick schedulers and press").count() == 0
+        )
+        print(
+            f"widget change: charts redrawn in {out['widget_change_s']:.2f} s; "
+            f"results kept: {out['results_kept_after_widget_change']}"
+        )
         browser.close()
     # The baseline page, same browser, same machine, right after.
     baseline_script = REPO / "runs" / "bench_baseline_page.py"

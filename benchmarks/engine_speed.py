@@ -101,11 +101,19 @@ def run_one(spec: dict) -> dict:
     result = simulate(cluster, jobs, scheduler, seed=SEED)
     wall_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
     bare_s = (bare_before_s + bare_loop_s(jobs)) / 2
-    return {**spec, "engine": "compiled" if compiled_modules() else "interpreted",
-            "jobs": len(jobs), "wall_s": wall_s, "sim_s": cpu_s, "bare_s": bare_s,
-            "jobs_per_s": len(jobs) / cpu_s, "x_bare": cpu_s / bare_s,
-            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "completed": int((result.status == COMPLETED).sum()), "decision_points": result.decision_points}
+    return {
+        **spec,
+        "engine": "compiled" if compiled_modules() else "interpreted",
+        "jobs": len(jobs),
+        "wall_s": wall_s,
+        "sim_s": cpu_s,
+        "bare_s": bare_s,
+        "jobs_per_s": len(jobs) / cpu_s,
+        "x_bare": cpu_s / bare_s,
+        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "completed": int((result.status == COMPLETED).sum()),
+        "decision_points": result.decision_points,
+    }
 
 
 def run_child(spec: dict, timeout_s: float) -> dict:
@@ -126,8 +134,10 @@ def fmt_row(r: dict) -> str:
     head = f"{where:<20} {r['jobs']:>7} {r['scheduler']:<14} {r['engine']:<11}"
     if "error" in r:
         return f"{head} {r['error']}"
-    return (f"{head} {r['sim_s']:8.2f} {r['wall_s']:8.2f} {r['jobs_per_s']:9,.0f} "
-            f"{r['jobs'] / r['bare_s']:11,.0f} {r['x_bare']:7.1f} {r['peak_mib']:8.0f}")
+    return (
+        f"{head} {r['sim_s']:8.2f} {r['wall_s']:8.2f} {r['jobs_per_s']:9,.0f} "
+        f"{r['jobs'] / r['bare_s']:11,.0f} {r['x_bare']:7.1f} {r['peak_mib']:8.0f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,8 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gpus", default="64,1024", help="comma-separated cluster sizes (default 64,1024)")
     p.add_argument("--loads", default="0.8,1.1", help="comma-separated offered loads (default 0.8,1.1)")
     p.add_argument("--schedulers", help="comma-separated scheduler names (default: every registered one)")
-    p.add_argument("--engine", choices=("both", "compiled", "interpreted"),
-                   help="how the engine runs (default: both when it is compiled, else interpreted)")
+    p.add_argument(
+        "--engine",
+        choices=("both", "compiled", "interpreted"),
+        help="how the engine runs (default: both when it is compiled, else interpreted)",
+    )
     p.add_argument("--no-kth", action="store_true", help="skip the KTH SP2 trace")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per run (default 900)")
     p.add_argument("--json", help="write every measurement to this file")
@@ -165,18 +178,29 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--engine: the engine is not compiled from its current sources; run `make build`")
     engines = ["compiled", "interpreted"] if choice == "both" else [choice]
 
-    specs = [{"workload": "synthetic", "gpus": g, "load": load, "jobs": n, "scheduler": s, "engine": e}
-             for g in sizes for load in loads for s in names for n in counts for e in engines]
+    specs = [
+        {"workload": "synthetic", "gpus": g, "load": load, "jobs": n, "scheduler": s, "engine": e}
+        for g in sizes
+        for load in loads
+        for s in names
+        for n in counts
+        for e in engines
+    ]
     if args.no_kth:
         pass
     elif KTH.is_file():
-        specs += [{"workload": "kth", "first": 5000 if args.quick else None, "scheduler": s, "engine": e}
-                  for s in names for e in engines]
+        specs += [
+            {"workload": "kth", "first": 5000 if args.quick else None, "scheduler": s, "engine": e}
+            for s in names
+            for e in engines
+        ]
     else:
         print(f"(KTH SP2 trace not found at {KTH}: skipped)")
 
-    print(f"{'workload':<20} {'jobs':>7} {'scheduler':<14} {'engine':<11} {'cpu s':>8} {'wall s':>8} "
-          f"{'jobs/s':>9} {'bare jobs/s':>11} {'x bare':>7} {'peak MiB':>8}")
+    print(
+        f"{'workload':<20} {'jobs':>7} {'scheduler':<14} {'engine':<11} {'cpu s':>8} {'wall s':>8} "
+        f"{'jobs/s':>9} {'bare jobs/s':>11} {'x bare':>7} {'peak MiB':>8}"
+    )
     results = []
     for spec in specs:
         r = run_child(spec, args.timeout)
@@ -187,8 +211,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(counts) > 1:
         lo, hi = min(counts), max(counts)
         print(f"\nGrowth of simulation CPU time from {lo:,} to {hi:,} jobs (linear: {hi / lo:g}x)")
-        by_key = {(r["scheduler"], r["engine"], r["gpus"], r["load"], r["jobs"]): r for r in ok
-                  if r["workload"] == "synthetic"}
+        by_key = {
+            (r["scheduler"], r["engine"], r["gpus"], r["load"], r["jobs"]): r
+            for r in ok
+            if r["workload"] == "synthetic"
+        }
         for s in names:
             for e in engines:
                 cells = []
@@ -199,20 +226,25 @@ def main(argv: list[str] | None = None) -> int:
                         cells.append(f"{g} GPUs @ {load:g}: {growth:>6}")
                 print(f"  {s:<14} {e:<11} " + "   ".join(cells))
     if len(engines) > 1:
-        print("\nSpeed-up of the compiled engine on the same workload: interpreted CPU time / compiled CPU time, "
-              "and the same ratio\nof the times relative to the bare loop (steadier when the machine's speed "
-              "drifts between runs)")
+        print(
+            "\nSpeed-up of the compiled engine on the same workload: interpreted CPU time / compiled CPU time, "
+            "and the same ratio\nof the times relative to the bare loop (steadier when the machine's speed "
+            "drifts between runs)"
+        )
         runs: dict[tuple, dict] = {}
         for r in ok:
             runs.setdefault((r["workload"], r.get("gpus"), r.get("load"), r["jobs"], r["scheduler"]), {})[
-                r["engine"]] = r
+                r["engine"]
+            ] = r
         for key, pair in runs.items():
             if len(pair) == 2:
                 workload, gpus, load, jobs, s = key
                 where = "KTH SP2, 100 GPUs" if workload == "kth" else f"{gpus} GPUs, load {load:g}"
-                print(f"  {where:<20} {jobs:>7} {s:<14} "
-                      f"{pair['interpreted']['sim_s'] / pair['compiled']['sim_s']:5.2f}x CPU time   "
-                      f"{pair['interpreted']['x_bare'] / pair['compiled']['x_bare']:5.2f}x relative to bare")
+                print(
+                    f"  {where:<20} {jobs:>7} {s:<14} "
+                    f"{pair['interpreted']['sim_s'] / pair['compiled']['sim_s']:5.2f}x CPU time   "
+                    f"{pair['interpreted']['x_bare'] / pair['compiled']['x_bare']:5.2f}x relative to bare"
+                )
     print(f"\nload average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))

@@ -57,8 +57,10 @@ def main(argv: list[str] | None = None) -> None:
     engine = "compiled" if compiled_modules() else "interpreted"
     print(f"{args.scheduler}, {len(jobs):,} jobs on {cluster.n_gpus:,} GPUs ({engine} engine)")
     print(f"  failures off: {off_s:8.1f} s CPU")
-    print(f"  failures on:  {on_s:8.1f} s CPU ({args.failures}, job failures {args.job_failures:g}, checkpoint cost: "
-          f"{result.outage_node.size:,} node failures, {int(result.interruptions.sum()):,} interruptions)")
+    print(
+        f"  failures on:  {on_s:8.1f} s CPU ({args.failures}, job failures {args.job_failures:g}, checkpoint cost: "
+        f"{result.outage_node.size:,} node failures, {int(result.interruptions.sum()):,} interruptions)"
+    )
     print(f"  ratio: {on_s / off_s:.2f}x (target <= 1.3x)")
 
 

@@ -36,8 +36,11 @@ from engine.rl.teacher import TEACHERS
 
 CLUSTER = "2x8:A100-80,4x4:V100-32"
 #: Whole-run workloads: (cluster, jobs, load). ``big-64`` is the issue's case: 2,000 jobs on 64 GPUs.
-RUNS = {"v100-64": ("8x8:V100-32", 400, 1.5), "mixed-32": (CLUSTER, 250, 1.5),
-        "big-64": ("4x8:A100-80,4x8:V100-32", 2000, 1.2)}
+RUNS = {
+    "v100-64": ("8x8:V100-32", 400, 1.5),
+    "mixed-32": (CLUSTER, 250, 1.5),
+    "big-64": ("4x8:A100-80,4x8:V100-32", 2000, 1.2),
+}
 
 
 class _Timed:
@@ -89,8 +92,9 @@ def _torch_agent(name: str) -> RLScheduler:
     card = read_card(name)
     spec, enc, shapes = model_spec(name, card)
     policy = build_policy(spec, *observation_space(enc))
-    policy.load_state_dict({k: torch.as_tensor(np.array(v))
-                            for k, v in load_model_weights(name, card, MODELS_DIR, shapes).items()})
+    policy.load_state_dict(
+        {k: torch.as_tensor(np.array(v)) for k, v in load_model_weights(name, card, MODELS_DIR, shapes).items()}
+    )
     policy.eval()
     return RLScheduler(name, card, TorchPolicy(policy), enc)
 
@@ -105,13 +109,19 @@ def decision_latency(jobs_n: int) -> list[dict]:
             timed = _Timed(agent)
             simulate(cluster, jobs, timed)
             us = np.array(timed.samples_s) * 1e6
-            row[label] = {"decisions": int(us.size), "p50_us": float(np.median(us)),
-                          "p95_us": float(np.percentile(us, 95)), "mean_us": float(us.mean())}
+            row[label] = {
+                "decisions": int(us.size),
+                "p50_us": float(np.median(us)),
+                "p95_us": float(np.percentile(us, 95)),
+                "mean_us": float(us.mean()),
+            }
         out.append(row)
         n, t = row["numpy"], row["torch"]
-        print(f"decision latency rl:{name}: p50 {n['p50_us']:.0f} us, p95 {n['p95_us']:.0f} us over "
-              f"{n['decisions']} decisions (torch policy on the same run: p50 {t['p50_us']:.0f} us, "
-              f"p95 {t['p95_us']:.0f} us)")
+        print(
+            f"decision latency rl:{name}: p50 {n['p50_us']:.0f} us, p95 {n['p95_us']:.0f} us over "
+            f"{n['decisions']} decisions (torch policy on the same run: p50 {t['p50_us']:.0f} us, "
+            f"p95 {t['p95_us']:.0f} us)"
+        )
     return out
 
 
@@ -131,18 +141,33 @@ def whole_runs(names: list[str]) -> list[dict]:
         heur = {k: v for k, v in cpu_s.items() if not k.startswith("rl:")}
         plain = {k: v for k, v in heur.items() if k not in TEACHERS}
         slowest, slowest_plain = max(heur, key=heur.get), max(plain, key=plain.get)
-        row = {"run": run, "cluster": spec, "jobs": n_jobs, "load": load, "cpu_s": cpu_s,
-               "slowest": slowest, "slowest_not_teacher": slowest_plain, "agents": {}}
-        print(f"whole run {run} ({spec}, {n_jobs} jobs, load {load}): slowest scheduler {slowest} "
-              f"{heur[slowest]:.2f} s, slowest non-teacher {slowest_plain} {plain[slowest_plain]:.2f} s, "
-              f"first-fit {cpu_s['first-fit']:.2f} s")
+        row = {
+            "run": run,
+            "cluster": spec,
+            "jobs": n_jobs,
+            "load": load,
+            "cpu_s": cpu_s,
+            "slowest": slowest,
+            "slowest_not_teacher": slowest_plain,
+            "agents": {},
+        }
+        print(
+            f"whole run {run} ({spec}, {n_jobs} jobs, load {load}): slowest scheduler {slowest} "
+            f"{heur[slowest]:.2f} s, slowest non-teacher {slowest_plain} {plain[slowest_plain]:.2f} s, "
+            f"first-fit {cpu_s['first-fit']:.2f} s"
+        )
         for m in model_names():
             a = cpu_s[f"rl:{m}"]
-            row["agents"][m] = {"cpu_s": a, "vs_slowest": a / heur[slowest], "vs_slowest_not_teacher":
-                                a / plain[slowest_plain]}
-            print(f"  rl:{m}: {a:.2f} s = {a / heur[slowest]:.2f}x the slowest scheduler, "
-                  f"{a / plain[slowest_plain]:.2f}x the slowest non-teacher "
-                  f"({'within' if a <= 3 * heur[slowest] else 'over'} 3x)")
+            row["agents"][m] = {
+                "cpu_s": a,
+                "vs_slowest": a / heur[slowest],
+                "vs_slowest_not_teacher": a / plain[slowest_plain],
+            }
+            print(
+                f"  rl:{m}: {a:.2f} s = {a / heur[slowest]:.2f}x the slowest scheduler, "
+                f"{a / plain[slowest_plain]:.2f}x the slowest non-teacher "
+                f"({'within' if a <= 3 * heur[slowest] else 'over'} 3x)"
+            )
         out.append(row)
     return out
 
@@ -163,24 +188,32 @@ def components(repeat: int = 300) -> list[dict]:
             obs, *_ = env.step(rng.choice(np.flatnonzero(env.action_masks())))
         state, mask, enc = env.simulation.state, env.action_masks(), agent.encoding
         row: dict = {"model": name}
-        for part, fn in (("snapshot", lambda: snapshot(state, enc)), ("encode", lambda: encode(state, enc)),
-                         ("policy", lambda: agent.act(obs, mask))):
+        for part, fn in (
+            ("snapshot", lambda: snapshot(state, enc)),
+            ("encode", lambda: encode(state, enc)),
+            ("policy", lambda: agent.act(obs, mask)),
+        ):
             ts = []
             for _ in range(repeat):
                 t0 = time.perf_counter()
                 fn()
                 ts.append(time.perf_counter() - t0)
             row[f"{part}_min_us"], row[f"{part}_median_us"] = min(ts) * 1e6, float(np.median(ts)) * 1e6
-        print(f"decision parts rl:{name} (min / median us): snapshot {row['snapshot_min_us']:.0f} / "
-              f"{row['snapshot_median_us']:.0f}, encode {row['encode_min_us']:.0f} / {row['encode_median_us']:.0f}, "
-              f"policy {row['policy_min_us']:.0f} / {row['policy_median_us']:.0f}")
+        print(
+            f"decision parts rl:{name} (min / median us): snapshot {row['snapshot_min_us']:.0f} / "
+            f"{row['snapshot_median_us']:.0f}, encode {row['encode_min_us']:.0f} / {row['encode_median_us']:.0f}, "
+            f"policy {row['policy_min_us']:.0f} / {row['policy_median_us']:.0f}"
+        )
         out.append(row)
     return out
 
 
 def env_throughput(jobs_n: int) -> dict:
-    env = GpuSchedulingEnv(EnvConfig(clusters=(CLUSTER,), loads=(1.5,), n_jobs=jobs_n,
-                                     encoding=EncodingConfig(window=8, window_order="mixed")))
+    env = GpuSchedulingEnv(
+        EnvConfig(
+            clusters=(CLUSTER,), loads=(1.5,), n_jobs=jobs_n, encoding=EncodingConfig(window=8, window_order="mixed")
+        )
+    )
     rng = np.random.default_rng(0)
     steps, t0 = 0, time.perf_counter()
     for ep in range(3):
@@ -203,11 +236,21 @@ def train_throughput(steps: int, tmp: str) -> list[dict]:
     torch.set_num_threads(1)
     out = []
     for kind in ("mlp", "attention"):
-        cfg = TrainConfig(name=f"bench-{kind}", env=EnvConfig(clusters=(CLUSTER,), loads=(1.5,), n_jobs=100,
-                                                               encoding=EncodingConfig(window=8, window_order="mixed")),
-                          policy=PolicySpec(kind=kind, net_arch=(64, 64) if kind == "mlp" else (64,)),
-                          total_timesteps=steps, n_envs=4, n_steps=256, batch_size=256, eval_freq=10**9,
-                          checkpoint_freq=10**9, progress_bar=False, runs_dir=tmp)
+        cfg = TrainConfig(
+            name=f"bench-{kind}",
+            env=EnvConfig(
+                clusters=(CLUSTER,), loads=(1.5,), n_jobs=100, encoding=EncodingConfig(window=8, window_order="mixed")
+            ),
+            policy=PolicySpec(kind=kind, net_arch=(64, 64) if kind == "mlp" else (64,)),
+            total_timesteps=steps,
+            n_envs=4,
+            n_steps=256,
+            batch_size=256,
+            eval_freq=10**9,
+            checkpoint_freq=10**9,
+            progress_bar=False,
+            runs_dir=tmp,
+        )
         card = train(cfg, export=False)
         rate = card["training"]["timesteps"] / card["training"]["wall_time_s"]
         print(f"training throughput ({kind}): {rate:.0f} env steps/s (MaskablePPO, 4 envs, updates included)")
@@ -237,10 +280,18 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=2)
-    print(json.dumps({"p50_p95_us": {r["model"]: [round(r["numpy"]["p50_us"]), round(r["numpy"]["p95_us"])]
-                                     for r in res["latency"]},
-                      "agent_vs_slowest": {r["run"]: {m: round(a["vs_slowest"], 2) for m, a in r["agents"].items()}
-                                           for r in res["whole_runs"]}}))
+    print(
+        json.dumps(
+            {
+                "p50_p95_us": {
+                    r["model"]: [round(r["numpy"]["p50_us"]), round(r["numpy"]["p95_us"])] for r in res["latency"]
+                },
+                "agent_vs_slowest": {
+                    r["run"]: {m: round(a["vs_slowest"], 2) for m, a in r["agents"].items()} for r in res["whole_runs"]
+                },
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -61,9 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     spec = SweepSpec.grid(clusters=(CLUSTER,), schedulers=SCHEDULERS, jobs=n_jobs, loads=LOADS, seeds=args.seeds)
     tiny = SweepSpec.grid(clusters=(CLUSTER,), schedulers=SCHEDULERS, jobs=1, loads=LOADS, seeds=args.seeds)
     load_before = os.getloadavg()
-    print(f"grid: {spec.cells} cells ({CLUSTER}, loads {','.join(map(str, LOADS))}, {args.seeds} seeds, "
-          f"{', '.join(SCHEDULERS)}), {n_jobs} jobs per workload; {os.cpu_count()} cores here; "
-          f"load average {', '.join(f'{x:.2f}' for x in load_before)}", flush=True)
+    print(
+        f"grid: {spec.cells} cells ({CLUSTER}, loads {','.join(map(str, LOADS))}, {args.seeds} seeds, "
+        f"{', '.join(SCHEDULERS)}), {n_jobs} jobs per workload; {os.cpu_count()} cores here; "
+        f"load average {', '.join(f'{x:.2f}' for x in load_before)}",
+        flush=True,
+    )
 
     serial, serial_s = timed(run_sweep, spec, backend="serial")
     print(f"serial (in-process): {serial_s:7.2f} s  {spec.cells / serial_s:7.2f} cells/s", flush=True)
@@ -78,9 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     on_ray, ray_s = timed(run_sweep, spec, backend="ray")
     pd.testing.assert_frame_equal(serial, on_ray)  # the same cells, whichever backend ran them
     speedup = serial_s / ray_s
-    print(f"{where} ({cpus} CPUs): {ray_s:7.2f} s  {spec.cells / ray_s:7.2f} cells/s   "
-          f"speed-up {speedup:.2f}x = {100 * speedup / cpus:.0f} % of linear   (Ray start {init_s:.1f} s)",
-          flush=True)
+    print(
+        f"{where} ({cpus} CPUs): {ray_s:7.2f} s  {spec.cells / ray_s:7.2f} cells/s   "
+        f"speed-up {speedup:.2f}x = {100 * speedup / cpus:.0f} % of linear   (Ray start {init_s:.1f} s)",
+        flush=True,
+    )
 
     overhead_ms = None
     if not args.address:  # per-task overhead: 1-job cells, Ray one task at a time, against them in-process
@@ -90,8 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         run_sweep(tiny, backend="ray")
         _, tiny_ray_s = timed(run_sweep, tiny, backend="ray")
         overhead_ms = 1000 * (tiny_ray_s - tiny_serial_s) / tiny.cells
-        print(f"per-task overhead (1-job cells, 1 CPU): {overhead_ms:.2f} ms (Ray "
-              f"{1000 * tiny_ray_s / tiny.cells:.2f} ms/cell, in-process {1000 * tiny_serial_s / tiny.cells:.2f})")
+        print(
+            f"per-task overhead (1-job cells, 1 CPU): {overhead_ms:.2f} ms (Ray "
+            f"{1000 * tiny_ray_s / tiny.cells:.2f} ms/cell, in-process {1000 * tiny_serial_s / tiny.cells:.2f})"
+        )
 
     sizes = {}
     for n in (n_jobs, 10_000):
@@ -102,11 +109,24 @@ def main(argv: list[str] | None = None) -> int:
     ray.shutdown()
     load_after = os.getloadavg()
     print(f"load average at the end: {', '.join(f'{x:.2f}' for x in load_after)}")
-    result = {"cells": spec.cells, "jobs_per_workload": n_jobs, "cpus": cpus, "address": args.address, "serial_s": serial_s,
-              "ray_s": ray_s, "serial_cells_per_s": spec.cells / serial_s, "ray_cells_per_s": spec.cells / ray_s,
-              "speedup": speedup, "percent_of_linear": 100 * speedup / cpus, "ray_init_s": init_s,
-              "overhead_ms_per_task": overhead_ms, "mean_cell_s": serial_s / spec.cells, "workloads": sizes,
-              "load_before": load_before, "load_after": load_after}
+    result = {
+        "cells": spec.cells,
+        "jobs_per_workload": n_jobs,
+        "cpus": cpus,
+        "address": args.address,
+        "serial_s": serial_s,
+        "ray_s": ray_s,
+        "serial_cells_per_s": spec.cells / serial_s,
+        "ray_cells_per_s": spec.cells / ray_s,
+        "speedup": speedup,
+        "percent_of_linear": 100 * speedup / cpus,
+        "ray_init_s": init_s,
+        "overhead_ms_per_task": overhead_ms,
+        "mean_cell_s": serial_s / spec.cells,
+        "workloads": sizes,
+        "load_before": load_before,
+        "load_after": load_after,
+    }
     print(json.dumps(result))
     if args.json:
         with open(args.json, "w") as f:

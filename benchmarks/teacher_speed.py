@@ -36,8 +36,23 @@ SEED = 1
 def queued_at_once(n_jobs: int) -> tuple[Job, ...]:
     """``n_jobs`` generated jobs (load 1 on :data:`CLUSTER`), every one submitted at time 0."""
     jobs = generate(parse_cluster(CLUSTER), n_jobs, load=1.0, seed=SEED)
-    return tuple(Job(j.job_id, 0.0, j.duration_s, j.gpus, j.gpu_fraction, j.vram_gib, j.user, j.job_type,
-                     j.priority, j.allowed_types, j.estimate_s, j.name) for j in jobs)
+    return tuple(
+        Job(
+            j.job_id,
+            0.0,
+            j.duration_s,
+            j.gpus,
+            j.gpu_fraction,
+            j.vram_gib,
+            j.user,
+            j.job_type,
+            j.priority,
+            j.allowed_types,
+            j.estimate_s,
+            j.name,
+        )
+        for j in jobs
+    )
 
 
 def cpu_s(scheduler: str, jobs: tuple[Job, ...]) -> float:

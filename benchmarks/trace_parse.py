@@ -40,8 +40,17 @@ REAL = [
     ("tiresias", "tiresias/60_job.csv", {}),
     ("gavel", "gavel/artifact_evaluation.trace", {}),
 ]
-MAP = {"submit_s": "submit_s", "duration_s": "duration_s", "gpus": "gpus", "gpu_fraction": "gpu_fraction",
-       "vram_gib": "vram_gib", "user": "user", "job_type": "job_type", "estimate_s": "estimate_s", "name": "name"}
+MAP = {
+    "submit_s": "submit_s",
+    "duration_s": "duration_s",
+    "gpus": "gpus",
+    "gpu_fraction": "gpu_fraction",
+    "vram_gib": "vram_gib",
+    "user": "user",
+    "job_type": "job_type",
+    "estimate_s": "estimate_s",
+    "name": "name",
+}
 
 
 def best_time(fn, repeat: int) -> tuple[float, object]:
@@ -55,13 +64,17 @@ def best_time(fn, repeat: int) -> tuple[float, object]:
 
 def job_floor(n: int, repeat: int) -> float:
     """Seconds to construct ``n`` Job records directly (the lower bound of any loader)."""
-    return best_time(lambda: [Job(i, float(i), 60.0, 1, 1.0, 0.0, "u", "batch", 0, frozenset(), 120.0, "")
-                              for i in range(n)], repeat)[0]
+    return best_time(
+        lambda: [Job(i, float(i), 60.0, 1, 1.0, 0.0, "u", "batch", 0, frozenset(), 120.0, "") for i in range(n)], repeat
+    )[0]
 
 
 def row(label: str, fmt: str, path_kind: str, rows: int, seconds: float, floor: float) -> None:
-    print(f"{label:<34} {fmt:<9} {path_kind:<5} {rows:>9,} rows  {seconds:7.3f} s  {rows / seconds:>11,.0f} rows/s"
-          f"  (Job floor {floor:.3f} s)", flush=True)
+    print(
+        f"{label:<34} {fmt:<9} {path_kind:<5} {rows:>9,} rows  {seconds:7.3f} s  {rows / seconds:>11,.0f} rows/s"
+        f"  (Job floor {floor:.3f} s)",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,8 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"(real traces not found at {TRACES}: synthetic files only)")
     tmp = tempfile.TemporaryDirectory()
     synthetic = write_csv(generate("16x8:A100-80", n_synthetic, 0.8, 1), Path(tmp.name) / "synthetic.csv")
-    cases += [(f"synthetic {n_synthetic:,} jobs", "csv", synthetic, {}),
-              (f"synthetic {n_synthetic:,} jobs", "mapped", synthetic, {"column_map": MAP})]
+    cases += [
+        (f"synthetic {n_synthetic:,} jobs", "csv", synthetic, {}),
+        (f"synthetic {n_synthetic:,} jobs", "mapped", synthetic, {"column_map": MAP}),
+    ]
 
     for label, fmt, path, kwargs in cases:
         seconds, trace = best_time(lambda: load_trace(path, fmt, **kwargs), repeat)
@@ -103,8 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         load_trace(philly)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        print(f"peak traced memory, one Philly load: {peak / 2**20:.0f} MiB "
-              f"(file {philly.stat().st_size / 2**20:.1f} MiB)")
+        print(
+            f"peak traced memory, one Philly load: {peak / 2**20:.0f} MiB "
+            f"(file {philly.stat().st_size / 2**20:.1f} MiB)"
+        )
     tmp.cleanup()
     return 0
 

@@ -49,9 +49,23 @@ def main(argv=None) -> int:
         name_chars = int(args.mib * 2**20 / 200)
         files = []
         for i in range(args.uploads):
-            jobs = [Job(j.job_id, j.submit_s, j.duration_s, j.gpus, j.gpu_fraction, j.vram_gib, j.user, j.job_type,
-                        j.priority, j.allowed_types, j.estimate_s, f"{i}-{j.job_id}-" + "n" * name_chars)
-                    for j in generate("2x4:V100-32", 200, load=0.9, seed=i)]
+            jobs = [
+                Job(
+                    j.job_id,
+                    j.submit_s,
+                    j.duration_s,
+                    j.gpus,
+                    j.gpu_fraction,
+                    j.vram_gib,
+                    j.user,
+                    j.job_type,
+                    j.priority,
+                    j.allowed_types,
+                    j.estimate_s,
+                    f"{i}-{j.job_id}-" + "n" * name_chars,
+                )
+                for j in generate("2x4:V100-32", 200, load=0.9, seed=i)
+            ]
             path = write_csv(jobs, Path(tmp) / (f"bad{i}.csv" if i % 2 else f"good{i}.csv"))
             if i % 2:
                 with open(path, "a") as f:
@@ -76,8 +90,10 @@ def main(argv=None) -> int:
             page.get_by_text(answer).first.wait_for(timeout=120_000)
             wait_idle(page)
             if i % 5 == 0 or i == len(files):
-                print(f"after {i} uploads ({i * args.mib:.0f} MiB sent): server RSS {server_rss_mib(port):.0f} MiB, "
-                      f"{time.perf_counter() - start:.0f} s")
+                print(
+                    f"after {i} uploads ({i * args.mib:.0f} MiB sent): server RSS {server_rss_mib(port):.0f} MiB, "
+                    f"{time.perf_counter() - start:.0f} s"
+                )
         browser.close()
     return 0
 

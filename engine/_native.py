@@ -110,4 +110,3 @@ def compiled_modules() -> list[str]:
         if not str(getattr(module, "__file__", "")).endswith(".py"):
             out.append(name)
     return out
-

@@ -35,8 +35,9 @@ class TraceError(EngineError, ValueError):
     ``column`` the column name; the message says what was expected.
     """
 
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 column: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, path: str | None = None, line: int | None = None, column: str | None = None
+    ) -> None:
         where = []
         if path:
             where.append(str(path))
@@ -64,8 +65,9 @@ class UnknownNameError(EngineError, KeyError):
         return str(self.args[0])
 
 
-def reject_unknown_keys(data: object, valid: set[str] | frozenset[str], where: str,
-                        error: type[Exception] = EngineError) -> None:
+def reject_unknown_keys(
+    data: object, valid: set[str] | frozenset[str], where: str, error: type[Exception] = EngineError
+) -> None:
     """Raise ``error`` naming ``where``, the keys of ``data`` that are not in ``valid``, and the valid keys; the
     one check behind every ``from_dict`` of a config, card, preset or cluster file. The unknown keys come from a
     user: they are quoted clipped (:func:`quote`)."""

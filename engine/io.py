@@ -78,7 +78,8 @@ def json_bytes(data: Any, *, indent: int | None = 2, allow_nan: bool = False) ->
     return (json.dumps(data, indent=indent, allow_nan=allow_nan) + "\n").encode("utf-8")
 
 
-def atomic_write_json(path: str | os.PathLike[str], data: Any, *, indent: int | None = 2,
-                      allow_nan: bool = False) -> None:
+def atomic_write_json(
+    path: str | os.PathLike[str], data: Any, *, indent: int | None = 2, allow_nan: bool = False
+) -> None:
     """Write ``data`` as JSON (:func:`json_bytes`) to ``path`` atomically."""
     atomic_write_bytes(path, json_bytes(data, indent=indent, allow_nan=allow_nan))

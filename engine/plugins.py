@@ -89,8 +89,11 @@ def load_entry_points(group: str = ENTRY_POINT_GROUP) -> list[str]:
             if callable(target) and not isinstance(target, ModuleType):
                 target()
         except Exception as exc:  # a third party's code: report it, keep going
-            warnings.warn(f"scheduler plug-in {entry.name!r} ({entry.value}) failed to load: "
-                          f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"scheduler plug-in {entry.name!r} ({entry.value}) failed to load: {type(exc).__name__}: {exc}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             continue
         loaded.append(entry.name)
     return loaded

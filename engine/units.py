@@ -10,10 +10,12 @@ import re
 TIME_UNITS = (("d", 86_400.0), ("h", 3_600.0), ("min", 60.0))
 YEAR_S = 365.25 * 86_400.0
 #: Units :func:`parse_duration` reads: suffix -> seconds.
-DURATION_UNITS = {**dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1.0),
-                  **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60.0),
-                  **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3_600.0),
-                  **dict.fromkeys(("d", "day", "days"), 86_400.0)}
+DURATION_UNITS = {
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1.0),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60.0),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3_600.0),
+    **dict.fromkeys(("d", "day", "days"), 86_400.0),
+}
 _DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*", re.IGNORECASE)
 
 

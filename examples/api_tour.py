@@ -1,6 +1,6 @@
 """The engine from Python, top to bottom: build a cluster, draw a workload, run schedulers, read the metrics.
 
-    .venv/bin/python examples/api_tour.py
+.venv/bin/python examples/api_tour.py
 """
 
 from engine import make_scheduler, parse_cluster, simulate

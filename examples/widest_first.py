@@ -12,7 +12,11 @@ def widest_first() -> ListScheduler:
     return ListScheduler("widest-first", StaticKeyOrder(key=lambda job: -job.gpus), best_fit)
 
 
-register(SchedulerSpec(
-    "widest-first", widest_first,
-    "Tries the jobs that need the most GPUs first and packs each onto the node with the least room left. "
-    "Wide jobs stop waiting behind a stream of small ones; small jobs fill the gaps."))
+register(
+    SchedulerSpec(
+        "widest-first",
+        widest_first,
+        "Tries the jobs that need the most GPUs first and packs each onto the node with the least room left. "
+        "Wide jobs stop waiting behind a stream of small ones; small jobs fill the gaps.",
+    )
+)

@@ -85,10 +85,7 @@ def where(card: dict, verdict: str) -> str:
         baselines = dict.fromkeys(t["best_baseline"] for _, t in hits)
         if len(baselines) > 1:  # a different best policy per setting: each its own number
             parts.append(
-                f"{sc} "
-                + ", ".join(
-                    f"{st} {_change(t['vs_best'])} (vs `{t['best_baseline']}`)" for st, t in hits
-                )
+                f"{sc} " + ", ".join(f"{st} {_change(t['vs_best'])} (vs `{t['best_baseline']}`)" for st, t in hits)
             )
             continue
         changes = sorted({_change(t["vs_best"]) for _, t in hits}, key=lambda c: abs(float(c.split()[0])))

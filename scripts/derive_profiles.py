@@ -190,8 +190,10 @@ def derive() -> dict[str, tuple[float, tuple[tuple[int, float], ...], int]]:
     for app, text in PLACEMENTS.items():
         rows = _rows(text)
         batch, max_local = BATCH_SIZE[app], MAX_LOCAL_BSZ[app]
-        steps = {n: step_time_s([(r[1], r[2], r[3]) for r in rows if int(r[0]) == consolidated(n)], n, batch,
-                                max_local) for n in GPU_COUNTS}
+        steps = {
+            n: step_time_s([(r[1], r[2], r[3]) for r in rows if int(r[0]) == consolidated(n)], n, batch, max_local)
+            for n in GPU_COUNTS
+        }
         speedup = _speedups(steps)
         if app in RIGID_JCT_S:  # imagenet: no iteration count at this batch size; anchor on the rigid run
             gpus, jct = RIGID_JCT_S[app]

@@ -42,8 +42,14 @@ def ray_local():
 
     ray = pytest.importorskip("ray")
     temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
-    context = ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-                       object_store_memory=256 * 1024 ** 2, _temp_dir=temp_dir)
+    context = ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        object_store_memory=256 * 1024**2,
+        _temp_dir=temp_dir,
+    )
     try:
         yield context.address_info["gcs_address"]
     finally:
@@ -65,5 +71,3 @@ def registry():
         path = str(getattr(sys.modules[name], "__file__", "") or "")
         if name.startswith("engine_plugin_") or not path.startswith((sys.prefix, str(REPO / "engine"))):
             del sys.modules[name]
-
-

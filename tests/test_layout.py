@@ -29,7 +29,20 @@ ALLOWED = {
     "rl": {"errors", "units", "io", "sim", "schedulers", "plugins", "traces", "analysis", "viz"},
     "runner": {"errors", "units", "io", "sim", "schedulers", "plugins", "traces", "analysis"},
     "api": {"errors", "units", "io", "sim", "schedulers", "plugins", "traces", "analysis", "rl", "runner"},
-    "cli": {"errors", "units", "io", "sim", "schedulers", "plugins", "traces", "analysis", "viz", "rl", "runner", "api"},
+    "cli": {
+        "errors",
+        "units",
+        "io",
+        "sim",
+        "schedulers",
+        "plugins",
+        "traces",
+        "analysis",
+        "viz",
+        "rl",
+        "runner",
+        "api",
+    },
 }
 
 
@@ -46,7 +59,8 @@ def _modules(root: Path) -> dict[str, Path]:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(path: Path, repo: Path = REPO) -> set[str]:
@@ -55,16 +69,24 @@ def _imports(path: Path, repo: Path = REPO) -> set[str]:
     ``from a import b`` names both ``a`` and ``a.b`` (``b`` may be a submodule); relative imports are resolved
     against ``path``'s package."""
     tree = ast.parse(path.read_text())
-    aside = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and _is_type_checking(node.test)
-             for stmt in node.body for n in ast.walk(stmt)}
+    aside = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and _is_type_checking(node.test)
+        for stmt in node.body
+        for n in ast.walk(stmt)
+    }
     package = path.parent.relative_to(repo).parts
     found: set[str] = set()
     for node in ast.walk(tree):
         if id(node) in aside:
             continue
         if isinstance(node, ast.ImportFrom):
-            base = ".".join([*package[:len(package) - node.level + 1], *([node.module] if node.module else [])]) \
-                if node.level else node.module or ""
+            base = (
+                ".".join([*package[: len(package) - node.level + 1], *([node.module] if node.module else [])])
+                if node.level
+                else node.module or ""
+            )
             found.add(base)
             found.update(f"{base}.{a.name}" for a in node.names)
         elif isinstance(node, ast.Import):
@@ -80,7 +102,7 @@ def _circle(graph: dict[str, set[str]]) -> list[str] | None:
 
     def walk(m: str) -> list[str] | None:
         if m in stack:
-            return stack[stack.index(m):] + [m]
+            return stack[stack.index(m) :] + [m]
         if m in done:
             return None
         stack.append(m)
@@ -112,8 +134,11 @@ def _package(module: str) -> str | None:
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if _package(m) in ALLOWED))
 def test_a_module_imports_only_the_layers_below_it(module):
     own = _package(module)
-    wrong = {m for m in _imports(MODULES[module])
-             if m in MODULES and _package(m) not in (None, own) and _package(m) not in ALLOWED[own]}
+    wrong = {
+        m
+        for m in _imports(MODULES[module])
+        if m in MODULES and _package(m) not in (None, own) and _package(m) not in ALLOWED[own]
+    }
     assert not wrong, f"{module} imports {sorted(wrong)}; {own} may import only {sorted(ALLOWED[own])}"
 
 
@@ -130,10 +155,16 @@ def test_no_import_circles():
 def test_the_circle_check_sees_imports_inside_functions_and_skips_type_checking(tmp_path):
     pkg = tmp_path / "engine"
     pkg.mkdir()
-    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\n"
-                              "if TYPE_CHECKING:\n    from engine.c import C\nelse:\n    import engine.d\n"
-                              "def f():\n    from engine.b import g\n    from . import e\n")
+    (pkg / "a.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from engine.c import C\nelse:\n    import engine.d\n"
+        "def f():\n    from engine.b import g\n    from . import e\n"
+    )
     assert _imports(pkg / "a.py", tmp_path) == {"engine.b", "engine.b.g", "engine.d", "engine", "engine.e"}
     assert _circle({"engine.a": {"engine.b"}, "engine.b": {"engine.c"}, "engine.c": {"engine.a"}}) == [
-        "engine.a", "engine.b", "engine.c", "engine.a"]
+        "engine.a",
+        "engine.b",
+        "engine.c",
+        "engine.a",
+    ]
     assert _circle({"engine.rl.x": {"engine.rl"}, "engine.rl": {"engine.rl.x"}}) is None

@@ -19,9 +19,26 @@ from engine.sim.options import PreemptionModel, RunOptions
 from engine.traces.generator import generate
 
 REPO = Path(__file__).resolve().parents[1]
-FIELDS = ("status", "first_start_s", "end_s", "run_s", "preemptions", "comm_overhead_gpu_s", "lost_gpu_s",
-          "seg_job", "seg_start_s", "seg_end_s", "seg_gpu_ptr", "seg_gpu_ids", "seg_fraction", "series_t",
-          "series_queue", "series_running", "series_busy_gpus", "series_stranded_gpus")
+FIELDS = (
+    "status",
+    "first_start_s",
+    "end_s",
+    "run_s",
+    "preemptions",
+    "comm_overhead_gpu_s",
+    "lost_gpu_s",
+    "seg_job",
+    "seg_start_s",
+    "seg_end_s",
+    "seg_gpu_ptr",
+    "seg_gpu_ids",
+    "seg_fraction",
+    "series_t",
+    "series_queue",
+    "series_running",
+    "series_busy_gpus",
+    "series_stranded_gpus",
+)
 
 
 @pytest.fixture
@@ -60,8 +77,7 @@ def test_a_missing_extension_or_manifest_makes_modules_stale(fake_tree):
 
 def _run_in_child(code: str, pure: bool) -> str:
     env = {**os.environ, _native.PURE_ENV: "1" if pure else "0"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
-                         timeout=600)
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip().splitlines()[-1]
 
@@ -76,8 +92,13 @@ def _digest(scheduler: str) -> str:
     mixed cluster (fractional, multi-GPU, type-restricted jobs)."""
     cluster = parse_cluster("1x8:A100-80,2x4:V100-32,2x8:T4")
     jobs = generate(cluster, 400, load=1.05, seed=5, allowed_share=0.2)
-    result = simulate(cluster, jobs, make_scheduler(scheduler), seed=3,
-                      options=RunOptions(preemption=PreemptionModel(checkpoint_interval_s=600.0, restart_overhead_s=30.0)))
+    result = simulate(
+        cluster,
+        jobs,
+        make_scheduler(scheduler),
+        seed=3,
+        options=RunOptions(preemption=PreemptionModel(checkpoint_interval_s=600.0, restart_overhead_s=30.0)),
+    )
     h = hashlib.sha256()
     for field in FIELDS:
         h.update(np.ascontiguousarray(getattr(result, field)).tobytes())
@@ -87,10 +108,11 @@ def _digest(scheduler: str) -> str:
 
 def test_compiled_and_interpreted_engines_give_identical_results():
     if not _native.compiled_modules():
-        pytest.skip("the engine runs interpreted here (not compiled: `make build` needs a C compiler; or "
-                    "ENGINE_PURE_PYTHON is set)")
+        pytest.skip(
+            "the engine runs interpreted here (not compiled: `make build` needs a C compiler; or "
+            "ENGINE_PURE_PYTHON is set)"
+        )
     names = sorted(SCHEDULERS)
-    code = ("from tests.test_native import _digest; "
-            f"print(' '.join(_digest(s) for s in {names!r}))")
+    code = f"from tests.test_native import _digest; print(' '.join(_digest(s) for s in {names!r}))"
     interpreted = _run_in_child(code, pure=True).split()
     assert interpreted == [_digest(s) for s in names]

@@ -29,8 +29,22 @@ def trace(tmp_path):
 
 def test_cli_runs_a_plugin_file_scheduler_next_to_built_in_ones(registry, trace, tmp_path, capsys):
     out_json = tmp_path / "c.json"
-    code = main(["compare", "--plugin", str(EXAMPLE), "--cluster", "1x8:generic", "--trace", trace,
-                 "--schedulers", "widest-first,first-fit", "--quiet", "--json", str(out_json)])
+    code = main(
+        [
+            "compare",
+            "--plugin",
+            str(EXAMPLE),
+            "--cluster",
+            "1x8:generic",
+            "--trace",
+            trace,
+            "--schedulers",
+            "widest-first,first-fit",
+            "--quiet",
+            "--json",
+            str(out_json),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     data = json.loads(out_json.read_text())
     assert set(data) == {"widest-first", "first-fit"}
@@ -56,20 +70,25 @@ def test_loading_a_file_twice_registers_once(registry):
 
 
 def test_plugin_as_a_module_name(registry, tmp_path, monkeypatch):
-    (tmp_path / "my_sched.py").write_text(textwrap.dedent("""
+    (tmp_path / "my_sched.py").write_text(
+        textwrap.dedent("""
         from engine.schedulers import ListScheduler, SchedulerSpec, StaticKeyOrder, first_fit, register
         register(SchedulerSpec("longest-first", lambda: ListScheduler(
             "longest-first", StaticKeyOrder(key=lambda job: -job.estimate_s), first_fit), "Longest estimate first."))
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     load_plugin("my_sched")
     assert registry["longest-first"].summary == "Longest estimate first."
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("missing_plugin.py", "no such file"),
-    ("no_such_module_anywhere", "no such module"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("missing_plugin.py", "no such file"),
+        ("no_such_module_anywhere", "no such module"),
+    ],
+)
 def test_missing_plugin_is_one_line_and_exit_2(spec, message, trace, capsys):
     code = main(["simulate", "--plugin", spec, "--cluster", "1x8:generic", "--trace", trace, "--scheduler", "fifo"])
     err = capsys.readouterr().err
@@ -79,8 +98,10 @@ def test_missing_plugin_is_one_line_and_exit_2(spec, message, trace, capsys):
 
 def test_plugin_that_raises_names_itself(tmp_path, registry):
     bad = tmp_path / "bad.py"
-    bad.write_text("from engine.schedulers import SchedulerSpec, register\n"
-                   "register(SchedulerSpec('fifo', lambda: None, 'clashes with a built-in'))\n")
+    bad.write_text(
+        "from engine.schedulers import SchedulerSpec, register\n"
+        "register(SchedulerSpec('fifo', lambda: None, 'clashes with a built-in'))\n"
+    )
     with pytest.raises(PluginError, match="bad.py failed while loading: ValueError: scheduler 'fifo' is already"):
         load_plugin(str(bad))
     with pytest.raises(PluginError):  # a failed file is not cached as loaded
@@ -92,7 +113,8 @@ def test_installed_entry_point_registers_its_schedulers(registry, tmp_path, monk
     (tmp_path / "ep_sched.py").write_text(
         "from engine.schedulers import ListScheduler, SchedulerSpec, StaticKeyOrder, best_fit, register\n"
         "def setup():\n"
-        "    register(SchedulerSpec('ep-best', lambda: ListScheduler('ep-best', StaticKeyOrder(), best_fit), 'x'))\n")
+        "    register(SchedulerSpec('ep-best', lambda: ListScheduler('ep-best', StaticKeyOrder(), best_fit), 'x'))\n"
+    )
     dist = tmp_path / "ep_sched-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ep-sched\nVersion: 1.0\n")
@@ -114,8 +136,14 @@ def test_broken_entry_point_warns_and_is_skipped(registry, tmp_path, monkeypatch
 
 def test_api_tour_example_runs():
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, str(REPO / "examples" / "api_tour.py")], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "api_tour.py")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     header = next(line for line in done.stdout.splitlines() if "widest-first" in line)
     assert header.split() == ["fifo", "easy-backfill", "tiresias", "widest-first"]

@@ -165,8 +165,9 @@ def run_key(sc: Scenario) -> str:
     scenarios with equal run keys give each scheduler the same run."""
     options = sc.options.to_dict()
     options.pop("energy")
-    return json.dumps({"workload": json.loads(sc.workload_key()), "options": options}, sort_keys=True,
-                      separators=(",", ":"))
+    return json.dumps(
+        {"workload": json.loads(sc.workload_key()), "options": options}, sort_keys=True, separators=(",", ":")
+    )
 
 
 @st.cache_resource
@@ -179,8 +180,16 @@ def results_cache() -> ResultCache:
 def _run(key: str, scheduler: str) -> Result:
     parts = json.loads(key)
     sc = replace(Scenario.from_dict(parts["workload"]), options=RunOptions.from_dict(parts["options"]))
-    return workers.call(workers.simulate_named, cluster_of(sc), jobs_of(sc), scheduler, sc.seed,
-                        str(user_models_dir()), sc.options, what=f"the run of {scheduler}")
+    return workers.call(
+        workers.simulate_named,
+        cluster_of(sc),
+        jobs_of(sc),
+        scheduler,
+        sc.seed,
+        str(user_models_dir()),
+        sc.options,
+        what=f"the run of {scheduler}",
+    )
 
 
 def run_one(sc: Scenario, scheduler: str) -> Result:
@@ -198,8 +207,7 @@ def ran_before(sc: Scenario) -> bool:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _timeline(key: str, names: tuple[str, ...], color_by: str, mode: str | None,
-              _results: dict[str, Result]):
+def _timeline(key: str, names: tuple[str, ...], color_by: str, mode: str | None, _results: dict[str, Result]):
     return timeline_figure(_results, color_by=color_by, mode=mode)
 
 
@@ -225,11 +233,16 @@ def _energy_key(energy: EnergyModel | None) -> str:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _comparison(key: str, names: tuple[str, ...], energy_key: str, _results: dict[str, Result],
-                _energy: EnergyModel | None) -> Comparison:
+def _comparison(
+    key: str, names: tuple[str, ...], energy_key: str, _results: dict[str, Result], _energy: EnergyModel | None
+) -> Comparison:
     summaries = {name: summarize(r, energy=_energy) for name, r in _results.items()}
-    return Comparison(summaries=summaries, table=compare(summaries),
-                      job_frames={name: job_frame(r, _energy) for name, r in _results.items()}, energy=_energy)
+    return Comparison(
+        summaries=summaries,
+        table=compare(summaries),
+        job_frames={name: job_frame(r, _energy) for name, r in _results.items()},
+        energy=_energy,
+    )
 
 
 def comparison_for(sc: Scenario, results: dict[str, Result], energy: EnergyModel | None = None) -> Comparison:
@@ -244,13 +257,15 @@ COMPARISON_CHARTS: dict[str, Callable[[dict[str, Result], Comparison], go.Figure
     "series": lambda results, views: series_figure(results, energy=views.energy),
     "cdfs": lambda results, views: cdf_figure(views.job_frames),
     "user_box": lambda results, views: user_wait_figure(
-        views.job_frames, {name: (s.gini_user_wait, s.jain_user_wait) for name, s in views.summaries.items()}),
+        views.job_frames, {name: (s.gini_user_wait, s.jain_user_wait) for name, s in views.summaries.items()}
+    ),
 }
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _chart(key: str, names: tuple[str, ...], kind: str, energy_key: str, _results: dict[str, Result],
-           _views: Comparison) -> go.Figure:
+def _chart(
+    key: str, names: tuple[str, ...], kind: str, energy_key: str, _results: dict[str, Result], _views: Comparison
+) -> go.Figure:
     return COMPARISON_CHARTS[kind](_results, _views)
 
 
@@ -258,8 +273,7 @@ def chart_for(sc: Scenario, results: dict[str, Result], kind: str, energy: Energ
     """One chart of :data:`COMPARISON_CHARTS` for ``results`` (runs of ``sc``; ``energy``: as
     :func:`comparison_for`), built once per (scenario, schedulers, energy model) and only when the page reaches
     it, so the key metrics and the timeline are sent first. Callers must not modify it."""
-    return _chart(run_key(sc), tuple(results), kind, _energy_key(energy), results,
-                  comparison_for(sc, results, energy))
+    return _chart(run_key(sc), tuple(results), kind, _energy_key(energy), results, comparison_for(sc, results, energy))
 
 
 def save_results(sc: Scenario, results: dict[str, Result]) -> None:
@@ -298,8 +312,10 @@ def verdict_line(summary: dict) -> str:
     n, better, worse = (int(summary.get(k, 0)) for k in ("settings", "better", "worse"))
     if summary.get("beats_best_baseline") is True:
         return f"Beats the best hand-written policy in all {n} test settings."
-    return (f"Does not beat the best hand-written policy: better in {better} of {n} test settings, worse in "
-            f"{worse}, no clear difference in {n - better - worse}.")
+    return (
+        f"Does not beat the best hand-written policy: better in {better} of {n} test settings, worse in "
+        f"{worse}, no clear difference in {n - better - worse}."
+    )
 
 
 def agent_verdict(name: str) -> AgentVerdict | None:
@@ -374,24 +390,36 @@ def sidebar() -> None:
     try:
         cluster = cluster_of(sc)
         types = ", ".join(f"{n}× {t}" for t, n in cluster.gpus_by_type().items())
-        side.markdown(f"**Cluster** · {plural(cluster.n_nodes, 'node')}, {plural(cluster.n_gpus, 'GPU')}  \n"
-                      f"{as_text(types)}")
+        side.markdown(
+            f"**Cluster** · {plural(cluster.n_nodes, 'node')}, {plural(cluster.n_gpus, 'GPU')}  \n{as_text(types)}"
+        )
     except EngineError as exc:
         side.error(as_text(f"Cluster: {exc}"))
     w = sc.workload
     if w.source == "generate":
-        side.markdown(f"**Workload** · {w.n_jobs} generated jobs, load {w.load:g}, {w.users} users, "
-                      f"{w.arrival} arrivals, seed {w.seed}")
+        side.markdown(
+            f"**Workload** · {w.n_jobs} generated jobs, load {w.load:g}, {w.users} users, "
+            f"{w.arrival} arrivals, seed {w.seed}"
+        )
     elif w.source == "preset":
         side.markdown(f"**Workload** · from preset {as_text(w.preset)}, seed {w.seed}")
     else:
-        side.markdown(f"**Workload** · trace {as_text(w.trace_name)} ({w.trace_format or 'auto-detected'}, "
-                      f"sha256 {w.trace_sha256[:10]}…)")
+        side.markdown(
+            f"**Workload** · trace {as_text(w.trace_name)} ({w.trace_format or 'auto-detected'}, "
+            f"sha256 {w.trace_sha256[:10]}…)"
+        )
     if st.session_state.get(FAILED_UPLOAD):
         side.warning(as_text(f"{st.session_state[FAILED_UPLOAD]} did not load; the workload above is still in use."))
     side.markdown("**Schedulers** · " + (as_text(", ".join(sc.schedulers)) or "none"))
-    side.download_button("Scenario JSON", sc.to_json(), file_name="scenario.json", mime="application/json",
-                         key="sidebar_scenario_json", on_click="ignore", width="stretch")
+    side.download_button(
+        "Scenario JSON",
+        sc.to_json(),
+        file_name="scenario.json",
+        mime="application/json",
+        key="sidebar_scenario_json",
+        on_click="ignore",
+        width="stretch",
+    )
     up = side.file_uploader("Open a scenario JSON", type=["json"], key="sidebar_scenario_upload")
     if up is not None and st.session_state.get("_opened_scenario") != up.file_id:
         st.session_state["_opened_scenario"] = up.file_id

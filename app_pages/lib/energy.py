@@ -41,8 +41,9 @@ def with_power(cluster: Cluster, rows: Sequence[Mapping[str, Any]]) -> Cluster:
     return replace(cluster, catalog=catalog)
 
 
-def carbon_of(constant_g: float | None, upload: tuple[str, bytes] | None,
-              current: float | CarbonSeries) -> float | CarbonSeries:
+def carbon_of(
+    constant_g: float | None, upload: tuple[str, bytes] | None, current: float | CarbonSeries
+) -> float | CarbonSeries:
     """The grid intensity chosen: ``constant_g`` (gCO2/kWh) when given, else the uploaded CSV ``(name, bytes)``
     (:func:`~engine.traces.carbon.parse_carbon_csv`), else the series the scenario has. Bad input raises an
     ``EngineError`` in one line naming the file (and its line)."""

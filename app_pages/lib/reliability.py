@@ -33,28 +33,41 @@ def _job_failures(text: str) -> str | float:
         return text
 
 
-def with_failures(options: RunOptions, base: FailureModel, *, mtbf: str, repair: str, checkpoint_every: str,
-                  checkpoint_cost: str, job_failures: str) -> RunOptions:
+def with_failures(
+    options: RunOptions,
+    base: FailureModel,
+    *,
+    mtbf: str,
+    repair: str,
+    checkpoint_every: str,
+    checkpoint_cost: str,
+    job_failures: str,
+) -> RunOptions:
     """``options`` with the failure model ``base`` whose knobs are the texts typed: node MTBF and repair time
     (durations, ``"3692 h"``; an empty MTBF: nodes never fail), the checkpoint interval (empty: a job checkpoints
     when stopped) and cost, and the job failures (a name of :data:`JOB_FAILURE_PRESETS` or a share from 0 to 1).
     Bad input raises an :class:`OptionsError` in one line naming the knob."""
     mtbf_s = _duration_s(mtbf, "node MTBF")
     repair_s = _duration_s(repair, "repair time")
-    failures = replace(base, mtbf_h=None if mtbf_s is None else mtbf_s / _H_S,
-                       repair_h=base.repair_h if repair_s is None else repair_s / _H_S)
+    failures = replace(
+        base,
+        mtbf_h=None if mtbf_s is None else mtbf_s / _H_S,
+        repair_h=base.repair_h if repair_s is None else repair_s / _H_S,
+    )
     failures = failures.with_job_failures(_job_failures(job_failures), "job failures")
     cost_s = _duration_s(checkpoint_cost, "checkpoint cost") or 0.0
     failures = replace(failures, checkpoint_cost_s=cost_s)
     preemption = replace(options.preemption, checkpoint_interval_s=_duration_s(checkpoint_every, "checkpoint interval"))
-    return RunOptions.from_dict({**options.to_dict(), "preemption": preemption.to_dict(),
-                                 "failures": failures.to_dict()})
+    return RunOptions.from_dict(
+        {**options.to_dict(), "preemption": preemption.to_dict(), "failures": failures.to_dict()}
+    )
 
 
 def job_failures_text(model: FailureModel) -> str:
     """The job-failure knob's text for ``model``: a preset's name when its rate is one, else the rate."""
-    return next((n for n, rate in JOB_FAILURE_PRESETS.items() if rate == model.job_failure_rate),
-                f"{model.job_failure_rate:g}")
+    return next(
+        (n for n, rate in JOB_FAILURE_PRESETS.items() if rate == model.job_failure_rate), f"{model.job_failure_rate:g}"
+    )
 
 
 def describe(options: RunOptions) -> str:
@@ -65,16 +78,23 @@ def describe(options: RunOptions) -> str:
     parts = []
     if model.mtbf_h is not None:
         per = "GPU" if model.mtbf_per == "gpu" else "node"
-        parts.append(f"each {per} fails every {human_seconds(model.mtbf_h * _H_S)} on average and is repaired in "
-                     f"{human_seconds(model.repair_h * _H_S)}"
-                     + (f" ({model.manual_repair_share:.0%} of repairs then take "
-                        f"{human_seconds(model.manual_repair_h * _H_S)})" if model.manual_repair_share else ""))
+        parts.append(
+            f"each {per} fails every {human_seconds(model.mtbf_h * _H_S)} on average and is repaired in "
+            f"{human_seconds(model.repair_h * _H_S)}"
+            + (
+                f" ({model.manual_repair_share:.0%} of repairs then take {human_seconds(model.manual_repair_h * _H_S)})"
+                if model.manual_repair_share
+                else ""
+            )
+        )
     if model.jobs_fail:
         parts.append(f"{model.job_failure_rate:.1%} of job runs crash by themselves")
     interval = options.preemption.checkpoint_interval_s
-    parts.append("jobs checkpoint when stopped" if interval is None else
-                 f"jobs checkpoint every {human_seconds(interval)}, each costing "
-                 f"{human_seconds(model.checkpoint_cost_s)}")
+    parts.append(
+        "jobs checkpoint when stopped"
+        if interval is None
+        else f"jobs checkpoint every {human_seconds(interval)}, each costing {human_seconds(model.checkpoint_cost_s)}"
+    )
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + "."
 

@@ -80,8 +80,9 @@ def start(launch: Callable[[], subprocess.Popen], request_stop: Callable[[], Non
     with _lock:
         _running[:] = [p for p in _running if p.poll() is None]
         if len(_running) >= max_running():
-            raise RunLimitError(f"this server runs at most {max_running()} trainings at once; start yours when "
-                                "one has ended")
+            raise RunLimitError(
+                f"this server runs at most {max_running()} trainings at once; start yours when one has ended"
+            )
         proc = launch()
         _running.append(proc)
     limit = memory_mb() * 2**20

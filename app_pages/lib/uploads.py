@@ -35,9 +35,20 @@ from engine.runner.store import DEFAULT_STORE, DEFAULT_TRACE_LIMIT_BYTES, RunSto
 from engine.traces import limits
 from engine.traces.limits import DEFAULT_MAX_JOBS, UploadLimitError
 
-__all__ = ["DEFAULT_MAX_JOBS", "UploadLimitError", "UploadStore", "check_job_limit", "check_trace_size",
-           "host_setting", "keep_shared", "max_jobs_per_run", "max_trace_lines", "session_store", "shared_trace",
-           "store_limit_bytes"]
+__all__ = [
+    "DEFAULT_MAX_JOBS",
+    "UploadLimitError",
+    "UploadStore",
+    "check_job_limit",
+    "check_trace_size",
+    "host_setting",
+    "keep_shared",
+    "max_jobs_per_run",
+    "max_trace_lines",
+    "session_store",
+    "shared_trace",
+    "store_limit_bytes",
+]
 DEFAULT_STORE_MB = 128
 _SESSION_KEY = "_upload_store"
 
@@ -81,8 +92,10 @@ class UploadStore:
         """Keep ``data`` (evicting the least recently used uploads to make room); returns its SHA-256.
         ``UploadLimitError`` when ``data`` alone is larger than the store."""
         if len(data) > self.limit_bytes:
-            raise UploadLimitError(f"the file is {len(data) / 2**20:.1f} MiB; this server keeps at most "
-                                   f"{self.limit_bytes / 2**20:.0f} MiB of uploads per session")
+            raise UploadLimitError(
+                f"the file is {len(data) / 2**20:.1f} MiB; this server keeps at most "
+                f"{self.limit_bytes / 2**20:.0f} MiB of uploads per session"
+            )
         digest = content_hash(data)
         with self._lock:
             self._pop(digest)
@@ -138,7 +151,9 @@ def _shared_store() -> RunStore | None:
     opened (the app then keeps uploads in the session alone)."""
     limit = host_setting("PLAYGROUND_API_TRACE_STORE_MB", "trace_store_mb", DEFAULT_TRACE_LIMIT_BYTES // 2**20)
     try:
-        return RunStore(os.environ.get("PLAYGROUND_STORE") or DEFAULT_STORE, trace_limit_bytes=limit * 2**20, runs=False)
+        return RunStore(
+            os.environ.get("PLAYGROUND_STORE") or DEFAULT_STORE, trace_limit_bytes=limit * 2**20, runs=False
+        )
     except (OSError, sqlite3.Error) as exc:
         logging.getLogger(__name__).warning("the shared run store cannot be opened: %s", exc)
         return None

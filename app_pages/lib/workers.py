@@ -30,7 +30,16 @@ from engine import make_scheduler, simulate
 from engine.runner import workers
 from engine.runner.workers import RunLimitError, WorkerError
 
-__all__ = ["RunLimitError", "WorkerError", "call", "max_sweep_cells", "max_workers", "memory_mb", "simulate_named", "timeout_s"]
+__all__ = [
+    "RunLimitError",
+    "WorkerError",
+    "call",
+    "max_sweep_cells",
+    "max_workers",
+    "memory_mb",
+    "simulate_named",
+    "timeout_s",
+]
 workers.add_preload("app_pages.lib.workers")
 _slots_lock = threading.Lock()
 _slots: threading.BoundedSemaphore | None = None

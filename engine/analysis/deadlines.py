@@ -87,5 +87,8 @@ def job_deadlines(result: Result) -> dict[str, np.ndarray]:
     timed_done = np.isfinite(deadline) & (result.status == COMPLETED)
     tardiness = np.full(len(deadline), math.nan)
     tardiness[timed_done] = np.maximum(result.end_s[timed_done] - deadline[timed_done], 0.0)
-    return {"deadline_s": np.where(np.isfinite(deadline), deadline, math.nan), "deadline_met": deadline_met(result),
-            "tardiness_s": tardiness}
+    return {
+        "deadline_s": np.where(np.isfinite(deadline), deadline, math.nan),
+        "deadline_met": deadline_met(result),
+        "tardiness_s": tardiness,
+    }

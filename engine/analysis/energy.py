@@ -58,8 +58,10 @@ def gpu_power_w(cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
     for name in lay.type_names:
         t = cluster.catalog[name]
         if t.idle_w is None or t.busy_w is None:
-            raise ClusterSpecError(f"GPU type {name} has no power figures: give board_w (or idle_w and busy_w) in "
-                                   "the cluster JSON's gpu_types")
+            raise ClusterSpecError(
+                f"GPU type {name} has no power figures: give board_w (or idle_w and busy_w) in "
+                "the cluster JSON's gpu_types"
+            )
         idle.append(t.idle_w)
         busy.append(t.busy_w)
     return np.array(idle, dtype=float)[lay.gpu_type], np.array(busy, dtype=float)[lay.gpu_type]
@@ -107,8 +109,13 @@ class _Entries:
 
 def _entries(result: Result) -> _Entries:
     counts = np.diff(result.seg_gpu_ptr)
-    return _Entries(result.seg_gpu_ids, np.repeat(result.seg_job, counts), np.repeat(result.seg_fraction, counts),
-                    np.repeat(result.seg_start_s, counts), np.repeat(result.seg_end_s, counts))
+    return _Entries(
+        result.seg_gpu_ids,
+        np.repeat(result.seg_job, counts),
+        np.repeat(result.seg_fraction, counts),
+        np.repeat(result.seg_start_s, counts),
+        np.repeat(result.seg_end_s, counts),
+    )
 
 
 def summarize_energy(result: Result, model: EnergyModel, start_s: float, end_s: float) -> EnergySummary:

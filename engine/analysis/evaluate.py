@@ -40,9 +40,14 @@ from engine.sim.simulator import Result, simulate
 LEGACY_KEYS = frozenset({"name", "cluster", "n_jobs", "load", "workload", "trace", "preset", "skip_jobs"})
 
 
-
-def run_scheduler(name: str, cluster, jobs: Sequence, seed: int, options: RunOptions | None = None,
-                  on_progress: Callable[[int, int], None] | None = None) -> Result:
+def run_scheduler(
+    name: str,
+    cluster,
+    jobs: Sequence,
+    seed: int,
+    options: RunOptions | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Result:
     """Build scheduler ``name`` and simulate ``jobs`` on ``cluster``. Whatever the scheduler's own code raises
     (a plug-in's ``decide()`` that fails, returns ``None`` or raises a ``BaseException`` other than
     ``KeyboardInterrupt``) becomes one ``EngineError`` naming the scheduler (chained: a traceback shows where)."""
@@ -55,9 +60,16 @@ def run_scheduler(name: str, cluster, jobs: Sequence, seed: int, options: RunOpt
         hint = " (decide() must return or yield decisions)" if "not iterable" in str(exc) else ""
         raise EngineError(f"scheduler {name!r} failed while it ran: {type(exc).__name__}: {exc}{hint}") from exc
 
-def named_scenario(name: str, cluster: str, n_jobs: int = 200, load: float = 1.0,
-                   workload: Mapping[str, Any] | None = None, trace: str | None = None,
-                   skip_jobs: int = 0) -> Scenario:
+
+def named_scenario(
+    name: str,
+    cluster: str,
+    n_jobs: int = 200,
+    load: float = 1.0,
+    workload: Mapping[str, Any] | None = None,
+    trace: str | None = None,
+    skip_jobs: int = 0,
+) -> Scenario:
     """An evaluation scenario: ``n_jobs`` generated jobs at ``load`` (extra generator arguments in
     ``workload``), or, with ``trace`` (a trusted path), blocks of ``n_jobs`` jobs of the trace after its first
     ``skip_jobs``, each scaled to offer ``load``."""
@@ -69,21 +81,24 @@ def named_scenario(name: str, cluster: str, n_jobs: int = 200, load: float = 1.0
 
 
 #: Named evaluation scenarios (the shipped models' training scenarios and the generalisation tests).
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
-    named_scenario("v100-32", "4x8:V100-32", 150, 1.5),
-    named_scenario("mixed-32", "2x8:A100-80,4x4:V100-32", 250, 1.5),
-    named_scenario("v100-64", "8x8:V100-32", 400, 1.5),
-    named_scenario("v100-128", "16x8:V100-32", 800, 1.5),
-    named_scenario("mixed-128", "8x8:A100-80,16x4:V100-32", 800, 1.5),
-    named_scenario("a100-t4-48", "4x4:A100-80,4x8:T4", 250, 1.5),
-    named_scenario("h100-v100-32", "2x8:H100-80,2x8:V100-32", 250, 1.5),
-    named_scenario("hpc-32", "4x8:V100-32", 150, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
-    named_scenario("hpc-64", "8x8:V100-32", 400, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
-    named_scenario("hpc-128", "16x8:V100-32", 800, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
-    # The trace's first 300 jobs span 484 h and hold 109,797 GPU-hours (the next 60 blocks: 1,121 at the median,
-    # 18,647 at most): no arrival scaling makes that block a window of the same kind, so no seed uses it.
-    named_scenario("philly-64", "8x8:V100-32", 300, 1.2, trace="../shared/traces/philly/philly.csv", skip_jobs=300),
-)}
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        named_scenario("v100-32", "4x8:V100-32", 150, 1.5),
+        named_scenario("mixed-32", "2x8:A100-80,4x4:V100-32", 250, 1.5),
+        named_scenario("v100-64", "8x8:V100-32", 400, 1.5),
+        named_scenario("v100-128", "16x8:V100-32", 800, 1.5),
+        named_scenario("mixed-128", "8x8:A100-80,16x4:V100-32", 800, 1.5),
+        named_scenario("a100-t4-48", "4x4:A100-80,4x8:T4", 250, 1.5),
+        named_scenario("h100-v100-32", "2x8:H100-80,2x8:V100-32", 250, 1.5),
+        named_scenario("hpc-32", "4x8:V100-32", 150, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
+        named_scenario("hpc-64", "8x8:V100-32", 400, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
+        named_scenario("hpc-128", "16x8:V100-32", 800, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
+        # The trace's first 300 jobs span 484 h and hold 109,797 GPU-hours (the next 60 blocks: 1,121 at the median,
+        # 18,647 at most): no arrival scaling makes that block a window of the same kind, so no seed uses it.
+        named_scenario("philly-64", "8x8:V100-32", 300, 1.2, trace="../shared/traces/philly/philly.csv", skip_jobs=300),
+    )
+}
 
 
 def scenario_from_dict(data: Mapping[str, Any]) -> Scenario:
@@ -97,8 +112,15 @@ def scenario_from_dict(data: Mapping[str, Any]) -> Scenario:
     reject_unknown_keys(data, LEGACY_KEYS, "evaluated scenario")
     if data.get("preset"):
         return replace(preset_scenario(data["preset"]), name=data.get("name") or data["preset"])
-    return named_scenario(data["name"], data["cluster"], data["n_jobs"], data["load"], data.get("workload"),
-                          data.get("trace"), data.get("skip_jobs", 0))
+    return named_scenario(
+        data["name"],
+        data["cluster"],
+        data["n_jobs"],
+        data["load"],
+        data.get("workload"),
+        data.get("trace"),
+        data.get("skip_jobs", 0),
+    )
 
 
 def describe(sc: Scenario, quote_cluster: str = "`") -> str:
@@ -107,9 +129,12 @@ def describe(sc: Scenario, quote_cluster: str = "`") -> str:
     w, cluster = sc.workload, f"{quote_cluster}{sc.cluster}{quote_cluster}"
     if w.source != "trace" or not w.block:
         return f"{cluster}, {w.n_jobs} jobs, load {w.load}"
-    return (f"{cluster}, {w.block} jobs, load {w.load}, trace {w.trace_path or w.trace_name}: a seed's block of "
-            f"{w.block} consecutive jobs" + (f" after its first {w.skip:,}" if w.skip else "")
-            + ", arrivals scaled to offer the load while they last")
+    return (
+        f"{cluster}, {w.block} jobs, load {w.load}, trace {w.trace_path or w.trace_name}: a seed's block of "
+        f"{w.block} consecutive jobs"
+        + (f" after its first {w.skip:,}" if w.skip else "")
+        + ", arrivals scaled to offer the load while they last"
+    )
 
 
 def parse_scenario(text: str) -> Scenario:
@@ -123,9 +148,11 @@ def parse_scenario(text: str) -> Scenario:
     if "=" not in text and (text.endswith(".json") or Path(text).is_file()):
         return Scenario.from_json(Path(text).read_bytes(), trusted=True)
     if "=" not in text:
-        raise EngineError(f"unknown scenario {text!r}; named: {', '.join(SCENARIOS)}; presets: "
-                          f"{', '.join(preset_names())}; a scenario file (.json); "
-                          "or a spec like 'cluster=4x8:V100-32;jobs=200;load=1.5'")
+        raise EngineError(
+            f"unknown scenario {text!r}; named: {', '.join(SCENARIOS)}; presets: "
+            f"{', '.join(preset_names())}; a scenario file (.json); "
+            "or a spec like 'cluster=4x8:V100-32;jobs=200;load=1.5'"
+        )
     kv: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in text.split(";"))):
         key, eq, value = part.partition("=")
@@ -155,9 +182,38 @@ def parse_scenario(text: str) -> Scenario:
 
 
 # Two-sided 95 % Student t quantiles for 1..30 degrees of freedom (beyond: the normal 1.96).
-_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042)
+_T95 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float]:
@@ -229,18 +285,29 @@ class Evaluation:
             "scenario": self.scenario.to_dict(),
             "seeds": list(self.seeds),
             "baseline": self.baseline,
-            "stats": {m: {s: {"mean": clean(a), "ci95": clean(b)} for s, (a, b) in row.items()}
-                      for m, row in self.stats().items()},
-            "paired": {m: {s: {"diff": clean(a), "ci95": clean(b), "relative": clean(c)}
-                           for s, (a, b, c) in row.items()} for m, row in self.paired().items()},
+            "stats": {
+                m: {s: {"mean": clean(a), "ci95": clean(b)} for s, (a, b) in row.items()}
+                for m, row in self.stats().items()
+            },
+            "paired": {
+                m: {s: {"diff": clean(a), "ci95": clean(b), "relative": clean(c)} for s, (a, b, c) in row.items()}
+                for m, row in self.paired().items()
+            },
             "runs": self.runs,
         }
 
 
-def evaluate(schedulers: Sequence[str], scenario: str | Scenario, seeds: int | Sequence[int], *,
-             baseline: str | None = None, extra: Mapping[str, Callable[[Result], float]] | None = None,
-             on_run: Callable[[str, int], None] | None = None,
-             options: RunOptions | None = None, energy: EnergyModel | None = None) -> Evaluation:
+def evaluate(
+    schedulers: Sequence[str],
+    scenario: str | Scenario,
+    seeds: int | Sequence[int],
+    *,
+    baseline: str | None = None,
+    extra: Mapping[str, Callable[[Result], float]] | None = None,
+    on_run: Callable[[str, int], None] | None = None,
+    options: RunOptions | None = None,
+    energy: EnergyModel | None = None,
+) -> Evaluation:
     """Run every scheduler on the scenario's workload for each seed (``seeds=n`` means ``0..n-1``).
 
     ``extra`` adds metrics computed from each run's :class:`~engine.sim.simulator.Result` (e.g. a model's objective);

@@ -70,17 +70,23 @@ class JobStory:
             return f"{head} never ran: it {self.never_ran}, so no scheduler can start it on this cluster."
         if self.declined:
             return f"{head} was declined when it arrived at {human_seconds(self.submit_s)}: it {self.declined}."
-        arrived = (f"{head} arrived at {human_seconds(self.submit_s)}, when {self.free_fit_gpus_at_submit} of the "
-                   f"{self.fit_gpus} GPUs it may use were free and {self.queue_at_submit} job(s) were waiting.")
+        arrived = (
+            f"{head} arrived at {human_seconds(self.submit_s)}, when {self.free_fit_gpus_at_submit} of the "
+            f"{self.fit_gpus} GPUs it may use were free and {self.queue_at_submit} job(s) were waiting."
+        )
         where = f"on {self.gpu_type} (node{'s' if len(self.nodes) > 1 else ''} {', '.join(map(str, self.nodes))})"
         if self.wait_s <= 0:
             ran = f" It started at once {where}."
         elif self.free_fit_gpus_at_submit >= self.gpus:
-            ran = (f" It waited {human_seconds(self.wait_s)} although enough GPUs were free when it arrived: the "
-                   f"scheduler started other jobs first or kept them for others; it then ran {where}.")
+            ran = (
+                f" It waited {human_seconds(self.wait_s)} although enough GPUs were free when it arrived: the "
+                f"scheduler started other jobs first or kept them for others; it then ran {where}."
+            )
         else:
-            ran = (f" It waited {human_seconds(self.wait_s)} for {self.gpus} GPUs of its types to be free at once, "
-                   f"then ran {where}.")
+            ran = (
+                f" It waited {human_seconds(self.wait_s)} for {self.gpus} GPUs of its types to be free at once, "
+                f"then ran {where}."
+            )
         tail = ""
         if self.overtaken_by:
             tail += f" {self.overtaken_by} job(s) submitted after it started before it."
@@ -90,12 +96,18 @@ class JobStory:
 
     def _failures(self) -> str:
         """The failures the job met, in words ("" when none)."""
-        met = [f"{what} {n} time(s)" for what, n in (("a node failure stopped it", self.interruptions),
-                                                      ("its run crashed", self.crashes)) if n]
+        met = [
+            f"{what} {n} time(s)"
+            for what, n in (("a node failure stopped it", self.interruptions), ("its run crashed", self.crashes))
+            if n
+        ]
         if not met:
             return ""
-        lost = (f", losing {self.failure_lost_gpu_s / 3600:.3g} GPU-h of work back to its checkpoints"
-                if self.failure_lost_gpu_s > 0 else "")
+        lost = (
+            f", losing {self.failure_lost_gpu_s / 3600:.3g} GPU-h of work back to its checkpoints"
+            if self.failure_lost_gpu_s > 0
+            else ""
+        )
         again = "; it waited again after each" if self.interruptions + self.crashes > int(self.failed) else ""
         end = " It ended failed: its last run crashed with no retry left." if self.failed else ""
         return f" Failures: {' and '.join(met)}{lost}{again}.{end}"
@@ -108,8 +120,12 @@ def job_story(result: Result, job_id: int) -> JobStory:
     j = int(job_id)
     job = result.jobs[j]
     lay = result.cluster.layout
-    types_ok = np.array([(not job.allowed_types or t in job.allowed_types) and lay.type_vram_gib[i] >= job.vram_gib
-                         for i, t in enumerate(lay.type_names)])
+    types_ok = np.array(
+        [
+            (not job.allowed_types or t in job.allowed_types) and lay.type_vram_gib[i] >= job.vram_gib
+            for i, t in enumerate(lay.type_names)
+        ]
+    )
     fit = types_ok[lay.gpu_type]
     t = job.submit_s
     starts, ends = np.asarray(result.seg_start_s), np.asarray(result.seg_end_s)
@@ -117,7 +133,7 @@ def job_story(result: Result, job_id: int) -> JobStory:
     busy = np.zeros(lay.n_gpus, dtype=bool)
     ptr, ids = np.asarray(result.seg_gpu_ptr), np.asarray(result.seg_gpu_ids)
     for s in live.tolist():
-        busy[ids[ptr[s]:ptr[s + 1]]] = True
+        busy[ids[ptr[s] : ptr[s + 1]]] = True
     down = (result.outage_start_s <= t) & ~(result.outage_end_s <= t)  # a NaN end: never repaired
     busy |= np.isin(lay.gpu_node, result.outage_node[down])  # a node down is not free either
     k = int(np.searchsorted(result.series_t, t, side="right")) - 1
@@ -129,12 +145,25 @@ def job_story(result: Result, job_id: int) -> JobStory:
     overtaken = int(np.sum(later & (np.asarray(result.first_start_s) < start))) if ran else 0
     gpus = result.gpu_ids[j]
     return JobStory(
-        job_id=j, name=job.name or str(j), user=job.user, gpus=job.gpus, submit_s=t, never_ran=result.unschedulable_reasons.get(j, ""),
-        start_s=start, wait_s=max(0.0, float(result.end_s[j] - t - result.run_s[j])) if ran else math.nan,
-        end_s=float(result.end_s[j]), gpu_type=lay.type_names[lay.gpu_type[gpus[0]]] if gpus else "",
-        nodes=tuple(sorted({int(lay.gpu_node[g]) for g in gpus})), free_fit_gpus_at_submit=int(np.sum(fit & ~busy)),
-        fit_gpus=int(fit.sum()), queue_at_submit=queue, overtaken_by=overtaken,
-        preemptions=int(result.preemptions[j]), declined=result.declined_reasons.get(j, ""),
-        interruptions=int(result.interruptions[j]), crashes=int(result.job_failures[j]),
+        job_id=j,
+        name=job.name or str(j),
+        user=job.user,
+        gpus=job.gpus,
+        submit_s=t,
+        never_ran=result.unschedulable_reasons.get(j, ""),
+        start_s=start,
+        wait_s=max(0.0, float(result.end_s[j] - t - result.run_s[j])) if ran else math.nan,
+        end_s=float(result.end_s[j]),
+        gpu_type=lay.type_names[lay.gpu_type[gpus[0]]] if gpus else "",
+        nodes=tuple(sorted({int(lay.gpu_node[g]) for g in gpus})),
+        free_fit_gpus_at_submit=int(np.sum(fit & ~busy)),
+        fit_gpus=int(fit.sum()),
+        queue_at_submit=queue,
+        overtaken_by=overtaken,
+        preemptions=int(result.preemptions[j]),
+        declined=result.declined_reasons.get(j, ""),
+        interruptions=int(result.interruptions[j]),
+        crashes=int(result.job_failures[j]),
         failed=bool(result.status[j] == FAILED),
-        failure_lost_gpu_s=float(result.failure_lost_gpu_s[j] + result.crash_lost_gpu_s[j]))
+        failure_lost_gpu_s=float(result.failure_lost_gpu_s[j] + result.crash_lost_gpu_s[j]),
+    )

@@ -99,9 +99,12 @@ def _pct(p: int, of: str) -> str:
 METRICS: dict[str, Metric] = {
     "jobs": Metric("Jobs", "jobs", None, "number of jobs in the workload"),
     "completed": Metric("Completed", "jobs", "higher", "jobs that ran to completion"),
-    "unschedulable": Metric("Never ran (cannot fit the cluster)", "jobs", None,
-                            "jobs that can never run on this cluster (too many GPUs or too much memory, "
-                            "or no allowed GPU type)"),
+    "unschedulable": Metric(
+        "Never ran (cannot fit the cluster)",
+        "jobs",
+        None,
+        "jobs that can never run on this cluster (too many GPUs or too much memory, or no allowed GPU type)",
+    ),
     "mean_wait_s": Metric("Mean wait", "s", "lower", "mean of end - submit - run time over completed jobs"),
     "p50_wait_s": Metric("Median wait", "s", "lower", _pct(50, "wait")),
     "p95_wait_s": Metric("p95 wait", "s", "lower", _pct(95, "wait")),
@@ -112,22 +115,34 @@ METRICS: dict[str, Metric] = {
     "p95_jct_s": Metric("p95 JCT", "s", "lower", _pct(95, "JCT")),
     "p99_jct_s": Metric("p99 JCT", "s", "lower", _pct(99, "JCT")),
     "max_jct_s": Metric("Max JCT", "s", "lower", "longest per-job JCT"),
-    "mean_bounded_slowdown": Metric("Mean bounded slowdown", "ratio", "lower",
-                                    "mean of max(1, JCT / max(run time, 10 s)) over completed jobs"),
+    "mean_bounded_slowdown": Metric(
+        "Mean bounded slowdown", "ratio", "lower", "mean of max(1, JCT / max(run time, 10 s)) over completed jobs"
+    ),
     "makespan_s": Metric("Makespan", "s", "lower", "last end - first submit"),
-    "utilization": Metric("GPU utilisation", "ratio", "higher",
-                          "busy GPU-seconds (fractions count as fractions) / (GPUs x makespan)"),
-    "gini_user_wait": Metric("Gini of user mean wait", "ratio", "lower",
-                             "Gini coefficient of per-user mean wait (0 = all users wait alike)"),
-    "jain_user_wait": Metric("Jain of user mean wait", "ratio", "higher",
-                             "Jain's index of per-user mean wait (1 = all users wait alike)"),
-    "gini_gpu_busy": Metric("Gini of GPU busy time", "ratio", "lower",
-                            "Gini coefficient of per-GPU busy seconds over all GPUs (load imbalance)"),
-    "comm_overhead_gpu_h": Metric("Communication overhead", "GPU-h", "lower",
-                                  "extra GPU-hours spent because jobs spanned several nodes or racks"),
-    "fragmentation": Metric("Fragmentation", "ratio", "lower",
-                            "time-integral of free capacity stranded on partly used GPUs / "
-                            "time-integral of all free capacity"),
+    "utilization": Metric(
+        "GPU utilisation", "ratio", "higher", "busy GPU-seconds (fractions count as fractions) / (GPUs x makespan)"
+    ),
+    "gini_user_wait": Metric(
+        "Gini of user mean wait", "ratio", "lower", "Gini coefficient of per-user mean wait (0 = all users wait alike)"
+    ),
+    "jain_user_wait": Metric(
+        "Jain of user mean wait", "ratio", "higher", "Jain's index of per-user mean wait (1 = all users wait alike)"
+    ),
+    "gini_gpu_busy": Metric(
+        "Gini of GPU busy time",
+        "ratio",
+        "lower",
+        "Gini coefficient of per-GPU busy seconds over all GPUs (load imbalance)",
+    ),
+    "comm_overhead_gpu_h": Metric(
+        "Communication overhead", "GPU-h", "lower", "extra GPU-hours spent because jobs spanned several nodes or racks"
+    ),
+    "fragmentation": Metric(
+        "Fragmentation",
+        "ratio",
+        "lower",
+        "time-integral of free capacity stranded on partly used GPUs / time-integral of all free capacity",
+    ),
     "preemptions": Metric("Preemptions", "count", "lower", "total number of preemptions"),
     "lost_gpu_h": Metric("Lost work", "GPU-h", "lower", "GPU-hours of work rolled back by preemptions"),
 }
@@ -135,13 +150,17 @@ METRICS: dict[str, Metric] = {
 #: The keys a summary adds when it is given an energy model (:class:`~engine.analysis.energy.EnergySummary`'s
 #: fields, in display order), after those of :data:`METRICS`.
 ENERGY_METRICS: dict[str, Metric] = {
-    "energy_kwh": Metric("Energy", "kWh", "lower",
-                         "integral over the makespan of PUE x sum over GPUs of idle_w + (busy_w - idle_w) x share held"),
-    "idle_energy_kwh": Metric("Idle energy", "kWh", "lower",
-                              "PUE x idle_w x GPU-seconds no job held, summed over GPUs"),
+    "energy_kwh": Metric(
+        "Energy",
+        "kWh",
+        "lower",
+        "integral over the makespan of PUE x sum over GPUs of idle_w + (busy_w - idle_w) x share held",
+    ),
+    "idle_energy_kwh": Metric(
+        "Idle energy", "kWh", "lower", "PUE x idle_w x GPU-seconds no job held, summed over GPUs"
+    ),
     "cost_usd": Metric("Cost of GPUs held", "USD", "lower", "GPU-hours held by jobs x price per GPU-hour"),
-    "cluster_cost_usd": Metric("Cost of the cluster", "USD", "lower",
-                               "every GPU x price per GPU-hour x makespan"),
+    "cluster_cost_usd": Metric("Cost of the cluster", "USD", "lower", "every GPU x price per GPU-hour x makespan"),
     "co2_kg": Metric("Carbon", "kg", "lower", "integral of facility power x grid intensity over the makespan"),
     "cluster_price_per_h": Metric("Cluster price", "USD/h", "lower", "sum over GPUs of the price per GPU-hour"),
 }
@@ -149,19 +168,24 @@ ENERGY_METRICS: dict[str, Metric] = {
 #: The keys a summary adds when the run modelled failures (:class:`~engine.analysis.reliability.ReliabilitySummary`'s
 #: fields, in display order), after the others.
 RELIABILITY_METRICS: dict[str, Metric] = {
-    "node_failures": Metric("Node failures", "count", None, "node failures during the run (the same for every "
-                            "scheduler on the same seed)"),
-    "interruptions": Metric("Jobs stopped by failures", "count", "lower",
-                            "times a node failure stopped a job (a gang counts once)"),
+    "node_failures": Metric(
+        "Node failures", "count", None, "node failures during the run (the same for every scheduler on the same seed)"
+    ),
+    "interruptions": Metric(
+        "Jobs stopped by failures", "count", "lower", "times a node failure stopped a job (a gang counts once)"
+    ),
     "failed_jobs": Metric("Failed jobs", "jobs", "lower", "jobs whose run crashed with no retry left"),
-    "failure_lost_gpu_h": Metric("Work lost to failures", "GPU-h", "lower",
-                                 "GPU-hours of work rolled back to a checkpoint by node failures"),
-    "crash_lost_gpu_h": Metric("Work lost to crashes", "GPU-h", "lower",
-                               "GPU-hours of work rolled back by job crashes that were retried"),
+    "failure_lost_gpu_h": Metric(
+        "Work lost to failures", "GPU-h", "lower", "GPU-hours of work rolled back to a checkpoint by node failures"
+    ),
+    "crash_lost_gpu_h": Metric(
+        "Work lost to crashes", "GPU-h", "lower", "GPU-hours of work rolled back by job crashes that were retried"
+    ),
     "checkpoint_gpu_h": Metric("Checkpoint cost", "GPU-h", "lower", "GPU-hours of work spent writing checkpoints"),
     "restart_gpu_h": Metric("Restart cost", "GPU-h", "lower", "GPU-hours of restart overhead after every stop"),
-    "failed_job_gpu_h": Metric("GPU time of failed jobs", "GPU-h", "lower",
-                               "GPU-hours held by the jobs that ended failed"),
+    "failed_job_gpu_h": Metric(
+        "GPU time of failed jobs", "GPU-h", "lower", "GPU-hours held by the jobs that ended failed"
+    ),
     "ettr": Metric("ETTR", "ratio", "higher", "effective training time ratio: useful GPU time / GPU time held"),
     "availability": Metric("GPU availability", "ratio", None, "GPU-seconds on nodes that were up / (GPUs x makespan)"),
 }
@@ -170,16 +194,23 @@ RELIABILITY_METRICS: dict[str, Metric] = {
 #: fields, in display order), after the others.
 DEADLINE_METRICS: dict[str, Metric] = {
     "deadline_jobs": Metric("Jobs with a deadline", "jobs", None, "jobs of the workload that have a deadline"),
-    "deadline_ratio": Metric("Deadlines met", "ratio", "higher",
-                             "jobs completed by their deadline / jobs with a deadline (declined count as missed)"),
-    "deadline_missed": Metric("Deadlines missed", "jobs", "lower",
-                              "jobs with a deadline that did not complete by it, declined ones included"),
+    "deadline_ratio": Metric(
+        "Deadlines met",
+        "ratio",
+        "higher",
+        "jobs completed by their deadline / jobs with a deadline (declined count as missed)",
+    ),
+    "deadline_missed": Metric(
+        "Deadlines missed", "jobs", "lower", "jobs with a deadline that did not complete by it, declined ones included"
+    ),
     "declined": Metric("Declined", "jobs", "lower", "jobs the admission stage turned away at their arrival"),
-    "mean_tardiness_s": Metric("Mean tardiness", "s", "lower",
-                               "mean of max(0, end - deadline) over completed jobs with a deadline"),
+    "mean_tardiness_s": Metric(
+        "Mean tardiness", "s", "lower", "mean of max(0, end - deadline) over completed jobs with a deadline"
+    ),
     "p95_tardiness_s": Metric("p95 tardiness", "s", "lower", _pct(95, "tardiness")),
-    "best_effort_mean_jct_s": Metric("Best-effort mean JCT", "s", "lower",
-                                     "mean of end - submit over completed jobs without a deadline"),
+    "best_effort_mean_jct_s": Metric(
+        "Best-effort mean JCT", "s", "lower", "mean of end - submit over completed jobs without a deadline"
+    ),
 }
 
 #: Every key a summary may hold, with its metadata: :data:`METRICS`, :data:`ENERGY_METRICS`,
@@ -227,8 +258,9 @@ class Summary:
         keys of :data:`METRICS`, then those of :data:`ENERGY_METRICS` when there is an ``energy``, then those of
         :data:`RELIABILITY_METRICS` when there is a ``reliability``, then :data:`DEADLINE_METRICS` when there are
         ``deadlines``."""
-        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("energy", "reliability",
-                                                                                         "deadlines")}
+        values = {
+            f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("energy", "reliability", "deadlines")
+        }
         for part in (self.energy, self.reliability, self.deadlines):
             if part is not None:
                 values.update(part.to_dict())
@@ -386,8 +418,11 @@ def summarize(result: Result, energy: EnergyModel | None = None) -> Summary:
         preemptions=int(result.preemptions.sum()),
         lost_gpu_h=float(result.lost_gpu_s.sum()) / 3600.0,
         energy=None if energy is None else summarize_energy(result, energy, first_submit, first_submit + makespan),
-        reliability=(summarize_reliability(result, per.gpu_s, first_submit, first_submit + makespan)
-                     if failures_modelled(result) else None),
+        reliability=(
+            summarize_reliability(result, per.gpu_s, first_submit, first_submit + makespan)
+            if failures_modelled(result)
+            else None
+        ),
         deadlines=summarize_deadlines(result) if has_deadlines(result) else None,
     )
 
@@ -409,33 +444,36 @@ def job_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame
     per = _per_job(result)
     lay = result.cluster.layout
     jobs = result.jobs
-    frame = pd.DataFrame({
-        "job_id": np.arange(result.n_jobs, dtype=np.int64),
-        "name": [j.name for j in jobs],
-        "user": [j.user for j in jobs],
-        "job_type": [j.job_type for j in jobs],
-        "submit_s": per.submit_s,
-        "start_s": result.first_start_s,
-        "end_s": result.end_s,
-        "run_s": np.where(per.done, result.run_s, math.nan),
-        "wait_s": per.wait_s,
-        "jct_s": per.jct_s,
-        "slowdown": per.slowdown,
-        "bounded_slowdown": per.bounded_slowdown,
-        "gpus": np.array([j.gpus for j in jobs], dtype=np.int64),
-        "gpu_fraction": np.array([j.gpu_fraction for j in jobs], dtype=float),
-        "vram_gib": np.array([j.vram_gib for j in jobs], dtype=float),
-        "gpu_type": [lay.type_names[lay.gpu_type[g[0]]] if g else "" for g in result.gpu_ids],
-        "status": np.array(STATUS_NAMES)[result.status],
-        "preemptions": result.preemptions,
-        "gpu_s": per.gpu_s,
-        "comm_overhead_gpu_s": result.comm_overhead_gpu_s,
-        "lost_gpu_s": result.lost_gpu_s,
-        "estimate_s": np.array([j.estimate_s for j in jobs], dtype=float),
-        "duration_s": np.array([j.duration_s for j in jobs], dtype=float),
-        "reason": [result.unschedulable_reasons.get(i) or result.declined_reasons.get(i, "")
-                   for i in range(result.n_jobs)],
-    })
+    frame = pd.DataFrame(
+        {
+            "job_id": np.arange(result.n_jobs, dtype=np.int64),
+            "name": [j.name for j in jobs],
+            "user": [j.user for j in jobs],
+            "job_type": [j.job_type for j in jobs],
+            "submit_s": per.submit_s,
+            "start_s": result.first_start_s,
+            "end_s": result.end_s,
+            "run_s": np.where(per.done, result.run_s, math.nan),
+            "wait_s": per.wait_s,
+            "jct_s": per.jct_s,
+            "slowdown": per.slowdown,
+            "bounded_slowdown": per.bounded_slowdown,
+            "gpus": np.array([j.gpus for j in jobs], dtype=np.int64),
+            "gpu_fraction": np.array([j.gpu_fraction for j in jobs], dtype=float),
+            "vram_gib": np.array([j.vram_gib for j in jobs], dtype=float),
+            "gpu_type": [lay.type_names[lay.gpu_type[g[0]]] if g else "" for g in result.gpu_ids],
+            "status": np.array(STATUS_NAMES)[result.status],
+            "preemptions": result.preemptions,
+            "gpu_s": per.gpu_s,
+            "comm_overhead_gpu_s": result.comm_overhead_gpu_s,
+            "lost_gpu_s": result.lost_gpu_s,
+            "estimate_s": np.array([j.estimate_s for j in jobs], dtype=float),
+            "duration_s": np.array([j.duration_s for j in jobs], dtype=float),
+            "reason": [
+                result.unschedulable_reasons.get(i) or result.declined_reasons.get(i, "") for i in range(result.n_jobs)
+            ],
+        }
+    )
     if energy is not None:
         for column, values in job_energy(result, energy).items():
             frame[column] = values
@@ -462,17 +500,19 @@ def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFram
     jobs["never_ran"] = jobs["status"] == "unschedulable"
     jobs["failed"] = jobs["status"] == "failed"
     grouped = jobs.groupby("user", sort=True)
-    frame = pd.DataFrame({
-        "jobs": grouped.size(),
-        "completed": grouped["done"].sum().astype(np.int64),
-        "mean_wait_s": grouped["wait_s"].mean(),
-        "p95_wait_s": grouped["wait_s"].quantile(0.95),
-        "max_wait_s": grouped["wait_s"].max(),
-        "mean_jct_s": grouped["jct_s"].mean(),
-        "mean_bounded_slowdown": grouped["bounded_slowdown"].mean(),
-        "gpu_h": grouped["gpu_s"].sum() / 3600.0,
-        "preemptions": grouped["preemptions"].sum().astype(np.int64),
-    })
+    frame = pd.DataFrame(
+        {
+            "jobs": grouped.size(),
+            "completed": grouped["done"].sum().astype(np.int64),
+            "mean_wait_s": grouped["wait_s"].mean(),
+            "p95_wait_s": grouped["wait_s"].quantile(0.95),
+            "max_wait_s": grouped["wait_s"].max(),
+            "mean_jct_s": grouped["jct_s"].mean(),
+            "mean_bounded_slowdown": grouped["bounded_slowdown"].mean(),
+            "gpu_h": grouped["gpu_s"].sum() / 3600.0,
+            "preemptions": grouped["preemptions"].sum().astype(np.int64),
+        }
+    )
     frame.insert(2, "unschedulable", grouped["never_ran"].sum().astype(np.int64))
     if failures_modelled(result):
         frame.insert(3, "failed", grouped["failed"].sum().astype(np.int64))

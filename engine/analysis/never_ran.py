@@ -48,26 +48,38 @@ class NeverRan:
         """One plain sentence for people (empty when every job can run)."""
         if not self.count:
             return ""
-        return (f"{self.count:,} of {self.jobs:,} jobs ({100 * self.share:.1f} %) can never run on this cluster: "
-                f"the widest (job {self.widest_job}) {self.widest_reason}. Wait, JCT and utilisation count only "
-                "the jobs that ran.")
+        return (
+            f"{self.count:,} of {self.jobs:,} jobs ({100 * self.share:.1f} %) can never run on this cluster: "
+            f"the widest (job {self.widest_job}) {self.widest_reason}. Wait, JCT and utilisation count only "
+            "the jobs that ran."
+        )
 
     def to_dict(self) -> dict:
         """Plain JSON: counts, reasons and the sentence."""
-        return {"jobs": self.jobs, "never_ran": self.count, "share": round(self.share, 6),
-                "by_reason": [{"reason": r, "jobs": n} for r, n in self.by_reason],
-                "widest_job": self.widest_job, "widest_gpus": self.widest_gpus, "widest_reason": self.widest_reason,
-                "sentence": self.sentence()}
+        return {
+            "jobs": self.jobs,
+            "never_ran": self.count,
+            "share": round(self.share, 6),
+            "by_reason": [{"reason": r, "jobs": n} for r, n in self.by_reason],
+            "widest_job": self.widest_job,
+            "widest_gpus": self.widest_gpus,
+            "widest_reason": self.widest_reason,
+            "sentence": self.sentence(),
+        }
 
 
 def explain(jobs: Sequence[Job], reasons: Mapping[int, str]) -> NeverRan:
     """:class:`NeverRan` of ``jobs`` given ``job_id -> reason`` for those that never ran."""
     counts = Counter(reasons.values())
     widest = max(reasons, key=lambda j: (jobs[j].gpus, -j), default=-1)
-    return NeverRan(jobs=len(jobs), count=len(reasons),
-                    by_reason=tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
-                    widest_job=widest, widest_gpus=jobs[widest].gpus if widest >= 0 else 0,
-                    widest_reason=reasons.get(widest, ""))
+    return NeverRan(
+        jobs=len(jobs),
+        count=len(reasons),
+        by_reason=tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        widest_job=widest,
+        widest_gpus=jobs[widest].gpus if widest >= 0 else 0,
+        widest_reason=reasons.get(widest, ""),
+    )
 
 
 def before_run(cluster: Cluster, jobs: Sequence[Job]) -> NeverRan:

@@ -132,27 +132,42 @@ class _Search:
     @property
     def done(self) -> bool:
         hi = self.hi
-        return self.error is not None or (hi is not None and hi - self.lo == 1) or \
-            (hi is None and self.meets.get(self.max_nodes) is False)
+        return (
+            self.error is not None
+            or (hi is not None and hi - self.lo == 1)
+            or (hi is None and self.meets.get(self.max_nodes) is False)
+        )
 
     def next_counts(self, k: int) -> list[int]:
         """Up to ``k`` new counts to run next."""
         lo, hi = self.lo, self.hi
         if hi is None:
-            counts = [2 ** i for i in range(k)] if lo == 0 else [lo * 2 ** i for i in range(1, k + 1)]
+            counts = [2**i for i in range(k)] if lo == 0 else [lo * 2**i for i in range(1, k + 1)]
             counts = [min(c, self.max_nodes) for c in counts]
         else:
             counts = [lo + round((hi - lo) * j / (k + 1)) for j in range(1, k + 1)]
         return sorted({c for c in counts if lo < c and (hi is None or c < hi) and c not in self.meets})
 
 
-def plan(trace: str | Sequence[Job], node: str, schedulers: str | Sequence[str], target: str | Target, *,
-         cluster: str | Cluster | None = None, max_nodes: int = 1024, seed: int = 0,
-         trace_options: Mapping[str, Any] | None = None, probes_per_round: int | None = None,
-         backend: str = "ray", address: str | None = None, num_cpus: int | None = None,
-         on_progress: Callable[[int, int], None] | None = None,
-         factories: Mapping[str, Callable[[], Scheduler]] | None = None, plugins: Sequence[str] = (),
-         options: RunOptions | None = None):
+def plan(
+    trace: str | Sequence[Job],
+    node: str,
+    schedulers: str | Sequence[str],
+    target: str | Target,
+    *,
+    cluster: str | Cluster | None = None,
+    max_nodes: int = 1024,
+    seed: int = 0,
+    trace_options: Mapping[str, Any] | None = None,
+    probes_per_round: int | None = None,
+    backend: str = "ray",
+    address: str | None = None,
+    num_cpus: int | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    factories: Mapping[str, Callable[[], Scheduler]] | None = None,
+    plugins: Sequence[str] = (),
+    options: RunOptions | None = None,
+):
     """The fewest nodes of shape ``node`` for which each scheduler's run on ``trace`` meets ``target``.
 
     Args:
@@ -217,25 +232,45 @@ def plan(trace: str | Sequence[Job], node: str, schedulers: str | Sequence[str],
                     continue
                 ok = goal.met_by(outcome)
                 searches[s].meets[n] = ok
-                probes[(s, n)] = {"scheduler": s, "nodes": n, "gpus": grown_cluster(shape, n, base).n_gpus,
-                                  "value": _value(outcome, goal.metric), "meets": ok,
-                                  "unschedulable": outcome["unschedulable"]}
+                probes[(s, n)] = {
+                    "scheduler": s,
+                    "nodes": n,
+                    "gpus": grown_cluster(shape, n, base).n_gpus,
+                    "value": _value(outcome, goal.metric),
+                    "meets": ok,
+                    "unschedulable": outcome["unschedulable"],
+                }
     rows = []
     for s, search in searches.items():
         n = search.hi if search.error is None else None
         at = probes.get((s, n)) if n is not None else None
         below = probes.get((s, n - 1)) if n is not None else None
-        rows.append({"scheduler": s, "nodes": n, "gpus": at["gpus"] if at else None, "metric": goal.metric,
-                     "value_at_nodes": at["value"] if at else math.nan,
-                     "value_at_nodes_minus_1": below["value"] if below else math.nan, "error": search.error})
+        rows.append(
+            {
+                "scheduler": s,
+                "nodes": n,
+                "gpus": at["gpus"] if at else None,
+                "metric": goal.metric,
+                "value_at_nodes": at["value"] if at else math.nan,
+                "value_at_nodes_minus_1": below["value"] if below else math.nan,
+                "error": search.error,
+            }
+        )
     frame = pd.DataFrame(rows).astype({"nodes": "Int64", "gpus": "Int64"})
     met = [r for r in rows if r["gpus"] is not None]
     frame.attrs["probes"] = sorted(probes.values(), key=lambda p: (names.index(p["scheduler"]), p["nodes"]))
-    frame.attrs["meta"] = {"backend": backend, "address": runner.address, "cpus": runner.cpus,
-                           "target": str(goal), "node": f"{shape[0]}:{shape[1]}",
-                           "cluster": None if base is None else base.to_shorthand(), "rounds": rounds,
-                           "runs": len(probes), "wall_s": time.perf_counter() - t0,
-                           "fewest_gpus": min(met, key=lambda r: r["gpus"])["scheduler"] if met else None}
+    frame.attrs["meta"] = {
+        "backend": backend,
+        "address": runner.address,
+        "cpus": runner.cpus,
+        "target": str(goal),
+        "node": f"{shape[0]}:{shape[1]}",
+        "cluster": None if base is None else base.to_shorthand(),
+        "rounds": rounds,
+        "runs": len(probes),
+        "wall_s": time.perf_counter() - t0,
+        "fewest_gpus": min(met, key=lambda r: r["gpus"])["scheduler"] if met else None,
+    }
     return frame
 
 
@@ -321,12 +356,18 @@ class _MixSearch:
         def extend(prefix: Mix, spent: float) -> None:
             i = len(prefix)
             if i == len(self.node_price):
-                if (any(prefix) and prefix not in self.meets and not any(_dominates(f, prefix) for f in fails)
-                        and not any(_dominates(prefix, m) for m in meets)):
+                if (
+                    any(prefix)
+                    and prefix not in self.meets
+                    and not any(_dominates(f, prefix) for f in fails)
+                    and not any(_dominates(prefix, m) for m in meets)
+                ):
                     out.append(prefix)
                     if len(out) > MAX_MIXES:
-                        raise PlanError(f"more than {MAX_MIXES:,} node mixes cost less than the single-shape "
-                                        "answers: plan fewer or larger node shapes")
+                        raise PlanError(
+                            f"more than {MAX_MIXES:,} node mixes cost less than the single-shape "
+                            "answers: plan fewer or larger node shapes"
+                        )
                 return
             n = 0
             while n <= self.max_nodes and spent + n * self.node_price[i] < bound:
@@ -352,12 +393,25 @@ class _MixSearch:
         return self._order(maximal)[:k]
 
 
-def plan_mix(trace: str | Sequence[Job], nodes: Sequence[str], schedulers: str | Sequence[str],
-             target: str | Target, *, minimize: str = "cluster_price_per_h", max_nodes: int = 64, seed: int = 0,
-             options: RunOptions | None = None, trace_options: Mapping[str, Any] | None = None,
-             probes_per_round: int | None = None, backend: str = "ray", address: str | None = None,
-             num_cpus: int | None = None, on_progress: Callable[[int, int], None] | None = None,
-             factories: Mapping[str, Callable[[], Scheduler]] | None = None, plugins: Sequence[str] = ()):
+def plan_mix(
+    trace: str | Sequence[Job],
+    nodes: Sequence[str],
+    schedulers: str | Sequence[str],
+    target: str | Target,
+    *,
+    minimize: str = "cluster_price_per_h",
+    max_nodes: int = 64,
+    seed: int = 0,
+    options: RunOptions | None = None,
+    trace_options: Mapping[str, Any] | None = None,
+    probes_per_round: int | None = None,
+    backend: str = "ray",
+    address: str | None = None,
+    num_cpus: int | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    factories: Mapping[str, Callable[[], Scheduler]] | None = None,
+    plugins: Sequence[str] = (),
+):
     """The cheapest cluster built from node shapes ``nodes`` (any number of nodes of each, at most ``max_nodes``)
     on which each scheduler's run of ``trace`` meets ``target``, with the runner-up.
 
@@ -433,28 +487,50 @@ def plan_mix(trace: str | Sequence[Job], nodes: Sequence[str], schedulers: str |
                     continue
                 ok = goal.met_by(outcome)
                 searches[s].record(m, ok)
-                probes[(s, m)] = {"scheduler": s, "cluster": mix_cluster(shapes, m).to_shorthand(), "nodes": list(m),
-                                  "cluster_price_per_h": cluster_price_per_h(mix_cluster(shapes, m), price_list),
-                                  "value": _value(outcome, goal.metric), "meets": ok}
+                probes[(s, m)] = {
+                    "scheduler": s,
+                    "cluster": mix_cluster(shapes, m).to_shorthand(),
+                    "nodes": list(m),
+                    "cluster_price_per_h": cluster_price_per_h(mix_cluster(shapes, m), price_list),
+                    "value": _value(outcome, goal.metric),
+                    "meets": ok,
+                }
     rows = []
     for s, search in searches.items():
         best = search.answer if search.error is None else None
         second = search.runner_up if best is not None else None
         at = probes.get((s, best)) if best is not None else None
         up = probes.get((s, second)) if second is not None else None
-        rows.append({"scheduler": s, "cluster": at["cluster"] if at else None, "nodes": list(best) if best else None,
-                     "gpus": mix_cluster(shapes, best).n_gpus if best else None,
-                     "cluster_price_per_h": at["cluster_price_per_h"] if at else math.nan,
-                     "value": at["value"] if at else math.nan, "runner_up": up["cluster"] if up else None,
-                     "runner_up_price_per_h": up["cluster_price_per_h"] if up else math.nan,
-                     "runner_up_value": up["value"] if up else math.nan, "error": search.error})
+        rows.append(
+            {
+                "scheduler": s,
+                "cluster": at["cluster"] if at else None,
+                "nodes": list(best) if best else None,
+                "gpus": mix_cluster(shapes, best).n_gpus if best else None,
+                "cluster_price_per_h": at["cluster_price_per_h"] if at else math.nan,
+                "value": at["value"] if at else math.nan,
+                "runner_up": up["cluster"] if up else None,
+                "runner_up_price_per_h": up["cluster_price_per_h"] if up else math.nan,
+                "runner_up_value": up["value"] if up else math.nan,
+                "error": search.error,
+            }
+        )
     frame = pd.DataFrame(rows)
     met = [r for r in rows if r["cluster"] is not None]
-    frame.attrs["probes"] = sorted(probes.values(), key=lambda p: (names.index(p["scheduler"]),
-                                                                   p["cluster_price_per_h"], p["nodes"]))
-    frame.attrs["meta"] = {"backend": backend, "address": runner.address, "cpus": runner.cpus,
-                           "target": str(goal), "minimize": minimize, "shapes": [f"{g}:{t}" for g, t in shapes],
-                           "price_list": price_list, "rounds": rounds, "runs": len(probes),
-                           "wall_s": time.perf_counter() - t0,
-                           "cheapest": min(met, key=lambda r: r["cluster_price_per_h"])["scheduler"] if met else None}
+    frame.attrs["probes"] = sorted(
+        probes.values(), key=lambda p: (names.index(p["scheduler"]), p["cluster_price_per_h"], p["nodes"])
+    )
+    frame.attrs["meta"] = {
+        "backend": backend,
+        "address": runner.address,
+        "cpus": runner.cpus,
+        "target": str(goal),
+        "minimize": minimize,
+        "shapes": [f"{g}:{t}" for g, t in shapes],
+        "price_list": price_list,
+        "rounds": rounds,
+        "runs": len(probes),
+        "wall_s": time.perf_counter() - t0,
+        "cheapest": min(met, key=lambda r: r["cluster_price_per_h"])["scheduler"] if met else None,
+    }
     return frame

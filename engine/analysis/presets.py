@@ -147,8 +147,13 @@ def preset_from_dict(name: str, data: Mapping[str, Any], where: str = "preset") 
         raise PresetError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
     e = data["expect"]
     try:
-        expect = Expectation(metric=str(e["metric"]), winners=tuple(e["winners"]), loser=str(e["loser"]),
-                             factor=float(e.get("factor", 1.0)), exclude_users=tuple(e.get("exclude_users", ())))
+        expect = Expectation(
+            metric=str(e["metric"]),
+            winners=tuple(e["winners"]),
+            loser=str(e["loser"]),
+            factor=float(e.get("factor", 1.0)),
+            exclude_users=tuple(e.get("exclude_users", ())),
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise PresetError(f"{where}: 'expect' needs metric, winners (list) and loser ({exc})") from None
     if expect.metric not in ALL_METRICS or ALL_METRICS[expect.metric].better is None:

@@ -71,8 +71,7 @@ def ettr(result: Result, held_gpu_s: np.ndarray) -> float:
     demand = _demand(result)
     duration = np.array([j.duration_s for j in result.jobs], dtype=float)
     work = np.array(result.options.work_s(duration.tolist()), dtype=float)
-    wasted_gpu_s = (result.lost_gpu_s + result.failure_lost_gpu_s + result.crash_lost_gpu_s
-                    + result.restart_gpu_s)
+    wasted_gpu_s = result.lost_gpu_s + result.failure_lost_gpu_s + result.crash_lost_gpu_s + result.restart_gpu_s
     performed = work + wasted_gpu_s / demand
     useful_share = np.where(result.status == FAILED, 0.0, duration / performed)
     total = float(held_gpu_s.sum())
@@ -110,8 +109,17 @@ def summarize_reliability(result: Result, held_gpu_s: np.ndarray, start_s: float
 def job_reliability(result: Result) -> dict[str, np.ndarray]:
     """Per job: ``interruptions, job_failures`` (crashes of its runs), ``failure_lost_gpu_s, crash_lost_gpu_s,
     restart_gpu_s, checkpoint_gpu_s`` (the columns of the result)."""
-    return {name: getattr(result, name) for name in ("interruptions", "job_failures", "failure_lost_gpu_s",
-                                                     "crash_lost_gpu_s", "restart_gpu_s", "checkpoint_gpu_s")}
+    return {
+        name: getattr(result, name)
+        for name in (
+            "interruptions",
+            "job_failures",
+            "failure_lost_gpu_s",
+            "crash_lost_gpu_s",
+            "restart_gpu_s",
+            "checkpoint_gpu_s",
+        )
+    }
 
 
 def availability_series(result: Result) -> pd.DataFrame:
@@ -133,9 +141,13 @@ def interruptions_by_size(result: Result) -> pd.DataFrame:
     gpus = np.array([j.gpus for j in result.jobs], dtype=np.int64)
     ran = result.run_s > 0
     size = 2 ** np.ceil(np.log2(np.maximum(gpus, 1))).astype(np.int64)
-    frame = pd.DataFrame({"gpus": size[ran], "run_h": result.run_s[ran] / 3600.0,
-                          "interruptions": result.interruptions[ran]})
-    out = frame.groupby("gpus", sort=True).agg(jobs=("run_h", "size"), run_h=("run_h", "sum"),
-                                               interruptions=("interruptions", "sum")).reset_index()
+    frame = pd.DataFrame(
+        {"gpus": size[ran], "run_h": result.run_s[ran] / 3600.0, "interruptions": result.interruptions[ran]}
+    )
+    out = (
+        frame.groupby("gpus", sort=True)
+        .agg(jobs=("run_h", "size"), run_h=("run_h", "sum"), interruptions=("interruptions", "sum"))
+        .reset_index()
+    )
     out["mtti_h"] = [run_h / n if n else math.nan for run_h, n in zip(out["run_h"], out["interruptions"])]
     return out

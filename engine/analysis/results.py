@@ -68,7 +68,9 @@ def _offset(on_progress: Callable[[int, int], None], before: int, total: int) ->
     return lambda done, _n: on_progress(before + done, total)
 
 
-def metrics_json(results: Mapping[str, Result | Summary], energy: EnergyModel | None = None) -> dict[str, dict[str, Any]]:
+def metrics_json(
+    results: Mapping[str, Result | Summary], energy: EnergyModel | None = None
+) -> dict[str, dict[str, Any]]:
     """``{scheduler: {metric: value}}``: the metrics table, as ``simulate --scenario --json`` writes it (a
     :class:`Result` is summarized, with the energy metrics under ``energy``; a :class:`Summary` taken as it is)."""
     return {

@@ -84,23 +84,54 @@ TIME_UNITS = ("", *TRACE_TIME_UNITS)
 
 #: Integer fields of a workload: (lowest, highest).
 INT_BOUNDS: dict[str, tuple[int, int]] = {
-    "n_jobs": (1, MAX_JOBS), "seed": (0, MAX_SEED), "users": (1, MAX_USERS),
-    "first": (0, MAX_FIRST), "skip": (0, MAX_FIRST), "block": (0, MAX_JOBS),
+    "n_jobs": (1, MAX_JOBS),
+    "seed": (0, MAX_SEED),
+    "users": (1, MAX_USERS),
+    "first": (0, MAX_FIRST),
+    "skip": (0, MAX_FIRST),
+    "block": (0, MAX_JOBS),
 }
 #: Number fields of a workload: (lowest, highest, lowest allowed, highest allowed).
 NUMBER_BOUNDS: dict[str, tuple[float, float, bool, bool]] = {
-    "load": (0.0, MAX_LOAD, False, True), "load_scale": (0.0, MAX_LOAD_SCALE, False, True),
-    "user_skew": (0.0, 10.0, True, True), "estimate_error": (0.0, 10.0, True, True),
-    "overestimate": (0.0, 100.0, False, True), "burst_factor": (1.0, 100.0, True, True),
-    "burst_share": (0.0, 1.0, True, False), "diurnal_amplitude": (0.0, 1.0, True, True),
+    "load": (0.0, MAX_LOAD, False, True),
+    "load_scale": (0.0, MAX_LOAD_SCALE, False, True),
+    "user_skew": (0.0, 10.0, True, True),
+    "estimate_error": (0.0, 10.0, True, True),
+    "overestimate": (0.0, 100.0, False, True),
+    "burst_factor": (1.0, 100.0, True, True),
+    "burst_share": (0.0, 1.0, True, False),
+    "diurnal_amplitude": (0.0, 1.0, True, True),
     "allowed_share": (0.0, 1.0, True, True),
 }
 #: Keyword arguments of :func:`~engine.traces.generator.generate` a workload carries besides n_jobs, load, seed.
-GENERATOR_OPTIONS = ("mix", "types", "users", "user_skew", "arrival", "estimate_error", "overestimate",
-                     "burst_factor", "burst_share", "diurnal_amplitude", "allowed_share")
+GENERATOR_OPTIONS = (
+    "mix",
+    "types",
+    "users",
+    "user_skew",
+    "arrival",
+    "estimate_error",
+    "overestimate",
+    "burst_factor",
+    "burst_share",
+    "diurnal_amplitude",
+    "allowed_share",
+)
 #: Fields that only a trace workload uses.
-TRACE_FIELDS = ("trace_sha256", "trace_path", "trace_name", "trace_format", "time_unit", "column_map", "first",
-                "skip_bad", "window", "load_scale", "skip", "block")
+TRACE_FIELDS = (
+    "trace_sha256",
+    "trace_path",
+    "trace_name",
+    "trace_format",
+    "time_unit",
+    "column_map",
+    "first",
+    "skip_bad",
+    "window",
+    "load_scale",
+    "skip",
+    "block",
+)
 
 
 class ScenarioError(EngineError, ValueError):
@@ -169,7 +200,9 @@ class WorkloadSpec:
     def __post_init__(self) -> None:
         # Pairs are kept sorted so that equal mappings give equal (and equally hashed) specs.
         object.__setattr__(self, "mix", tuple(sorted((str(k), v) for k, v in dict(self.mix).items())))
-        object.__setattr__(self, "column_map", tuple(sorted((str(k), str(v)) for k, v in dict(self.column_map).items())))
+        object.__setattr__(
+            self, "column_map", tuple(sorted((str(k), str(v)) for k, v in dict(self.column_map).items()))
+        )
         for key in NUMBER_BOUNDS:  # 1 and 1.0 are the same load: one type, one JSON text
             if type(getattr(self, key)) is int:
                 object.__setattr__(self, key, float(getattr(self, key)))
@@ -178,14 +211,14 @@ class WorkloadSpec:
         _check_workload(self, "scenario.workload")
 
     @classmethod
-    def from_generator_args(cls, n_jobs: int, load: float = 0.8, seed: int = 0,
-                            **options: Any) -> WorkloadSpec:
+    def from_generator_args(cls, n_jobs: int, load: float = 0.8, seed: int = 0, **options: Any) -> WorkloadSpec:
         """The workload ``generate(cluster, n_jobs, load, seed, **options)`` draws: what is not in ``options``
         takes the generator's default (so ``users`` is 10 here, not the app's 6)."""
         unknown = set(options) - set(GENERATOR_OPTIONS)
         if unknown:
-            raise ScenarioError(f"generator arguments: unknown {quote(sorted(unknown))}; "
-                                f"valid: {', '.join(GENERATOR_OPTIONS)}")
+            raise ScenarioError(
+                f"generator arguments: unknown {quote(sorted(unknown))}; valid: {', '.join(GENERATOR_OPTIONS)}"
+            )
         args = {**_GENERATOR_DEFAULTS, **options}
         args["mix"] = tuple(dict(args["mix"] or {}).items())
         args["types"] = dict(args["types"] or {})
@@ -203,20 +236,34 @@ class WorkloadSpec:
         return replace(self, seed=seed)
 
     # ------------------------------------------------------------------ jobs
-    def build_jobs(self, cluster: Cluster, seed: int | None = None,
-                   trace_bytes: bytes | None = None) -> tuple[Job, ...]:
+    def build_jobs(
+        self, cluster: Cluster, seed: int | None = None, trace_bytes: bytes | None = None
+    ) -> tuple[Job, ...]:
         """The workload's jobs on ``cluster`` (the same description and seed give the same jobs, bit for bit).
 
         ``seed`` replaces the workload's own seed. An uploaded trace needs its bytes (``trace_bytes``, which
         must match ``trace_sha256``)."""
         seed = self.seed if seed is None else seed
         if self.source == "generate":
-            return tuple(generate(cluster, self.n_jobs, self.load, seed, mix=dict(self.mix) or None,
-                                  types=dict(self.types) or None, users=self.users, user_skew=self.user_skew,
-                                  arrival=self.arrival, estimate_error=self.estimate_error,
-                                  overestimate=self.overestimate, burst_factor=self.burst_factor,
-                                  burst_share=self.burst_share, diurnal_amplitude=self.diurnal_amplitude,
-                                  allowed_share=self.allowed_share))
+            return tuple(
+                generate(
+                    cluster,
+                    self.n_jobs,
+                    self.load,
+                    seed,
+                    mix=dict(self.mix) or None,
+                    types=dict(self.types) or None,
+                    users=self.users,
+                    user_skew=self.user_skew,
+                    arrival=self.arrival,
+                    estimate_error=self.estimate_error,
+                    overestimate=self.overestimate,
+                    burst_factor=self.burst_factor,
+                    burst_share=self.burst_share,
+                    diurnal_amplitude=self.diurnal_amplitude,
+                    allowed_share=self.allowed_share,
+                )
+            )
         if self.source == "preset":
             preset = preset_scenario(self.preset)  # generated for the preset's cluster, as the preset shows it
             return preset.workload.build_jobs(preset.build_cluster(), seed)
@@ -230,8 +277,9 @@ class WorkloadSpec:
         if self.trace_path:
             return _load_trace_file(str(resolve_path(self.trace_path)), json.dumps(self.loader_options()))
         if trace_bytes is None:
-            raise ScenarioError(f"the trace {self.trace_name or self.trace_sha256[:12]} is not available: "
-                                "upload it again")
+            raise ScenarioError(
+                f"the trace {self.trace_name or self.trace_sha256[:12]} is not available: upload it again"
+            )
         if content_hash(trace_bytes) != self.trace_sha256:
             raise ScenarioError("the trace file's bytes do not match the scenario's trace_sha256")
         return load_trace_bytes(trace_bytes, self)
@@ -239,35 +287,47 @@ class WorkloadSpec:
     def cut_trace(self, jobs: Sequence[Job], n_gpus: int, seed: int | None = None) -> tuple[Job, ...]:
         """A loaded trace's jobs as this workload uses them: after ``skip``, seed's ``block`` scaled to ``load``
         on ``n_gpus`` GPUs, or the whole trace divided by ``load_scale``."""
-        jobs = jobs[self.skip:]
+        jobs = jobs[self.skip :]
         if self.block:
             return trace_block(jobs, self.seed if seed is None else seed, self.block, self.load, n_gpus)
         return scale_submits(jobs, self.load_scale)
 
     def loader_options(self) -> dict[str, Any]:
         """``load_trace`` keyword arguments (:func:`engine.traces.options.load_options` and the window)."""
-        options = load_options(format=self.trace_format, skip_bad=self.skip_bad, time_unit=self.time_unit,
-                               column_map=self.column_map, first=self.first)
+        options = load_options(
+            format=self.trace_format,
+            skip_bad=self.skip_bad,
+            time_unit=self.time_unit,
+            column_map=self.column_map,
+            first=self.first,
+        )
         return options if self.window is None else {**options, "window": self.window}
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d.update(mix=dict(self.mix), column_map=dict(self.column_map), types=dict(self.types),
-                 window=None if self.window is None else list(self.window))
+        d.update(
+            mix=dict(self.mix),
+            column_map=dict(self.column_map),
+            types=dict(self.types),
+            window=None if self.window is None else list(self.window),
+        )
         return d
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, trusted: bool = False,
-                  where: str = "scenario.workload") -> WorkloadSpec:
+    def from_dict(
+        cls, data: Mapping[str, Any], *, trusted: bool = False, where: str = "scenario.workload"
+    ) -> WorkloadSpec:
         """A workload from its JSON object (missing keys take their defaults). Untrusted data may not name a
         trace file (``trace_path``); one-line errors name the key."""
         if not isinstance(data, Mapping):
             raise ScenarioError(f"{where} must be an object")
         reject_unknown_keys(data, {f.name for f in fields(cls)}, where, ScenarioError)
         if data.get("trace_path") and not trusted:
-            raise ScenarioError(f"{where}.trace_path: a scenario from a link or a file names a trace by its "
-                                "trace_sha256 only (upload the file)")
+            raise ScenarioError(
+                f"{where}.trace_path: a scenario from a link or a file names a trace by its "
+                "trace_sha256 only (upload the file)"
+            )
         wl = dict(data)
         for key in ("mix", "column_map", "types"):
             if key in wl:
@@ -295,11 +355,17 @@ def _check_workload(w: WorkloadSpec, where: str) -> None:
         _check_int(getattr(w, key), f"{where}.{key}", least, most)
     for key, (low, high, low_in, high_in) in NUMBER_BOUNDS.items():
         value = getattr(w, key)
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and (
-            (low <= value if low_in else low < value) and (value <= high if high_in else value < high))
+        ok = (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and ((low <= value if low_in else low < value) and (value <= high if high_in else value < high))
+        )
         if not ok:
-            raise ScenarioError(f"{where}.{key} must be a number in {'[' if low_in else '('}{low:g}, {high:g}"
-                                f"{']' if high_in else ')'}, got {quote(value)}")
+            raise ScenarioError(
+                f"{where}.{key} must be a number in {'[' if low_in else '('}{low:g}, {high:g}"
+                f"{']' if high_in else ')'}, got {quote(value)}"
+            )
     if w.arrival not in ARRIVALS:
         raise ScenarioError(f"{where}.arrival {quote(w.arrival)}: expected one of {', '.join(ARRIVALS)}")
     if not isinstance(w.skip_bad, bool):
@@ -314,16 +380,20 @@ def _check_workload(w: WorkloadSpec, where: str) -> None:
         if name not in known_types:
             raise ScenarioError(f"{where}.mix: unknown job type {quote(name)}; known: {', '.join(known_types)}")
         if not (isinstance(weight, (int, float)) and not isinstance(weight, bool) and 0 <= weight <= MAX_MIX_WEIGHT):
-            raise ScenarioError(f"{where}.mix[{name!r}] must be a number from 0 to {MAX_MIX_WEIGHT:g}, "
-                                f"got {quote(weight)}")
+            raise ScenarioError(
+                f"{where}.mix[{name!r}] must be a number from 0 to {MAX_MIX_WEIGHT:g}, got {quote(weight)}"
+            )
     if w.mix and not sum(v for _, v in w.mix) > 0:
         raise ScenarioError(f"{where}.mix needs at least one weight above 0")
     if w.trace_format and w.trace_format not in TRACE_FORMATS:
-        raise ScenarioError(f"{where}.trace_format {quote(w.trace_format)}: expected one of "
-                            f"{', '.join(TRACE_FORMATS)} (or empty to auto-detect)")
+        raise ScenarioError(
+            f"{where}.trace_format {quote(w.trace_format)}: expected one of "
+            f"{', '.join(TRACE_FORMATS)} (or empty to auto-detect)"
+        )
     if w.time_unit not in TIME_UNITS:
-        raise ScenarioError(f"{where}.time_unit {quote(w.time_unit)}: expected "
-                            f"{', '.join(repr(u) for u in TIME_UNITS if u)} or empty")
+        raise ScenarioError(
+            f"{where}.time_unit {quote(w.time_unit)}: expected {', '.join(repr(u) for u in TIME_UNITS if u)} or empty"
+        )
     for key, column in w.column_map:
         if key not in MAPPED_KEYS and key not in MAPPED_ALIASES:
             raise ScenarioError(f"{where}.column_map: {quote(key)} is not a job field; valid: {', '.join(MAPPED_KEYS)}")
@@ -333,10 +403,14 @@ def _check_workload(w: WorkloadSpec, where: str) -> None:
         raise ScenarioError(f"{where}.trace_name must be a file name, not a path")
     _check_text(w.trace_path, f"{where}.trace_path", MAX_PATH_CHARS)
     if w.window is not None and not (
-            isinstance(w.window, tuple) and len(w.window) == 2
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= MAX_TIME_S for v in w.window)
-            and w.window[0] <= w.window[1]):
-        raise ScenarioError(f"{where}.window must be [START_S, END_S] with 0 <= START_S <= END_S, got {quote(w.window)}")
+        isinstance(w.window, tuple)
+        and len(w.window) == 2
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= MAX_TIME_S for v in w.window)
+        and w.window[0] <= w.window[1]
+    ):
+        raise ScenarioError(
+            f"{where}.window must be [START_S, END_S] with 0 <= START_S <= END_S, got {quote(w.window)}"
+        )
     if w.block and w.load_scale != 1.0:
         raise ScenarioError(f"{where}: a trace cut in blocks is scaled to its load; load_scale must stay 1")
     if w.source == "preset" and w.preset not in preset_names():
@@ -373,8 +447,9 @@ class Scenario:
         if not isinstance(self.cluster, str) or not self.cluster.strip():
             raise ScenarioError("scenario.cluster must be a non-empty cluster spec")
         if len(self.cluster) > MAX_CLUSTER_CHARS:
-            raise ScenarioError(f"scenario.cluster has {len(self.cluster):,} characters; "
-                                f"the limit is {MAX_CLUSTER_CHARS:,}")
+            raise ScenarioError(
+                f"scenario.cluster has {len(self.cluster):,} characters; the limit is {MAX_CLUSTER_CHARS:,}"
+            )
         if not isinstance(self.workload, WorkloadSpec):
             raise ScenarioError("scenario.workload must be a WorkloadSpec")
         if not isinstance(self.options, RunOptions):
@@ -382,12 +457,15 @@ class Scenario:
         _check_int(self.seed, "scenario.seed", 0, MAX_SEED)
         _check_text(self.name, "scenario.name")
         if len(self.schedulers) > MAX_SCHEDULERS:
-            raise ScenarioError(f"scenario.schedulers lists {len(self.schedulers)} names; "
-                                f"the limit is {MAX_SCHEDULERS}")
+            raise ScenarioError(
+                f"scenario.schedulers lists {len(self.schedulers)} names; the limit is {MAX_SCHEDULERS}"
+            )
         for name in self.schedulers:
             if not (isinstance(name, str) and len(name) <= MAX_NAME_CHARS and SCHEDULER_NAME.fullmatch(name)):
-                raise ScenarioError(f"scenario.schedulers: {quote(name)} is not a scheduler name (letters, digits, "
-                                    "'_.+-', and at most one ':' before a plug-in's name)")
+                raise ScenarioError(
+                    f"scenario.schedulers: {quote(name)} is not a scheduler name (letters, digits, "
+                    "'_.+-', and at most one ':' before a plug-in's name)"
+                )
         if len(set(self.schedulers)) != len(self.schedulers):
             raise ScenarioError(f"scenario.schedulers lists a name twice: {quote(list(self.schedulers))}")
 
@@ -398,8 +476,10 @@ class Scenario:
         (the command line, the repository's records): then also a file or source (``.json``, ``openb:PATH``)."""
         cluster = parse_cluster(self.cluster) if trusted else parse_cluster_text(self.cluster)
         if cluster.n_nodes > MAX_NODES or cluster.n_gpus > MAX_GPUS:
-            raise ScenarioError(f"the cluster has {cluster.n_nodes:,} nodes and {cluster.n_gpus:,} GPUs; "
-                                f"the playground's limit is {MAX_NODES:,} nodes and {MAX_GPUS:,} GPUs")
+            raise ScenarioError(
+                f"the cluster has {cluster.n_nodes:,} nodes and {cluster.n_gpus:,} GPUs; "
+                f"the playground's limit is {MAX_NODES:,} nodes and {MAX_GPUS:,} GPUs"
+            )
         return cluster
 
     def build_jobs(self, cluster: Cluster, trace_bytes: bytes | None = None) -> tuple[Job, ...]:
@@ -415,8 +495,14 @@ class Scenario:
         evaluations, sweeps and presets' lesson checks number their runs)."""
         return replace(self, seed=seed, workload=self.workload.with_seed(seed))
 
-    def run(self, cluster: Cluster | None = None, jobs: Sequence[Job] | None = None, *,
-            trace_bytes: bytes | None = None, on_progress=None) -> dict[str, Any]:
+    def run(
+        self,
+        cluster: Cluster | None = None,
+        jobs: Sequence[Job] | None = None,
+        *,
+        trace_bytes: bytes | None = None,
+        on_progress=None,
+    ) -> dict[str, Any]:
         """Simulate every scheduler on the scenario's jobs with its seed and run options: ``{name: Result}``
         (``cluster`` and ``jobs``, when given, are the ones already built from this scenario)."""
         from engine.schedulers import make_scheduler
@@ -424,8 +510,10 @@ class Scenario:
 
         cluster = self.build_cluster() if cluster is None else cluster
         jobs = self.build_jobs(cluster, trace_bytes) if jobs is None else jobs
-        return {name: simulate(cluster, jobs, make_scheduler(name), seed=self.seed, options=self.options)
-                for name in self.schedulers}
+        return {
+            name: simulate(cluster, jobs, make_scheduler(name), seed=self.seed, options=self.options)
+            for name in self.schedulers
+        }
 
     # ------------------------------------------------------------------ identity
     def workload_key(self) -> str:
@@ -441,8 +529,14 @@ class Scenario:
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
-        return {"cluster": self.cluster, "workload": self.workload.to_dict(), "schedulers": list(self.schedulers),
-                "seed": self.seed, "name": self.name, "options": self.options.to_dict()}
+        return {
+            "cluster": self.cluster,
+            "workload": self.workload.to_dict(),
+            "schedulers": list(self.schedulers),
+            "seed": self.seed,
+            "name": self.name,
+            "options": self.options.to_dict(),
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
@@ -513,8 +607,9 @@ class Scenario:
         for key, value in params.items():
             limit = MAX_CLUSTER_CHARS if key in _LONG_PARAMS else MAX_NAME_CHARS * 8
             if len(_one(value)) > limit:
-                raise ScenarioError(f"link parameter {quote(key)} has {len(_one(value)):,} characters; "
-                                    f"the limit is {limit:,}")
+                raise ScenarioError(
+                    f"link parameter {quote(key)} has {len(_one(value)):,} characters; the limit is {limit:,}"
+                )
         data: dict[str, Any] = {"cluster": _one(params["cluster"])}
         if "sched" in params:
             data["schedulers"] = [s for s in _one(params["sched"]).split(",") if s]
@@ -575,16 +670,19 @@ def preset_scenario_from_dict(name: str, data: Mapping[str, Any], where: str = "
         raise ScenarioError(f"{where}: 'workload' must be an object")
     if "source" not in workload:
         if len({"generate", "trace"} & set(workload)) != 1 or (set(workload) - {"generate", "trace", "format"}):
-            raise ScenarioError(f"{where}: 'workload' needs exactly one of 'generate' (generator arguments) or "
-                                "'trace' (and its 'format'), or a scenario workload with its 'source'")
+            raise ScenarioError(
+                f"{where}: 'workload' needs exactly one of 'generate' (generator arguments) or "
+                "'trace' (and its 'format'), or a scenario workload with its 'source'"
+            )
         if "generate" in workload:
             args = dict(workload["generate"])
             if "n_jobs" not in args:
                 raise ScenarioError(f"{where}: workload.generate needs 'n_jobs'")
             spec = WorkloadSpec.from_generator_args(seed=seed, **args)
         else:
-            spec = WorkloadSpec(source="trace", trace_path=str(workload["trace"]),
-                                trace_format=workload.get("format") or "", seed=seed)
+            spec = WorkloadSpec(
+                source="trace", trace_path=str(workload["trace"]), trace_format=workload.get("format") or "", seed=seed
+            )
     else:
         spec = WorkloadSpec.from_dict(workload, trusted=True, where=f"{where}.workload")
     schedulers = data.get("schedulers")
@@ -594,8 +692,7 @@ def preset_scenario_from_dict(name: str, data: Mapping[str, Any], where: str = "
         options = RunOptions.from_dict(data.get("options", {}), f"{where}: options")
     except EngineError as exc:  # OptionsError: one line naming the key
         raise ScenarioError(str(exc)) from None
-    return Scenario(cluster=cluster, workload=spec, schedulers=tuple(schedulers), seed=seed, name=name,
-                    options=options)
+    return Scenario(cluster=cluster, workload=spec, schedulers=tuple(schedulers), seed=seed, name=name, options=options)
 
 
 @cache
@@ -660,8 +757,12 @@ def load_trace_bytes(data: bytes, workload: WorkloadSpec):
         try:
             return load_trace(path, **options)
         except TraceError as exc:
-            raise TraceError(exc.reason.replace(str(path), workload.trace_name or "the trace"),
-                             path=workload.trace_name or "the trace", line=exc.line, column=exc.column) from None
+            raise TraceError(
+                exc.reason.replace(str(path), workload.trace_name or "the trace"),
+                path=workload.trace_name or "the trace",
+                line=exc.line,
+                column=exc.column,
+            ) from None
 
 
 def scale_submits(jobs: Sequence[Job], load_scale: float) -> tuple[Job, ...]:
@@ -684,7 +785,7 @@ def trace_block(jobs: Sequence[Job], k: int, n: int, load: float, n_gpus: int) -
     """
     if (k + 1) * n > len(jobs):
         raise EngineError(f"trace has {len(jobs)} jobs: not enough for seed {k} with {n} jobs per seed")
-    block = jobs[k * n:(k + 1) * n]
+    block = jobs[k * n : (k + 1) * n]
     since = np.array([j.submit_s for j in block]) - block[0].submit_s
     span = float(since[-1])
     if span <= 0:
@@ -702,6 +803,8 @@ def trace_block(jobs: Sequence[Job], k: int, n: int, load: float, n_gpus: int) -
 #: Link parameters that may be as long as a cluster: the cluster, job types, and a carbon series (a day of
 #: hourly values is about 200 characters, a year about 50,000).
 _LONG_PARAMS = ("cluster", "w.types", "o.energy.carbon_g_per_kwh")
+
+
 def _number_text(value: str, kind: type, where: str, strict: bool = False) -> Any:
     """A number written as text (a link's parameter): the number, or (unless ``strict``) the text itself when it
     is none (the bounds check then names the key and quotes it). Text over 40 characters is refused here."""
@@ -785,6 +888,8 @@ def worked_example() -> tuple[Cluster, tuple[Job, ...]]:
         (300, 2400, 1, 0.5, "bob", "inference"),
         (330, 300, 4, 1.0, "bob", "training"),
     ]
-    jobs = tuple(Job(i, float(s), float(d), gpus=g, gpu_fraction=f, user=u, job_type=t)
-                 for i, (s, d, g, f, u, t) in enumerate(specs))
+    jobs = tuple(
+        Job(i, float(s), float(d), gpus=g, gpu_fraction=f, user=u, job_type=t)
+        for i, (s, d, g, f, u, t) in enumerate(specs)
+    )
     return cluster, jobs

@@ -132,9 +132,19 @@ class SweepSpec:
             raise SweepError(f"the sweep has {self.cells:,} cells; at most {MAX_CELLS:,} are allowed")
 
     @classmethod
-    def grid(cls, clusters: Sequence[str], schedulers: Sequence[str], *, seeds: int = 1, jobs: int | None = None,
-             loads: Sequence[float] = (), generator: Mapping[str, Any] | None = None, trace: str | None = None,
-             trace_options: Mapping[str, Any] | None = None, options: RunOptions | None = None) -> SweepSpec:
+    def grid(
+        cls,
+        clusters: Sequence[str],
+        schedulers: Sequence[str],
+        *,
+        seeds: int = 1,
+        jobs: int | None = None,
+        loads: Sequence[float] = (),
+        generator: Mapping[str, Any] | None = None,
+        trace: str | None = None,
+        trace_options: Mapping[str, Any] | None = None,
+        options: RunOptions | None = None,
+    ) -> SweepSpec:
         """A spec from the grid's values: ``jobs`` generated jobs (extra generator arguments in ``generator``)
         or a ``trace`` file read with ``trace_options`` (:data:`TRACE_OPTIONS`; loads are then load scales,
         default 1). This is also how spec files of the older form read."""
@@ -142,8 +152,10 @@ class SweepSpec:
             raise SweepError("a sweep needs either jobs (generated workloads) or a trace, not both")
         for name, value, allowed in (("generator", generator, None), ("trace_options", trace_options, TRACE_OPTIONS)):
             if value is not None and (not isinstance(value, Mapping) or (allowed and set(value) - set(allowed))):
-                raise SweepError(f"sweep {name}: expected an object" + (
-                    f" with keys among {', '.join(allowed)}" if allowed else " of generator arguments"))
+                raise SweepError(
+                    f"sweep {name}: expected an object"
+                    + (f" with keys among {', '.join(allowed)}" if allowed else " of generator arguments")
+                )
         if isinstance(schedulers, str) or not all(isinstance(v, str) and v.strip() for v in schedulers):
             raise SweepError("sweep schedulers: expected a list of non-empty strings")
         schedulers = tuple(v.strip() for v in schedulers)
@@ -160,19 +172,30 @@ class SweepSpec:
                 window = o.get("window")
                 if window is not None and not (isinstance(window, (list, tuple)) and len(window) == 2):
                     raise SweepError("sweep trace_options.window: expected [START_S, END_S]")
-                workload = WorkloadSpec(source="trace", trace_path=str(trace), trace_format=o.get("format") or "",
-                                        skip_bad=bool(o.get("skip_bad", False)), time_unit=o.get("time_unit") or "",
-                                        column_map=tuple(dict(o.get("column_map") or {}).items()),
-                                        first=o.get("first") or 0, window=window)
-            base = Scenario(cluster=str(next(iter(clusters), "") or "-"), workload=workload, schedulers=schedulers,
-                            options=options or RunOptions())
+                workload = WorkloadSpec(
+                    source="trace",
+                    trace_path=str(trace),
+                    trace_format=o.get("format") or "",
+                    skip_bad=bool(o.get("skip_bad", False)),
+                    time_unit=o.get("time_unit") or "",
+                    column_map=tuple(dict(o.get("column_map") or {}).items()),
+                    first=o.get("first") or 0,
+                    window=window,
+                )
+            base = Scenario(
+                cluster=str(next(iter(clusters), "") or "-"),
+                workload=workload,
+                schedulers=schedulers,
+                options=options or RunOptions(),
+            )
         except (ScenarioError, TypeError) as exc:
             raise SweepError(f"sweep: {exc}") from None
         return cls(base=base, clusters=tuple(clusters), loads=tuple(loads) or (1.0,), seeds=seeds)
 
     @classmethod
-    def of_scenario(cls, sc: Scenario, clusters: Sequence[str] | None = None, loads: Sequence[float] | None = None,
-                    seeds: int = 1) -> SweepSpec:
+    def of_scenario(
+        cls, sc: Scenario, clusters: Sequence[str] | None = None, loads: Sequence[float] | None = None, seeds: int = 1
+    ) -> SweepSpec:
         """The grid over scenario ``sc``: its cluster and its load (a whole trace's load scale) unless other
         ``clusters`` and ``loads`` are given."""
         w = sc.workload
@@ -195,8 +218,12 @@ class SweepSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; :meth:`from_dict` reads it back to an equal spec (``python -m engine sweep --spec``)."""
-        return {"base": self.base.to_dict(), "clusters": list(self.clusters), "loads": list(self.loads),
-                "seeds": self.seeds}
+        return {
+            "base": self.base.to_dict(),
+            "clusters": list(self.clusters),
+            "loads": list(self.loads),
+            "seeds": self.seeds,
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False)
@@ -223,9 +250,16 @@ class SweepSpec:
             for key in ("clusters", "schedulers", "loads"):
                 if key in data and not isinstance(data[key], (list, tuple)):
                     raise SweepError(f"sweep {key}: expected a list")
-            return cls.grid(data["clusters"], data["schedulers"], seeds=data.get("seeds", 1), jobs=data.get("jobs"),
-                            loads=data.get("loads") or (), generator=data.get("generator"), trace=data.get("trace"),
-                            trace_options=data.get("trace_options"))
+            return cls.grid(
+                data["clusters"],
+                data["schedulers"],
+                seeds=data.get("seeds", 1),
+                jobs=data.get("jobs"),
+                loads=data.get("loads") or (),
+                generator=data.get("generator"),
+                trace=data.get("trace"),
+                trace_options=data.get("trace_options"),
+            )
         reject_unknown_keys(data, {"base", "clusters", "loads", "seeds"}, "sweep spec", SweepError)
         for key in ("clusters", "loads"):
             if key in data and not isinstance(data[key], (list, tuple)):
@@ -234,8 +268,12 @@ class SweepSpec:
             base = Scenario.from_dict(data["base"], trusted=trusted)
         except EngineError as exc:
             raise SweepError(f"sweep base: {exc}") from None
-        return cls(base=base, clusters=tuple(data.get("clusters") or (base.cluster,)),
-                   loads=tuple(data.get("loads") or (1.0,)), seeds=data.get("seeds", 1))
+        return cls(
+            base=base,
+            clusters=tuple(data.get("clusters") or (base.cluster,)),
+            loads=tuple(data.get("loads") or (1.0,)),
+            seeds=data.get("seeds", 1),
+        )
 
     @classmethod
     def from_json(cls, text: str | bytes, *, trusted: bool = False) -> SweepSpec:
@@ -284,9 +322,16 @@ def curve_stats(frame, metric: str):
     return pd.DataFrame(rows, columns=["cluster", "load", "scheduler", "mean", "ci95", "seeds"])
 
 
-def run_cell(cluster: Cluster, jobs: Sequence[Job], scheduler: str, seed: int,
-             factory: Callable[[], Scheduler] | None = None, plugins: Sequence[str] = (),
-             options: RunOptions | None = None, energy: bool = False) -> dict[str, Any]:
+def run_cell(
+    cluster: Cluster,
+    jobs: Sequence[Job],
+    scheduler: str,
+    seed: int,
+    factory: Callable[[], Scheduler] | None = None,
+    plugins: Sequence[str] = (),
+    options: RunOptions | None = None,
+    energy: bool = False,
+) -> dict[str, Any]:
     """One cell: ``scheduler`` (or what ``factory`` builds) on ``jobs`` with simulation seed ``seed`` and run
     ``options``; returns ``summarize(result).to_dict()``, with the energy metrics of ``options.energy`` when
     ``energy``. This is the Ray task (workers import this module by name); ``plugins`` are imported first
@@ -318,8 +363,15 @@ class Runner:
     ``keep_ray`` is false.
     """
 
-    def __init__(self, backend: str = "ray", address: str | None = None, *, num_cpus: int | None = None,
-                 keep_ray: bool = True, plugins: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        backend: str = "ray",
+        address: str | None = None,
+        *,
+        num_cpus: int | None = None,
+        keep_ray: bool = True,
+        plugins: Sequence[str] = (),
+    ) -> None:
         if backend not in BACKENDS:
             raise EngineError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")
         self.backend, self.keep_ray = backend, keep_ray
@@ -371,9 +423,17 @@ class Runner:
 
         return ray.put(tuple(jobs))
 
-    def submit(self, key: Any, cluster: Cluster, jobs_ref: Any, scheduler: str, seed: int,
-               factory: Callable[[], Scheduler] | None = None, options: RunOptions | None = None,
-               energy: bool = False) -> None:
+    def submit(
+        self,
+        key: Any,
+        cluster: Cluster,
+        jobs_ref: Any,
+        scheduler: str,
+        seed: int,
+        factory: Callable[[], Scheduler] | None = None,
+        options: RunOptions | None = None,
+        energy: bool = False,
+    ) -> None:
         """Start one cell (on Ray it is queued at once; serially it runs when :meth:`completed` reaches it)."""
         args = (cluster, jobs_ref, scheduler, seed, factory, self.plugins, options, energy)
         if self.backend == "serial":
@@ -421,8 +481,9 @@ class Runner:
         pending, self._pending = self._pending, {}
         ray.shutdown()
         self.started_ray = False
-        error = RayJoinError(f"the Ray cluster at {self.address} went away (its head no longer answers) before "
-                             "this cell finished")
+        error = RayJoinError(
+            f"the Ray cluster at {self.address} went away (its head no longer answers) before this cell finished"
+        )
         for key in pending.values():
             yield key, error
 
@@ -499,13 +560,21 @@ def check_schedulers(names: Iterable[str], factories: Mapping[str, Callable[[], 
 
 
 # ------------------------------------------------------------------------------------------ sweep
-def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backend: str = "ray",
-              address: str | None = None, num_cpus: int | None = None,
-              on_progress: Callable[[int, int], None] | None = None,
-              factories: Mapping[str, Callable[[], Scheduler]] | None = None, keep_ray: bool = True,
-              plugins: Sequence[str] = (), energy: bool = False,
-              kept: Mapping[tuple, Mapping[str, Any]] | None = None,
-              on_cell: Callable[[tuple, dict[str, Any]], None] | None = None):
+def run_sweep(
+    spec: SweepSpec,
+    *,
+    trace_jobs: Sequence[Job] | None = None,
+    backend: str = "ray",
+    address: str | None = None,
+    num_cpus: int | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    factories: Mapping[str, Callable[[], Scheduler]] | None = None,
+    keep_ray: bool = True,
+    plugins: Sequence[str] = (),
+    energy: bool = False,
+    kept: Mapping[tuple, Mapping[str, Any]] | None = None,
+    on_cell: Callable[[tuple, dict[str, Any]], None] | None = None,
+):
     """Simulate every cell of ``spec`` and return a pandas frame, one row per completed cell in grid order.
 
     Args:
@@ -555,8 +624,16 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
         for key, cluster, jobs_ref in _workloads(spec, clusters, base, runner):
             for scheduler in spec.schedulers:
                 if (*key, scheduler) not in rows:
-                    runner.submit((*key, scheduler), cluster, jobs_ref, scheduler, key[2], factories.get(scheduler),
-                                  spec.base.options, energy)
+                    runner.submit(
+                        (*key, scheduler),
+                        cluster,
+                        jobs_ref,
+                        scheduler,
+                        key[2],
+                        factories.get(scheduler),
+                        spec.base.options,
+                        energy,
+                    )
         for key, outcome in runner.completed():
             params = dict(zip(CELL_COLUMNS, key))
             if isinstance(outcome, BaseException):
@@ -568,21 +645,38 @@ def run_sweep(spec: SweepSpec, *, trace_jobs: Sequence[Job] | None = None, backe
             done += 1
             if on_progress is not None:
                 on_progress(done, total)
-    order = [(c, load, seed, s) for c in spec.clusters for load in spec.loads for seed in range(spec.seeds)
-             for s in spec.schedulers]
-    metrics = {**METRICS, **(ENERGY_METRICS if energy else {}),
-               **(RELIABILITY_METRICS if spec.base.options.failures.active else {})}
+    order = [
+        (c, load, seed, s)
+        for c in spec.clusters
+        for load in spec.loads
+        for seed in range(spec.seeds)
+        for s in spec.schedulers
+    ]
+    metrics = {
+        **METRICS,
+        **(ENERGY_METRICS if energy else {}),
+        **(RELIABILITY_METRICS if spec.base.options.failures.active else {}),
+    }
     frame = pd.DataFrame([rows[k] for k in order if k in rows], columns=[*CELL_COLUMNS, *metrics])
     frame = frame.astype({k: "int64" if m.unit in ("jobs", "count") else "float64" for k, m in metrics.items()})
     frame.attrs["failures"] = [failures[k].to_dict() for k in order if k in failures]
-    frame.attrs["meta"] = {"backend": backend, "address": runner.address, "cpus": runner.cpus, "cells": total,
-                           "completed": len(rows), "failed": len(failures),
-                           "wall_s": time.perf_counter() - t0, "ray_init_s": runner.init_s, "spec": spec.to_dict()}
+    frame.attrs["meta"] = {
+        "backend": backend,
+        "address": runner.address,
+        "cpus": runner.cpus,
+        "cells": total,
+        "completed": len(rows),
+        "failed": len(failures),
+        "wall_s": time.perf_counter() - t0,
+        "ray_init_s": runner.init_s,
+        "spec": spec.to_dict(),
+    }
     return frame
 
 
-def _workloads(spec: SweepSpec, clusters: Mapping[str, Cluster], base: tuple[Job, ...] | None,
-               runner: Runner) -> Iterator[tuple[tuple[str, float, int], Cluster, Any]]:
+def _workloads(
+    spec: SweepSpec, clusters: Mapping[str, Cluster], base: tuple[Job, ...] | None, runner: Runner
+) -> Iterator[tuple[tuple[str, float, int], Cluster, Any]]:
     """``((cluster, load, seed), cluster, workload reference)`` for every workload of the grid, each distinct
     workload put once: a generated one per (cluster, load, seed), a whole trace's per load scale (shared by every
     cluster and seed), a trace's seeded block per (GPUs, load, seed)."""
@@ -600,10 +694,18 @@ def _workloads(spec: SweepSpec, clusters: Mapping[str, Cluster], base: tuple[Job
                 yield (c, load, seed), cluster, refs[key]
 
 
-def sweep(clusters: str | Sequence[str], schedulers: str | Sequence[str], *, jobs: int | None = None,
-          loads: float | Sequence[float] = (), trace: str | Sequence[Job] | None = None, seeds: int = 1,
-          generator: Mapping[str, Any] | None = None, trace_options: Mapping[str, Any] | None = None,
-          **run_options: Any):
+def sweep(
+    clusters: str | Sequence[str],
+    schedulers: str | Sequence[str],
+    *,
+    jobs: int | None = None,
+    loads: float | Sequence[float] = (),
+    trace: str | Sequence[Job] | None = None,
+    seeds: int = 1,
+    generator: Mapping[str, Any] | None = None,
+    trace_options: Mapping[str, Any] | None = None,
+    **run_options: Any,
+):
     """``engine.sweep``: build a :class:`SweepSpec` from these arguments (:meth:`SweepSpec.grid`) and
     :func:`run_sweep` it.
 
@@ -611,15 +713,23 @@ def sweep(clusters: str | Sequence[str], schedulers: str | Sequence[str], *, job
     offered loads for generated workloads (``jobs=N``) and load scales for a trace. ``run_options`` are those
     of :func:`run_sweep` (``backend``, ``address``, ``on_progress``, ``factories``, ...). Returns its frame.
     """
+
     def as_tuple(value) -> tuple:
         return (value,) if isinstance(value, (str, int, float)) else tuple(value)
 
     trace_jobs = None
     if trace is not None and not isinstance(trace, (str, os.PathLike)):
         trace_jobs, trace = tuple(trace), "<jobs>"
-    spec = SweepSpec.grid(as_tuple(clusters), as_tuple(schedulers), seeds=seeds, jobs=jobs, loads=as_tuple(loads),
-                          generator=generator, trace=None if trace is None else str(trace),
-                          trace_options=trace_options)
+    spec = SweepSpec.grid(
+        as_tuple(clusters),
+        as_tuple(schedulers),
+        seeds=seeds,
+        jobs=jobs,
+        loads=as_tuple(loads),
+        generator=generator,
+        trace=None if trace is None else str(trace),
+        trace_options=trace_options,
+    )
     return run_sweep(spec, trace_jobs=trace_jobs, **run_options)
 
 

@@ -17,8 +17,9 @@ from engine.sim.job import Job
 TRAIN_SEED_MIN = 2**20
 
 
-def make_jobs(cluster: Cluster, n_jobs: int, load: float, seed: int,
-              workload: Mapping[str, Any] | None = None) -> tuple[Job, ...]:
+def make_jobs(
+    cluster: Cluster, n_jobs: int, load: float, seed: int, workload: Mapping[str, Any] | None = None
+) -> tuple[Job, ...]:
     """A seeded synthetic workload for ``cluster`` (same arguments -> the same jobs, bit for bit).
 
     ``workload`` holds extra keyword arguments of :func:`~engine.traces.generator.generate` (``mix``,

@@ -45,28 +45,59 @@ class Command:
 
 #: Subcommands, in the order ``--help`` lists them.
 COMMANDS: dict[str, Command] = {
-    "simulate": Command("run one scheduler on a trace, or every scheduler of a scenario file, and print the metrics",
-                        "engine.cli.run:add_simulate_arguments", "engine.cli.run:run_simulate"),
-    "compare": Command("run several schedulers on the same trace and compare their metrics",
-                       "engine.cli.run:add_compare_arguments", "engine.cli.run:run_compare"),
-    "list": Command("list schedulers, trace formats and GPU types",
-                    "engine.cli.run:add_list_arguments", "engine.cli.run:run_list"),
-    "generate": Command("generate a seeded synthetic workload (canonical CSV) at a target offered load",
-                        "engine.cli.traces:add_generate_arguments", "engine.cli.traces:run_generate"),
-    "trace": Command("trace info PATH: rows kept and dropped by reason, span, GPU-hours, users, offered load",
-                     "engine.cli.traces:add_trace_arguments", "engine.cli.traces:run_trace"),
-    "train": Command("train an RL scheduler (MaskablePPO) from a training config (a file or a shipped config's name)",
-                     "engine.cli.train:add_arguments", "engine.cli.train:run"),
-    "cards": Command("evaluate trained models against every hand-written policy and write their model cards",
-                     "engine.cli.cards:add_arguments", "engine.cli.cards:run"),
-    "evaluate": Command("run schedulers on seeded workloads: mean, 95 % CI and paired differences",
-                        "engine.cli.evaluate:add_arguments", "engine.cli.evaluate:run"),
-    "sweep": Command("run a grid of clusters x loads x seeds x schedulers on Ray: one CSV row per cell",
-                     "engine.cli.sweep:add_sweep_arguments", "engine.cli.sweep:run_sweep"),
-    "plan": Command("capacity plan on Ray: the fewest nodes of a shape for which a trace meets a target",
-                    "engine.cli.sweep:add_plan_arguments", "engine.cli.sweep:run_plan"),
-    "serve": Command("serve the HTTP API (runs, uploads, results; OpenAPI at /docs) on 127.0.0.1 by default",
-                     "engine.cli.serve:add_arguments", "engine.cli.serve:run"),
+    "simulate": Command(
+        "run one scheduler on a trace, or every scheduler of a scenario file, and print the metrics",
+        "engine.cli.run:add_simulate_arguments",
+        "engine.cli.run:run_simulate",
+    ),
+    "compare": Command(
+        "run several schedulers on the same trace and compare their metrics",
+        "engine.cli.run:add_compare_arguments",
+        "engine.cli.run:run_compare",
+    ),
+    "list": Command(
+        "list schedulers, trace formats and GPU types", "engine.cli.run:add_list_arguments", "engine.cli.run:run_list"
+    ),
+    "generate": Command(
+        "generate a seeded synthetic workload (canonical CSV) at a target offered load",
+        "engine.cli.traces:add_generate_arguments",
+        "engine.cli.traces:run_generate",
+    ),
+    "trace": Command(
+        "trace info PATH: rows kept and dropped by reason, span, GPU-hours, users, offered load",
+        "engine.cli.traces:add_trace_arguments",
+        "engine.cli.traces:run_trace",
+    ),
+    "train": Command(
+        "train an RL scheduler (MaskablePPO) from a training config (a file or a shipped config's name)",
+        "engine.cli.train:add_arguments",
+        "engine.cli.train:run",
+    ),
+    "cards": Command(
+        "evaluate trained models against every hand-written policy and write their model cards",
+        "engine.cli.cards:add_arguments",
+        "engine.cli.cards:run",
+    ),
+    "evaluate": Command(
+        "run schedulers on seeded workloads: mean, 95 % CI and paired differences",
+        "engine.cli.evaluate:add_arguments",
+        "engine.cli.evaluate:run",
+    ),
+    "sweep": Command(
+        "run a grid of clusters x loads x seeds x schedulers on Ray: one CSV row per cell",
+        "engine.cli.sweep:add_sweep_arguments",
+        "engine.cli.sweep:run_sweep",
+    ),
+    "plan": Command(
+        "capacity plan on Ray: the fewest nodes of a shape for which a trace meets a target",
+        "engine.cli.sweep:add_plan_arguments",
+        "engine.cli.sweep:run_plan",
+    ),
+    "serve": Command(
+        "serve the HTTP API (runs, uploads, results; OpenAPI at /docs) on 127.0.0.1 by default",
+        "engine.cli.serve:add_arguments",
+        "engine.cli.serve:run",
+    ),
 }
 
 

@@ -15,26 +15,40 @@ from engine.cli.common import int_in
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("names", nargs="+", help="model names in models/")
-    parser.add_argument("--seeds", type=int_in(1, 10_000), default=30, metavar="K",
-                        help="workload seeds on the training scenarios")
-    parser.add_argument("--general-seeds", type=int_in(1, 10_000), default=30, metavar="K",
-                        help="seeds on the larger cluster, the Philly window and the teaching presets")
-    parser.add_argument("--workers", type=int_in(1, 1_024), default=1, metavar="N",
-                        help="processes running (scenario, setting) tasks")
-    parser.add_argument("--cache", type=Path, metavar="DIR",
-                        help="folder keeping each finished (scenario, setting) task, to resume")
-    parser.add_argument("--cached-only", action="store_true",
-                        help="write the cards from the tasks in --cache only (the others: not run)")
-    parser.add_argument("--rerender", action="store_true",
-                        help="only recompute the summary and Markdown from the card")
-    parser.add_argument("--only", metavar="A,B",
-                        help="comma-separated scenarios to (re)run; the card's other tables are kept")
-    parser.add_argument("--train", metavar="A,B",
-                        help="comma-separated training scenarios, for a model without a plan in PLANS")
-    parser.add_argument("--larger", default="v100-128", metavar="SCENARIO",
-                        help="with --train: a cluster twice as large as in training")
-    parser.add_argument("--philly", default="philly-64", metavar="SCENARIO",
-                        help="with --train: a Philly-trace scenario")
+    parser.add_argument(
+        "--seeds", type=int_in(1, 10_000), default=30, metavar="K", help="workload seeds on the training scenarios"
+    )
+    parser.add_argument(
+        "--general-seeds",
+        type=int_in(1, 10_000),
+        default=30,
+        metavar="K",
+        help="seeds on the larger cluster, the Philly window and the teaching presets",
+    )
+    parser.add_argument(
+        "--workers", type=int_in(1, 1_024), default=1, metavar="N", help="processes running (scenario, setting) tasks"
+    )
+    parser.add_argument(
+        "--cache", type=Path, metavar="DIR", help="folder keeping each finished (scenario, setting) task, to resume"
+    )
+    parser.add_argument(
+        "--cached-only",
+        action="store_true",
+        help="write the cards from the tasks in --cache only (the others: not run)",
+    )
+    parser.add_argument("--rerender", action="store_true", help="only recompute the summary and Markdown from the card")
+    parser.add_argument(
+        "--only", metavar="A,B", help="comma-separated scenarios to (re)run; the card's other tables are kept"
+    )
+    parser.add_argument(
+        "--train", metavar="A,B", help="comma-separated training scenarios, for a model without a plan in PLANS"
+    )
+    parser.add_argument(
+        "--larger", default="v100-128", metavar="SCENARIO", help="with --train: a cluster twice as large as in training"
+    )
+    parser.add_argument(
+        "--philly", default="philly-64", metavar="SCENARIO", help="with --train: a Philly-trace scenario"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     only = None if args.only is None else frozenset(filter(None, (s.strip() for s in args.only.split(","))))
     if args.cache is not None:
         args.cache.mkdir(parents=True, exist_ok=True)
-    for name, card in write_cards(plans, args.seeds, args.general_seeds, args.workers, args.cache,
-                                  args.cached_only, only).items():
+    for name, card in write_cards(
+        plans, args.seeds, args.general_seeds, args.workers, args.cache, args.cached_only, only
+    ).items():
         print(name, card["verdict"])
     return 0

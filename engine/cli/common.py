@@ -116,8 +116,11 @@ def read_input_file(path: str | os.PathLike[str], what: str, limit: int = MAX_IN
 
 def add_cluster_argument(parser: argparse.ArgumentParser, **overrides: Any) -> None:
     """``--cluster SPEC``; ``overrides`` replace ``add_argument`` settings (e.g. ``action="append"``)."""
-    settings = {"required": True, "metavar": "SPEC",
-                "help": "cluster shorthand NODESxGPUS:TYPE[,...] (e.g. 4x8:A100-80,2x4:V100-32) or a .json file"}
+    settings = {
+        "required": True,
+        "metavar": "SPEC",
+        "help": "cluster shorthand NODESxGPUS:TYPE[,...] (e.g. 4x8:A100-80,2x4:V100-32) or a .json file",
+    }
     parser.add_argument("--cluster", **{**settings, **overrides})
 
 
@@ -131,7 +134,8 @@ def _window(text: str) -> tuple[float, float]:
         lo = hi = math.nan
     if not colon or math.isnan(lo) or math.isnan(hi) or lo > hi or lo < 0:
         raise argparse.ArgumentTypeError(
-            f"--window {quote(text, 40)}: expected START:END seconds with 0 <= START <= END")
+            f"--window {quote(text, 40)}: expected START:END seconds with 0 <= START <= END"
+        )
     return lo, hi
 
 
@@ -153,21 +157,39 @@ def add_trace_options(parser: argparse.ArgumentParser, *, load_scale: bool = Tru
     parser.add_argument("--format", choices=list(TRACE_FORMATS), help="trace format (default: detected)")
     parser.add_argument("--skip-bad", action="store_true", help="skip malformed rows (counted) instead of failing")
     parser.add_argument("--time-unit", choices=["s", "ms"], help="time unit of tiresias and mapped traces")
-    parser.add_argument("--map", type=_column_map, metavar="KEY=COL,...",
-                        help="column map (implies --format mapped), e.g. submit=creation_time,duration=run_s,gpus=n_gpu")
+    parser.add_argument(
+        "--map",
+        type=_column_map,
+        metavar="KEY=COL,...",
+        help="column map (implies --format mapped), e.g. submit=creation_time,duration=run_s,gpus=n_gpu",
+    )
     parser.add_argument("--first", type=int_in(0, 2**53), metavar="N", help="keep only the first N jobs")
-    parser.add_argument("--window", type=_window, metavar="START:END",
-                        help="keep jobs submitted START..END seconds after the first arrival")
+    parser.add_argument(
+        "--window",
+        type=_window,
+        metavar="START:END",
+        help="keep jobs submitted START..END seconds after the first arrival",
+    )
     if load_scale:
-        parser.add_argument("--load-scale", type=positive_float, metavar="X",
-                            help="divide submit times by X (X > 1 compresses arrivals: more load)")
+        parser.add_argument(
+            "--load-scale",
+            type=positive_float,
+            metavar="X",
+            help="divide submit times by X (X > 1 compresses arrivals: more load)",
+        )
 
 
 def trace_options(args: argparse.Namespace) -> dict:
     """``load_trace`` keyword arguments from the options of :func:`add_trace_options`."""
-    return {"format": args.format or ("mapped" if args.map else None), "skip_bad": args.skip_bad,
-            "time_unit": args.time_unit, "column_map": args.map, "first": args.first, "window": args.window,
-            "load_scale": args.load_scale}
+    return {
+        "format": args.format or ("mapped" if args.map else None),
+        "skip_bad": args.skip_bad,
+        "time_unit": args.time_unit,
+        "column_map": args.map,
+        "first": args.first,
+        "window": args.window,
+        "load_scale": args.load_scale,
+    }
 
 
 def add_trace_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
@@ -198,8 +220,13 @@ def cli_unit_hint(warning: str) -> str:
 def add_plugin_argument(parser: argparse.ArgumentParser) -> None:
     """``--plugin FILE_OR_MODULE`` (repeatable): imported by :func:`engine.cli.main` before the command runs,
     so the schedulers it registers can be named (see :mod:`engine.plugins`)."""
-    parser.add_argument("--plugin", action="append", default=[], metavar="FILE_OR_MODULE",
-                        help="import a .py file or module that registers schedulers (repeatable)")
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="FILE_OR_MODULE",
+        help="import a .py file or module that registers schedulers (repeatable)",
+    )
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -230,7 +257,8 @@ def _carbon(text: str) -> float | CarbonSeries:
         except (EngineError, OSError, ValueError) as exc:
             detail = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.strerror else exc
             raise argparse.ArgumentTypeError(
-                f"expected gCO2/kWh (a number >= 0) or a timestamp,carbon_intensity CSV: {detail}") from None
+                f"expected gCO2/kWh (a number >= 0) or a timestamp,carbon_intensity CSV: {detail}"
+            ) from None
     if not (math.isfinite(v) and v >= 0):
         raise argparse.ArgumentTypeError(f"expected gCO2/kWh as a number >= 0 or a CSV file, got {quote(text, 40)}")
     return v
@@ -254,11 +282,19 @@ def _given(args: argparse.Namespace, keys: Sequence[str]) -> dict[str, Any]:
 
 
 def _add_preemption_flags(group: Any) -> None:
-    group.add_argument("--checkpoint-interval", type=positive_float, metavar="S",
-                       help="preempted jobs keep work only up to their last checkpoint, taken every S seconds "
-                            "(default: no work is lost)")
-    group.add_argument("--restart-overhead", type=non_negative_float, metavar="S",
-                       help="seconds of extra work each restart after a preemption costs (default 0)")
+    group.add_argument(
+        "--checkpoint-interval",
+        type=positive_float,
+        metavar="S",
+        help="preempted jobs keep work only up to their last checkpoint, taken every S seconds "
+        "(default: no work is lost)",
+    )
+    group.add_argument(
+        "--restart-overhead",
+        type=non_negative_float,
+        metavar="S",
+        help="seconds of extra work each restart after a preemption costs (default 0)",
+    )
 
 
 def _apply_preemption_flags(args: argparse.Namespace, model):
@@ -270,14 +306,25 @@ def _add_energy_flags(group: Any) -> None:
     from engine.sim.cluster import CATALOG_PRICES, PRICE_LISTS
     from engine.sim.options import DEFAULT_CARBON_G_PER_KWH, DEFAULT_PUE
 
-    group.add_argument("--pue", type=_pue, metavar="X",
-                       help=f"power usage effectiveness of the facility, >= 1 (default {DEFAULT_PUE:g}); any "
-                            "energy flag adds energy, cost and carbon to the summaries")
-    group.add_argument("--carbon", type=_carbon, metavar="G_PER_KWH_OR_CSV",
-                       help="grid carbon intensity: gCO2/kWh, or an hourly timestamp,carbon_intensity CSV "
-                            f"(e.g. sample_traces/carbon/daily.csv; default {DEFAULT_CARBON_G_PER_KWH:g})")
-    group.add_argument("--price-list", choices=[CATALOG_PRICES, *PRICE_LISTS],
-                       help="prices per GPU-hour: each GPU type's own (catalog, the default) or a named list")
+    group.add_argument(
+        "--pue",
+        type=_pue,
+        metavar="X",
+        help=f"power usage effectiveness of the facility, >= 1 (default {DEFAULT_PUE:g}); any "
+        "energy flag adds energy, cost and carbon to the summaries",
+    )
+    group.add_argument(
+        "--carbon",
+        type=_carbon,
+        metavar="G_PER_KWH_OR_CSV",
+        help="grid carbon intensity: gCO2/kWh, or an hourly timestamp,carbon_intensity CSV "
+        f"(e.g. sample_traces/carbon/daily.csv; default {DEFAULT_CARBON_G_PER_KWH:g})",
+    )
+    group.add_argument(
+        "--price-list",
+        choices=[CATALOG_PRICES, *PRICE_LISTS],
+        help="prices per GPU-hour: each GPU type's own (catalog, the default) or a named list",
+    )
 
 
 def _apply_energy_flags(args: argparse.Namespace, model):
@@ -306,26 +353,47 @@ def _job_failures(text: str) -> str | float:
     except ValueError:
         v = math.nan
     if not 0 <= v <= 1:  # NaN fails too
-        raise argparse.ArgumentTypeError(f"expected one of {', '.join(JOB_FAILURE_PRESETS)} or a share from 0 to 1, "
-                                         f"got {quote(text, 40)}")
+        raise argparse.ArgumentTypeError(
+            f"expected one of {', '.join(JOB_FAILURE_PRESETS)} or a share from 0 to 1, got {quote(text, 40)}"
+        )
     return v
 
 
 def _add_failure_flags(group: Any) -> None:
     from engine.sim.options import FAILURE_PRESETS
 
-    group.add_argument("--failures", type=_failure_preset, metavar="PRESET",
-                       help=f"node failures of a preset ({', '.join(FAILURE_PRESETS)}; default none); the flags "
-                            "below change it; any failure flag adds reliability metrics (ettr, lost work, ...)")
-    group.add_argument("--node-mtbf-h", type=positive_float, metavar="H",
-                       help="each node fails every H hours on average (exponential); its jobs stop and restart "
-                            "from their last checkpoint (--checkpoint-interval)")
-    group.add_argument("--repair-h", type=non_negative_float, metavar="H",
-                       help="hours a failed node is down (default 2, or the preset's)")
-    group.add_argument("--checkpoint-cost", type=non_negative_float, metavar="S",
-                       help="seconds of work each checkpoint costs (needs --checkpoint-interval)")
-    group.add_argument("--job-failures", type=_job_failures, metavar="PRESET_OR_RATE",
-                       help="share of jobs that crash by themselves: philly, helios, acme or a number from 0 to 1")
+    group.add_argument(
+        "--failures",
+        type=_failure_preset,
+        metavar="PRESET",
+        help=f"node failures of a preset ({', '.join(FAILURE_PRESETS)}; default none); the flags "
+        "below change it; any failure flag adds reliability metrics (ettr, lost work, ...)",
+    )
+    group.add_argument(
+        "--node-mtbf-h",
+        type=positive_float,
+        metavar="H",
+        help="each node fails every H hours on average (exponential); its jobs stop and restart "
+        "from their last checkpoint (--checkpoint-interval)",
+    )
+    group.add_argument(
+        "--repair-h",
+        type=non_negative_float,
+        metavar="H",
+        help="hours a failed node is down (default 2, or the preset's)",
+    )
+    group.add_argument(
+        "--checkpoint-cost",
+        type=non_negative_float,
+        metavar="S",
+        help="seconds of work each checkpoint costs (needs --checkpoint-interval)",
+    )
+    group.add_argument(
+        "--job-failures",
+        type=_job_failures,
+        metavar="PRESET_OR_RATE",
+        help="share of jobs that crash by themselves: philly, helios, acme or a number from 0 to 1",
+    )
 
 
 def _apply_failure_flags(args: argparse.Namespace, model):
@@ -368,8 +436,10 @@ def run_options_from(args: argparse.Namespace, base: RunOptions) -> RunOptions:
     options' flags)."""
     fields = {name: flags.apply(args, getattr(base, name)) for name, flags in RUN_OPTION_FLAGS.items()}
     if fields["failures"].checkpoint_cost_s and fields["preemption"].checkpoint_interval_s is None:
-        raise EngineError("--checkpoint-cost needs --checkpoint-interval S (without an interval a job checkpoints "
-                          "only when stopped, at no cost)")
+        raise EngineError(
+            "--checkpoint-cost needs --checkpoint-interval S (without an interval a job checkpoints "
+            "only when stopped, at no cost)"
+        )
     return replace(base, **fields)
 
 
@@ -379,8 +449,9 @@ def wants_energy(args: argparse.Namespace, carried: bool = False) -> bool:
     return carried or any(getattr(args, k, None) is not None for k in ENERGY_FLAGS)
 
 
-def summary_energy(args: argparse.Namespace, options: RunOptions, cluster: Cluster,
-                   carried: bool = False) -> EnergyModel | None:
+def summary_energy(
+    args: argparse.Namespace, options: RunOptions, cluster: Cluster, carried: bool = False
+) -> EnergyModel | None:
     """The energy model summaries use (``options.energy``) when :func:`wants_energy`, else ``None``; checked
     against ``cluster`` before any run (``ClusterSpecError`` names a GPU type without power or price figures)."""
     if not wants_energy(args, carried):
@@ -396,8 +467,9 @@ def summary_energy(args: argparse.Namespace, options: RunOptions, cluster: Clust
 
 
 @contextmanager
-def progress(desc: str, total: int | None = None, *, quiet: bool = False,
-             unit: str = "job") -> Iterator[Callable[[int, int], None] | None]:
+def progress(
+    desc: str, total: int | None = None, *, quiet: bool = False, unit: str = "job"
+) -> Iterator[Callable[[int, int], None] | None]:
     """A tqdm bar on stderr as an ``on_progress(done, total)`` callback; ``None`` when quiet or not a terminal."""
     if quiet or not sys.stderr.isatty():
         yield None
@@ -453,8 +525,6 @@ def metric_label(key: str) -> str:
 
     m = ALL_METRICS[key]
     return m.label if m.unit in ("jobs", "count", "ratio") else f"{m.label} ({m.unit})"
-
-
 
 
 def scheduler_list(text: str) -> list[str]:

@@ -30,10 +30,15 @@ from engine.io import atomic_open
 
 def _describe_run(cluster, trace) -> str:
     dropped = trace.report.dropped_total
-    note = f", {dropped} rows dropped ({', '.join(f'{k} {v}' for k, v in trace.report.dropped.items() if v)})" \
-        if dropped else ""
-    return (f"cluster {cluster.to_shorthand()} ({cluster.n_gpus} GPUs); trace {trace.source} "
-            f"({trace.format}, {len(trace.jobs):,} jobs{note})")
+    note = (
+        f", {dropped} rows dropped ({', '.join(f'{k} {v}' for k, v in trace.report.dropped.items() if v)})"
+        if dropped
+        else ""
+    )
+    return (
+        f"cluster {cluster.to_shorthand()} ({cluster.n_gpus} GPUs); trace {trace.source} "
+        f"({trace.format}, {len(trace.jobs):,} jobs{note})"
+    )
 
 
 def _run_one(name: str, cluster, jobs, args: argparse.Namespace, options):
@@ -58,16 +63,25 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     add_cluster_argument(parser, required=False)
     add_trace_arguments(parser, required=False)
     parser.add_argument("--scheduler", metavar="NAME", help="scheduler name (see `list`)")
-    parser.add_argument("--scenario", type=Path, metavar="FILE",
-                        help="run a scenario JSON (the app's download) instead of --cluster/--trace/--scheduler: "
-                             "every scheduler it names, on its cluster and workload with its seed and run options, "
-                             "printed like compare (--trace gives the bytes of an uploaded trace it names)")
+    parser.add_argument(
+        "--scenario",
+        type=Path,
+        metavar="FILE",
+        help="run a scenario JSON (the app's download) instead of --cluster/--trace/--scheduler: "
+        "every scheduler it names, on its cluster and workload with its seed and run options, "
+        "printed like compare (--trace gives the bytes of an uploaded trace it names)",
+    )
     add_run_arguments(parser)
     parser.add_argument("--json", type=output_path, metavar="FILE", help="write the summary {metric: value} as JSON")
-    parser.add_argument("--jobs-csv", type=output_path, metavar="FILE",
-                        help="write one row per job (wait, JCT, GPUs, ...) as CSV")
-    parser.add_argument("--users-csv", type=output_path, metavar="FILE",
-                        help="write one row per user (jobs, mean wait, GPU-hours, share, ...) as CSV")
+    parser.add_argument(
+        "--jobs-csv", type=output_path, metavar="FILE", help="write one row per job (wait, JCT, GPUs, ...) as CSV"
+    )
+    parser.add_argument(
+        "--users-csv",
+        type=output_path,
+        metavar="FILE",
+        help="write one row per user (jobs, mean wait, GPU-hours, share, ...) as CSV",
+    )
 
 
 def _print_never_ran(report) -> None:
@@ -94,8 +108,11 @@ def run_simulate(args: argparse.Namespace) -> int:
     result = _run_one(args.scheduler, cluster, trace.jobs, args, options)
     values = summarize(result, energy=energy).to_dict()
     print(f"{result.scheduler}: {_describe_run(cluster, trace)}; seed {args.seed}")
-    print(format_table(["metric", "value"], [[metric_label(k), format_value(v, ALL_METRICS[k].unit)]
-                                             for k, v in values.items()]))
+    print(
+        format_table(
+            ["metric", "value"], [[metric_label(k), format_value(v, ALL_METRICS[k].unit)] for k, v in values.items()]
+        )
+    )
     _print_never_ran(never_ran.of_result(result))
     if args.json:
         write_json(args.json, values)
@@ -112,8 +129,13 @@ def run_simulate(args: argparse.Namespace) -> int:
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     add_cluster_argument(parser)
     add_trace_arguments(parser)
-    parser.add_argument("--schedulers", required=True, type=scheduler_list, metavar="A,B,C",
-                        help="comma-separated scheduler names (see `list`)")
+    parser.add_argument(
+        "--schedulers",
+        required=True,
+        type=scheduler_list,
+        metavar="A,B,C",
+        help="comma-separated scheduler names (see `list`)",
+    )
     add_run_arguments(parser)
     parser.add_argument("--json", type=output_path, metavar="FILE", help="write {scheduler: {metric: value}} as JSON")
 
@@ -128,8 +150,9 @@ def run_compare(args: argparse.Namespace) -> int:
     for name in args.schedulers:  # every name checked before any (possibly long) run
         make_scheduler(name)
     trace = load_trace_arg(args)
-    summaries = {name: summarize(_run_one(name, cluster, trace.jobs, args, options), energy=energy)
-                 for name in args.schedulers}
+    summaries = {
+        name: summarize(_run_one(name, cluster, trace.jobs, args, options), energy=energy) for name in args.schedulers
+    }
     _print_comparison(summaries, cluster, trace.jobs, _describe_run(cluster, trace) + f"; seed {args.seed}")
     if args.json:
         write_json(args.json, {name: s.to_dict() for name, s in summaries.items()})
@@ -146,8 +169,13 @@ def _print_comparison(summaries, cluster, jobs, heading: str) -> None:
     rows = []
     for key in table.index:
         marked = best.get(key, ())
-        rows.append([metric_label(key)] + [format_value(table.loc[key, n], ALL_METRICS[key].unit)
-                                           + ("*" if n in marked else " ") for n in table.columns])
+        rows.append(
+            [metric_label(key)]
+            + [
+                format_value(table.loc[key, n], ALL_METRICS[key].unit) + ("*" if n in marked else " ")
+                for n in table.columns
+            ]
+        )
     print(heading)
     print(format_table(["metric", *(f"{n} " for n in table.columns)], rows))
     print("* best value of the metric (not marked when all schedulers tie)")
@@ -184,8 +212,10 @@ def _run_scenario(args: argparse.Namespace) -> int:
     trace_bytes = scenario_trace_bytes(sc.workload, args.trace)
     with progress(sc.name or "scenario", quiet=args.quiet) as on_progress:
         run = run_scenario(sc, trace_bytes, trusted=True, on_progress=on_progress)
-    heading = (f"scenario {sc.name or args.scenario}: cluster {run.cluster.to_shorthand()} ({run.cluster.n_gpus} "
-               f"GPUs); {len(run.jobs):,} jobs ({sc.workload.source}); seed {sc.seed}")
+    heading = (
+        f"scenario {sc.name or args.scenario}: cluster {run.cluster.to_shorthand()} ({run.cluster.n_gpus} "
+        f"GPUs); {len(run.jobs):,} jobs ({sc.workload.source}); seed {sc.seed}"
+    )
     summaries = {name: summarize(r, energy=energy) for name, r in run.results.items()}
     _print_comparison(summaries, run.cluster, run.jobs, heading)
     if args.json:
@@ -197,8 +227,11 @@ def _run_scenario(args: argparse.Namespace) -> int:
 def add_list_arguments(parser: argparse.ArgumentParser) -> None:
     """``list --plugin FILE_OR_MODULE`` also lists the plug-in's schedulers; ``--json`` prints it all as JSON."""
     add_plugin_argument(parser)
-    parser.add_argument("--json", action="store_true",
-                        help="print JSON: schedulers, trace formats, GPU types (power, price) and price lists")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: schedulers, trace formats, GPU types (power, price) and price lists",
+    )
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -209,9 +242,17 @@ def run_list(args: argparse.Namespace) -> int:
     from engine.traces import TRACE_FORMATS
 
     if args.json:
-        print(json.dumps({"schedulers": sorted(SCHEDULERS), "trace_formats": list(TRACE_FORMATS),
-                          "gpu_types": [t.to_dict() for t in DEFAULT_CATALOG.values()],
-                          "price_lists": {name: p.to_dict() for name, p in PRICE_LISTS.items()}}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "schedulers": sorted(SCHEDULERS),
+                    "trace_formats": list(TRACE_FORMATS),
+                    "gpu_types": [t.to_dict() for t in DEFAULT_CATALOG.values()],
+                    "price_lists": {name: p.to_dict() for name, p in PRICE_LISTS.items()},
+                },
+                indent=2,
+            )
+        )
         return 0
 
     def section(title: str, items: list[tuple[str, str]]) -> None:
@@ -221,12 +262,18 @@ def run_list(args: argparse.Namespace) -> int:
             print(f"  {k.ljust(width)}  {v}")
 
     section("Schedulers:", [(name, _first_sentence(spec.summary)) for name, spec in sorted(SCHEDULERS.items())])
-    combos = (f"also ORDER+PLACEMENT, e.g. sjf+best-fit; orders: {', '.join(ORDERS)}; "
-              f"placements: {', '.join(PLACEMENTS)}")
+    combos = (
+        f"also ORDER+PLACEMENT, e.g. sjf+best-fit; orders: {', '.join(ORDERS)}; placements: {', '.join(PLACEMENTS)}"
+    )
     print(f"  ({combos}" + "".join(f"; {p}:<name>" for p in sorted(PREFIXES)) + ")")
     section("Trace formats:", [(name, fmt.summary) for name, fmt in TRACE_FORMATS.items()])
-    section("GPU types:", [(t.name, f"{t.vram_gib:g} GiB, speed {t.speed:g}, {t.board_w:g} W, ${t.price_per_h:g}/h")
-                           for t in DEFAULT_CATALOG.values()])
+    section(
+        "GPU types:",
+        [
+            (t.name, f"{t.vram_gib:g} GiB, speed {t.speed:g}, {t.board_w:g} W, ${t.price_per_h:g}/h")
+            for t in DEFAULT_CATALOG.values()
+        ],
+    )
     return 0
 
 

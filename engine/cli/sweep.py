@@ -65,38 +65,63 @@ def positive_int(text: str) -> int:
 
 
 def _add_ray_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--address", metavar="ADDR",
-                        help="join this Ray cluster (default: RAY_ADDRESS, else start a local Ray on this machine)")
-    parser.add_argument("--num-cpus", type=positive_int, metavar="N",
-                        help="CPUs of the local Ray started when there is no address (default: all)")
+    parser.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="join this Ray cluster (default: RAY_ADDRESS, else start a local Ray on this machine)",
+    )
+    parser.add_argument(
+        "--num-cpus",
+        type=positive_int,
+        metavar="N",
+        help="CPUs of the local Ray started when there is no address (default: all)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     add_plugin_argument(parser)  # imported by main here, and by every Ray worker before it builds a scheduler
 
 
 # ------------------------------------------------------------------------------------------ sweep
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    add_cluster_argument(parser, action="append", required=False,
-                         help="a cluster of the grid (repeat for several): shorthand 4x8:A100-80,... or .json")
+    add_cluster_argument(
+        parser,
+        action="append",
+        required=False,
+        help="a cluster of the grid (repeat for several): shorthand 4x8:A100-80,... or .json",
+    )
     parser.add_argument("--trace", metavar="PATH", help="sweep this trace (the loader options below apply)")
     add_trace_options(parser, load_scale=False)
-    parser.add_argument("--load-scale", type=number_list, metavar="X,Y",
-                        help="with --trace: load scales of the grid (submit times divided by each; default 1)")
+    parser.add_argument(
+        "--load-scale",
+        type=number_list,
+        metavar="X,Y",
+        help="with --trace: load scales of the grid (submit times divided by each; default 1)",
+    )
     parser.add_argument("--jobs", type=positive_int, metavar="N", help="generated workloads of N jobs")
-    parser.add_argument("--load", type=number_list, metavar="L1,L2",
-                        help="with --jobs: offered loads of the grid")
+    parser.add_argument("--load", type=number_list, metavar="L1,L2", help="with --jobs: offered loads of the grid")
     parser.add_argument("--schedulers", type=scheduler_list, metavar="A,B", help="comma-separated scheduler names")
-    parser.add_argument("--seeds", type=positive_int, metavar="K",
-                        help="seeds 0..K-1 (workload and simulation seeds; default 1)")
-    parser.add_argument("--spec", type=Path, metavar="FILE",
-                        help="the grid as JSON (e.g. downloaded from the app's Explore page) instead of the options, "
-                             "or a scenario JSON (the app's download) as the grid's base: --cluster, --load, --seeds "
-                             "and --schedulers then vary it; --trace gives the bytes of an uploaded trace it names")
-    parser.add_argument("--out", required=True, type=output_path, metavar="FILE",
-                        help="results CSV: one row per cluster x load x seed x scheduler, every metric (finished "
-                             "cells are kept in FILE.cells.jsonl until it is written: a stopped sweep run again "
-                             "resumes)")
-    parser.add_argument("--json", type=output_path, metavar="FILE",
-                        help="write backend, address, cells, failures and wall time as JSON")
+    parser.add_argument(
+        "--seeds", type=positive_int, metavar="K", help="seeds 0..K-1 (workload and simulation seeds; default 1)"
+    )
+    parser.add_argument(
+        "--spec",
+        type=Path,
+        metavar="FILE",
+        help="the grid as JSON (e.g. downloaded from the app's Explore page) instead of the options, "
+        "or a scenario JSON (the app's download) as the grid's base: --cluster, --load, --seeds "
+        "and --schedulers then vary it; --trace gives the bytes of an uploaded trace it names",
+    )
+    parser.add_argument(
+        "--out",
+        required=True,
+        type=output_path,
+        metavar="FILE",
+        help="results CSV: one row per cluster x load x seed x scheduler, every metric (finished "
+        "cells are kept in FILE.cells.jsonl until it is written: a stopped sweep run again "
+        "resumes)",
+    )
+    parser.add_argument(
+        "--json", type=output_path, metavar="FILE", help="write backend, address, cells, failures and wall time as JSON"
+    )
     add_run_option_arguments(parser)
     _add_ray_arguments(parser)
 
@@ -123,8 +148,14 @@ def _grid(args: argparse.Namespace):
     from engine.analysis.scenario import Scenario
     from engine.analysis.sweep import SweepSpec
 
-    grid = {"--cluster": args.cluster, "--jobs": args.jobs, "--load": args.load,
-            "--load-scale": args.load_scale, "--schedulers": args.schedulers, "--seeds": args.seeds}
+    grid = {
+        "--cluster": args.cluster,
+        "--jobs": args.jobs,
+        "--load": args.load,
+        "--load-scale": args.load_scale,
+        "--schedulers": args.schedulers,
+        "--seeds": args.seeds,
+    }
     if args.spec is not None:
         given = [k for k, v in grid.items() if v is not None]
         data = json.loads(read_input_file(args.spec, "--spec"))
@@ -146,9 +177,15 @@ def _grid(args: argparse.Namespace):
     if args.trace is not None and args.load is not None:
         raise EngineError("--load is for generated workloads (--jobs); a trace takes --load-scale X,Y")
     options = {k: v for k, v in trace_options(args).items() if k != "load_scale" and v not in (None, False)}
-    return SweepSpec.grid(tuple(args.cluster), tuple(args.schedulers), seeds=args.seeds or 1, jobs=args.jobs,
-                          loads=tuple(args.load or args.load_scale or ()), trace=args.trace,
-                          trace_options=options if args.trace is not None else None)
+    return SweepSpec.grid(
+        tuple(args.cluster),
+        tuple(args.schedulers),
+        seeds=args.seeds or 1,
+        jobs=args.jobs,
+        loads=tuple(args.load or args.load_scale or ()),
+        trace=args.trace,
+        trace_options=options if args.trace is not None else None,
+    )
 
 
 def _uploaded_trace(spec, args: argparse.Namespace):
@@ -184,8 +221,18 @@ def run_sweep(args: argparse.Namespace) -> int:
         print(f"resuming: {len(kept):,} of {spec.cells:,} cells kept in {journal.path} by a sweep that stopped")
     try:
         with progress("sweep", spec.cells, quiet=args.quiet, unit="cell") as on_progress:
-            frame = sweep(spec, trace_jobs=_uploaded_trace(spec, args), address=args.address, num_cpus=args.num_cpus, on_progress=on_progress, keep_ray=False,
-                          plugins=args.plugin, energy=energy, kept=kept, on_cell=journal.add)
+            frame = sweep(
+                spec,
+                trace_jobs=_uploaded_trace(spec, args),
+                address=args.address,
+                num_cpus=args.num_cpus,
+                on_progress=on_progress,
+                keep_ray=False,
+                plugins=args.plugin,
+                energy=energy,
+                kept=kept,
+                on_cell=journal.add,
+            )
     finally:
         journal.close()
     meta, failures = frame.attrs["meta"], frame.attrs["failures"]
@@ -197,42 +244,76 @@ def run_sweep(args: argparse.Namespace) -> int:
     atomic_write_files(files)
     if not failures:  # failed cells run again when the same sweep is run again
         journal.remove()
-    print(f"{spec.cells:,} cells ({len(spec.clusters)} cluster(s) x {len(spec.loads)} load(s) x {spec.seeds} "
-          f"seed(s) x {len(spec.schedulers)} scheduler(s)) on Ray at {meta['address']} ({meta['cpus']} CPUs): "
-          f"{meta['completed']:,} completed, {meta['failed']:,} failed in {meta['wall_s']:.1f} s; wrote {args.out}")
+    print(
+        f"{spec.cells:,} cells ({len(spec.clusters)} cluster(s) x {len(spec.loads)} load(s) x {spec.seeds} "
+        f"seed(s) x {len(spec.schedulers)} scheduler(s)) on Ray at {meta['address']} ({meta['cpus']} CPUs): "
+        f"{meta['completed']:,} completed, {meta['failed']:,} failed in {meta['wall_s']:.1f} s; wrote {args.out}"
+    )
     for f in failures[:SHOWN_FAILURES]:
-        print("failed: " + ", ".join(f"{k}={v}" for k, v in f.items() if k != "error") + f": {f['error']}",
-              file=sys.stderr)
+        print(
+            "failed: " + ", ".join(f"{k}={v}" for k, v in f.items() if k != "error") + f": {f['error']}",
+            file=sys.stderr,
+        )
     if len(failures) > SHOWN_FAILURES:
         print(f"... and {len(failures) - SHOWN_FAILURES} more failed cells (all in --json)", file=sys.stderr)
     if failures:
-        print(f"the {meta['completed']:,} completed cells are kept in {journal.path}: the same command runs only "
-              "the failed ones again", file=sys.stderr)
+        print(
+            f"the {meta['completed']:,} completed cells are kept in {journal.path}: the same command runs only "
+            "the failed ones again",
+            file=sys.stderr,
+        )
     return 1 if failures else 0
 
 
 # ------------------------------------------------------------------------------------------ plan
 def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     add_trace_arguments(parser)
-    parser.add_argument("--node", required=True, action="append", metavar="GPUS:TYPE",
-                        help="the node shape to count, e.g. 8:A100-80; repeat it (with --minimize) to find the "
-                             "cheapest mix of several shapes")
-    parser.add_argument("--minimize", choices=["cluster_price_per_h"],
-                        help="search mixes of the --node shapes for the cheapest cluster (USD per hour under "
-                             "--price-list) that meets the target, and its runner-up (default with several --node)")
-    parser.add_argument("--scheduler", required=True, action="append", type=scheduler_list, metavar="NAME",
-                        help="scheduler (repeat, or A,B, to find which one needs the fewest GPUs)")
-    parser.add_argument("--target", required=True, metavar="METRIC<=VALUE",
-                        help="what the run must meet: any metric of compare --json with <= or >=, "
-                             "e.g. 'p95_wait_s<=1800'")
-    add_cluster_argument(parser, required=False,
-                         help="grow the group of --node's shape in this cluster (a node mix) instead of a "
-                              "cluster of that shape only")
-    parser.add_argument("--max-nodes", type=positive_int, metavar="N",
-                        help="the most nodes tried (of each shape with --minimize; default 1024, 64 with --minimize)")
+    parser.add_argument(
+        "--node",
+        required=True,
+        action="append",
+        metavar="GPUS:TYPE",
+        help="the node shape to count, e.g. 8:A100-80; repeat it (with --minimize) to find the "
+        "cheapest mix of several shapes",
+    )
+    parser.add_argument(
+        "--minimize",
+        choices=["cluster_price_per_h"],
+        help="search mixes of the --node shapes for the cheapest cluster (USD per hour under "
+        "--price-list) that meets the target, and its runner-up (default with several --node)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        required=True,
+        action="append",
+        type=scheduler_list,
+        metavar="NAME",
+        help="scheduler (repeat, or A,B, to find which one needs the fewest GPUs)",
+    )
+    parser.add_argument(
+        "--target",
+        required=True,
+        metavar="METRIC<=VALUE",
+        help="what the run must meet: any metric of compare --json with <= or >=, e.g. 'p95_wait_s<=1800'",
+    )
+    add_cluster_argument(
+        parser,
+        required=False,
+        help="grow the group of --node's shape in this cluster (a node mix) instead of a cluster of that shape only",
+    )
+    parser.add_argument(
+        "--max-nodes",
+        type=positive_int,
+        metavar="N",
+        help="the most nodes tried (of each shape with --minimize; default 1024, 64 with --minimize)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
-    parser.add_argument("--json", type=output_path, metavar="FILE",
-                        help="write nodes, the metric at nodes and nodes - 1, and every probe as JSON")
+    parser.add_argument(
+        "--json",
+        type=output_path,
+        metavar="FILE",
+        help="write nodes, the metric at nodes and nodes - 1, and every probe as JSON",
+    )
     add_run_option_arguments(parser)
     _add_ray_arguments(parser)
 
@@ -252,30 +333,62 @@ def run_plan(args: argparse.Namespace) -> int:
         return _run_cost_plan(args, names, target, options)
     trace = load_trace_arg(args)
     with progress("plan", quiet=args.quiet, unit="run") as on_progress:
-        frame = plan(trace.jobs, args.node[0], names, target, cluster=args.cluster, max_nodes=args.max_nodes or 1024,
-                     seed=args.seed, address=args.address, num_cpus=args.num_cpus, on_progress=on_progress,
-                     plugins=args.plugin, options=options)
+        frame = plan(
+            trace.jobs,
+            args.node[0],
+            names,
+            target,
+            cluster=args.cluster,
+            max_nodes=args.max_nodes or 1024,
+            seed=args.seed,
+            address=args.address,
+            num_cpus=args.num_cpus,
+            on_progress=on_progress,
+            plugins=args.plugin,
+            options=options,
+        )
     meta, probes = frame.attrs["meta"], frame.attrs["probes"]
     unit = METRICS[target.metric].unit
     shape = meta["node"] if meta["cluster"] is None else f"{meta['node']} nodes added to {meta['cluster']}"
-    print(f"fewest nodes of {shape} meeting {target} on {trace.source} ({len(trace.jobs):,} jobs); "
-          f"{meta['runs']} runs in {meta['rounds']} rounds on Ray at {meta['address']} ({meta['cpus']} CPUs), "
-          f"{meta['wall_s']:.1f} s")
+    print(
+        f"fewest nodes of {shape} meeting {target} on {trace.source} ({len(trace.jobs):,} jobs); "
+        f"{meta['runs']} runs in {meta['rounds']} rounds on Ray at {meta['address']} ({meta['cpus']} CPUs), "
+        f"{meta['wall_s']:.1f} s"
+    )
     answers = {r["scheduler"]: r for r in _plain_rows(frame)}
-    rows = [[s, "-" if a["nodes"] is None else str(a["nodes"]), "-" if a["gpus"] is None else str(a["gpus"]),
-             format_value(a["value_at_nodes"], unit), format_value(a["value_at_nodes_minus_1"], unit),
-             a["error"] or ("" if a["nodes"] is not None else f"not met with {args.max_nodes or 1024} nodes")]
-            for s, a in answers.items()]
+    rows = [
+        [
+            s,
+            "-" if a["nodes"] is None else str(a["nodes"]),
+            "-" if a["gpus"] is None else str(a["gpus"]),
+            format_value(a["value_at_nodes"], unit),
+            format_value(a["value_at_nodes_minus_1"], unit),
+            a["error"] or ("" if a["nodes"] is not None else f"not met with {args.max_nodes or 1024} nodes"),
+        ]
+        for s, a in answers.items()
+    ]
     print(format_table(["scheduler", "nodes", "GPUs", f"{target.metric} at nodes", "at nodes - 1", "note"], rows))
     if len(names) > 1 and meta["fewest_gpus"] is not None:
         print(f"fewest GPUs: {meta['fewest_gpus']}")
     if args.json:
         best = answers[meta["fewest_gpus"] or names[0]]
-        write_json(args.json, {**best, "target": str(target), "node": meta["node"], "cluster": meta["cluster"],
-                               "schedulers": answers, "fewest_gpus": meta["fewest_gpus"],
-                               "probes": [{k: finite_or_none(v) for k, v in p.items()} for p in probes],
-                               "backend": meta["backend"], "address": meta["address"], "cpus": meta["cpus"],
-                               "rounds": meta["rounds"], "wall_s": meta["wall_s"]})
+        write_json(
+            args.json,
+            {
+                **best,
+                "target": str(target),
+                "node": meta["node"],
+                "cluster": meta["cluster"],
+                "schedulers": answers,
+                "fewest_gpus": meta["fewest_gpus"],
+                "probes": [{k: finite_or_none(v) for k, v in p.items()} for p in probes],
+                "backend": meta["backend"],
+                "address": meta["address"],
+                "cpus": meta["cpus"],
+                "rounds": meta["rounds"],
+                "wall_s": meta["wall_s"],
+            },
+        )
     return 1 if frame["error"].notna().any() else 0
 
 
@@ -289,30 +402,72 @@ def _run_cost_plan(args: argparse.Namespace, names: list[str], target, options) 
         raise EngineError("--cluster grows one shape; a plan over --minimize builds its clusters from --node only")
     trace = load_trace_arg(args)
     with progress("plan", quiet=args.quiet, unit="run") as on_progress:
-        frame = plan_mix(trace.jobs, args.node, names, target, minimize=args.minimize or "cluster_price_per_h",
-                         max_nodes=args.max_nodes or 64, seed=args.seed, options=options, address=args.address,
-                         num_cpus=args.num_cpus, on_progress=on_progress, plugins=args.plugin)
+        frame = plan_mix(
+            trace.jobs,
+            args.node,
+            names,
+            target,
+            minimize=args.minimize or "cluster_price_per_h",
+            max_nodes=args.max_nodes or 64,
+            seed=args.seed,
+            options=options,
+            address=args.address,
+            num_cpus=args.num_cpus,
+            on_progress=on_progress,
+            plugins=args.plugin,
+        )
     meta, probes = frame.attrs["meta"], frame.attrs["probes"]
     unit = METRICS[target.metric].unit
-    print(f"cheapest mix of {', '.join(meta['shapes'])} meeting {target} on {trace.source} "
-          f"({len(trace.jobs):,} jobs), prices {meta['price_list']}; {meta['runs']} runs in {meta['rounds']} rounds "
-          f"on Ray at {meta['address']} ({meta['cpus']} CPUs), {meta['wall_s']:.1f} s")
+    print(
+        f"cheapest mix of {', '.join(meta['shapes'])} meeting {target} on {trace.source} "
+        f"({len(trace.jobs):,} jobs), prices {meta['price_list']}; {meta['runs']} runs in {meta['rounds']} rounds "
+        f"on Ray at {meta['address']} ({meta['cpus']} CPUs), {meta['wall_s']:.1f} s"
+    )
     answers = {r["scheduler"]: r for r in _plain_rows(frame)}
-    rows = [[s, a["cluster"] or "-", format_value(a["cluster_price_per_h"], "USD/h"), format_value(a["value"], unit),
-             a["runner_up"] or "-", format_value(a["runner_up_price_per_h"], "USD/h"),
-             a["error"] or ("" if a["cluster"] else f"not met with {args.max_nodes or 64} nodes of each shape")]
-            for s, a in answers.items()]
+    rows = [
+        [
+            s,
+            a["cluster"] or "-",
+            format_value(a["cluster_price_per_h"], "USD/h"),
+            format_value(a["value"], unit),
+            a["runner_up"] or "-",
+            format_value(a["runner_up_price_per_h"], "USD/h"),
+            a["error"] or ("" if a["cluster"] else f"not met with {args.max_nodes or 64} nodes of each shape"),
+        ]
+        for s, a in answers.items()
+    ]
     print(format_table(["scheduler", "cluster", "USD/h", target.metric, "runner-up", "USD/h", "note"], rows))
     if args.json:
         best = answers[meta["cheapest"] or names[0]]
         answer = {k: v for k, v in best.items() if not k.startswith("runner_up")}
-        write_json(args.json, {**answer, "runner_up": {"cluster": best["runner_up"],
-                                                     "cluster_price_per_h": best["runner_up_price_per_h"],
-                                                     "value": best["runner_up_value"]},
-                               "target": str(target), "schedulers": answers,
-                               "probes": [{k: finite_or_none(v) for k, v in p.items()} for p in probes],
-                               **{k: meta[k] for k in ("minimize", "shapes", "price_list", "cheapest", "backend",
-                                                       "address", "cpus", "rounds", "wall_s")}})
+        write_json(
+            args.json,
+            {
+                **answer,
+                "runner_up": {
+                    "cluster": best["runner_up"],
+                    "cluster_price_per_h": best["runner_up_price_per_h"],
+                    "value": best["runner_up_value"],
+                },
+                "target": str(target),
+                "schedulers": answers,
+                "probes": [{k: finite_or_none(v) for k, v in p.items()} for p in probes],
+                **{
+                    k: meta[k]
+                    for k in (
+                        "minimize",
+                        "shapes",
+                        "price_list",
+                        "cheapest",
+                        "backend",
+                        "address",
+                        "cpus",
+                        "rounds",
+                        "wall_s",
+                    )
+                },
+            },
+        )
     return 1 if frame["error"].notna().any() else 0
 
 
@@ -321,6 +476,14 @@ def _plain_rows(frame) -> list[dict]:
     ``None``)."""
     import pandas as pd
 
-    return [{k: None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-             else int(v) if k in ("nodes", "gpus") and not isinstance(v, list) else v for k, v in r.items()}
-            for r in frame.to_dict("records")]
+    return [
+        {
+            k: None
+            if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+            else int(v)
+            if k in ("nodes", "gpus") and not isinstance(v, list)
+            else v
+            for k, v in r.items()
+        }
+        for r in frame.to_dict("records")
+    ]

@@ -1,7 +1,7 @@
 """The ``generate`` and ``trace`` subcommands of ``python -m engine`` (registered in :mod:`engine.cli`).
 
-    python -m engine generate --cluster 4x8:A100-80 --jobs 1000 --load 0.8 --seed 1 --out jobs.csv
-    python -m engine trace info philly.csv --cluster 8x8:V100-32 --json info.json
+python -m engine generate --cluster 4x8:A100-80 --jobs 1000 --load 0.8 --seed 1 --out jobs.csv
+python -m engine trace info philly.csv --cluster 8x8:V100-32 --json info.json
 """
 
 from __future__ import annotations
@@ -43,26 +43,53 @@ def _mix(text: str) -> dict[str, float]:
 def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
     from engine.traces.generator import ARRIVALS, DEFAULT_MIX
 
-    parser.add_argument("--cluster", required=True, metavar="SPEC",
-                        help="the cluster the load is computed for: shorthand (4x8:A100-80,...), .json or openb:PATH")
-    parser.add_argument("--jobs", required=True, type=int_in(1, MAX_GENERATED_JOBS), metavar="N",
-                        help=f"number of jobs (at most {MAX_GENERATED_JOBS:,})")
-    parser.add_argument("--load", type=positive_float, default=0.8,
-                        help="offered load: arrival rate x mean GPU-seconds per job / cluster GPUs (default 0.8)")
+    parser.add_argument(
+        "--cluster",
+        required=True,
+        metavar="SPEC",
+        help="the cluster the load is computed for: shorthand (4x8:A100-80,...), .json or openb:PATH",
+    )
+    parser.add_argument(
+        "--jobs",
+        required=True,
+        type=int_in(1, MAX_GENERATED_JOBS),
+        metavar="N",
+        help=f"number of jobs (at most {MAX_GENERATED_JOBS:,})",
+    )
+    parser.add_argument(
+        "--load",
+        type=positive_float,
+        default=0.8,
+        help="offered load: arrival rate x mean GPU-seconds per job / cluster GPUs (default 0.8)",
+    )
     parser.add_argument("--seed", type=SEED, default=0, help="random seed (default 0); same arguments, same file")
     parser.add_argument("--out", required=True, type=output_path, metavar="FILE", help="canonical CSV to write")
-    parser.add_argument("--mix", type=_mix, metavar="T=S,...",
-                        help="job type shares (default " + ",".join(f"{k}={v:g}" for k, v in DEFAULT_MIX.items()) + ")")
+    parser.add_argument(
+        "--mix",
+        type=_mix,
+        metavar="T=S,...",
+        help="job type shares (default " + ",".join(f"{k}={v:g}" for k, v in DEFAULT_MIX.items()) + ")",
+    )
     parser.add_argument("--arrival", choices=ARRIVALS, default="poisson", help="arrival process (default poisson)")
-    parser.add_argument("--users", type=int_in(1, MAX_USERS), default=10,
-                        help=f"number of users (default 10, at most {MAX_USERS:,})")
+    parser.add_argument(
+        "--users", type=int_in(1, MAX_USERS), default=10, help=f"number of users (default 10, at most {MAX_USERS:,})"
+    )
     parser.add_argument("--user-skew", type=float, default=1.2, help="Zipf skew of user activity (default 1.2)")
-    parser.add_argument("--estimate-error", type=float, default=0.4,
-                        help="sigma of the log-normal run-time estimate error (default 0.4; 0 = no noise)")
-    parser.add_argument("--overestimate", type=positive_float, default=2.0,
-                        help="median factor by which users over-estimate run time (default 2)")
-    parser.add_argument("--allowed-share", type=float, default=0.0,
-                        help="share of jobs pinned to one GPU type (default 0)")
+    parser.add_argument(
+        "--estimate-error",
+        type=float,
+        default=0.4,
+        help="sigma of the log-normal run-time estimate error (default 0.4; 0 = no noise)",
+    )
+    parser.add_argument(
+        "--overestimate",
+        type=positive_float,
+        default=2.0,
+        help="median factor by which users over-estimate run time (default 2)",
+    )
+    parser.add_argument(
+        "--allowed-share", type=float, default=0.0, help="share of jobs pinned to one GPU type (default 0)"
+    )
 
 
 def run_generate(args: argparse.Namespace) -> int:
@@ -72,13 +99,25 @@ def run_generate(args: argparse.Namespace) -> int:
     from engine.traces.report import make_report
 
     cluster = parse_cluster(args.cluster)
-    jobs = generate(cluster, args.jobs, args.load, args.seed, mix=args.mix, users=args.users,
-                    user_skew=args.user_skew, arrival=args.arrival, estimate_error=args.estimate_error,
-                    overestimate=args.overestimate, allowed_share=args.allowed_share)
+    jobs = generate(
+        cluster,
+        args.jobs,
+        args.load,
+        args.seed,
+        mix=args.mix,
+        users=args.users,
+        user_skew=args.user_skew,
+        arrival=args.arrival,
+        estimate_error=args.estimate_error,
+        overestimate=args.overestimate,
+        allowed_share=args.allowed_share,
+    )
     write_csv(jobs, args.out)
     rep = make_report(jobs, rows=len(jobs), dropped={})
-    print(f"wrote {args.out}: {rep.jobs:,} jobs over {rep.span_s / 3600:,.1f} h, {rep.gpu_hours:,.1f} GPU-h, "
-          f"{rep.users} users; offered load {rep.offered_load(cluster.n_gpus):.3f} on {cluster.n_gpus} GPUs")
+    print(
+        f"wrote {args.out}: {rep.jobs:,} jobs over {rep.span_s / 3600:,.1f} h, {rep.gpu_hours:,.1f} GPU-h, "
+        f"{rep.users} users; offered load {rep.offered_load(cluster.n_gpus):.3f} on {cluster.n_gpus} GPUs"
+    )
     return 0
 
 
@@ -120,8 +159,8 @@ def format_info(info: dict) -> str:
         f"{info['source']} ({info['format']})",
         f"  rows read      {info['rows']:,}",
         f"  jobs kept      {info['jobs']:,}",
-        f"  rows dropped   {sum(dropped.values()):,}" + (
-            " (" + ", ".join(f"{k}: {v:,}" for k, v in dropped.items()) + ")" if dropped else ""),
+        f"  rows dropped   {sum(dropped.values()):,}"
+        + (" (" + ", ".join(f"{k}: {v:,}" for k, v in dropped.items()) + ")" if dropped else ""),
     ]
     if info["trimmed"]:
         lines.append(f"  trimmed        {info['trimmed']:,} (--first/--window)")
@@ -133,8 +172,10 @@ def format_info(info: dict) -> str:
     ]
     if "offered_load" in info:
         load = info["offered_load"]
-        lines.append(f"  offered load   {'inf (all jobs arrive at once)' if load is None else f'{load:.3f}'} "
-                     f"on {info['cluster']} ({info['cluster_gpus']} GPUs)")
+        lines.append(
+            f"  offered load   {'inf (all jobs arrive at once)' if load is None else f'{load:.3f}'} "
+            f"on {info['cluster']} ({info['cluster_gpus']} GPUs)"
+        )
     lines += [f"  skipped: {e}" for e in info["examples"]]
     if info.get("unit_warning"):
         lines.append(f"  warning: {cli_unit_hint(info['unit_warning'])}")

@@ -17,12 +17,20 @@ from engine.rl.train import config_names, load_config, train
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, metavar="FILE|NAME",
-                        help=f"a JSON training config or a shipped config's name: {', '.join(config_names())}")
+    parser.add_argument(
+        "--config",
+        required=True,
+        metavar="FILE|NAME",
+        help=f"a JSON training config or a shipped config's name: {', '.join(config_names())}",
+    )
     parser.add_argument("--timesteps", type=int, metavar="N", help="override total_timesteps")
     parser.add_argument("--name", help="override the model name")
-    parser.add_argument("--models-dir", default=str(MODELS_DIR), metavar="DIR",
-                        help="where to write <name>.npz and <name>.json (default: models/)")
+    parser.add_argument(
+        "--models-dir",
+        default=str(MODELS_DIR),
+        metavar="DIR",
+        help="where to write <name>.npz and <name>.json (default: models/)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -37,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
         over["progress_bar"] = False
     cfg = replace(cfg, **over)
     card = train(cfg, models_dir=Path(args.models_dir))
-    print(f"trained {card['name']}: {card['training']['timesteps']} steps in {card['training']['wall_time_s']} s; "
-          f"weights {Path(args.models_dir) / card['weights']} (sha256 {card['sha256'][:12]}...)")
+    print(
+        f"trained {card['name']}: {card['training']['timesteps']} steps in {card['training']['wall_time_s']} s; "
+        f"weights {Path(args.models_dir) / card['weights']} (sha256 {card['sha256'][:12]}...)"
+    )
     return 0

@@ -34,8 +34,9 @@ def expert_scheduler(name: str):
     if cfg.clone is None or cfg.clone.expert is None:
         raise ModelError(f"model {name!r} was not cloned from a lookahead expert (its clone.expert is empty)")
     env = cfg.env
-    return LookaheadScheduler(cfg.clone.expert, env.encoding, env.reward, env.encoding.rules.index(cfg.clone.rule),
-                              name=f"expert:{name}")
+    return LookaheadScheduler(
+        cfg.clone.expert, env.encoding, env.reward, env.encoding.rules.index(cfg.clone.rule), name=f"expert:{name}"
+    )
 
 
 PREFIXES["rl"] = rl_scheduler  # rl:<model>; torch is imported only when a model is loaded

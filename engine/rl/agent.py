@@ -101,8 +101,11 @@ def _read_regular(path: Path, limit: int, what: str) -> bytes:
 
 def model_names(models_dir: Path | None = None) -> list[str]:
     """Names of the models with a card in ``models_dir`` (default ``models/``): plain names, regular files."""
-    return sorted(p.stem for p in Path(models_dir or MODELS_DIR).glob("*.json")
-                  if _NAME.match(p.stem) and not p.is_symlink() and p.is_file())
+    return sorted(
+        p.stem
+        for p in Path(models_dir or MODELS_DIR).glob("*.json")
+        if _NAME.match(p.stem) and not p.is_symlink() and p.is_file()
+    )
 
 
 def read_card(name: str, models_dir: Path | None = None) -> dict[str, Any]:
@@ -123,8 +126,10 @@ def read_card(name: str, models_dir: Path | None = None) -> dict[str, Any]:
         if key not in card:
             raise ModelError(f"model card {name}: missing key {key!r}")
         if not isinstance(card[key], kind):
-            raise ModelError(f"model card {name}: {key} must be a {'string' if kind is str else 'JSON object'}, "
-                             f"got {type(card[key]).__name__}")
+            raise ModelError(
+                f"model card {name}: {key} must be a {'string' if kind is str else 'JSON object'}, "
+                f"got {type(card[key]).__name__}"
+            )
     if not _SHA256.match(card["sha256"]):
         raise ModelError(f"model card {name}: sha256 must be 64 lowercase hex digits")
     return card
@@ -176,8 +181,10 @@ def load_weights(path: Path, sha256: str, shapes: Mapping[str, tuple[int, ...]])
     data = _read_regular(path, limit, what)
     digest = hashlib.sha256(data).hexdigest()
     if digest != sha256:
-        raise ModelError(f"{what}: SHA-256 {digest[:16]}... does not match the card's {sha256[:16]}...; "
-                         "refusing to load an altered file")
+        raise ModelError(
+            f"{what}: SHA-256 {digest[:16]}... does not match the card's {sha256[:16]}...; "
+            "refusing to load an altered file"
+        )
     out: dict[str, np.ndarray] = {}
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
@@ -191,8 +198,11 @@ def load_weights(path: Path, sha256: str, shapes: Mapping[str, tuple[int, ...]])
                     raise ModelError(f"{what}: entry {key} is larger than a {shape} float32 array; refused")
                 with z.open(info) as f:
                     version = np.lib.format.read_magic(f)
-                    header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                              else np.lib.format.read_array_header_2_0)
+                    header = (
+                        np.lib.format.read_array_header_1_0
+                        if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0
+                    )
                     got_shape, fortran, dtype = header(f)
                     if dtype != np.dtype("<f4") or fortran or tuple(got_shape) != shape:
                         raise ModelError(f"{what}: {key} is {dtype} {tuple(got_shape)}, expected float32 {shape}")
@@ -205,8 +215,17 @@ def load_weights(path: Path, sha256: str, shapes: Mapping[str, tuple[int, ...]])
                 out[key] = arr
     except ModelError:
         raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, ValueError, OSError, EOFError,
-            NotImplementedError, RuntimeError, TypeError) as exc:  # a corrupt archive or .npy header
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        zlib.error,
+        ValueError,
+        OSError,
+        EOFError,
+        NotImplementedError,
+        RuntimeError,
+        TypeError,
+    ) as exc:  # a corrupt archive or .npy header
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"{what}: not a plain array archive ({first})") from None
     missing = [k for k in shapes if k not in out]
@@ -257,16 +276,20 @@ def model_spec(name: str, card: Mapping[str, Any]) -> tuple[PolicySpec, Encoding
         raise ModelError(f"model card {name}: {exc}") from None
 
 
-def load_model_weights(name: str, card: Mapping[str, Any], models_dir: Path,
-                       shapes: Mapping[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+def load_model_weights(
+    name: str, card: Mapping[str, Any], models_dir: Path, shapes: Mapping[str, tuple[int, ...]]
+) -> dict[str, np.ndarray]:
     """The SHA-256-checked weights of the model ``name`` whose card is ``card`` (file beside the card)."""
     weights = card["weights"]
     if not _NAME.match(weights) or not weights.endswith(".npz"):
-        raise ModelError(f"model card {name}: weights must be a plain .npz file name beside the card, "
-                         f"got {weights[:100]!r}")
+        raise ModelError(
+            f"model card {name}: weights must be a plain .npz file name beside the card, got {weights[:100]!r}"
+        )
     if card.get("format", WEIGHTS_FORMAT) != WEIGHTS_FORMAT:
-        raise ModelError(f"model card {name}: unsupported weights format {str(card.get('format'))[:50]!r}; "
-                         f"expected {WEIGHTS_FORMAT!r} (pickled weights are never loaded)")
+        raise ModelError(
+            f"model card {name}: unsupported weights format {str(card.get('format'))[:50]!r}; "
+            f"expected {WEIGHTS_FORMAT!r} (pickled weights are never loaded)"
+        )
     return load_weights(Path(models_dir) / weights, card["sha256"], shapes)
 
 
@@ -282,8 +305,13 @@ def load_agent(name: str, models_dir: Path | None = None) -> RLScheduler:
     models_dir = Path(models_dir or home_of(name))
     card = read_card(name, models_dir)
     spec, enc, shapes = model_spec(name, card)
-    key = (str(models_dir.resolve()), name, json.dumps([card["weights"], card["sha256"], card["policy"],
-                                                        card["encoding"], card.get("format")], sort_keys=True))
+    key = (
+        str(models_dir.resolve()),
+        name,
+        json.dumps(
+            [card["weights"], card["sha256"], card["policy"], card["encoding"], card.get("format")], sort_keys=True
+        ),
+    )
     policy = _POLICIES.get(key)
     if policy is None:
         policy = NumpyPolicy(spec, enc, load_model_weights(name, card, models_dir, shapes))

@@ -44,14 +44,32 @@ TEACHING: tuple[str, ...] = tuple(sorted(PRESETS))
 #: Evaluation scenarios of the shipped models: those of their training distribution, one on a cluster at
 #: least twice as large as any in training, a window of the real Philly trace and the teaching presets.
 PLANS: dict[str, dict[str, Any]] = {
-    "wait-mlp": {"train": ["v100-32", "mixed-32", "v100-64"], "larger": "v100-128", "philly": "philly-64",
-                 "presets": list(TEACHING), "compare": "wait-attn"},
-    "wait-attn": {"train": ["v100-32", "mixed-32", "v100-64"], "larger": "v100-128", "philly": "philly-64",
-                  "presets": list(TEACHING), "compare": "wait-mlp"},
-    "fair-comm": {"train": ["mixed-32", "v100-32", "v100-64"], "larger": "mixed-128", "philly": "philly-64",
-                  "presets": list(TEACHING)},
-    "hpc-backfill": {"train": ["hpc-64", "hpc-32"], "larger": "hpc-128", "philly": "philly-64",
-                     "presets": list(TEACHING)},
+    "wait-mlp": {
+        "train": ["v100-32", "mixed-32", "v100-64"],
+        "larger": "v100-128",
+        "philly": "philly-64",
+        "presets": list(TEACHING),
+        "compare": "wait-attn",
+    },
+    "wait-attn": {
+        "train": ["v100-32", "mixed-32", "v100-64"],
+        "larger": "v100-128",
+        "philly": "philly-64",
+        "presets": list(TEACHING),
+        "compare": "wait-mlp",
+    },
+    "fair-comm": {
+        "train": ["mixed-32", "v100-32", "v100-64"],
+        "larger": "mixed-128",
+        "philly": "philly-64",
+        "presets": list(TEACHING),
+    },
+    "hpc-backfill": {
+        "train": ["hpc-64", "hpc-32"],
+        "larger": "hpc-128",
+        "philly": "philly-64",
+        "presets": list(TEACHING),
+    },
 }
 
 
@@ -60,8 +78,9 @@ def plan_scenarios(plan: dict[str, Any]) -> list[str]:
     return [*plan["train"], plan["larger"], plan["philly"], *plan.get("presets", ())]
 
 
-def plan_of(name: str, train: Sequence[str] = (), larger: str = "v100-128", philly: str = "philly-64"
-            ) -> dict[str, Any]:
+def plan_of(
+    name: str, train: Sequence[str] = (), larger: str = "v100-128", philly: str = "philly-64"
+) -> dict[str, Any]:
     """Model ``name``'s evaluation plan: with ``train`` (its training scenarios), one of those, ``larger``,
     ``philly`` and the teaching presets; otherwise its plan in :data:`PLANS`. Every scenario is checked to be one
     :func:`~engine.analysis.evaluate.parse_scenario` knows; a model without a plan is an ``EngineError``."""
@@ -81,11 +100,20 @@ PREEMPTION: dict[str, PreemptionModel] = {
     "free": PreemptionModel(),
     "costly": PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0),
 }
-PREEMPTION_TEXT = {"free": "free preemption (a preempted job loses nothing)",
-                   "costly": "costly preemption (checkpoint every 1800 s of work, 60 s restart)"}
+PREEMPTION_TEXT = {
+    "free": "free preemption (a preempted job loses nothing)",
+    "costly": "costly preemption (checkpoint every 1800 s of work, 60 s restart)",
+}
 
-SHOWN = ("mean_wait_s", "mean_jct_s", "mean_bounded_slowdown", "gini_user_wait", "comm_overhead_gpu_h", "preemptions",
-         "objective")
+SHOWN = (
+    "mean_wait_s",
+    "mean_jct_s",
+    "mean_bounded_slowdown",
+    "gini_user_wait",
+    "comm_overhead_gpu_h",
+    "preemptions",
+    "objective",
+)
 TERMS = ("wait", "jct", "bounded_slowdown", "utilization_band", "fairness", "comm")
 
 
@@ -118,10 +146,18 @@ def evaluate_model(name: str, scenario: str, seeds: int, setting: str = "free") 
     weights = RewardWeights.from_dict(card["reward"])
     key = (scenario, seeds, setting)
     if key not in _BASELINE_RUNS:
-        _BASELINE_RUNS[key] = evaluate(baselines(), scenario, seeds, baseline="first-fit", extra=_term_metrics(),
-                                       options=RunOptions(preemption=PREEMPTION[setting]))
+        _BASELINE_RUNS[key] = evaluate(
+            baselines(),
+            scenario,
+            seeds,
+            baseline="first-fit",
+            extra=_term_metrics(),
+            options=RunOptions(preemption=PREEMPTION[setting]),
+        )
     base = _BASELINE_RUNS[key]
-    agent = evaluate([f"rl:{name}"], scenario, seeds, extra=_term_metrics(), options=RunOptions(preemption=PREEMPTION[setting]))
+    agent = evaluate(
+        [f"rl:{name}"], scenario, seeds, extra=_term_metrics(), options=RunOptions(preemption=PREEMPTION[setting])
+    )
     runs = {f"rl:{name}": agent.runs[f"rl:{name}"], **base.runs}
     runs = {s: [{**row, "objective": _objective(row, weights)} for row in rows] for s, rows in runs.items()}
     return Evaluation(base.scenario, base.seeds, runs, "first-fit")
@@ -145,8 +181,12 @@ def compare_runs(me: str, objectives: dict[str, list[float]]) -> dict[str, Any]:
             continue
         diff, half = mean_ci([a - b for a, b in zip(mine, vals)])
         base = sum(vals) / len(vals)
-        vs[s] = {"diff": _clean(diff), "ci95": _clean(half), "relative": _clean(diff / base if base else math.nan),
-                 "verdict": verdict_of(diff, half)}
+        vs[s] = {
+            "diff": _clean(diff),
+            "ci95": _clean(half),
+            "relative": _clean(diff / base if base else math.nan),
+            "verdict": verdict_of(diff, half),
+        }
     candidates = [s for s in objectives if s != me and s in fair]
     best = min(candidates, key=lambda s: sum(objectives[s]) / len(objectives[s]))
     return {"vs": vs, "best_baseline": best, "vs_best": vs[best]}
@@ -157,7 +197,8 @@ def scenario_table(me: str, ev: Evaluation) -> dict[str, Any]:
     stats = ev.stats()
     objectives = {s: ev.values(s, "objective") for s in ev.schedulers}
     return {
-        "scenario": ev.scenario.to_dict(), "seeds": list(ev.seeds),
+        "scenario": ev.scenario.to_dict(),
+        "seeds": list(ev.seeds),
         "oracles": [s for s in ev.schedulers if s in SCHEDULERS and SCHEDULERS[s].oracle],
         "mean_ci95": {s: {m: [_clean(stats[m][s][0]), _clean(stats[m][s][1])] for m in SHOWN} for s in ev.schedulers},
         "objective_runs": objectives,
@@ -177,8 +218,9 @@ def _scenario_tables(task: tuple[str, int, str, tuple[str, ...]]) -> dict[str, A
     return out
 
 
-def _tasks(plans: dict[str, dict[str, Any]], seeds: int, general_seeds: int,
-           only: frozenset[str] | None = None) -> list[tuple[str, int, str, tuple]]:
+def _tasks(
+    plans: dict[str, dict[str, Any]], seeds: int, general_seeds: int, only: frozenset[str] | None = None
+) -> list[tuple[str, int, str, tuple]]:
     """One task per (scenario, seeds, setting), naming every model evaluated there (scenarios in ``only``, if
     given)."""
     wanted: dict[tuple[str, int, str], list[str]] = {}
@@ -215,9 +257,15 @@ def _cached(path: Path, names: tuple[str, ...]) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and all(isinstance(data.get(n), dict) for n in names) else None
 
 
-def evaluate_cards(plans: dict[str, dict[str, Any]], seeds: int, general_seeds: int, workers: int = 1,
-                   cache_dir: Path | None = None, cached_only: bool = False,
-                   kept: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+def evaluate_cards(
+    plans: dict[str, dict[str, Any]],
+    seeds: int,
+    general_seeds: int,
+    workers: int = 1,
+    cache_dir: Path | None = None,
+    cached_only: bool = False,
+    kept: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, dict[str, Any]]:
     """The ``evaluation`` section of each model's card (model -> section), the (scenario, setting) tasks run by
     ``workers`` processes, training scenarios first. With ``cache_dir``, each task's tables are kept there when
     done and reused by a later call; with ``cached_only``, tasks not there are reported as not run. With
@@ -226,8 +274,9 @@ def evaluate_cards(plans: dict[str, dict[str, Any]], seeds: int, general_seeds: 
     kept = kept or {}
     only = None
     if kept:  # run the scenarios some model has no kept tables for
-        only = frozenset(sc for name, plan in plans.items() for sc in plan_scenarios(plan)
-                         if sc not in kept.get(name, {}))
+        only = frozenset(
+            sc for name, plan in plans.items() for sc in plan_scenarios(plan) if sc not in kept.get(name, {})
+        )
     tasks = sorted(_tasks(plans, seeds, general_seeds, only), key=lambda t: t[1] != seeds)
     done: dict[tuple[str, int, str], dict[str, Any]] = {}
     todo = []
@@ -255,10 +304,17 @@ def evaluate_cards(plans: dict[str, dict[str, Any]], seeds: int, general_seeds: 
             n = seeds if sc in plan["train"] else general_seeds
             stored = kept.get(name, {}).get(sc)
             tables[sc] = stored if stored is not None else {st: done[sc, n, st][name] for st in PREEMPTION}
-        out[name] = {"seeds": {"train": f"0..{seeds - 1}", "general": f"0..{general_seeds - 1}",
-                               "note": "training workloads use seeds >= 2**20; validation 900000+"},
-                     "preemption": {k: PREEMPTION_TEXT[k] for k in PREEMPTION}, "plan": plan, "scenarios": tables,
-                     "summary": summary(f"rl:{name}", tables)}
+        out[name] = {
+            "seeds": {
+                "train": f"0..{seeds - 1}",
+                "general": f"0..{general_seeds - 1}",
+                "note": "training workloads use seeds >= 2**20; validation 900000+",
+            },
+            "preemption": {k: PREEMPTION_TEXT[k] for k in PREEMPTION},
+            "plan": plan,
+            "scenarios": tables,
+            "summary": summary(f"rl:{name}", tables),
+        }
     return out
 
 
@@ -275,19 +331,34 @@ def summary(me: str, tables: dict[str, Any]) -> dict[str, Any]:
     better = [(sc, st, t) for sc, st, t in rows if t["vs_best"]["verdict"] == "better"]
     beats = bool(rows) and len(better) == len(rows)
     if beats:
-        text = (f"{me} has a lower objective than the best hand-written policy on all {len(rows)} evaluated "
-                "scenario and preemption settings (paired, 95 % CI excluding zero).")
+        text = (
+            f"{me} has a lower objective than the best hand-written policy on all {len(rows)} evaluated "
+            "scenario and preemption settings (paired, 95 % CI excluding zero)."
+        )
     else:
+
         def where(items):
-            return "; ".join(f"{sc} with {st} preemption vs {t['best_baseline']} "
-                             f"({_percent(t['vs_best']['relative'])})" for sc, st, t in items)
-        text = (f"{me} does not beat the best hand-written policy: of {len(rows)} scenario and preemption "
-                f"settings it is significantly better on {len(better)}" + (f" ({where(better)})" if better else "")
-                + f", significantly worse on {len(worse)}" + (f" ({where(worse)})" if worse else "")
-                + ", and indistinguishable on the rest. Where it is not better, use the best hand-written policy "
-                "the card names for that setting.")
-    return {"beats_best_baseline": beats, "verdict": text, "settings": len(rows), "better": len(better),
-            "worse": len(worse)}
+            return "; ".join(
+                f"{sc} with {st} preemption vs {t['best_baseline']} ({_percent(t['vs_best']['relative'])})"
+                for sc, st, t in items
+            )
+
+        text = (
+            f"{me} does not beat the best hand-written policy: of {len(rows)} scenario and preemption "
+            f"settings it is significantly better on {len(better)}"
+            + (f" ({where(better)})" if better else "")
+            + f", significantly worse on {len(worse)}"
+            + (f" ({where(worse)})" if worse else "")
+            + ", and indistinguishable on the rest. Where it is not better, use the best hand-written policy "
+            "the card names for that setting."
+        )
+    return {
+        "beats_best_baseline": beats,
+        "verdict": text,
+        "settings": len(rows),
+        "better": len(better),
+        "worse": len(worse),
+    }
 
 
 def _percent(relative: float | None) -> str:
@@ -318,29 +389,39 @@ def _provenance(card: dict[str, Any]) -> list[str]:
     if tr.get("clone"):
         c, last = tr["clone"], tr["clone"]["rounds"][-1]
         expert = c["config"].get("expert")
-        who = (f"the teacher `{c['config']['teacher']}`" if not expert else
-               "the lookahead expert (`engine/rl/lookahead.py`: the proposals of "
-               f"{', '.join(f'`{n}`' for n in expert['candidates'])} compared by rollouts on estimates, each "
-               "finished by " + (f"`{expert['rollout']}`" if expert.get("rollout") else "the teachers that proposed it")
-               + "; expert iteration)")
+        who = (
+            f"the teacher `{c['config']['teacher']}`"
+            if not expert
+            else "the lookahead expert (`engine/rl/lookahead.py`: the proposals of "
+            f"{', '.join(f'`{n}`' for n in expert['candidates'])} compared by rollouts on estimates, each "
+            "finished by "
+            + (f"`{expert['rollout']}`" if expert.get("rollout") else "the teachers that proposed it")
+            + "; expert iteration)"
+        )
         lines.append(
             f"- warm start: behaviour cloning of {who} (placing with "
             f"`{c['config']['rule']}`, `engine/rl/teacher.py`) over {len(c['rounds'])} rounds "
             f"({c['config']['episodes']} episodes each, DAgger after the first), {c['samples']:,} labelled "
             f"decisions, {c['wall_time_s']:,.0f} s (counted in the wall time); accuracy on those decisions "
             f"{last['accuracy']:.1%}; validation return of the cloned policy {c['eval_mean_return']:.4f}, "
-            "then MaskablePPO fine-tuning")
+            "then MaskablePPO fine-tuning"
+        )
     if not parent:
-        return [*lines, "- the exact config is `training.config` in the JSON card; retrain with "
-                f"`python -m engine train --config {card['name']}`"]
+        return [
+            *lines,
+            "- the exact config is `training.config` in the JSON card; retrain with "
+            f"`python -m engine train --config {card['name']}`",
+        ]
     run, ptr = tr["this_run"], parent["training"]
-    return [*lines,
-            f"- continued training: this run {run['timesteps']:,} steps in {run['wall_time_s']:,.0f} s, started from "
-            f"the weights of `rl:{parent['model']}` (SHA-256 `{parent['sha256'][:16]}...`), which had trained "
-            f"{ptr['timesteps']:,} steps in {ptr['wall_time_s']:,.0f} s; the totals above count both",
-            "- the exact configs are `training.config` (this run; `init_from` names the parent) and "
-            "`training.init_from.training.config` (the parent's) in the JSON card; reproduce by training the "
-            "parent's config, then this one"]
+    return [
+        *lines,
+        f"- continued training: this run {run['timesteps']:,} steps in {run['wall_time_s']:,.0f} s, started from "
+        f"the weights of `rl:{parent['model']}` (SHA-256 `{parent['sha256'][:16]}...`), which had trained "
+        f"{ptr['timesteps']:,} steps in {ptr['wall_time_s']:,.0f} s; the totals above count both",
+        "- the exact configs are `training.config` (this run; `init_from` names the parent) and "
+        "`training.init_from.training.config` (the parent's) in the JSON card; reproduce by training the "
+        "parent's config, then this one",
+    ]
 
 
 def _deployed(config: dict) -> list[str]:
@@ -348,9 +429,11 @@ def _deployed(config: dict) -> list[str]:
     opts = config.get("deploy_encoding") or {}
     if not opts:
         return []
-    return [f"- trained with the encoding {json.dumps(config['env']['encoding'])}; {json.dumps(opts)} applies at "
-            "inference only, as a constraint on the trained policy's actions (its next-best feasible choice is "
-            "taken; the observation layout is the same)"]
+    return [
+        f"- trained with the encoding {json.dumps(config['env']['encoding'])}; {json.dumps(opts)} applies at "
+        "inference only, as a constraint on the trained policy's actions (its next-best feasible choice is "
+        "taken; the observation layout is the same)"
+    ]
 
 
 def _training_preemption(env: dict[str, Any]) -> str:
@@ -375,60 +458,86 @@ def render_markdown(card: dict[str, Any]) -> str:
     w = card["reward"]
     terms = " + ".join(f"{w[k]:g} x {k}" for k in TERMS if w.get(k))
     lines = [
-        f"# `rl:{card['name']}`", "", card.get("description", ""), "",
+        f"# `rl:{card['name']}`",
+        "",
+        card.get("description", ""),
+        "",
     ]
     if "verdict" in card:
         lines += [f"**Verdict: {card['verdict']}**", ""]
     lines += [
-        "## What it optimises", "",
+        "## What it optimises",
+        "",
         f"Objective (lower is better; the training return is its negative): {terms}, with wait in units of "
-        f"{w['wait_scale_s']:g} s (definitions: `engine/rl/reward.py`).", "",
-        "## Network and inputs", "",
+        f"{w['wait_scale_s']:g} s (definitions: `engine/rl/reward.py`).",
+        "",
+        "## Network and inputs",
+        "",
         f"- policy: `{card['policy']['kind']}` ({json.dumps(card['policy'])})",
         f"- encoding: {json.dumps(card['encoding'])} (see `engine/rl/encoding.py`)",
         *_deployed(tr["config"]),
         f"- weights: `{card['weights']}`, SHA-256 `{card['sha256']}` (checked before loading; plain float32 "
-        "arrays in a NumPy `.npz`, never unpickled; evaluated in NumPy, `engine/rl/inference.py`)", "",
-        "## Training", "",
+        "arrays in a NumPy `.npz`, never unpickled; evaluated in NumPy, `engine/rl/inference.py`)",
+        "",
+        "## Training",
+        "",
         f"- {tr['timesteps']:,} environment steps in {tr['wall_time_s']:,.0f} s wall time on {tr['machine']}; "
         f"kept: {tr['kept']}",
         f"- libraries: {', '.join(f'{k} {v}' for k, v in tr['libraries'].items())}",
         f"- episodes: clusters {tr['config']['env']['clusters']}, loads {tr['config']['env']['loads']}, "
         f"{tr['config']['env']['n_jobs']} jobs; curriculum {json.dumps(tr['config']['curriculum'])}; "
         f"{_training_preemption(tr['config']['env'])}",
-        *_provenance(card), "",
+        *_provenance(card),
+        "",
     ]
     if ev:
         evicts = EVICT in card["encoding"].get("rules", ())
         seeds = ev["seeds"]
-        lines += ["## Evaluation against every hand-written policy", "",
-                  f"Workload seeds {seeds['train']} on the training scenarios, {seeds['general']} on the "
-                  "larger cluster, the Philly window and the teaching presets (`presets/`, where a preset's "
-                  f"workload is generated with each seed; {seeds['note']}). Each scenario runs twice: "
-                  f"{PREEMPTION_TEXT['free']} and {PREEMPTION_TEXT['costly']}. Mean over seeds; objective = this "
-                  "model's objective; the last column is the agent's paired difference in objective (agent minus "
-                  "that policy on the same workloads, mean and 95 % CI; negative: the agent is better). Oracles read "
-                  "true durations, are marked and never count as the best hand-written policy. "
-                  + ("The agent preempts only through its `evict` rule; `preemptions` counts preemptions per run."
-                     if evicts else "The agent never preempts."), ""]
+        lines += [
+            "## Evaluation against every hand-written policy",
+            "",
+            f"Workload seeds {seeds['train']} on the training scenarios, {seeds['general']} on the "
+            "larger cluster, the Philly window and the teaching presets (`presets/`, where a preset's "
+            f"workload is generated with each seed; {seeds['note']}). Each scenario runs twice: "
+            f"{PREEMPTION_TEXT['free']} and {PREEMPTION_TEXT['costly']}. Mean over seeds; objective = this "
+            "model's objective; the last column is the agent's paired difference in objective (agent minus "
+            "that policy on the same workloads, mean and 95 % CI; negative: the agent is better). Oracles read "
+            "true durations, are marked and never count as the best hand-written policy. "
+            + (
+                "The agent preempts only through its `evict` rule; `preemptions` counts preemptions per run."
+                if evicts
+                else "The agent never preempts."
+            ),
+            "",
+        ]
         for sc, by in ev["scenarios"].items():
             for setting, t in by.items():
                 if "error" in t:
                     lines += [f"### {sc}, {setting} preemption", "", f"not evaluated: {t['error']}", ""]
                     continue
                 b = t["vs_best"]
-                lines += [f"### {sc}, {setting} preemption: {describe(scenario_from_dict(t['scenario']))}, "
-                          f"{len(t['seeds'])} seeds", "",
-                          f"Agent minus the best hand-written policy (`{t['best_baseline']}`): "
-                          f"{_fmt(b['diff'], 'objective')} +- {_fmt(b['ci95'], 'objective')} "
-                          f"({100 * (b['relative'] or 0):+.1f} %): **{b['verdict']}**.", "",
-                          "| scheduler | " + " | ".join(SHOWN) + " | agent - this |",
-                          "|---" * (len(SHOWN) + 2) + "|"]
-                rows = sorted(t["mean_ci95"].items(),
-                              key=lambda kv: (kv[1]["objective"][0] is None, kv[1]["objective"][0]))
+                lines += [
+                    f"### {sc}, {setting} preemption: {describe(scenario_from_dict(t['scenario']))}, "
+                    f"{len(t['seeds'])} seeds",
+                    "",
+                    f"Agent minus the best hand-written policy (`{t['best_baseline']}`): "
+                    f"{_fmt(b['diff'], 'objective')} +- {_fmt(b['ci95'], 'objective')} "
+                    f"({100 * (b['relative'] or 0):+.1f} %): **{b['verdict']}**.",
+                    "",
+                    "| scheduler | " + " | ".join(SHOWN) + " | agent - this |",
+                    "|---" * (len(SHOWN) + 2) + "|",
+                ]
+                rows = sorted(
+                    t["mean_ci95"].items(), key=lambda kv: (kv[1]["objective"][0] is None, kv[1]["objective"][0])
+                )
                 for name, vals in rows:
-                    label = (f"**{name}**" if name.startswith("rl:") else
-                             f"{name} (oracle)" if name in t["oracles"] else name)
+                    label = (
+                        f"**{name}**"
+                        if name.startswith("rl:")
+                        else f"{name} (oracle)"
+                        if name in t["oracles"]
+                        else name
+                    )
                     d = t["vs"].get(name)
                     cmp = f"{_fmt(d['diff'], 'objective')} +- {_fmt(d['ci95'], 'objective')}" if d else ""
                     lines.append(f"| {label} | " + " | ".join(_fmt(vals[m][0], m) for m in SHOWN) + f" | {cmp} |")
@@ -437,8 +546,13 @@ def render_markdown(card: dict[str, Any]) -> str:
     if other and (MODELS_DIR / f"{other}.json").is_file():
         lines += _comparison(card, json.loads((MODELS_DIR / f"{other}.json").read_text()))
     scenario = ((ev or {}).get("plan", {}).get("train") or ["v100-32"])[0]  # one of its own training scenarios
-    lines += ["## Use", "", f"`python -m engine evaluate --schedulers short-spare-evict-est,easy-backfill,"
-              f"rl:{card['name']} --scenario {scenario} --seeds 30`, or pick it in the app like any scheduler.", ""]
+    lines += [
+        "## Use",
+        "",
+        f"`python -m engine evaluate --schedulers short-spare-evict-est,easy-backfill,"
+        f"rl:{card['name']} --scenario {scenario} --seeds 30`, or pick it in the app like any scheduler.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -450,25 +564,36 @@ def _settings(card: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
 
 def _comparison(card: dict[str, Any], other: dict[str, Any]) -> list[str]:
     """A table comparing two models trained on the same episodes with different networks."""
-    lines = [f"## {card['policy']['kind']} vs {other['policy']['kind']} (`rl:{other['name']}`, same episodes and "
-             "objective)", "", "| | " + f"rl:{card['name']} | rl:{other['name']} |", "|---|---|---|"]
+    lines = [
+        f"## {card['policy']['kind']} vs {other['policy']['kind']} (`rl:{other['name']}`, same episodes and objective)",
+        "",
+        "| | " + f"rl:{card['name']} | rl:{other['name']} |",
+        "|---|---|---|",
+    ]
     size = [f"{(MODELS_DIR / c['weights']).stat().st_size / 1024:.0f} KiB weights" for c in (card, other)]
     speed = [f"{c['training']['timesteps'] / c['training']['wall_time_s']:.0f} steps/s" for c in (card, other)]
     lines.append(f"| network | {card['policy']['kind']}, {size[0]} | {other['policy']['kind']}, {size[1]} |")
-    window = [f"{c['encoding']['window']} jobs ({c['encoding']['window_order']}), teacher "
-              f"{(c['training']['config'].get('clone') or {}).get('teacher', 'none')}" for c in (card, other)]
+    window = [
+        f"{c['encoding']['window']} jobs ({c['encoding']['window_order']}), teacher "
+        f"{(c['training']['config'].get('clone') or {}).get('teacher', 'none')}"
+        for c in (card, other)
+    ]
     lines.append(f"| window, teacher | {window[0]} | {window[1]} |")
-    lines.append(f"| training | {card['training']['timesteps']:,} steps, {speed[0]} | "
-                 f"{other['training']['timesteps']:,} steps, {speed[1]} |")
+    lines.append(
+        f"| training | {card['training']['timesteps']:,} steps, {speed[0]} | "
+        f"{other['training']['timesteps']:,} steps, {speed[1]} |"
+    )
     for (sc, setting), t in _settings(card).items():
         o = _settings(other).get((sc, setting), {})
         if "mean_ci95" not in t or "mean_ci95" not in o:
             continue
         a, b = t["mean_ci95"][f"rl:{card['name']}"], o["mean_ci95"][f"rl:{other['name']}"]
-        lines.append(f"| {sc}, {setting} preemption: mean wait s / objective | "
-                     f"{_fmt(a['mean_wait_s'][0], 'mean_wait_s')} / "
-                     f"{_fmt(a['objective'][0], 'objective')} | {_fmt(b['mean_wait_s'][0], 'mean_wait_s')} / "
-                     f"{_fmt(b['objective'][0], 'objective')} |")
+        lines.append(
+            f"| {sc}, {setting} preemption: mean wait s / objective | "
+            f"{_fmt(a['mean_wait_s'][0], 'mean_wait_s')} / "
+            f"{_fmt(a['objective'][0], 'objective')} | {_fmt(b['mean_wait_s'][0], 'mean_wait_s')} / "
+            f"{_fmt(b['objective'][0], 'objective')} |"
+        )
     return [*lines, ""]
 
 
@@ -484,9 +609,15 @@ def kept_tables(name: str, only: frozenset[str], seeds: int, general_seeds: int)
     return {sc: by for sc, by in ev["scenarios"].items() if sc not in only}
 
 
-def write_cards(plans: dict[str, dict[str, Any]], seeds: int = 30, general_seeds: int = 10, workers: int = 1,
-                cache_dir: Path | None = None, cached_only: bool = False,
-                only: frozenset[str] | None = None) -> dict[str, dict[str, Any]]:
+def write_cards(
+    plans: dict[str, dict[str, Any]],
+    seeds: int = 30,
+    general_seeds: int = 10,
+    workers: int = 1,
+    cache_dir: Path | None = None,
+    cached_only: bool = False,
+    only: frozenset[str] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Evaluate the models of ``plans`` (model -> plan, as in :data:`PLANS`) and rewrite their cards (see
     :func:`evaluate_cards`); with ``only`` (scenarios of the plans), just those scenarios run and the card's other
     tables are kept."""

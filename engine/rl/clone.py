@@ -97,8 +97,9 @@ class CloneConfig:
         return lambda state, snap: teacher_action(self.teacher, state, enc, snap, rule)
 
 
-def collect(env: GpuSchedulingEnv, cfg: CloneConfig, gamma: float, seeds: range, student: Any = None
-            ) -> dict[str, np.ndarray]:
+def collect(
+    env: GpuSchedulingEnv, cfg: CloneConfig, gamma: float, seeds: range, student: Any = None
+) -> dict[str, np.ndarray]:
     """Samples from one episode per seed: observations, masks, teacher actions and discounted returns.
 
     ``student`` (a callable ``(obs, mask) -> action``) drives the episodes when given; the labeller (teacher
@@ -126,15 +127,21 @@ def collect(env: GpuSchedulingEnv, cfg: CloneConfig, gamma: float, seeds: range,
             g = r + gamma * g
             ret.append(g)
         returns.extend(reversed(ret))
-    return {"obs": {k: np.stack(v) for k, v in obs_parts.items()}, "mask": np.stack(masks),
-            "action": np.array(actions, dtype=np.int64), "return": np.array(returns, dtype=np.float32)}
+    return {
+        "obs": {k: np.stack(v) for k, v in obs_parts.items()},
+        "mask": np.stack(masks),
+        "action": np.array(actions, dtype=np.int64),
+        "return": np.array(returns, dtype=np.float32),
+    }
 
 
 def _concat(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
     if a is None:
         return b
-    return {"obs": {k: np.concatenate([a["obs"][k], b["obs"][k]]) for k in a["obs"]},
-            **{k: np.concatenate([a[k], b[k]]) for k in ("mask", "action", "return")}}
+    return {
+        "obs": {k: np.concatenate([a["obs"][k], b["obs"][k]]) for k in a["obs"]},
+        **{k: np.concatenate([a[k], b[k]]) for k in ("mask", "action", "return")},
+    }
 
 
 def fit(policy: Any, data: dict[str, Any], cfg: CloneConfig, rng: np.random.Generator) -> dict[str, float]:
@@ -153,7 +160,7 @@ def fit(policy: Any, data: dict[str, Any], cfg: CloneConfig, rng: np.random.Gene
         order = torch.as_tensor(rng.permutation(n))
         tot = {"ce": 0.0, "value_mse": 0.0, "accuracy": 0.0}
         for lo in range(0, n, cfg.batch_size):
-            idx = order[lo:lo + cfg.batch_size]
+            idx = order[lo : lo + cfg.batch_size]
             obs = {k: v[idx] for k, v in obs_t.items()}
             values, log_prob, _ = policy.evaluate_actions(obs, act_t[idx], action_masks=mask_t[idx])
             ce = -log_prob.mean()
@@ -197,5 +204,9 @@ def clone(policy: Any, env_cfg: EnvConfig, cfg: CloneConfig, gamma: float, seed:
         data = _concat(data, collect(env, cfg, gamma, seeds, None if r == 0 else student))
         stats = fit(policy, data, cfg, rng)
         rounds.append({"samples": int(len(data["action"])), **{k: round(v, 4) for k, v in stats.items()}})
-    return {"config": cfg.to_dict(), "rounds": rounds, "samples": rounds[-1]["samples"],
-            "wall_time_s": round(time.perf_counter() - t0, 1)}
+    return {
+        "config": cfg.to_dict(),
+        "rounds": rounds,
+        "samples": rounds[-1]["samples"],
+        "wall_time_s": round(time.perf_counter() - t0, 1),
+    }

@@ -111,19 +111,21 @@ class EncodingConfig:
         object.__setattr__(self, "rules", tuple(self.rules))
         if not self.rules or any(r not in RULES for r in self.rules) or len(set(self.rules)) != len(self.rules):
             raise EngineError(f"encoding.rules {list(self.rules)!r}: expected distinct names from {list(RULES)}")
-        if self.max_evictions is not None and (isinstance(self.max_evictions, bool) or not (
-                isinstance(self.max_evictions, int) and self.max_evictions >= 1)):
+        if self.max_evictions is not None and (
+            isinstance(self.max_evictions, bool)
+            or not (isinstance(self.max_evictions, int) and self.max_evictions >= 1)
+        ):
             raise EngineError(f"encoding.max_evictions must be an integer >= 1 or null, got {self.max_evictions!r}")
         if not isinstance(self.window_order, str) or self.window_order not in WINDOW_ORDERS:
             raise EngineError(f"encoding.window_order {self.window_order!r}: expected one of {list(WINDOW_ORDERS)}")
         if not isinstance(self.evict_cost, bool):
             raise EngineError(f"encoding.evict_cost must be true or false, got {self.evict_cost!r}")
         if self.evict_cost and not self.evicts:
-            raise EngineError("encoding.evict_cost needs the \"evict\" rule in encoding.rules")
+            raise EngineError('encoding.evict_cost needs the "evict" rule in encoding.rules')
         if not isinstance(self.evict_scope, str) or self.evict_scope not in EVICT_SCOPES:
             raise EngineError(f"encoding.evict_scope {self.evict_scope!r}: expected one of {list(EVICT_SCOPES)}")
         if self.evict_scope != "type" and not self.evicts:
-            raise EngineError("encoding.evict_scope needs the \"evict\" rule in encoding.rules")
+            raise EngineError('encoding.evict_scope needs the "evict" rule in encoding.rules')
         if not isinstance(self.whole_node, bool):
             raise EngineError(f"encoding.whole_node must be true or false, got {self.whole_node!r}")
 
@@ -135,8 +137,9 @@ class EncodingConfig:
     @property
     def type_features(self) -> int:
         """Features per (job, GPU type) slot."""
-        return (JOB_TYPE_FEATURES + (EVICT_FEATURES if self.evicts else 0)
-                + (EVICT_COST_FEATURES if self.evict_cost else 0))
+        return (
+            JOB_TYPE_FEATURES + (EVICT_FEATURES if self.evicts else 0) + (EVICT_COST_FEATURES if self.evict_cost else 0)
+        )
 
     @property
     def job_features(self) -> int:
@@ -161,8 +164,12 @@ class EncodingConfig:
         return action // (self.max_types * r), (action // r) % self.max_types, action % r
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"window": self.window, "max_types": self.max_types, "rules": list(self.rules),
-               "window_order": self.window_order}
+        out = {
+            "window": self.window,
+            "max_types": self.max_types,
+            "rules": list(self.rules),
+            "window_order": self.window_order,
+        }
         if self.max_evictions is not None:  # cards written before the option existed stay as they were
             out["max_evictions"] = self.max_evictions
         if self.evict_cost:
@@ -175,7 +182,16 @@ class EncodingConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EncodingConfig:
-        known = {"window", "max_types", "rules", "window_order", "max_evictions", "evict_cost", "evict_scope", "whole_node"}
+        known = {
+            "window",
+            "max_types",
+            "rules",
+            "window_order",
+            "max_evictions",
+            "evict_cost",
+            "evict_scope",
+            "whole_node",
+        }
         reject_unknown_keys(data, known, "encoding")
         rules = data.get("rules", cls.rules)
         if not isinstance(rules, (list, tuple)) or not all(isinstance(r, str) for r in rules):
@@ -232,8 +248,10 @@ def _type_fits(state: ClusterState, job: Job, n_types: int, whole_node: bool) ->
 def _check_cluster(state: ClusterState, cfg: EncodingConfig) -> int:
     n_types = len(state.layout.type_names)
     if n_types > cfg.max_types:
-        raise EngineError(f"this model handles clusters with at most {cfg.max_types} GPU types; the cluster has "
-                          f"{n_types} ({', '.join(state.layout.type_names)})")
+        raise EngineError(
+            f"this model handles clusters with at most {cfg.max_types} GPU types; the cluster has "
+            f"{n_types} ({', '.join(state.layout.type_names)})"
+        )
     return n_types
 
 
@@ -283,8 +301,13 @@ def snapshot(state: ClusterState, cfg: EncodingConfig, index: QueueIndex | None 
     n_rules = len(cfg.rules)
     mask = np.zeros(cfg.n_actions, dtype=bool)
     block = cfg.max_types * n_rules
-    victims, victim_work = (find_victims(state, window, fits, n_types, _tables(state.cluster).job_speeds,
-                                         cfg.evict_scope, cfg.max_evictions) if cfg.evicts else ({}, {}))
+    victims, victim_work = (
+        find_victims(
+            state, window, fits, n_types, _tables(state.cluster).job_speeds, cfg.evict_scope, cfg.max_evictions
+        )
+        if cfg.evicts
+        else ({}, {})
+    )
     evict_rule = cfg.rules.index(EVICT) if cfg.evicts else -1
     for slot, f in enumerate(fits):
         row = np.zeros((cfg.max_types, n_rules), dtype=bool)
@@ -293,7 +316,7 @@ def snapshot(state: ClusterState, cfg: EncodingConfig, index: QueueIndex | None 
             row[:, evict_rule] = False
             for t in range(n_types):
                 row[t, evict_rule] = (slot, t) in victims
-        mask[slot * block:(slot + 1) * block] = row.ravel()
+        mask[slot * block : (slot + 1) * block] = row.ravel()
     mask[-1] = bool(state.running)
     cost = eviction_cost_gpu_s(state, victims) if cfg.evict_cost else {}
     return Snapshot(window, fits, mask, cache, victims, victim_work, cost)
@@ -393,8 +416,9 @@ class _TypeTables:
         """Speed of a job of ``job_type`` on each GPU type (``Cluster.speed``; cached per job type)."""
         sp = self._speeds.get(job_type)
         if sp is None:
-            sp = self._speeds[job_type] = np.array([self.cluster.speed(job_type, t)
-                                                    for t in self.cluster.layout.type_names])
+            sp = self._speeds[job_type] = np.array(
+                [self.cluster.speed(job_type, t) for t in self.cluster.layout.type_names]
+            )
         return sp
 
 
@@ -417,8 +441,9 @@ def type_speeds(cluster, job_type: str) -> np.ndarray:
     return _tables(cluster).job_speeds(job_type)
 
 
-def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Snapshot | None = None
-           ) -> dict[str, np.ndarray]:
+def encode(
+    state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Snapshot | None = None
+) -> dict[str, np.ndarray]:
     """The observation dict for ``state``: the feature functions below, laid out as the module docstring says."""
     snap = snap or snapshot(state, cfg)
     tab = _tables(state.cluster)
@@ -429,9 +454,8 @@ def encode(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Sn
         jf[:n, :JOB_BASE_FEATURES] = job_features(state, snap)
         jf[:n, JOB_BASE_FEATURES:] = job_type_features(state, snap, cfg, tab, block_t).reshape(n, -1)
     gf = np.zeros((cfg.max_types, GROUP_FEATURES), dtype=np.float32)
-    gf[:tab.n_types] = group_features(state, tab, block_t)
-    return {"jobs": jf, "groups": gf, "global": global_features(state, snap),
-            "action_mask": snap.mask.astype(np.int8)}
+    gf[: tab.n_types] = group_features(state, tab, block_t)
+    return {"jobs": jf, "groups": gf, "global": global_features(state, snap), "action_mask": snap.mask.astype(np.int8)}
 
 
 def _idle_blocks(state: ClusterState, tab: _TypeTables) -> np.ndarray:
@@ -459,25 +483,28 @@ def job_features(state: ClusterState, snap: Snapshot) -> list[tuple[float, ...]]
     for slot, j in enumerate(snap.window):
         job = jobs[j]
         demand = job.gpus * job.gpu_fraction
-        rows.append((
-            1.0,
-            math.log2(job.gpus) / 6.0,
-            min(demand / free_cap, 2.0) / 2.0 if free_cap > 0 else 1.0,
-            job.gpu_fraction,
-            min(job.vram_gib / 80.0, 1.0),
-            log1p(max(now - job.submit_s, 0.0) / 60.0) / 10.0,
-            log1p(job.estimate_s / 60.0) / 10.0,
-            log1p(gpu_times[slot] / 60.0) / 12.0,
-            ranks[slot] / denom,
-            min(user_gpus.get(job.user, 0.0) / n_gpus, 1.0),
-            float(snap.fits[slot].any()),
-            min(comm.get(job.job_type, comm.get("batch", 0.3)), 1.0),
-        ))
+        rows.append(
+            (
+                1.0,
+                math.log2(job.gpus) / 6.0,
+                min(demand / free_cap, 2.0) / 2.0 if free_cap > 0 else 1.0,
+                job.gpu_fraction,
+                min(job.vram_gib / 80.0, 1.0),
+                log1p(max(now - job.submit_s, 0.0) / 60.0) / 10.0,
+                log1p(job.estimate_s / 60.0) / 10.0,
+                log1p(gpu_times[slot] / 60.0) / 12.0,
+                ranks[slot] / denom,
+                min(user_gpus.get(job.user, 0.0) / n_gpus, 1.0),
+                float(snap.fits[slot].any()),
+                min(comm.get(job.job_type, comm.get("batch", 0.3)), 1.0),
+            )
+        )
     return rows
 
 
-def job_type_features(state: ClusterState, snap: Snapshot, cfg: EncodingConfig, tab: _TypeTables,
-                      block_t: np.ndarray) -> np.ndarray:
+def job_type_features(
+    state: ClusterState, snap: Snapshot, cfg: EncodingConfig, tab: _TypeTables, block_t: np.ndarray
+) -> np.ndarray:
     """Features of each window job on each GPU type slot (window jobs x ``max_types`` x
     :attr:`EncodingConfig.type_features`; zeros for absent types), in order:
 
@@ -505,8 +532,10 @@ def job_type_features(state: ClusterState, snap: Snapshot, cfg: EncodingConfig, 
     per_type[:, :n_types, 2] = fits
     per_type[:, :n_types, 3] = np.where(whole, elig & (block_t[None, :] >= gpus), fits)
     for (slot, t), left_gpu_s in snap.victim_work_gpu_s.items():
-        per_type[slot, t, JOB_TYPE_FEATURES:JOB_TYPE_FEATURES + EVICT_FEATURES] = (
-            1.0, math.log1p(left_gpu_s / 60.0) / 12.0)
+        per_type[slot, t, JOB_TYPE_FEATURES : JOB_TYPE_FEATURES + EVICT_FEATURES] = (
+            1.0,
+            math.log1p(left_gpu_s / 60.0) / 12.0,
+        )
     for (slot, t), cost_gpu_s in snap.victim_cost_gpu_s.items():
         per_type[slot, t, JOB_TYPE_FEATURES + EVICT_FEATURES] = math.log1p(cost_gpu_s / 60.0) / 12.0
     return per_type
@@ -524,11 +553,21 @@ def group_features(state: ClusterState, tab: _TypeTables, block_t: np.ndarray) -
     idle_t = np.bincount(lay.node_type, weights=node_free, minlength=n_types)
     freecap_t = np.bincount(lay.gpu_type, weights=state.gpu_free, minlength=n_types)
     idle_nodes_t = np.bincount(lay.node_type, weights=(node_free == lay.node_gpus), minlength=n_types)
-    return np.stack([
-        np.ones(n_types), tab.total / lay.n_gpus, idle_t / tab.total, block_t / tab.max_node_gpus, tab.speed,
-        tab.vram, freecap_t / tab.total, idle_nodes_t / tab.nodes, np.minimum(block_t / 8.0, 1.0),
-        np.minimum(tab.max_node_gpus / 8.0, 1.0),
-    ], axis=1)
+    return np.stack(
+        [
+            np.ones(n_types),
+            tab.total / lay.n_gpus,
+            idle_t / tab.total,
+            block_t / tab.max_node_gpus,
+            tab.speed,
+            tab.vram,
+            freecap_t / tab.total,
+            idle_nodes_t / tab.nodes,
+            np.minimum(block_t / 8.0, 1.0),
+            np.minimum(tab.max_node_gpus / 8.0, 1.0),
+        ],
+        axis=1,
+    )
 
 
 def global_features(state: ClusterState, snap: Snapshot) -> np.ndarray:
@@ -557,14 +596,16 @@ def global_features(state: ClusterState, snap: Snapshot) -> np.ndarray:
     return glob
 
 
-def action_mask(state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Snapshot | None = None
-                ) -> np.ndarray:
+def action_mask(
+    state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Snapshot | None = None
+) -> np.ndarray:
     """Boolean mask over actions: true exactly for the feasible ones (see the module docstring)."""
     return (snap or snapshot(state, cfg)).mask
 
 
-def decode(state: ClusterState, action: int, cfg: EncodingConfig = EncodingConfig(),
-           snap: Snapshot | None = None) -> Iterator[Decision]:
+def decode(
+    state: ClusterState, action: int, cfg: EncodingConfig = EncodingConfig(), snap: Snapshot | None = None
+) -> Iterator[Decision]:
     """The decisions ``action`` stands for, to be applied in order: nothing for *wait*, one ``Start`` on
     concrete GPUs, or for ``"evict"`` the ``Preempt`` of each victim and then the ``Start``.
 
@@ -592,6 +633,7 @@ def _decisions(state: ClusterState, job: Job, t: int, rule: str, victims: tuple[
     gpus = PLACEMENTS[placement]()(state.of_type(t), job)
     # The mask promised a fit of this type: anything else means a placement rule escaped the type view.
     if gpus is None or any(int(state.layout.gpu_type[g]) != t for g in gpus):
-        raise EngineError(f"rule {rule!r} returned {gpus} for job {job.job_id}, not GPUs of type "
-                          f"slot {t} as the mask promised")
+        raise EngineError(
+            f"rule {rule!r} returned {gpus} for job {job.job_id}, not GPUs of type slot {t} as the mask promised"
+        )
     yield Start(job.job_id, gpus)

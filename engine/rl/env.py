@@ -119,9 +119,15 @@ class EnvConfig:
             raise EngineError(str(exc).replace("scenario.workload", "env.workload")) from None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"clusters": list(self.clusters), "loads": list(self.loads), "n_jobs": self.n_jobs,
-                "workload": dict(self.workload), "encoding": self.encoding.to_dict(), "reward": asdict(self.reward),
-                "preemptions": [p.to_dict() for p in self.preemptions]}
+        return {
+            "clusters": list(self.clusters),
+            "loads": list(self.loads),
+            "n_jobs": self.n_jobs,
+            "workload": dict(self.workload),
+            "encoding": self.encoding.to_dict(),
+            "reward": asdict(self.reward),
+            "preemptions": [p.to_dict() for p in self.preemptions],
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EnvConfig:
@@ -149,12 +155,14 @@ class EnvConfig:
 def observation_space(enc: EncodingConfig) -> tuple[spaces.Dict, spaces.Discrete]:
     """The (observation, action) spaces of an encoding (the datasheet above)."""
     box = lambda *shape: spaces.Box(0.0, 4.0, shape=shape, dtype=np.float32)  # noqa: E731
-    obs = spaces.Dict({
-        "jobs": box(enc.window, enc.job_features),
-        "groups": box(enc.max_types, GROUP_FEATURES),
-        "global": box(GLOBAL_FEATURES),
-        "action_mask": spaces.MultiBinary(enc.n_actions),
-    })
+    obs = spaces.Dict(
+        {
+            "jobs": box(enc.window, enc.job_features),
+            "groups": box(enc.max_types, GROUP_FEATURES),
+            "global": box(GLOBAL_FEATURES),
+            "action_mask": spaces.MultiBinary(enc.n_actions),
+        }
+    )
     return obs, spaces.Discrete(enc.n_actions)
 
 
@@ -179,11 +187,14 @@ class GpuSchedulingEnv(gym.Env):
         self._result: Result | None = None
 
     # ----------------------------------------------------------------- sampling
-    def set_sampling(self, clusters: Sequence[str] | None = None, loads: Sequence[float] | None = None,
-                     n_jobs: int | None = None) -> None:
+    def set_sampling(
+        self, clusters: Sequence[str] | None = None, loads: Sequence[float] | None = None, n_jobs: int | None = None
+    ) -> None:
         """Change what later episodes draw from (a curriculum calls this between stages)."""
-        cfg = replace(self.config, **{k: v for k, v in (("clusters", clusters), ("loads", loads),
-                                                         ("n_jobs", n_jobs)) if v is not None})
+        cfg = replace(
+            self.config,
+            **{k: v for k, v in (("clusters", clusters), ("loads", loads), ("n_jobs", n_jobs)) if v is not None},
+        )
         clusters_ = [parse_cluster(c) for c in cfg.clusters]
         self._check_types(clusters_)
         self.config, self._clusters = cfg, clusters_
@@ -191,8 +202,10 @@ class GpuSchedulingEnv(gym.Env):
     def _check_types(self, clusters: Sequence[Cluster]) -> None:
         for c in clusters:
             if len(c.layout.type_names) > self.config.encoding.max_types:
-                raise EngineError(f"cluster {c.to_shorthand()} has {len(c.layout.type_names)} GPU types; "
-                                  f"encoding.max_types is {self.config.encoding.max_types}")
+                raise EngineError(
+                    f"cluster {c.to_shorthand()} has {len(c.layout.type_names)} GPU types; "
+                    f"encoding.max_types is {self.config.encoding.max_types}"
+                )
 
     def _episode(self, options: Mapping[str, Any]) -> tuple[Cluster, tuple[Job, ...], PreemptionModel]:
         rng = self.np_random
@@ -217,8 +230,13 @@ class GpuSchedulingEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
         super().reset(seed=seed)
         cluster, jobs, preemption = self._episode(options or {})
-        sim = Simulation(cluster, jobs, options=RunOptions(preemption=preemption), seed=0 if seed is None else seed,
-                         scheduler_name="rl-env")
+        sim = Simulation(
+            cluster,
+            jobs,
+            options=RunOptions(preemption=preemption),
+            seed=0 if seed is None else seed,
+            scheduler_name="rl-env",
+        )
         self._sim = sim
         self._result = None
         state = sim.reset()
@@ -344,8 +362,9 @@ class GpuSchedulingEnv(gym.Env):
         running = state.running
         for j in [j for j in self._run_start if j not in running]:
             del self._run_start[j]
-            self._finished_run_s += (state.attained_gpu_s(j) / (jobs[j].gpus * jobs[j].gpu_fraction)
-                                     - self._preempted_run_s.pop(j, 0.0))
+            self._finished_run_s += state.attained_gpu_s(j) / (
+                jobs[j].gpus * jobs[j].gpu_fraction
+            ) - self._preempted_run_s.pop(j, 0.0)
         run = self._finished_run_s + sum(now - s for s in self._run_start.values())
         return w.wait * wait + w.jct * (wait + run)
 

@@ -39,9 +39,15 @@ Victims = dict[tuple[int, int], tuple[int, ...]]
 BySlotType = dict[tuple[int, int], float]
 
 
-def find_victims(state: ClusterState, window: list[int], fits: list[np.ndarray], n_types: int,
-                 speeds_of: Callable[[str], np.ndarray], scope: str, max_evictions: int | None
-                 ) -> tuple[Victims, BySlotType]:
+def find_victims(
+    state: ClusterState,
+    window: list[int],
+    fits: list[np.ndarray],
+    n_types: int,
+    speeds_of: Callable[[str], np.ndarray],
+    scope: str,
+    max_evictions: int | None,
+) -> tuple[Victims, BySlotType]:
     """Per (window slot, GPU type slot) where an eviction is offered (module docstring): the job ids it preempts,
     in order, and their estimated GPU-seconds left.
 
@@ -90,8 +96,11 @@ def evictable(state: ClusterState, max_evictions: int | None) -> dict[int, list[
     now = state.now_s
     by_type: dict[int, list[RunningJob]] = {}
     for r in state.running.values():
-        if r.start_s < now and not r.job.fractional and (
-                max_evictions is None or state.preemptions(r.job.job_id) < max_evictions):
+        if (
+            r.start_s < now
+            and not r.job.fractional
+            and (max_evictions is None or state.preemptions(r.job.job_id) < max_evictions)
+        ):
             by_type.setdefault(r.gpu_type, []).append(r)
     for rs in by_type.values():
         rs.sort(key=lambda r: (-r.est_end_s, -r.job.job_id))
@@ -104,8 +113,9 @@ def eviction_cost_gpu_s(state: ClusterState, victims: Victims) -> BySlotType:
     return {k: sum(state.preemption_cost_s(v) * state.jobs[v].gpus for v in vs) for k, vs in victims.items()}
 
 
-def _take(candidates: Iterable[tuple[RunningJob, int]], need: int, own_s: float, now: float
-          ) -> tuple[tuple[int, ...], int, float]:
+def _take(
+    candidates: Iterable[tuple[RunningJob, int]], need: int, own_s: float, now: float
+) -> tuple[tuple[int, ...], int, float]:
     """Victims from ``candidates`` (a running job, the GPUs its eviction frees), in order, until ``need`` GPUs are
     freed, stopping at the first that would not run longer than ``own_s``: (victims, GPUs freed, their estimated
     GPU-seconds left)."""
@@ -129,8 +139,9 @@ def _victims_by_node(lay: Layout, by_type: dict[int, list[RunningJob]]) -> dict[
     return out
 
 
-def _node_victims(state: ClusterState, gpus: int, own_s: float, nodes: np.ndarray,
-                  by_node: dict[int, list[tuple[RunningJob, int]]]) -> tuple[float, tuple[int, ...]] | None:
+def _node_victims(
+    state: ClusterState, gpus: int, own_s: float, nodes: np.ndarray, by_node: dict[int, list[tuple[RunningJob, int]]]
+) -> tuple[float, tuple[int, ...]] | None:
     """The node-scoped eviction (module docstring): (victims' estimated GPU-seconds left, victims), or ``None``."""
     best: tuple[float, tuple[int, ...]] | None = None
     for n in nodes.tolist():

@@ -95,16 +95,30 @@ def _mlp_shapes(prefix: str, n_in: int, arch: tuple[int, ...]) -> dict[str, tupl
 
 def _extractor_shapes(prefix: str, spec: PolicySpec, enc: EncodingConfig) -> dict[str, tuple[int, ...]]:
     d = spec.d_model
-    out = {f"{prefix}.job_in.weight": (d, enc.job_features), f"{prefix}.job_in.bias": (d,),
-           f"{prefix}.group_in.weight": (d, GROUP_FEATURES), f"{prefix}.group_in.bias": (d,),
-           f"{prefix}.glob_in.weight": (d, GLOBAL_FEATURES), f"{prefix}.glob_in.bias": (d,)}
+    out = {
+        f"{prefix}.job_in.weight": (d, enc.job_features),
+        f"{prefix}.job_in.bias": (d,),
+        f"{prefix}.group_in.weight": (d, GROUP_FEATURES),
+        f"{prefix}.group_in.bias": (d,),
+        f"{prefix}.glob_in.weight": (d, GLOBAL_FEATURES),
+        f"{prefix}.glob_in.bias": (d,),
+    }
     for i in range(spec.n_layers):
         p = f"{prefix}.encoder.layers.{i}"
-        out |= {f"{p}.self_attn.in_proj_weight": (3 * d, d), f"{p}.self_attn.in_proj_bias": (3 * d,),
-                f"{p}.self_attn.out_proj.weight": (d, d), f"{p}.self_attn.out_proj.bias": (d,),
-                f"{p}.linear1.weight": (2 * d, d), f"{p}.linear1.bias": (2 * d,),
-                f"{p}.linear2.weight": (d, 2 * d), f"{p}.linear2.bias": (d,),
-                f"{p}.norm1.weight": (d,), f"{p}.norm1.bias": (d,), f"{p}.norm2.weight": (d,), f"{p}.norm2.bias": (d,)}
+        out |= {
+            f"{p}.self_attn.in_proj_weight": (3 * d, d),
+            f"{p}.self_attn.in_proj_bias": (3 * d,),
+            f"{p}.self_attn.out_proj.weight": (d, d),
+            f"{p}.self_attn.out_proj.bias": (d,),
+            f"{p}.linear1.weight": (2 * d, d),
+            f"{p}.linear1.bias": (2 * d,),
+            f"{p}.linear2.weight": (d, 2 * d),
+            f"{p}.linear2.bias": (d,),
+            f"{p}.norm1.weight": (d,),
+            f"{p}.norm1.bias": (d,),
+            f"{p}.norm2.weight": (d,),
+            f"{p}.norm2.bias": (d,),
+        }
     return out
 
 
@@ -127,8 +141,12 @@ def param_shapes(spec: PolicySpec, enc: EncodingConfig) -> dict[str, tuple[int, 
             out |= _extractor_shapes(prefix, spec, enc)
     out |= _mlp_shapes("mlp_extractor.policy_net", n_in, spec.net_arch)
     out |= _mlp_shapes("mlp_extractor.value_net", n_in, spec.net_arch)
-    out |= {"action_net.weight": (enc.n_actions, last), "action_net.bias": (enc.n_actions,),
-            "value_net.weight": (1, last), "value_net.bias": (1,)}
+    out |= {
+        "action_net.weight": (enc.n_actions, last),
+        "action_net.bias": (enc.n_actions,),
+        "value_net.weight": (1, last),
+        "value_net.bias": (1,),
+    }
     n = sum(math.prod(s) for s in out.values())
     if n > MAX_PARAMS:
         raise EngineError(f"the network would have {n:,} parameters; at most {MAX_PARAMS:,} are allowed")
@@ -157,8 +175,10 @@ class NumpyPolicy:
             a.setflags(write=False)
             return a
 
-        self._pi = [(w(f"mlp_extractor.policy_net.{2 * i}.weight", True), w(f"mlp_extractor.policy_net.{2 * i}.bias"))
-                    for i in range(len(spec.net_arch))]
+        self._pi = [
+            (w(f"mlp_extractor.policy_net.{2 * i}.weight", True), w(f"mlp_extractor.policy_net.{2 * i}.bias"))
+            for i in range(len(spec.net_arch))
+        ]
         self._head = (w("action_net.weight", True), w("action_net.bias"))
         if spec.kind == "attention":
             p = "pi_features_extractor"
@@ -166,12 +186,22 @@ class NumpyPolicy:
             self._layers = []
             for i in range(spec.n_layers):
                 q = f"{p}.encoder.layers.{i}"
-                self._layers.append((
-                    w(f"{q}.self_attn.in_proj_weight", True), w(f"{q}.self_attn.in_proj_bias"),
-                    w(f"{q}.self_attn.out_proj.weight", True), w(f"{q}.self_attn.out_proj.bias"),
-                    w(f"{q}.linear1.weight", True), w(f"{q}.linear1.bias"),
-                    w(f"{q}.linear2.weight", True), w(f"{q}.linear2.bias"),
-                    w(f"{q}.norm1.weight"), w(f"{q}.norm1.bias"), w(f"{q}.norm2.weight"), w(f"{q}.norm2.bias")))
+                self._layers.append(
+                    (
+                        w(f"{q}.self_attn.in_proj_weight", True),
+                        w(f"{q}.self_attn.in_proj_bias"),
+                        w(f"{q}.self_attn.out_proj.weight", True),
+                        w(f"{q}.self_attn.out_proj.bias"),
+                        w(f"{q}.linear1.weight", True),
+                        w(f"{q}.linear1.bias"),
+                        w(f"{q}.linear2.weight", True),
+                        w(f"{q}.linear2.bias"),
+                        w(f"{q}.norm1.weight"),
+                        w(f"{q}.norm1.bias"),
+                        w(f"{q}.norm2.weight"),
+                        w(f"{q}.norm2.bias"),
+                    )
+                )
 
     def _hidden(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
         """The first actor layer's pre-activation."""
@@ -185,8 +215,9 @@ class NumpyPolicy:
         jobs, groups = np.asarray(obs["jobs"], dtype=np.float64), np.asarray(obs["groups"], dtype=np.float64)
         job_rows, group_rows = np.flatnonzero(jobs[:, 0] >= 0.5), np.flatnonzero(groups[:, 0] >= 0.5)
         e = self._embed
-        x = np.concatenate([jobs[job_rows] @ e["job"][0] + e["job"][1],
-                            groups[group_rows] @ e["group"][0] + e["group"][1]])
+        x = np.concatenate(
+            [jobs[job_rows] @ e["job"][0] + e["job"][1], groups[group_rows] @ e["group"][0] + e["group"][1]]
+        )
         d, h = self.spec.d_model, self.spec.n_heads
         dh, n = d // h, x.shape[0]
         scale = 1.0 / math.sqrt(dh)

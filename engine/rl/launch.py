@@ -40,11 +40,29 @@ def page_config(config: str, name: str, steps: int, seed: int, *, quick: bool, r
     """
     cfg = load_config(config)
     steps = int(steps)
-    cfg = replace(cfg, name=name, total_timesteps=steps, seed=int(seed), progress_bar=False, runs_dir=str(runs_dir),
-                  eval_freq=min(cfg.eval_freq, max(steps // 5, 1)), checkpoint_freq=max(cfg.checkpoint_freq, steps))
+    cfg = replace(
+        cfg,
+        name=name,
+        total_timesteps=steps,
+        seed=int(seed),
+        progress_bar=False,
+        runs_dir=str(runs_dir),
+        eval_freq=min(cfg.eval_freq, max(steps // 5, 1)),
+        checkpoint_freq=max(cfg.checkpoint_freq, steps),
+    )
     if quick:
-        cfg = replace(cfg, env=replace(cfg.env, n_jobs=30), curriculum=(), clone=None, n_envs=1, n_steps=64,
-                      batch_size=64, n_epochs=2, eval_episodes=2, eval_freq=max(min(steps // 4, 2_048), 128))
+        cfg = replace(
+            cfg,
+            env=replace(cfg.env, n_jobs=30),
+            curriculum=(),
+            clone=None,
+            n_envs=1,
+            n_steps=64,
+            batch_size=64,
+            n_epochs=2,
+            eval_episodes=2,
+            eval_freq=max(min(steps // 4, 2_048), 128),
+        )
     return cfg
 
 
@@ -66,8 +84,22 @@ def start(cfg: TrainConfig, models_dir: Path, *, offset_steps: int = 0) -> subpr
     atomic_write_json(path, cfg.to_dict())
     with open(where / "app.log", "ab") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "engine", "train", "--config", str(path), "--models-dir", str(models_dir), "--quiet"],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "engine",
+                "train",
+                "--config",
+                str(path),
+                "--models-dir",
+                str(models_dir),
+                "--quiet",
+            ],
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def request_stop(cfg: TrainConfig) -> None:

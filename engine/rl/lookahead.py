@@ -53,8 +53,13 @@ class LookaheadConfig:
             a decision costs a bounded amount of simulation.
     """
 
-    candidates: tuple[str, ...] = ("short-spare-evict-est", "short-spare-evict", "short-spare", "short-fast",
-                                   "short-whole")
+    candidates: tuple[str, ...] = (
+        "short-spare-evict-est",
+        "short-spare-evict",
+        "short-spare",
+        "short-fast",
+        "short-whole",
+    )
     rollout: str | None = None
     consider_wait: bool = True
     max_jobs: int = 64
@@ -135,7 +140,7 @@ class Lookahead:
         first = None
         if start is not None:
             first = (add(state.jobs[start[0]], state.jobs[start[0]].estimate_s), start[1], start[2])
-        queued = [j for j in state.queue if start is None or j != start[0]][:self.cfg.max_jobs]
+        queued = [j for j in state.queue if start is None or j != start[0]][: self.cfg.max_jobs]
         for j in queued:
             add(state.jobs[j], state.jobs[j].estimate_s)
         for v in victims:
@@ -153,8 +158,9 @@ class _Forced:
 
     name = "lookahead-rollout"
 
-    def __init__(self, placed: list[tuple[int, tuple[int, ...]]], first: tuple[int, int, str] | None,
-                 then: Any) -> None:
+    def __init__(
+        self, placed: list[tuple[int, tuple[int, ...]]], first: tuple[int, int, str] | None, then: Any
+    ) -> None:
         self._placed, self._first, self._then, self._fresh = placed, first, then, True
 
     def reset(self, state: ClusterState) -> None:
@@ -181,8 +187,9 @@ class _Forced:
 class LookaheadScheduler:
     """The expert as an engine scheduler, to measure it against the teachers and the agent it taught."""
 
-    def __init__(self, cfg: LookaheadConfig, enc: EncodingConfig, reward: RewardWeights, rule: int = 0,
-                 name: str = "expert") -> None:
+    def __init__(
+        self, cfg: LookaheadConfig, enc: EncodingConfig, reward: RewardWeights, rule: int = 0, name: str = "expert"
+    ) -> None:
         self.name = name
         self.expert = Lookahead(cfg, enc, reward, rule)
 
@@ -201,4 +208,3 @@ class LookaheadScheduler:
             if action == enc.wait_action:
                 return
             yield from decode(state, action, enc, snap)
-

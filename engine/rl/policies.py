@@ -49,8 +49,7 @@ class AttentionExtractor(BaseFeaturesExtractor):
         self.job_in = nn.Linear(job_f, d_model)
         self.group_in = nn.Linear(group_f, d_model)
         self.glob_in = nn.Linear(glob_f, d_model)
-        layer = nn.TransformerEncoderLayer(d_model, n_heads, dim_feedforward=2 * d_model, dropout=0.0,
-                                           batch_first=True)
+        layer = nn.TransformerEncoderLayer(d_model, n_heads, dim_feedforward=2 * d_model, dropout=0.0, batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)
 
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -65,11 +64,13 @@ class AttentionExtractor(BaseFeaturesExtractor):
         return out.flatten(1)
 
 
-def build_policy(spec: PolicySpec, observation_space: spaces.Dict, action_space: spaces.Discrete
-                 ) -> MaskableMultiInputActorCriticPolicy:
+def build_policy(
+    spec: PolicySpec, observation_space: spaces.Dict, action_space: spaces.Discrete
+) -> MaskableMultiInputActorCriticPolicy:
     """A fresh policy network of ``spec`` for these spaces (weights are loaded separately)."""
-    return MaskableMultiInputActorCriticPolicy(observation_space, action_space, lr_schedule=lambda _: 0.0,
-                                               **policy_kwargs(spec))
+    return MaskableMultiInputActorCriticPolicy(
+        observation_space, action_space, lr_schedule=lambda _: 0.0, **policy_kwargs(spec)
+    )
 
 
 class TorchPolicy:

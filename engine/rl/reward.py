@@ -108,10 +108,13 @@ def objective(result: Result, weights: RewardWeights) -> float:
 
 def weighted(t: Mapping[str, float], weights: RewardWeights) -> float:
     """The objective from its unweighted terms (as :func:`objective_terms` returns them)."""
-    return ((weights.wait * t["wait"] + weights.jct * t["jct"]) / weights.wait_scale_s
-            + weights.bounded_slowdown * t["bounded_slowdown"]
-            + weights.utilization_band * t["utilization_band"] + weights.fairness * t["fairness"]
-            + weights.comm * t["comm"])
+    return (
+        (weights.wait * t["wait"] + weights.jct * t["jct"]) / weights.wait_scale_s
+        + weights.bounded_slowdown * t["bounded_slowdown"]
+        + weights.utilization_band * t["utilization_band"]
+        + weights.fairness * t["fairness"]
+        + weights.comm * t["comm"]
+    )
 
 
 def terminal_cost(result: Result, weights: RewardWeights) -> float:

@@ -116,11 +116,13 @@ def _fifo(o: Option) -> tuple:
 def _evicting_first(score: Score) -> Score:
     """``score``, plus: a job that fits no type now evicts (oldest job first, on the type whose victims have the
     least estimated work left) before anything else starts."""
+
     def evicting(o: Option) -> tuple | None:
         if o.evict:
             return None if o.fits_now else (0, o.job.submit_s, o.victim_work_gpu_s)
         key = score(o)
         return None if key is None else (1, *key)
+
     return evicting
 
 
@@ -128,11 +130,13 @@ def _evicting_by_estimate(score: Score) -> Score:
     """``score`` (whose first key is the job's estimate), plus: a job that fits no type now may evict, competing
     with the starts on idle GPUs by its estimate (shortest first; at equal estimates a start on idle GPUs wins,
     then the type whose victims have the least estimated work left)."""
+
     def evicting(o: Option) -> tuple | None:
         if o.evict:
             return None if o.fits_now else (o.job.estimate_s, 1, o.victim_work_gpu_s)
         key = score(o)
         return None if key is None else (key[0], 0, *key[1:])
+
     return evicting
 
 
@@ -141,14 +145,22 @@ def _plain(score: Score) -> Score:
     return lambda o: None if o.evict else score(o)
 
 
-TEACHERS: dict[str, Score] = {"sjf-fast": _sjf, "short-fast": _short, "short-packed": _short_packed,
-                              "short-tight": _short_tight, "short-spare": _short_spare,
-                              "short-whole": _short_whole, "srpt-type": _srpt,
-                              "fifo-fast": _fifo}
+TEACHERS: dict[str, Score] = {
+    "sjf-fast": _sjf,
+    "short-fast": _short,
+    "short-packed": _short_packed,
+    "short-tight": _short_tight,
+    "short-spare": _short_spare,
+    "short-whole": _short_whole,
+    "srpt-type": _srpt,
+    "fifo-fast": _fifo,
+}
 TEACHERS = {name: _plain(score) for name, score in TEACHERS.items()} | {
-    "short-spare-evict": _evicting_first(_short_spare), "short-whole-evict": _evicting_first(_short_whole),
+    "short-spare-evict": _evicting_first(_short_spare),
+    "short-whole-evict": _evicting_first(_short_whole),
     "short-fast-evict-est": _evicting_by_estimate(_short),
-    "short-spare-evict-est": _evicting_by_estimate(_short_spare)}
+    "short-spare-evict-est": _evicting_by_estimate(_short_spare),
+}
 
 
 def teacher_action(name: str, state: ClusterState, cfg: EncodingConfig, snap: Snapshot, rule: int = 0) -> int:
@@ -173,9 +185,19 @@ def teacher_action(name: str, state: ClusterState, cfg: EncodingConfig, snap: Sn
         fits_now = bool(fits.any())
         options = [(int(t), rule, False) for t in np.flatnonzero(fits)] + [(t, evict_rule, True) for t in evicts]
         for t, r, evict in options:
-            key = score(Option(job, float(sp[t]), job.fractional or block[t] >= job.gpus, float(block[t]),
-                               int(node_gpus[t]), float(vram[t]), evict,
-                               snap.victim_work_gpu_s.get((slot, t), 0.0), fits_now))
+            key = score(
+                Option(
+                    job,
+                    float(sp[t]),
+                    job.fractional or block[t] >= job.gpus,
+                    float(block[t]),
+                    int(node_gpus[t]),
+                    float(vram[t]),
+                    evict,
+                    snap.victim_work_gpu_s.get((slot, t), 0.0),
+                    fits_now,
+                )
+            )
             if key is None:
                 continue
             key = (*key, slot, t)
@@ -199,30 +221,30 @@ REGISTERED_WINDOW, REGISTERED_ORDER, REGISTERED_RULE = 16, "mixed", "best-fit"
 #: What each teacher does, for a student (the registry's summaries).
 SUMMARIES: dict[str, str] = {
     "sjf-fast": "Shortest estimated GPU-time first (estimate x GPUs), on the GPU type the job runs fastest on "
-                "among those with room now. Never preempts; jobs that do not fit are skipped.",
+    "among those with room now. Never preempts; jobs that do not fit are skipped.",
     "short-fast": "Shortest estimated run time first, whatever the GPU count, on the job's fastest GPU type with "
-                  "room now. Short jobs dominate the mean wait, so this cuts it; long jobs may wait long.",
+    "room now. Short jobs dominate the mean wait, so this cuts it; long jobs may wait long.",
     "short-packed": "Like short-fast, but prefers a GPU type with a node that holds the whole job, so a "
-                    "multi-GPU job avoids slow communication between nodes.",
+    "multi-GPU job avoids slow communication between nodes.",
     "short-tight": "Like short-packed, then prefers the type whose emptiest node has the fewest idle GPUs "
-                   "(packing tightly, as best-fit does), keeping whole nodes free for big jobs.",
+    "(packing tightly, as best-fit does), keeping whole nodes free for big jobs.",
     "short-spare": "Like short-tight, but first prefers the type with the least memory per GPU that fits, "
-                   "leaving large-memory GPUs to the jobs that fit nowhere else.",
+    "leaving large-memory GPUs to the jobs that fit nowhere else.",
     "short-whole": "Like short-tight, but a multi-GPU job that one node could hold never starts spread over "
-                   "several nodes: it waits for a whole node (communication cost matters).",
+    "several nodes: it waits for a whole node (communication cost matters).",
     "srpt-type": "Smallest estimated GPU-time on each type first (estimate divided by the job's speed there), "
-                 "so a job that gains little from a fast GPU type leaves it to one that gains more.",
+    "so a job that gains little from a fast GPU type leaves it to one that gains more.",
     "fifo-fast": "The oldest waiting job that fits anywhere, on its fastest GPU type with room now: FIFO order "
-                 "without head-of-line blocking.",
+    "without head-of-line blocking.",
     "short-spare-evict": "short-spare, plus: the oldest waiting job that fits nowhere first preempts running "
-                         "jobs that would outlast it (latest estimated end first) to make room.",
+    "jobs that would outlast it (latest estimated end first) to make room.",
     "short-whole-evict": "short-whole, plus: the oldest waiting job that fits nowhere first preempts running "
-                         "jobs that would outlast it (latest estimated end first) to make room, on one node "
-                         "if one node could hold it, so it never starts spread.",
+    "jobs that would outlast it (latest estimated end first) to make room, on one node "
+    "if one node could hold it, so it never starts spread.",
     "short-fast-evict-est": "short-fast, plus: a job that fits nowhere may preempt running jobs that would "
-                            "outlast it, competing with the other starts by its estimate (shortest first).",
+    "outlast it, competing with the other starts by its estimate (shortest first).",
     "short-spare-evict-est": "short-spare, plus: a job that fits nowhere may preempt running jobs that would "
-                             "outlast it, competing with the other starts by its estimate (shortest first).",
+    "outlast it, competing with the other starts by its estimate (shortest first).",
 }
 #: Teachers that may take the ``"evict"`` rule (preempt); the others decline it.
 EVICTING = frozenset(n for n in TEACHERS if "-evict" in n)
@@ -258,9 +280,13 @@ class TeacherScheduler:
             if n_types > 32:
                 raise EngineError(f"teacher {self._teacher}: clusters with at most 32 GPU types, got {n_types}")
             rules = (REGISTERED_RULE, EVICT) if self._teacher in EVICTING else (REGISTERED_RULE,)
-            self.cfg = EncodingConfig(window=REGISTERED_WINDOW, max_types=max(n_types, 1), rules=rules,
-                                      window_order=REGISTERED_ORDER,
-                                      evict_scope=REGISTERED_EVICT_SCOPE.get(self._teacher, "type"))
+            self.cfg = EncodingConfig(
+                window=REGISTERED_WINDOW,
+                max_types=max(n_types, 1),
+                rules=rules,
+                window_order=REGISTERED_ORDER,
+                evict_scope=REGISTERED_EVICT_SCOPE.get(self._teacher, "type"),
+            )
             self.rule = 0
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
@@ -279,5 +305,4 @@ def register_teachers() -> None:
     from engine.schedulers.registry import SchedulerSpec, register
 
     for name in TEACHERS:
-        register(SchedulerSpec(name, partial(TeacherScheduler, name), SUMMARIES[name],
-                               preemptive=name in EVICTING))
+        register(SchedulerSpec(name, partial(TeacherScheduler, name), SUMMARIES[name], preemptive=name in EVICTING))

@@ -135,14 +135,25 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c in "-_." for c in self.name):
             raise EngineError(f"train config: name {self.name!r} must use letters, digits, '-', '_' or '.'")
-        for k in ("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "eval_freq", "eval_episodes",
-                  "checkpoint_freq", "torch_threads"):
+        for k in (
+            "total_timesteps",
+            "n_envs",
+            "n_steps",
+            "batch_size",
+            "n_epochs",
+            "eval_freq",
+            "eval_episodes",
+            "checkpoint_freq",
+            "torch_threads",
+        ):
             v = getattr(self, k)
             if not (isinstance(v, int) and v >= 1):
                 raise EngineError(f"train config: {k} must be an integer >= 1, got {v!r}")
         if not isinstance(self.deploy_encoding, Mapping) or set(self.deploy_encoding) - set(DEPLOY_OPTIONS):
-            raise EngineError(f"train config: deploy_encoding {self.deploy_encoding!r} must be an object with "
-                              f"keys from {list(DEPLOY_OPTIONS)}")
+            raise EngineError(
+                f"train config: deploy_encoding {self.deploy_encoding!r} must be an object with "
+                f"keys from {list(DEPLOY_OPTIONS)}"
+            )
         object.__setattr__(self, "deploy_encoding", dict(self.deploy_encoding))
         self.deployed_encoding()  # validates the options against env.encoding
 
@@ -156,8 +167,10 @@ class TrainConfig:
         d["policy"] = self.policy.to_dict()
         d["clone"] = self.clone.to_dict() if self.clone else None
         d["deploy_encoding"] = dict(self.deploy_encoding)
-        d["curriculum"] = [{k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(s).items()
-                            if v is not None} for s in self.curriculum]
+        d["curriculum"] = [
+            {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(s).items() if v is not None}
+            for s in self.curriculum
+        ]
         return d
 
     @classmethod
@@ -174,7 +187,8 @@ class TrainConfig:
                 kw["clone"] = CloneConfig.from_dict(kw["clone"])
             kw["curriculum"] = tuple(
                 Stage(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in s.items()})
-                for s in kw.get("curriculum", ()))
+                for s in kw.get("curriculum", ())
+            )
             return cls(**kw)
         except TypeError as exc:
             raise EngineError(f"{where}: {exc}") from None
@@ -191,8 +205,10 @@ def load_config(name_or_path: str) -> TrainConfig:
     if not path.is_file():
         shipped = CONFIGS_DIR / f"{name_or_path}.json"
         if not shipped.is_file():
-            raise EngineError(f"train config {name_or_path!r}: no such file and no such shipped config; "
-                              f"configs: {', '.join(config_names())}")
+            raise EngineError(
+                f"train config {name_or_path!r}: no such file and no such shipped config; "
+                f"configs: {', '.join(config_names())}"
+            )
         path = shipped
     try:
         data = json.loads(path.read_text())
@@ -210,9 +226,14 @@ def library_versions() -> dict[str, str]:
     import stable_baselines3
     import torch
 
-    return {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
-            "gymnasium": gymnasium.__version__, "stable_baselines3": stable_baselines3.__version__,
-            "sb3_contrib": sb3_contrib.__version__}
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "gymnasium": gymnasium.__version__,
+        "stable_baselines3": stable_baselines3.__version__,
+        "sb3_contrib": sb3_contrib.__version__,
+    }
 
 
 def sha256_file(path: Path) -> str:
@@ -279,10 +300,23 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
 
     # 2. the agent.
     model = MaskablePPO(
-        "MultiInputPolicy", venv, n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
-        learning_rate=cfg.learning_rate, gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef,
-        clip_range=cfg.clip_range, vf_coef=cfg.vf_coef, seed=cfg.seed, policy_kwargs=policy_kwargs(cfg.policy),
-        tensorboard_log=str(run_dir / "tb"), device="cpu", verbose=0)
+        "MultiInputPolicy",
+        venv,
+        n_steps=cfg.n_steps,
+        batch_size=cfg.batch_size,
+        n_epochs=cfg.n_epochs,
+        learning_rate=cfg.learning_rate,
+        gamma=cfg.gamma,
+        gae_lambda=cfg.gae_lambda,
+        ent_coef=cfg.ent_coef,
+        clip_range=cfg.clip_range,
+        vf_coef=cfg.vf_coef,
+        seed=cfg.seed,
+        policy_kwargs=policy_kwargs(cfg.policy),
+        tensorboard_log=str(run_dir / "tb"),
+        device="cpu",
+        verbose=0,
+    )
     if parent_state is not None:
         model.policy.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in parent_state.items()})
 
@@ -316,9 +350,16 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     best_path = run_dir / "best_policy.npz"
     best_path.unlink(missing_ok=True)  # a previous run's best is no candidate of this one
     evaluator = MaskableEvalCallback(
-        eval_env, n_eval_episodes=cfg.eval_episodes, eval_freq=max(cfg.eval_freq // cfg.n_envs, 1),
-        deterministic=True, log_path=str(run_dir / "eval"), best_model_save_path=None,
-        callback_on_new_best=SaveWeights(str(best_path)), verbose=0)
+        eval_env,
+        n_eval_episodes=cfg.eval_episodes,
+        eval_freq=max(cfg.eval_freq // cfg.n_envs, 1),
+        deterministic=True,
+        log_path=str(run_dir / "eval"),
+        best_model_save_path=None,
+        callback_on_new_best=SaveWeights(str(best_path)),
+        verbose=0,
+    )
+
     class StopFile(BaseCallback):
         """Ends training at the next step once ``runs/<name>/STOP`` exists (how the app stops a run and keeps
         what it learned: the export below still happens)."""
@@ -328,8 +369,9 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
 
     stop_path = run_dir / STOP_FILE
     stop_path.unlink(missing_ok=True)  # a stop asked of an earlier run does not stop this one
-    callbacks = CallbackList([Curriculum(), SaveWeights(str(run_dir / "checkpoint_{step}.npz"), cfg.checkpoint_freq),
-                              evaluator, StopFile()])
+    callbacks = CallbackList(
+        [Curriculum(), SaveWeights(str(run_dir / "checkpoint_{step}.npz"), cfg.checkpoint_freq), evaluator, StopFile()]
+    )
 
     t0 = time.perf_counter()
     cloned = None
@@ -340,14 +382,16 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
 
         cloned = clone(model.policy, final_env, cfg.clone, cfg.gamma, cfg.seed)
         # The cloned policy is the first candidate: PPO's checkpoints are kept only if they beat it.
-        returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=cfg.eval_episodes, deterministic=True,
-                                     return_episode_rewards=True)
+        returns, _ = evaluate_policy(
+            model, eval_env, n_eval_episodes=cfg.eval_episodes, deterministic=True, return_episode_rewards=True
+        )
         cloned["eval_mean_return"] = float(sum(returns) / len(returns))
         evaluator.best_mean_reward = cloned["eval_mean_return"]
         write_weights(state_arrays(model.policy), best_path)
         write_weights(state_arrays(model.policy), run_dir / "cloned_policy.npz")
-    model.learn(total_timesteps=cfg.total_timesteps, callback=callbacks, progress_bar=cfg.progress_bar,
-                tb_log_name="ppo")
+    model.learn(
+        total_timesteps=cfg.total_timesteps, callback=callbacks, progress_bar=cfg.progress_bar, tb_log_name="ppo"
+    )
     wall_s = time.perf_counter() - t0
     final_path = run_dir / "final_policy.npz"
     write_weights(state_arrays(model.policy), final_path)
@@ -379,8 +423,11 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
         card["training"]["clone"] = cloned
     if parent:
         card["training"]["this_run"] = {"timesteps": steps, "wall_time_s": round(wall_s, 1)}
-        card["training"]["init_from"] = {"model": cfg.init_from, "sha256": parent["sha256"],
-                                         "training": parent["training"]}
+        card["training"]["init_from"] = {
+            "model": cfg.init_from,
+            "sha256": parent["sha256"],
+            "training": parent["training"],
+        }
     if export:
         out = Path(models_dir or MODELS_DIR)
         out.mkdir(parents=True, exist_ok=True)
@@ -407,8 +454,10 @@ def _parent(cfg: TrainConfig, models_dir: Path | None) -> tuple[dict[str, Any], 
     card = read_card(cfg.init_from, home)
     for key, mine in (("policy", cfg.policy.to_dict()), ("encoding", cfg.env.encoding.to_dict())):
         if card[key] != mine:
-            raise ModelError(f"train config {cfg.name}: init_from model {cfg.init_from!r} has {key} "
-                             f"{json.dumps(card[key])}, this config {json.dumps(mine)}; they must be equal")
+            raise ModelError(
+                f"train config {cfg.name}: init_from model {cfg.init_from!r} has {key} "
+                f"{json.dumps(card[key])}, this config {json.dumps(mine)}; they must be equal"
+            )
     if "training" not in card:
         raise ModelError(f"model card {cfg.init_from}: missing key 'training' (needed to count its steps)")
     return card, load_model_weights(cfg.init_from, card, home, model_spec(cfg.init_from, card)[2])
@@ -418,6 +467,8 @@ def _stage_env(cfg: TrainConfig) -> EnvConfig:
     """The episode distribution of the last curriculum stage (what evaluation during training uses)."""
     env = cfg.env
     for s in cfg.curriculum:
-        env = replace(env, **{k: v for k, v in (("clusters", s.clusters), ("loads", s.loads),
-                                                 ("n_jobs", s.n_jobs)) if v is not None})
+        env = replace(
+            env,
+            **{k: v for k, v in (("clusters", s.clusters), ("loads", s.loads), ("n_jobs", s.n_jobs)) if v is not None},
+        )
     return env

@@ -14,6 +14,20 @@ from engine.schedulers.ordering import ORDERS, Order, StaticKeyOrder
 from engine.schedulers.placement import PLACEMENTS, Placement, best_fit, first_fit, least_loaded
 from engine.schedulers.registry import PREFIXES, SCHEDULERS, SchedulerSpec, make_scheduler, register, scheduler_names
 
-__all__ = ["ListScheduler", "ORDERS", "Order", "PLACEMENTS", "PREFIXES", "Placement", "SCHEDULERS", "SchedulerSpec",
-           "StaticKeyOrder", "best_fit", "first_fit", "least_loaded", "make_scheduler", "register",
-           "scheduler_names"]
+__all__ = [
+    "ListScheduler",
+    "ORDERS",
+    "Order",
+    "PLACEMENTS",
+    "PREFIXES",
+    "Placement",
+    "SCHEDULERS",
+    "SchedulerSpec",
+    "StaticKeyOrder",
+    "best_fit",
+    "first_fit",
+    "least_loaded",
+    "make_scheduler",
+    "register",
+    "scheduler_names",
+]

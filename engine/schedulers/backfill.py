@@ -96,8 +96,9 @@ class EasyBackfill:
         self._pos = [-1] * len(state.jobs)
         self._releases = ReleaseBook.of(state)
         job_types = {job.job_type for job in state.jobs}
-        self._top_speed = [max([state.cluster.speed(jt, name) for jt in job_types], default=0.0)
-                           for name in state.layout.type_names]
+        self._top_speed = [
+            max([state.cluster.speed(jt, name) for jt in job_types], default=0.0) for name in state.layout.type_names
+        ]
         self._sole_type = [-2] * len(state.shape_node_bits)
         self._fits.reset()
         self._reset_placements()
@@ -122,7 +123,7 @@ class EasyBackfill:
             placed.clear()
             self._gpu_shapes.clear()
         elif placed and len(occ.released) != self._released_at:
-            low = min(occ.released[self._released_at:])
+            low = min(occ.released[self._released_at :])
             for sid in [sid for sid, at in placed.items() if at[1] >= low]:
                 del placed[sid]
         self._taken_at, self._released_at = len(occ.taken), len(occ.released)
@@ -353,8 +354,12 @@ class EasyBackfill:
         return sum(1 for g in gpus if tenants[g] == 0 or res.release_s(g) <= shadow_s)
 
 
-register(SchedulerSpec(
-    "easy-backfill", EasyBackfill,
-    "First in, first out, but when the oldest job must wait it gets a reservation at the earliest time enough "
-    "GPUs free up (by the users' run-time estimates), and later jobs may jump ahead if they do not delay it. "
-    "This is EASY backfilling, the standard on HPC clusters: short jobs fill the holes a big job leaves."))
+register(
+    SchedulerSpec(
+        "easy-backfill",
+        EasyBackfill,
+        "First in, first out, but when the oldest job must wait it gets a reservation at the earliest time enough "
+        "GPUs free up (by the users' run-time estimates), and later jobs may jump ahead if they do not delay it. "
+        "This is EASY backfilling, the standard on HPC clusters: short jobs fill the holes a big job leaves.",
+    )
+)

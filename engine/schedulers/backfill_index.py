@@ -81,7 +81,7 @@ class ReleaseBook:
         released = state.occupancy.released
         if len(released) > self.read_at:
             on_gpu = self.on_gpu
-            for g in released[self.read_at:]:
+            for g in released[self.read_at :]:
                 self._unlist(g)
                 if g in on_gpu:
                     self.stale.add(g)
@@ -130,8 +130,16 @@ class Reservation:
 
     __slots__ = ("shadow_s", "gpu_type", "extra", "gpu", "now_s", "_end_s", "_tenants", "_later")
 
-    def __init__(self, shadow_s: float, state: ClusterState, book: ReleaseBook, *, gpu_type: int = -1,
-                 extra: int = 0, gpu: int = -1) -> None:
+    def __init__(
+        self,
+        shadow_s: float,
+        state: ClusterState,
+        book: ReleaseBook,
+        *,
+        gpu_type: int = -1,
+        extra: int = 0,
+        gpu: int = -1,
+    ) -> None:
         self.shadow_s = shadow_s
         self.gpu_type = gpu_type
         self.extra = extra
@@ -233,7 +241,7 @@ class MinTree:
 
     def append(self, value: float) -> int:
         if self.n == self.size:  # full: double the leaves and rebuild (amortised O(1) per append)
-            leaves = self.t[self.size:] + [math.inf] * self.size
+            leaves = self.t[self.size :] + [math.inf] * self.size
             self.size *= 2
             self.t = [math.inf] * self.size + leaves
             for i in range(self.size - 1, 0, -1):

@@ -46,7 +46,8 @@ class CheapestWork:
         if order is None:
             names = state.layout.type_names
             order = self._order[job.job_type] = sorted(
-                range(len(names)), key=lambda t: cost_per_work(state.cluster, job.job_type, names[t]))
+                range(len(names)), key=lambda t: cost_per_work(state.cluster, job.job_type, names[t])
+            )
         eligible = state.eligible_types(job)  # a view narrowed to one type (of_type) allows that type only
         for t in order:
             if not eligible[t]:
@@ -59,8 +60,12 @@ class CheapestWork:
 
 PLACEMENTS["cheapest-work"] = CheapestWork
 
-register(SchedulerSpec(
-    "cost-aware", list_scheduler("cost-aware", "fifo", "cheapest-work"),
-    "Starts jobs in arrival order (skipping those that do not fit) on the GPU type where their work costs the "
-    "least: price per GPU-hour divided by the speed that job gets there. Slow cheap GPUs can win for jobs that "
-    "gain little from fast ones, and a job still takes a dearer type rather than wait when the cheap one is full."))
+register(
+    SchedulerSpec(
+        "cost-aware",
+        list_scheduler("cost-aware", "fifo", "cheapest-work"),
+        "Starts jobs in arrival order (skipping those that do not fit) on the GPU type where their work costs the "
+        "least: price per GPU-hour divided by the speed that job gets there. Slow cheap GPUs can win for jobs that "
+        "gain little from fast ones, and a job still takes a dearer type rather than wait when the cheap one is full.",
+    )
+)

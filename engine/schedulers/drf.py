@@ -101,8 +101,9 @@ class DrfScheduler:
             _, _, user = heapq.heappop(heap)
             by_shape = self._waiting[user]
             # The user's oldest waiting job that fits: try the oldest job of each shape, oldest first.
-            for _, j, sid in sorted((jobs[d[0]].submit_s, d[0], sid) for sid, d in by_shape.items()
-                                    if sid not in failed):
+            for _, j, sid in sorted(
+                (jobs[d[0]].submit_s, d[0], sid) for sid, d in by_shape.items() if sid not in failed
+            ):
                 gpus = place(state, jobs[j])
                 if gpus is None:
                     failed.add(sid)
@@ -130,8 +131,12 @@ def _oldest_s(jobs, by_shape: dict[int, deque[int]]) -> float:
     return min(jobs[d[0]].submit_s for d in by_shape.values())
 
 
-register(SchedulerSpec(
-    "drf", DrfScheduler,
-    "Dominant resource fairness: each user's share of the cluster is their largest share of any resource "
-    "(GPUs or GPU memory of a type), and the user with the smallest share starts their next job first. "
-    "Heavy users cannot crowd out light ones, but it never preempts, so fairness returns only as jobs end."))
+register(
+    SchedulerSpec(
+        "drf",
+        DrfScheduler,
+        "Dominant resource fairness: each user's share of the cluster is their largest share of any resource "
+        "(GPUs or GPU memory of a type), and the user with the smallest share starts their next job first. "
+        "Heavy users cannot crowd out light ones, but it never preempts, so fairness returns only as jobs end.",
+    )
+)

@@ -89,7 +89,7 @@ class FgdPlacement:
         """Stacked arrays of the ``max_shapes`` most frequent shapes: p, D, k, whole, elig (per GPU),
         need, elig_node (per node)."""
         if self._table is None:
-            top = sorted(self._counts.items(), key=lambda kv: (-kv[1], kv[0]))[:self.max_shapes]
+            top = sorted(self._counts.items(), key=lambda kv: (-kv[1], kv[0]))[: self.max_shapes]
             ids = tuple(sid for sid, _ in top)
             if ids != self._top_ids:  # the set of shapes changed: restack their rows (rare)
                 rows = [self._rows[sid] for sid in ids]
@@ -159,8 +159,9 @@ class FgdPlacement:
         before = np.where(cnt >= count[:, None], part, tot)
         if whole_job:
             return self._place_whole(state, job, cand, p, count, elig_node, cnt, part, tot, before)
-        return self._place_fraction(state, job, cand, p, share, count, whole, elig, need, usable(cand), cnt, part,
-                                    tot, before)
+        return self._place_fraction(
+            state, job, cand, p, share, count, whole, elig, need, usable(cand), cnt, part, tot, before
+        )
 
     @staticmethod
     def _place_whole(state, job, cand, p, count, elig_node, cnt, part, tot, before) -> tuple[int, ...]:
@@ -178,8 +179,9 @@ class FgdPlacement:
         return _node_gpus(state, int(best), k)
 
     @staticmethod
-    def _place_fraction(state, job, cand, p, share, count, whole, elig, need, u_before, cnt, part, tot,
-                        before) -> tuple[int, ...]:
+    def _place_fraction(
+        state, job, cand, p, share, count, whole, elig, need, u_before, cnt, part, tot, before
+    ) -> tuple[int, ...]:
         lay = state.layout
         d = job.gpu_fraction
         f = np.asarray(state.gpu_free)[cand]
@@ -187,8 +189,12 @@ class FgdPlacement:
         mem = job.vram_gib if job.vram_gib > 0 else d * lay.type_vram_gib[lay.gpu_type[cand]]
         nodes = lay.gpu_node[cand]
         # After placing, the GPU has a tenant (no whole-GPU shape can use it) and less free share and memory.
-        u_after = elig[:, cand] & ~whole[:, None] & (f - d >= share[:, None] - FRACTION_EPS) & (
-            v - mem >= need[:, cand] - FRACTION_EPS)
+        u_after = (
+            elig[:, cand]
+            & ~whole[:, None]
+            & (f - d >= share[:, None] - FRACTION_EPS)
+            & (v - mem >= need[:, cand] - FRACTION_EPS)
+        )
         cnt_after = cnt[:, nodes] - u_before + u_after
         part_after = part[:, nodes] - np.where(u_before, 0.0, f) + np.where(u_after, 0.0, f - d)
         tot_after = tot[nodes] - d
@@ -200,8 +206,12 @@ class FgdPlacement:
 
 PLACEMENTS["fgd"] = FgdPlacement
 
-register(SchedulerSpec(
-    "fgd", list_scheduler("fgd", "fifo", "fgd"),
-    "Starts jobs in arrival order (skipping those that do not fit) and puts each where it least increases "
-    "fragmentation: free GPU capacity that the typical jobs of this workload could not use. "
-    "Small GPU shares are packed so that whole GPUs stay free for the jobs that need them (Alibaba, ATC'23)."))
+register(
+    SchedulerSpec(
+        "fgd",
+        list_scheduler("fgd", "fifo", "fgd"),
+        "Starts jobs in arrival order (skipping those that do not fit) and puts each where it least increases "
+        "fragmentation: free GPU capacity that the typical jobs of this workload could not use. "
+        "Small GPU shares are packed so that whole GPUs stay free for the jobs that need them (Alibaba, ATC'23).",
+    )
+)

@@ -165,16 +165,23 @@ def _indexed_share(state: ClusterState, job: Job, fullest: bool) -> tuple[int, .
         for g in occ.shared:
             if g >= idle:
                 break
-            if free[g] >= share and elig >> gpu_node[g] & 1 and \
-                    free_vram[g] >= (vram if vram > 0 else frac * gpu_vram[g]) - FRACTION_EPS:
+            if (
+                free[g] >= share
+                and elig >> gpu_node[g] & 1
+                and free_vram[g] >= (vram if vram > 0 else frac * gpu_vram[g]) - FRACTION_EPS
+            ):
                 return (g,)
         return (idle,) if nodes else None
     # The least free share wins, the lowest id on ties (like argmin); an idle GPU has all of it free.
     best_free, best = (1.0, idle) if nodes else (math.inf, -1)
     for g in occ.shared:
         f = free[g]
-        if f >= share and (f < best_free or (f == best_free and g < best)) and elig >> gpu_node[g] & 1 and \
-                free_vram[g] >= (vram if vram > 0 else frac * gpu_vram[g]) - FRACTION_EPS:
+        if (
+            f >= share
+            and (f < best_free or (f == best_free and g < best))
+            and elig >> gpu_node[g] & 1
+            and free_vram[g] >= (vram if vram > 0 else frac * gpu_vram[g]) - FRACTION_EPS
+        ):
             best_free, best = f, g
     return None if best < 0 else (best,)
 
@@ -220,7 +227,7 @@ def least_loaded(state: ClusterState, job: Job) -> tuple[int, ...] | None:
         mem = float(lay.type_vram_gib[t])
         if mem > best_mem:
             order = np.argsort(-state.gpu_free_vram_gib[c], kind="stable")
-            best, best_mem = tuple(int(g) for g in c[order[:job.gpus]]), mem
+            best, best_mem = tuple(int(g) for g in c[order[: job.gpus]]), mem
     return best
 
 
@@ -300,8 +307,12 @@ class FitMemory:
             if group is None:
                 group = self._group_of[types] = len(self._groups)
                 self._groups.append(types)
-            self._job[sid], self._gpus[sid], self._fraction[sid], self._group[sid] = \
-                job, job.gpus, job.gpu_fraction, group
+            self._job[sid], self._gpus[sid], self._fraction[sid], self._group[sid] = (
+                job,
+                job.gpus,
+                job.gpu_fraction,
+                group,
+            )
 
     def keep(self, state: ClusterState, unfit: set[int]) -> None:
         self._unfit, self._at_stops = unfit, state.stops
@@ -345,7 +356,7 @@ class FitMemory:
                     continue
                 if fresh is None:
                     tenants = occ.tenants
-                    fresh = [g for g in set(occ.released[self._released_at:]) if tenants[g]]
+                    fresh = [g for g in set(occ.released[self._released_at :]) if tenants[g]]
                 job = self._job[sid]
                 assert job is not None
                 if _fits_one(occ, fresh, groups[group], occ.gpu_type, job):

@@ -73,7 +73,8 @@ def make_scheduler(name: str) -> Scheduler:
         f"unknown scheduler {name!r}; valid: {', '.join(sorted(SCHEDULERS))}"
         + "".join(f", {p}:<name>" for p in sorted(PREFIXES))
         + f"; or ORDER+PLACEMENT with ORDER in {{{', '.join(ORDERS)}}} and "
-        f"PLACEMENT in {{{', '.join(PLACEMENTS)}}}")
+        f"PLACEMENT in {{{', '.join(PLACEMENTS)}}}"
+    )
 
 
 def scheduler_names() -> list[str]:

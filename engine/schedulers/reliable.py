@@ -49,8 +49,12 @@ def most_reliable(state: ClusterState, job: Job) -> tuple[int, ...] | None:
 
 PLACEMENTS["most-reliable"] = lambda: most_reliable
 
-register(SchedulerSpec(
-    "reliable-first", list_scheduler("reliable-first", "fifo", "most-reliable"),
-    "Starts jobs in arrival order (skipping those that do not fit); a long multi-GPU gang goes to the node that "
-    "has failed the least so far, so that node failures stop it less often. Other jobs are placed best-fit; "
-    "without failures it is fifo with best-fit placement."))
+register(
+    SchedulerSpec(
+        "reliable-first",
+        list_scheduler("reliable-first", "fifo", "most-reliable"),
+        "Starts jobs in arrival order (skipping those that do not fit); a long multi-GPU gang goes to the node that "
+        "has failed the least so far, so that node failures stop it less often. Other jobs are placed best-fit; "
+        "without failures it is fifo with best-fit placement.",
+    )
+)

@@ -62,6 +62,7 @@ def _fail_at(failed: list[int], shapes: set[int], q: int, n_queues: int) -> int:
             marked += 1
     return marked
 
+
 #: Default queue thresholds in GPU-seconds: 1 GPU-hour and 10 GPU-hours (three queues).
 DEFAULT_THRESHOLDS_GPU_S: Final = (3600.0, 36000.0)
 
@@ -78,11 +79,19 @@ class Tiresias:
         placement: name of the placement rule in ``PLACEMENTS``.
     """
 
-    def __init__(self, name: str = "tiresias", thresholds_gpu_s=DEFAULT_THRESHOLDS_GPU_S,
-                 promote_knob: float = 8.0, placement: str = "first-fit") -> None:
+    def __init__(
+        self,
+        name: str = "tiresias",
+        thresholds_gpu_s=DEFAULT_THRESHOLDS_GPU_S,
+        promote_knob: float = 8.0,
+        placement: str = "first-fit",
+    ) -> None:
         thresholds = tuple(float(t) for t in thresholds_gpu_s)
-        if not thresholds or any(not (t > 0 and math.isfinite(t)) for t in thresholds) or any(
-                b <= a for a, b in zip(thresholds, thresholds[1:])):
+        if (
+            not thresholds
+            or any(not (t > 0 and math.isfinite(t)) for t in thresholds)
+            or any(b <= a for a, b in zip(thresholds, thresholds[1:]))
+        ):
             raise ValueError(f"thresholds_gpu_s must be finite, positive and increasing, got {thresholds_gpu_s!r}")
         if not promote_knob > 0:
             raise ValueError("promote_knob must be > 0")
@@ -276,8 +285,9 @@ class Tiresias:
                 if r >= 0:
                     heads.append(r)
 
-    def _preempt(self, state: ClusterState, victims: list[int], preempted: list[int], unfit: set[int]
-                 ) -> Iterator[Decision]:
+    def _preempt(
+        self, state: ClusterState, victims: list[int], preempted: list[int], unfit: set[int]
+    ) -> Iterator[Decision]:
         """Preempt ``victims`` (they join ``preempted``, to be queued again after the pass) and keep in ``unfit``
         only the shapes that the freed GPUs cannot fit either."""
         if self._remember:
@@ -297,7 +307,7 @@ class Tiresias:
         (lowest queue, then latest submitted) until it fits, on the GPU type (whole-GPU jobs) or the GPU
         (fractional jobs) where that takes the fewest; empty if preempting cannot make room."""
         # Quick reject: idle GPUs plus every GPU of lower queues (jobs that ended since count too: an upper bound).
-        if state.free_gpus + sum(self._running.queue_gpus[q + 1:]) < job.gpus:
+        if state.free_gpus + sum(self._running.queue_gpus[q + 1 :]) < job.gpus:
             return []
         ended: list[int] = []  # jobs of lower queues found to have ended: forgotten after the search
         try:
@@ -313,8 +323,9 @@ class Tiresias:
                 self._running.forget(state, k)
 
     @staticmethod
-    def _whole_victims(state: ClusterState, job: Job, types: list[int], victims: Callable[[], Iterator[int]]
-                       ) -> list[int]:
+    def _whole_victims(
+        state: ClusterState, job: Job, types: list[int], victims: Callable[[], Iterator[int]]
+    ) -> list[int]:
         """Victims for a whole-GPU job: per eligible type (``types``), ``victims()`` of that type in order until
         enough GPUs would be idle; the type that needs the fewest."""
         occ = state.occupancy
@@ -387,9 +398,13 @@ class Tiresias:
         return best or []
 
 
-register(SchedulerSpec(
-    "tiresias", Tiresias,
-    "Least attained service, Tiresias style: jobs that have used few GPU-seconds so far go first, in a few "
-    "queues (under 1 GPU-hour, under 10, the rest), first come first served within a queue. A newcomer "
-    "preempts jobs that have already had much service, so short jobs finish fast without knowing run times.",
-    preemptive=True))
+register(
+    SchedulerSpec(
+        "tiresias",
+        Tiresias,
+        "Least attained service, Tiresias style: jobs that have used few GPU-seconds so far go first, in a few "
+        "queues (under 1 GPU-hour, under 10, the rest), first come first served within a queue. A newcomer "
+        "preempts jobs that have already had much service, so short jobs finish fast without knowing run times.",
+        preemptive=True,
+    )
+)

@@ -34,7 +34,7 @@ def _fewest_nodes(free: np.ndarray, nodes: np.ndarray, k: int) -> list[int]:
     if len(taken) > 1:
         # Swap the last node for the smallest unused node that still covers what the others leave over.
         rest = k - int(free[taken[:-1]].sum())
-        unused = order[len(taken):]
+        unused = order[len(taken) :]
         fits = unused[free[unused] >= rest]
         if fits.size:
             smallest = fits[np.argmin(free[fits])]
@@ -101,8 +101,12 @@ def topo_pack(state: ClusterState, job: Job) -> tuple[int, ...] | None:
 
 PLACEMENTS["topo-pack"] = lambda: topo_pack
 
-register(SchedulerSpec(
-    "topo-pack", list_scheduler("topo-pack", "fifo", "topo-pack"),
-    "Starts jobs in arrival order (skipping those that do not fit) and puts each multi-GPU job on as few "
-    "nodes as possible: one node if it can, else the fewest nodes in one rack, else the fewest racks. "
-    "Training jobs then talk over fast local links instead of the slower network between nodes and racks."))
+register(
+    SchedulerSpec(
+        "topo-pack",
+        list_scheduler("topo-pack", "fifo", "topo-pack"),
+        "Starts jobs in arrival order (skipping those that do not fit) and puts each multi-GPU job on as few "
+        "nodes as possible: one node if it can, else the fewest nodes in one rack, else the fewest racks. "
+        "Training jobs then talk over fast local links instead of the slower network between nodes and racks.",
+    )
+)

@@ -51,8 +51,10 @@ class Admission:
         earliest_s = now_s + work_s / speed
         if earliest_s <= job.deadline_s:
             return None
-        return (f"cannot meet its deadline at {job.deadline_s:g} s: {work_s:g} s of work at its best speed "
-                f"{speed:g} ends at {earliest_s:g} s at the earliest")
+        return (
+            f"cannot meet its deadline at {job.deadline_s:g} s: {work_s:g} s of work at its best speed "
+            f"{speed:g} ends at {earliest_s:g} s at the earliest"
+        )
 
 
 def make_admission(cluster: Cluster, jobs: Sequence[Job], options: RunOptions) -> Admission | None:

@@ -103,7 +103,8 @@ class DecisionChecks:
         return StallError(
             f"scheduler {scheduler_name!r} stalled at t={now_s:g} s: {len(waiting)} job(s) wait, "
             f"nothing runs, nothing starts and no event is pending (first waiting: job {j}, "
-            f"{job.gpus} GPU(s) x {job.gpu_fraction:g}, {job.vram_gib:g} GiB)")
+            f"{job.gpus} GPU(s) x {job.gpu_fraction:g}, {job.vram_gib:g} GiB)"
+        )
 
     def describe(self, j: int) -> str:
         """Where job ``j`` is in the run, in words ("waiting", "running", ...)."""
@@ -222,8 +223,10 @@ class ProgressGuard:
             yield d
 
     def _too_many(self) -> InvalidDecision:
-        return InvalidDecision(f"scheduler {self._name!r} returned more than {self.max_decisions:,} decisions in one "
-                               f"call ({DECISIONS_PER_JOB} per job + {DECISIONS_EXTRA:,}): an endless stream?")
+        return InvalidDecision(
+            f"scheduler {self._name!r} returned more than {self.max_decisions:,} decisions in one "
+            f"call ({DECISIONS_PER_JOB} per job + {DECISIONS_EXTRA:,}): an endless stream?"
+        )
 
     def point(self, wake_only: bool, now_s: float) -> None:
         """A decision point at ``now_s``; ``wake_only`` when only a wake-up made it. ``StallError`` past
@@ -233,9 +236,11 @@ class ProgressGuard:
             return
         self._wake_only += 1
         if self._wake_only > MAX_WAKE_ONLY_POINTS:
-            raise StallError(f"scheduler {self._name!r} makes no progress at t={now_s:g} s: its wake-ups alone made "
-                             f"{MAX_WAKE_ONLY_POINTS:,} decision points in a row (no job ended, arrived or failed "
-                             "in between)")
+            raise StallError(
+                f"scheduler {self._name!r} makes no progress at t={now_s:g} s: its wake-ups alone made "
+                f"{MAX_WAKE_ONLY_POINTS:,} decision points in a row (no job ended, arrived or failed "
+                "in between)"
+            )
 
     def idle(self, idle: bool) -> bool:
         """Whether the run is stalled: ``idle`` (nothing runs, nothing started, no job will arrive, jobs wait) at
@@ -250,5 +255,7 @@ def finite_end_s(end_s: float, job_id: int) -> float:
     finite; this is the last line that keeps an overflow from being recorded as an end at inf or NaN."""
     if end_s < math.inf:  # False for inf and NaN: one comparison per (re-)timing
         return end_s
-    raise EngineError(f"job {job_id}: its completion time overflows ({end_s}): its duration, its GPU's speed or "
-                      "its slowdowns are past what a float can time")
+    raise EngineError(
+        f"job {job_id}: its completion time overflows ({end_s}): its duration, its GPU's speed or "
+        "its slowdowns are past what a float can time"
+    )

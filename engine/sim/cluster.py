@@ -117,8 +117,9 @@ class GpuType:
             if self.busy_w is None:
                 object.__setattr__(self, "busy_w", self.board_w * BUSY_PERCENT_OF_BOARD / 100)
         if self.idle_w is not None and self.busy_w is not None and self.idle_w > self.busy_w:
-            raise ClusterSpecError(f"GPU type {self.name}: idle_w ({self.idle_w:g}) must be <= busy_w "
-                                   f"({self.busy_w:g})")
+            raise ClusterSpecError(
+                f"GPU type {self.name}: idle_w ({self.idle_w:g}) must be <= busy_w ({self.busy_w:g})"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form of a cluster's ``gpu_types`` entry (unknown power and price fields left out)."""
@@ -160,8 +161,17 @@ class PriceList:
 #: included), 2026 blog summaries, unverified (shared REFERENCES.md). ``generic`` is a V100-class GPU, priced
 #: as one.
 ON_DEMAND_PRICES: dict[str, float] = {
-    "generic": 2.48, "K80": 0.45, "P100": 1.46, "T4": 0.35, "V100-16": 2.48, "V100-32": 2.48, "A10": 1.01,
-    "L4": 0.56, "A100-40": 2.93, "A100-80": 3.93, "H100-80": 11.06,
+    "generic": 2.48,
+    "K80": 0.45,
+    "P100": 1.46,
+    "T4": 0.35,
+    "V100-16": 2.48,
+    "V100-32": 2.48,
+    "A10": 1.01,
+    "L4": 0.56,
+    "A100-40": 2.93,
+    "A100-80": 3.93,
+    "H100-80": 11.06,
 }
 
 #: Named price lists, chosen by name (``EnergyModel.price_list``); ``"catalog"`` means each GPU type's own
@@ -169,12 +179,20 @@ ON_DEMAND_PRICES: dict[str, float] = {
 PRICE_LISTS: dict[str, PriceList] = {
     p.name: p
     for p in (
-        PriceList("on-demand", "2021-2026 (estimate)",
-                  "GCP/AWS on-demand list prices per GPU-hour (see ON_DEMAND_PRICES)", ON_DEMAND_PRICES),
+        PriceList(
+            "on-demand",
+            "2021-2026 (estimate)",
+            "GCP/AWS on-demand list prices per GPU-hour (see ON_DEMAND_PRICES)",
+            ON_DEMAND_PRICES,
+        ),
         # Gavel's GCP preemptible prices (scheduler/utils.py, per_instance_type_spot_prices['gcp']), as used in its
         # cost experiments (OSDI 2020): K80 0.135, P100 0.43, V100 0.74. It has no other types.
-        PriceList("gcp-preemptible-2020", "2020 (estimate)", "Gavel scheduler/utils.py, GCP preemptible",
-                  {"generic": 0.74, "K80": 0.135, "P100": 0.43, "V100-16": 0.74, "V100-32": 0.74}),
+        PriceList(
+            "gcp-preemptible-2020",
+            "2020 (estimate)",
+            "Gavel scheduler/utils.py, GCP preemptible",
+            {"generic": 0.74, "K80": 0.135, "P100": 0.43, "V100-16": 0.74, "V100-32": 0.74},
+        ),
     )
 }
 CATALOG_PRICES = "catalog"
@@ -284,14 +302,17 @@ class Cluster:
             where = f"node group {i + 1} ({g.nodes}x{g.gpus_per_node}:{g.gpu_type})"
             if g.gpu_type not in self.catalog:
                 raise ClusterSpecError(
-                    f"{where}: unknown GPU type {g.gpu_type!r}; known: {', '.join(sorted(self.catalog))}")
+                    f"{where}: unknown GPU type {g.gpu_type!r}; known: {', '.join(sorted(self.catalog))}"
+                )
             if not (isinstance(g.nodes, int) and g.nodes >= 1):
                 raise ClusterSpecError(f"{where}: node count must be an integer >= 1")
             if not (isinstance(g.gpus_per_node, int) and 1 <= g.gpus_per_node <= 64):
                 raise ClusterSpecError(f"{where}: GPUs per node must be an integer from 1 to 64")
         if self.n_nodes > MAX_NODES or self.n_gpus > MAX_GPUS:
-            raise ClusterSpecError(f"the cluster has {self.n_nodes:,} nodes and {self.n_gpus:,} GPUs; the limit is "
-                                   f"{MAX_NODES:,} nodes and {MAX_GPUS:,} GPUs")
+            raise ClusterSpecError(
+                f"the cluster has {self.n_nodes:,} nodes and {self.n_gpus:,} GPUs; the limit is "
+                f"{MAX_NODES:,} nodes and {MAX_GPUS:,} GPUs"
+            )
         if not (isinstance(self.nodes_per_rack, int) and self.nodes_per_rack >= 1):
             raise ClusterSpecError("nodes_per_rack must be an integer >= 1")
         _within(self.nodes_per_rack, "nodes_per_rack", 1, MAX_NODES)
@@ -410,8 +431,16 @@ class Cluster:
         extra = [t.to_dict() for t in self.catalog.values() if DEFAULT_CATALOG.get(t.name) != t]
         return {
             "groups": [
-                {k: v for k, v in (("gpu_type", g.gpu_type), ("nodes", g.nodes),
-                                   ("gpus_per_node", g.gpus_per_node), ("rack", g.rack)) if v is not None}
+                {
+                    k: v
+                    for k, v in (
+                        ("gpu_type", g.gpu_type),
+                        ("nodes", g.nodes),
+                        ("gpus_per_node", g.gpus_per_node),
+                        ("rack", g.rack),
+                    )
+                    if v is not None
+                }
                 for g in self.groups
             ],
             "gpu_types": extra,
@@ -434,8 +463,9 @@ def gpu_prices(cluster: Cluster, price_list: str = CATALOG_PRICES) -> dict[str, 
         prices = {t: PRICE_LISTS[price_list].prices.get(t) for t in types}
         where = f"price list {price_list!r} (it prices {', '.join(PRICE_LISTS[price_list].prices)})"
     else:
-        raise ClusterSpecError(f"unknown price list {quote(price_list)}; known: "
-                               f"{', '.join([CATALOG_PRICES, *PRICE_LISTS])}")
+        raise ClusterSpecError(
+            f"unknown price list {quote(price_list)}; known: {', '.join([CATALOG_PRICES, *PRICE_LISTS])}"
+        )
     missing = [t for t, v in prices.items() if v is None]
     if missing:
         raise ClusterSpecError(f"{where}: no price_per_h for {', '.join(missing)}")
@@ -454,10 +484,12 @@ def parse_shorthand(spec: str, catalog: Mapping[str, GpuType] | None = None) -> 
         m = _SHORTHAND_PART.match(part)
         if not m:
             raise ClusterSpecError(
-                f"cluster spec part {i + 1} {quote(part.strip())}: expected NODESxGPUS:TYPE, e.g. 4x8:A100-80")
+                f"cluster spec part {i + 1} {quote(part.strip())}: expected NODESxGPUS:TYPE, e.g. 4x8:A100-80"
+            )
         if len(m.group(1)) > 9 or len(m.group(2)) > 9:
-            raise ClusterSpecError(f"cluster spec part {i + 1}: counts of at most {MAX_NODES:,} nodes and 64 GPUs "
-                                   "per node are allowed")
+            raise ClusterSpecError(
+                f"cluster spec part {i + 1}: counts of at most {MAX_NODES:,} nodes and 64 GPUs per node are allowed"
+            )
         nodes, gpn, gtype = int(m.group(1)), int(m.group(2)), m.group(3)
         if gtype not in catalog:
             lower = {k.lower(): k for k in catalog}
@@ -466,7 +498,8 @@ def parse_shorthand(spec: str, catalog: Mapping[str, GpuType] | None = None) -> 
             else:
                 raise ClusterSpecError(
                     f"cluster spec part {i + 1} {quote(part.strip())}: unknown GPU type {gtype!r}; "
-                    f"known: {', '.join(catalog)}")
+                    f"known: {', '.join(catalog)}"
+                )
         if nodes < 1 or gpn < 1:
             raise ClusterSpecError(f"cluster spec part {i + 1} {quote(part.strip())}: counts must be >= 1")
         groups.append(NodeGroup(gtype, nodes, gpn))
@@ -477,8 +510,17 @@ def cluster_from_dict(data: Mapping[str, Any], where: str = "cluster JSON") -> C
     """Build a cluster from the JSON structure described in the module docstring."""
     if not isinstance(data, Mapping):
         raise ClusterSpecError(f"{where}: expected an object with a 'groups' list")
-    known = {"groups", "gpu_types", "nodes_per_rack", "bandwidth", "communication", "speeds",
-             "colocation_slowdown", "name", "description"}
+    known = {
+        "groups",
+        "gpu_types",
+        "nodes_per_rack",
+        "bandwidth",
+        "communication",
+        "speeds",
+        "colocation_slowdown",
+        "name",
+        "description",
+    }
     reject_unknown_keys(data, known, where, ClusterSpecError)
     catalog = dict(DEFAULT_CATALOG)
     for i, t in enumerate(data.get("gpu_types", []) or []):
@@ -487,9 +529,11 @@ def cluster_from_dict(data: Mapping[str, Any], where: str = "cluster JSON") -> C
             vram_gib, speed = float(t["vram_gib"]), float(t["speed"])
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ClusterSpecError(
-                f"{where}: gpu_types[{i}] needs name, vram_gib and speed ({clip(str(exc))})") from None
-        reject_unknown_keys(t, {"name", "vram_gib", "speed", *POWER_PRICE_FIELDS}, f"{where}: gpu_types[{i}]",
-                            ClusterSpecError)
+                f"{where}: gpu_types[{i}] needs name, vram_gib and speed ({clip(str(exc))})"
+            ) from None
+        reject_unknown_keys(
+            t, {"name", "vram_gib", "speed", *POWER_PRICE_FIELDS}, f"{where}: gpu_types[{i}]", ClusterSpecError
+        )
         try:
             gt = GpuType(name, vram_gib, speed, **{k: t[k] for k in POWER_PRICE_FIELDS if t.get(k) is not None})
         except ClusterSpecError as exc:
@@ -501,11 +545,18 @@ def cluster_from_dict(data: Mapping[str, Any], where: str = "cluster JSON") -> C
         raise ClusterSpecError(f"{where}: 'groups' must be a non-empty list")
     for i, g in enumerate(raw_groups):
         try:
-            groups.append(NodeGroup(str(g["gpu_type"]), int(g["nodes"]), int(g["gpus_per_node"]),
-                                    None if g.get("rack") is None else str(g["rack"])))
+            groups.append(
+                NodeGroup(
+                    str(g["gpu_type"]),
+                    int(g["nodes"]),
+                    int(g["gpus_per_node"]),
+                    None if g.get("rack") is None else str(g["rack"]),
+                )
+            )
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
-            raise ClusterSpecError(f"{where}: groups[{i}] needs gpu_type, nodes and gpus_per_node "
-                                   f"(missing or bad: {clip(str(exc))})") from None
+            raise ClusterSpecError(
+                f"{where}: groups[{i}] needs gpu_type, nodes and gpus_per_node (missing or bad: {clip(str(exc))})"
+            ) from None
     kwargs: dict[str, Any] = {}
     if "nodes_per_rack" in data:
         kwargs["nodes_per_rack"] = data["nodes_per_rack"]
@@ -533,8 +584,6 @@ def _number(value: Any, key: str, where: str) -> float:
         return float(value)
     except (TypeError, ValueError, OverflowError):
         raise ClusterSpecError(f"{where}: {clip(str(key))} must be a number, got {quote(value)}") from None
-
-
 
 
 #: Extra ``PREFIX:ARGUMENT`` cluster sources; each takes the argument and returns a Cluster. Modules that add a

@@ -78,10 +78,23 @@ class Job:
     failed: bool
     deadline_s: float
 
-    def __init__(self, job_id: Any, submit_s: Any, duration_s: Any, gpus: Any = 1, gpu_fraction: Any = 1.0,
-                 vram_gib: Any = 0.0, user: Any = "user0", job_type: Any = "batch", priority: Any = 0,
-                 allowed_types: Any = _ANY_TYPE, estimate_s: Any = math.nan, name: Any = "",
-                 failed: Any = False, deadline_s: Any = math.inf) -> None:
+    def __init__(
+        self,
+        job_id: Any,
+        submit_s: Any,
+        duration_s: Any,
+        gpus: Any = 1,
+        gpu_fraction: Any = 1.0,
+        vram_gib: Any = 0.0,
+        user: Any = "user0",
+        job_type: Any = "batch",
+        priority: Any = 0,
+        allowed_types: Any = _ANY_TYPE,
+        estimate_s: Any = math.nan,
+        name: Any = "",
+        failed: Any = False,
+        deadline_s: Any = math.inf,
+    ) -> None:
         j = _integer(job_id, "job_id", job_id)
         submit = _real(j, "submit_s", submit_s)
         # The upper bounds keep every time the simulator computes finite: with the cluster's bounds on speeds and
@@ -133,8 +146,22 @@ class Job:
             deadline = math.inf
         elif not deadline > submit:
             raise ValueError(f"job {j}: deadline_s must be after submit_s ({submit}), got {deadline_s}")
-        values = (j, submit, duration, int(gpus), fraction, vram, str(user), str(job_type), rank, types, estimate,
-                  str(name), failed, deadline)
+        values = (
+            j,
+            submit,
+            duration,
+            int(gpus),
+            fraction,
+            vram,
+            str(user),
+            str(job_type),
+            rank,
+            types,
+            estimate,
+            str(name),
+            failed,
+            deadline,
+        )
         for field, value in zip(_FIELDS, values):  # frozen: the fields are set once, here
             _PUT(self, field, value)
 
@@ -158,8 +185,22 @@ class Job:
 
 
 #: The fields in the order __init__ takes them.
-_FIELDS: Final = ("job_id", "submit_s", "duration_s", "gpus", "gpu_fraction", "vram_gib", "user", "job_type",
-                  "priority", "allowed_types", "estimate_s", "name", "failed", "deadline_s")
+_FIELDS: Final = (
+    "job_id",
+    "submit_s",
+    "duration_s",
+    "gpus",
+    "gpu_fraction",
+    "vram_gib",
+    "user",
+    "job_type",
+    "priority",
+    "allowed_types",
+    "estimate_s",
+    "name",
+    "failed",
+    "deadline_s",
+)
 
 
 def _real(job_id: object, field: str, value: Any) -> float:

@@ -70,11 +70,40 @@ class Occupancy:
             that lost room since.
     """
 
-    __slots__ = ("gpu_node", "gpu_type", "gpu_vram", "node_first", "node_type", "max_node_gpus",
-                 "free", "free_vram", "tenants", "node_free", "np_free", "np_free_vram", "np_tenants",
-                 "np_node_free", "mv_free", "mv_free_vram", "mv_tenants", "mv_node_free", "idle_gpus", "type_idle",
-                 "nodes_with", "node_idle", "shared", "type_nodes", "released", "taken", "synced_taken",
-                 "synced_released", "node_gpus", "node_down", "node_failures", "up_gpus")
+    __slots__ = (
+        "gpu_node",
+        "gpu_type",
+        "gpu_vram",
+        "node_first",
+        "node_type",
+        "max_node_gpus",
+        "free",
+        "free_vram",
+        "tenants",
+        "node_free",
+        "np_free",
+        "np_free_vram",
+        "np_tenants",
+        "np_node_free",
+        "mv_free",
+        "mv_free_vram",
+        "mv_tenants",
+        "mv_node_free",
+        "idle_gpus",
+        "type_idle",
+        "nodes_with",
+        "node_idle",
+        "shared",
+        "type_nodes",
+        "released",
+        "taken",
+        "synced_taken",
+        "synced_released",
+        "node_gpus",
+        "node_down",
+        "node_failures",
+        "up_gpus",
+    )
 
     def __init__(self, layout: Layout) -> None:
         self.gpu_node: list[int] = layout.gpu_node.tolist()
@@ -233,10 +262,19 @@ class Occupancy:
         taken, released = self.taken, self.released
         if self.synced_taken == len(taken) and self.synced_released == len(released):
             return
-        free, free_vram, tenants, node_free, gpu_node = self.free, self.free_vram, self.tenants, self.node_free, \
-            self.gpu_node
-        mv_free, mv_free_vram, mv_tenants, mv_node_free = self.mv_free, self.mv_free_vram, self.mv_tenants, \
-            self.mv_node_free
+        free, free_vram, tenants, node_free, gpu_node = (
+            self.free,
+            self.free_vram,
+            self.tenants,
+            self.node_free,
+            self.gpu_node,
+        )
+        mv_free, mv_free_vram, mv_tenants, mv_node_free = (
+            self.mv_free,
+            self.mv_free_vram,
+            self.mv_tenants,
+            self.mv_node_free,
+        )
         for log, start in ((taken, self.synced_taken), (released, self.synced_released)):
             for i in range(start, len(log)):
                 g = log[i]

@@ -112,8 +112,10 @@ _FAILURE_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "lemon_factor": (lambda v: _is_number(v) and v >= 1, "a number >= 1"),
     "job_failure_rate": _share,
     "job_failure_skew": (lambda v: _is_number(v) and 0.1 <= v <= 100, "a number from 0.1 to 100 (1: uniform)"),
-    "job_retries": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 100,
-                    "an integer from 0 to 100"),
+    "job_retries": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 100,
+        "an integer from 0 to 100",
+    ),
     "checkpoint_cost_s": (lambda v: _is_number(v) and v >= 0, "a number of seconds >= 0"),
 }
 
@@ -193,8 +195,10 @@ class FailureModel:
         if isinstance(data, str):
             return failure_preset(data, where)
         if not isinstance(data, Mapping):
-            raise OptionsError(f"{where} must be a preset name ({', '.join(FAILURE_PRESETS)}) or an object with "
-                               f"{', '.join(_FAILURE_BOUNDS)}")
+            raise OptionsError(
+                f"{where} must be a preset name ({', '.join(FAILURE_PRESETS)}) or an object with "
+                f"{', '.join(_FAILURE_BOUNDS)}"
+            )
         reject_unknown_keys(data, set(_FAILURE_BOUNDS), where, OptionsError)
         _check_bounds(data, _FAILURE_BOUNDS, where)
         return cls(**data)
@@ -204,8 +208,10 @@ class FailureModel:
         share from 0 to 1."""
         rate = JOB_FAILURE_PRESETS.get(preset_or_rate) if isinstance(preset_or_rate, str) else preset_or_rate
         if rate is None or not _share[0](rate):
-            raise OptionsError(f"{where} must be one of {', '.join(JOB_FAILURE_PRESETS)} or a share from 0 to 1, "
-                               f"got {quote(preset_or_rate)}")
+            raise OptionsError(
+                f"{where} must be one of {', '.join(JOB_FAILURE_PRESETS)} or a share from 0 to 1, "
+                f"got {quote(preset_or_rate)}"
+            )
         return replace(self, job_failure_rate=float(rate))
 
 
@@ -225,10 +231,10 @@ FAILURE_PRESETS: dict[str, FailureModel] = {
     "none": FailureModel(),
     "meta-rsc1": FailureModel(mtbf_h=1000 / 6.50 * _H_PER_DAY, manual_repair_share=AIRESIM_MANUAL_SHARE),
     "meta-rsc2": FailureModel(mtbf_h=1000 / 2.34 * _H_PER_DAY, manual_repair_share=AIRESIM_MANUAL_SHARE),
-    "llama3": FailureModel(mtbf_h=16_384 * 54 * _H_PER_DAY / 419, mtbf_per="gpu",
-                           manual_repair_share=AIRESIM_MANUAL_SHARE),
-    "stress": FailureModel(mtbf_h=200.0, repair_h=4.0, repair_law="exponential", lemon_share=0.15,
-                           lemon_factor=5.0),
+    "llama3": FailureModel(
+        mtbf_h=16_384 * 54 * _H_PER_DAY / 419, mtbf_per="gpu", manual_repair_share=AIRESIM_MANUAL_SHARE
+    ),
+    "stress": FailureModel(mtbf_h=200.0, repair_h=4.0, repair_law="exponential", lemon_share=0.15, lemon_factor=5.0),
 }
 
 #: Shares of GPU jobs that end failed in real traces (summary CSVs of the AcmeTrace and HeliosArtifact
@@ -255,9 +261,12 @@ MAX_CARBON_ROWS = 100_000
 
 _CARBON_SERIES_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "step_s": (lambda v: _is_number(v) and v > 0, "a number > 0"),
-    "g_per_kwh": (lambda v: isinstance(v, (list, tuple)) and 0 < len(v) <= MAX_CARBON_ROWS
-                  and all(_is_number(x) and x >= 0 for x in v),
-                  f"a list of 1 to {MAX_CARBON_ROWS:,} numbers >= 0"),
+    "g_per_kwh": (
+        lambda v: (
+            isinstance(v, (list, tuple)) and 0 < len(v) <= MAX_CARBON_ROWS and all(_is_number(x) and x >= 0 for x in v)
+        ),
+        f"a list of 1 to {MAX_CARBON_ROWS:,} numbers >= 0",
+    ),
     "start": (lambda v: isinstance(v, str) and len(v) <= 64, "a text of at most 64 characters"),
 }
 
@@ -297,8 +306,10 @@ class CarbonSeries:
 _PRICE_LIST_NAMES = (CATALOG_PRICES, *PRICE_LISTS)
 _ENERGY_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "pue": (lambda v: _is_number(v) and v >= 1, "a number >= 1"),
-    "carbon_g_per_kwh": (lambda v: isinstance(v, CarbonSeries) or (_is_number(v) and v >= 0),
-                         "a number >= 0 (gCO2/kWh) or a carbon series"),
+    "carbon_g_per_kwh": (
+        lambda v: isinstance(v, CarbonSeries) or (_is_number(v) and v >= 0),
+        "a number >= 0 (gCO2/kWh) or a carbon series",
+    ),
     "price_list": (lambda v: v in _PRICE_LIST_NAMES, f"one of {', '.join(_PRICE_LIST_NAMES)}"),
 }
 
@@ -324,13 +335,19 @@ class EnergyModel:
     price_list: str = CATALOG_PRICES
 
     def __post_init__(self) -> None:
-        _check_bounds({"pue": self.pue, "carbon_g_per_kwh": self.carbon_g_per_kwh, "price_list": self.price_list},
-                      _ENERGY_BOUNDS, "energy")
+        _check_bounds(
+            {"pue": self.pue, "carbon_g_per_kwh": self.carbon_g_per_kwh, "price_list": self.price_list},
+            _ENERGY_BOUNDS,
+            "energy",
+        )
 
     def to_dict(self) -> dict[str, Any]:
         carbon = self.carbon_g_per_kwh
-        return {"pue": self.pue, "carbon_g_per_kwh": carbon.to_dict() if isinstance(carbon, CarbonSeries) else carbon,
-                "price_list": self.price_list}
+        return {
+            "pue": self.pue,
+            "carbon_g_per_kwh": carbon.to_dict() if isinstance(carbon, CarbonSeries) else carbon,
+            "price_list": self.price_list,
+        }
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "energy") -> EnergyModel:
@@ -340,8 +357,7 @@ class EnergyModel:
         reject_unknown_keys(data, set(_ENERGY_BOUNDS), where, OptionsError)
         values = dict(data)
         if isinstance(values.get("carbon_g_per_kwh"), Mapping):
-            values["carbon_g_per_kwh"] = CarbonSeries.from_dict(values["carbon_g_per_kwh"],
-                                                                f"{where}.carbon_g_per_kwh")
+            values["carbon_g_per_kwh"] = CarbonSeries.from_dict(values["carbon_g_per_kwh"], f"{where}.carbon_g_per_kwh")
         _check_bounds(values, _ENERGY_BOUNDS, where)
         return cls(**values)
 
@@ -411,8 +427,10 @@ class RunOptions:
 
     def __post_init__(self) -> None:
         if self.failures.checkpoint_cost_s and self.preemption.checkpoint_interval_s is None:
-            raise OptionsError("options.failures.checkpoint_cost_s needs options.preemption.checkpoint_interval_s "
-                               "(without an interval a job checkpoints only when stopped, at no cost)")
+            raise OptionsError(
+                "options.failures.checkpoint_cost_s needs options.preemption.checkpoint_interval_s "
+                "(without an interval a job checkpoints only when stopped, at no cost)"
+            )
 
     @property
     def checkpoint_period_s(self) -> float | None:

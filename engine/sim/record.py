@@ -237,8 +237,9 @@ class Recorder:
         )
 
 
-def _checkpoint_gpu_s(options: RunOptions, jobs: tuple[Job, ...], work_s: list[float], work_left_s: list[float],
-                      states: np.ndarray) -> np.ndarray:
+def _checkpoint_gpu_s(
+    options: RunOptions, jobs: tuple[Job, ...], work_s: list[float], work_left_s: list[float], states: np.ndarray
+) -> np.ndarray:
     """GPU-seconds each job spent writing checkpoints: ``checkpoint_cost_s`` x the checkpoints in the work it had
     done when it ended (all of it when it completed), x its GPUs (0 for jobs that never ran)."""
     period, cost_s = options.checkpoint_period_s, options.failures.checkpoint_cost_s

@@ -65,7 +65,16 @@ from engine.sim.state import (
     Start,
 )
 
-__all__ = ["COMPLETED", "DECLINED", "FAILED", "UNSCHEDULABLE", "Result", "Simulation", "simulate", "unschedulable_reasons"]
+__all__ = [
+    "COMPLETED",
+    "DECLINED",
+    "FAILED",
+    "UNSCHEDULABLE",
+    "Result",
+    "Simulation",
+    "simulate",
+    "unschedulable_reasons",
+]
 
 # This module is compiled; its idioms (Final names, typed lists, a[i] = a[i] + x) are explained once in
 # ARCHITECTURE.md, "The idioms of the hot modules".
@@ -107,9 +116,16 @@ class Simulation:
         on_progress: called as ``on_progress(finished_jobs, total_jobs)`` about every 1 % of jobs.
     """
 
-    def __init__(self, cluster: Cluster, jobs: Sequence[Job], *, options: RunOptions | None = None,
-                 seed: int = 0, scheduler_name: str = "",
-                 on_progress: Callable[[int, int], None] | None = None) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        jobs: Sequence[Job],
+        *,
+        options: RunOptions | None = None,
+        seed: int = 0,
+        scheduler_name: str = "",
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> None:
         self.cluster = cluster
         self.jobs = tuple(jobs)
         for i, job in enumerate(self.jobs):
@@ -166,9 +182,17 @@ class Simulation:
         self._faults = FailureCalendar(self.options.failures, self._lay, self.seed, self._work_s)
         self._fail_left = self._faults.fail_left_s  # where each job's run crashes (0: it does not)
         self._checks = DecisionChecks(self.jobs, self._state, self._occ, self._shapes, self._lay)
-        self.state = ClusterState(self, self._shapes, arrival_order=self._arrival_order, queue=self._queue,
-                                  running=self._running, occupancy=self._occ, queue_shapes=self._queue_shapes,
-                                  user_gpus=self._user_gpus, preemptions=rec.preemptions)
+        self.state = ClusterState(
+            self,
+            self._shapes,
+            arrival_order=self._arrival_order,
+            queue=self._queue,
+            running=self._running,
+            occupancy=self._occ,
+            queue_shapes=self._queue_shapes,
+            user_gpus=self._user_gpus,
+            preemptions=rec.preemptions,
+        )
 
     @property
     def preemption(self) -> PreemptionModel:
@@ -196,8 +220,7 @@ class Simulation:
         """Speed of ``job_type`` on each GPU type of the cluster (cached per job type)."""
         speeds = self._speeds.get(job_type)
         if speeds is None:
-            speeds = self._speeds[job_type] = [self.cluster.speed(job_type, name)
-                                               for name in self._lay.type_names]
+            speeds = self._speeds[job_type] = [self.cluster.speed(job_type, name) for name in self._lay.type_names]
         return speeds
 
     def _comm_factor(self, job_type: str, n_nodes: int, n_racks: int) -> float:
@@ -226,8 +249,7 @@ class Simulation:
         node_rack = self._node_rack
         return len(nodes), len({node_rack[n] for n in nodes})
 
-    def _rate(self, job: Job, gpus: tuple[int, ...], n_nodes: int, n_racks: int,
-              joining: bool) -> tuple[float, float]:
+    def _rate(self, job: Job, gpus: tuple[int, ...], n_nodes: int, n_racks: int, joining: bool) -> tuple[float, float]:
         """(rate, communication factor) on ``gpus`` spanning ``n_nodes`` nodes in ``n_racks`` racks;
         ``joining`` counts the job as a new tenant of its GPU."""
         speed = (self._speeds.get(job.job_type) or self._type_speeds(job.job_type))[self._gpu_type[gpus[0]]]
@@ -280,8 +302,9 @@ class Simulation:
                 else:
                     self._calendar.push(float(raw.at_s), _WAKE)
         self.state.entered = self.state.entered[told:]  # preempted jobs re-entered: the next call hears of them
-        if self._guard.idle(bool(self._queue) and not self._running and not started
-                            and self._next_arrival >= len(self.jobs)):
+        if self._guard.idle(
+            bool(self._queue) and not self._running and not started and self._next_arrival >= len(self.jobs)
+        ):
             self._raise_stall()
         self._record()
 
@@ -356,8 +379,13 @@ class Simulation:
         n = self._occ.tenants[g]
         divisor = 1.0 + self._colocation * (n - 1) if n > 1 else 0.0
         gpu_type, speeds = self._gpu_type[g], self._speeds
-        running, work_left, last_update, version, jobs = self._running, self._work_left, self._last_update, \
-            self._version, self.jobs
+        running, work_left, last_update, version, jobs = (
+            self._running,
+            self._work_left,
+            self._last_update,
+            self._version,
+            self.jobs,
+        )
         for k in jobs_on:
             r = running[k]
             left = work_left[k] - (now - last_update[k]) * r.rate
@@ -575,25 +603,49 @@ class Simulation:
 
     def _record(self) -> None:
         busy = self._busy
-        self._rec.sample(self.now_s, len(self._queue), len(self._running), busy,
-                         self._occ.up_gpus - busy - self._occ.idle_gpus)
+        self._rec.sample(
+            self.now_s, len(self._queue), len(self._running), busy, self._occ.up_gpus - busy - self._occ.idle_gpus
+        )
 
     # ------------------------------------------------------------------ result
     def result(self) -> Result:
         """The run's outcome; call once ``done`` is True."""
         if not self.done:
             raise RuntimeError("the simulation has not finished")
-        return self._rec.result(self.scheduler_name, self.cluster, self.jobs, self.seed, self._state, self._reasons,
-                                self._decision_points, self.options, self._faults, self._work_s, self._work_left)
+        return self._rec.result(
+            self.scheduler_name,
+            self.cluster,
+            self.jobs,
+            self.seed,
+            self._state,
+            self._reasons,
+            self._decision_points,
+            self.options,
+            self._faults,
+            self._work_s,
+            self._work_left,
+        )
 
 
-def simulate(cluster: Cluster, jobs: Sequence[Job], scheduler: Scheduler, *, seed: int = 0,
-             options: RunOptions | None = None,
-             on_progress: Callable[[int, int], None] | None = None) -> Result:
+def simulate(
+    cluster: Cluster,
+    jobs: Sequence[Job],
+    scheduler: Scheduler,
+    *,
+    seed: int = 0,
+    options: RunOptions | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Result:
     """Run ``scheduler`` on ``jobs`` over ``cluster`` with ``options`` (default :class:`RunOptions`) to the end
     and return the :class:`Result`."""
-    sim = Simulation(cluster, jobs, options=options, seed=seed,
-                     scheduler_name=getattr(scheduler, "name", type(scheduler).__name__), on_progress=on_progress)
+    sim = Simulation(
+        cluster,
+        jobs,
+        options=options,
+        seed=seed,
+        scheduler_name=getattr(scheduler, "name", type(scheduler).__name__),
+        on_progress=on_progress,
+    )
     state = sim.reset()
     scheduler.reset(state)
     apply, advance, decide = sim.apply, sim.advance, scheduler.decide  # sim.step, minus a call per step

@@ -96,8 +96,17 @@ class RunningJob:
 
     __slots__ = ("job", "gpu_ids", "start_s", "rate", "est_end_s", "n_nodes", "n_racks", "gpu_type")
 
-    def __init__(self, job: Job, gpu_ids: tuple[int, ...], start_s: float, rate: float, est_end_s: float,
-                 n_nodes: int, n_racks: int, gpu_type: int) -> None:
+    def __init__(
+        self,
+        job: Job,
+        gpu_ids: tuple[int, ...],
+        start_s: float,
+        rate: float,
+        est_end_s: float,
+        n_nodes: int,
+        n_racks: int,
+        gpu_type: int,
+    ) -> None:
         self.job = job
         self.gpu_ids = gpu_ids
         self.start_s = start_s  # start of the current run segment
@@ -116,8 +125,7 @@ JOB_DONE: Final = 3
 JOB_UNSCHEDULABLE: Final = 4
 JOB_FAILED: Final = 5  # its run crashed and it had no retry left (engine.sim.failures)
 JOB_DECLINED: Final = 6  # the admission stage turned it away at its arrival (engine.sim.admission)
-LIFECYCLE_NAMES: Final = ("not yet submitted", "waiting", "running", "finished", "unschedulable", "failed",
-                          "declined")
+LIFECYCLE_NAMES: Final = ("not yet submitted", "waiting", "running", "finished", "unschedulable", "failed", "declined")
 
 
 class ShapeTable:
@@ -162,8 +170,9 @@ class ShapeTable:
             self.job_shape.append(sid)
 
 
-def _never_runs(job: Job, type_names: tuple[str, ...], allowed: np.ndarray, types: np.ndarray,
-                type_total: np.ndarray) -> str | None:
+def _never_runs(
+    job: Job, type_names: tuple[str, ...], allowed: np.ndarray, types: np.ndarray, type_total: np.ndarray
+) -> str | None:
     """Why ``job`` can never run (``allowed``/``types``: per GPU type, allowed / allowed with enough memory;
     ``type_total``: GPUs per type), or ``None`` when some allowed type has enough GPUs and memory."""
     if not allowed.any():
@@ -173,8 +182,10 @@ def _never_runs(job: Job, type_names: tuple[str, ...], allowed: np.ndarray, type
     counts = np.where(types, type_total, -1)
     most = int(np.argmax(counts))
     if job.gpus > int(counts[most]):
-        return (f"needs {job.gpus} GPUs of one type; the most any allowed type has is "
-                f"{int(counts[most])} ({type_names[most]})")
+        return (
+            f"needs {job.gpus} GPUs of one type; the most any allowed type has is "
+            f"{int(counts[most])} ({type_names[most]})"
+        )
     return None
 
 
@@ -218,9 +229,20 @@ class ClusterState:
         shape_node_bits: per job shape, its eligible nodes as a bitmask (bit ``n`` is node ``n``).
     """
 
-    def __init__(self, sim: Simulation, shapes: ShapeTable, *, arrival_order: Sequence[int], queue: dict[int, None],
-                 running: dict[int, RunningJob], occupancy: Occupancy, queue_shapes: dict[int, int],
-                 user_gpus: Mapping[str, float], preemptions: Sequence[int], only_type: int = -1) -> None:
+    def __init__(
+        self,
+        sim: Simulation,
+        shapes: ShapeTable,
+        *,
+        arrival_order: Sequence[int],
+        queue: dict[int, None],
+        running: dict[int, RunningJob],
+        occupancy: Occupancy,
+        queue_shapes: dict[int, int],
+        user_gpus: Mapping[str, float],
+        preemptions: Sequence[int],
+        only_type: int = -1,
+    ) -> None:
         # The simulation hands over the containers it shares with the view (it alone changes them) and answers
         # the queries below; the view never reads the simulation's own fields.
         self._sim = sim
@@ -324,9 +346,18 @@ class ClusterState:
         (the ``eligible_*`` masks, ``can_host``, ``shape_node_bits``) is narrowed to that type, so a placement
         rule handed it only finds GPUs of type ``t``. Everything else is this view's; use it at once (its
         counters do not follow later decisions)."""
-        view = ClusterState(self._sim, self._shapes, arrival_order=self.arrival_order, queue=self._queue,
-                            running=self.running, occupancy=self.occupancy, queue_shapes=self.queue_shape_counts,
-                            user_gpus=self.user_gpus, preemptions=self._preemptions, only_type=t)
+        view = ClusterState(
+            self._sim,
+            self._shapes,
+            arrival_order=self.arrival_order,
+            queue=self._queue,
+            running=self.running,
+            occupancy=self.occupancy,
+            queue_shapes=self.queue_shape_counts,
+            user_gpus=self.user_gpus,
+            preemptions=self._preemptions,
+            only_type=t,
+        )
         view.now_s, view.entered, view.stops = self.now_s, self.entered, self.stops
         view.free_gpus, view.free_capacity = self.free_gpus, self.free_capacity
         return view

@@ -36,8 +36,17 @@ from engine.traces.options import TIME_UNITS
 from engine.traces.plausibility import unit_warning
 from engine.traces.report import TraceReport, make_report
 
-__all__ = ["DROP_REASONS", "TRACE_FORMATS", "Trace", "TraceError", "TraceFormat", "TraceReport", "load_trace",
-           "trace_format", "write_csv"]
+__all__ = [
+    "DROP_REASONS",
+    "TRACE_FORMATS",
+    "Trace",
+    "TraceError",
+    "TraceFormat",
+    "TraceReport",
+    "load_trace",
+    "trace_format",
+    "write_csv",
+]
 
 
 @dataclass(frozen=True)
@@ -63,20 +72,33 @@ class TraceFormat:
 TRACE_FORMATS: dict[str, TraceFormat] = {
     f.name: f
     for f in (
-        TraceFormat("csv", _csv.read, "the project's canonical CSV (submit_s, duration_s, gpus, ...)",
-                    fast=_csv.fast),
-        TraceFormat("swf", _swf.read, "Standard Workload Format, Parallel Workloads Archive (.swf, .swf.gz)",
-                    fast=_swf.fast),
-        TraceFormat("philly", _philly.read, "Microsoft Philly (Pollux CSV: timestamp, duration, num_gpus, cluster)",
-                    fast=_philly.fast),
-        TraceFormat("openb", _openb.read, "Alibaba openb pod list (gpu_milli fractions, gpu_spec types)",
-                    fast=_openb.fast),
+        TraceFormat("csv", _csv.read, "the project's canonical CSV (submit_s, duration_s, gpus, ...)", fast=_csv.fast),
+        TraceFormat(
+            "swf", _swf.read, "Standard Workload Format, Parallel Workloads Archive (.swf, .swf.gz)", fast=_swf.fast
+        ),
+        TraceFormat(
+            "philly",
+            _philly.read,
+            "Microsoft Philly (Pollux CSV: timestamp, duration, num_gpus, cluster)",
+            fast=_philly.fast,
+        ),
+        TraceFormat(
+            "openb", _openb.read, "Alibaba openb pod list (gpu_milli fractions, gpu_spec types)", fast=_openb.fast
+        ),
         TraceFormat("tiresias", _tiresias.read, "Tiresias/Muri CSV (--time-unit s|ms)", frozenset({"time_unit"})),
         TraceFormat("gavel", _gavel.read, "Gavel TSV (durations from steps and a throughput table)"),
-        TraceFormat("pollux", _pollux.read, "Pollux workload CSV (name, time, application, num_replicas, "
-                    "batch_size; durations from application profiles)"),
-        TraceFormat("mapped", _mapped.read, "any CSV through --map submit=COL,duration=COL,... (--time-unit)",
-                    frozenset({"time_unit", "column_map"})),
+        TraceFormat(
+            "pollux",
+            _pollux.read,
+            "Pollux workload CSV (name, time, application, num_replicas, "
+            "batch_size; durations from application profiles)",
+        ),
+        TraceFormat(
+            "mapped",
+            _mapped.read,
+            "any CSV through --map submit=COL,duration=COL,... (--time-unit)",
+            frozenset({"time_unit", "column_map"}),
+        ),
     )
 }
 
@@ -99,9 +121,17 @@ class Trace:
     source: str
 
 
-def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = False,
-               time_unit: str | None = None, column_map: dict[str, str] | None = None, first: int | None = None,
-               window: tuple[float, float] | None = None, load_scale: float | None = None) -> Trace:
+def load_trace(
+    path: str | Path,
+    format: str | None = None,
+    *,
+    skip_bad: bool = False,
+    time_unit: str | None = None,
+    column_map: dict[str, str] | None = None,
+    first: int | None = None,
+    window: tuple[float, float] | None = None,
+    load_scale: float | None = None,
+) -> Trace:
     """Load a trace file of any registered format.
 
     Args:
@@ -130,8 +160,9 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
     if given - fmt.options:
         opt = sorted(given - fmt.options)[0]
         users = [f.name for f in TRACE_FORMATS.values() if opt in f.options]
-        raise TraceError(f"option {opt} does not apply to format {fmt.name!r} (only to: {', '.join(users)})",
-                         path=str(path))
+        raise TraceError(
+            f"option {opt} does not apply to format {fmt.name!r} (only to: {', '.join(users)})", path=str(path)
+        )
     if time_unit is not None and time_unit not in TIME_UNITS:
         raise TraceError(f"time unit {time_unit!r}: expected {' or '.join(map(repr, TIME_UNITS))}", path=str(path))
     if first is not None and first < 0:
@@ -142,11 +173,15 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
         raise TraceError(f"load scale must be a number > 0, got {load_scale}", path=str(path))
     ctx = read_file(fmt, path, skip_bad=skip_bad, time_unit=time_unit, column_map=column_map)
     jobs, trimmed = _build_jobs(ctx, first=first, window=window, load_scale=load_scale)
-    warning = unit_warning(np.frombuffer(ctx.rows.submit_s, dtype=np.float64),
-                           np.frombuffer(ctx.rows.duration_s, dtype=np.float64),
-                           time_unit=time_unit or "s", switchable="time_unit" in fmt.options)
-    report = make_report(jobs, rows=ctx.n_rows, dropped=ctx.dropped, trimmed=trimmed, examples=ctx.examples,
-                         unit_warning=warning)
+    warning = unit_warning(
+        np.frombuffer(ctx.rows.submit_s, dtype=np.float64),
+        np.frombuffer(ctx.rows.duration_s, dtype=np.float64),
+        time_unit=time_unit or "s",
+        switchable="time_unit" in fmt.options,
+    )
+    report = make_report(
+        jobs, rows=ctx.n_rows, dropped=ctx.dropped, trimmed=trimmed, examples=ctx.examples, unit_warning=warning
+    )
     return Trace(jobs=jobs, report=report, format=fmt.name, source=str(path))
 
 
@@ -165,8 +200,9 @@ def read_file(fmt: TraceFormat, path: Path, *, use_fast: bool = True, **options)
     return ctx
 
 
-def _build_jobs(ctx: ReadContext, *, first: int | None, window: tuple[float, float] | None,
-                load_scale: float | None) -> tuple[tuple[Job, ...], int]:
+def _build_jobs(
+    ctx: ReadContext, *, first: int | None, window: tuple[float, float] | None, load_scale: float | None
+) -> tuple[tuple[Job, ...], int]:
     """Sort the kept rows by submit time (stable), shift, trim, scale and number them: ``(jobs, trimmed)``."""
     rows = ctx.rows
     n = len(rows)
@@ -191,8 +227,10 @@ def _build_jobs(ctx: ReadContext, *, first: int | None, window: tuple[float, flo
         with np.errstate(over="ignore"):
             times = times / load_scale
         if len(times) and not times[-1] <= MAX_TIME_S:  # the scale needed comes from the span, never from an inf
-            raise ctx.error(f"load scale {load_scale:g} stretches the submit times past {MAX_TIME_S:.0e} seconds; "
-                            f"use a scale of at least {span_s / MAX_TIME_S:.3g}")
+            raise ctx.error(
+                f"load scale {load_scale:g} stretches the submit times past {MAX_TIME_S:.0e} seconds; "
+                f"use a scale of at least {span_s / MAX_TIME_S:.3g}"
+            )
         deadlines = times + slack
     # a deadline stays after its submit time where the shift rounds it onto it (NaN stays NaN: none)
     deadlines = np.maximum(deadlines, np.nextafter(times, np.inf))
@@ -204,9 +242,23 @@ def _build_jobs(ctx: ReadContext, *, first: int | None, window: tuple[float, flo
     def strings(codes, table: list) -> list:
         return [table[c] for c in np.frombuffer(codes, dtype=np.int64)[order].tolist()]
 
-    jobs = tuple(map(Job, range(len(order_list)), times.tolist(), column(rows.duration_s), column(rows.gpus),
-                     column(rows.gpu_fraction), column(rows.vram_gib), strings(rows.user, rows.user_names),
-                     strings(rows.job_type, rows.job_types), column(rows.priority),
-                     strings(rows.allowed, rows.allowed_sets), column(rows.estimate_s),
-                     [rows.name[k] for k in order_list], [bool(f) for f in column(rows.failed)], deadlines.tolist()))
+    jobs = tuple(
+        map(
+            Job,
+            range(len(order_list)),
+            times.tolist(),
+            column(rows.duration_s),
+            column(rows.gpus),
+            column(rows.gpu_fraction),
+            column(rows.vram_gib),
+            strings(rows.user, rows.user_names),
+            strings(rows.job_type, rows.job_types),
+            column(rows.priority),
+            strings(rows.allowed, rows.allowed_sets),
+            column(rows.estimate_s),
+            [rows.name[k] for k in order_list],
+            [bool(f) for f in column(rows.failed)],
+            deadlines.tolist(),
+        )
+    )
     return jobs, n - len(jobs)

@@ -88,14 +88,16 @@ def iter_raw_lines(path: Path) -> Iterator[tuple[int, str]]:
                     return
                 line_no += 1
                 if len(text) > MAX_LINE_CHARS and not text.endswith("\n"):
-                    raise TraceError(f"line longer than {MAX_LINE_CHARS} characters; is this a trace file?",
-                                     path=str(path), line=line_no)
+                    raise TraceError(
+                        f"line longer than {MAX_LINE_CHARS} characters; is this a trace file?",
+                        path=str(path),
+                        line=line_no,
+                    )
                 if "\x00" in text:
                     raise TraceError("contains NUL bytes; expected a text file", path=str(path), line=line_no)
                 yield line_no, text
         except UnicodeDecodeError:
-            raise TraceError("not UTF-8 text; expected a text trace file", path=str(path),
-                             line=line_no + 1) from None
+            raise TraceError("not UTF-8 text; expected a text trace file", path=str(path), line=line_no + 1) from None
         except (EOFError, OSError, zlib.error) as exc:  # zlib.error: a gzip file whose body is corrupt
             raise TraceError(f"cannot read ({exc})", path=str(path), line=line_no + 1) from None
 
@@ -194,9 +196,22 @@ class Rows:
     def __len__(self) -> int:
         return len(self.submit_s)
 
-    def add(self, submit_s: float, duration_s: float, gpus: int, gpu_fraction: float, vram_gib: float,
-            user: str, job_type: str, priority: int, allowed_types: frozenset[str], estimate_s: float,
-            name: str, failed: bool = False, deadline_s: float = math.nan) -> None:
+    def add(
+        self,
+        submit_s: float,
+        duration_s: float,
+        gpus: int,
+        gpu_fraction: float,
+        vram_gib: float,
+        user: str,
+        job_type: str,
+        priority: int,
+        allowed_types: frozenset[str],
+        estimate_s: float,
+        name: str,
+        failed: bool = False,
+        deadline_s: float = math.nan,
+    ) -> None:
         """Store one job; the values must already satisfy :class:`~engine.sim.job.Job`'s rules."""
         self.submit_s.append(submit_s)
         self.duration_s.append(duration_s)
@@ -212,20 +227,42 @@ class Rows:
         self.deadline_s.append(deadline_s)
         self.name.append(name)
 
-    def extend(self, submit_s, duration_s, gpus, gpu_fraction, vram_gib, user, job_type, priority, allowed,
-               estimate_s, name, failed, deadline_s) -> None:
+    def extend(
+        self,
+        submit_s,
+        duration_s,
+        gpus,
+        gpu_fraction,
+        vram_gib,
+        user,
+        job_type,
+        priority,
+        allowed,
+        estimate_s,
+        name,
+        failed,
+        deadline_s,
+    ) -> None:
         """Store many valid jobs at once: numeric arguments (``failed``: booleans; ``deadline_s``: NaN for none)
         are arrays, ``user``,
         ``job_type``, ``allowed`` (frozensets) and ``name`` are sequences of the same length."""
-        for col, values, kind in ((self.submit_s, submit_s, "d"), (self.duration_s, duration_s, "d"),
-                                  (self.gpus, gpus, "q"), (self.gpu_fraction, gpu_fraction, "d"),
-                                  (self.vram_gib, vram_gib, "d"), (self.priority, priority, "q"),
-                                  (self.estimate_s, estimate_s, "d"), (self.failed, failed, "q"),
-                                  (self.deadline_s, deadline_s, "d")):
+        for col, values, kind in (
+            (self.submit_s, submit_s, "d"),
+            (self.duration_s, duration_s, "d"),
+            (self.gpus, gpus, "q"),
+            (self.gpu_fraction, gpu_fraction, "d"),
+            (self.vram_gib, vram_gib, "d"),
+            (self.priority, priority, "q"),
+            (self.estimate_s, estimate_s, "d"),
+            (self.failed, failed, "q"),
+            (self.deadline_s, deadline_s, "d"),
+        ):
             col.frombytes(np.ascontiguousarray(values, dtype="f8" if kind == "d" else "i8").tobytes())
-        for col, index, names, values in ((self.user, self._user_ix, self.user_names, user),
-                                          (self.job_type, self._type_ix, self.job_types, job_type),
-                                          (self.allowed, self._allowed_ix, self.allowed_sets, allowed)):
+        for col, index, names, values in (
+            (self.user, self._user_ix, self.user_names, user),
+            (self.job_type, self._type_ix, self.job_types, job_type),
+            (self.allowed, self._allowed_ix, self.allowed_sets, allowed),
+        ):
             codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
             remap = np.array([_intern(index, names, u) for u in uniques], dtype="i8")
             col.frombytes(remap[codes].astype("i8").tobytes())
@@ -284,10 +321,24 @@ class ReadContext:
     def drop(self, reason: str) -> None:
         self.dropped[reason] += 1
 
-    def keep(self, submit_s: float, duration_s: float, *, gpus: int = 1, gpu_fraction: float = 1.0,
-             vram_gib: float = 0.0, user: str = "user0", job_type: str = "batch", priority: int = 0,
-             allowed_types: frozenset[str] | None = frozenset(), estimate_s: float = math.nan, name: str = "",
-             failed: bool = False, deadline_s: float = math.nan, columns: Columns = CANONICAL) -> None:
+    def keep(
+        self,
+        submit_s: float,
+        duration_s: float,
+        *,
+        gpus: int = 1,
+        gpu_fraction: float = 1.0,
+        vram_gib: float = 0.0,
+        user: str = "user0",
+        job_type: str = "batch",
+        priority: int = 0,
+        allowed_types: frozenset[str] | None = frozenset(),
+        estimate_s: float = math.nan,
+        name: str = "",
+        failed: bool = False,
+        deadline_s: float = math.nan,
+        columns: Columns = CANONICAL,
+    ) -> None:
         """Apply the drop rules every format shares, check the values, and store the job (``failed``: the trace
         recorded it as failed; ``deadline_s``: its absolute deadline in the file's time, NaN for none).
 
@@ -310,8 +361,11 @@ class ReadContext:
             if not 0 < gpu_fraction <= 1:
                 raise BadField(columns.gpu_fraction, "a GPU fraction in (0, 1]", gpu_fraction)
             if gpu_fraction < 1 and gpus != 1:
-                raise BadField(columns.gpu_fraction, "a whole GPU when more than one GPU is requested "
-                               "(a fraction needs exactly 1 GPU)", gpu_fraction)
+                raise BadField(
+                    columns.gpu_fraction,
+                    "a whole GPU when more than one GPU is requested (a fraction needs exactly 1 GPU)",
+                    gpu_fraction,
+                )
             if not 0 <= vram_gib <= MAX_VRAM_GIB:
                 raise BadField(columns.vram_gib, f"GPU memory >= 0 and <= {MAX_VRAM_GIB:g} GiB", vram_gib)
             if not (math.isnan(estimate_s) or estimate_s > 0):
@@ -320,13 +374,27 @@ class ReadContext:
                 raise BadField(columns.duration_s, f"a duration up to {MAX_TIME_S:.0e} seconds", duration_s)
             if not (math.isnan(deadline_s) or 0 < deadline_s - submit_s <= MAX_TIME_S):
                 raise BadField(columns.deadline_s, "a deadline after the submit time (or empty)", deadline_s)
-            self.rows.add(submit_s, duration_s, gpus, gpu_fraction, vram_gib, user, job_type, priority,
-                          allowed_types, estimate_s, name, failed, deadline_s)
+            self.rows.add(
+                submit_s,
+                duration_s,
+                gpus,
+                gpu_fraction,
+                vram_gib,
+                user,
+                job_type,
+                priority,
+                allowed_types,
+                estimate_s,
+                name,
+                failed,
+                deadline_s,
+            )
 
 
 # ------------------------------------------------------------------------------------- headers and rows
-def read_header(ctx: ReadContext, valid: Iterable[str] | None, required: Iterable[str],
-                delimiter: str = ",") -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+def read_header(
+    ctx: ReadContext, valid: Iterable[str] | None, required: Iterable[str], delimiter: str = ","
+) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
     """Read and check a CSV header: ``(column names, remaining rows)``.
 
     ``valid`` lists the accepted column names (``None``: any); ``required`` those that must be present.
@@ -360,9 +428,15 @@ def check_width(fields: list[str], header: list[str], like: str = "as in the hea
     raise BadField(f"field {len(header) + 1}", expected, fields[len(header)])
 
 
-def read_rows(ctx: ReadContext, rows: Iterable[tuple[int, list[str]]], handle: Callable[[list[str], int], None],
-              *, width: int | None = None, header: list[str] | None = None,
-              like: str = "as in the header") -> None:
+def read_rows(
+    ctx: ReadContext,
+    rows: Iterable[tuple[int, list[str]]],
+    handle: Callable[[list[str], int], None],
+    *,
+    width: int | None = None,
+    header: list[str] | None = None,
+    like: str = "as in the header",
+) -> None:
     """Count each row and hand it to ``handle(fields, line)``; unreadable fields go to ``ctx.bad``.
 
     With ``width``, a row with another number of fields is malformed (named by ``header``'s columns; ``like``

@@ -57,8 +57,11 @@ def _read(rows: Iterable[tuple[int, list[str]]], source: str) -> CarbonSeries:
         raise TraceError(f"empty; expected the header {expected}", path=source)
     line, names = header
     if [n.strip().lower() for n in names] != list(COLUMNS):
-        raise TraceError(f"columns {quote([n.strip() for n in names])}; expected exactly {expected} "
-                         "(OpenDC's carbon-trace columns)", path=source, line=line)
+        raise TraceError(
+            f"columns {quote([n.strip() for n in names])}; expected exactly {expected} (OpenDC's carbon-trace columns)",
+            path=source,
+            line=line,
+        )
     start = ""
     times: list[float] = []
     values: list[float] = []
@@ -71,17 +74,27 @@ def _read(rows: Iterable[tuple[int, list[str]]], source: str) -> CarbonSeries:
             step = t - times[-1]
             first_step = times[1] - times[0] if len(times) > 1 else step
             if step <= 0:
-                raise TraceError(f"timestamp {quote(fields[0].strip())} is not after the previous row's; rows must be "
-                                 "in time order, each time once", path=source, line=line, column="timestamp")
+                raise TraceError(
+                    f"timestamp {quote(fields[0].strip())} is not after the previous row's; rows must be "
+                    "in time order, each time once",
+                    path=source,
+                    line=line,
+                    column="timestamp",
+                )
             if abs(step - first_step) > 1e-9 * first_step:  # seconds given as decimals round
-                raise TraceError(f"timestamp {quote(fields[0].strip())} is {step:g} s after the previous row; rows "
-                                 f"must be evenly spaced, every {first_step:g} s (a gap or a missing row?)",
-                                 path=source, line=line, column="timestamp")
+                raise TraceError(
+                    f"timestamp {quote(fields[0].strip())} is {step:g} s after the previous row; rows "
+                    f"must be evenly spaced, every {first_step:g} s (a gap or a missing row?)",
+                    path=source,
+                    line=line,
+                    column="timestamp",
+                )
         else:
             start = fields[0].strip()
         if len(times) == MAX_CARBON_ROWS:
-            raise TraceError(f"more than {MAX_CARBON_ROWS:,} rows; the limit is {MAX_CARBON_ROWS:,}",
-                             path=source, line=line)
+            raise TraceError(
+                f"more than {MAX_CARBON_ROWS:,} rows; the limit is {MAX_CARBON_ROWS:,}", path=source, line=line
+            )
         times.append(t)
         values.append(g)
     if len(times) < 2:
@@ -97,14 +110,19 @@ def _seconds(text: str, source: str, line: int) -> float:
         try:
             when = datetime.fromisoformat(text)
         except ValueError:
-            raise TraceError(f"timestamp {quote(text)} is neither ISO 8601 (2024-01-01T00:00:00Z) nor seconds",
-                             path=source, line=line, column="timestamp") from None
+            raise TraceError(
+                f"timestamp {quote(text)} is neither ISO 8601 (2024-01-01T00:00:00Z) nor seconds",
+                path=source,
+                line=line,
+                column="timestamp",
+            ) from None
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
         return when.timestamp()
     if not math.isfinite(v):
-        raise TraceError(f"timestamp {quote(text)} must be a finite number of seconds", path=source, line=line,
-                         column="timestamp")
+        raise TraceError(
+            f"timestamp {quote(text)} must be a finite number of seconds", path=source, line=line, column="timestamp"
+        )
     return v
 
 
@@ -114,6 +132,10 @@ def _intensity(text: str, source: str, line: int) -> float:
     except ValueError:
         g = math.nan
     if not (math.isfinite(g) and g >= 0):
-        raise TraceError(f"carbon_intensity {quote(text)} must be a finite number >= 0 (gCO2/kWh)", path=source,
-                         line=line, column="carbon_intensity")
+        raise TraceError(
+            f"carbon_intensity {quote(text)} must be a finite number >= 0 (gCO2/kWh)",
+            path=source,
+            line=line,
+            column="carbon_intensity",
+        )
     return g

@@ -42,8 +42,22 @@ from engine.sim.job import Job
 from engine.traces.base import BadField, ReadContext, read_header, read_rows, to_float, to_int, to_time
 from engine.traces.fast import Fallback, keep_frame, numbers, read_chunks, strings
 
-COLUMNS = ("job_id", "name", "submit_s", "duration_s", "gpus", "gpu_fraction", "vram_gib", "user", "job_type",
-           "priority", "allowed_types", "estimate_s", "failed", "deadline_s")
+COLUMNS = (
+    "job_id",
+    "name",
+    "submit_s",
+    "duration_s",
+    "gpus",
+    "gpu_fraction",
+    "vram_gib",
+    "user",
+    "job_type",
+    "priority",
+    "allowed_types",
+    "estimate_s",
+    "failed",
+    "deadline_s",
+)
 #: What the ``failed`` column may hold, and what it means.
 FAILED_VALUES = {"": False, "0": False, "false": False, "1": True, "true": True}
 REQUIRED = ("submit_s", "duration_s")
@@ -52,8 +66,13 @@ REQUIRED = ("submit_s", "duration_s")
 def read(ctx: ReadContext) -> None:
     """Read a canonical CSV into ``ctx``, row by row."""
     header, rows = read_header(ctx, COLUMNS, REQUIRED)
-    read_rows(ctx, rows, lambda fields, line: _row(ctx, dict(zip(header, (f.strip() for f in fields)))),
-              width=len(header), header=header)
+    read_rows(
+        ctx,
+        rows,
+        lambda fields, line: _row(ctx, dict(zip(header, (f.strip() for f in fields)))),
+        width=len(header),
+        header=header,
+    )
 
 
 def _row(ctx: ReadContext, f: dict[str, str]) -> None:
@@ -61,16 +80,21 @@ def _row(ctx: ReadContext, f: dict[str, str]) -> None:
     get = f.get
     submit = to_time(submit_txt, "submit_s") if submit_txt else math.nan
     duration = to_time(dur_txt, "duration_s") if dur_txt else math.nan
-    ctx.keep(submit, duration,
-             gpus=to_int(f["gpus"], "gpus") if get("gpus") else 1,
-             gpu_fraction=to_float(f["gpu_fraction"], "gpu_fraction") if get("gpu_fraction") else 1.0,
-             vram_gib=to_float(f["vram_gib"], "vram_gib") if get("vram_gib") else 0.0,
-             priority=to_int(f["priority"], "priority") if get("priority") else 0,
-             estimate_s=to_time(f["estimate_s"], "estimate_s") if get("estimate_s") else math.nan,
-             user=get("user") or "user0", job_type=get("job_type") or "batch",
-             allowed_types=split_types(get("allowed_types", "")),
-             name=f["name"] if "name" in f else get("job_id", ""), failed=to_failed(get("failed", "")),
-             deadline_s=to_time(f["deadline_s"], "deadline_s") if get("deadline_s") else math.nan)
+    ctx.keep(
+        submit,
+        duration,
+        gpus=to_int(f["gpus"], "gpus") if get("gpus") else 1,
+        gpu_fraction=to_float(f["gpu_fraction"], "gpu_fraction") if get("gpu_fraction") else 1.0,
+        vram_gib=to_float(f["vram_gib"], "vram_gib") if get("vram_gib") else 0.0,
+        priority=to_int(f["priority"], "priority") if get("priority") else 0,
+        estimate_s=to_time(f["estimate_s"], "estimate_s") if get("estimate_s") else math.nan,
+        user=get("user") or "user0",
+        job_type=get("job_type") or "batch",
+        allowed_types=split_types(get("allowed_types", "")),
+        name=f["name"] if "name" in f else get("job_id", ""),
+        failed=to_failed(get("failed", "")),
+        deadline_s=to_time(f["deadline_s"], "deadline_s") if get("deadline_s") else math.nan,
+    )
 
 
 def to_failed(text: str) -> bool:
@@ -104,16 +128,27 @@ def fast(ctx: ReadContext) -> None:
         gpus = num("gpus", 1.0, integer=True)
         vram, prio = num("vram_gib", 0.0), num("priority", 0.0, integer=True)
         frac = num("gpu_fraction", 1.0)
-        gpus, frac, vram, prio = (np.where(np.isnan(a), d, a) for a, d in ((gpus, 1.0), (frac, 1.0), (vram, 0.0),
-                                                                          (prio, 0.0)))
+        gpus, frac, vram, prio = (
+            np.where(np.isnan(a), d, a) for a, d in ((gpus, 1.0), (frac, 1.0), (vram, 0.0), (prio, 0.0))
+        )
         codes, uniques = pd.factorize(text("allowed_types", ""))  # few distinct sets: split each once
         allowed = np.array([split_types(t) for t in uniques], dtype=object)[codes]
-        keep_frame(ctx, submit_s=num("submit_s", np.nan, time=True), duration_s=num("duration_s", np.nan, time=True),
-                   gpus=gpus, gpu_fraction=frac, vram_gib=vram, priority=prio, user=text("user", "user0"),
-                   job_type=text("job_type", "batch"), allowed=allowed,
-                   estimate_s=num("estimate_s", np.nan, time=True),
-                   name=text("name", "") if "name" in chunk else text("job_id", ""),
-                   failed=_failed_column(text("failed", "")), deadline_s=num("deadline_s", np.nan, time=True))
+        keep_frame(
+            ctx,
+            submit_s=num("submit_s", np.nan, time=True),
+            duration_s=num("duration_s", np.nan, time=True),
+            gpus=gpus,
+            gpu_fraction=frac,
+            vram_gib=vram,
+            priority=prio,
+            user=text("user", "user0"),
+            job_type=text("job_type", "batch"),
+            allowed=allowed,
+            estimate_s=num("estimate_s", np.nan, time=True),
+            name=text("name", "") if "name" in chunk else text("job_id", ""),
+            failed=_failed_column(text("failed", "")),
+            deadline_s=num("deadline_s", np.nan, time=True),
+        )
 
 
 def _failed_column(values: np.ndarray) -> np.ndarray:
@@ -140,18 +175,38 @@ def write_csv(jobs: Iterable[Job], path: str | Path) -> Path:
         types = "|".join(sorted(j.allowed_types))
         text = j.name + j.user + j.job_type + types
         if "\x00" in text:
-            raise ValueError(f"job {j.job_id}: a NUL character in its name, user, type or GPU types "
-                             "cannot be written to CSV")
+            raise ValueError(
+                f"job {j.job_id}: a NUL character in its name, user, type or GPU types cannot be written to CSV"
+            )
         if not text.isascii():
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError as e:
-                raise ValueError(f"job {j.job_id}: its name, user, type or GPU types hold {text[e.start]!r}, "
-                                 "which UTF-8 cannot encode (a lone surrogate)") from None
-        rows.append(("\r" in text, (j.job_id, j.name, repr(float(j.submit_s)), repr(float(j.duration_s)), j.gpus,
-                                     repr(float(j.gpu_fraction)), repr(float(j.vram_gib)), j.user, j.job_type,
-                                     j.priority, types, repr(float(j.estimate_s)), int(j.failed),
-                                     repr(j.deadline_s) if j.has_deadline else "")))
+                raise ValueError(
+                    f"job {j.job_id}: its name, user, type or GPU types hold {text[e.start]!r}, "
+                    "which UTF-8 cannot encode (a lone surrogate)"
+                ) from None
+        rows.append(
+            (
+                "\r" in text,
+                (
+                    j.job_id,
+                    j.name,
+                    repr(float(j.submit_s)),
+                    repr(float(j.duration_s)),
+                    j.gpus,
+                    repr(float(j.gpu_fraction)),
+                    repr(float(j.vram_gib)),
+                    j.user,
+                    j.job_type,
+                    j.priority,
+                    types,
+                    repr(float(j.estimate_s)),
+                    int(j.failed),
+                    repr(j.deadline_s) if j.has_deadline else "",
+                ),
+            )
+        )
     # failed and deadline_s only when they say something: files of rigid jobs that never failed stay as they were
     optional = len(COLUMNS) - 2
     kept = [*range(optional), *(k for k in (optional, optional + 1) if any(row[k] for _, row in rows))]

@@ -47,11 +47,18 @@ def _gavel(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 #: Law name -> law; ``none`` is the absence of a law (no entry).
-DEADLINE_LAWS: dict[str, DeadlineLaw] = {law.name: law for law in (
-    DeadlineLaw("elasticflow", "arrival + U(0.5, 1.5) x duration", "ElasticFlow trace_generator/generate_trace.py",
-                _elasticflow),
-    DeadlineLaw("gavel", "arrival + {1.2, 2, 10} x duration, a third each", "Gavel scheduler/utils.py", _gavel),
-)}
+DEADLINE_LAWS: dict[str, DeadlineLaw] = {
+    law.name: law
+    for law in (
+        DeadlineLaw(
+            "elasticflow",
+            "arrival + U(0.5, 1.5) x duration",
+            "ElasticFlow trace_generator/generate_trace.py",
+            _elasticflow,
+        ),
+        DeadlineLaw("gavel", "arrival + {1.2, 2, 10} x duration, a third each", "Gavel scheduler/utils.py", _gavel),
+    )
+}
 NO_DEADLINES = "none"
 
 
@@ -63,8 +70,9 @@ def check_law(law: str, best_effort: float) -> None:
         raise ValueError(f"best_effort must be a share in [0, 1], got {best_effort!r}")
 
 
-def draw_deadlines(law: str, submit_s: np.ndarray, duration_s: np.ndarray, best_effort: float,
-                   rng: np.random.Generator) -> np.ndarray:
+def draw_deadlines(
+    law: str, submit_s: np.ndarray, duration_s: np.ndarray, best_effort: float, rng: np.random.Generator
+) -> np.ndarray:
     """Absolute deadlines (``inf``: none) for jobs with these submit times and durations.
 
     ``none`` draws nothing from ``rng`` (a workload without deadlines is the same as before the law existed);
@@ -85,6 +93,22 @@ def with_deadlines(jobs: tuple[Job, ...], law: str, *, best_effort: float = 0.0,
     submit = np.array([j.submit_s for j in jobs], dtype=np.float64)
     duration = np.array([j.duration_s for j in jobs], dtype=np.float64)
     deadlines = draw_deadlines(law, submit, duration, best_effort, np.random.default_rng(seed))
-    return tuple(Job(j.job_id, j.submit_s, j.duration_s, j.gpus, j.gpu_fraction, j.vram_gib, j.user, j.job_type,
-                     j.priority, j.allowed_types, j.estimate_s, j.name, j.failed, d)
-                 for j, d in zip(jobs, deadlines.tolist()))
+    return tuple(
+        Job(
+            j.job_id,
+            j.submit_s,
+            j.duration_s,
+            j.gpus,
+            j.gpu_fraction,
+            j.vram_gib,
+            j.user,
+            j.job_type,
+            j.priority,
+            j.allowed_types,
+            j.estimate_s,
+            j.name,
+            j.failed,
+            d,
+        )
+        for j, d in zip(jobs, deadlines.tolist())
+    )

@@ -71,8 +71,15 @@ def detect_format(path: Path) -> str:
         if columns <= header:
             return name
     if OPENB_NODE_COLUMNS <= header:
-        raise TraceError("this is an openb node list, not a job trace; use it as a cluster: --cluster openb:PATH",
-                         path=str(path), line=line)
+        raise TraceError(
+            "this is an openb node list, not a job trace; use it as a cluster: --cluster openb:PATH",
+            path=str(path),
+            line=line,
+        )
     known = ", ".join(f for f in (*HEADER_SIGNATURES, "swf", "gavel"))
-    raise TraceError(f"{UNKNOWN_FORMAT} ({known}): choose the format, or map its columns to submit time, "
-                     f"duration and GPUs; it reads {stripped[:60]!r}", path=str(path), line=line)
+    raise TraceError(
+        f"{UNKNOWN_FORMAT} ({known}): choose the format, or map its columns to submit time, "
+        f"duration and GPUs; it reads {stripped[:60]!r}",
+        path=str(path),
+        line=line,
+    )

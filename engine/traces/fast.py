@@ -29,8 +29,7 @@ class Fallback(Exception):
     """The fast path met something it does not handle; re-read the file row by row."""
 
 
-def read_chunks(ctx: ReadContext, *, sep: str = ",", expected: tuple[str, ...] | None = None
-                ) -> Iterator[pd.DataFrame]:
+def read_chunks(ctx: ReadContext, *, sep: str = ",", expected: tuple[str, ...] | None = None) -> Iterator[pd.DataFrame]:
     """Chunks of a CSV with a header, every column as text; ``Fallback`` on any parse problem.
 
     A row with fewer fields than the header (pandas would pad it) and, with ``expected``, a header other
@@ -40,8 +39,18 @@ def read_chunks(ctx: ReadContext, *, sep: str = ",", expected: tuple[str, ...] |
         if expected is not None:
             check_widths(ctx, len(expected), sep)
         with open_text(ctx.path) as f:
-            reader = pd.read_csv(f, sep=sep, header=0, dtype=object, keep_default_na=False, chunksize=CHUNK_ROWS,
-                                 engine="c", skip_blank_lines=True, quoting=csv.QUOTE_MINIMAL, on_bad_lines="error")
+            reader = pd.read_csv(
+                f,
+                sep=sep,
+                header=0,
+                dtype=object,
+                keep_default_na=False,
+                chunksize=CHUNK_ROWS,
+                engine="c",
+                skip_blank_lines=True,
+                quoting=csv.QUOTE_MINIMAL,
+                on_bad_lines="error",
+            )
             for chunk in reader:
                 if expected is not None and list(chunk.columns) != list(expected):
                     raise Fallback
@@ -81,7 +90,7 @@ def check_widths(ctx: ReadContext, width: int, sep: str = ",", block_bytes: int 
             if (stops - starts > max_line).any() or carry_len + int(stops[0] - starts[0]) > max_line:
                 raise Fallback  # the row path refuses over-long fields and lines
             for i in np.flatnonzero(line_seps[:-1] != width - 1).tolist():
-                if (i == 0 and carry_len) or block[starts[i]:stops[i]].strip():
+                if (i == 0 and carry_len) or block[starts[i] : stops[i]].strip():
                     raise Fallback  # a short or long row (blank lines are fine)
             carry_seps = int(line_seps[-1])
             carry_len = (carry_len if len(ends) == 0 else 0) + int(stops[-1] - starts[-1])
@@ -89,8 +98,9 @@ def check_widths(ctx: ReadContext, width: int, sep: str = ",", block_bytes: int 
         raise Fallback
 
 
-def numbers(chunk: pd.DataFrame, column: str, *, integer: bool = False, time: bool = False,
-            allow_missing: bool = False) -> np.ndarray:
+def numbers(
+    chunk: pd.DataFrame, column: str, *, integer: bool = False, time: bool = False, allow_missing: bool = False
+) -> np.ndarray:
     """A column parsed exactly as the row path does (Python ``float``), NaN where empty.
 
     ``Fallback`` where the row path would reject a value (or count a missing one) so that it decides.
@@ -123,12 +133,23 @@ def strings(chunk: pd.DataFrame, column: str) -> np.ndarray:
     return values.to_numpy(dtype=object)
 
 
-def keep_frame(ctx: ReadContext, *, submit_s: np.ndarray, duration_s: np.ndarray, gpus: np.ndarray,
-               gpu_fraction: np.ndarray | float = 1.0, vram_gib: np.ndarray | float = 0.0,
-               user: np.ndarray | str = "user0", job_type: np.ndarray | str = "batch",
-               priority: np.ndarray | int = 0, allowed: np.ndarray | list | None = None,
-               estimate_s: np.ndarray | float = np.nan, name: np.ndarray,
-               failed: np.ndarray | bool = False, deadline_s: np.ndarray | float = np.nan) -> None:
+def keep_frame(
+    ctx: ReadContext,
+    *,
+    submit_s: np.ndarray,
+    duration_s: np.ndarray,
+    gpus: np.ndarray,
+    gpu_fraction: np.ndarray | float = 1.0,
+    vram_gib: np.ndarray | float = 0.0,
+    user: np.ndarray | str = "user0",
+    job_type: np.ndarray | str = "batch",
+    priority: np.ndarray | int = 0,
+    allowed: np.ndarray | list | None = None,
+    estimate_s: np.ndarray | float = np.nan,
+    name: np.ndarray,
+    failed: np.ndarray | bool = False,
+    deadline_s: np.ndarray | float = np.nan,
+) -> None:
     """Vectorised :meth:`ReadContext.keep` for one chunk (``allowed``: frozensets, ``None`` = unknown types;
     ``failed``: the jobs the trace recorded as failed; ``deadline_s``: absolute deadlines, NaN for none)."""
     n = len(submit_s)
@@ -147,22 +168,41 @@ def keep_frame(ctx: ReadContext, *, submit_s: np.ndarray, duration_s: np.ndarray
     unknown = np.array([a is None for a in allowed_arr], dtype=bool) if allowed is not None else np.zeros(n, bool)
     no_gpu = ~unknown & (gpus <= 0)
     rest = ~unknown & ~no_gpu
-    if (np.isnan(submit_s[rest]).any() or np.isnan(duration_s[rest]).any()):
+    if np.isnan(submit_s[rest]).any() or np.isnan(duration_s[rest]).any():
         raise Fallback  # missing times: the row path counts them in its own order
     non_pos = rest & (duration_s <= 0)
     keep = rest & ~non_pos
     k_gpus, k_frac, k_vram, k_est, k_dur = gpus[keep], frac[keep], vram[keep], est[keep], duration_s[keep]
     k_deadline = full(deadline_s, "f8")[keep]
     k_slack = k_deadline - submit_s[keep]
-    bad = ((k_gpus > MAX_GPUS) | ~((k_frac > 0) & (k_frac <= 1)) | ((k_frac < 1) & (k_gpus != 1))
-           | ~((k_vram >= 0) & (k_vram <= MAX_VRAM_GIB)) | ~(np.isnan(k_est) | (k_est > 0)) | (k_dur > MAX_TIME_S)
-           | (k_est > MAX_TIME_S) | ~(np.isnan(k_slack) | ((k_slack > 0) & (k_slack <= MAX_TIME_S))))
+    bad = (
+        (k_gpus > MAX_GPUS)
+        | ~((k_frac > 0) & (k_frac <= 1))
+        | ((k_frac < 1) & (k_gpus != 1))
+        | ~((k_vram >= 0) & (k_vram <= MAX_VRAM_GIB))
+        | ~(np.isnan(k_est) | (k_est > 0))
+        | (k_dur > MAX_TIME_S)
+        | (k_est > MAX_TIME_S)
+        | ~(np.isnan(k_slack) | ((k_slack > 0) & (k_slack <= MAX_TIME_S)))
+    )
     if bad.any():
         raise Fallback
     for reason, mask in (("unknown_gpu_type", unknown), ("no_gpu", no_gpu), ("non_positive_duration", non_pos)):
         count = int(mask.sum())
         if count:
             ctx.dropped[reason] += count
-    ctx.rows.extend(submit_s[keep], k_dur, k_gpus, k_frac, k_vram, full(user, object)[keep],
-                    full(job_type, object)[keep], prio[keep], allowed_arr[keep], k_est, list(name[keep]),
-                    full(failed, "i8")[keep], k_deadline)
+    ctx.rows.extend(
+        submit_s[keep],
+        k_dur,
+        k_gpus,
+        k_frac,
+        k_vram,
+        full(user, object)[keep],
+        full(job_type, object)[keep],
+        prio[keep],
+        allowed_arr[keep],
+        k_est,
+        list(name[keep]),
+        full(failed, "i8")[keep],
+        k_deadline,
+    )

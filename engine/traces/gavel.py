@@ -38,11 +38,20 @@ import math
 
 from engine.traces.base import BadField, Columns, ReadContext, iter_lines, read_rows, to_float, to_int, to_time
 
-FIELDS = ("job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir", "total_steps",
-          "scale_factor", "priority_weight", "SLO", "arrival_time")
+FIELDS = (
+    "job_type",
+    "command",
+    "working_directory",
+    "num_steps_arg",
+    "needs_data_dir",
+    "total_steps",
+    "scale_factor",
+    "priority_weight",
+    "SLO",
+    "arrival_time",
+)
 #: The older 7-field layout (Gavel's per-virtual-cluster Philly traces).
-OLD_FIELDS = ("job_type", "command", "num_steps_arg", "scale_factor", "total_steps", "arrival_time",
-              "priority_weight")
+OLD_FIELDS = ("job_type", "command", "num_steps_arg", "scale_factor", "total_steps", "arrival_time", "priority_weight")
 #: Field count -> the layout's field names.
 LAYOUTS: dict[int, tuple[str, ...]] = {len(FIELDS): FIELDS, len(OLD_FIELDS): OLD_FIELDS}
 
@@ -80,8 +89,11 @@ def read(ctx: ReadContext) -> None:
         return
     names = layout_of(len(first[1]))
     if names is None:
-        raise ctx.error(f"a Gavel trace line has {len(FIELDS)} tab-separated fields (or {len(OLD_FIELDS)} in "
-                        f"Gavel's older Philly traces), but this one has {len(first[1])}", line=first[0])
+        raise ctx.error(
+            f"a Gavel trace line has {len(FIELDS)} tab-separated fields (or {len(OLD_FIELDS)} in "
+            f"Gavel's older Philly traces), but this one has {len(first[1])}",
+            line=first[0],
+        )
     at = {name: names.index(name) for name in names}
     i_type, i_steps, i_gpus = at["job_type"], at["total_steps"], at["scale_factor"]
     i_weight, i_arrival, i_slo = at["priority_weight"], at["arrival_time"], at.get("SLO")
@@ -100,8 +112,17 @@ def read(ctx: ReadContext) -> None:
         duration = steps / (throughput * max(gpus, 1))
         slo = math.nan if i_slo is None else to_float(f[i_slo], "SLO")
         submit = submit if submit >= 0 else math.nan
-        ctx.keep(submit, duration, gpus=gpus, priority=round(weight), job_type="training", name=f[i_type].strip(),
-                 deadline_s=submit + slo * duration if slo >= 0 else math.nan, columns=COLUMN_NAMES)
+        ctx.keep(
+            submit,
+            duration,
+            gpus=gpus,
+            priority=round(weight),
+            job_type="training",
+            name=f[i_type].strip(),
+            deadline_s=submit + slo * duration if slo >= 0 else math.nan,
+            columns=COLUMN_NAMES,
+        )
 
-    read_rows(ctx, itertools.chain([first], rows), row, width=len(names), header=list(names),
-              like="as on the first line")
+    read_rows(
+        ctx, itertools.chain([first], rows), row, width=len(names), header=list(names), like="as on the first line"
+    )

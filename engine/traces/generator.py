@@ -90,8 +90,7 @@ class JobTypeSpec:
     def __post_init__(self) -> None:
         for name in ("gpus", "fraction", "vram_gib", "priority"):
             table = getattr(self, name)
-            if not table or any(not (math.isfinite(p) and p >= 0) for p in table.values()) \
-                    or sum(table.values()) <= 0:
+            if not table or any(not (math.isfinite(p) and p >= 0) for p in table.values()) or sum(table.values()) <= 0:
                 raise ValueError(f"{name}: expected value -> probability with probabilities >= 0 summing to > 0")
         if any(int(g) != g or g < 1 for g in self.gpus):
             raise ValueError("gpus: GPU counts must be integers >= 1")
@@ -106,16 +105,30 @@ class JobTypeSpec:
 
 
 DEFAULT_TYPES: dict[str, JobTypeSpec] = {
-    "training": JobTypeSpec(gpus={1: .65, 2: .08, 4: .12, 8: .12, 16: .03}, vram_gib={16.0: .25, 32.0: .35,
-                            40.0: .25, 80.0: .15}, median_s=7200.0, sigma=1.6, priority={0: .7, 1: .3}),
-    "inference": JobTypeSpec(fraction={0.25: .3, 0.5: .35, 0.75: .15, 1.0: .2}, vram_gib={8.0: .6, 16.0: .4},
-                             median_s=600.0, sigma=1.2, priority={2: 1.0}),
-    "batch": JobTypeSpec(gpus={1: .9, 2: .1}, vram_gib={8.0: .3, 16.0: .5, 24.0: .2}, median_s=1800.0,
-                         sigma=1.3),
-    "interactive": JobTypeSpec(fraction={0.25: .3, 0.5: .4, 1.0: .3}, vram_gib={8.0: .7, 16.0: .3},
-                               median_s=300.0, sigma=1.0, priority={1: 1.0}),
+    "training": JobTypeSpec(
+        gpus={1: 0.65, 2: 0.08, 4: 0.12, 8: 0.12, 16: 0.03},
+        vram_gib={16.0: 0.25, 32.0: 0.35, 40.0: 0.25, 80.0: 0.15},
+        median_s=7200.0,
+        sigma=1.6,
+        priority={0: 0.7, 1: 0.3},
+    ),
+    "inference": JobTypeSpec(
+        fraction={0.25: 0.3, 0.5: 0.35, 0.75: 0.15, 1.0: 0.2},
+        vram_gib={8.0: 0.6, 16.0: 0.4},
+        median_s=600.0,
+        sigma=1.2,
+        priority={2: 1.0},
+    ),
+    "batch": JobTypeSpec(gpus={1: 0.9, 2: 0.1}, vram_gib={8.0: 0.3, 16.0: 0.5, 24.0: 0.2}, median_s=1800.0, sigma=1.3),
+    "interactive": JobTypeSpec(
+        fraction={0.25: 0.3, 0.5: 0.4, 1.0: 0.3},
+        vram_gib={8.0: 0.7, 16.0: 0.3},
+        median_s=300.0,
+        sigma=1.0,
+        priority={1: 1.0},
+    ),
 }
-DEFAULT_MIX: dict[str, float] = {"training": .25, "inference": .30, "batch": .30, "interactive": .15}
+DEFAULT_MIX: dict[str, float] = {"training": 0.25, "inference": 0.30, "batch": 0.30, "interactive": 0.15}
 
 
 def job_types(overrides: Mapping[str, JobTypeSpec | Mapping[str, Any]] | None = None) -> dict[str, JobTypeSpec]:
@@ -148,14 +161,26 @@ def _table(table: Mapping, keep=lambda v: True) -> tuple[np.ndarray, np.ndarray]
     return values, probs / probs.sum()
 
 
-def generate(cluster: Cluster | str, n_jobs: int, load: float = 0.8, seed: int = 0, *,
-             mix: Mapping[str, float] | None = None,
-             types: Mapping[str, JobTypeSpec | Mapping[str, Any]] | None = None,
-             users: int = 10, user_skew: float = 1.2, arrival: str = "poisson",
-             estimate_error: float = 0.4, overestimate: float = 2.0,
-             burst_factor: float = 4.0, burst_share: float = 0.1, diurnal_amplitude: float = 0.5,
-             allowed_share: float = 0.0, deadlines: str = NO_DEADLINES,
-             best_effort: float = 0.0) -> tuple[Job, ...]:
+def generate(
+    cluster: Cluster | str,
+    n_jobs: int,
+    load: float = 0.8,
+    seed: int = 0,
+    *,
+    mix: Mapping[str, float] | None = None,
+    types: Mapping[str, JobTypeSpec | Mapping[str, Any]] | None = None,
+    users: int = 10,
+    user_skew: float = 1.2,
+    arrival: str = "poisson",
+    estimate_error: float = 0.4,
+    overestimate: float = 2.0,
+    burst_factor: float = 4.0,
+    burst_share: float = 0.1,
+    diurnal_amplitude: float = 0.5,
+    allowed_share: float = 0.0,
+    deadlines: str = NO_DEADLINES,
+    best_effort: float = 0.0,
+) -> tuple[Job, ...]:
     """Draw ``n_jobs`` jobs for ``cluster`` at offered load ``load`` (see the module docstring).
 
     Args:
@@ -178,15 +203,27 @@ def generate(cluster: Cluster | str, n_jobs: int, load: float = 0.8, seed: int =
         Jobs numbered ``0..n-1`` in submit order, the first submitted at 0.
     """
     cluster = parse_cluster(cluster)
-    _check_args(n_jobs, load, users, user_skew, arrival, estimate_error, overestimate, burst_factor,
-                burst_share, diurnal_amplitude, allowed_share)
+    _check_args(
+        n_jobs,
+        load,
+        users,
+        user_skew,
+        arrival,
+        estimate_error,
+        overestimate,
+        burst_factor,
+        burst_share,
+        diurnal_amplitude,
+        allowed_share,
+    )
     check_law(deadlines, best_effort)
     spec_by_type = job_types(types)
     mix = dict(DEFAULT_MIX if mix is None else mix)
     unknown = set(mix) - set(spec_by_type)
     if unknown:
-        raise ValueError(f"mix: unknown job types {sorted(unknown)}; known: {', '.join(spec_by_type)} "
-                         "(add new ones through types=)")
+        raise ValueError(
+            f"mix: unknown job types {sorted(unknown)}; known: {', '.join(spec_by_type)} (add new ones through types=)"
+        )
     if not mix or any(not (math.isfinite(v) and v >= 0) for v in mix.values()) or sum(mix.values()) <= 0:
         raise ValueError("mix: expected job type -> share with shares >= 0 summing to > 0")
     type_names, type_p = _table(mix)
@@ -232,9 +269,21 @@ def generate(cluster: Cluster | str, n_jobs: int, load: float = 0.8, seed: int =
     names = [str(n) for n in type_names]
     return tuple(
         Job(i, s, d, g, f, v, f"user{u}", names[k], p, a, e, f"{names[k]}-{i}", False, dl)
-        for i, (s, d, g, f, v, u, k, p, a, e, dl) in enumerate(zip(
-            submit.tolist(), dur.tolist(), gpus.tolist(), frac.tolist(), vram.tolist(), user.tolist(),
-            kind.tolist(), prio.tolist(), allowed, estimate.tolist(), due.tolist()))
+        for i, (s, d, g, f, v, u, k, p, a, e, dl) in enumerate(
+            zip(
+                submit.tolist(),
+                dur.tolist(),
+                gpus.tolist(),
+                frac.tolist(),
+                vram.tolist(),
+                user.tolist(),
+                kind.tolist(),
+                prio.tolist(),
+                allowed,
+                estimate.tolist(),
+                due.tolist(),
+            )
+        )
     )
 
 
@@ -242,8 +291,19 @@ def generate(cluster: Cluster | str, n_jobs: int, load: float = 0.8, seed: int =
 generate_workload = generate
 
 
-def _check_args(n_jobs, load, users, user_skew, arrival, estimate_error, overestimate, burst_factor,
-                burst_share, diurnal_amplitude, allowed_share) -> None:
+def _check_args(
+    n_jobs,
+    load,
+    users,
+    user_skew,
+    arrival,
+    estimate_error,
+    overestimate,
+    burst_factor,
+    burst_share,
+    diurnal_amplitude,
+    allowed_share,
+) -> None:
     checks = (
         (isinstance(n_jobs, int) and n_jobs >= 1, f"n_jobs must be an integer >= 1, got {n_jobs!r}"),
         (math.isfinite(load) and load > 0, f"load must be a number > 0, got {load!r}"),
@@ -262,8 +322,7 @@ def _check_args(n_jobs, load, users, user_skew, arrival, estimate_error, overest
             raise ValueError(message)
 
 
-def _pinned_types(rng: np.random.Generator, cluster: Cluster, vram: np.ndarray,
-                  share: float) -> list[frozenset[str]]:
+def _pinned_types(rng: np.random.Generator, cluster: Cluster, vram: np.ndarray, share: float) -> list[frozenset[str]]:
     """Per job: ``frozenset()`` (any type) or one GPU type of the cluster whose memory fits the job."""
     n = len(vram)
     pin = rng.random(n) < share
@@ -280,8 +339,15 @@ def _pinned_types(rng: np.random.Generator, cluster: Cluster, vram: np.ndarray,
     return out
 
 
-def _arrivals(rng: np.random.Generator, n: int, rate: float, arrival: str, burst_factor: float,
-              burst_share: float, amplitude: float) -> np.ndarray:
+def _arrivals(
+    rng: np.random.Generator,
+    n: int,
+    rate: float,
+    arrival: str,
+    burst_factor: float,
+    burst_share: float,
+    amplitude: float,
+) -> np.ndarray:
     """``n`` sorted arrival times starting at 0 with mean rate ``rate`` per second."""
     if arrival == "poisson" or n == 1 or (arrival == "bursty" and burst_share == 0):
         gaps = rng.exponential(1.0 / rate, size=n - 1)
@@ -299,13 +365,17 @@ def _arrivals(rng: np.random.Generator, n: int, rate: float, arrival: str, burst
         # Alternate calm and burst periods (about 30 arrivals at the base rate per burst); enough periods
         # to cover n arrivals with a wide margin (past the last edge the process stays calm).
         n_periods = 2 * (int(n * burst_factor / 30.0) + 8)
-        lengths = np.where(np.arange(n_periods) % 2 == 0, rng.exponential(mean_calm_s, n_periods),
-                           rng.exponential(mean_burst_s, n_periods))
+        lengths = np.where(
+            np.arange(n_periods) % 2 == 0,
+            rng.exponential(mean_calm_s, n_periods),
+            rng.exponential(mean_burst_s, n_periods),
+        )
         edges = np.cumsum(lengths)
 
         def rate_at(t: np.ndarray) -> np.ndarray:
             in_burst = np.searchsorted(edges, t, side="right") % 2 == 1
             return np.where(in_burst, peak, base)
+
     # Thinning: candidates at the peak rate, each kept with probability rate(t) / peak. The first job
     # arrives at 0 (midnight) so that the clock keeps its phase.
     out: list[np.ndarray] = [np.zeros(1)]

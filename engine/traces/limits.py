@@ -68,7 +68,8 @@ def count_lines(data: bytes, limit: int, block_bytes: int = 1 << 20) -> int:
                     raise UploadLimitError(
                         f"expands to more than {budget / 2**20:,.0f} MiB when un-gzipped (at most "
                         f"{MAX_GZIP_RATIO} times its size and {MAX_LINE_BYTES:,} bytes a line are read): upload it "
-                        "uncompressed, or use the command line (python -m engine)")
+                        "uncompressed, or use the command line (python -m engine)"
+                    )
     except (OSError, EOFError, zlib.error):
         pass
     return count

@@ -46,15 +46,24 @@ def gpu_hours(jobs: Sequence[Job]) -> float:
     return float((gpu_demand * duration_s).sum()) / 3600.0
 
 
-def offered_load(jobs: Sequence[Job], n_gpus: int, *, arrival_scale: float = 1.0,
-                 until_last_arrival: bool = False) -> float:
+def offered_load(
+    jobs: Sequence[Job], n_gpus: int, *, arrival_scale: float = 1.0, until_last_arrival: bool = False
+) -> float:
     """The offered load of ``jobs`` on ``n_gpus`` GPUs: :func:`offered_load_of` of their :func:`demand_arrays`."""
-    return offered_load_of(*demand_arrays(jobs), n_gpus, arrival_scale=arrival_scale,
-                           until_last_arrival=until_last_arrival)
+    return offered_load_of(
+        *demand_arrays(jobs), n_gpus, arrival_scale=arrival_scale, until_last_arrival=until_last_arrival
+    )
 
 
-def offered_load_of(submit_s: np.ndarray, gpu_demand: np.ndarray, duration_s: np.ndarray, n_gpus: int, *,
-                    arrival_scale: float = 1.0, until_last_arrival: bool = False) -> float:
+def offered_load_of(
+    submit_s: np.ndarray,
+    gpu_demand: np.ndarray,
+    duration_s: np.ndarray,
+    n_gpus: int,
+    *,
+    arrival_scale: float = 1.0,
+    until_last_arrival: bool = False,
+) -> float:
     """GPU-seconds asked for over ``n_gpus x span``, the span running from the first to the last arrival.
 
     With ``t_i = submit_s[i] - min(submit_s)`` and ``T = max(t_i)``, and every arrival time multiplied by

@@ -40,10 +40,28 @@ from engine.traces.options import DEFAULT_TIME_UNIT, TIME_UNITS, seconds_per
 from engine.traces.philly import parse_timestamp
 from engine.traces.plausibility import unit_warning
 
-KEYS = ("submit", "duration", "end", "gpus", "gpu_fraction", "vram_gib", "user", "job_type", "priority",
-        "allowed_types", "estimate", "name", "deadline")
-ALIASES = {"submit_s": "submit", "duration_s": "duration", "estimate_s": "estimate", "end_s": "end",
-           "deadline_s": "deadline"}
+KEYS = (
+    "submit",
+    "duration",
+    "end",
+    "gpus",
+    "gpu_fraction",
+    "vram_gib",
+    "user",
+    "job_type",
+    "priority",
+    "allowed_types",
+    "estimate",
+    "name",
+    "deadline",
+)
+ALIASES = {
+    "submit_s": "submit",
+    "duration_s": "duration",
+    "estimate_s": "estimate",
+    "end_s": "end",
+    "deadline_s": "deadline",
+}
 
 
 def parse_map(text: str) -> dict[str, str]:
@@ -93,9 +111,14 @@ def read(ctx: ReadContext) -> None:
         """The file's column for ``key`` ("" when the map has none)."""
         return cmap.get(key, "")
 
-    names = Columns(gpus=col("gpus") or "gpus", gpu_fraction=col("gpu_fraction") or "gpu_fraction",
-                    vram_gib=col("vram_gib") or "vram_gib", estimate_s=col("estimate") or "estimate",
-                    duration_s=col("duration") or col("end"), deadline_s=col("deadline") or "deadline")
+    names = Columns(
+        gpus=col("gpus") or "gpus",
+        gpu_fraction=col("gpu_fraction") or "gpu_fraction",
+        vram_gib=col("vram_gib") or "vram_gib",
+        estimate_s=col("estimate") or "estimate",
+        duration_s=col("duration") or col("end"),
+        deadline_s=col("deadline") or "deadline",
+    )
 
     def get(f: list[str], key: str) -> str:
         return f[ix[key]].strip() if key in ix else ""
@@ -109,8 +132,9 @@ def read(ctx: ReadContext) -> None:
         else:
             e_txt = get(f, "end")
             duration = _time(e_txt, col("end"), scale) - submit if e_txt else math.nan
-        g_txt, fr_txt, v_txt, p_txt, e_txt = (get(f, k) for k in ("gpus", "gpu_fraction", "vram_gib", "priority",
-                                                                 "estimate"))
+        g_txt, fr_txt, v_txt, p_txt, e_txt = (
+            get(f, k) for k in ("gpus", "gpu_fraction", "vram_gib", "priority", "estimate")
+        )
         gpus = to_int(g_txt, col("gpus")) if g_txt else 1
         frac = to_float(fr_txt, col("gpu_fraction")) if fr_txt else 1.0
         vram = to_float(v_txt, col("vram_gib")) if v_txt else 0.0
@@ -120,10 +144,21 @@ def read(ctx: ReadContext) -> None:
         deadline = _time(deadline_txt, col("deadline"), scale) if deadline_txt else math.nan
         if math.isfinite(submit) and abs(submit) > MAX_TIME_S:
             raise BadField(col("submit"), f"a time within +-{MAX_TIME_S:.0e} seconds", submit)
-        ctx.keep(submit, duration, gpus=gpus, gpu_fraction=frac, vram_gib=vram, user=get(f, "user") or "user0",
-                 job_type=get(f, "job_type") or "batch", priority=priority,
-                 allowed_types=split_types(get(f, "allowed_types")), estimate_s=estimate,
-                 name=get(f, "name") if "name" in ix else str(ctx.n_rows), deadline_s=deadline, columns=names)
+        ctx.keep(
+            submit,
+            duration,
+            gpus=gpus,
+            gpu_fraction=frac,
+            vram_gib=vram,
+            user=get(f, "user") or "user0",
+            job_type=get(f, "job_type") or "batch",
+            priority=priority,
+            allowed_types=split_types(get(f, "allowed_types")),
+            estimate_s=estimate,
+            name=get(f, "name") if "name" in ix else str(ctx.n_rows),
+            deadline_s=deadline,
+            columns=names,
+        )
 
     read_rows(ctx, rows, row, width=len(header), header=header)
 
@@ -131,16 +166,70 @@ def read(ctx: ReadContext) -> None:
 # ----------------------------------------------------------------------------------------- inspecting a CSV
 #: Column names (lower case, ``-``/space as ``_``) that suggest each key, best first; used by :func:`guess_map`.
 HINTS: dict[str, tuple[str, ...]] = {
-    "submit": ("submit_s", "submit", "submit_time", "submitted", "submission_time", "arrival", "arrival_time",
-               "creation_time", "created", "create_time", "queue_time", "enqueue_time", "start", "start_time",
-               "start_s", "begin", "time", "timestamp", "t0"),
-    "duration": ("duration_s", "duration", "runtime", "run_time", "run_s", "elapsed", "wall_time", "walltime",
-                 "exec_time", "run"),
-    "end": ("end_s", "end", "end_time", "finish", "finish_time", "finished", "completion_time", "stop_time",
-            "stop", "t1", "deletion_time"),
+    "submit": (
+        "submit_s",
+        "submit",
+        "submit_time",
+        "submitted",
+        "submission_time",
+        "arrival",
+        "arrival_time",
+        "creation_time",
+        "created",
+        "create_time",
+        "queue_time",
+        "enqueue_time",
+        "start",
+        "start_time",
+        "start_s",
+        "begin",
+        "time",
+        "timestamp",
+        "t0",
+    ),
+    "duration": (
+        "duration_s",
+        "duration",
+        "runtime",
+        "run_time",
+        "run_s",
+        "elapsed",
+        "wall_time",
+        "walltime",
+        "exec_time",
+        "run",
+    ),
+    "end": (
+        "end_s",
+        "end",
+        "end_time",
+        "finish",
+        "finish_time",
+        "finished",
+        "completion_time",
+        "stop_time",
+        "stop",
+        "t1",
+        "deletion_time",
+    ),
     # num_replicas: Pollux/Sia workloads; gpu_request: Alibaba's 2025 traces.
-    "gpus": ("gpus", "num_gpus", "num_gpu", "n_gpus", "n_gpu", "ngpu", "ngpus", "gpu", "gpu_count", "gpu_num",
-             "gpus_requested", "plan_gpu", "gpu_request", "num_replicas", "replicas"),
+    "gpus": (
+        "gpus",
+        "num_gpus",
+        "num_gpu",
+        "n_gpus",
+        "n_gpu",
+        "ngpu",
+        "ngpus",
+        "gpu",
+        "gpu_count",
+        "gpu_num",
+        "gpus_requested",
+        "plan_gpu",
+        "gpu_request",
+        "num_replicas",
+        "replicas",
+    ),
     "user": ("user", "user_id", "username", "user_name", "owner", "team", "tenant", "vc", "group", "app_name"),
     "job_type": ("job_type", "type", "task_type", "kind", "application", "app", "model", "model_name"),
     "name": ("name", "job_name", "job_id", "jobid", "job", "id"),
@@ -199,22 +288,27 @@ def preview(data: bytes, preview_rows: int = 5, sample_rows: int = 2_000) -> Csv
         raise TraceError("the file is empty; a trace needs a header line naming its columns")
     header = tuple(h.strip() for h in lines[0])
     if len(header) < 2:
-        raise TraceError(f"the first line has {len(header)} column; a CSV trace needs at least a submit time and a "
-                         "duration (or an end time), separated by commas")
+        raise TraceError(
+            f"the first line has {len(header)} column; a CSV trace needs at least a submit time and a "
+            "duration (or an end time), separated by commas"
+        )
     sample = tuple(tuple(f.strip() for f in r) for r in lines[1:])
-    return CsvPreview(header=header, rows=sample[:preview_rows], guess=tuple(guess_map(header).items()),
-                      sample=sample)
+    return CsvPreview(header=header, rows=sample[:preview_rows], guess=tuple(guess_map(header).items()), sample=sample)
 
 
 def missing_for_run(cmap: Mapping[str, str]) -> str:
     """A sentence saying what a run needs and ``cmap`` lacks; empty when it has a submit time and a duration or
     an end time."""
     if not cmap.get("submit"):
-        return ("A run needs each job's submit time: choose the column that holds when jobs were submitted "
-                "(or started). Without one, this file cannot be simulated.")
+        return (
+            "A run needs each job's submit time: choose the column that holds when jobs were submitted "
+            "(or started). Without one, this file cannot be simulated."
+        )
     if not cmap.get("duration") and not cmap.get("end"):
-        return ("A run needs each job's length: choose a duration (run time) column, or an end time column, from "
-                "which the duration is end - submit. Without either, this file cannot be simulated.")
+        return (
+            "A run needs each job's length: choose a duration (run time) column, or an end time column, from "
+            "which the duration is end - submit. Without either, this file cannot be simulated."
+        )
     return ""
 
 
@@ -240,8 +334,11 @@ def time_unit_note(pv: CsvPreview, cmap: Mapping[str, str], time_unit: str) -> t
     if "duration" in ix:
         lengths = [_seconds(r[ix["duration"]], scale) for r in pv.sample if len(r) > ix["duration"]]
     elif "end" in ix:
-        lengths = [_seconds(r[ix["end"]], scale) - _seconds(r[ix["submit"]], scale) for r in pv.sample
-                   if len(r) > max(ix["end"], ix["submit"])]
+        lengths = [
+            _seconds(r[ix["end"]], scale) - _seconds(r[ix["submit"]], scale)
+            for r in pv.sample
+            if len(r) > max(ix["end"], ix["submit"])
+        ]
     else:
         lengths = []
     unit = time_unit or DEFAULT_TIME_UNIT

@@ -47,8 +47,16 @@ POD_REQUIRED = ("name", "num_gpu", "gpu_milli")
 NODE_REQUIRED = ("sn", "gpu", "model")
 
 #: openb GPU model names -> catalog names.
-OPENB_MODELS: dict[str, str] = {"P100": "P100", "T4": "T4", "V100M16": "V100-16", "V100M32": "V100-32",
-                                "A10": "A10", "G1": "G1", "G2": "G2", "G3": "G3"}
+OPENB_MODELS: dict[str, str] = {
+    "P100": "P100",
+    "T4": "T4",
+    "V100M16": "V100-16",
+    "V100M32": "V100-32",
+    "A10": "A10",
+    "G1": "G1",
+    "G2": "G2",
+    "G3": "G3",
+}
 #: Catalog entries for the models whose identity Alibaba did not disclose (placeholder figures).
 PLACEHOLDER_TYPES = tuple(GpuType(name, 32.0, 1.0) for name in ("G1", "G2", "G3"))
 COLUMN_NAMES = Columns(gpus="num_gpu", gpu_fraction="gpu_milli", duration_s="deletion_time")
@@ -58,8 +66,11 @@ QOS_PRIORITY = {"Guaranteed": 2, "LS": 1, "Burstable": 0, "BE": 0}
 def _header(ctx: ReadContext) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
     header, rows = read_header(ctx, None, POD_REQUIRED)
     if "creation_time" not in header or "deletion_time" not in header:
-        raise ctx.error("this openb pod list has no creation_time/deletion_time columns (like multigpu50), "
-                        "so it has no times to simulate", 1)
+        raise ctx.error(
+            "this openb pod list has no creation_time/deletion_time columns (like multigpu50), "
+            "so it has no times to simulate",
+            1,
+        )
     return header, rows
 
 
@@ -93,10 +104,19 @@ def read(ctx: ReadContext) -> None:
         created = to_time(c_txt, "creation_time") if c_txt else math.nan
         deleted = to_time(d_txt, "deletion_time") if d_txt else math.nan
         qos = f[i_qos].strip() if i_qos is not None else ""
-        ctx.keep(created, deleted - created, gpus=gpus, gpu_fraction=milli / 1000, user=qos or "unknown",
-                 job_type=_job_type(qos), priority=QOS_PRIORITY.get(qos, 0),
-                 allowed_types=specs[f[i_spec].strip() if i_spec is not None else ""], name=f[i_name].strip(),
-                 failed=i_phase is not None and f[i_phase].strip() == FAILED_PHASE, columns=COLUMN_NAMES)
+        ctx.keep(
+            created,
+            deleted - created,
+            gpus=gpus,
+            gpu_fraction=milli / 1000,
+            user=qos or "unknown",
+            job_type=_job_type(qos),
+            priority=QOS_PRIORITY.get(qos, 0),
+            allowed_types=specs[f[i_spec].strip() if i_spec is not None else ""],
+            name=f[i_name].strip(),
+            failed=i_phase is not None and f[i_phase].strip() == FAILED_PHASE,
+            columns=COLUMN_NAMES,
+        )
 
     read_rows(ctx, rows, row, width=len(header), header=header)
 
@@ -116,13 +136,19 @@ def fast(ctx: ReadContext) -> None:
         qos = strings(chunk, "qos") if "qos" in chunk else np.full(n, "", dtype=object)
         spec = strings(chunk, "gpu_spec") if "gpu_spec" in chunk else np.full(n, "", dtype=object)
         phase = strings(chunk, "pod_phase") if "pod_phase" in chunk else np.full(n, "", dtype=object)
-        keep_frame(ctx, submit_s=created, duration_s=deleted - created,
-                   gpus=numbers(chunk, "num_gpu", integer=True),
-                   gpu_fraction=numbers(chunk, "gpu_milli", integer=True) / 1000,
-                   user=np.where(qos == "", "unknown", qos).astype(object),
-                   job_type=np.array([_job_type(q) for q in qos], dtype=object),
-                   priority=np.array([QOS_PRIORITY.get(q, 0) for q in qos], dtype=np.int64),
-                   allowed=[specs[t] for t in spec], name=strings(chunk, "name"), failed=phase == FAILED_PHASE)
+        keep_frame(
+            ctx,
+            submit_s=created,
+            duration_s=deleted - created,
+            gpus=numbers(chunk, "num_gpu", integer=True),
+            gpu_fraction=numbers(chunk, "gpu_milli", integer=True) / 1000,
+            user=np.where(qos == "", "unknown", qos).astype(object),
+            job_type=np.array([_job_type(q) for q in qos], dtype=object),
+            priority=np.array([QOS_PRIORITY.get(q, 0) for q in qos], dtype=np.int64),
+            allowed=[specs[t] for t in spec],
+            name=strings(chunk, "name"),
+            failed=phase == FAILED_PHASE,
+        )
 
 
 def openb_cluster(path: str | Path) -> Cluster:

@@ -19,11 +19,22 @@ def seconds_per(time_unit: str | None) -> float:
     return TIME_UNITS[time_unit or DEFAULT_TIME_UNIT]
 
 
-def load_options(*, format: str = "", skip_bad: bool = False, time_unit: str = "",
-                 column_map: Iterable[tuple[str, str]] = (), first: int = 0) -> dict[str, Any]:
+def load_options(
+    *,
+    format: str = "",
+    skip_bad: bool = False,
+    time_unit: str = "",
+    column_map: Iterable[tuple[str, str]] = (),
+    first: int = 0,
+) -> dict[str, Any]:
     """The :func:`engine.traces.load_trace` keyword arguments these settings stand for, in this order, with the
     empty ones (``""``, ``False``, no columns, ``first=0``: the loader's defaults) left out: a trace workload
     stored with them loads the same from the app, a scenario file and a sweep spec."""
-    options = {"format": format or None, "skip_bad": skip_bad, "time_unit": time_unit or None,
-               "column_map": dict(column_map) or None, "first": first or None}
+    options = {
+        "format": format or None,
+        "skip_bad": skip_bad,
+        "time_unit": time_unit or None,
+        "column_map": dict(column_map) or None,
+        "first": first or None,
+    }
     return {k: v for k, v in options.items() if v}

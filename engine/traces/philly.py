@@ -56,10 +56,15 @@ def read(ctx: ReadContext) -> None:
 
     def row(f: list[str], line: int) -> None:
         ts, dur_txt = f[i_ts].strip(), f[i_dur].strip()
-        keep(parse_timestamp(ts, "timestamp") if ts else math.nan,
-             to_time(dur_txt, "duration") if dur_txt else math.nan,
-             gpus=to_int(f[i_gpus], "num_gpus"), user=_user(f[i_vc].strip() if i_vc is not None else None),
-             job_type="training", name=f"row{ctx.n_rows}", columns=COLUMN_NAMES)
+        keep(
+            parse_timestamp(ts, "timestamp") if ts else math.nan,
+            to_time(dur_txt, "duration") if dur_txt else math.nan,
+            gpus=to_int(f[i_gpus], "num_gpus"),
+            user=_user(f[i_vc].strip() if i_vc is not None else None),
+            job_type="training",
+            name=f"row{ctx.n_rows}",
+            columns=COLUMN_NAMES,
+        )
 
     read_rows(ctx, rows, row, width=len(header), header=header)
 
@@ -87,7 +92,13 @@ def fast(ctx: ReadContext) -> None:
             user: np.ndarray | str = np.where(vc == "", "unknown", vc).astype(object)
         else:
             user = _user(None)
-        keep_frame(ctx, submit_s=submit, duration_s=numbers(chunk, "duration", time=True),
-                   gpus=numbers(chunk, "num_gpus", integer=True), user=user, job_type="training",
-                   name=np.array([f"row{i}" for i in range(start + 1, start + n + 1)], dtype=object))
+        keep_frame(
+            ctx,
+            submit_s=submit,
+            duration_s=numbers(chunk, "duration", time=True),
+            gpus=numbers(chunk, "num_gpus", integer=True),
+            user=user,
+            job_type="training",
+            name=np.array([f"row{i}" for i in range(start + 1, start + n + 1)], dtype=object),
+        )
         start += n

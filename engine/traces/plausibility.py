@@ -24,8 +24,14 @@ SUSPECT_SPAN_S = 5 * 365 * 86_400.0
 UNIT_NAMES = {"s": "seconds", "ms": "milliseconds"}
 
 
-def unit_warning(submit_s: Sequence[float] | np.ndarray, duration_s: Sequence[float] | np.ndarray, *, time_unit: str = "s",
-                 switchable: bool = True, jobs_label: str = "the jobs") -> str:
+def unit_warning(
+    submit_s: Sequence[float] | np.ndarray,
+    duration_s: Sequence[float] | np.ndarray,
+    *,
+    time_unit: str = "s",
+    switchable: bool = True,
+    jobs_label: str = "the jobs",
+) -> str:
     """One sentence when the times, read in ``time_unit``, look implausible; ``""`` when they look fine.
 
     Args:

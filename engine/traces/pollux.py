@@ -40,7 +40,13 @@ def read(ctx: ReadContext) -> None:
         if profile is None:
             ctx.drop("unknown_application")
             return
-        ctx.keep(submit, profile.run_time_s(max(gpus, 1)), gpus=gpus, job_type="training",
-                 name=f[i_name].strip() if i_name is not None else str(ctx.n_rows), columns=COLUMN_NAMES)
+        ctx.keep(
+            submit,
+            profile.run_time_s(max(gpus, 1)),
+            gpus=gpus,
+            job_type="training",
+            name=f[i_name].strip() if i_name is not None else str(ctx.n_rows),
+            columns=COLUMN_NAMES,
+        )
 
     read_rows(ctx, rows, row, width=len(header), header=header)

@@ -78,38 +78,57 @@ class AppProfile:
 # iterations from validation-<batch>.csv's last epoch, max_epochs from applications.py).
 APPLICATION_PROFILES: dict[str, AppProfile] = {
     # 3,178 iterations (validation-2048, epoch 100) x 1.404 s (1 GPU: 2 micro-steps of 1024 samples).
-    "cifar10": AppProfile(4461, ((1, 1.0), (2, 1.675), (3, 2.57), (4, 3.558), (6, 5.222), (8, 5.4), (12, 7.406),
-                                 (16, 9.091)), 2048,
-                          f"{POLLUX_ARTIFACT}: cifar10 placements.csv, validation-2048.csv (100 epochs)"),
+    "cifar10": AppProfile(
+        4461,
+        ((1, 1.0), (2, 1.675), (3, 2.57), (4, 3.558), (6, 5.222), (8, 5.4), (12, 7.406), (16, 9.091)),
+        2048,
+        f"{POLLUX_ARTIFACT}: cifar10 placements.csv, validation-2048.csv (100 epochs)",
+    ),
     # 480 iterations (validation-384, epoch 2) x 29.06 s (1 GPU: 32 micro-steps of 12). Multi-node placements
     # synchronise about 1 s a step, so 6 GPUs (two nodes) gain little over 4.
-    "bert": AppProfile(13951, ((1, 1.0), (2, 2.093), (3, 3.007), (4, 4.148), (6, 4.565), (8, 5.625), (12, 8.778),
-                               (16, 10.451)), 384,
-                       f"{POLLUX_ARTIFACT}: bert placements.csv, validation-384.csv (2 epochs)"),
+    "bert": AppProfile(
+        13951,
+        ((1, 1.0), (2, 2.093), (3, 3.007), (4, 4.148), (6, 4.565), (8, 5.625), (12, 8.778), (16, 10.451)),
+        384,
+        f"{POLLUX_ARTIFACT}: bert placements.csv, validation-384.csv (2 epochs)",
+    ),
     # Estimate: the copy read has no validation-6400.csv (iterations at this batch size). The speed-ups are
     # measured (placements.csv); the run time is anchored on Pollux's own rigid simulation, where the fastest
     # 32-replica job of batch 6400 (workload-6 imagenet-81) completed in 42,001 s: 42,001 x speed-up(32)
     # (= 14.16, flat past 16), so a 32-replica job runs 42,001 s here.
-    "imagenet": AppProfile(594741, ((1, 1.0), (2, 1.983), (3, 2.78), (4, 3.695), (6, 5.781), (8, 7.305),
-                                    (12, 11.17), (16, 14.16)), 6400,
-                           f"{POLLUX_ARTIFACT}: imagenet placements.csv; run time an estimate from the rigid "
-                           "(Tiresias) simulation's 42,001 s for 32 replicas (results-jobload/tiresias-1.0)"),
+    "imagenet": AppProfile(
+        594741,
+        ((1, 1.0), (2, 1.983), (3, 2.78), (4, 3.695), (6, 5.781), (8, 7.305), (12, 11.17), (16, 14.16)),
+        6400,
+        f"{POLLUX_ARTIFACT}: imagenet placements.csv; run time an estimate from the rigid "
+        "(Tiresias) simulation's 42,001 s for 32 replicas (results-jobload/tiresias-1.0)",
+    ),
     # 14,577 iterations (validation-64, epoch 50) x 2.592 s (1 GPU: 8 micro-steps of 8, max_local_bsz=8). Across
     # nodes a step synchronises for about 1 s, more than it computes: 6 to 16 GPUs are slower than 4.
-    "yolov3": AppProfile(37780, ((1, 1.0), (2, 1.949), (3, 2.306), (4, 2.936), (6, 1.282), (8, 1.583), (12, 2.082),
-                                 (16, 2.207)), 64,
-                         f"{POLLUX_ARTIFACT}: yolov3 placements.csv, validation-64.csv (50 epochs)"),
+    "yolov3": AppProfile(
+        37780,
+        ((1, 1.0), (2, 1.949), (3, 2.306), (4, 2.936), (6, 1.282), (8, 1.583), (12, 2.082), (16, 2.207)),
+        64,
+        f"{POLLUX_ARTIFACT}: yolov3 placements.csv, validation-64.csv (50 epochs)",
+    ),
     # Estimate: the copy read has no deepspeech2 placements.csv, only scalability.csv (one replica per node on 6
     # to 16 nodes). 1 GPU = 4 x the compute part (step - sync) of an 80-sample step = 10.24 s, x 2,264 iterations
     # (validation-320, epoch 80). Spread placements: consolidated ones would be somewhat faster.
-    "deepspeech2": AppProfile(23175, ((1, 1.0), (6, 5.797), (8, 7.814), (12, 8.431), (16, 8.238)), 320,
-                              f"{POLLUX_ARTIFACT}: deepspeech2 scalability.csv, validation-320.csv (80 epochs); "
-                              "1-GPU step and spread placements: an estimate"),
+    "deepspeech2": AppProfile(
+        23175,
+        ((1, 1.0), (6, 5.797), (8, 7.814), (12, 8.431), (16, 8.238)),
+        320,
+        f"{POLLUX_ARTIFACT}: deepspeech2 scalability.csv, validation-320.csv (80 epochs); "
+        "1-GPU step and spread placements: an estimate",
+    ),
     # Estimate: the copy read has no ncf placements.csv and Pollux runs ncf on 1 GPU only; 77 s is the shortest
     # ncf completion time of the rigid simulation over its 8 workloads (an upper bound of the run time). No
     # speed-up data.
-    "ncf": AppProfile(77, ((1, 1.0),), 32768,
-                      f"{POLLUX_ARTIFACT}: ncf run time an estimate, the shortest rigid (Tiresias) completion "
-                      "time (results-jobload/tiresias-1.0); no multi-GPU data"),
+    "ncf": AppProfile(
+        77,
+        ((1, 1.0),),
+        32768,
+        f"{POLLUX_ARTIFACT}: ncf run time an estimate, the shortest rigid (Tiresias) completion "
+        "time (results-jobload/tiresias-1.0); no multi-GPU data",
+    ),
 }
-

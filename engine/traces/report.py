@@ -81,8 +81,15 @@ def gpu_histogram(jobs: Sequence[Job]) -> dict[str, int]:
     return out
 
 
-def make_report(jobs: Sequence[Job], *, rows: int, dropped: dict[str, int], trimmed: int = 0,
-                examples: Sequence[str] = (), unit_warning: str = "") -> TraceReport:
+def make_report(
+    jobs: Sequence[Job],
+    *,
+    rows: int,
+    dropped: dict[str, int],
+    trimmed: int = 0,
+    examples: Sequence[str] = (),
+    unit_warning: str = "",
+) -> TraceReport:
     """Build the report of ``jobs`` (already renumbered and shifted) read from ``rows`` data rows."""
     span = (jobs[-1].submit_s - jobs[0].submit_s) if jobs else 0.0
     gpu_s = np.array([j.duration_s * j.gpus * j.gpu_fraction for j in jobs], dtype=np.float64)

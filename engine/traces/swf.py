@@ -42,9 +42,26 @@ from engine.traces.fast import CHUNK_ROWS, Fallback, keep_frame
 N_FIELDS = 18
 #: Field 11's code for a job that failed (the SWF definition: 1 completed, 0 failed, 5 cancelled).
 FAILED_STATUS = 0
-FIELD_NAMES = ("job_id", "submit", "wait", "run_time", "allocated_processors", "avg_cpu_time", "used_memory",
-               "requested_processors", "requested_time", "requested_memory", "status", "user", "group",
-               "app", "queue", "partition", "preceding_job", "think_time")
+FIELD_NAMES = (
+    "job_id",
+    "submit",
+    "wait",
+    "run_time",
+    "allocated_processors",
+    "avg_cpu_time",
+    "used_memory",
+    "requested_processors",
+    "requested_time",
+    "requested_memory",
+    "status",
+    "user",
+    "group",
+    "app",
+    "queue",
+    "partition",
+    "preceding_job",
+    "think_time",
+)
 
 
 def _col(i: int) -> str:
@@ -54,8 +71,11 @@ def _col(i: int) -> str:
 
 def read(ctx: ReadContext) -> None:
     """Read an SWF file into ``ctx``."""
-    rows = ((line, text.split()) for line, text in iter_lines(ctx.path) if text.strip()
-            and not text.lstrip().startswith(";"))
+    rows = (
+        (line, text.split())
+        for line, text in iter_lines(ctx.path)
+        if text.strip() and not text.lstrip().startswith(";")
+    )
     read_rows(ctx, rows, lambda fields, line: _row(ctx, fields))
 
 
@@ -71,10 +91,16 @@ def _row(ctx: ReadContext, f: list[str]) -> None:
     status = to_int(f[10], _col(10))
     user = to_int(f[11], _col(11))
     gpus = requested if requested > 0 else allocated
-    ctx.keep(submit if submit >= 0 else math.nan, run, gpus=gpus,
-             user="unknown" if user < 0 else f"u{user}", estimate_s=req_time if req_time > 0 else run, name=f[0],
-             failed=status == FAILED_STATUS,
-             columns=Columns(gpus=_col(7 if requested > 0 else 4), duration_s=_col(3), estimate_s=_col(8)))
+    ctx.keep(
+        submit if submit >= 0 else math.nan,
+        run,
+        gpus=gpus,
+        user="unknown" if user < 0 else f"u{user}",
+        estimate_s=req_time if req_time > 0 else run,
+        name=f[0],
+        failed=status == FAILED_STATUS,
+        columns=Columns(gpus=_col(7 if requested > 0 else 4), duration_s=_col(3), estimate_s=_col(8)),
+    )
 
 
 def fast(ctx: ReadContext) -> None:
@@ -110,6 +136,13 @@ def _fast_chunk(ctx: ReadContext, rows: list[list[str]]) -> None:
     if (ints != np.floor(ints)).any() or (np.abs(ints) >= MAX_INT).any():
         raise Fallback
     users = np.array(["unknown" if u < 0 else f"u{u}" for u in user.astype(np.int64).tolist()], dtype=object)
-    keep_frame(ctx, submit_s=np.where(submit >= 0, submit, np.nan), duration_s=run,
-               gpus=np.where(requested > 0, requested, allocated), user=users,
-               estimate_s=np.where(req_time > 0, req_time, run), name=table[:, 0], failed=status == FAILED_STATUS)
+    keep_frame(
+        ctx,
+        submit_s=np.where(submit >= 0, submit, np.nan),
+        duration_s=run,
+        gpus=np.where(requested > 0, requested, allocated),
+        user=users,
+        estimate_s=np.where(req_time > 0, req_time, run),
+        name=table[:, 0],
+        failed=status == FAILED_STATUS,
+    )

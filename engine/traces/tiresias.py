@@ -31,9 +31,13 @@ def read(ctx: ReadContext) -> None:
 
     def row(f: list[str], line: int) -> None:
         submit_txt, dur_txt = f[i_submit].strip(), f[i_dur].strip()
-        ctx.keep(to_time(submit_txt, "submit_time", scale) if submit_txt else math.nan,
-                 to_time(dur_txt, "duration", scale) if dur_txt else math.nan,
-                 gpus=to_int(f[i_gpus], "num_gpu"), job_type="training",
-                 name=f[i_id].strip() if i_id is not None else str(ctx.n_rows), columns=COLUMN_NAMES)
+        ctx.keep(
+            to_time(submit_txt, "submit_time", scale) if submit_txt else math.nan,
+            to_time(dur_txt, "duration", scale) if dur_txt else math.nan,
+            gpus=to_int(f[i_gpus], "num_gpu"),
+            job_type="training",
+            name=f[i_id].strip() if i_id is not None else str(ctx.n_rows),
+            columns=COLUMN_NAMES,
+        )
 
     read_rows(ctx, rows, row, width=len(header), header=header)

@@ -32,8 +32,14 @@ from engine.viz.style import PALETTE, time_scale
 #: Parameters of a sweep a heatmap can put on an axis.
 HEATMAP_AXES = CELL_COLUMNS
 #: The values a metric can take (every metric is >= 0; these have tighter bounds): the 95 % band is clipped to them.
-METRIC_RANGES = {"mean_bounded_slowdown": (1.0, math.inf), "utilization": (0.0, 1.0), "gini_user_wait": (0.0, 1.0),
-                 "jain_user_wait": (0.0, 1.0), "gini_gpu_busy": (0.0, 1.0), "fragmentation": (0.0, 1.0)}
+METRIC_RANGES = {
+    "mean_bounded_slowdown": (1.0, math.inf),
+    "utilization": (0.0, 1.0),
+    "gini_user_wait": (0.0, 1.0),
+    "jain_user_wait": (0.0, 1.0),
+    "gini_gpu_busy": (0.0, 1.0),
+    "fragmentation": (0.0, 1.0),
+}
 
 
 def metric_title(metric: str) -> str:
@@ -71,7 +77,7 @@ def cluster_label(spec: str) -> str:
 
 
 def _band_rgba(colour: str, alpha: float = 0.18) -> str:
-    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
     return f"rgba({r},{g},{b},{alpha})"
 
 
@@ -80,16 +86,33 @@ def _band(x, mean, half, metric: str, colour: str, name: str, div: float) -> go.
     lo, hi = METRIC_RANGES.get(metric, (0.0, math.inf))
     low, high = (np.clip(mean + sign * np.nan_to_num(half), lo, hi) / div for sign in (-1, 1))
     # Plain lists: small, and readable in the figure's JSON (numpy arrays are sent as binary).
-    return go.Scatter(x=np.concatenate([x, x[::-1]]).tolist(), y=np.concatenate([high, low[::-1]]).tolist(),
-                      mode="lines", fill="toself", fillcolor=_band_rgba(colour), line=dict(width=0),
-                      hoverinfo="skip", showlegend=False, legendgroup=name, name=f"{name} 95 % band")
+    return go.Scatter(
+        x=np.concatenate([x, x[::-1]]).tolist(),
+        y=np.concatenate([high, low[::-1]]).tolist(),
+        mode="lines",
+        fill="toself",
+        fillcolor=_band_rgba(colour),
+        line=dict(width=0),
+        hoverinfo="skip",
+        showlegend=False,
+        legendgroup=name,
+        name=f"{name} 95 % band",
+    )
 
 
 def _band_key(metric: str) -> go.Scatter:
     """A legend entry (no data) saying what the shaded bands are and where they are clipped."""
-    return go.Scatter(x=[None], y=[None], mode="lines", fill="toself", fillcolor="rgba(120,120,120,0.25)",
-                      line=dict(width=0), name=f"shaded: 95 % band over seeds, clipped to {_range_text(metric)}",
-                      legendgroup="band key", hoverinfo="skip")
+    return go.Scatter(
+        x=[None],
+        y=[None],
+        mode="lines",
+        fill="toself",
+        fillcolor="rgba(120,120,120,0.25)",
+        line=dict(width=0),
+        name=f"shaded: 95 % band over seeds, clipped to {_range_text(metric)}",
+        legendgroup="band key",
+        hoverinfo="skip",
+    )
 
 
 def sweep_curves_figure(frame: pd.DataFrame, metric: str, *, load_label: str = "offered load") -> go.Figure:
@@ -100,8 +123,13 @@ def sweep_curves_figure(frame: pd.DataFrame, metric: str, *, load_label: str = "
     clusters = list(dict.fromkeys(stats["cluster"]))
     schedulers = list(dict.fromkeys(stats["scheduler"]))
     title, div = metric_scale(metric, stats["mean"])
-    fig = make_subplots(rows=1, cols=len(clusters), shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=[cluster_label(str(c)) for c in clusters])
+    fig = make_subplots(
+        rows=1,
+        cols=len(clusters),
+        shared_yaxes=True,
+        horizontal_spacing=0.04,
+        subplot_titles=[cluster_label(str(c)) for c in clusters],
+    )
     for col, cluster in enumerate(clusters, start=1):
         for i, name in enumerate(schedulers):
             s = stats[(stats.cluster == cluster) & (stats.scheduler == name)].sort_values("load")
@@ -111,20 +139,33 @@ def sweep_curves_figure(frame: pd.DataFrame, metric: str, *, load_label: str = "
             x, mean, half = s["load"].to_numpy(), s["mean"].to_numpy(), s["ci95"].to_numpy()
             if np.isfinite(half).any():
                 fig.add_trace(_band(x, mean, half, metric, colour, name, div), row=1, col=col)
-            fig.add_trace(go.Scatter(x=x.tolist(), y=(mean / div).tolist(), mode="lines+markers", name=name,
-                                     legendgroup=name, showlegend=col == 1, line=dict(color=colour),
-                                     customdata=np.stack([np.nan_to_num(half) / div, s["seeds"].to_numpy()],
-                                                         axis=1).tolist(),
-                                     hovertemplate=f"{load_label} %{{x:g}}: %{{y:.3g}} ± %{{customdata[0]:.2g}} "
-                                                   f"(%{{customdata[1]}} seeds)<extra>{name}</extra>"),
-                          row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=x.tolist(),
+                    y=(mean / div).tolist(),
+                    mode="lines+markers",
+                    name=name,
+                    legendgroup=name,
+                    showlegend=col == 1,
+                    line=dict(color=colour),
+                    customdata=np.stack([np.nan_to_num(half) / div, s["seeds"].to_numpy()], axis=1).tolist(),
+                    hovertemplate=f"{load_label} %{{x:g}}: %{{y:.3g}} ± %{{customdata[0]:.2g}} "
+                    f"(%{{customdata[1]}} seeds)<extra>{name}</extra>",
+                ),
+                row=1,
+                col=col,
+            )
         fig.update_xaxes(title_text=load_label, row=1, col=col)
     if (stats["ci95"].notna()).any():
         fig.add_trace(_band_key(metric))
     fig.update_yaxes(title_text=title, row=1, col=1)
-    fig.update_layout(title=f"{title} against {load_label} (mean over seeds, 95 % band)",
-                      template="plotly_white", height=440, margin=dict(l=60, r=20, t=70, b=40),
-                      legend=dict(orientation="h", y=-0.2))
+    fig.update_layout(
+        title=f"{title} against {load_label} (mean over seeds, 95 % band)",
+        template="plotly_white",
+        height=440,
+        margin=dict(l=60, r=20, t=70, b=40),
+        legend=dict(orientation="h", y=-0.2),
+    )
     return fig
 
 
@@ -139,18 +180,32 @@ def sweep_heatmap_figure(frame: pd.DataFrame, metric: str, x: str, y: str) -> go
     def labels(axis: str, values) -> list[str]:
         return [cluster_label(str(v)) if axis == "cluster" else str(v) for v in values]
 
-    fig = go.Figure(go.Heatmap(z=(z / div).tolist(), x=labels(x, table.columns), y=labels(y, table.index),
-                               colorscale="Viridis", colorbar=dict(title=title),
-                               hovertemplate=f"{x} %{{x}}, {y} %{{y}}: %{{z:.3g}}<extra></extra>"))
-    fig.update_layout(title=f"{title}: mean over the other parameters", xaxis_title=x,
-                      yaxis_title=y, template="plotly_white", height=360, margin=dict(l=90, r=20, t=60, b=40))
+    fig = go.Figure(
+        go.Heatmap(
+            z=(z / div).tolist(),
+            x=labels(x, table.columns),
+            y=labels(y, table.index),
+            colorscale="Viridis",
+            colorbar=dict(title=title),
+            hovertemplate=f"{x} %{{x}}, {y} %{{y}}: %{{z:.3g}}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=f"{title}: mean over the other parameters",
+        xaxis_title=x,
+        yaxis_title=y,
+        template="plotly_white",
+        height=360,
+        margin=dict(l=90, r=20, t=60, b=40),
+    )
     fig.update_xaxes(type="category")
     fig.update_yaxes(type="category")
     return fig
 
 
-def plan_figure(probes: Sequence[Mapping], answers: Mapping[str, int | None], metric: str,
-                target_value: float) -> go.Figure:
+def plan_figure(
+    probes: Sequence[Mapping], answers: Mapping[str, int | None], metric: str, target_value: float
+) -> go.Figure:
     """``metric`` of every run of a plan against its node count, one line per scheduler, the target as a dashed
     line and each scheduler's answer (fewest nodes meeting it) as a larger marker."""
     runs = pd.DataFrame(list(probes), columns=["scheduler", "nodes", "gpus", "value", "meets", "unschedulable"])
@@ -160,23 +215,52 @@ def plan_figure(probes: Sequence[Mapping], answers: Mapping[str, int | None], me
     for i, (name, group) in enumerate(runs.groupby("scheduler", sort=False)):
         colour = PALETTE[i % len(PALETTE)]
         group = group.sort_values("nodes")
-        fig.add_trace(go.Scatter(x=group["nodes"].tolist(), y=group["value"].tolist(), mode="lines+markers",
-                                 name=name, legendgroup=name, line=dict(color=colour),
-                                 customdata=[[g, "meets" if ok else "misses"]
-                                             for g, ok in zip(group["gpus"].tolist(), group["meets"].tolist())],
-                                 hovertemplate="%{x} nodes (%{customdata[0]} GPUs): %{y:.3g}, %{customdata[1]}"
-                                               f"<extra>{name}</extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=group["nodes"].tolist(),
+                y=group["value"].tolist(),
+                mode="lines+markers",
+                name=name,
+                legendgroup=name,
+                line=dict(color=colour),
+                customdata=[
+                    [g, "meets" if ok else "misses"] for g, ok in zip(group["gpus"].tolist(), group["meets"].tolist())
+                ],
+                hovertemplate="%{x} nodes (%{customdata[0]} GPUs): %{y:.3g}, %{customdata[1]}"
+                f"<extra>{name}</extra>",
+            )
+        )
         best = answers.get(name)
         if best is not None:
             at = group[group.nodes == best]
-            fig.add_trace(go.Scatter(x=at["nodes"].tolist(), y=at["value"].tolist(), mode="markers", showlegend=False,
-                                     legendgroup=name, marker=dict(size=15, color=colour, symbol="star"),
-                                     name=f"{name}: {best} nodes", hoverinfo="name"))
-    fig.add_hline(y=target_value / div, line_dash="dash", line_color="#444", annotation_text="target",
-                  annotation_position="top left")
-    fig.update_layout(title=f"{title} against nodes (★ fewest nodes meeting the target)",
-                      xaxis_title="nodes of the shape", yaxis_title=title, template="plotly_white",
-                      height=400, margin=dict(l=60, r=20, t=60, b=40), legend=dict(orientation="h", y=-0.2))
+            fig.add_trace(
+                go.Scatter(
+                    x=at["nodes"].tolist(),
+                    y=at["value"].tolist(),
+                    mode="markers",
+                    showlegend=False,
+                    legendgroup=name,
+                    marker=dict(size=15, color=colour, symbol="star"),
+                    name=f"{name}: {best} nodes",
+                    hoverinfo="name",
+                )
+            )
+    fig.add_hline(
+        y=target_value / div,
+        line_dash="dash",
+        line_color="#444",
+        annotation_text="target",
+        annotation_position="top left",
+    )
+    fig.update_layout(
+        title=f"{title} against nodes (★ fewest nodes meeting the target)",
+        xaxis_title="nodes of the shape",
+        yaxis_title=title,
+        template="plotly_white",
+        height=400,
+        margin=dict(l=60, r=20, t=60, b=40),
+        legend=dict(orientation="h", y=-0.2),
+    )
     return fig
 
 
@@ -198,15 +282,36 @@ def tradeoff_figure(frame: pd.DataFrame, x: str = "cost_usd", y: str = "mean_wai
     (:func:`pareto_front`: the points nothing beats on both) joined by a line."""
     means = frame.groupby(["cluster", "load", "scheduler"], sort=False)[[x, y]].mean().reset_index()
     front = means[pareto_front(means[x], means[y])].sort_values(x)
-    fig = go.Figure(go.Scatter(x=front[x].tolist(), y=front[y].tolist(), mode="lines", name="Pareto front",
-                               line=dict(color="#444", dash="dot"), hoverinfo="skip"))
+    fig = go.Figure(
+        go.Scatter(
+            x=front[x].tolist(),
+            y=front[y].tolist(),
+            mode="lines",
+            name="Pareto front",
+            line=dict(color="#444", dash="dot"),
+            hoverinfo="skip",
+        )
+    )
     for i, (name, group) in enumerate(means.groupby("scheduler", sort=False)):
-        fig.add_trace(go.Scatter(x=group[x].tolist(), y=group[y].tolist(), mode="markers", name=name,
-                                 marker=dict(color=PALETTE[i % len(PALETTE)], size=9),
-                                 customdata=group[["cluster", "load"]].astype(str).to_numpy().tolist(),
-                                 hovertemplate=f"%{{customdata[0]}}, load %{{customdata[1]}}: "
-                                               f"%{{x:.4g}}, %{{y:.4g}}<extra>{name}</extra>"))
-    fig.update_layout(title=f"{metric_title(y)} against {metric_title(x)} (mean over seeds; dotted: Pareto front)",
-                      xaxis_title=metric_title(x), yaxis_title=metric_title(y), template="plotly_white", height=420,
-                      margin=dict(l=60, r=20, t=60, b=40), legend=dict(orientation="h", y=-0.2))
+        fig.add_trace(
+            go.Scatter(
+                x=group[x].tolist(),
+                y=group[y].tolist(),
+                mode="markers",
+                name=name,
+                marker=dict(color=PALETTE[i % len(PALETTE)], size=9),
+                customdata=group[["cluster", "load"]].astype(str).to_numpy().tolist(),
+                hovertemplate=f"%{{customdata[0]}}, load %{{customdata[1]}}: "
+                f"%{{x:.4g}}, %{{y:.4g}}<extra>{name}</extra>",
+            )
+        )
+    fig.update_layout(
+        title=f"{metric_title(y)} against {metric_title(x)} (mean over seeds; dotted: Pareto front)",
+        xaxis_title=metric_title(x),
+        yaxis_title=metric_title(y),
+        template="plotly_white",
+        height=420,
+        margin=dict(l=60, r=20, t=60, b=40),
+        legend=dict(orientation="h", y=-0.2),
+    )
     return fig

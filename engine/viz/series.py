@@ -20,13 +20,15 @@ def series_frame(result: Result) -> pd.DataFrame:
     """The run's state over time: ``t_s, queue, running, busy_gpus, utilization`` (busy share, 0..1)."""
     n = max(result.cluster.n_gpus, 1)
     busy = np.asarray(result.series_busy_gpus, dtype=float)
-    return pd.DataFrame({
-        "t_s": np.asarray(result.series_t, dtype=float),
-        "queue": np.asarray(result.series_queue, dtype=np.int64),
-        "running": np.asarray(result.series_running, dtype=np.int64),
-        "busy_gpus": busy,
-        "utilization": busy / n,
-    })
+    return pd.DataFrame(
+        {
+            "t_s": np.asarray(result.series_t, dtype=float),
+            "queue": np.asarray(result.series_queue, dtype=np.int64),
+            "running": np.asarray(result.series_running, dtype=np.int64),
+            "busy_gpus": busy,
+            "utilization": busy / n,
+        }
+    )
 
 
 def step_at(t_s: np.ndarray, values: np.ndarray, at_s: np.ndarray) -> np.ndarray:
@@ -43,8 +45,9 @@ def step_at(t_s: np.ndarray, values: np.ndarray, at_s: np.ndarray) -> np.ndarray
 MAX_POINTS = 600
 
 
-def binned_series(t_s: np.ndarray, values: np.ndarray, t_end_s: float, bins: int = MAX_POINTS,
-                  how: str = "max") -> tuple[np.ndarray, np.ndarray]:
+def binned_series(
+    t_s: np.ndarray, values: np.ndarray, t_end_s: float, bins: int = MAX_POINTS, how: str = "max"
+) -> tuple[np.ndarray, np.ndarray]:
     """A step series (``values[i]`` holds from ``t_s[i]`` to the next change, 0 before the first) reduced
     to ``bins`` equal time bins over ``[0, t_end_s]``: per bin its maximum (``how="max"``, keeps peaks such
     as queue spikes) or its time-weighted mean (``how="mean"``). Returns ``(bin start times, values)``;
@@ -85,29 +88,64 @@ def series_figure(results: Mapping[str, Result], energy: EnergyModel | None = No
     t_end = max((float(r.series_t[-1]) for r in results.values() if len(r.series_t)), default=1.0)
     unit, div = time_scale(t_end)
     rows = 2 if energy is None else 3
-    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=("jobs waiting", "GPU utilisation", "facility power")[:rows])
+    fig = make_subplots(
+        rows=rows,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.08,
+        subplot_titles=("jobs waiting", "GPU utilisation", "facility power")[:rows],
+    )
     for i, (name, r) in enumerate(results.items()):
         s = series_frame(r)
         colour = PALETTE[i % len(PALETTE)]
         tq, q = binned_series(s["t_s"], s["queue"], t_end, how="max")
         tu, u = binned_series(s["t_s"], s["utilization"], t_end, how="mean")
-        fig.add_trace(go.Scatter(x=tq / div, y=q, name=name, legendgroup=name, mode="lines",
-                                 line=dict(shape="hv", color=colour)), row=1, col=1)
-        fig.add_trace(go.Scatter(x=tu / div, y=u * 100, name=name, legendgroup=name,
-                                 showlegend=False, mode="lines", line=dict(shape="hv", color=colour)), row=2, col=1)
+        fig.add_trace(
+            go.Scatter(x=tq / div, y=q, name=name, legendgroup=name, mode="lines", line=dict(shape="hv", color=colour)),
+            row=1,
+            col=1,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=tu / div,
+                y=u * 100,
+                name=name,
+                legendgroup=name,
+                showlegend=False,
+                mode="lines",
+                line=dict(shape="hv", color=colour),
+            ),
+            row=2,
+            col=1,
+        )
         if energy is not None:
             tp, p = binned_series(*power_kw(r, energy), t_end, how="mean")
-            fig.add_trace(go.Scatter(x=tp / div, y=p, name=name, legendgroup=name, showlegend=False, mode="lines",
-                                     line=dict(shape="hv", color=colour)), row=3, col=1)
-    fig.update_yaxes(title_text="queue (jobs; max per bin)" if _binned(results) else "queue (jobs)",
-                     rangemode="tozero", row=1, col=1)
+            fig.add_trace(
+                go.Scatter(
+                    x=tp / div,
+                    y=p,
+                    name=name,
+                    legendgroup=name,
+                    showlegend=False,
+                    mode="lines",
+                    line=dict(shape="hv", color=colour),
+                ),
+                row=3,
+                col=1,
+            )
+    fig.update_yaxes(
+        title_text="queue (jobs; max per bin)" if _binned(results) else "queue (jobs)", rangemode="tozero", row=1, col=1
+    )
     fig.update_yaxes(title_text="busy GPUs (%)", range=[0, 105], row=2, col=1)
     if energy is not None:
         fig.update_yaxes(title_text=f"kW (PUE {energy.pue:g})", rangemode="tozero", row=3, col=1)
     fig.update_xaxes(title_text=f"time ({unit})", row=rows, col=1)
-    fig.update_layout(height=460 if rows == 2 else 640, template="plotly_white", margin=dict(l=60, r=20, t=40, b=40),
-                      legend=dict(orientation="h", y=-0.18))
+    fig.update_layout(
+        height=460 if rows == 2 else 640,
+        template="plotly_white",
+        margin=dict(l=60, r=20, t=40, b=40),
+        legend=dict(orientation="h", y=-0.18),
+    )
     return fig
 
 

@@ -10,8 +10,20 @@ import pandas as pd
 from engine.units import TIME_UNITS
 
 #: Colour-blind-safe qualitative palette (Okabe-Ito, then Plotly's "Safe"); the last entry is for "other".
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#332288",
-           "#117733", "#882255", "#44AA99", "#999933")
+PALETTE = (
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#CC79A7",
+    "#56B4E9",
+    "#D55E00",
+    "#F0E442",
+    "#332288",
+    "#117733",
+    "#882255",
+    "#44AA99",
+    "#999933",
+)
 OTHER_COLOUR = "#BBBBBB"
 #: At most this many categories get their own colour; the rest are drawn as "other".
 MAX_CATEGORIES = len(PALETTE)
@@ -40,5 +52,5 @@ def category_colours(values: Sequence[str], limit: int = MAX_CATEGORIES) -> dict
         return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted(names))}
     top = sorted(names[: limit - 1])
     out = {name: PALETTE[i] for i, name in enumerate(top)}
-    out.update({name: OTHER_COLOUR for name in names[limit - 1:]})
+    out.update({name: OTHER_COLOUR for name in names[limit - 1 :]})
     return out

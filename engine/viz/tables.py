@@ -25,8 +25,10 @@ def metrics_table(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Rows ``keys`` of a :func:`engine.analysis.metrics.compare` table as text: a ``metric`` column of full names
     (with the better direction's arrow, none for :data:`NOT_CROWNED`), then one column per scheduler with each value
     in its own human unit."""
-    rows = [{"metric": _name(k), **{c: human_value(table.loc[k, c], ALL_METRICS[k].unit) for c in table.columns}}
-            for k in keys]
+    rows = [
+        {"metric": _name(k), **{c: human_value(table.loc[k, c], ALL_METRICS[k].unit) for c in table.columns}}
+        for k in keys
+    ]
     return pd.DataFrame(rows, columns=["metric", *table.columns])
 
 
@@ -57,10 +59,18 @@ def user_energy_table(job_frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     energy model's columns, by scheduler), in human units under the metrics' names."""
     rows = []
     for name, frame in job_frames.items():
-        sums = frame.groupby("user", sort=True).agg(jobs=("user", "size"), **{k: (k, "sum") for k in USER_ENERGY_COLUMNS})
+        sums = frame.groupby("user", sort=True).agg(
+            jobs=("user", "size"), **{k: (k, "sum") for k in USER_ENERGY_COLUMNS}
+        )
         for user, r in sums.iterrows():
-            rows.append({"user": user, "scheduler": name, "jobs": int(r["jobs"]),
-                         **{ALL_METRICS[k].label: human_value(r[k], ALL_METRICS[k].unit) for k in USER_ENERGY_COLUMNS}})
+            rows.append(
+                {
+                    "user": user,
+                    "scheduler": name,
+                    "jobs": int(r["jobs"]),
+                    **{ALL_METRICS[k].label: human_value(r[k], ALL_METRICS[k].unit) for k in USER_ENERGY_COLUMNS},
+                }
+            )
     columns = ["user", "scheduler", "jobs", *(ALL_METRICS[k].label for k in USER_ENERGY_COLUMNS)]
     return pd.DataFrame(rows, columns=columns).sort_values(["user"], kind="stable", ignore_index=True)
 
@@ -68,8 +78,14 @@ def user_energy_table(job_frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 def sweep_table(frame: pd.DataFrame, load_label: str = "load") -> pd.DataFrame:
     """A sweep's rows (:func:`engine.analysis.sweep.run_sweep`) as text: each cluster by its short label, each
     metric under its full name in its own human unit, ``–`` where there is no value."""
-    out = pd.DataFrame({"cluster": [cluster_label(str(c)) for c in frame["cluster"]], load_label: frame["load"],
-                        "seed": frame["seed"], "scheduler": frame["scheduler"]})
+    out = pd.DataFrame(
+        {
+            "cluster": [cluster_label(str(c)) for c in frame["cluster"]],
+            load_label: frame["load"],
+            "seed": frame["seed"],
+            "scheduler": frame["scheduler"],
+        }
+    )
     for key in (k for k in ALL_METRICS if k in frame.columns):
         out[metric_name(key)] = [human_value(v, ALL_METRICS[key].unit) for v in frame[key]]
     return out
@@ -89,19 +105,32 @@ def plan_table(answer: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for r in answer.itertuples():
         unit = ALL_METRICS[r.metric].unit
-        rows.append({"scheduler": r.scheduler, "fewest nodes": "not met" if pd.isna(r.nodes) else f"{r.nodes:,}",
-                     "GPUs": "–" if pd.isna(r.gpus) else f"{r.gpus:,}", "metric": ALL_METRICS[r.metric].label,
-                     "value there": human_value(r.value_at_nodes, unit),
-                     "with one node fewer": human_value(r.value_at_nodes_minus_1, unit),
-                     "problem": r.error if isinstance(r.error, str) and r.error else "–"})
-    return pd.DataFrame(rows, columns=["scheduler", "fewest nodes", "GPUs", "metric", "value there",
-                                       "with one node fewer", "problem"])
+        rows.append(
+            {
+                "scheduler": r.scheduler,
+                "fewest nodes": "not met" if pd.isna(r.nodes) else f"{r.nodes:,}",
+                "GPUs": "–" if pd.isna(r.gpus) else f"{r.gpus:,}",
+                "metric": ALL_METRICS[r.metric].label,
+                "value there": human_value(r.value_at_nodes, unit),
+                "with one node fewer": human_value(r.value_at_nodes_minus_1, unit),
+                "problem": r.error if isinstance(r.error, str) and r.error else "–",
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["scheduler", "fewest nodes", "GPUs", "metric", "value there", "with one node fewer", "problem"]
+    )
 
 
 def jobs_table(jobs: Sequence[Job]) -> pd.DataFrame:
     """A few jobs as people read them: id, submit time and duration in human units, GPUs (a fraction as ``0.5``),
     user and job type."""
-    return pd.DataFrame({"job": [j.job_id for j in jobs], "submitted at": [human_seconds(j.submit_s) for j in jobs],
-                         "runs for": [human_seconds(j.duration_s) for j in jobs],
-                         "GPUs": [f"{j.gpus * j.gpu_fraction:g}" for j in jobs], "user": [j.user for j in jobs],
-                         "job type": [j.job_type for j in jobs]})
+    return pd.DataFrame(
+        {
+            "job": [j.job_id for j in jobs],
+            "submitted at": [human_seconds(j.submit_s) for j in jobs],
+            "runs for": [human_seconds(j.duration_s) for j in jobs],
+            "GPUs": [f"{j.gpus * j.gpu_fraction:g}" for j in jobs],
+            "user": [j.user for j in jobs],
+            "job type": [j.job_type for j in jobs],
+        }
+    )

@@ -61,16 +61,18 @@ def segments_frame(result: Result) -> pd.DataFrame:
     users = np.array([j.user for j in result.jobs], dtype=object)
     types = np.array([j.job_type for j in result.jobs], dtype=object)
     gpus = np.array([j.gpus for j in result.jobs], dtype=np.int64)
-    return pd.DataFrame({
-        "job_id": job,
-        "gpu": np.asarray(result.seg_gpu_ids, dtype=np.int64)[: len(seg_idx)],
-        "start_s": np.asarray(result.seg_start_s, dtype=float)[seg_idx],
-        "end_s": np.asarray(result.seg_end_s, dtype=float)[seg_idx],
-        "fraction": np.asarray(result.seg_fraction, dtype=float)[seg_idx],
-        "user": users[job] if len(job) else np.array([], dtype=object),
-        "job_type": types[job] if len(job) else np.array([], dtype=object),
-        "gpus": gpus[job] if len(job) else np.array([], dtype=np.int64),
-    })
+    return pd.DataFrame(
+        {
+            "job_id": job,
+            "gpu": np.asarray(result.seg_gpu_ids, dtype=np.int64)[: len(seg_idx)],
+            "start_s": np.asarray(result.seg_start_s, dtype=float)[seg_idx],
+            "end_s": np.asarray(result.seg_end_s, dtype=float)[seg_idx],
+            "fraction": np.asarray(result.seg_fraction, dtype=float)[seg_idx],
+            "user": users[job] if len(job) else np.array([], dtype=object),
+            "job_type": types[job] if len(job) else np.array([], dtype=object),
+            "gpus": gpus[job] if len(job) else np.array([], dtype=np.int64),
+        }
+    )
 
 
 def interrupted_points(seg: pd.DataFrame, result: Result) -> pd.DataFrame:
@@ -124,8 +126,9 @@ def raster_jobs(seg: pd.DataFrame, n_gpus: int, t_end_s: float, bins: int) -> np
     end = seg["end_s"].to_numpy()[order] / width - 0.5
     first = np.clip(np.ceil(start), 0, bins).astype(np.int64)  # first cell whose midpoint >= start
     stop = np.clip(np.ceil(end), 0, bins).astype(np.int64)  # first cell whose midpoint >= end
-    for g, a, b, j in zip(seg["gpu"].to_numpy()[order].tolist(), first.tolist(), stop.tolist(),
-                          seg["job_id"].to_numpy()[order].tolist()):
+    for g, a, b, j in zip(
+        seg["gpu"].to_numpy()[order].tolist(), first.tolist(), stop.tolist(), seg["job_id"].to_numpy()[order].tolist()
+    ):
         if b > a:
             grid[g, a:b] = j
     return grid
@@ -182,8 +185,14 @@ class _Canvas:
     legend_done: set[str] = field(default_factory=set)
 
 
-def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", frames: int = MAX_FRAMES,
-                    mode: str | None = None, animate: bool = True) -> go.Figure:
+def timeline_figure(
+    results: Mapping[str, Result],
+    *,
+    color_by: str = "user",
+    frames: int = MAX_FRAMES,
+    mode: str | None = None,
+    animate: bool = True,
+) -> go.Figure:
     """Per-GPU timelines of several runs side by side (one column each), queue length under each.
 
     One row per GPU; each job's run segments are horizontal bars coloured by ``color_by`` (``"user"`` or
@@ -206,8 +215,16 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
     frames_seg = {name: segments_frame(r) for name, r in zip(names, runs)}
     all_cats = pd.concat([f[color_by] for f in frames_seg.values()]) if frames_seg else pd.Series([], dtype=object)
     height_px = int(min(max(10 * n_gpus, 260), 640))
-    canvas = _Canvas(fig, mode, color_by, category_colours(all_cats.tolist()), t_end, unit, div,
-                     line_px=max(1.0, min(18.0, 0.8 * height_px / n_gpus)))
+    canvas = _Canvas(
+        fig,
+        mode,
+        color_by,
+        category_colours(all_cats.tolist()),
+        t_end,
+        unit,
+        div,
+        line_px=max(1.0, min(18.0, 0.8 * height_px / n_gpus)),
+    )
     # One queue scale for all columns, so their heights compare.
     q_top = 1.05 * max((int(r.series_queue.max()) for r in runs if len(r.series_queue)), default=1) + 0.5
     shapes: list[dict] = []
@@ -222,13 +239,17 @@ def timeline_figure(results: Mapping[str, Result], *, color_by: str = "user", fr
     if animate and runs:
         n_frames = _add_cursor_animation(fig, runs, t_end, div, unit, n_gpus, frames)
     fig.update_layout(
-        height=height_px + (380 if n_frames else 230), template="plotly_white",
+        height=height_px + (380 if n_frames else 230),
+        template="plotly_white",
         # Room for the node/type tick labels on the left, the slider and the play button below, and on the right
         # for Plotly's toolbar standing upright there: lying at the top right it covered the legend's end.
         margin=dict(l=110 if mode != "heatmap" else 60, r=MODEBAR_PX, t=50, b=200 if n_frames else 40),
         modebar=dict(orientation="v"),
         legend=dict(orientation="h", yanchor="bottom", y=1.04, x=0, title_text=color_by.replace("_", " ")),
-        meta={"mode": mode, "frames": n_frames, "time_unit": unit}, hovermode="closest", uirevision="timeline")
+        meta={"mode": mode, "frames": n_frames, "time_unit": unit},
+        hovermode="closest",
+        uirevision="timeline",
+    )
     return fig
 
 
@@ -241,8 +262,15 @@ def _end_s(runs: Sequence[Result]) -> float:
 def _unvalidated_subplots(names: Sequence[str]) -> go.Figure:
     """The empty figure: a timeline row and a queue row per run, titled by run name."""
     n_cols = max(len(names), 1)
-    fig = make_subplots(rows=2, cols=n_cols, shared_xaxes=True, row_heights=[0.8, 0.2], vertical_spacing=0.04,
-                        horizontal_spacing=min(0.04, 0.3 / n_cols), subplot_titles=list(names) or ["(no run)"])
+    fig = make_subplots(
+        rows=2,
+        cols=n_cols,
+        shared_xaxes=True,
+        row_heights=[0.8, 0.2],
+        vertical_spacing=0.04,
+        horizontal_spacing=min(0.04, 0.3 / n_cols),
+        subplot_titles=list(names) or ["(no run)"],
+    )
     # Everything added below is built here from plain numbers: skip Plotly's per-property validation, which
     # otherwise takes about half of this function's time (see _set_unvalidated for the same reasoning).
     fig._validate = False
@@ -261,22 +289,41 @@ def _add_column(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, b
     if r.outage_node.size and c.mode != "heatmap":
         _add_interruptions(c, seg, r, col, name)
     tq, q = binned_series(r.series_t, r.series_queue, c.t_end_s, how="max")
-    c.fig.add_trace(go.Scatter(x=tq / c.div, y=q, mode="lines", line=dict(shape="hv", color="#555"),
-                               name="queue", showlegend=False,
-                               hovertemplate=f"t=%{{x:.2f}} {c.unit}<br>%{{y}} jobs waiting<extra>{name}</extra>"),
-                    row=2, col=col)
+    c.fig.add_trace(
+        go.Scatter(
+            x=tq / c.div,
+            y=q,
+            mode="lines",
+            line=dict(shape="hv", color="#555"),
+            name="queue",
+            showlegend=False,
+            hovertemplate=f"t=%{{x:.2f}} {c.unit}<br>%{{y}} jobs waiting<extra>{name}</extra>",
+        ),
+        row=2,
+        col=col,
+    )
 
 
 def _add_interruptions(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str) -> None:
     """A cross where a node failure stopped a job (:func:`interrupted_points`), one legend entry for all runs."""
     points = interrupted_points(seg, r)
     label = "stopped by a node failure"
-    c.fig.add_trace(go.Scatter(
-        x=points["t_s"] / c.div, y=points["gpu"], mode="markers", name=label, legendgroup=label,
-        showlegend=label not in c.legend_done, customdata=points["job_id"],
-        marker=dict(symbol="x", size=9, color="#d62728", line=dict(width=1, color="#fff")),
-        hovertemplate=f"job %{{customdata}} stopped by a node failure<br>GPU %{{y}} · t=%{{x:.2f}} {c.unit}"
-                      f"<extra>{name}</extra>"), row=1, col=col)
+    c.fig.add_trace(
+        go.Scatter(
+            x=points["t_s"] / c.div,
+            y=points["gpu"],
+            mode="markers",
+            name=label,
+            legendgroup=label,
+            showlegend=label not in c.legend_done,
+            customdata=points["job_id"],
+            marker=dict(symbol="x", size=9, color="#d62728", line=dict(width=1, color="#fff")),
+            hovertemplate=f"job %{{customdata}} stopped by a node failure<br>GPU %{{y}} · t=%{{x:.2f}} {c.unit}"
+            f"<extra>{name}</extra>",
+        ),
+        row=1,
+        col=col,
+    )
     c.legend_done.add(label)
 
 
@@ -289,9 +336,20 @@ def _outage_shapes(c: _Canvas, r: Result, col: int) -> list[dict]:
     out = []
     for node, a, b in list(zip(r.outage_node.tolist(), r.outage_start_s.tolist(), end_s.tolist()))[:MAX_OUTAGE_SHAPES]:
         y0 = float(lay.node_first_gpu[node]) - 0.5
-        out.append(dict(type="rect", xref=f"x{ref}", yref=f"y{ref}", x0=a / c.div, x1=b / c.div, y0=y0,
-                        y1=y0 + float(lay.node_gpus[node]), fillcolor=OUTAGE_COLOUR, line=dict(width=0),
-                        layer="above"))
+        out.append(
+            dict(
+                type="rect",
+                xref=f"x{ref}",
+                yref=f"y{ref}",
+                x0=a / c.div,
+                x1=b / c.div,
+                y0=y0,
+                y1=y0 + float(lay.node_gpus[node]),
+                fillcolor=OUTAGE_COLOUR,
+                line=dict(width=0),
+                layer="above",
+            )
+        )
     return out
 
 
@@ -301,11 +359,21 @@ def _add_heatmap(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str) 
     edges = np.linspace(0.0, c.t_end_s, bins + 1)
     rows = min(HEATMAP_ROWS, r.cluster.n_gpus)
     grid = busy_grid(seg, r.cluster.n_gpus, edges, rows)
-    c.fig.add_trace(go.Heatmap(
-        z=grid * 100, x=(edges[:-1] + edges[1:]) / 2 / c.div, y=np.arange(rows), zmin=0, zmax=100,
-        colorscale="Blues", showscale=(col == 1), colorbar=dict(title="busy (%)", len=0.7, y=0.6),
-        hovertemplate=f"t=%{{x:.2f}} {c.unit}<br>row %{{y}}<br>busy %{{z:.0f}}%<extra>{name}</extra>"),
-        row=1, col=col)
+    c.fig.add_trace(
+        go.Heatmap(
+            z=grid * 100,
+            x=(edges[:-1] + edges[1:]) / 2 / c.div,
+            y=np.arange(rows),
+            zmin=0,
+            zmax=100,
+            colorscale="Blues",
+            showscale=(col == 1),
+            colorbar=dict(title="busy (%)", len=0.7, y=0.6),
+            hovertemplate=f"t=%{{x:.2f}} {c.unit}<br>row %{{y}}<br>busy %{{z:.0f}}%<extra>{name}</extra>",
+        ),
+        row=1,
+        col=col,
+    )
 
 
 def _add_bars(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str) -> None:
@@ -321,14 +389,26 @@ def _add_bars(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str) -> 
             part = seg[(cats.to_numpy() == cat) & (gpu_type == t)]
             x, y, ids = _bar_points(part, lay, r.n_jobs, c.div)
             text = np.repeat(part[other].astype(str).to_numpy(), 3)
-            c.fig.add_trace(scatter(
-                x=x, y=y, mode="lines", name=cat, legendgroup=cat, showlegend=cat not in c.legend_done,
-                line=dict(color=OTHER_COLOUR if cat == "other" else c.colours[cat], width=c.line_px),
-                customdata=ids, text=text, connectgaps=False,
-                hovertemplate=f"job %{{customdata[0]}} · {c.color_by.replace('_', ' ')} {cat} · "
-                              f"{other.replace('_', ' ')} %{{text}}<br>GPU %{{y}} · "
-                              f"{lay.type_names[int(t)]} · node %{{customdata[1]}}<br>t=%{{x:.2f}} {c.unit}"
-                              f"<extra>{name}</extra>"), row=1, col=col)
+            c.fig.add_trace(
+                scatter(
+                    x=x,
+                    y=y,
+                    mode="lines",
+                    name=cat,
+                    legendgroup=cat,
+                    showlegend=cat not in c.legend_done,
+                    line=dict(color=OTHER_COLOUR if cat == "other" else c.colours[cat], width=c.line_px),
+                    customdata=ids,
+                    text=text,
+                    connectgaps=False,
+                    hovertemplate=f"job %{{customdata[0]}} · {c.color_by.replace('_', ' ')} {cat} · "
+                    f"{other.replace('_', ' ')} %{{text}}<br>GPU %{{y}} · "
+                    f"{lay.type_names[int(t)]} · node %{{customdata[1]}}<br>t=%{{x:.2f}} {c.unit}"
+                    f"<extra>{name}</extra>",
+                ),
+                row=1,
+                col=col,
+            )
             c.legend_done.add(cat)
 
 
@@ -343,8 +423,9 @@ def _bar_points(part: pd.DataFrame, lay, n_jobs: int, div: float) -> tuple[np.nd
     y[0::3] = y[1::3] = part["gpu"].to_numpy()
     y[2::3] = np.nan
     small = np.int16 if max(n_jobs, lay.n_nodes) < 2**15 else np.int32
-    ids = np.repeat(np.stack([part["job_id"].to_numpy(), lay.gpu_node[part["gpu"].to_numpy()]], axis=1), 3,
-                    axis=0).astype(small)
+    ids = np.repeat(
+        np.stack([part["job_id"].to_numpy(), lay.gpu_node[part["gpu"].to_numpy()]], axis=1), 3, axis=0
+    ).astype(small)
     return x, y, ids
 
 
@@ -354,8 +435,15 @@ def _column_axes(c: _Canvas, r: Result, col: int, q_top: float) -> list[dict]:
     y_title = f"GPU band (row of ≤{per_row} GPUs)" if per_row > 1 else "GPU (node · type)"
     ticks = {} if per_row > 1 else {**_gpu_ticks(r.cluster), "showticklabels": col == 1}
     shapes = _gpu_bands(r.cluster, col) + _outage_shapes(c, r, col) if per_row == 1 else []
-    c.fig.update_yaxes(title_text=y_title if col == 1 else None, autorange="reversed",
-                       range=None, showgrid=False, row=1, col=col, **ticks)
+    c.fig.update_yaxes(
+        title_text=y_title if col == 1 else None,
+        autorange="reversed",
+        range=None,
+        showgrid=False,
+        row=1,
+        col=col,
+        **ticks,
+    )
     c.fig.update_yaxes(title_text="queue (jobs)" if col == 1 else None, range=[0, q_top], row=2, col=col)
     c.fig.update_xaxes(title_text=f"time ({c.unit})", range=[0, c.t_end_s / c.div], row=2, col=col)
     return shapes
@@ -401,8 +489,16 @@ def _gpu_bands(cluster: Cluster, col: int) -> list[dict]:
     if lay.n_nodes <= NODE_TICKS:
         for i in range(1, lay.n_nodes, 2):
             y0 = float(lay.node_first_gpu[i]) - 0.5
-            out.append(dict(base, type="rect", y0=y0, y1=y0 + float(lay.node_gpus[i]),
-                            fillcolor="rgba(0,0,0,0.045)", line=dict(width=0)))
+            out.append(
+                dict(
+                    base,
+                    type="rect",
+                    y0=y0,
+                    y1=y0 + float(lay.node_gpus[i]),
+                    fillcolor="rgba(0,0,0,0.045)",
+                    line=dict(width=0),
+                )
+            )
     for a, _, _ in _type_runs(lay)[1:]:
         y = float(lay.node_first_gpu[a]) - 0.5
         out.append(dict(base, type="line", y0=y, y1=y, line=dict(color="#444", width=1.2, dash="dot")))
@@ -414,12 +510,18 @@ def _add_raster(cv: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, 
     colour of the job's category, hover naming the job; legend entries come from invisible marker traces."""
     fig, colours, t_end, div, unit, legend_done = cv.fig, cv.colours, cv.t_end_s, cv.div, cv.unit, cv.legend_done
     grid = raster_jobs(seg, r.cluster.n_gpus, t_end, bins)
-    cats = sorted({"other" if colour == OTHER_COLOUR else c for c, colour in colours.items()},
-                  key=lambda c: (c == "other", c))
+    cats = sorted(
+        {"other" if colour == OTHER_COLOUR else c for c, colour in colours.items()}, key=lambda c: (c == "other", c)
+    )
     index = {c: i for i, c in enumerate(cats)}
     # Category index of every job; jobs that never ran have no cell, so their index does not matter.
-    job_cat = np.array([index.get("other" if colours.get(v) == OTHER_COLOUR else v, 0)
-                        for v in (str(getattr(j, cv.color_by)) for j in r.jobs)], dtype=np.float32)
+    job_cat = np.array(
+        [
+            index.get("other" if colours.get(v) == OTHER_COLOUR else v, 0)
+            for v in (str(getattr(j, cv.color_by)) for j in r.jobs)
+        ],
+        dtype=np.float32,
+    )
     z = np.where(grid >= 0, job_cat[np.clip(grid, 0, None)] if len(job_cat) else 0, np.nan).astype(np.float32)
     k = len(cats)
     scale = []
@@ -436,22 +538,45 @@ def _add_raster(cv: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, 
     lay = r.cluster.layout
     for a, b, t in _type_runs(lay):
         g0, g1 = int(lay.node_first_gpu[a]), int(lay.node_first_gpu[b - 1] + lay.node_gpus[b - 1])
-        fig.add_trace(go.Heatmap(
-            z=z[g0:g1], x=centres / div, y=np.arange(g0, g1), customdata=ids[g0:g1], zmin=-0.5, zmax=k - 0.5,
-            colorscale=scale, showscale=False, hoverongaps=False,
-            hovertemplate=f"job %{{customdata}}<br>GPU %{{y}} · {lay.type_names[t]}<br>t=%{{x:.2f}} {unit}"
-                          f"<extra>{name}</extra>"), row=1, col=col)
+        fig.add_trace(
+            go.Heatmap(
+                z=z[g0:g1],
+                x=centres / div,
+                y=np.arange(g0, g1),
+                customdata=ids[g0:g1],
+                zmin=-0.5,
+                zmax=k - 0.5,
+                colorscale=scale,
+                showscale=False,
+                hoverongaps=False,
+                hovertemplate=f"job %{{customdata}}<br>GPU %{{y}} · {lay.type_names[t]}<br>t=%{{x:.2f}} {unit}"
+                f"<extra>{name}</extra>",
+            ),
+            row=1,
+            col=col,
+        )
     for c in cats:
         if c in legend_done:
             continue
         legend_done.add(c)
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=c, legendgroup=c, showlegend=True,
-                                 marker=dict(symbol="square", size=12,
-                                             color=OTHER_COLOUR if c == "other" else colours[c])), row=1, col=col)
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=c,
+                legendgroup=c,
+                showlegend=True,
+                marker=dict(symbol="square", size=12, color=OTHER_COLOUR if c == "other" else colours[c]),
+            ),
+            row=1,
+            col=col,
+        )
 
 
-def _add_cursor_animation(fig: go.Figure, runs: Sequence[Result], t_end: float, div: float, unit: str,
-                          n_gpus: int, frames: int) -> int:
+def _add_cursor_animation(
+    fig: go.Figure, runs: Sequence[Result], t_end: float, div: float, unit: str, n_gpus: int, frames: int
+) -> int:
     """Add one cursor per column (a vertical line over the timeline and a marker on the queue curve),
     ``frames`` animation frames that move them, a play/pause button and a slider. Returns the frame count."""
     frames = max(2, min(int(frames), MAX_FRAMES))
@@ -461,37 +586,107 @@ def _add_cursor_animation(fig: go.Figure, runs: Sequence[Result], t_end: float, 
     labels = [human_seconds(float(t)) for t in times]
     for col in range(1, len(runs) + 1):
         # The cursor's top end carries the time it stands at, so the readout moves with every frame.
-        fig.add_trace(go.Scatter(x=[0, 0], y=[-0.5, n_gpus - 0.5], mode="lines+text", showlegend=False,
-                                 hoverinfo="skip", text=[labels[0], ""], textposition="top right",
-                                 textfont=dict(color="#D62728", size=12), cliponaxis=False,
-                                 line=dict(color="#D62728", width=2), name="cursor"), row=1, col=col)
-        fig.add_trace(go.Scatter(x=[0], y=[queues[col - 1][0]], mode="markers", showlegend=False,
-                                 hoverinfo="skip", marker=dict(color="#D62728", size=8), name="cursor"),
-                      row=2, col=col)
+        fig.add_trace(
+            go.Scatter(
+                x=[0, 0],
+                y=[-0.5, n_gpus - 0.5],
+                mode="lines+text",
+                showlegend=False,
+                hoverinfo="skip",
+                text=[labels[0], ""],
+                textposition="top right",
+                textfont=dict(color="#D62728", size=12),
+                cliponaxis=False,
+                line=dict(color="#D62728", width=2),
+                name="cursor",
+            ),
+            row=1,
+            col=col,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[0],
+                y=[queues[col - 1][0]],
+                mode="markers",
+                showlegend=False,
+                hoverinfo="skip",
+                marker=dict(color="#D62728", size=8),
+                name="cursor",
+            ),
+            row=2,
+            col=col,
+        )
     idx = list(range(first_cursor, first_cursor + 2 * len(runs)))
     frame_specs = [
-        dict(name=str(k), traces=idx, data=[
-            trace for q in queues for trace in (
-                dict(type="scatter", x=[float(t / div)] * 2, y=[-0.5, n_gpus - 0.5], text=[labels[k], ""]),
-                dict(type="scatter", x=[float(t / div)], y=[float(q[k])]))])
-        for k, t in enumerate(times)]
-    play = dict(label="▶ play", method="animate",
-                args=[None, dict(frame=dict(duration=60, redraw=False), fromcurrent=True,
-                                 transition=dict(duration=0), mode="immediate")])
-    pause = dict(label="❚❚ pause", method="animate",
-                 args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate",
-                                    transition=dict(duration=0))])
+        dict(
+            name=str(k),
+            traces=idx,
+            data=[
+                trace
+                for q in queues
+                for trace in (
+                    dict(type="scatter", x=[float(t / div)] * 2, y=[-0.5, n_gpus - 0.5], text=[labels[k], ""]),
+                    dict(type="scatter", x=[float(t / div)], y=[float(q[k])]),
+                )
+            ],
+        )
+        for k, t in enumerate(times)
+    ]
+    play = dict(
+        label="▶ play",
+        method="animate",
+        args=[
+            None,
+            dict(
+                frame=dict(duration=60, redraw=False), fromcurrent=True, transition=dict(duration=0), mode="immediate"
+            ),
+        ],
+    )
+    pause = dict(
+        label="❚❚ pause",
+        method="animate",
+        args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate", transition=dict(duration=0))],
+    )
     controls = dict(
         # Below the time axes (their tick labels and titles take about 50 px): a full-width slider, then the
         # buttons on their own line, so that narrow windows keep both usable.
-        updatemenus=[dict(type="buttons", direction="left", buttons=[play, pause], x=0, y=0,
-                          xanchor="left", yanchor="top", pad=dict(t=150, r=10), showactive=False)],
+        updatemenus=[
+            dict(
+                type="buttons",
+                direction="left",
+                buttons=[play, pause],
+                x=0,
+                y=0,
+                xanchor="left",
+                yanchor="top",
+                pad=dict(t=150, r=10),
+                showactive=False,
+            )
+        ],
         # The readout is on the cursor: the slider's own current value would show only the labelled steps'.
-        sliders=[dict(active=0, x=0, len=1, y=0, yanchor="top", pad=dict(t=60), currentvalue=dict(visible=False),
-                      steps=[dict(label=labels[k] if k % SLIDER_LABEL_EVERY == 0 else "", method="animate",
-                                  args=[[str(k)], dict(mode="immediate", frame=dict(duration=0, redraw=False),
-                                                       transition=dict(duration=0))])
-                             for k, t in enumerate(times)])])
+        sliders=[
+            dict(
+                active=0,
+                x=0,
+                len=1,
+                y=0,
+                yanchor="top",
+                pad=dict(t=60),
+                currentvalue=dict(visible=False),
+                steps=[
+                    dict(
+                        label=labels[k] if k % SLIDER_LABEL_EVERY == 0 else "",
+                        method="animate",
+                        args=[
+                            [str(k)],
+                            dict(mode="immediate", frame=dict(duration=0, redraw=False), transition=dict(duration=0)),
+                        ],
+                    )
+                    for k, t in enumerate(times)
+                ],
+            )
+        ],
+    )
     _set_unvalidated(fig, frame_specs, controls)
     return frames
 

@@ -41,11 +41,21 @@ def training_figure(curves: pd.DataFrame) -> go.Figure:
     for i, tag in enumerate(TRAINING_TAGS):
         part = curves[curves["tag"] == tag]
         col = 2 if tag.endswith("ep_len_mean") else 1
-        fig.add_trace(go.Scatter(x=part["step"], y=part["value"], mode="lines+markers", name=TRAINING_TAGS[tag],
-                                 line=dict(color=PALETTE[i])), row=1, col=col)
+        fig.add_trace(
+            go.Scatter(
+                x=part["step"],
+                y=part["value"],
+                mode="lines+markers",
+                name=TRAINING_TAGS[tag],
+                line=dict(color=PALETTE[i]),
+            ),
+            row=1,
+            col=col,
+        )
     fig.update_xaxes(title_text="environment steps (count)")
     fig.update_yaxes(title_text="return (reward units)", row=1, col=1)
     fig.update_yaxes(title_text="length (decisions)", row=1, col=2)
-    fig.update_layout(template="plotly_white", height=340, margin=dict(l=60, r=20, t=40, b=40),
-                      legend=dict(orientation="h", y=-0.3))
+    fig.update_layout(
+        template="plotly_white", height=340, margin=dict(l=60, r=20, t=40, b=40), legend=dict(orientation="h", y=-0.3)
+    )
     return fig

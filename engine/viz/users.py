@@ -26,8 +26,9 @@ def user_wait_frame(job_frames: Mapping[str, pd.DataFrame], column: str = "wait_
     return table.loc[order.sort_values(["m", "u"], ascending=[False, True]).index]
 
 
-def user_wait_figure(job_frames: Mapping[str, pd.DataFrame], fairness: Mapping[str, tuple[float, float]],
-                     column: str = "wait_s") -> go.Figure:
+def user_wait_figure(
+    job_frames: Mapping[str, pd.DataFrame], fairness: Mapping[str, tuple[float, float]], column: str = "wait_s"
+) -> go.Figure:
     """Mean wait per user for each run, readable at any number of users and when most waits are 0.
 
     Up to :data:`USER_BARS` users: grouped bars, one per user and run, users by mean wait (largest first). More:
@@ -47,21 +48,44 @@ def user_wait_figure(job_frames: Mapping[str, pd.DataFrame], fairness: Mapping[s
         label = f"{name} (Gini {gini:.2f}, Jain {jain:.2f}; {zero:.0f}% of users never waited)"
         colour = PALETTE[i % len(PALETTE)]
         if n_users <= USER_BARS:
-            fig.add_trace(go.Bar(x=table.index.astype(str), y=table[name] / div if name in table else [], name=label,
-                                 marker_color=colour,
-                                 hovertemplate=f"%{{x}}: mean wait %{{y:.3g}} {unit}<extra>{name}</extra>"))
+            fig.add_trace(
+                go.Bar(
+                    x=table.index.astype(str),
+                    y=table[name] / div if name in table else [],
+                    name=label,
+                    marker_color=colour,
+                    hovertemplate=f"%{{x}}: mean wait %{{y:.3g}} {unit}<extra>{name}</extra>",
+                )
+            )
         else:
             ranked = values.sort_values(ascending=False)
             share = (np.arange(1, len(ranked) + 1) / max(len(ranked), 1)) * 100
-            fig.add_trace(go.Scatter(x=share, y=ranked.to_numpy() / div, name=label, mode="lines",
-                                     line=dict(color=colour, shape="hv"), text=ranked.index.astype(str),
-                                     hovertemplate=f"%{{text}}: mean wait %{{y:.3g}} {unit} (top %{{x:.0f}}% of "
-                                                   f"users)<extra>{name}</extra>"))
+            fig.add_trace(
+                go.Scatter(
+                    x=share,
+                    y=ranked.to_numpy() / div,
+                    name=label,
+                    mode="lines",
+                    line=dict(color=colour, shape="hv"),
+                    text=ranked.index.astype(str),
+                    hovertemplate=f"%{{text}}: mean wait %{{y:.3g}} {unit} (top %{{x:.0f}}% of "
+                    f"users)<extra>{name}</extra>",
+                )
+            )
     many = n_users > USER_BARS
-    fig.update_layout(barmode="group", title="wait per user", template="plotly_white", height=380,
-                      xaxis_title=(f"users ranked by mean wait, longest first (% of {n_users} users)" if many
-                                   else "user (longest mean wait first)"),
-                      yaxis_title=f"mean wait ({unit})", margin=dict(l=60, r=20, t=50, b=40),
-                      legend=dict(orientation="h", y=-0.3))
+    fig.update_layout(
+        barmode="group",
+        title="wait per user",
+        template="plotly_white",
+        height=380,
+        xaxis_title=(
+            f"users ranked by mean wait, longest first (% of {n_users} users)"
+            if many
+            else "user (longest mean wait first)"
+        ),
+        yaxis_title=f"mean wait ({unit})",
+        margin=dict(l=60, r=20, t=50, b=40),
+        legend=dict(orientation="h", y=-0.3),
+    )
     fig.update_yaxes(rangemode="tozero")
     return fig

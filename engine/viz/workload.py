@@ -16,23 +16,32 @@ from engine.viz.style import PALETTE, time_scale
 def jobs_frame(jobs: Sequence[Job]) -> pd.DataFrame:
     """The workload as a table: ``job_id, submit_s, duration_s, gpus, gpu_fraction, gpu_demand, user,
     job_type, gpu_s`` (GPU-seconds at reference speed)."""
-    df = pd.DataFrame({
-        "job_id": [j.job_id for j in jobs],
-        "submit_s": np.array([j.submit_s for j in jobs], dtype=float),
-        "duration_s": np.array([j.duration_s for j in jobs], dtype=float),
-        "gpus": np.array([j.gpus for j in jobs], dtype=np.int64),
-        "gpu_fraction": np.array([j.gpu_fraction for j in jobs], dtype=float),
-        "user": [j.user for j in jobs],
-        "job_type": [j.job_type for j in jobs],
-    })
+    df = pd.DataFrame(
+        {
+            "job_id": [j.job_id for j in jobs],
+            "submit_s": np.array([j.submit_s for j in jobs], dtype=float),
+            "duration_s": np.array([j.duration_s for j in jobs], dtype=float),
+            "gpus": np.array([j.gpus for j in jobs], dtype=np.int64),
+            "gpu_fraction": np.array([j.gpu_fraction for j in jobs], dtype=float),
+            "user": [j.user for j in jobs],
+            "job_type": [j.job_type for j in jobs],
+        }
+    )
     df["gpu_demand"] = df["gpus"] * df["gpu_fraction"]
     df["gpu_s"] = df["gpu_demand"] * df["duration_s"]
     return df
 
 
 def _small(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
-    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, template="plotly_white", height=300,
-                      margin=dict(l=60, r=20, t=50, b=40), bargap=0.05)
+    fig.update_layout(
+        title=title,
+        xaxis_title=x,
+        yaxis_title=y,
+        template="plotly_white",
+        height=300,
+        margin=dict(l=60, r=20, t=50, b=40),
+        bargap=0.05,
+    )
     return fig
 
 
@@ -41,10 +50,21 @@ def arrivals_figure(jobs: pd.DataFrame, bins: int = 60) -> go.Figure:
     span = float(jobs["submit_s"].max()) if len(jobs) else 1.0
     unit, div = time_scale(span)
     counts, edges = np.histogram(jobs["submit_s"] / div, bins=bins, range=(0, max(span / div, 1e-9)))
-    fig = go.Figure(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=np.diff(edges), marker_color=PALETTE[0],
-                           hovertemplate=f"t=%{{x:.2f}} {unit}: %{{y}} jobs<extra></extra>"))
-    return _small(fig, "arrivals over time", f"submit time ({unit})",
-                  f"jobs (per {human_seconds(float(np.diff(edges)[0]) * div)})")
+    fig = go.Figure(
+        go.Bar(
+            x=(edges[:-1] + edges[1:]) / 2,
+            y=counts,
+            width=np.diff(edges),
+            marker_color=PALETTE[0],
+            hovertemplate=f"t=%{{x:.2f}} {unit}: %{{y}} jobs<extra></extra>",
+        )
+    )
+    return _small(
+        fig,
+        "arrivals over time",
+        f"submit time ({unit})",
+        f"jobs (per {human_seconds(float(np.diff(edges)[0]) * div)})",
+    )
 
 
 def gpu_count_figure(jobs: pd.DataFrame) -> go.Figure:
@@ -67,8 +87,15 @@ def duration_figure(jobs: pd.DataFrame, bins: int = 40) -> go.Figure:
         edges = np.array([1.0, 10.0])
     counts, _ = np.histogram(d, bins=edges)
     centres = np.sqrt(edges[:-1] * edges[1:])
-    fig = go.Figure(go.Bar(x=centres, y=counts, width=np.diff(edges), marker_color=PALETTE[2],
-                           hovertemplate="~%{x:.3g} s: %{y} jobs<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=centres,
+            y=counts,
+            width=np.diff(edges),
+            marker_color=PALETTE[2],
+            hovertemplate="~%{x:.3g} s: %{y} jobs<extra></extra>",
+        )
+    )
     fig.update_xaxes(type="log")
     return _small(fig, "job durations", "duration at reference speed (s, log scale)", "jobs (count)")
 
@@ -88,7 +115,14 @@ def offered_load_figure(centres: np.ndarray, load: np.ndarray, n_gpus: int) -> g
     load per bin, as :func:`engine.traces.load.offered_load_series` gives them), with the saturation line at
     100 %."""
     unit, div = time_scale(float(centres[-1]) if len(centres) else 1.0)
-    fig = go.Figure(go.Scatter(x=centres / div, y=load * 100, mode="lines", line=dict(shape="hv", color=PALETTE[5]),
-                               hovertemplate=f"t=%{{x:.2f}} {unit}: %{{y:.0f}}% of the cluster<extra></extra>"))
+    fig = go.Figure(
+        go.Scatter(
+            x=centres / div,
+            y=load * 100,
+            mode="lines",
+            line=dict(shape="hv", color=PALETTE[5]),
+            hovertemplate=f"t=%{{x:.2f}} {unit}: %{{y:.0f}}% of the cluster<extra></extra>",
+        )
+    )
     fig.add_hline(y=100, line_dash="dot", line_color="#555", annotation_text="cluster saturated")
     return _small(fig, f"offered load on {plural(n_gpus, 'GPU')}", f"submit time ({unit})", "offered load (% of GPUs)")

@@ -24,10 +24,12 @@ def _run(jobs, admission="accept-all"):
 def test_ratio_misses_tardiness_and_declined_by_hand():
     speed = CLUSTER.speed("batch", "A100-80")
     run = 100.0 / speed
-    jobs = [Job(0, 0.0, 100.0, deadline_s=run + 5),  # runs 0..run: met
-            Job(1, 0.0, 100.0, deadline_s=run + 10),  # waits, runs run..2 run: late by run - 10
-            Job(2, 0.0, 100.0),  # best effort, 2 run..3 run
-            Job(3, 1.0, 100.0, deadline_s=2.0)]  # cannot make it: declined under feasible
+    jobs = [
+        Job(0, 0.0, 100.0, deadline_s=run + 5),  # runs 0..run: met
+        Job(1, 0.0, 100.0, deadline_s=run + 10),  # waits, runs run..2 run: late by run - 10
+        Job(2, 0.0, 100.0),  # best effort, 2 run..3 run
+        Job(3, 1.0, 100.0, deadline_s=2.0),
+    ]  # cannot make it: declined under feasible
     accepted = summarize(_run(jobs)).deadlines
     assert accepted.deadline_jobs == 3 and accepted.declined == 0
     declined = summarize(_run(jobs, "feasible")).deadlines
@@ -59,7 +61,7 @@ def test_no_deadline_no_keys_and_compare_adds_them_when_any_run_has_them():
     timed = summarize(_run([Job(0, 0.0, 10.0, deadline_s=1000.0)]))
     assert timed.to_dict()["deadline_ratio"] == 1.0 and timed.to_dict()["mean_tardiness_s"] == 0.0
     table = compare({"plain": plain, "timed": timed})
-    assert list(table.index[-len(DEADLINE_METRICS):]) == list(DEADLINE_METRICS)
+    assert list(table.index[-len(DEADLINE_METRICS) :]) == list(DEADLINE_METRICS)
     assert np.isnan(table.loc["deadline_ratio", "plain"]) and table.loc["deadline_ratio", "timed"] == 1.0
 
 

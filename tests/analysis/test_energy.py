@@ -94,11 +94,14 @@ def test_cost_is_price_times_gpu_hours_per_type(run):
     hours = defaultdict(float)
     for i in range(len(run.seg_job)):
         for g in run.segment_gpus(i):
-            hours[lay.type_names[lay.gpu_type[g]]] += (run.seg_end_s[i] - run.seg_start_s[i]) * run.seg_fraction[i] / 3600
+            hours[lay.type_names[lay.gpu_type[g]]] += (
+                (run.seg_end_s[i] - run.seg_start_s[i]) * run.seg_fraction[i] / 3600
+            )
     assert set(hours) == {"A100-80", "T4", "V100-32"}
     s = summarize(run, MODEL)
-    assert s.energy.cost_usd == pytest.approx(sum(DEFAULT_CATALOG[t].price_per_h * h for t, h in hours.items()),
-                                              rel=1e-12)
+    assert s.energy.cost_usd == pytest.approx(
+        sum(DEFAULT_CATALOG[t].price_per_h * h for t, h in hours.items()), rel=1e-12
+    )
     assert s.energy.cluster_price_per_h == pytest.approx(8 * 3.93 + 4 * 0.35 + 2 * 2.48)
     assert s.energy.cluster_cost_usd == pytest.approx(s.energy.cluster_price_per_h * s.makespan_s / 3600)
     assert s.energy.cost_usd <= s.energy.cluster_cost_usd
@@ -113,8 +116,10 @@ def test_a_named_price_list_replaces_the_catalog_prices():
     assert on_demand.cluster_price_per_h == pytest.approx(4 * 2.48 + 4 * 0.45)
     assert spot.energy_kwh == on_demand.energy_kwh and spot.cost_usd < on_demand.cost_usd
     with pytest.raises(ClusterSpecError, match="price list 'gcp-preemptible-2020' .*: no price_per_h for A100-80"):
-        summarize(simulate(parse_cluster("1x1:A100-80"), [], make_scheduler("fifo")),
-                  EnergyModel(price_list="gcp-preemptible-2020"))
+        summarize(
+            simulate(parse_cluster("1x1:A100-80"), [], make_scheduler("fifo")),
+            EnergyModel(price_list="gcp-preemptible-2020"),
+        )
 
 
 def test_a_cluster_with_no_jobs_costs_idle_power_times_time():
@@ -158,8 +163,7 @@ def test_carbon_integral_of_a_repeating_series():
     period = 5 * 1800.0
     total = sum(SERIES.g_per_kwh) * 1800.0
     c = carbon_integral(SERIES, np.array([0.0, 900.0, 1800.0, period, period + 2700.0, -900.0]))
-    assert c.tolist() == pytest.approx([0.0, 400 * 900, 400 * 1800, total, total + 400 * 1800 + 250 * 900,
-                                        -500 * 900])
+    assert c.tolist() == pytest.approx([0.0, 400 * 900, 400 * 1800, total, total + 400 * 1800 + 250 * 900, -500 * 900])
 
 
 def test_without_a_model_summaries_and_runs_are_unchanged(run):
@@ -168,8 +172,9 @@ def test_without_a_model_summaries_and_runs_are_unchanged(run):
     with_energy = summarize(run, MODEL)
     assert list(with_energy.to_dict()) == [*METRICS, *ENERGY_METRICS]
     assert {k: with_energy.to_dict()[k] for k in METRICS} == plain.to_dict()
-    assert list(job_frame(run).columns) == [c for c in job_frame(run, MODEL).columns
-                                            if c not in ("energy_kwh", "cost_usd", "co2_kg")]
+    assert list(job_frame(run).columns) == [
+        c for c in job_frame(run, MODEL).columns if c not in ("energy_kwh", "cost_usd", "co2_kg")
+    ]
     # the energy model is read by the metrics only: the simulation is bit-identical under any of them
     cluster = run.cluster
     again = simulate(cluster, run.jobs, make_scheduler("tiresias"), options=RunOptions(energy=MODEL))
@@ -190,7 +195,11 @@ def test_compare_shows_energy_rows_when_asked(run):
 
 
 def test_a_gpu_type_without_power_figures_is_named():
-    cluster = parse_cluster({"groups": [{"gpu_type": "X", "nodes": 1, "gpus_per_node": 2}],
-                             "gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1, "price_per_h": 1.0}]})
+    cluster = parse_cluster(
+        {
+            "groups": [{"gpu_type": "X", "nodes": 1, "gpus_per_node": 2}],
+            "gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1, "price_per_h": 1.0}],
+        }
+    )
     with pytest.raises(ClusterSpecError, match="^GPU type X has no power figures: give board_w"):
         summarize(simulate(cluster, [], make_scheduler("fifo")), EnergyModel())

@@ -49,25 +49,31 @@ def test_extra_metrics_are_added_to_every_run():
     assert "n_segments" in ev.stats()
 
 
-@pytest.mark.parametrize("text,match", [
-    ("no-such-scenario", "unknown scenario"),
-    ("jobs=10;load=1", "needs cluster="),
-    ("cluster=2x4:V100-32;colour=red", "unknown keys"),
-    ("cluster=2x4:V100-32;jobs=ten", "scenario spec"),
-    ("cluster=2x4:V100-32;jobs=0", "jobs must be >= 1"),
-    ("cluster=2x4:NOPE", "unknown GPU type"),
-])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("no-such-scenario", "unknown scenario"),
+        ("jobs=10;load=1", "needs cluster="),
+        ("cluster=2x4:V100-32;colour=red", "unknown keys"),
+        ("cluster=2x4:V100-32;jobs=ten", "scenario spec"),
+        ("cluster=2x4:V100-32;jobs=0", "jobs must be >= 1"),
+        ("cluster=2x4:NOPE", "unknown GPU type"),
+    ],
+)
 def test_bad_scenarios_are_one_line_errors(text, match):
     with pytest.raises(EngineError, match=match):
         parse_scenario(text)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"schedulers": ["first-fit", "first-fit"]}, "repeat"),
-    ({"schedulers": ["first-fit"], "baseline": "sjf"}, "baseline"),
-    ({"schedulers": ["nope"]}, "unknown scheduler"),
-    ({"schedulers": ["first-fit"], "seeds": []}, "at least one seed"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"schedulers": ["first-fit", "first-fit"]}, "repeat"),
+        ({"schedulers": ["first-fit"], "baseline": "sjf"}, "baseline"),
+        ({"schedulers": ["nope"]}, "unknown scheduler"),
+        ({"schedulers": ["first-fit"], "seeds": []}, "at least one seed"),
+    ],
+)
 def test_bad_evaluations_fail_before_running(kwargs, match):
     kw = {"seeds": 1, **kwargs}
     with pytest.raises(EngineError, match=match):
@@ -97,8 +103,23 @@ def test_a_long_job_in_a_trace_block_does_not_stand_for_load_after_its_arrivals(
 
 def test_cli_prints_table_and_writes_json(tmp_path, capsys):
     out = tmp_path / "ev.json"
-    assert main(["evaluate", "--schedulers", "first-fit,sjf", "--scenario", SPEC, "--seeds", "2",
-                 "--json", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--schedulers",
+                "first-fit,sjf",
+                "--scenario",
+                SPEC,
+                "--seeds",
+                "2",
+                "--json",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "mean_wait_s" in text and "paired difference vs first-fit" in text
     data = json.loads(out.read_text())
@@ -128,8 +149,9 @@ def test_trace_scenario_spec_skips_the_start_of_the_trace(traces_dir):
     plain = parse_scenario(f"cluster=8x8:V100-32;jobs=100;load=1.2;trace={path}")
     skipped = parse_scenario(f"cluster=8x8:V100-32;jobs=100;load=1.2;trace={path};skip=100")
     cluster = plain.build_cluster()
-    assert ([j.duration_s for j in skipped.workload.build_jobs(cluster, 0)]
-            == [j.duration_s for j in plain.workload.build_jobs(cluster, 1)])
+    assert [j.duration_s for j in skipped.workload.build_jobs(cluster, 0)] == [
+        j.duration_s for j in plain.workload.build_jobs(cluster, 1)
+    ]
     with pytest.raises(EngineError, match="skip=N needs trace"):
         parse_scenario("cluster=8x8:V100-32;skip=100")
 
@@ -155,8 +177,24 @@ def test_cli_preemption_model_makes_preemptions_cost_work(tmp_path, capsys):
     runs = {}
     for name, extra in (("free", []), ("costly", ["--checkpoint-interval", "600", "--restart-overhead", "120"])):
         out = tmp_path / f"{name}.json"
-        assert main(["evaluate", "--schedulers", "tiresias", "--scenario", spec, "--seeds", "2", "--json", str(out),
-                     "--quiet", *extra]) == 0
+        assert (
+            main(
+                [
+                    "evaluate",
+                    "--schedulers",
+                    "tiresias",
+                    "--scenario",
+                    spec,
+                    "--seeds",
+                    "2",
+                    "--json",
+                    str(out),
+                    "--quiet",
+                    *extra,
+                ]
+            )
+            == 0
+        )
         runs[name] = json.loads(out.read_text())["runs"]["tiresias"]
     text = capsys.readouterr().out
     assert "preempted jobs lose nothing" in text and "checkpoint every 600 s, restart costs 120 s" in text

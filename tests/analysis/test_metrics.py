@@ -55,10 +55,10 @@ def test_summary_of_hand_worked_fifo_run():
     assert s.makespan_s == 150
     assert s.utilization == pytest.approx((200 + 50 + 30) / (2 * 150))
     # per-user mean waits: user0 (0 + 90) / 2 = 45, b 80
-    assert s.gini_user_wait == pytest.approx(2 * 35 / (2 * 2 ** 2 * 62.5))  # sum |xi - xj| / (2 n^2 mean)
-    assert s.jain_user_wait == pytest.approx(125 ** 2 / (2 * (45 ** 2 + 80 ** 2)))
+    assert s.gini_user_wait == pytest.approx(2 * 35 / (2 * 2**2 * 62.5))  # sum |xi - xj| / (2 n^2 mean)
+    assert s.jain_user_wait == pytest.approx(125**2 / (2 * (45**2 + 80**2)))
     # GPU 0 busy 150 s, GPU 1 busy 130 s
-    assert s.gini_gpu_busy == pytest.approx(2 * 20 / (2 * 2 ** 2 * 140))
+    assert s.gini_gpu_busy == pytest.approx(2 * 20 / (2 * 2**2 * 140))
     assert s.fragmentation == 0 and s.comm_overhead_gpu_h == 0 and s.lost_gpu_h == 0
 
 
@@ -91,7 +91,11 @@ def test_wait_counts_time_back_in_the_queue_after_preemption(interval, lost_s, e
     # Job 0 runs 0-10, is preempted for job 1 (10-30), resumes at 30. A 4 s checkpoint interval rolls its
     # 10 s of work back to 8 s, so it runs 92 s more (2 GPU-s lost).
     jobs = [Job(0, 0.0, 100.0), Job(1, 10.0, 20.0)]
-    sim = Simulation(parse_cluster("1x1:generic"), jobs, options=RunOptions(preemption=PreemptionModel(checkpoint_interval_s=interval)))
+    sim = Simulation(
+        parse_cluster("1x1:generic"),
+        jobs,
+        options=RunOptions(preemption=PreemptionModel(checkpoint_interval_s=interval)),
+    )
     assert sim.reset().now_s == 0
     assert sim.step([Start(0, (0,))]) and sim.now_s == 10
     assert sim.step([Preempt(0), Start(1, (0,))]) and sim.now_s == 30
@@ -162,13 +166,16 @@ def test_busy_time_from_segments_matches_the_busy_series():
     assert job_frame(r)["gpu_s"].sum() == pytest.approx(integral)
 
 
-@pytest.mark.parametrize("values, g, j", [
-    ([1, 1, 1, 1], 0.0, 1.0),
-    ([0, 0, 0, 1], 0.75, 0.25),
-    ([1, 2, 3], 8 / 36, 36 / 42),
-    ([5], 0.0, 1.0),
-    ([0, 0, 0], 0.0, 1.0),  # conventions: nobody got anything, so everyone got the same
-])
+@pytest.mark.parametrize(
+    "values, g, j",
+    [
+        ([1, 1, 1, 1], 0.0, 1.0),
+        ([0, 0, 0, 1], 0.75, 0.25),
+        ([1, 2, 3], 8 / 36, 36 / 42),
+        ([5], 0.0, 1.0),
+        ([0, 0, 0], 0.0, 1.0),  # conventions: nobody got anything, so everyone got the same
+    ],
+)
 def test_gini_and_jain_on_known_vectors(values, g, j):
     assert gini(values) == pytest.approx(g)
     assert jain(values) == pytest.approx(j)
@@ -202,8 +209,9 @@ def test_registry_matches_summary_fields():
     assert [f.name for f in dataclasses.fields(DeadlineSummary)] == list(DEADLINE_METRICS)
     for key, m in ALL_METRICS.items():
         assert m.better in ("lower", "higher", None), key
-        assert m.label and m.doc and m.unit in ("s", "GPU-h", "jobs", "count", "ratio", "kWh", "USD", "USD/h",
-                                                "kg"), key
+        assert m.label and m.doc and m.unit in ("s", "GPU-h", "jobs", "count", "ratio", "kWh", "USD", "USD/h", "kg"), (
+            key
+        )
 
 
 def test_compare_and_best_columns():

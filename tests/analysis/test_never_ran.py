@@ -19,8 +19,14 @@ def test_an_empty_report_when_every_job_fits():
 @pytest.mark.parametrize("scheduler", ["fifo", "easy-backfill", "tiresias"])
 def test_before_a_run_equals_what_the_run_reports(scheduler):
     cluster = parse_cluster("1x4:T4,1x2:V100-32")
-    jobs = [Job(0, 0.0, 50.0, gpus=2), Job(1, 1.0, 50.0, gpus=6), Job(2, 2.0, 50.0, gpus=1, vram_gib=60.0),
-            Job(3, 3.0, 50.0, gpus=4, allowed_types=("H100-80",)), Job(4, 4.0, 50.0, gpus=16), Job(5, 5.0, 9.0)]
+    jobs = [
+        Job(0, 0.0, 50.0, gpus=2),
+        Job(1, 1.0, 50.0, gpus=6),
+        Job(2, 2.0, 50.0, gpus=1, vram_gib=60.0),
+        Job(3, 3.0, 50.0, gpus=4, allowed_types=("H100-80",)),
+        Job(4, 4.0, 50.0, gpus=16),
+        Job(5, 5.0, 9.0),
+    ]
     before = never_ran.before_run(cluster, jobs)
     after = never_ran.of_result(simulate(cluster, jobs, make_scheduler(scheduler)))
     assert before == after
@@ -38,4 +44,5 @@ def test_the_sentence_names_the_gpus_needed_and_what_the_cluster_has():
     assert never_ran.before_run(cluster, jobs).sentence() == (
         "2 of 3 jobs (66.7 %) can never run on this cluster: the widest (job 0) needs 32 GPUs "
         "of one type; the most any allowed type has is 16 (A100-80). Wait, JCT and utilisation count only the "
-        "jobs that ran.")
+        "jobs that ran."
+    )

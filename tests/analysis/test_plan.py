@@ -114,10 +114,12 @@ def test_a_cost_plan_over_two_shapes_is_the_cheapest_mix_that_meets_the_target()
         run = direct(best, jobs, row.scheduler)
         assert target.met_by(run) and row.value == run["mean_wait_s"]
         # Brute force: no mix of the two shapes (up to max_nodes of each) that costs less meets the target.
-        cheaper = [m for m in itertools.product(range(7), repeat=2) if any(m)
-                   and cluster_price_per_h(mix_cluster(shapes, m), "catalog") < row.cluster_price_per_h]
-        assert cheaper and not any(target.met_by(direct(mix_cluster(shapes, m), jobs, row.scheduler))
-                                   for m in cheaper)
+        cheaper = [
+            m
+            for m in itertools.product(range(7), repeat=2)
+            if any(m) and cluster_price_per_h(mix_cluster(shapes, m), "catalog") < row.cluster_price_per_h
+        ]
+        assert cheaper and not any(target.met_by(direct(mix_cluster(shapes, m), jobs, row.scheduler)) for m in cheaper)
         up = parse_cluster(row.runner_up)  # meets, costs no less, and is not the answer plus spare nodes
         assert target.met_by(direct(up, jobs, row.scheduler))
         assert row.cluster_price_per_h <= row.runner_up_price_per_h == cluster_price_per_h(up, "catalog")
@@ -130,8 +132,9 @@ def test_a_cost_plan_over_two_shapes_is_the_cheapest_mix_that_meets_the_target()
 def test_a_cost_plan_prices_by_the_price_list_and_checks_its_input():
     jobs = generate("1x4:V100-32", 20, load=1.0, seed=1)
     options = RunOptions(energy=EnergyModel(price_list="gcp-preemptible-2020"))
-    answer = plan_mix(jobs, ["2:V100-32", "4:P100"], "fifo", "mean_wait_s<=1e9", max_nodes=4, backend="serial",
-                      options=options)
+    answer = plan_mix(
+        jobs, ["2:V100-32", "4:P100"], "fifo", "mean_wait_s<=1e9", max_nodes=4, backend="serial", options=options
+    )
     assert answer.cluster_price_per_h[0] == pytest.approx(2 * 0.74 * answer.nodes[0][0] + 4 * 0.43 * answer.nodes[0][1])
     with pytest.raises(PlanError, match="minimize"):
         plan_mix(jobs, ["2:V100-32"], "fifo", "mean_wait_s<=1", minimize="gpus", backend="serial")

@@ -10,8 +10,14 @@ from engine import scheduler_names
 from engine.analysis.presets import PRESETS, PresetError, load_preset, read_preset
 from engine.errors import UnknownNameError
 
-EXPECTED = {"least-loaded-collapse", "head-of-line-blocking", "fractional-fragmentation", "heavy-user",
-            "topology-packing", "cheap-gpu-slow-jobs"}
+EXPECTED = {
+    "least-loaded-collapse",
+    "head-of-line-blocking",
+    "fractional-fragmentation",
+    "heavy-user",
+    "topology-packing",
+    "cheap-gpu-slow-jobs",
+}
 
 
 def test_the_teaching_presets_exist():
@@ -25,8 +31,10 @@ def check_lesson(preset, seed):
     """Fail (never skip) when ``preset`` names a scheduler that is not registered; else assert its lesson."""
     missing = sorted(set(preset.schedulers) - set(scheduler_names()))
     if missing:
-        pytest.fail(f"preset {preset.name!r} names unregistered scheduler(s) {', '.join(missing)} "
-                    f"(registered: {', '.join(scheduler_names())})")
+        pytest.fail(
+            f"preset {preset.name!r} names unregistered scheduler(s) {', '.join(missing)} "
+            f"(registered: {', '.join(scheduler_names())})"
+        )
     values = preset.measure(preset.run(seed))
     assert preset.lesson_holds(values), f"{preset.name} seed {seed}: {values} (expected {preset.expect})"
 
@@ -42,22 +50,34 @@ def test_unknown_preset_lists_names():
         load_preset("nope")
 
 
-GOOD = {"title": "t", "cluster": "1x4:T4", "workload": {"generate": {"n_jobs": 5}}, "schedulers": ["fifo", "sjf"],
-        "look_at": "x", "lesson": "y", "expect": {"metric": "mean_wait_s", "winners": ["sjf"], "loser": "fifo"}}
+GOOD = {
+    "title": "t",
+    "cluster": "1x4:T4",
+    "workload": {"generate": {"n_jobs": 5}},
+    "schedulers": ["fifo", "sjf"],
+    "look_at": "x",
+    "lesson": "y",
+    "expect": {"metric": "mean_wait_s", "winners": ["sjf"], "loser": "fifo"},
+}
 
 
-@pytest.mark.parametrize(("change", "match"), [
-    ({"schedulers": ["fifo"]}, "at least two"),
-    ({"colour": 1}, r"unknown keys \['colour'\]"),
-    ({"workload": {}}, "exactly one of"),
-    ({"workload": {"generate": {}}}, "n_jobs"),
-    ({"expect": {"metric": "jobs", "winners": ["sjf"], "loser": "fifo"}}, "not a metric with a direction"),
-    ({"expect": {"metric": "mean_wait_s", "winners": ["drf"], "loser": "fifo"}}, "not in 'schedulers'"),
-    ({"expect": {"metric": "utilization", "winners": ["sjf"], "loser": "fifo", "exclude_users": ["a"]}},
-     "exclude_users"),
-    ({"options": {"energy": {"pue": 0.5}}}, r"p.json: options.energy.pue must be a number >= 1, got 0.5"),
-    ({"options": {"colour": 1}}, r"unknown keys \['colour'\]"),
-])
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"schedulers": ["fifo"]}, "at least two"),
+        ({"colour": 1}, r"unknown keys \['colour'\]"),
+        ({"workload": {}}, "exactly one of"),
+        ({"workload": {"generate": {}}}, "n_jobs"),
+        ({"expect": {"metric": "jobs", "winners": ["sjf"], "loser": "fifo"}}, "not a metric with a direction"),
+        ({"expect": {"metric": "mean_wait_s", "winners": ["drf"], "loser": "fifo"}}, "not in 'schedulers'"),
+        (
+            {"expect": {"metric": "utilization", "winners": ["sjf"], "loser": "fifo", "exclude_users": ["a"]}},
+            "exclude_users",
+        ),
+        ({"options": {"energy": {"pue": 0.5}}}, r"p.json: options.energy.pue must be a number >= 1, got 0.5"),
+        ({"options": {"colour": 1}}, r"unknown keys \['colour'\]"),
+    ],
+)
 def test_bad_preset_files(tmp_path, change, match):
     path = tmp_path / "p.json"
     path.write_text(json.dumps({**GOOD, **change}))
@@ -76,8 +96,9 @@ def test_a_preset_naming_an_unknown_scheduler_fails(tmp_path):
 
 def test_lesson_check_follows_metric_direction(tmp_path):
     path = tmp_path / "p.json"
-    path.write_text(json.dumps({**GOOD, "expect": {"metric": "utilization", "winners": ["sjf"], "loser": "fifo",
-                                                   "factor": 1.5}}))
+    path.write_text(
+        json.dumps({**GOOD, "expect": {"metric": "utilization", "winners": ["sjf"], "loser": "fifo", "factor": 1.5}})
+    )
     preset = read_preset(path)
     assert preset.lesson_holds({"sjf": 0.9, "fifo": 0.5})
     assert not preset.lesson_holds({"sjf": 0.6, "fifo": 0.5})
@@ -101,15 +122,38 @@ def test_a_preset_file_of_the_older_form_is_a_scenario_and_a_lesson(tmp_path):
     from engine.traces.generator import generate
 
     # A literal copy of presets/heavy-user.json as it was written before presets were scenarios.
-    old = {"title": "One heavy user starves the others: DRF against FIFO", "cluster": "4x8:V100-32",
-           "workload": {"generate": {
-               "n_jobs": 300, "load": 1.0, "users": 5, "user_skew": 3.0, "mix": {"training": 0.4, "batch": 0.6},
-               "types": {"training": {"gpus": {"1": 0.3, "2": 0.3, "4": 0.4}, "vram_gib": {"16": 1.0},
-                                      "median_s": 3600, "sigma": 0.8},
-                         "batch": {"gpus": {"1": 1.0}, "vram_gib": {"8": 1.0}, "median_s": 1800, "sigma": 0.8}}}},
-           "schedulers": ["fifo", "first-fit", "drf"], "look_at": "The per-user table.", "lesson": "Arrival order.",
-           "expect": {"metric": "mean_wait_s", "winners": ["drf"], "loser": "fifo", "factor": 3.0,
-                      "exclude_users": ["user0"]}}
+    old = {
+        "title": "One heavy user starves the others: DRF against FIFO",
+        "cluster": "4x8:V100-32",
+        "workload": {
+            "generate": {
+                "n_jobs": 300,
+                "load": 1.0,
+                "users": 5,
+                "user_skew": 3.0,
+                "mix": {"training": 0.4, "batch": 0.6},
+                "types": {
+                    "training": {
+                        "gpus": {"1": 0.3, "2": 0.3, "4": 0.4},
+                        "vram_gib": {"16": 1.0},
+                        "median_s": 3600,
+                        "sigma": 0.8,
+                    },
+                    "batch": {"gpus": {"1": 1.0}, "vram_gib": {"8": 1.0}, "median_s": 1800, "sigma": 0.8},
+                },
+            }
+        },
+        "schedulers": ["fifo", "first-fit", "drf"],
+        "look_at": "The per-user table.",
+        "lesson": "Arrival order.",
+        "expect": {
+            "metric": "mean_wait_s",
+            "winners": ["drf"],
+            "loser": "fifo",
+            "factor": 3.0,
+            "exclude_users": ["user0"],
+        },
+    }
     path = tmp_path / "heavy.json"
     path.write_text(json.dumps(old))
     preset = read_preset(path)
@@ -127,8 +171,15 @@ def test_an_energy_lesson_is_measured_under_the_presets_energy_model(tmp_path):
     from engine.sim.options import EnergyModel
 
     path = tmp_path / "p.json"
-    path.write_text(json.dumps({**GOOD, "options": {"energy": {"pue": 2.0}},
-                                "expect": {"metric": "energy_kwh", "winners": ["sjf"], "loser": "fifo"}}))
+    path.write_text(
+        json.dumps(
+            {
+                **GOOD,
+                "options": {"energy": {"pue": 2.0}},
+                "expect": {"metric": "energy_kwh", "winners": ["sjf"], "loser": "fifo"},
+            }
+        )
+    )
     preset = read_preset(path)
     assert preset.scenario.options.energy == EnergyModel(pue=2.0)
     results = preset.run(0)

@@ -36,13 +36,20 @@ def _workload(stretch: float = 1.0):
     enough for 2000-hour MTBFs to matter)."""
     cluster = parse_cluster("16x8:A100-80")
     jobs = generate(cluster, 800, load=3.0, seed=6)
-    return cluster, [dataclasses.replace(j, submit_s=j.submit_s * stretch, duration_s=j.duration_s * stretch,
-                                         estimate_s=j.estimate_s * stretch) for j in jobs]
+    return cluster, [
+        dataclasses.replace(
+            j, submit_s=j.submit_s * stretch, duration_s=j.duration_s * stretch, estimate_s=j.estimate_s * stretch
+        )
+        for j in jobs
+    ]
 
 
 def test_status_names_follow_the_codes():
     assert (STATUS_NAMES[COMPLETED], STATUS_NAMES[UNSCHEDULABLE], STATUS_NAMES[FAILED]) == (
-        "completed", "unschedulable", "failed")
+        "completed",
+        "unschedulable",
+        "failed",
+    )
 
 
 def test_node_failures_cost_work_and_lower_ettr():
@@ -56,11 +63,12 @@ def test_node_failures_cost_work_and_lower_ettr():
         assert rel.interruptions > 0 and rel.failure_lost_gpu_h > 0 and rel.restart_gpu_h > 0
         assert 0.5 < rel.ettr < 1.0 and 0.9 < rel.availability < 1.0
         assert rel.failed_jobs == 0 and rel.failed_job_gpu_h == 0.0
-        assert list(summary.to_dict())[-len(RELIABILITY_METRICS):] == list(RELIABILITY_METRICS)
+        assert list(summary.to_dict())[-len(RELIABILITY_METRICS) :] == list(RELIABILITY_METRICS)
         # ETTR by hand: each job's useful share is duration / work performed (the lost work and restarts added)
         frame = job_frame(result)
-        performed = frame["duration_s"] + (frame["lost_gpu_s"] + frame["failure_lost_gpu_s"]
-                                           + frame["restart_gpu_s"]) / (frame["gpus"] * frame["gpu_fraction"])
+        performed = frame["duration_s"] + (
+            frame["lost_gpu_s"] + frame["failure_lost_gpu_s"] + frame["restart_gpu_s"]
+        ) / (frame["gpus"] * frame["gpu_fraction"])
         useful = (frame["gpu_s"] * frame["duration_s"] / performed).sum()
         assert rel.ettr == pytest.approx(useful / frame["gpu_s"].sum())
 
@@ -81,8 +89,9 @@ def test_without_failures_nothing_is_lost():
 
 def test_failed_jobs_are_counted_apart_and_their_gpu_time_is_not_useful():
     cluster, jobs = _workload()
-    result = simulate(cluster, jobs, make_scheduler("fifo"), seed=11, options=RunOptions(
-        failures=FailureModel(job_failure_rate=0.3)))
+    result = simulate(
+        cluster, jobs, make_scheduler("fifo"), seed=11, options=RunOptions(failures=FailureModel(job_failure_rate=0.3))
+    )
     summary = summarize(result)
     failed = result.status == FAILED
     assert summary.reliability.failed_jobs == failed.sum() > 0
@@ -98,8 +107,9 @@ def test_failed_jobs_are_counted_apart_and_their_gpu_time_is_not_useful():
 
 def test_checkpoint_cost_is_its_own_cause():
     cluster = parse_cluster("1x1:generic")
-    options = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=600.0),
-                         failures=FailureModel(checkpoint_cost_s=30.0))
+    options = RunOptions(
+        preemption=PreemptionModel(checkpoint_interval_s=600.0), failures=FailureModel(checkpoint_cost_s=30.0)
+    )
     result = simulate(cluster, [Job(0, 0.0, 1800.0)], make_scheduler("fifo"), options=options)
     rel = summarize(result).reliability
     assert rel.checkpoint_gpu_h == pytest.approx(60.0 / 3600) and rel.ettr == pytest.approx(1800.0 / 1860.0)
@@ -107,8 +117,13 @@ def test_checkpoint_cost_is_its_own_cause():
 
 def test_availability_over_time_and_interruptions_by_size():
     cluster, jobs = _workload()
-    result = simulate(cluster, jobs, make_scheduler("fifo"), seed=11,
-                      options=RunOptions(preemption=COSTLY, failures=FailureModel(mtbf_h=300.0, repair_h=4.0)))
+    result = simulate(
+        cluster,
+        jobs,
+        make_scheduler("fifo"),
+        seed=11,
+        options=RunOptions(preemption=COSTLY, failures=FailureModel(mtbf_h=300.0, repair_h=4.0)),
+    )
     series = availability_series(result)
     assert series["t_s"].iloc[0] == 0.0 and series["up_gpus"].iloc[0] == cluster.n_gpus
     assert series["up_gpus"].min() < cluster.n_gpus and series["t_s"].is_monotonic_increasing
@@ -134,10 +149,13 @@ def test_the_best_checkpoint_interval_is_near_young_daly():
     young_daly_h = math.sqrt(2 * 300.0 * 100.0 * 3600.0) / 3600.0
     ettrs = {}
     for interval_h in (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0):
-        options = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=interval_h * 3600.0),
-                             failures=FailureModel(mtbf_h=100.0, repair_h=0.0, checkpoint_cost_s=300.0))
-        ettrs[interval_h] = summarize(simulate(cluster, jobs, make_scheduler("fifo"), seed=1,
-                                               options=options)).reliability.ettr
+        options = RunOptions(
+            preemption=PreemptionModel(checkpoint_interval_s=interval_h * 3600.0),
+            failures=FailureModel(mtbf_h=100.0, repair_h=0.0, checkpoint_cost_s=300.0),
+        )
+        ettrs[interval_h] = summarize(
+            simulate(cluster, jobs, make_scheduler("fifo"), seed=1, options=options)
+        ).reliability.ettr
     best = max(ettrs, key=ettrs.get)
     assert young_daly_h / 2 <= best <= young_daly_h * 2
     assert ettrs[0.5] < ettrs[best] - 0.05 and ettrs[32.0] < ettrs[best] - 0.05

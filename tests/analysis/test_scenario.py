@@ -9,12 +9,25 @@ from engine.errors import EngineError
 
 TRACE = Scenario(
     cluster='{"groups": [{"gpu_type": "T4", "nodes": 2, "gpus_per_node": 4, "rack": "r1"}]}',
-    workload=WorkloadSpec(source="trace", trace_sha256=content_hash(b"abc"), trace_name="jobs.swf",
-                          trace_format="swf", time_unit="ms", column_map=(("submit", "t0"), ("gpus", "n")),
-                          first=50, skip_bad=True),
-    schedulers=("fifo", "sjf+best-fit"), seed=7, name="mine")
-GENERATED = Scenario(workload=WorkloadSpec(n_jobs=1234, load=1.25, seed=3, arrival="diurnal", users=9,
-                                           mix=(("training", 0.5), ("inference", 0.25))))
+    workload=WorkloadSpec(
+        source="trace",
+        trace_sha256=content_hash(b"abc"),
+        trace_name="jobs.swf",
+        trace_format="swf",
+        time_unit="ms",
+        column_map=(("submit", "t0"), ("gpus", "n")),
+        first=50,
+        skip_bad=True,
+    ),
+    schedulers=("fifo", "sjf+best-fit"),
+    seed=7,
+    name="mine",
+)
+GENERATED = Scenario(
+    workload=WorkloadSpec(
+        n_jobs=1234, load=1.25, seed=3, arrival="diurnal", users=9, mix=(("training", 0.5), ("inference", 0.25))
+    )
+)
 
 
 @pytest.mark.parametrize("scenario", [Scenario(), TRACE, GENERATED], ids=["default", "trace", "generated"])
@@ -43,16 +56,19 @@ def test_build_cluster_reads_shorthand_and_json():
     assert TRACE.build_cluster().layout.rack_names == ("r1",)
 
 
-@pytest.mark.parametrize("data, words", [
-    ({"cluster": "1x1:T4", "colour": 1}, "unknown keys"),
-    ({"cluster": "1x1:T4", "workload": {"n_jobs": "many"}}, "n_jobs must be an integer"),
-    ({"cluster": "1x1:T4", "workload": {"load": 0}}, "load must be a number in (0, 4]"),
-    ({"cluster": "1x1:T4", "workload": {"arrival": "weekly"}}, "arrival 'weekly'"),
-    ({"cluster": "1x1:T4", "workload": {"source": "trace"}}, "trace_sha256"),
-    ({"cluster": "1x1:T4", "schedulers": "fifo"}, "list of scheduler names"),
-    ({"cluster": "1x1:T4", "schedulers": ["fifo", "fifo"]}, "twice"),
-    ({"cluster": ""}, "non-empty"),
-])
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        ({"cluster": "1x1:T4", "colour": 1}, "unknown keys"),
+        ({"cluster": "1x1:T4", "workload": {"n_jobs": "many"}}, "n_jobs must be an integer"),
+        ({"cluster": "1x1:T4", "workload": {"load": 0}}, "load must be a number in (0, 4]"),
+        ({"cluster": "1x1:T4", "workload": {"arrival": "weekly"}}, "arrival 'weekly'"),
+        ({"cluster": "1x1:T4", "workload": {"source": "trace"}}, "trace_sha256"),
+        ({"cluster": "1x1:T4", "schedulers": "fifo"}, "list of scheduler names"),
+        ({"cluster": "1x1:T4", "schedulers": ["fifo", "fifo"]}, "twice"),
+        ({"cluster": ""}, "non-empty"),
+    ],
+)
 def test_bad_scenarios_name_the_field(data, words):
     with pytest.raises(ScenarioError) as err:
         Scenario.from_dict(data)
@@ -103,9 +119,17 @@ def test_every_preset_becomes_a_scenario_with_the_presets_jobs():
 def test_run_options_and_trace_cuts_round_trip_through_json_and_links():
     from engine.sim.options import PreemptionModel, RunOptions
 
-    sc = Scenario(workload=WorkloadSpec(source="trace", trace_sha256=content_hash(b"x"), trace_name="t.csv",
-                                        window=(0.0, 3600.0), load_scale=2.0, skip=5),
-                  options=RunOptions(preemption=PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0)))
+    sc = Scenario(
+        workload=WorkloadSpec(
+            source="trace",
+            trace_sha256=content_hash(b"x"),
+            trace_name="t.csv",
+            window=(0.0, 3600.0),
+            load_scale=2.0,
+            skip=5,
+        ),
+        options=RunOptions(preemption=PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0)),
+    )
     assert Scenario.from_json(sc.to_json()) == sc and Scenario.from_query(sc.to_query()) == sc
     assert json.loads(sc.to_json())["options"]["preemption"]["checkpoint_interval_s"] == 1800.0
     typed = Scenario(workload=WorkloadSpec(types={"training": {"median_s": 600}}, user_skew=2.0))
@@ -136,14 +160,17 @@ def test_untrusted_scenarios_name_no_trace_file():
     assert Scenario.from_dict(data, trusted=True).workload.trace_path == "/etc/passwd"
 
 
-@pytest.mark.parametrize("workload, message", [
-    ({"load": "x"}, "scenario.workload.load must be a number in (0, 4], got 'x'"),
-    ({"user_skew": -1}, "scenario.workload.user_skew must be a number in [0, 10], got -1"),
-    ({"block": -1}, "scenario.workload.block must be an integer from 0 to 100,000, got -1"),
-    ({"window": [5, 1]}, "scenario.workload.window must be [START_S, END_S]"),
-    ({"types": {"training": {"colour": 1}}}, "scenario.workload.types: job type 'training': unknown keys"),
-    ({"mix": {"gaming": 1.0}}, "scenario.workload.mix: unknown job type 'gaming'"),
-])
+@pytest.mark.parametrize(
+    "workload, message",
+    [
+        ({"load": "x"}, "scenario.workload.load must be a number in (0, 4], got 'x'"),
+        ({"user_skew": -1}, "scenario.workload.user_skew must be a number in [0, 10], got -1"),
+        ({"block": -1}, "scenario.workload.block must be an integer from 0 to 100,000, got -1"),
+        ({"window": [5, 1]}, "scenario.workload.window must be [START_S, END_S]"),
+        ({"types": {"training": {"colour": 1}}}, "scenario.workload.types: job type 'training': unknown keys"),
+        ({"mix": {"gaming": 1.0}}, "scenario.workload.mix: unknown job type 'gaming'"),
+    ],
+)
 def test_every_bound_is_checked_in_one_place_and_names_the_key(workload, message):
     with pytest.raises(ScenarioError) as err:
         Scenario.from_dict({"cluster": "1x4:T4", "workload": workload})
@@ -153,10 +180,29 @@ def test_every_bound_is_checked_in_one_place_and_names_the_key(workload, message
 def test_a_scenario_file_the_app_wrote_before_run_options_still_loads():
     from engine.traces.generator import generate
 
-    old = {"cluster": "2x4:V100-32", "name": "", "schedulers": ["fifo", "sjf"], "seed": 0,
-           "workload": {"arrival": "poisson", "column_map": {}, "first": 0, "load": 1.2, "mix": {"training": 1.0},
-                        "n_jobs": 40, "preset": "", "seed": 3, "skip_bad": False, "source": "generate",
-                        "time_unit": "", "trace_format": "", "trace_name": "", "trace_sha256": "", "users": 6}}
+    old = {
+        "cluster": "2x4:V100-32",
+        "name": "",
+        "schedulers": ["fifo", "sjf"],
+        "seed": 0,
+        "workload": {
+            "arrival": "poisson",
+            "column_map": {},
+            "first": 0,
+            "load": 1.2,
+            "mix": {"training": 1.0},
+            "n_jobs": 40,
+            "preset": "",
+            "seed": 3,
+            "skip_bad": False,
+            "source": "generate",
+            "time_unit": "",
+            "trace_format": "",
+            "trace_name": "",
+            "trace_sha256": "",
+            "users": 6,
+        },
+    }
     sc = Scenario.from_json(json.dumps(old))
     cluster = sc.build_cluster()
     assert sc.build_jobs(cluster) == generate(cluster, 40, 1.2, 3, mix={"training": 1.0}, users=6)
@@ -165,8 +211,13 @@ def test_a_scenario_file_the_app_wrote_before_run_options_still_loads():
 def test_an_old_link_still_loads():
     from engine.traces.generator import generate
 
-    old = {"cluster": "2x4:V100-32", "sched": "fifo,sjf", "w.n_jobs": "40", "w.seed": "2",
-           "w.mix": "batch:0.5,training:0.5"}
+    old = {
+        "cluster": "2x4:V100-32",
+        "sched": "fifo,sjf",
+        "w.n_jobs": "40",
+        "w.seed": "2",
+        "w.mix": "batch:0.5,training:0.5",
+    }
     sc = Scenario.from_query(old)
     cluster = sc.build_cluster()
     assert sc.schedulers == ("fifo", "sjf") and sc.workload.users == 6 and sc.workload.load == 0.9

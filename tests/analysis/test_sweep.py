@@ -29,8 +29,26 @@ pytestmark = pytest.mark.timeout(300)  # Ray's start on a loaded 2-core machine 
 def cli_metrics(tmp_path: Path, cluster: str, trace: str, scheduler: str, seed: int, *extra: str) -> dict:
     """``python -m engine simulate ... --json`` (in-process): the metrics a sweep row must equal."""
     out = tmp_path / f"sim-{scheduler}-{seed}.json"
-    assert main(["simulate", "--cluster", cluster, "--trace", trace, "--scheduler", scheduler, "--seed", str(seed),
-                 "--quiet", "--json", str(out), *extra]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "--cluster",
+                cluster,
+                "--trace",
+                trace,
+                "--scheduler",
+                scheduler,
+                "--seed",
+                str(seed),
+                "--quiet",
+                "--json",
+                str(out),
+                *extra,
+            ]
+        )
+        == 0
+    )
     return json.loads(out.read_text())
 
 
@@ -39,8 +57,9 @@ def same(row: pd.Series, metrics: dict) -> bool:
 
 
 def test_rows_equal_generate_then_simulate_on_the_command_line(ray_local, tmp_path, capsys):
-    spec = SweepSpec.grid(clusters=("2x4:V100-32", "1x8:A100-80"), schedulers=("fifo", "sjf"), jobs=40,
-                     loads=(0.7, 1.3), seeds=2)
+    spec = SweepSpec.grid(
+        clusters=("2x4:V100-32", "1x8:A100-80"), schedulers=("fifo", "sjf"), jobs=40, loads=(0.7, 1.3), seeds=2
+    )
     frame = run_sweep(spec)
     assert frame.attrs["meta"]["backend"] == "ray" and frame.attrs["meta"]["address"] == ray_local
     assert list(frame.columns) == [*CELL_COLUMNS, *METRICS]
@@ -49,11 +68,31 @@ def test_rows_equal_generate_then_simulate_on_the_command_line(ray_local, tmp_pa
         for load in spec.loads:
             for seed in range(spec.seeds):
                 trace = tmp_path / f"gen-{cluster.replace(':', '_')}-{load}-{seed}.csv"
-                assert main(["generate", "--cluster", cluster, "--jobs", "40", "--load", str(load), "--seed",
-                             str(seed), "--out", str(trace)]) == 0
+                assert (
+                    main(
+                        [
+                            "generate",
+                            "--cluster",
+                            cluster,
+                            "--jobs",
+                            "40",
+                            "--load",
+                            str(load),
+                            "--seed",
+                            str(seed),
+                            "--out",
+                            str(trace),
+                        ]
+                    )
+                    == 0
+                )
                 for scheduler in spec.schedulers:
-                    row = frame[(frame.cluster == cluster) & (frame.load == load) & (frame.seed == seed)
-                                & (frame.scheduler == scheduler)]
+                    row = frame[
+                        (frame.cluster == cluster)
+                        & (frame.load == load)
+                        & (frame.seed == seed)
+                        & (frame.scheduler == scheduler)
+                    ]
                     assert len(row) == 1
                     assert same(row.iloc[0], cli_metrics(tmp_path, cluster, str(trace), scheduler, seed))
     capsys.readouterr()
@@ -65,8 +104,9 @@ def test_rows_equal_generate_then_simulate_on_the_command_line(ray_local, tmp_pa
 
 def test_trace_rows_equal_simulate_with_load_scale(ray_local, tmp_path, capsys):
     trace = str(write_csv(generate("2x4:T4", 50, load=0.8, seed=4), tmp_path / "t.csv"))
-    spec = SweepSpec.grid(clusters=("2x4:T4",), schedulers=("first-fit", "easy-backfill"), trace=trace,
-                     loads=(1.0, 2.5), seeds=2)
+    spec = SweepSpec.grid(
+        clusters=("2x4:T4",), schedulers=("first-fit", "easy-backfill"), trace=trace, loads=(1.0, 2.5), seeds=2
+    )
     frame = run_sweep(spec)
     assert len(frame) == 8
     for row in frame.itertuples():
@@ -94,25 +134,38 @@ class _Broken:
 
 
 def test_a_failing_cell_is_reported_with_its_parameters_and_the_others_complete(ray_local):
-    spec = SweepSpec.grid(clusters=("2x4:V100-32", "2x8:V100-32"), schedulers=("fifo", "broken"), jobs=30,
-                     loads=(0.9,), seeds=2)
+    spec = SweepSpec.grid(
+        clusters=("2x4:V100-32", "2x8:V100-32"), schedulers=("fifo", "broken"), jobs=30, loads=(0.9,), seeds=2
+    )
     frame = run_sweep(spec, factories={"broken": _Broken})
     failures = frame.attrs["failures"]
-    assert [(f["cluster"], f["load"], f["seed"], f["scheduler"]) for f in failures] == \
-        [("2x8:V100-32", 0.9, 0, "broken"), ("2x8:V100-32", 0.9, 1, "broken")]
+    assert [(f["cluster"], f["load"], f["seed"], f["scheduler"]) for f in failures] == [
+        ("2x8:V100-32", 0.9, 0, "broken"),
+        ("2x8:V100-32", 0.9, 1, "broken"),
+    ]
     assert all(f["error"] == "RuntimeError: cannot schedule 16 GPUs" for f in failures)
     assert frame.attrs["meta"]["failed"] == 2 and frame.attrs["meta"]["completed"] == 6
-    assert set(zip(frame.cluster, frame.scheduler)) == {("2x4:V100-32", "fifo"), ("2x4:V100-32", "broken"),
-                                                        ("2x8:V100-32", "fifo")}
+    assert set(zip(frame.cluster, frame.scheduler)) == {
+        ("2x4:V100-32", "fifo"),
+        ("2x4:V100-32", "broken"),
+        ("2x8:V100-32", "fifo"),
+    }
     assert (frame.completed == 30).all()
 
 
 def test_spec_round_trips_through_json_and_refuses_bad_input():
-    spec = SweepSpec.grid(clusters=("4x8:A100-80",), schedulers=("fifo", "sjf"), jobs=100, loads=(0.5, 1.0), seeds=3,
-                     generator={"users": 6, "arrival": "bursty"})
+    spec = SweepSpec.grid(
+        clusters=("4x8:A100-80",),
+        schedulers=("fifo", "sjf"),
+        jobs=100,
+        loads=(0.5, 1.0),
+        seeds=3,
+        generator={"users": 6, "arrival": "bursty"},
+    )
     assert SweepSpec.from_json(spec.to_json()) == spec
-    trace_spec = SweepSpec.grid(clusters=("2x4:T4",), schedulers=("fifo",), trace="t.csv",
-                           trace_options={"window": (0.0, 3600.0), "first": 10})
+    trace_spec = SweepSpec.grid(
+        clusters=("2x4:T4",), schedulers=("fifo",), trace="t.csv", trace_options={"window": (0.0, 3600.0), "first": 10}
+    )
     assert trace_spec.loads == (1.0,) and SweepSpec.from_json(trace_spec.to_json(), trusted=True) == trace_spec
     with pytest.raises(SweepError, match="trace_sha256 only"):  # a file from elsewhere names no server path
         SweepSpec.from_json(trace_spec.to_json())
@@ -121,15 +174,27 @@ def test_spec_round_trips_through_json_and_refuses_bad_input():
         ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "jobs": 10, "loads": [0.5], "trace": "x"}, "not both"),
         ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "jobs": 10, "loads": [0.5], "colour": 1}, "unknown keys"),
         ({"clusters": ["2x4:T4"], "schedulers": ["fifo", "fifo"], "jobs": 10, "loads": [0.5]}, "more than once"),
-        ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "jobs": 10, "loads": [0.0]}, "load must be a number in (0, 4]"),
+        (
+            {"clusters": ["2x4:T4"], "schedulers": ["fifo"], "jobs": 10, "loads": [0.0]},
+            "load must be a number in (0, 4]",
+        ),
         ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "jobs": 10, "loads": [0.5], "seeds": 0}, "seeds"),
-        ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "jobs": 10, "loads": [0.5], "generator": {"x": 1}},
-         "generator"),
+        (
+            {"clusters": ["2x4:T4"], "schedulers": ["fifo"], "jobs": 10, "loads": [0.5], "generator": {"x": 1}},
+            "generator",
+        ),
         ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "trace": "t.csv", "trace_options": 5}, "trace_options"),
-        ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "trace": "t.csv", "trace_options": {"window": 3}},
-         "window"),
-        ({"clusters": [f"{n}x4:T4" for n in range(1, 101)], "schedulers": [f"s{i}" for i in range(10)],
-          "jobs": 10, "loads": [i / 25 for i in range(1, 101)], "seeds": 2}, "at most 100,000"),
+        ({"clusters": ["2x4:T4"], "schedulers": ["fifo"], "trace": "t.csv", "trace_options": {"window": 3}}, "window"),
+        (
+            {
+                "clusters": [f"{n}x4:T4" for n in range(1, 101)],
+                "schedulers": [f"s{i}" for i in range(10)],
+                "jobs": 10,
+                "loads": [i / 25 for i in range(1, 101)],
+                "seeds": 2,
+            },
+            "at most 100,000",
+        ),
     ]
     for data, message in bad:
         with pytest.raises(SweepError, match="(?s).*" + message.replace("(", r"\(").replace(")", r"\)")):
@@ -144,16 +209,19 @@ def test_unknown_names_fail_before_any_cell_runs():
 
 
 def test_import_engine_imports_neither_ray_nor_pandas():
-    code = ("import sys, engine; assert callable(engine.sweep) and callable(engine.plan); "
-            "print(sorted(m for m in ('ray', 'pandas') if m in sys.modules))")
+    code = (
+        "import sys, engine; assert callable(engine.sweep) and callable(engine.plan); "
+        "print(sorted(m for m in ('ray', 'pandas') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_with_energy_every_row_adds_cost_and_energy_as_simulate_prints_them(tmp_path, capsys):
     options = RunOptions(energy=EnergyModel(pue=1.2, carbon_g_per_kwh=300.0, price_list="on-demand"))
-    spec = SweepSpec.grid(clusters=("1x4:T4", "1x2:A100-80"), schedulers=("fifo", "sjf"), jobs=20, loads=(1.2,),
-                          options=options)
+    spec = SweepSpec.grid(
+        clusters=("1x4:T4", "1x2:A100-80"), schedulers=("fifo", "sjf"), jobs=20, loads=(1.2,), options=options
+    )
     frame = run_sweep(spec, backend="serial", energy=True)
     assert list(frame.columns) == [*CELL_COLUMNS, *METRICS, *ENERGY_METRICS] and len(frame) == 4
     assert list(run_sweep(spec, backend="serial").columns) == [*CELL_COLUMNS, *METRICS]
@@ -162,8 +230,19 @@ def test_with_energy_every_row_adds_cost_and_energy_as_simulate_prints_them(tmp_
         assert main(["generate", "--cluster", cluster, "--jobs", "20", "--load", "1.2", "--out", str(trace)]) == 0
         for scheduler in spec.schedulers:
             row = frame[(frame.cluster == cluster) & (frame.scheduler == scheduler)].iloc[0]
-            direct = cli_metrics(tmp_path, cluster, str(trace), scheduler, 0, "--pue", "1.2", "--carbon", "300",
-                                 "--price-list", "on-demand")
+            direct = cli_metrics(
+                tmp_path,
+                cluster,
+                str(trace),
+                scheduler,
+                0,
+                "--pue",
+                "1.2",
+                "--carbon",
+                "300",
+                "--price-list",
+                "on-demand",
+            )
             assert set(ENERGY_METRICS) <= set(direct) and same(row, direct)
     assert frame["cost_usd"].gt(0).all() and frame["co2_kg"].gt(0).all()
     capsys.readouterr()

@@ -39,11 +39,13 @@ def test_carbon_is_a_constant_a_csv_or_the_series_held_and_bad_files_are_one_lin
     day = energy.carbon_of(None, ("daily.csv", DAILY), 480.0)
     assert isinstance(day, CarbonSeries) and len(day.g_per_kwh) == 24 and day.step_s == 3600.0
     assert energy.carbon_of(None, None, day) is day
-    for upload, words in (((None, None), "upload a CSV"),
-                          (("bad.csv", b"time,co2\n0,1\n"), "bad.csv"),
-                          (("gap.csv", b"timestamp,carbon_intensity\n0,1\n3600,2\n10800,3\n"), "evenly spaced"),
-                          (("nan.csv", b"timestamp,carbon_intensity\n0,1\n3600,nan\n"), "finite number >= 0"),
-                          (("bin.csv", b"\xff\xfe\x00"), "not UTF-8")):
+    for upload, words in (
+        ((None, None), "upload a CSV"),
+        (("bad.csv", b"time,co2\n0,1\n"), "bad.csv"),
+        (("gap.csv", b"timestamp,carbon_intensity\n0,1\n3600,2\n10800,3\n"), "evenly spaced"),
+        (("nan.csv", b"timestamp,carbon_intensity\n0,1\n3600,nan\n"), "finite number >= 0"),
+        (("bin.csv", b"\xff\xfe\x00"), "not UTF-8"),
+    ):
         with pytest.raises(EngineError, match=words) as err:
             energy.carbon_of(None, None if upload[0] is None else upload, 480.0)
         assert "\n" not in str(err.value)
@@ -79,16 +81,25 @@ def test_cluster_page_sets_the_energy_model_and_a_bad_carbon_csv_is_an_inline_er
     assert not any(k.startswith("o.energy") for k in at.query_params)
 
 
-ENERGY_QUERY = {"cluster": "1x4:A100-80,1x4:T4", "sched": "first-fit,cost-aware", "w.n_jobs": "40",
-                "o.energy.pue": "1.2"}
+ENERGY_QUERY = {
+    "cluster": "1x4:A100-80,1x4:T4",
+    "sched": "first-fit,cost-aware",
+    "w.n_jobs": "40",
+    "o.energy.pue": "1.2",
+}
 
 
 def downloaded(filename: str) -> bytes:
     """The bytes of the page's latest download of ``filename`` (AppTest keeps them in its media storage)."""
     from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
-    files = [f for o in gc.get_objects() if isinstance(o, MemoryMediaFileStorage)
-             for f in o._files_by_id.values() if f.filename == filename]
+    files = [
+        f
+        for o in gc.get_objects()
+        if isinstance(o, MemoryMediaFileStorage)
+        for f in o._files_by_id.values()
+        if f.filename == filename
+    ]
     assert files, f"no download called {filename}"
     return files[-1].content
 
@@ -112,7 +123,9 @@ def test_compare_shows_energy_rows_per_user_power_and_exports_them_when_the_scen
     assert sum(t.get("yaxis") == "y3" for t in series["data"]) == len(results)  # a power line per run
     payload = json.loads(downloaded("results.json"))
     assert payload["energy_model"]["pue"] == 1.2
-    assert payload["summaries"]["cost-aware"]["cost_usd"] == summarize(results["cost-aware"], energy=model).value("cost_usd")
+    assert payload["summaries"]["cost-aware"]["cost_usd"] == summarize(results["cost-aware"], energy=model).value(
+        "cost_usd"
+    )
     # Over several workload seeds, the energy rows get their confidence intervals too.
     at.number_input(key="compare_seeds").set_value(2)
     at.button(key="compare_run").click().run()
@@ -195,8 +208,12 @@ def test_the_cheap_gpu_preset_opens_compare_with_its_energy_model_and_shows_its_
 
 
 def test_a_gpu_type_without_watts_is_one_line_and_the_other_metrics_still_show():
-    cluster = json.dumps({"groups": [{"gpu_type": "MY-GPU", "nodes": 1, "gpus_per_node": 4}],
-                          "gpu_types": [{"name": "MY-GPU", "vram_gib": 48, "speed": 1.5}]})
+    cluster = json.dumps(
+        {
+            "groups": [{"gpu_type": "MY-GPU", "nodes": 1, "gpus_per_node": 4}],
+            "gpu_types": [{"name": "MY-GPU", "vram_gib": 48, "speed": 1.5}],
+        }
+    )
     at = app("app_pages/compare.py", query={**ENERGY_QUERY, "cluster": cluster, "sched": "fifo"})
     at.button(key="compare_run").click().run()
     assert not at.exception

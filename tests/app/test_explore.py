@@ -80,13 +80,21 @@ def test_a_capacity_plan_shows_the_fewest_nodes_and_its_curve(ray_local):
     for row in answer.itertuples():
         assert shown[row.scheduler] == (f"{row.nodes} node{'' if row.nodes == 1 else 's'}", f"{row.gpus} GPUs in all")
     table = at.dataframe[-1].value
-    assert list(table.columns) == ["scheduler", "fewest nodes", "GPUs", "metric", "value there",
-                                   "with one node fewer", "problem"]
+    assert list(table.columns) == [
+        "scheduler",
+        "fewest nodes",
+        "GPUs",
+        "metric",
+        "value there",
+        "with one node fewer",
+        "problem",
+    ]
     assert not table.isin([None, "None"]).any().any() and set(table["metric"]) == {"Mean wait"}
     figure = next(c for c in charts(at) if "against nodes" in c["layout"]["title"]["text"])
     assert {t["name"] for t in figure["data"] if t.get("mode") == "lines+markers"} == {"fifo", "sjf"}
-    scale = {"Mean wait (s)": 1, "Mean wait (min)": 60, "Mean wait (h)": 3600,
-             "Mean wait (d)": 86_400}[figure["layout"]["yaxis"]["title"]["text"]]
+    scale = {"Mean wait (s)": 1, "Mean wait (min)": 60, "Mean wait (h)": 3600, "Mean wait (d)": 86_400}[
+        figure["layout"]["yaxis"]["title"]["text"]
+    ]
     assert figure["layout"]["shapes"][0]["y0"] == 900.0 / scale  # the target line
 
 

@@ -48,8 +48,11 @@ def test_an_uncaught_error_shows_one_line_with_no_traceback_or_server_paths(monk
     from engine.traces import mapped
 
     shown = tomllib.loads((common.REPO / ".streamlit" / "config.toml").read_text())["client"].get("showErrorDetails")
-    monkeypatch.setattr(config, "get_option", lambda key, get=config.get_option: (
-        shown or "full") if key == "client.showErrorDetails" else get(key))
+    monkeypatch.setattr(
+        config,
+        "get_option",
+        lambda key, get=config.get_option: (shown or "full") if key == "client.showErrorDetails" else get(key),
+    )
     monkeypatch.setattr(mapped, "preview", lambda data: 1 / 0)
     at = workload_page()
     at.file_uploader(key="trace_upload").upload("any.csv", b"a,b\n1,2\n")
@@ -87,8 +90,11 @@ EVIL = "[x](http://evil.example/a)"
 
 
 def markdown_bodies(at) -> list[str]:
-    return [e.value for kind in ("markdown", "caption", "info", "error", "warning", "success", "subheader")
-            for e in getattr(at, kind)]
+    return [
+        e.value
+        for kind in ("markdown", "caption", "info", "error", "warning", "success", "subheader")
+        for e in getattr(at, kind)
+    ]
 
 
 def test_a_file_name_and_csv_header_from_an_upload_show_as_text_never_as_links():
@@ -168,8 +174,10 @@ def test_the_servers_results_are_bounded_in_bytes_and_the_least_recently_used_go
     from engine.traces.generator import generate
 
     cluster = parse_cluster("2x4:V100-32")
-    runs = {n: simulate(cluster, generate("2x4:V100-32", n, load=0.9, seed=0), make_scheduler("fifo"), seed=0)
-            for n in (100, 200, 400)}
+    runs = {
+        n: simulate(cluster, generate("2x4:V100-32", n, load=0.9, seed=0), make_scheduler("fifo"), seed=0)
+        for n in (100, 200, 400)
+    }
     sizes = {n: results.result_bytes(r) for n, r in runs.items()}
     assert sizes[400] > sizes[200] > sizes[100] >= 100 * 8 * 5  # at least five float arrays per job
     cache = results.ResultCache(limit_bytes=sizes[100] + sizes[200] + 10)

@@ -64,12 +64,28 @@ def server_files():
 def attack_specs(files) -> list[str]:
     nodes = REPO / "sample_traces" / "openb-nodes.csv"
     return [
-        "openb:/etc/passwd", "/etc/passwd", "/etc/hostname", "openb:/proc/self/fd/0", "/proc/self/environ",
-        f"openb:{nodes}", "openb:sample_traces/openb-nodes.csv", "openb: sample_traces/openb-nodes.csv",
-        str(files["json"]), f"file://{files['json']}", f"{files['tmp']}/../{files['tmp'].name}/cluster.json",
-        "presets/heavy-user.json", "../../../../etc/passwd", "~/.bashrc", "C:\\Windows\\win.ini",
-        "\\\\server\\share\\cluster.json", str(files["fifo"]), f"openb:{files['fifo']}", str(files["fifo_json"]),
-        f"openb:{files['fifo_json']}", "/does/not/exist.json", "openb:/does/not/exist.csv",
+        "openb:/etc/passwd",
+        "/etc/passwd",
+        "/etc/hostname",
+        "openb:/proc/self/fd/0",
+        "/proc/self/environ",
+        f"openb:{nodes}",
+        "openb:sample_traces/openb-nodes.csv",
+        "openb: sample_traces/openb-nodes.csv",
+        str(files["json"]),
+        f"file://{files['json']}",
+        f"{files['tmp']}/../{files['tmp'].name}/cluster.json",
+        "presets/heavy-user.json",
+        "../../../../etc/passwd",
+        "~/.bashrc",
+        "C:\\Windows\\win.ini",
+        "\\\\server\\share\\cluster.json",
+        str(files["fifo"]),
+        f"openb:{files['fifo']}",
+        str(files["fifo_json"]),
+        f"openb:{files['fifo_json']}",
+        "/does/not/exist.json",
+        "openb:/does/not/exist.csv",
     ]
 
 
@@ -139,8 +155,16 @@ def test_pages_with_widgets_open_links_their_widgets_would_refuse():
             at = open_link(query, page)
             assert not at.exception and len(at.warning) <= 1, query
     # At the very bounds, the widgets accept what the scenario accepts.
-    at = open_link({"cluster": "10000x1:T4", "w.n_jobs": "100000", "w.users": "1000", "w.seed": str(2**31 - 1),
-                    "w.mix": "training:10,batch:0", "w.load": "4"})
+    at = open_link(
+        {
+            "cluster": "10000x1:T4",
+            "w.n_jobs": "100000",
+            "w.users": "1000",
+            "w.seed": str(2**31 - 1),
+            "w.mix": "training:10,batch:0",
+            "w.load": "4",
+        }
+    )
     assert not at.warning, [w.value for w in at.warning]
     at.switch_page("app_pages/cluster.py").run()
     assert not at.exception, [e.value for e in at.exception]
@@ -149,8 +173,15 @@ def test_pages_with_widgets_open_links_their_widgets_would_refuse():
 def test_markdown_in_a_link_is_shown_as_text():
     link = "[click me](https:evil.example)"
     sha = "ab" * 32
-    at = open_link({"cluster": "2x4:T4", "name": f"**{link}** :red[alarm]", "w.source": "trace",
-                    "w.trace_name": f"{link}.csv", "w.trace_sha256": sha})
+    at = open_link(
+        {
+            "cluster": "2x4:T4",
+            "name": f"**{link}** :red[alarm]",
+            "w.source": "trace",
+            "w.trace_name": f"{link}.csv",
+            "w.trace_sha256": sha,
+        }
+    )
     assert not at.warning, [w.value for w in at.warning]  # a valid scenario with odd names
     sidebar = "\n".join(str(e.value) for kind in ("markdown", "caption") for e in at.sidebar.get(kind))
     assert "click me" in sidebar

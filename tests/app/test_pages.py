@@ -20,8 +20,14 @@ from engine.traces.generator import generate
 
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
-PAGES = ["app_pages/home.py", "app_pages/cluster.py", "app_pages/workload.py", "app_pages/compare.py",
-         "app_pages/train.py", "app_pages/learn.py"]
+PAGES = [
+    "app_pages/home.py",
+    "app_pages/cluster.py",
+    "app_pages/workload.py",
+    "app_pages/compare.py",
+    "app_pages/train.py",
+    "app_pages/learn.py",
+]
 #: A small scenario so that every test runs in well under a second of simulation.
 SMALL = {"cluster": "2x4:V100-32,1x4:T4", "sched": "fifo,first-fit", "w.n_jobs": "80"}
 
@@ -150,8 +156,13 @@ def test_upload_through_the_column_mapping_form_with_a_time_unit():
     # The file's columns, a preview and a guessed map; durations of 17 h to 33 h read as seconds are plausible.
     assert any("t0, run, n\\_gpu, team" in m.value for m in at.markdown)  # as text: never Markdown
     assert list(at.dataframe[0].value.columns) == ["t0", "run", "n_gpu", "team"]
-    assert [at.selectbox(key=f"map_{f}").value for f in ("submit", "duration", "end", "gpus", "user")] == \
-        ["t0", "run", "(none)", "n_gpu", "team"]
+    assert [at.selectbox(key=f"map_{f}").value for f in ("submit", "duration", "end", "gpus", "user")] == [
+        "t0",
+        "run",
+        "(none)",
+        "n_gpu",
+        "team",
+    ]
     at.selectbox(key="up_unit").select("ms")
     at.button(key="load_trace").click().run()
     assert not at.exception and not errors(at), errors(at)
@@ -183,10 +194,13 @@ def test_sidebar_opens_a_scenario_json():
     assert any("unknown keys ['colour']" in e for e in errors(at))
 
 
-@pytest.mark.parametrize("name, data, words", [
-    ("garbage.csv", b"\x00\x01\x02 not a trace at all", "garbage.csv"),
-    ("bad_row.csv", b"submit_s,duration_s,gpus\n0,10,1\n5,ten,1\n", "line 3"),
-])
+@pytest.mark.parametrize(
+    "name, data, words",
+    [
+        ("garbage.csv", b"\x00\x01\x02 not a trace at all", "garbage.csv"),
+        ("bad_row.csv", b"submit_s,duration_s,gpus\n0,10,1\n5,ten,1\n", "line 3"),
+    ],
+)
 def test_bad_upload_shows_an_inline_error(name, data, words):
     at = app("app_pages/workload.py")
     at.file_uploader(key="trace_upload").upload(name, data)
@@ -218,7 +232,9 @@ def test_compare_produces_kpis_charts_and_downloads():
     assert list(kpi.columns) == ["metric", "fifo", "first-fit"] and "Mean wait ↓" in set(kpi["metric"])
     never = kpi[kpi["metric"] == "Never ran (cannot fit the cluster)"]
     assert list(never.iloc[0])[1:] == ["0", "0"] and not at.warning
-    assert all(v == "–" or v.endswith((" s", " min", " h", " d")) for v in kpi[kpi["metric"] == "Mean wait ↓"].iloc[0][1:])
+    assert all(
+        v == "–" or v.endswith((" s", " min", " h", " d")) for v in kpi[kpi["metric"] == "Mean wait ↓"].iloc[0][1:]
+    )
     specs = charts_of(at)
     timeline = specs[0]
     assert timeline["layout"]["meta"]["mode"] == "bars" and len(timeline["frames"]) == 200
@@ -390,7 +406,7 @@ def test_compare_runs_a_trained_agent_next_to_a_heuristic():
     assert list(at.dataframe[0].value.columns) == ["metric", "fifo", agents[0]]
     # Its card's verdict against the best hand-written policy is shown next to the results, as plain text.
     verdict = common.agent_verdict(agents[0])
-    shown = (at.success if verdict.beats else at.warning)
+    shown = at.success if verdict.beats else at.warning
     card = json.loads((common.MODELS_DIR / f"{agents[0][3:]}.json").read_text())
     n = card["evaluation"]["summary"]["settings"]
     # One line (the counts of settings), the card's full sentence behind an expander.
@@ -404,8 +420,9 @@ NARROW = {"cluster": "2x4:T4", "sched": "fifo,sjf", "w.n_jobs": "60"}
 
 
 def _wide_trace() -> bytes:
-    rows = ["submit_s,duration_s,gpus,user"] + [f"{10 * i},{300 + i},{16 if i % 10 == 3 else 1 + i % 4},u{i % 3}"
-                                                for i in range(60)]
+    rows = ["submit_s,duration_s,gpus,user"] + [
+        f"{10 * i},{300 + i},{16 if i % 10 == 3 else 1 + i % 4},u{i % 3}" for i in range(60)
+    ]
     return ("\n".join(rows) + "\n").encode()
 
 
@@ -415,8 +432,10 @@ def test_never_ran_jobs_are_stated_on_workload_before_a_run_and_on_compare():
     at.run()
     at.button(key="load_trace").click().run()
     assert not at.exception and not errors(at), errors(at)
-    sentence = ("6 of 60 jobs (10.0 %) can never run on this cluster: the widest (job 3) needs 16 GPUs of one type; "
-                "the most any allowed type has is 8 (T4). Wait, JCT and utilisation count only the jobs that ran.")
+    sentence = (
+        "6 of 60 jobs (10.0 %) can never run on this cluster: the widest (job 3) needs 16 GPUs of one type; "
+        "the most any allowed type has is 8 (T4). Wait, JCT and utilisation count only the jobs that ran."
+    )
     assert [w.value for w in at.warning] == [sentence]
     reasons = next(d.value for d in at.dataframe if "why the job can never run" in d.value.columns)
     assert reasons["jobs"].tolist() == [6]
@@ -424,8 +443,11 @@ def test_never_ran_jobs_are_stated_on_workload_before_a_run_and_on_compare():
     at.button(key="compare_run").click().run()
     assert not errors(at) and [w.value for w in at.warning] == [sentence]
     kpi = at.dataframe[0].value
-    assert kpi[kpi["metric"] == "Never ran (cannot fit the cluster)"].iloc[0].tolist() == \
-        ["Never ran (cannot fit the cluster)", "6", "6"]
+    assert kpi[kpi["metric"] == "Never ran (cannot fit the cluster)"].iloc[0].tolist() == [
+        "Never ran (cannot fit the cluster)",
+        "6",
+        "6",
+    ]
     assert kpi[kpi["metric"] == "Completed ↑"].iloc[0].tolist()[1:] == ["54", "54"]
 
 
@@ -435,8 +457,13 @@ def test_an_unknown_csv_gets_its_columns_mapped_end_times_become_durations_and_m
     at.file_uploader(key="trace_upload").upload("mine.csv", data, "text/csv")
     at.run()
     assert any("not those of a trace format the playground knows" in i.value for i in at.info)
-    assert [at.selectbox(key=f"map_{f}").value for f in ("submit", "duration", "end", "gpus", "user")] == \
-        ["created", "(none)", "finished", "ngpu", "owner"]
+    assert [at.selectbox(key=f"map_{f}").value for f in ("submit", "duration", "end", "gpus", "user")] == [
+        "created",
+        "(none)",
+        "finished",
+        "ngpu",
+        "owner",
+    ]
     assert any("duration will be finished − created" in c.value for c in at.caption)
     assert not any("look like milliseconds" in w.value for w in at.warning)  # 17 h to 33 h jobs: plausible
     at.button(key="load_trace").click().run()
@@ -495,8 +522,11 @@ def test_compare_over_several_workload_seeds_gives_confidence_intervals_and_expl
     at.button(key="compare_run").click().run()
     assert not errors(at), errors(at)
     assert any(h.value == "Over 3 workload seeds: mean ± 95 % confidence interval" for h in at.subheader)
-    table = next(d.value for d in at.dataframe if "metric" in d.value.columns and d.value.shape[0] > 5
-                 and any("±" in str(v) for v in d.value["fifo"]))
+    table = next(
+        d.value
+        for d in at.dataframe
+        if "metric" in d.value.columns and d.value.shape[0] > 5 and any("±" in str(v) for v in d.value["fifo"])
+    )
     assert list(table.columns) == ["metric", "fifo", "first-fit"]
     # The interval is the one engine.analysis.evaluate computes over the same three workloads.
     from engine.analysis.evaluate import mean_ci

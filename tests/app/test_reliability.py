@@ -15,29 +15,47 @@ from engine.viz.timeline import OUTAGE_COLOUR
 from tests.app.test_pages import app, errors
 
 APPLY_RELIABILITY = "FormSubmitter:cluster_reliability_form-Apply reliability"
-KNOBS = {"mtbf": "100 h", "repair": "2 h", "checkpoint_every": "30 min", "checkpoint_cost": "60 s",
-         "job_failures": "helios"}
+KNOBS = {
+    "mtbf": "100 h",
+    "repair": "2 h",
+    "checkpoint_every": "30 min",
+    "checkpoint_cost": "60 s",
+    "job_failures": "helios",
+}
 
 
 def test_knobs_typed_with_units_become_the_failure_model_and_the_checkpoint_interval():
     options = reliability.with_failures(RunOptions(), FAILURE_PRESETS["stress"], **KNOBS)
-    assert options.failures == FailureModel(mtbf_h=100.0, repair_h=2.0, repair_law="exponential", lemon_share=0.15,
-                                            lemon_factor=5.0, job_failure_rate=0.155, checkpoint_cost_s=60.0)
+    assert options.failures == FailureModel(
+        mtbf_h=100.0,
+        repair_h=2.0,
+        repair_law="exponential",
+        lemon_share=0.15,
+        lemon_factor=5.0,
+        job_failure_rate=0.155,
+        checkpoint_cost_s=60.0,
+    )
     assert options.preemption.checkpoint_interval_s == 1800.0
-    off = reliability.with_failures(options, options.failures, **{**KNOBS, "mtbf": "", "checkpoint_every": "",
-                                                                  "checkpoint_cost": "", "job_failures": "0"})
+    off = reliability.with_failures(
+        options,
+        options.failures,
+        **{**KNOBS, "mtbf": "", "checkpoint_every": "", "checkpoint_cost": "", "job_failures": "0"},
+    )
     assert not off.failures.active and off.preemption.checkpoint_interval_s is None
     assert reliability.describe(off) == "Nothing fails: nodes stay up and jobs never crash."
     assert "every 4.17 d on average" in reliability.describe(options)
 
 
-@pytest.mark.parametrize("knob, text, words", [
-    ("mtbf", "often", "node MTBF: duration 'often'"),
-    ("mtbf", "0 h", "failures.mtbf_h must be a number of hours > 0"),
-    ("job_failures", "lots", "job failures must be one of none, philly, helios, acme or a share"),
-    ("job_failures", "1.5", "a share from 0 to 1, got 1.5"),
-    ("checkpoint_every", "", "checkpoint_cost_s needs options.preemption.checkpoint_interval_s"),
-])
+@pytest.mark.parametrize(
+    "knob, text, words",
+    [
+        ("mtbf", "often", "node MTBF: duration 'often'"),
+        ("mtbf", "0 h", "failures.mtbf_h must be a number of hours > 0"),
+        ("job_failures", "lots", "job failures must be one of none, philly, helios, acme or a share"),
+        ("job_failures", "1.5", "a share from 0 to 1, got 1.5"),
+        ("checkpoint_every", "", "checkpoint_cost_s needs options.preemption.checkpoint_interval_s"),
+    ],
+)
 def test_bad_knobs_are_one_line_naming_the_knob(knob, text, words):
     with pytest.raises(OptionsError, match=words) as err:
         reliability.with_failures(RunOptions(), FailureModel(), **{**KNOBS, knob: text})
@@ -78,8 +96,12 @@ def test_cluster_page_sets_a_failure_preset_and_its_knobs_into_the_link_and_bad_
     at.button(key=APPLY_RELIABILITY).click().run()
     assert not at.exception and not errors(at), errors(at)
     options = at.session_state["scenario"].options
-    assert (options.failures.mtbf_h, options.failures.job_failure_rate, options.failures.checkpoint_cost_s,
-            options.preemption.checkpoint_interval_s) == (500.0, 0.305, 30.0, 3600.0)
+    assert (
+        options.failures.mtbf_h,
+        options.failures.job_failure_rate,
+        options.failures.checkpoint_cost_s,
+        options.preemption.checkpoint_interval_s,
+    ) == (500.0, 0.305, 30.0, 3600.0)
     assert at.query_params["o.preemption.checkpoint_interval_s"] == "3600.0"
     assert at.query_params["o.failures.job_failure_rate"] == "0.305"
     assert any(c.value.startswith("Each node fails every 20.8 d") for c in at.caption)
@@ -88,8 +110,14 @@ def test_cluster_page_sets_a_failure_preset_and_its_knobs_into_the_link_and_bad_
     assert not any(k.startswith("o.failures") for k in at.query_params)
 
 
-FAILING = {"cluster": "2x4:T4", "sched": "fifo,first-fit", "w.n_jobs": "40", "o.failures.mtbf_h": "20.0",
-           "o.failures.job_failure_rate": "0.3", "o.preemption.checkpoint_interval_s": "1800.0"}
+FAILING = {
+    "cluster": "2x4:T4",
+    "sched": "fifo,first-fit",
+    "w.n_jobs": "40",
+    "o.failures.mtbf_h": "20.0",
+    "o.failures.job_failure_rate": "0.3",
+    "o.preemption.checkpoint_interval_s": "1800.0",
+}
 
 
 def test_compare_runs_with_the_scenarios_failures_and_shows_the_reliability_rows():
@@ -110,9 +138,13 @@ def test_compare_runs_with_the_scenarios_failures_and_shows_the_reliability_rows
     assert summarize(results["fifo"]).reliability.node_failures > 0
     assert summarize(results["fifo"]).reliability.failed_jobs > 0
     # The timeline shades each node while it is down and marks each job a failure stopped.
-    timeline = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "stopped by a node failure" in c.proto.spec)
+    timeline = next(
+        json.loads(c.proto.spec) for c in at.get("plotly_chart") if "stopped by a node failure" in c.proto.spec
+    )
     marks = [t for t in timeline["data"] if t.get("name") == "stopped by a node failure"]
-    assert len(marks) == len(results) and sum(len(_values(t["x"])) for t in marks) == sum(int(r.interruptions.sum()) for r in results.values())
+    assert len(marks) == len(results) and sum(len(_values(t["x"])) for t in marks) == sum(
+        int(r.interruptions.sum()) for r in results.values()
+    )
     down = [s for s in timeline["layout"]["shapes"] if s.get("fillcolor") == OUTAGE_COLOUR]
     assert len(down) == sum(r.outage_node.size for r in results.values())
     # "Why is this job waiting?" names the failures a job met.

@@ -99,8 +99,10 @@ def test_a_trace_larger_than_the_job_limit_is_refused_with_how_to_window_it(tmp_
     at.file_uploader(key="trace_upload").upload("sixty.csv", csv_bytes(tmp_path, 60))
     at.run()  # the first file enables the button
     upload(at, "sixty.csv", csv_bytes(tmp_path, 60))
-    assert any("gives 60 jobs; this server simulates at most 50 per run: set 'Keep the first N jobs' to 50" in e
-               for e in errors(at)), errors(at)
+    assert any(
+        "gives 60 jobs; this server simulates at most 50 per run: set 'Keep the first N jobs' to 50" in e
+        for e in errors(at)
+    ), errors(at)
     assert at.session_state["_upload_store"].total_bytes == 0  # dropped
     at.number_input(key="up_first").set_value(50).run()
     upload(at, "sixty.csv", csv_bytes(tmp_path, 60))

@@ -46,6 +46,8 @@ def test_the_heavy_user_preset_points_to_a_chart_compare_draws():
 def test_a_verdict_line_counts_the_settings():
     assert common.verdict_line({"beats_best_baseline": False, "settings": 20, "better": 1, "worse": 7}) == (
         "Does not beat the best hand-written policy: better in 1 of 20 test settings, worse in 7, no clear "
-        "difference in 12.")
+        "difference in 12."
+    )
     assert common.verdict_line({"beats_best_baseline": True, "settings": 4, "better": 4, "worse": 0}) == (
-        "Beats the best hand-written policy in all 4 test settings.")
+        "Beats the best hand-written policy in all 4 test settings."
+    )

@@ -25,8 +25,11 @@ def deep_json(tmp: Path) -> str:
 
 def bad_json(tmp: Path) -> str:
     path = tmp / "bad.json"
-    path.write_text(json.dumps({"groups": [{"gpu_type": "T4", "nodes": 1e308 * 10, "gpus_per_node": 1}],
-                                "colocation_slowdown": "fast"}))
+    path.write_text(
+        json.dumps(
+            {"groups": [{"gpu_type": "T4", "nodes": 1e308 * 10, "gpus_per_node": 1}], "colocation_slowdown": "fast"}
+        )
+    )
     return str(path)
 
 
@@ -42,14 +45,22 @@ CASES = [
     (["simulate", "--cluster", "2x4:T4", "--trace", TRACE, "--scheduler", "fifo", "--seed", DIGITS], "integer from 0"),
     (["simulate", "--cluster", "2x4:T4", "--trace", TRACE, "--scheduler", "fifo", "--seed", "-1"], "integer from 0"),
     (["simulate", "--cluster", "2x4:T4", "--trace", TRACE, "--scheduler", "fifo", "--first", DIGITS], "integer from"),
-    (["simulate", "--cluster", "2x4:T4", "--trace", TRACE, "--scheduler", "fifo", "--load-scale", "5e-324"],
-     "use a scale of at least"),
-    (["simulate", "--cluster", "2x4:T4", "--trace", TRACE, "--scheduler", "fifo", "--load-scale", DIGITS],
-     "finite number"),
-    (["simulate", "--cluster", "2x4:T4", "--trace", TRACE, "--scheduler", "fifo", "--window", f"{DIGITS}:1"],
-     "0 <= START <= END"),
-    (["simulate", "--cluster", "2x4:T4", "--trace", TRACE, "--scheduler", "fifo", "--checkpoint-interval", DIGITS],
-     "finite number"),
+    (
+        ["simulate", "--cluster", "2x4:T4", "--trace", TRACE, "--scheduler", "fifo", "--load-scale", "5e-324"],
+        "use a scale of at least",
+    ),
+    (
+        ["simulate", "--cluster", "2x4:T4", "--trace", TRACE, "--scheduler", "fifo", "--load-scale", DIGITS],
+        "finite number",
+    ),
+    (
+        ["simulate", "--cluster", "2x4:T4", "--trace", TRACE, "--scheduler", "fifo", "--window", f"{DIGITS}:1"],
+        "0 <= START <= END",
+    ),
+    (
+        ["simulate", "--cluster", "2x4:T4", "--trace", TRACE, "--scheduler", "fifo", "--checkpoint-interval", DIGITS],
+        "finite number",
+    ),
     (["generate", "--cluster", "2x4:T4", "--jobs", "1000000000000", "--out", "OUT"], "5,000,000"),
     (["generate", "--cluster", "2x4:T4", "--jobs", "10", "--users", "1000000000", "--out", "OUT"], "1,000,000"),
     (["generate", "--cluster", "2x4:T4", "--jobs", "10", "--user-skew", "nan", "--out", "OUT"], ""),
@@ -69,8 +80,23 @@ def test_absurd_arguments_give_one_line_and_exit_2(tmp_path, capsys, argv, words
 
 
 def test_a_real_process_prints_no_traceback_for_an_absurd_cluster():
-    proc = subprocess.run([sys.executable, "-m", "engine", "simulate", "--cluster", "100000000x8:A100-80",
-                           "--trace", TRACE, "--scheduler", "fifo"], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "simulate",
+            "--cluster",
+            "100000000x8:A100-80",
+            "--trace",
+            TRACE,
+            "--scheduler",
+            "fifo",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "the limit is 100,000 nodes and 1,000,000 GPUs" in proc.stderr

@@ -26,8 +26,9 @@ FAILURE_FLAGS = ("--failures", "--node-mtbf-h", "--repair-h", "--checkpoint-cost
 
 
 def engine(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine", *argv], cwd=REPO, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "engine", *argv], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +50,24 @@ def test_every_simulating_command_takes_the_failure_flags(command):
 
 def test_the_issues_run_fails_nodes_the_same_way_for_fifo_and_easy_backfill(trace, tmp_path):
     out = tmp_path / "c.json"
-    proc = engine("compare", "--cluster", CLUSTER, "--trace", trace, "--schedulers", "fifo,easy-backfill",
-                  "--node-mtbf-h", "2000", "--repair-h", "4", "--checkpoint-interval", "3600", "--quiet",
-                  "--json", str(out))
+    proc = engine(
+        "compare",
+        "--cluster",
+        CLUSTER,
+        "--trace",
+        trace,
+        "--schedulers",
+        "fifo,easy-backfill",
+        "--node-mtbf-h",
+        "2000",
+        "--repair-h",
+        "4",
+        "--checkpoint-interval",
+        "3600",
+        "--quiet",
+        "--json",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "ETTR" in proc.stdout and "Node failures" in proc.stdout
     runs = json.loads(out.read_text())
@@ -67,8 +83,22 @@ def test_the_issues_run_fails_nodes_the_same_way_for_fifo_and_easy_backfill(trac
 
 def test_without_failure_flags_nothing_fails_and_no_reliability_key_is_written(trace, tmp_path):
     out, jobs_csv = tmp_path / "s.json", tmp_path / "jobs.csv"
-    proc = engine("simulate", "--cluster", CLUSTER, "--trace", trace, "--scheduler", "fifo", "--quiet", "--first",
-                  "200", "--json", str(out), "--jobs-csv", str(jobs_csv))
+    proc = engine(
+        "simulate",
+        "--cluster",
+        CLUSTER,
+        "--trace",
+        trace,
+        "--scheduler",
+        "fifo",
+        "--quiet",
+        "--first",
+        "200",
+        "--json",
+        str(out),
+        "--jobs-csv",
+        str(jobs_csv),
+    )
     assert proc.returncode == 0, proc.stderr
     assert list(json.loads(out.read_text())) == list(METRICS) and "ETTR" not in proc.stdout
     assert "interruptions" not in jobs_csv.read_text().splitlines()[0]
@@ -76,8 +106,22 @@ def test_without_failure_flags_nothing_fails_and_no_reliability_key_is_written(t
 
 def test_simulate_with_job_failures_writes_reliability_in_json_and_the_jobs_csv(trace, tmp_path):
     out, jobs_csv = tmp_path / "s.json", tmp_path / "jobs.csv"
-    proc = engine("simulate", "--cluster", CLUSTER, "--trace", trace, "--scheduler", "fifo", "--quiet",
-                  "--job-failures", "0.3", "--json", str(out), "--jobs-csv", str(jobs_csv))
+    proc = engine(
+        "simulate",
+        "--cluster",
+        CLUSTER,
+        "--trace",
+        trace,
+        "--scheduler",
+        "fifo",
+        "--quiet",
+        "--job-failures",
+        "0.3",
+        "--json",
+        str(out),
+        "--jobs-csv",
+        str(jobs_csv),
+    )
     assert proc.returncode == 0, proc.stderr
     s = json.loads(out.read_text())
     assert s["node_failures"] == 0 and s["availability"] == 1
@@ -88,22 +132,35 @@ def test_simulate_with_job_failures_writes_reliability_in_json_and_the_jobs_csv(
 
 def test_evaluate_prints_reliability_and_its_paired_differences(tmp_path):
     out = tmp_path / "ev.json"
-    proc = engine("evaluate", "--scenario", "cluster=4x8:A100-80;jobs=60;load=1.5", "--schedulers",
-                  "fifo,easy-backfill", "--seeds", "2", "--quiet", "--failures", "stress", "--checkpoint-interval",
-                  "1800", "--checkpoint-cost", "60", "--json", str(out))
+    proc = engine(
+        "evaluate",
+        "--scenario",
+        "cluster=4x8:A100-80;jobs=60;load=1.5",
+        "--schedulers",
+        "fifo,easy-backfill",
+        "--seeds",
+        "2",
+        "--quiet",
+        "--failures",
+        "stress",
+        "--checkpoint-interval",
+        "1800",
+        "--checkpoint-cost",
+        "60",
+        "--json",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "\nettr (higher)" in proc.stdout and "\nfailure_lost_gpu_h " in proc.stdout
     runs = json.loads(out.read_text())["runs"]
-    assert all(set(RELIABILITY_METRICS) <= set(r) and r["checkpoint_gpu_h"] > 0 for rows in runs.values()
-               for r in rows)
+    assert all(set(RELIABILITY_METRICS) <= set(r) and r["checkpoint_gpu_h"] > 0 for rows in runs.values() for r in rows)
 
 
 def test_a_serial_sweep_of_failing_runs_has_the_reliability_columns():
     spec = SweepSpec.grid(("2x4:A100-80",), ("fifo",), seeds=1, jobs=30, loads=(1.0,))
     failing = FailureModel(mtbf_h=5.0, repair_h=1.0)
-    frame = run_sweep(replace(spec, base=replace(spec.base, options=RunOptions(failures=failing))),
-                      backend="serial")
-    assert list(RELIABILITY_METRICS) == list(frame.columns[-len(RELIABILITY_METRICS):])
+    frame = run_sweep(replace(spec, base=replace(spec.base, options=RunOptions(failures=failing))), backend="serial")
+    assert list(RELIABILITY_METRICS) == list(frame.columns[-len(RELIABILITY_METRICS) :])
     assert frame["node_failures"].iloc[0] > 0
     plain = run_sweep(spec, backend="serial")
     assert not set(RELIABILITY_METRICS) & set(plain.columns)
@@ -118,8 +175,10 @@ def _parse(*flags: str) -> argparse.Namespace:
 def test_the_flags_change_a_preset_and_keep_a_scenarios_other_values():
     base = RunOptions(preemption=PreemptionModel(600.0), failures=FailureModel(job_failure_rate=0.1))
     assert run_options_from(_parse(), base) == base
-    got = run_options_from(_parse("--failures", "llama3", "--node-mtbf-h", "100", "--job-failures", "helios",
-                                  "--checkpoint-cost", "30"), base).failures
+    got = run_options_from(
+        _parse("--failures", "llama3", "--node-mtbf-h", "100", "--job-failures", "helios", "--checkpoint-cost", "30"),
+        base,
+    ).failures
     llama3 = FAILURE_PRESETS["llama3"]
     assert (got.mtbf_h, got.mtbf_per, got.job_failure_rate, got.checkpoint_cost_s) == (100.0, "node", 0.155, 30.0)
     assert got.manual_repair_share == llama3.manual_repair_share  # the preset's repairs stay
@@ -131,24 +190,37 @@ def test_a_checkpoint_cost_without_an_interval_names_both_flags():
         run_options_from(_parse("--checkpoint-cost", "30"), RunOptions())
 
 
-@pytest.mark.parametrize("flags, named", [
-    (["--node-mtbf-h", "0"], "--node-mtbf-h"),
-    (["--node-mtbf-h", "-3"], "--node-mtbf-h"),
-    (["--node-mtbf-h", "nan"], "--node-mtbf-h"),
-    (["--repair-h", "-1"], "--repair-h"),
-    (["--job-failures", "1.5"], "--job-failures"),
-    (["--job-failures", "nan"], "--job-failures"),
-    (["--job-failures", "google"], "--job-failures"),
-    (["--failures", "meta-rsc3"], "--failures"),
-    (["--checkpoint-cost", "-2", "--checkpoint-interval", "60"], "--checkpoint-cost"),
-    (["--checkpoint-cost", "30"], "--checkpoint-cost"),
-])
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--node-mtbf-h", "0"], "--node-mtbf-h"),
+        (["--node-mtbf-h", "-3"], "--node-mtbf-h"),
+        (["--node-mtbf-h", "nan"], "--node-mtbf-h"),
+        (["--repair-h", "-1"], "--repair-h"),
+        (["--job-failures", "1.5"], "--job-failures"),
+        (["--job-failures", "nan"], "--job-failures"),
+        (["--job-failures", "google"], "--job-failures"),
+        (["--failures", "meta-rsc3"], "--failures"),
+        (["--checkpoint-cost", "-2", "--checkpoint-interval", "60"], "--checkpoint-cost"),
+        (["--checkpoint-cost", "30"], "--checkpoint-cost"),
+    ],
+)
 @pytest.mark.parametrize("command", ["simulate", "evaluate"])
 def test_bad_failure_flags_are_one_line_naming_the_flag_exit_2_and_nothing_run(tmp_path, flags, named, command):
     out = tmp_path / "out.json"
-    argv = (["simulate", "--cluster", "1x2:A100-80", "--trace", str(REPO / "sample_traces" / "canonical.csv"),
-             "--scheduler", "fifo"] if command == "simulate" else
-            ["evaluate", "--scenario", "cluster=1x4:T4;jobs=5;load=1", "--schedulers", "fifo", "--seeds", "1"])
+    argv = (
+        [
+            "simulate",
+            "--cluster",
+            "1x2:A100-80",
+            "--trace",
+            str(REPO / "sample_traces" / "canonical.csv"),
+            "--scheduler",
+            "fifo",
+        ]
+        if command == "simulate"
+        else ["evaluate", "--scenario", "cluster=1x4:T4;jobs=5;load=1", "--schedulers", "fifo", "--seeds", "1"]
+    )
     proc = engine(*argv, "--quiet", "--json", str(out), *flags)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and named in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

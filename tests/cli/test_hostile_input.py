@@ -18,8 +18,9 @@ GRID = ["--cluster", "1x4:T4", "--jobs", "5", "--load", "0.5", "--schedulers", "
 
 def engine(*argv: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
     """``python -m engine ARGV`` in a process of its own; a hang fails the test (TimeoutExpired)."""
-    return subprocess.run([sys.executable, "-m", "engine", *argv], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout_s)
+    return subprocess.run(
+        [sys.executable, "-m", "engine", *argv], cwd=REPO, capture_output=True, text=True, timeout=timeout_s
+    )
 
 
 def one_line_error(proc: subprocess.CompletedProcess, words: str) -> None:
@@ -40,13 +41,17 @@ def test_a_fifo_given_as_a_file_is_refused_without_opening_it(tmp_path, where):
 
 
 def test_a_spec_without_end_is_refused(tmp_path):
-    one_line_error(engine("sweep", "--spec", "/dev/zero", "--out", str(tmp_path / "r.csv"), timeout_s=60),
-                   "--spec '/dev/zero': not a regular file")
+    one_line_error(
+        engine("sweep", "--spec", "/dev/zero", "--out", str(tmp_path / "r.csv"), timeout_s=60),
+        "--spec '/dev/zero': not a regular file",
+    )
     huge = tmp_path / "huge.json"
     with open(huge, "wb") as f:
         f.truncate(64 * 2**20)  # sparse: 64 MiB of zeros, read no further than the limit
-    one_line_error(engine("sweep", "--spec", str(huge), "--out", str(tmp_path / "r.csv"), timeout_s=60),
-                   "larger than the limit of 16,777,216 bytes")
+    one_line_error(
+        engine("sweep", "--spec", str(huge), "--out", str(tmp_path / "r.csv"), timeout_s=60),
+        "larger than the limit of 16,777,216 bytes",
+    )
     assert not (tmp_path / "r.csv").exists()
 
 
@@ -65,28 +70,48 @@ def broken_plugin(tmp_path: Path, how: str) -> str:
         "class Stop(BaseException):\n    pass\n\n"
         "class Broken:\n    name = 'broken'\n\n    def reset(self, state):\n        pass\n\n"
         f"    def decide(self, state):\n        {BROKEN[how]}\n\n"
-        "register(SchedulerSpec('broken', Broken, 'Fails in decide().'))\n")
+        "register(SchedulerSpec('broken', Broken, 'Fails in decide().'))\n"
+    )
     return str(plugin)
 
 
 @pytest.mark.parametrize("how", list(BROKEN))
 def test_a_plugin_whose_decide_fails_is_one_line_naming_it(tmp_path, how):
-    proc = engine("simulate", "--plugin", broken_plugin(tmp_path, how), "--cluster", "1x4:T4", "--trace", TRACE,
-                  "--scheduler", "broken", "--quiet")
+    proc = engine(
+        "simulate",
+        "--plugin",
+        broken_plugin(tmp_path, how),
+        "--cluster",
+        "1x4:T4",
+        "--trace",
+        TRACE,
+        "--scheduler",
+        "broken",
+        "--quiet",
+    )
     one_line_error(proc, "scheduler 'broken' failed while it ran: ")
     if how == "returns None":
         assert "decide() must return or yield decisions" in proc.stderr
 
 
 def test_evaluate_names_a_failing_plugin_scheduler_in_one_line(tmp_path):
-    proc = engine("evaluate", "--plugin", broken_plugin(tmp_path, "raises a BaseException"), "--schedulers",
-                  "fifo,broken", "--scenario", "v100-32", "--seeds", "1", "--quiet")
+    proc = engine(
+        "evaluate",
+        "--plugin",
+        broken_plugin(tmp_path, "raises a BaseException"),
+        "--schedulers",
+        "fifo,broken",
+        "--scenario",
+        "v100-32",
+        "--seeds",
+        "1",
+        "--quiet",
+    )
     one_line_error(proc, "scheduler 'broken' failed while it ran: Stop: stop")
 
 
 def test_a_load_scale_past_every_time_names_a_finite_scale():
-    proc = engine("simulate", "--cluster", "1x4:T4", "--trace", TRACE, "--scheduler", "fifo",
-                  "--load-scale", "5e-324")
+    proc = engine("simulate", "--cluster", "1x4:T4", "--trace", TRACE, "--scheduler", "fifo", "--load-scale", "5e-324")
     one_line_error(proc, "use a scale of at least ")
     assert "inf" not in proc.stderr and "nan" not in proc.stderr
 
@@ -94,7 +119,8 @@ def test_a_load_scale_past_every_time_names_a_finite_scale():
 def test_a_fifo_given_as_the_carbon_csv_is_refused(tmp_path):
     fifo = tmp_path / "carbon.csv"
     os.mkfifo(fifo)
-    proc = engine("simulate", "--cluster", "1x4:T4", "--trace", TRACE, "--scheduler", "fifo", "--carbon", str(fifo),
-                  timeout_s=60)
+    proc = engine(
+        "simulate", "--cluster", "1x4:T4", "--trace", TRACE, "--scheduler", "fifo", "--carbon", str(fifo), timeout_s=60
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "not a regular file" in proc.stderr

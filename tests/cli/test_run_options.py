@@ -59,16 +59,42 @@ def test_flags_not_given_keep_the_base_values():
     base = RunOptions(preemption=PreemptionModel(600.0, 120.0), energy=EnergyModel(pue=1.2, price_list="on-demand"))
     assert run_options_from(parser.parse_args([]), base) == base
     got = run_options_from(parser.parse_args(["--checkpoint-interval", "60", "--carbon", "10"]), base)
-    assert got == RunOptions(preemption=PreemptionModel(60.0, 120.0),
-                             energy=EnergyModel(pue=1.2, carbon_g_per_kwh=10.0, price_list="on-demand"))
+    assert got == RunOptions(
+        preemption=PreemptionModel(60.0, 120.0),
+        energy=EnergyModel(pue=1.2, carbon_g_per_kwh=10.0, price_list="on-demand"),
+    )
     assert set(RUN_OPTION_FLAGS) <= {f.name for f in fields(RunOptions)}
 
 
 def test_simulate_with_energy_flags_writes_energy_in_table_json_and_csvs(capsys, trace, carbon_csv, tmp_path):
     js, jobs_csv, users_csv = tmp_path / "s.json", tmp_path / "jobs.csv", tmp_path / "users.csv"
-    assert main(["simulate", "--cluster", CLUSTER, "--trace", trace, "--scheduler", "fifo", "--quiet",
-                 "--pue", "1.25", "--carbon", carbon_csv, "--price-list", "on-demand", "--json", str(js),
-                 "--jobs-csv", str(jobs_csv), "--users-csv", str(users_csv)]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "--cluster",
+                CLUSTER,
+                "--trace",
+                trace,
+                "--scheduler",
+                "fifo",
+                "--quiet",
+                "--pue",
+                "1.25",
+                "--carbon",
+                carbon_csv,
+                "--price-list",
+                "on-demand",
+                "--json",
+                str(js),
+                "--jobs-csv",
+                str(jobs_csv),
+                "--users-csv",
+                str(users_csv),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Energy (kWh)" in out and "Cluster price (USD/h)" in out and "7.86" in out  # 2 x 3.93 $/h
     model = EnergyModel(pue=1.25, carbon_g_per_kwh=load_carbon_csv(carbon_csv), price_list="on-demand")
@@ -86,31 +112,66 @@ def test_simulate_with_energy_flags_writes_energy_in_table_json_and_csvs(capsys,
 
 def test_without_energy_flags_the_summary_is_unchanged(capsys, trace, tmp_path):
     js = tmp_path / "c.json"
-    assert main(["compare", "--cluster", CLUSTER, "--trace", trace, "--schedulers", "fifo,sjf", "--quiet",
-                 "--json", str(js)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--cluster",
+                CLUSTER,
+                "--trace",
+                trace,
+                "--schedulers",
+                "fifo,sjf",
+                "--quiet",
+                "--json",
+                str(js),
+            ]
+        )
+        == 0
+    )
     assert "Energy" not in capsys.readouterr().out
     assert all(list(s) == list(METRICS) for s in json.loads(js.read_text()).values())
 
 
 def test_compare_prints_and_writes_energy_rows(capsys, trace, tmp_path):
     js = tmp_path / "c.json"
-    assert main(["compare", "--cluster", CLUSTER, "--trace", trace, "--schedulers", "fifo,sjf", "--quiet",
-                 "--price-list", "catalog", "--json", str(js)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--cluster",
+                CLUSTER,
+                "--trace",
+                trace,
+                "--schedulers",
+                "fifo,sjf",
+                "--quiet",
+                "--price-list",
+                "catalog",
+                "--json",
+                str(js),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Cost of the cluster (USD)" in out and "Carbon (kg)" in out
     assert all(list(s) == [*METRICS, *ENERGY_METRICS] for s in json.loads(js.read_text()).values())
 
 
-@pytest.mark.parametrize("flags, named", [
-    (["--pue", "0.9"], "--pue"),
-    (["--pue", "nan"], "--pue"),
-    (["--carbon", "-1"], "--carbon"),
-    (["--carbon", "missing.csv"], "--carbon"),
-    (["--carbon", "BAD"], "--carbon"),
-    (["--price-list", "cheapest"], "--price-list"),
-    (["--price-list", "gcp-preemptible-2020"], "--price-list"),  # it has no A100 price
-    (["--restart-overhead", "-5"], "--restart-overhead"),
-])
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--pue", "0.9"], "--pue"),
+        (["--pue", "nan"], "--pue"),
+        (["--carbon", "-1"], "--carbon"),
+        (["--carbon", "missing.csv"], "--carbon"),
+        (["--carbon", "BAD"], "--carbon"),
+        (["--price-list", "cheapest"], "--price-list"),
+        (["--price-list", "gcp-preemptible-2020"], "--price-list"),  # it has no A100 price
+        (["--restart-overhead", "-5"], "--restart-overhead"),
+    ],
+)
 def test_bad_run_options_are_one_line_naming_the_flag_and_exit_2(capsys, trace, tmp_path, flags, named):
     (tmp_path / "BAD").write_text("timestamp,carbon_intensity\n0,100\n3600,nan\n")
     flags = [str(tmp_path / "BAD") if f == "BAD" else f for f in flags]
@@ -120,15 +181,20 @@ def test_bad_run_options_are_one_line_naming_the_flag_and_exit_2(capsys, trace, 
 
 
 def test_a_scenario_file_with_an_energy_model_adds_its_metrics_and_flags_replace_its_options(capsys, tmp_path):
-    sc = Scenario(cluster="1x4:T4", workload=WorkloadSpec(n_jobs=20, load=1.2, seed=1), schedulers=("fifo",),
-                  options=RunOptions(energy=EnergyModel(pue=1.1)))
+    sc = Scenario(
+        cluster="1x4:T4",
+        workload=WorkloadSpec(n_jobs=20, load=1.2, seed=1),
+        schedulers=("fifo",),
+        options=RunOptions(energy=EnergyModel(pue=1.1)),
+    )
     path, out = tmp_path / "s.json", tmp_path / "out.json"
     path.write_text(sc.to_json())
     assert main(["simulate", "--scenario", str(path), "--quiet", "--json", str(out), "--pue", "1.5"]) == 0
     cluster = sc.build_cluster()
     result = simulate(cluster, sc.build_jobs(cluster), make_scheduler("fifo"), seed=sc.seed, options=sc.options)
     assert json.loads(out.read_text())["fifo"] == pytest.approx(
-        summarize(result, energy=EnergyModel(pue=1.5)).to_dict())
+        summarize(result, energy=EnergyModel(pue=1.5)).to_dict()
+    )
     older = {k: v for k, v in sc.to_dict().items() if k != "options"}  # written before run options existed
     path.write_text(json.dumps(older))
     assert main(["simulate", "--scenario", str(path), "--quiet", "--json", str(out)]) == 0
@@ -137,8 +203,25 @@ def test_a_scenario_file_with_an_energy_model_adds_its_metrics_and_flags_replace
 
 def test_evaluate_adds_energy_to_every_run_and_its_paired_differences(capsys, tmp_path):
     out = tmp_path / "ev.json"
-    assert main(["evaluate", "--scenario", "cluster=1x4:T4;jobs=20;load=1.2", "--schedulers", "fifo,sjf",
-                 "--seeds", "2", "--quiet", "--carbon", "200", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--scenario",
+                "cluster=1x4:T4;jobs=20;load=1.2",
+                "--schedulers",
+                "fifo,sjf",
+                "--seeds",
+                "2",
+                "--quiet",
+                "--carbon",
+                "200",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "cost_usd (lower)" in text and "\nco2_kg " in text
     runs = json.loads(out.read_text())["runs"]

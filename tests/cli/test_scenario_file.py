@@ -20,15 +20,22 @@ from engine.traces.generator import generate
 
 pytestmark = pytest.mark.timeout(300)
 COSTLY = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=600.0, restart_overhead_s=120.0))
-SCENARIO = Scenario(cluster="2x4:V100-32", workload=WorkloadSpec(n_jobs=40, load=1.6, seed=3),
-                    schedulers=("fifo", "tiresias"), seed=2, options=COSTLY)
+SCENARIO = Scenario(
+    cluster="2x4:V100-32",
+    workload=WorkloadSpec(n_jobs=40, load=1.6, seed=3),
+    schedulers=("fifo", "tiresias"),
+    seed=2,
+    options=COSTLY,
+)
 
 
 def _direct(sc: Scenario, jobs=None) -> dict[str, dict]:
     cluster = sc.build_cluster()
     jobs = sc.build_jobs(cluster) if jobs is None else jobs
-    return {n: summarize(simulate(cluster, jobs, make_scheduler(n), seed=sc.seed, options=sc.options)).to_dict()
-            for n in sc.schedulers}
+    return {
+        n: summarize(simulate(cluster, jobs, make_scheduler(n), seed=sc.seed, options=sc.options)).to_dict()
+        for n in sc.schedulers
+    }
 
 
 def test_simulate_runs_every_scheduler_of_a_downloaded_scenario(tmp_path, capsys):
@@ -44,12 +51,17 @@ def test_simulate_runs_every_scheduler_of_a_downloaded_scenario(tmp_path, capsys
 def test_simulate_reads_an_uploaded_trace_from_trace(tmp_path, capsys):
     trace = write_csv(generate("1x4:T4", 25, seed=5), tmp_path / "mine.csv")
     data = trace.read_bytes()
-    sc = Scenario(cluster="1x4:T4", workload=WorkloadSpec(source="trace", trace_sha256=content_hash(data),
-                                                          trace_name="mine.csv"), schedulers=("fifo", "sjf"))
+    sc = Scenario(
+        cluster="1x4:T4",
+        workload=WorkloadSpec(source="trace", trace_sha256=content_hash(data), trace_name="mine.csv"),
+        schedulers=("fifo", "sjf"),
+    )
     (tmp_path / "s.json").write_text(sc.to_json())
     out = tmp_path / "out.json"
-    assert main(["simulate", "--scenario", str(tmp_path / "s.json"), "--trace", str(trace), "--quiet",
-                 "--json", str(out)]) == 0
+    assert (
+        main(["simulate", "--scenario", str(tmp_path / "s.json"), "--trace", str(trace), "--quiet", "--json", str(out)])
+        == 0
+    )
     assert json.loads(out.read_text()) == _direct(sc, sc.build_jobs(sc.build_cluster(), data))
     other = write_csv(generate("1x4:T4", 25, seed=6), tmp_path / "other.csv")
     assert main(["simulate", "--scenario", str(tmp_path / "s.json"), "--trace", str(other), "--quiet"]) == 2
@@ -72,8 +84,7 @@ def test_sweep_takes_a_scenario_file_as_its_base(ray_local, tmp_path):
     path = tmp_path / "scenario.json"
     path.write_text(SCENARIO.to_json())
     out = tmp_path / "r.csv"
-    assert main(["sweep", "--spec", str(path), "--load", "0.8,1.6", "--seeds", "2", "--out", str(out),
-                 "--quiet"]) == 0
+    assert main(["sweep", "--spec", str(path), "--load", "0.8,1.6", "--seeds", "2", "--out", str(out), "--quiet"]) == 0
     with open(out, newline="") as f:
         table = list(csv.DictReader(f))
     assert len(table) == 2 * 2 * 2
@@ -85,8 +96,16 @@ def test_sweep_takes_a_scenario_file_as_its_base(ray_local, tmp_path):
 
 def test_a_sweep_spec_of_the_older_form_still_runs(ray_local, tmp_path):
     # A literal copy of a spec the Explore page wrote before sweeps had a base scenario.
-    old = {"clusters": ["2x4:V100-32"], "schedulers": ["fifo", "sjf"], "seeds": 2, "jobs": 40, "loads": [0.6, 1.2],
-           "generator": {"users": 6, "arrival": "poisson"}, "trace": None, "trace_options": {}}
+    old = {
+        "clusters": ["2x4:V100-32"],
+        "schedulers": ["fifo", "sjf"],
+        "seeds": 2,
+        "jobs": 40,
+        "loads": [0.6, 1.2],
+        "generator": {"users": 6, "arrival": "poisson"},
+        "trace": None,
+        "trace_options": {},
+    }
     (tmp_path / "old.json").write_text(json.dumps(old))
     out = tmp_path / "r.csv"
     assert main(["sweep", "--spec", str(tmp_path / "old.json"), "--out", str(out), "--quiet"]) == 0

@@ -18,8 +18,20 @@ from engine.traces.generator import generate
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(300)
-GRID = ["--cluster", "2x4:V100-32", "--cluster", "1x4:T4", "--jobs", "30", "--load", "0.6,1.2",
-        "--schedulers", "fifo,sjf", "--seeds", "2"]
+GRID = [
+    "--cluster",
+    "2x4:V100-32",
+    "--cluster",
+    "1x4:T4",
+    "--jobs",
+    "30",
+    "--load",
+    "0.6,1.2",
+    "--schedulers",
+    "fifo,sjf",
+    "--seeds",
+    "2",
+]
 
 
 def rows(path: Path) -> list[dict]:
@@ -34,12 +46,30 @@ def test_sweep_writes_one_row_per_cell_with_the_metrics_of_compare(ray_local, tm
     table = rows(tmp_path / "r.csv")
     assert len(table) == 16
     trace = str(write_csv(generate("1x4:T4", 30, load=0.6, seed=1), tmp_path / "t.csv"))
-    assert main(["compare", "--cluster", "1x4:T4", "--trace", trace, "--schedulers", "fifo,sjf", "--seed", "1",
-                 "--quiet", "--json", str(tmp_path / "c.json")]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--cluster",
+                "1x4:T4",
+                "--trace",
+                trace,
+                "--schedulers",
+                "fifo,sjf",
+                "--seed",
+                "1",
+                "--quiet",
+                "--json",
+                str(tmp_path / "c.json"),
+            ]
+        )
+        == 0
+    )
     compared = json.loads((tmp_path / "c.json").read_text())
     assert list(table[0]) == ["cluster", "load", "seed", "scheduler", *compared["fifo"]]
-    row = next(r for r in table
-               if (r["cluster"], r["load"], r["seed"], r["scheduler"]) == ("1x4:T4", "0.6", "1", "sjf"))
+    row = next(
+        r for r in table if (r["cluster"], r["load"], r["seed"], r["scheduler"]) == ("1x4:T4", "0.6", "1", "sjf")
+    )
     assert float(row["mean_wait_s"]) == compared["sjf"]["mean_wait_s"] and int(row["jobs"]) == 30
     meta = json.loads((tmp_path / "meta.json").read_text())
     assert meta["backend"] == "ray" and meta["address"] == ray_local and meta["cells"] == 16
@@ -51,14 +81,50 @@ def test_sweep_writes_one_row_per_cell_with_the_metrics_of_compare(ray_local, tm
     capsys.readouterr()
 
 
-def test_sweep_with_energy_flags_adds_cost_and_energy_to_every_row_and_its_spec_keeps_them(ray_local, tmp_path,
-                                                                                           capsys):
-    assert main(["sweep", "--cluster", "1x4:T4", "--jobs", "20", "--load", "0.6", "--schedulers", "fifo,sjf",
-                 "--pue", "1.3", "--out", str(tmp_path / "r.csv"), "--json", str(tmp_path / "meta.json")]) == 0
+def test_sweep_with_energy_flags_adds_cost_and_energy_to_every_row_and_its_spec_keeps_them(ray_local, tmp_path, capsys):
+    assert (
+        main(
+            [
+                "sweep",
+                "--cluster",
+                "1x4:T4",
+                "--jobs",
+                "20",
+                "--load",
+                "0.6",
+                "--schedulers",
+                "fifo,sjf",
+                "--pue",
+                "1.3",
+                "--out",
+                str(tmp_path / "r.csv"),
+                "--json",
+                str(tmp_path / "meta.json"),
+            ]
+        )
+        == 0
+    )
     table = rows(tmp_path / "r.csv")
     trace = str(write_csv(generate("1x4:T4", 20, load=0.6, seed=0), tmp_path / "t.csv"))
-    assert main(["compare", "--cluster", "1x4:T4", "--trace", trace, "--schedulers", "fifo,sjf", "--pue", "1.3",
-                 "--quiet", "--json", str(tmp_path / "c.json")]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--cluster",
+                "1x4:T4",
+                "--trace",
+                trace,
+                "--schedulers",
+                "fifo,sjf",
+                "--pue",
+                "1.3",
+                "--quiet",
+                "--json",
+                str(tmp_path / "c.json"),
+            ]
+        )
+        == 0
+    )
     compared = json.loads((tmp_path / "c.json").read_text())
     assert list(table[0]) == ["cluster", "load", "seed", "scheduler", *compared["fifo"]]
     assert [float(r["energy_kwh"]) for r in table] == [compared[s]["energy_kwh"] for s in ("fifo", "sjf")]
@@ -76,10 +142,33 @@ def test_sweep_joins_the_ray_cluster_at_an_address(ray_local, tmp_path, how):
     join = ["--address", ray_local] if how == "--address" else []
     if how == "RAY_ADDRESS":
         env["RAY_ADDRESS"] = ray_local
-    proc = subprocess.run([sys.executable, "-m", "engine", "sweep", "--cluster", "1x4:T4", "--jobs", "20", "--load",
-                           "0.8", "--schedulers", "fifo", *join, "--out", str(tmp_path / "r.csv"),
-                           "--json", str(tmp_path / "m.json")], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=240, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "sweep",
+            "--cluster",
+            "1x4:T4",
+            "--jobs",
+            "20",
+            "--load",
+            "0.8",
+            "--schedulers",
+            "fifo",
+            *join,
+            "--out",
+            str(tmp_path / "r.csv"),
+            "--json",
+            str(tmp_path / "m.json"),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "m.json").read_text())["address"] == ray_local
     assert len(rows(tmp_path / "r.csv")) == 1
@@ -87,12 +176,51 @@ def test_sweep_joins_the_ray_cluster_at_an_address(ray_local, tmp_path, how):
 
 def test_sweep_of_a_trace_takes_load_scales(ray_local, tmp_path, capsys):
     trace = str(write_csv(generate("1x4:T4", 30, load=0.8, seed=2), tmp_path / "t.csv"))
-    assert main(["sweep", "--cluster", "1x4:T4", "--trace", trace, "--first", "25", "--load-scale", "1,2",
-                 "--schedulers", "sjf", "--out", str(tmp_path / "r.csv"), "--json", str(tmp_path / "m.json")]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--cluster",
+                "1x4:T4",
+                "--trace",
+                trace,
+                "--first",
+                "25",
+                "--load-scale",
+                "1,2",
+                "--schedulers",
+                "sjf",
+                "--out",
+                str(tmp_path / "r.csv"),
+                "--json",
+                str(tmp_path / "m.json"),
+            ]
+        )
+        == 0
+    )
     table = rows(tmp_path / "r.csv")
     assert [(r["load"], r["jobs"]) for r in table] == [("1.0", "25"), ("2.0", "25")]
-    assert main(["simulate", "--cluster", "1x4:T4", "--trace", trace, "--first", "25", "--load-scale", "2",
-                 "--scheduler", "sjf", "--quiet", "--json", str(tmp_path / "s.json")]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "--cluster",
+                "1x4:T4",
+                "--trace",
+                trace,
+                "--first",
+                "25",
+                "--load-scale",
+                "2",
+                "--scheduler",
+                "sjf",
+                "--quiet",
+                "--json",
+                str(tmp_path / "s.json"),
+            ]
+        )
+        == 0
+    )
     assert float(table[1]["mean_jct_s"]) == json.loads((tmp_path / "s.json").read_text())["mean_jct_s"]
     spec = json.loads((tmp_path / "m.json").read_text())["spec"]
     workload = spec["base"]["workload"]
@@ -102,8 +230,26 @@ def test_sweep_of_a_trace_takes_load_scales(ray_local, tmp_path, capsys):
 
 def test_plan_writes_the_answer_and_the_metric_around_it(ray_local, tmp_path, capsys):
     trace = str(write_csv(generate("3x4:V100-32", 60, load=1.0, seed=3), tmp_path / "t.csv"))
-    assert main(["plan", "--trace", trace, "--node", "4:V100-32", "--scheduler", "fifo", "--scheduler", "sjf",
-                 "--target", "p95_wait_s<=3600", "--json", str(tmp_path / "plan.json")]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--trace",
+                trace,
+                "--node",
+                "4:V100-32",
+                "--scheduler",
+                "fifo",
+                "--scheduler",
+                "sjf",
+                "--target",
+                "p95_wait_s<=3600",
+                "--json",
+                str(tmp_path / "plan.json"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     answer = json.loads((tmp_path / "plan.json").read_text())
     assert set(answer["schedulers"]) == {"fifo", "sjf"} and answer["backend"] == "ray"
@@ -117,9 +263,30 @@ def test_plan_writes_the_answer_and_the_metric_around_it(ray_local, tmp_path, ca
 
 def test_plan_in_money_writes_the_cheapest_mix_and_its_runner_up(ray_local, tmp_path, capsys):
     trace = str(write_csv(generate("2x4:V100-32", 40, load=1.0, seed=2), tmp_path / "t.csv"))
-    assert main(["plan", "--trace", trace, "--node", "4:T4", "--node", "1:A100-80", "--minimize",
-                 "cluster_price_per_h", "--scheduler", "fifo", "--target", "mean_wait_s<=900", "--max-nodes", "6",
-                 "--json", str(tmp_path / "plan.json")]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--trace",
+                trace,
+                "--node",
+                "4:T4",
+                "--node",
+                "1:A100-80",
+                "--minimize",
+                "cluster_price_per_h",
+                "--scheduler",
+                "fifo",
+                "--target",
+                "mean_wait_s<=900",
+                "--max-nodes",
+                "6",
+                "--json",
+                str(tmp_path / "plan.json"),
+            ]
+        )
+        == 0
+    )
     answer = json.loads((tmp_path / "plan.json").read_text())
     # The cheapest mix (checked by brute force in tests/analysis/test_plan.py): one T4 node and four A100s.
     assert answer["cluster"] == "1x4:T4,4x1:A100-80" and answer["nodes"] == [1, 4]
@@ -128,24 +295,55 @@ def test_plan_in_money_writes_the_cheapest_mix_and_its_runner_up(ray_local, tmp_
     assert answer["runner_up"]["cluster_price_per_h"] == pytest.approx(5 * 3.93)
     assert answer["minimize"] == "cluster_price_per_h" and answer["price_list"] == "catalog"
     assert "1x4:T4,4x1:A100-80" in capsys.readouterr().out
-    assert main(["plan", "--trace", trace, "--node", "4:T4", "--node", "1:A100-80", "--scheduler", "fifo",
-                 "--target", "mean_wait_s<=900", "--max-nodes", "6", "--price-list", "gcp-preemptible-2020"]) == 2
+    assert (
+        main(
+            [
+                "plan",
+                "--trace",
+                trace,
+                "--node",
+                "4:T4",
+                "--node",
+                "1:A100-80",
+                "--scheduler",
+                "fifo",
+                "--target",
+                "mean_wait_s<=900",
+                "--max-nodes",
+                "6",
+                "--price-list",
+                "gcp-preemptible-2020",
+            ]
+        )
+        == 2
+    )
     assert "no price_per_h for T4" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["sweep", *GRID, "--trace", "x.csv"], "either --trace FILE or --jobs N"),
-    (["sweep", "--cluster", "1x4:T4", "--jobs", "5", "--schedulers", "fifo"], "--jobs needs --load"),
-    (["sweep", "--cluster", "1x4:T4", "--jobs", "5", "--load", "0.5", "--schedulers", "fifo,nope"],
-     "unknown scheduler 'nope'"),
-    (["sweep", "--jobs", "5", "--load", "0.5", "--schedulers", "fifo"], "sweep needs --cluster"),
-    (["sweep", "--cluster", "1x4:T4", "--jobs", "5", "--load", "0.5,0.5", "--schedulers", "fifo"],
-     "more than once"),
-    (["plan", "--trace", "x.csv", "--node", "8:A100-80", "--scheduler", "fifo", "--target", "p95<=1"],
-     "unknown metric 'p95'"),
-    (["plan", "--trace", "x.csv", "--node", "8", "--scheduler", "fifo", "--target", "p95_wait_s<=1"],
-     "node shape '8'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["sweep", *GRID, "--trace", "x.csv"], "either --trace FILE or --jobs N"),
+        (["sweep", "--cluster", "1x4:T4", "--jobs", "5", "--schedulers", "fifo"], "--jobs needs --load"),
+        (
+            ["sweep", "--cluster", "1x4:T4", "--jobs", "5", "--load", "0.5", "--schedulers", "fifo,nope"],
+            "unknown scheduler 'nope'",
+        ),
+        (["sweep", "--jobs", "5", "--load", "0.5", "--schedulers", "fifo"], "sweep needs --cluster"),
+        (
+            ["sweep", "--cluster", "1x4:T4", "--jobs", "5", "--load", "0.5,0.5", "--schedulers", "fifo"],
+            "more than once",
+        ),
+        (
+            ["plan", "--trace", "x.csv", "--node", "8:A100-80", "--scheduler", "fifo", "--target", "p95<=1"],
+            "unknown metric 'p95'",
+        ),
+        (
+            ["plan", "--trace", "x.csv", "--node", "8", "--scheduler", "fifo", "--target", "p95_wait_s<=1"],
+            "node shape '8'",
+        ),
+    ],
+)
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, argv, message):
     trace = write_csv(generate("1x4:T4", 5, load=0.5, seed=0), tmp_path / "x.csv")
     argv = [str(trace) if a == "x.csv" else a for a in argv]
@@ -158,9 +356,28 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, argv, messag
 def test_sweep_runs_a_plugin_scheduler_on_ray_workers(ray_local, registry, tmp_path):
     """--plugin is imported by the driver and by every worker, so a user's scheduler runs as a cell."""
     out = tmp_path / "r.csv"
-    code = main(["sweep", "--plugin", str(REPO / "examples" / "widest_first.py"), "--cluster", "2x4:generic",
-                 "--jobs", "40", "--load", "0.9", "--schedulers", "widest-first,fifo", "--seeds", "1",
-                 "--out", str(out), "--quiet", "--address", ray_local])
+    code = main(
+        [
+            "sweep",
+            "--plugin",
+            str(REPO / "examples" / "widest_first.py"),
+            "--cluster",
+            "2x4:generic",
+            "--jobs",
+            "40",
+            "--load",
+            "0.9",
+            "--schedulers",
+            "widest-first,fifo",
+            "--seeds",
+            "1",
+            "--out",
+            str(out),
+            "--quiet",
+            "--address",
+            ray_local,
+        ]
+    )
     assert code == 0
     rows = list(csv.DictReader(out.open()))
     assert sorted(r["scheduler"] for r in rows) == ["fifo", "widest-first"]

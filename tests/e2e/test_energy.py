@@ -27,7 +27,8 @@ def test_cluster_page_sets_pue_and_a_carbon_csv_into_the_link(page: Page, app_ur
     page.get_by_role("spinbutton", name="PUE (facility power ÷ IT power)").fill("1.3")
     page.get_by_text("hourly CSV").click()
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').last.set_input_files(
-        str(REPO / "sample_traces" / "carbon" / "daily.csv"))
+        str(REPO / "sample_traces" / "carbon" / "daily.csv")
+    )
     page.get_by_role("button", name="Apply energy and cost").click()
     expect(page).to_have_url(re.compile(r"o\.energy\.pue=1\.3"), timeout=SLOW_MS)
     expect(page).to_have_url(re.compile(r"o\.energy\.carbon_g_per_kwh=.*g_per_kwh"))
@@ -69,5 +70,6 @@ def test_explore_draws_wait_against_cost_and_finds_the_cheapest_cluster(page: Pa
     page.get_by_role("spinbutton", name="At most nodes of each").fill("4")
     page.get_by_role("button", name="Find the cheapest cluster").click()
     expect(page.get_by_text(re.compile(r"no mix of 4:T4 and 4:A100-80 cheaper than the answer meets"))).to_be_visible(
-        timeout=RAY_MS)
+        timeout=RAY_MS
+    )
     expect(page.get_by_text(re.compile(r"^\$[\d,]+\.\d\d/h$")).first).to_be_visible()

@@ -33,8 +33,9 @@ def test_sweep_runs_on_ray_and_downloads_rows_and_spec(page: Page, app_url: str,
     page.wait_for_function(CHARTS_DRAWN, arg=2, timeout=60_000)
     wait_idle(page)
     curves = page.locator('[data-testid="stPlotlyChart"]').first
-    names = curves.evaluate("el => el.querySelector('.js-plotly-plot').data"
-                            ".filter(t => t.mode === 'lines+markers').map(t => t.name)")
+    names = curves.evaluate(
+        "el => el.querySelector('.js-plotly-plot').data.filter(t => t.mode === 'lines+markers').map(t => t.name)"
+    )
     assert names == ["fifo", "sjf"]
     expect(page.get_by_text(re.compile(r"p95 wait \((s|min|h|d)\) against offered load"))).to_be_visible()
 
@@ -51,7 +52,12 @@ def test_sweep_runs_on_ray_and_downloads_rows_and_spec(page: Page, app_url: str,
         page.get_by_role("button", name="Sweep spec (JSON").click()
     info.value.save_as(tmp_path / "sweep.json")
     spec = SweepSpec.from_json((tmp_path / "sweep.json").read_bytes())
-    assert (spec.clusters, spec.schedulers, spec.seeds, spec.loads) == (("2x4:V100-32",), ("fifo", "sjf"), 2, (0.6, 1.2))
+    assert (spec.clusters, spec.schedulers, spec.seeds, spec.loads) == (
+        ("2x4:V100-32",),
+        ("fifo", "sjf"),
+        2,
+        (0.6, 1.2),
+    )
     assert spec.base.workload.n_jobs == 40 and spec.base.workload.users == 6
     assert json.loads((tmp_path / "sweep.json").read_text())["loads"] == [0.6, 1.2]
 

@@ -19,8 +19,9 @@ def _workload(page: Page, app_url: str) -> None:
     expect(page.get_by_role("heading", name="Workload", exact=True)).to_be_visible(timeout=SLOW_MS)
 
 
-def test_a_ragged_csv_with_markdown_in_its_name_and_header_previews_as_text(page: Page, app_url: str,
-                                                                            tmp_path: Path, shot):
+def test_a_ragged_csv_with_markdown_in_its_name_and_header_previews_as_text(
+    page: Page, app_url: str, tmp_path: Path, shot
+):
     trace = tmp_path / f"{EVIL}.csv"
     trace.write_text(f"submit,{EVIL},gpus\n0,10\n5,20,2,extra\n9,30,4\n")
     _workload(page, app_url)

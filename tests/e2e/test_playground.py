@@ -50,8 +50,9 @@ def test_preset_compare_play_scrub_download(page: Page, app_url: str, tmp_path: 
     timeline = page.locator('[data-testid="stPlotlyChart"]').first
     assert timeline.evaluate(CURSOR_X) == 0
     timeline.locator(".updatemenu-button").first.click()
-    page.wait_for_function(f"() => ({CURSOR_X})(document.querySelector('[data-testid=\"stPlotlyChart\"]')) > 0",
-                           timeout=30_000)
+    page.wait_for_function(
+        f"() => ({CURSOR_X})(document.querySelector('[data-testid=\"stPlotlyChart\"]')) > 0", timeout=30_000
+    )
     timeline.locator(".updatemenu-button").nth(1).click()  # pause
     shot(page, "playing")
 
@@ -64,11 +65,14 @@ def test_preset_compare_play_scrub_download(page: Page, app_url: str, tmp_path: 
     page.mouse.up()
     page.wait_for_function(
         f"() => {{ const el = document.querySelector('[data-testid=\"stPlotlyChart\"]'); "
-        f"return ({CURSOR_X})(el) > 0 && ({CURSOR_TEXT})(el) !== '0 s'; }}", timeout=30_000)
+        f"return ({CURSOR_X})(el) > 0 && ({CURSOR_TEXT})(el) !== '0 s'; }}",
+        timeout=30_000,
+    )
     readout = timeline.evaluate(CURSOR_TEXT)
     assert re.fullmatch(r"[0-9.,]+ (s|min|h|d)", readout), readout
-    ticks = timeline.evaluate("el => el.querySelector('.js-plotly-plot').layout.sliders[0].steps"
-                              ".map(s => s.label).filter(l => l)")
+    ticks = timeline.evaluate(
+        "el => el.querySelector('.js-plotly-plot').layout.sliders[0].steps.map(s => s.label).filter(l => l)"
+    )
     assert len(ticks) >= 2 and all(re.fullmatch(r"[0-9.,]+ (s|min|h|d)", t) for t in ticks), ticks  # e.g. "4.6 h"
 
     timeline.scroll_into_view_if_needed()
@@ -135,8 +139,9 @@ def test_upload_an_unknown_csv_through_the_column_mapping(page: Page, app_url: s
     shot(page, "loaded")
 
 
-def test_a_trace_with_jobs_that_never_run_is_stated_before_and_after_running(page: Page, app_url: str,
-                                                                             tmp_path: Path, shot):
+def test_a_trace_with_jobs_that_never_run_is_stated_before_and_after_running(
+    page: Page, app_url: str, tmp_path: Path, shot
+):
     trace = tmp_path / "wide.csv"
     rows = [f"{10 * i},{300 + i},{16 if i % 10 == 3 else 1 + i % 4},u{i % 3}" for i in range(60)]
     trace.write_text("submit_s,duration_s,gpus,user\n" + "\n".join(rows) + "\n")
@@ -172,7 +177,9 @@ def test_train_for_a_few_seconds_see_the_curve_stop_and_use_the_agent(page: Page
     # The live view draws the return curve as the run logs it (at least two points of one series).
     page.wait_for_function(
         """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
-                 .some(p => p._fullData && p._fullData.some(t => t.x && t.x.length >= 2))""", timeout=SLOW_MS)
+                 .some(p => p._fullData && p._fullData.some(t => t.x && t.x.length >= 2))""",
+        timeout=SLOW_MS,
+    )
     shot(page, "curve")
     page.get_by_role("button", name="Stop").click()
     expect(page.get_by_text("Saved as rl:e2e-quick")).to_be_visible(timeout=SLOW_MS)
@@ -199,22 +206,37 @@ def test_reopen_a_link_after_a_reload_shows_its_results(page: Page, app_url: str
     shot(page, "reloaded")
 
 
-def test_older_gavel_and_millisecond_traces_load_detected_and_warned(page: Page, app_url: str, tmp_path: Path,
-                                                                      shot):
+def test_older_gavel_and_millisecond_traces_load_detected_and_warned(page: Page, app_url: str, tmp_path: Path, shot):
     """Gavel's older 7-field layout is detected and loads; a Tiresias/Muri CSV in milliseconds, detected and read
     as seconds, loads with a warning that says what looks wrong and which unit to choose."""
     gavel = tmp_path / "cluster_0.trace"
-    gavel.write_text("\n".join("\t".join(["ResNet-50 (batch size 64)", "python3 main.py", "--num_steps", str(g),
-                                          str(2931 * g), f"{60.0 * i:.6f}", "1"]) for i, g in enumerate((1, 2, 4))))
+    gavel.write_text(
+        "\n".join(
+            "\t".join(
+                [
+                    "ResNet-50 (batch size 64)",
+                    "python3 main.py",
+                    "--num_steps",
+                    str(g),
+                    str(2931 * g),
+                    f"{60.0 * i:.6f}",
+                    "1",
+                ]
+            )
+            for i, g in enumerate((1, 2, 4))
+        )
+    )
     page.goto(f"{app_url}/workload")
     expect(page.get_by_role("heading", name="Workload", exact=True)).to_be_visible(timeout=SLOW_MS)
     _upload(page, gavel)
     page.get_by_role("button", name="Load trace").click()
     expect(page.get_by_text("Loaded 3 jobs from cluster_0.trace (format: gavel)")).to_be_visible(timeout=SLOW_MS)
     muri = tmp_path / "muri.csv"
-    muri.write_text("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
-                    "1,1,0,100,resnet50,7200000,1\n2,2,86400000,100,vgg16,1800000,1\n"
-                    "3,4,259200000,100,bert,28800000,1\n")
+    muri.write_text(
+        "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+        "1,1,0,100,resnet50,7200000,1\n2,2,86400000,100,vgg16,1800000,1\n"
+        "3,4,259200000,100,bert,28800000,1\n"
+    )
     _upload(page, muri)
     page.get_by_role("button", name="Load trace").click()
     expect(page.get_by_text("Trace report: muri.csv")).to_be_visible(timeout=SLOW_MS)
@@ -223,13 +245,16 @@ def test_older_gavel_and_millisecond_traces_load_detected_and_warned(page: Page,
     shot(page, "unit-warning")
 
 
-def test_a_pollux_workload_loads_detected_with_run_times_from_the_application_profiles(page: Page, app_url: str,
-                                                                                       tmp_path: Path, shot):
+def test_a_pollux_workload_loads_detected_with_run_times_from_the_application_profiles(
+    page: Page, app_url: str, tmp_path: Path, shot
+):
     """A Pollux-style workload names an application and a replica count instead of a run time: it is detected and
     loads (run times from the application profiles); a row of an application without a profile is dropped."""
     workload = tmp_path / "workload-1.csv"
-    workload.write_text("name,time,application,num_replicas,batch_size\ncifar10-0,107,cifar10,6,2048\n"
-                        "ncf-1,135,ncf,1,32768\nbert-2,5813,bert,12,384\nresnet-3,6000,resnet50,2,64\n")
+    workload.write_text(
+        "name,time,application,num_replicas,batch_size\ncifar10-0,107,cifar10,6,2048\n"
+        "ncf-1,135,ncf,1,32768\nbert-2,5813,bert,12,384\nresnet-3,6000,resnet50,2,64\n"
+    )
     page.goto(f"{app_url}/workload")
     expect(page.get_by_role("heading", name="Workload", exact=True)).to_be_visible(timeout=SLOW_MS)
     _upload(page, workload)

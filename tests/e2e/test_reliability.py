@@ -43,8 +43,14 @@ def test_cluster_page_sets_a_failure_preset_and_knobs_into_the_link(page: Page, 
     shot(page, "reliability")
 
 
-FAILING = {"cluster": "2x4:T4", "sched": "fifo,first-fit", "w.n_jobs": 40, "o.failures.mtbf_h": 20.0,
-           "o.failures.job_failure_rate": 0.3, "o.preemption.checkpoint_interval_s": 1800.0}
+FAILING = {
+    "cluster": "2x4:T4",
+    "sched": "fifo,first-fit",
+    "w.n_jobs": 40,
+    "o.failures.mtbf_h": 20.0,
+    "o.failures.job_failure_rate": 0.3,
+    "o.preemption.checkpoint_interval_s": 1800.0,
+}
 
 
 def test_compare_shows_the_reliability_rows_when_failures_are_modelled(page: Page, app_url: str):
@@ -54,8 +60,14 @@ def test_compare_shows_the_reliability_rows_when_failures_are_modelled(page: Pag
     expect(page.get_by_role("heading", name="Key metrics")).to_be_visible(timeout=SLOW_MS)
     wait_idle(page)
     kpi = page.locator('[data-testid="stDataFrame"]').first
-    for row in ("Node failures", "Jobs stopped by failures", "Failed jobs", "Work lost to failures", "ETTR",
-                "GPU availability"):
+    for row in (
+        "Node failures",
+        "Jobs stopped by failures",
+        "Failed jobs",
+        "Work lost to failures",
+        "ETTR",
+        "GPU availability",
+    ):
         expect(kpi).to_contain_text(row)
     # The timeline marks the jobs a failure stopped (its legend names the crosses) and shades the nodes down.
     page.wait_for_function(CHARTS_DRAWN, arg=1, timeout=SLOW_MS)
@@ -65,7 +77,8 @@ def test_compare_shows_the_reliability_rows_when_failures_are_modelled(page: Pag
     job.fill("training-9")  # a job node failures stop under fifo in this scenario (tests/app/test_reliability.py)
     job.press("Enter")
     expect(page.get_by_text(re.compile(r"^fifo: .*a node failure stopped it \d+ time\(s\)"))).to_be_visible(
-        timeout=SLOW_MS)
+        timeout=SLOW_MS
+    )
 
 
 def test_the_capacity_plan_says_its_target_holds_under_the_failures(page: Page, app_url: str):
@@ -77,8 +90,7 @@ def test_the_capacity_plan_says_its_target_holds_under_the_failures(page: Page, 
     page.get_by_role("spinbutton", name="At most nodes").fill("6")
     page.get_by_role("textbox", name="Target value").fill("2 h")
     page.get_by_role("button", name="Find the fewest nodes").click()
-    expect(page.locator('[data-testid="stMetric"]').first).to_contain_text(re.compile(r"node|not met"),
-                                                                           timeout=240_000)
+    expect(page.locator('[data-testid="stMetric"]').first).to_contain_text(re.compile(r"node|not met"), timeout=240_000)
 
 
 def test_a_sweep_under_failures_shows_the_reliability_columns(page: Page, app_url: str):

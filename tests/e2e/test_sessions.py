@@ -23,8 +23,11 @@ def test_concurrent_sessions_all_finish_their_comparisons(browser: Browser, app_
     try:
         pages = [c.new_page() for c in contexts]
         for i, page in enumerate(pages):  # a seed of its own each: no session reuses another's cached runs
-            page.goto(scenario_url(app_url, "compare", 300, seed=100 + i, cluster="4x8:A100-80",
-                                   schedulers=("fifo", "first-fit")))
+            page.goto(
+                scenario_url(
+                    app_url, "compare", 300, seed=100 + i, cluster="4x8:A100-80", schedulers=("fifo", "first-fit")
+                )
+            )
         for page in pages:
             expect(page.get_by_role("button", name="Run comparison")).to_be_enabled(timeout=SLOW_MS)
         start = time.perf_counter()

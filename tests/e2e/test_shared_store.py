@@ -17,8 +17,9 @@ from tests.e2e.test_playground import SLOW_MS, _upload
 pytestmark = pytest.mark.e2e
 
 
-def test_a_link_on_an_uploaded_trace_runs_in_a_new_session_after_a_restart(browser: Browser, tmp_path: Path,
-                                                                             monkeypatch):
+def test_a_link_on_an_uploaded_trace_runs_in_a_new_session_after_a_restart(
+    browser: Browser, tmp_path: Path, monkeypatch
+):
     store = tmp_path / "runs" / "playground.sqlite"
     monkeypatch.setenv("PLAYGROUND_STORE", str(store))
     trace = write_csv(generate("2x4:V100-32", 60, load=0.9, seed=12), tmp_path / "shared_trace.csv")

@@ -23,11 +23,23 @@ def _record_problems(page: Page, app_url: str) -> dict[str, list[str]]:
     """Browser errors (console errors, uncaught exceptions and promise rejections) and requests that leave the
     app's server, collected while the test runs."""
     seen: dict[str, list[str]] = {"errors": [], "outside": []}
-    page.on("console", lambda m: m.type == "error" and not _streamlit_probe(m.location.get("url", ""))
-            and seen["errors"].append(f"{m.text} ({m.location.get('url')})"))
+    page.on(
+        "console",
+        lambda m: (
+            m.type == "error"
+            and not _streamlit_probe(m.location.get("url", ""))
+            and seen["errors"].append(f"{m.text} ({m.location.get('url')})")
+        ),
+    )
     page.on("pageerror", lambda e: seen["errors"].append(f"pageerror: {e}"))
-    page.on("request", lambda r: r.url.startswith(("http://", "https://")) and not r.url.startswith(app_url)
-            and seen["outside"].append(r.url))
+    page.on(
+        "request",
+        lambda r: (
+            r.url.startswith(("http://", "https://"))
+            and not r.url.startswith(app_url)
+            and seen["outside"].append(r.url)
+        ),
+    )
     return seen
 
 
@@ -37,14 +49,25 @@ def _streamlit_probe(url: str) -> bool:
 
 
 def _boxes_overlap(a: dict, b: dict) -> bool:
-    return not (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
-                or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
+    return not (
+        a["x"] + a["width"] <= b["x"]
+        or b["x"] + b["width"] <= a["x"]
+        or a["y"] + a["height"] <= b["y"]
+        or b["y"] + b["height"] <= a["y"]
+    )
 
 
 def test_compare_timeline_pauses_cleanly_and_its_legend_is_clear_of_the_toolbar(page: Page, app_url: str, shot):
     seen = _record_problems(page, app_url)
-    query = urlencode({"cluster": "2x4:V100-32", "sched": f"fifo,sjf,first-fit,{AGENT}", "w.n_jobs": 60,
-                       "w.users": 12, "color": "user"})
+    query = urlencode(
+        {
+            "cluster": "2x4:V100-32",
+            "sched": f"fifo,sjf,first-fit,{AGENT}",
+            "w.n_jobs": 60,
+            "w.users": 12,
+            "color": "user",
+        }
+    )
     page.goto(f"{app_url}/compare?{query}")
     expect(page.get_by_role("heading", name="Compare schedulers", exact=True)).to_be_visible(timeout=SLOW_MS)
     page.get_by_role("button", name="Run comparison").click()
@@ -54,8 +77,9 @@ def test_compare_timeline_pauses_cleanly_and_its_legend_is_clear_of_the_toolbar(
     # The agent's verdict is one line; the card's sentence, setting by setting, is behind an expander.
     verdict = page.get_by_role("alert").filter(has_text=f"{AGENT}:")
     expect(verdict).to_have_count(1)
-    assert re.fullmatch(rf"{AGENT}: (Beats|Does not beat) the best hand-written policy[^\n]*\.",
-                        verdict.inner_text().strip()), verdict.inner_text()
+    assert re.fullmatch(
+        rf"{AGENT}: (Beats|Does not beat) the best hand-written policy[^\n]*\.", verdict.inner_text().strip()
+    ), verdict.inner_text()
     details = page.get_by_text(re.compile(rf"^{re.escape(AGENT)} (does not beat|has a lower objective than) the best"))
     expect(details).to_be_hidden()
     page.get_by_text(f"How {AGENT} was tested, setting by setting").click()
@@ -96,8 +120,10 @@ def test_compare_timeline_pauses_cleanly_and_its_legend_is_clear_of_the_toolbar(
 
 
 def test_the_cluster_picture_names_its_nodes_and_racks(page: Page, app_url: str, shot):
-    racks = ('{"groups":[{"nodes":2,"gpus_per_node":4,"gpu_type":"A100-80","rack":"r1"},'
-             '{"nodes":2,"gpus_per_node":4,"gpu_type":"T4","rack":"r2"}]}')
+    racks = (
+        '{"groups":[{"nodes":2,"gpus_per_node":4,"gpu_type":"A100-80","rack":"r1"},'
+        '{"nodes":2,"gpus_per_node":4,"gpu_type":"T4","rack":"r2"}]}'
+    )
     page.goto(f"{app_url}/cluster?{urlencode({'cluster': racks, 'sched': 'fifo'})}")
     expect(page.get_by_role("heading", name="Cluster", exact=True)).to_be_visible(timeout=SLOW_MS)
     page.wait_for_function(CHARTS_DRAWN, arg=1, timeout=SLOW_MS)
@@ -181,18 +207,26 @@ def test_learn_explains_and_runs_the_trained_agents_in_human_units(page: Page, a
     expect(cell).to_be_visible()
     assert cell.inner_text() == longest
     assert cell.evaluate("e => e.scrollWidth <= e.clientWidth + 1 && e.scrollHeight <= e.clientHeight + 1")
-    agents = [row.split("\t")[0].strip() for row in page.locator('[data-testid="stTable"]').nth(1)
-              .locator("tbody tr").all_inner_texts()]
+    agents = [
+        row.split("\t")[0].strip()
+        for row in page.locator('[data-testid="stTable"]').nth(1).locator("tbody tr").all_inner_texts()
+    ]
     assert agents and all(a.startswith("rl:") for a in agents), agents
-    expect(page.get_by_text("Does not beat the best hand-written policy").first.or_(
-        page.get_by_text("Beats the best hand-written policy").first)).to_be_visible()
+    expect(
+        page.get_by_text("Does not beat the best hand-written policy").first.or_(
+            page.get_by_text("Beats the best hand-written policy").first
+        )
+    ).to_be_visible()
     # An agent runs the worked example; its durations read as durations.
     page.get_by_role("combobox", name="Scheduler").click()
     page.keyboard.type(agents[0])
     page.get_by_role("option", name=agents[0], exact=True).click()
     page.wait_for_function(
         "name => Array.from(document.querySelectorAll('.js-plotly-plot')).some(p => p.layout.annotations"
-        " && p.layout.annotations.some(a => a.text === name))", arg=agents[0], timeout=SLOW_MS)
+        " && p.layout.annotations.some(a => a.text === name))",
+        arg=agents[0],
+        timeout=SLOW_MS,
+    )
     wait_idle(page)
     page.keyboard.press("Escape")
     timeline = page.locator('[data-testid="stPlotlyChart"]').first

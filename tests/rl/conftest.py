@@ -16,11 +16,25 @@ SMALL = "2x4:A100-80,2x4:V100-32"
 
 def tiny_config(tmp: Path, name: str, kind: str) -> TrainConfig:
     return TrainConfig(
-        name=name, env=EnvConfig(clusters=(SMALL,), loads=(1.2,), n_jobs=25,
-                                 encoding=EncodingConfig(window=4, max_types=2, window_order="mixed")),
-        policy=PolicySpec(kind=kind, net_arch=(16,), d_model=8, n_heads=2), total_timesteps=256, n_envs=2,
-        n_steps=64, batch_size=64, n_epochs=1, eval_freq=128, eval_episodes=1, checkpoint_freq=128,
-        progress_bar=False, runs_dir=str(tmp / "runs"))
+        name=name,
+        env=EnvConfig(
+            clusters=(SMALL,),
+            loads=(1.2,),
+            n_jobs=25,
+            encoding=EncodingConfig(window=4, max_types=2, window_order="mixed"),
+        ),
+        policy=PolicySpec(kind=kind, net_arch=(16,), d_model=8, n_heads=2),
+        total_timesteps=256,
+        n_envs=2,
+        n_steps=64,
+        batch_size=64,
+        n_epochs=1,
+        eval_freq=128,
+        eval_episodes=1,
+        checkpoint_freq=128,
+        progress_bar=False,
+        runs_dir=str(tmp / "runs"),
+    )
 
 
 @pytest.fixture(scope="session")

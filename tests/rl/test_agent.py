@@ -154,16 +154,19 @@ def _arrays(models: Path) -> dict:
         return {k: z[k] for k in z.files}
 
 
-@pytest.mark.parametrize("attack,match", [
-    ("truncated", "not a plain array archive"),
-    ("not a zip", "not a plain array archive"),
-    ("float64", "expected float32"),
-    ("wrong shape", "expected float32"),
-    ("nan", "not finite"),
-    ("missing array", "missing 1 arrays"),
-    ("extra array", "unexpected entry"),
-    ("zip bomb", "larger than"),
-])
+@pytest.mark.parametrize(
+    "attack,match",
+    [
+        ("truncated", "not a plain array archive"),
+        ("not a zip", "not a plain array archive"),
+        ("float64", "expected float32"),
+        ("wrong shape", "expected float32"),
+        ("nan", "not finite"),
+        ("missing array", "missing 1 arrays"),
+        ("extra array", "unexpected entry"),
+        ("zip bomb", "larger than"),
+    ],
+)
 def test_corrupt_weights_with_a_matching_hash_are_a_model_error(tiny_models, tmp_path, attack, match):
     models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
     arrays = _arrays(models)
@@ -190,20 +193,23 @@ def test_corrupt_weights_with_a_matching_hash_are_a_model_error(tiny_models, tmp
         load_agent("tiny-mlp", models)
 
 
-@pytest.mark.parametrize("key,value,match", [
-    ("encoding.rules", 5, "encoding.rules must be a list"),
-    ("encoding.window", "8", "encoding.window must be an integer"),
-    ("encoding.window", True, "encoding.window must be an integer"),
-    ("policy.net_arch", "64", "net_arch"),
-    ("policy.kind", ["mlp"], "policy.kind"),
-    ("policy.d_model", 1.5, "d_model must be an integer"),
-    ("policy", [1, 2], "policy must be a JSON object"),
-    ("sha256", 123, "sha256 must be a string"),
-    ("sha256", "g" * 64, "64 lowercase hex"),
-    ("weights", None, "weights must be a string"),
-    ("weights", "../elsewhere.npz", "plain .npz file name"),
-    ("weights", "/etc/passwd", "plain .npz file name"),
-])
+@pytest.mark.parametrize(
+    "key,value,match",
+    [
+        ("encoding.rules", 5, "encoding.rules must be a list"),
+        ("encoding.window", "8", "encoding.window must be an integer"),
+        ("encoding.window", True, "encoding.window must be an integer"),
+        ("policy.net_arch", "64", "net_arch"),
+        ("policy.kind", ["mlp"], "policy.kind"),
+        ("policy.d_model", 1.5, "d_model must be an integer"),
+        ("policy", [1, 2], "policy must be a JSON object"),
+        ("sha256", 123, "sha256 must be a string"),
+        ("sha256", "g" * 64, "64 lowercase hex"),
+        ("weights", None, "weights must be a string"),
+        ("weights", "../elsewhere.npz", "plain .npz file name"),
+        ("weights", "/etc/passwd", "plain .npz file name"),
+    ],
+)
 def test_cards_with_wrong_types_are_a_model_error(tiny_models, tmp_path, key, value, match):
     models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
     _edit_card(models, **{key: value})
@@ -211,13 +217,20 @@ def test_cards_with_wrong_types_are_a_model_error(tiny_models, tmp_path, key, va
         load_agent("tiny-mlp", models)
 
 
-@pytest.mark.parametrize("policy,encoding,match", [
-    ({"kind": "mlp", "net_arch": [200000, 200000]}, None, "integer from 1 to 4096"),
-    ({"kind": "mlp", "net_arch": [64] * 100}, None, "1 to 8 layers"),
-    ({"kind": "attention", "net_arch": [64], "d_model": 10**6, "n_heads": 1}, None, "d_model"),
-    # Every size within its own bound, but together too many parameters.
-    ({"kind": "mlp", "net_arch": [4096] * 8}, {"window": 256, "max_types": 32, "rules": ["best-fit"]}, "parameters"),
-])
+@pytest.mark.parametrize(
+    "policy,encoding,match",
+    [
+        ({"kind": "mlp", "net_arch": [200000, 200000]}, None, "integer from 1 to 4096"),
+        ({"kind": "mlp", "net_arch": [64] * 100}, None, "1 to 8 layers"),
+        ({"kind": "attention", "net_arch": [64], "d_model": 10**6, "n_heads": 1}, None, "d_model"),
+        # Every size within its own bound, but together too many parameters.
+        (
+            {"kind": "mlp", "net_arch": [4096] * 8},
+            {"window": 256, "max_types": 32, "rules": ["best-fit"]},
+            "parameters",
+        ),
+    ],
+)
 def test_networks_too_large_are_refused_before_anything_is_allocated(tiny_models, tmp_path, policy, encoding, match):
     models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
     _edit_card(models, policy=policy, **({"encoding": encoding} if encoding else {}))
@@ -256,8 +269,15 @@ def test_a_fifo_in_place_of_the_weights_is_refused_without_blocking(tiny_models,
         load_agent("tiny-mlp", models)
 
 
-@pytest.mark.parametrize("text,match", [("[1, 2]", "expected a JSON object"), ("{", "not readable JSON"),
-                                        ("\xff", "not readable JSON"), ("[" * 100000, "not readable JSON")])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("[1, 2]", "expected a JSON object"),
+        ("{", "not readable JSON"),
+        ("\xff", "not readable JSON"),
+        ("[" * 100000, "not readable JSON"),
+    ],
+)
 def test_cards_that_are_not_json_objects_are_a_model_error(tiny_models, tmp_path, text, match):
     models = _copy_model(tiny_models, tmp_path / "m", "tiny-mlp")
     (models / "tiny-mlp.json").write_bytes(text.encode("latin-1"))
@@ -273,8 +293,10 @@ def test_an_oversized_card_is_refused_unread(tiny_models, tmp_path):
         load_agent("tiny-mlp", models)
 
 
-@pytest.mark.parametrize("name,match", [("../secrets", "no paths"), ("nope", "no model 'nope'"),
-                                        ("/etc/passwd", "no paths"), ("a" * 500, "no paths")])
+@pytest.mark.parametrize(
+    "name,match",
+    [("../secrets", "no paths"), ("nope", "no model 'nope'"), ("/etc/passwd", "no paths"), ("a" * 500, "no paths")],
+)
 def test_bad_names_are_clear_errors(tiny_models, name, match):
     with pytest.raises(ModelError, match=match):
         load_agent(name, tiny_models)
@@ -356,10 +378,12 @@ def test_one_loaded_policy_serves_concurrent_runs_identically():
 
 
 def test_importing_engine_and_heuristics_does_not_import_torch():
-    code = ("import sys, engine, engine.analysis.evaluate, engine.rl.encoding; from engine import make_scheduler; "
-            "make_scheduler('sjf'); assert 'torch' not in sys.modules and 'gymnasium' not in sys.modules; "
-            # a trained agent runs in NumPy: loading and running it imports neither
-            "from engine import parse_cluster, simulate; from engine.analysis.workload import make_jobs; "
-            "c = parse_cluster('2x8:A100-80,4x4:V100-32'); simulate(c, make_jobs(c, 20, 1.2, 0), "
-            "make_scheduler('rl:wait-attn')); assert 'torch' not in sys.modules and 'gymnasium' not in sys.modules")
+    code = (
+        "import sys, engine, engine.analysis.evaluate, engine.rl.encoding; from engine import make_scheduler; "
+        "make_scheduler('sjf'); assert 'torch' not in sys.modules and 'gymnasium' not in sys.modules; "
+        # a trained agent runs in NumPy: loading and running it imports neither
+        "from engine import parse_cluster, simulate; from engine.analysis.workload import make_jobs; "
+        "c = parse_cluster('2x8:A100-80,4x4:V100-32'); simulate(c, make_jobs(c, 20, 1.2, 0), "
+        "make_scheduler('rl:wait-attn')); assert 'torch' not in sys.modules and 'gymnasium' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)

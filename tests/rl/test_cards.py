@@ -18,18 +18,32 @@ SHOWN = cards.SHOWN
 
 
 def _ev(objectives: dict[str, list[float]]) -> Evaluation:
-    runs = {s: [{**{m: 1.0 for m in METRICS}, "mean_wait_s": 100.0 * v, "objective": v} for v in vals]
-            for s, vals in objectives.items()}
+    runs = {
+        s: [{**{m: 1.0 for m in METRICS}, "mean_wait_s": 100.0 * v, "objective": v} for v in vals]
+        for s, vals in objectives.items()
+    }
     return Evaluation(SCENARIOS["v100-32"], tuple(range(len(next(iter(objectives.values()))))), runs, "first-fit")
 
 
 # Per-seed objectives (same workloads for every scheduler). On "a" the agent beats every fair policy clearly;
 # on "b" short-fast is better than the agent on every seed; the oracle is best everywhere but never the bar.
 TABLES = {
-    "a": _ev({"rl:m": [1.0, 1.1, 0.9, 1.0], "first-fit": [2.0, 2.2, 1.9, 2.1], "short-fast": [1.2, 1.3, 1.1, 1.2],
-              "sjf-oracle": [0.5, 0.5, 0.5, 0.5]}),
-    "b": _ev({"rl:m": [1.0, 1.1, 0.9, 1.0], "first-fit": [2.0, 2.2, 1.9, 2.1], "short-fast": [0.8, 0.9, 0.7, 0.8],
-              "sjf-oracle": [0.5, 0.5, 0.5, 0.5]}),
+    "a": _ev(
+        {
+            "rl:m": [1.0, 1.1, 0.9, 1.0],
+            "first-fit": [2.0, 2.2, 1.9, 2.1],
+            "short-fast": [1.2, 1.3, 1.1, 1.2],
+            "sjf-oracle": [0.5, 0.5, 0.5, 0.5],
+        }
+    ),
+    "b": _ev(
+        {
+            "rl:m": [1.0, 1.1, 0.9, 1.0],
+            "first-fit": [2.0, 2.2, 1.9, 2.1],
+            "short-fast": [0.8, 0.9, 0.7, 0.8],
+            "sjf-oracle": [0.5, 0.5, 0.5, 0.5],
+        }
+    ),
 }
 
 
@@ -40,12 +54,24 @@ def _fake(name, scenario, seeds, setting="free"):
 
 
 def _card(ev: dict) -> dict:
-    return {"name": "m", "description": "d", "weights": "m.npz", "sha256": "0" * 64, "policy": {"kind": "mlp"},
-            "encoding": {}, "reward": {"wait": 1.0, "wait_scale_s": 3600.0},
-            "training": {"timesteps": 10, "wall_time_s": 1.0, "machine": "x", "kept": "final",
-                         "libraries": {"torch": "1"}, "config": {"env": {"clusters": [], "loads": [], "n_jobs": 1},
-                                                                 "curriculum": []}},
-            "evaluation": ev}
+    return {
+        "name": "m",
+        "description": "d",
+        "weights": "m.npz",
+        "sha256": "0" * 64,
+        "policy": {"kind": "mlp"},
+        "encoding": {},
+        "reward": {"wait": 1.0, "wait_scale_s": 3600.0},
+        "training": {
+            "timesteps": 10,
+            "wall_time_s": 1.0,
+            "machine": "x",
+            "kept": "final",
+            "libraries": {"torch": "1"},
+            "config": {"env": {"clusters": [], "loads": [], "n_jobs": 1}, "curriculum": []},
+        },
+        "evaluation": ev,
+    }
 
 
 def test_card_compares_with_the_best_fair_policy_and_says_so_plainly(monkeypatch):
@@ -86,6 +112,7 @@ def test_only_reruns_the_named_scenarios_and_keeps_the_cards_other_tables(monkey
     def only_b(name, scenario, seeds, setting="free"):
         ran.append(scenario)
         return TABLES["a"]  # b's new tables: the agent is now better there
+
     monkeypatch.setattr(cards, "evaluate_model", only_b)
     card = cards.write_cards({"m": plan}, 4, 4, only=frozenset({"b"}))["m"]
     assert set(ran) == {"b"}  # neither a nor philly ran again
@@ -108,19 +135,26 @@ def test_only_reruns_the_named_scenarios_and_keeps_the_cards_other_tables(monkey
 def test_a_plan_is_the_shipped_one_or_built_from_the_training_scenarios():
     assert cards.plan_of("wait-mlp") is cards.PLANS["wait-mlp"]
     plan = cards.plan_of("mine", ["v100-32", "mixed-32"], larger="v100-64")
-    assert plan == {"train": ["v100-32", "mixed-32"], "larger": "v100-64", "philly": "philly-64",
-                    "presets": list(cards.TEACHING)}
+    assert plan == {
+        "train": ["v100-32", "mixed-32"],
+        "larger": "v100-64",
+        "philly": "philly-64",
+        "presets": list(cards.TEACHING),
+    }
     with pytest.raises(EngineError, match="no evaluation plan for 'mine'"):
         cards.plan_of("mine")
     with pytest.raises(EngineError, match="nope"):
         cards.plan_of("mine", ["nope"])
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["cards", "mine"], "no evaluation plan for 'mine'"),
-    (["cards", "wait-mlp", "--only", "nowhere"], "only: not in the models' plans: nowhere"),
-    (["cards", "wait-mlp", "--seeds", "0"], "--seeds"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["cards", "mine"], "no evaluation plan for 'mine'"),
+        (["cards", "wait-mlp", "--only", "nowhere"], "only: not in the models' plans: nowhere"),
+        (["cards", "wait-mlp", "--seeds", "0"], "--seeds"),
+    ],
+)
 def test_the_cards_command_refuses_bad_input_in_one_line(argv, message, capsys):
     from engine.cli import main
 
@@ -165,14 +199,32 @@ def test_shipped_cards_state_whether_they_beat_the_best_hand_written_policy(name
 
 
 def test_continued_card_says_where_its_weights_started():
-    base = {"timesteps": 10, "wall_time_s": 1.0, "machine": "x", "kept": "final", "libraries": {"torch": "1"},
-            "config": {"env": {"clusters": [], "loads": [], "n_jobs": 1}, "curriculum": []}}
-    card = {"name": "m", "description": "d", "weights": "m.npz", "sha256": "0" * 64, "policy": {"kind": "mlp"},
-            "encoding": {}, "reward": {"wait": 1.0, "wait_scale_s": 3600.0}, "training": dict(base)}
+    base = {
+        "timesteps": 10,
+        "wall_time_s": 1.0,
+        "machine": "x",
+        "kept": "final",
+        "libraries": {"torch": "1"},
+        "config": {"env": {"clusters": [], "loads": [], "n_jobs": 1}, "curriculum": []},
+    }
+    card = {
+        "name": "m",
+        "description": "d",
+        "weights": "m.npz",
+        "sha256": "0" * 64,
+        "policy": {"kind": "mlp"},
+        "encoding": {},
+        "reward": {"wait": 1.0, "wait_scale_s": 3600.0},
+        "training": dict(base),
+    }
     assert "retrain with `python -m engine train --config m`" in cards.render_markdown(card)
-    card["training"] = {**base, "timesteps": 1_500, "wall_time_s": 30.0,
-                        "this_run": {"timesteps": 1_490, "wall_time_s": 29.0},
-                        "init_from": {"model": "p", "sha256": "ab" * 32, "training": base}}
+    card["training"] = {
+        **base,
+        "timesteps": 1_500,
+        "wall_time_s": 30.0,
+        "this_run": {"timesteps": 1_490, "wall_time_s": 29.0},
+        "init_from": {"model": "p", "sha256": "ab" * 32, "training": base},
+    }
     text = cards.render_markdown(card)
     assert "1,500 environment steps in 30 s" in text
     assert "this run 1,490 steps in 29 s" in text and "`rl:p` (SHA-256 `abababababababab...`)" in text
@@ -181,31 +233,73 @@ def test_continued_card_says_where_its_weights_started():
 
 def test_card_says_which_preemption_model_training_used():
     env = {"clusters": [], "loads": [], "n_jobs": 1}
-    base = {"timesteps": 10, "wall_time_s": 1.0, "machine": "x", "kept": "final", "libraries": {"torch": "1"},
-            "config": {"env": env, "curriculum": []}}
-    card = {"name": "m", "description": "d", "weights": "m.npz", "sha256": "0" * 64, "policy": {"kind": "mlp"},
-            "encoding": {}, "reward": {"wait": 1.0, "wait_scale_s": 3600.0}, "training": base}
+    base = {
+        "timesteps": 10,
+        "wall_time_s": 1.0,
+        "machine": "x",
+        "kept": "final",
+        "libraries": {"torch": "1"},
+        "config": {"env": env, "curriculum": []},
+    }
+    card = {
+        "name": "m",
+        "description": "d",
+        "weights": "m.npz",
+        "sha256": "0" * 64,
+        "policy": {"kind": "mlp"},
+        "encoding": {},
+        "reward": {"wait": 1.0, "wait_scale_s": 3600.0},
+        "training": base,
+    }
     assert "trained with free preemption" in cards.render_markdown(card)  # a config from before the key
     costly = {**env, "preemption": {"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0}}
     card["training"] = {**base, "config": {"env": costly, "curriculum": []}}
     text = cards.render_markdown(card)
-    assert ("trained with costly preemption (a preempted job kept its work up to a checkpoint every 1800 s of "
-            "work, 60 s restart)") in text and "free preemption (a preempted job lost" not in text
+    assert (
+        "trained with costly preemption (a preempted job kept its work up to a checkpoint every 1800 s of "
+        "work, 60 s restart)"
+    ) in text and "free preemption (a preempted job lost" not in text
     both = {**env, "preemptions": [costly["preemption"], {"checkpoint_interval_s": None, "restart_overhead_s": 0.0}]}
     card["training"] = {**base, "config": {"env": both, "curriculum": []}}
-    assert ("trained with, drawn per episode, costly preemption (a preempted job kept its work up to a checkpoint "
-            "every 1800 s of work, 60 s restart) or free preemption (a preempted job lost nothing)"
-            in cards.render_markdown(card))
+    assert (
+        "trained with, drawn per episode, costly preemption (a preempted job kept its work up to a checkpoint "
+        "every 1800 s of work, 60 s restart) or free preemption (a preempted job lost nothing)"
+        in cards.render_markdown(card)
+    )
 
 
 # Literal copies of the evaluated scenarios the shipped cards stored before named scenarios were Scenarios.
 OLD_CARD_SCENARIOS = [
-    {"name": "hpc-64", "cluster": "8x8:V100-32", "n_jobs": 400, "load": 1.3,
-     "workload": {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}, "trace": None, "preset": None, "skip_jobs": 0},
-    {"name": "philly-64", "cluster": "8x8:V100-32", "n_jobs": 300, "load": 1.2, "workload": {},
-     "trace": "../shared/traces/philly/philly.csv", "preset": None, "skip_jobs": 300},
-    {"name": "heavy-user", "cluster": "4x8:V100-32", "n_jobs": 300, "load": 1.0, "workload": {}, "trace": None,
-     "preset": "heavy-user", "skip_jobs": 0},
+    {
+        "name": "hpc-64",
+        "cluster": "8x8:V100-32",
+        "n_jobs": 400,
+        "load": 1.3,
+        "workload": {"mix": {"training": 0.6, "batch": 0.4}, "users": 8},
+        "trace": None,
+        "preset": None,
+        "skip_jobs": 0,
+    },
+    {
+        "name": "philly-64",
+        "cluster": "8x8:V100-32",
+        "n_jobs": 300,
+        "load": 1.2,
+        "workload": {},
+        "trace": "../shared/traces/philly/philly.csv",
+        "preset": None,
+        "skip_jobs": 300,
+    },
+    {
+        "name": "heavy-user",
+        "cluster": "4x8:V100-32",
+        "n_jobs": 300,
+        "load": 1.0,
+        "workload": {},
+        "trace": None,
+        "preset": "heavy-user",
+        "skip_jobs": 0,
+    },
 ]
 
 
@@ -228,14 +322,36 @@ def test_the_training_config_older_cards_hold_still_loads():
     from engine.rl.env import EnvConfig
     from engine.traces.generator import generate
 
-    old = {"clusters": ["8x8:V100-32", "4x8:V100-32"], "loads": [1.1, 1.3, 1.5], "n_jobs": 200,
-           "workload": {"mix": {"training": 0.6, "batch": 0.4}, "users": 8},
-           "encoding": {"window": 16, "max_types": 4, "rules": ["best-fit", "evict"], "window_order": "mixed",
-                        "evict_cost": True, "evict_scope": "node"},
-           "reward": {"wait": 1.0, "jct": 0.0, "bounded_slowdown": 0.5, "utilization_band": 0.0, "fairness": 0.0,
-                      "comm": 0.0, "wait_scale_s": 3600.0, "bsld_tau_s": 10.0, "band_low": 0.6, "band_high": 0.8},
-           "preemptions": [{"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0},
-                           {"checkpoint_interval_s": None, "restart_overhead_s": 0.0}]}
+    old = {
+        "clusters": ["8x8:V100-32", "4x8:V100-32"],
+        "loads": [1.1, 1.3, 1.5],
+        "n_jobs": 200,
+        "workload": {"mix": {"training": 0.6, "batch": 0.4}, "users": 8},
+        "encoding": {
+            "window": 16,
+            "max_types": 4,
+            "rules": ["best-fit", "evict"],
+            "window_order": "mixed",
+            "evict_cost": True,
+            "evict_scope": "node",
+        },
+        "reward": {
+            "wait": 1.0,
+            "jct": 0.0,
+            "bounded_slowdown": 0.5,
+            "utilization_band": 0.0,
+            "fairness": 0.0,
+            "comm": 0.0,
+            "wait_scale_s": 3600.0,
+            "bsld_tau_s": 10.0,
+            "band_low": 0.6,
+            "band_high": 0.8,
+        },
+        "preemptions": [
+            {"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0},
+            {"checkpoint_interval_s": None, "restart_overhead_s": 0.0},
+        ],
+    }
     cfg = EnvConfig.from_dict(old)
     assert cfg.to_dict() == old
     jobs = cfg.workload_spec(1.3, 2**20 + 7).build_jobs(parse_cluster("8x8:V100-32"))
@@ -259,6 +375,7 @@ def test_a_truncated_cache_entry_is_run_again_not_a_crash(monkeypatch, tmp_path)
     def counted(name, scenario, seeds, setting="free"):
         ran.append((scenario, setting))
         return _fake(name, scenario, seeds, setting)
+
     monkeypatch.setattr(cards, "evaluate_model", counted)
     again = cards.evaluate_cards({"m": plan}, 4, 4, cache_dir=tmp_path)["m"]
     assert len(ran) == 2 and again == first

@@ -46,26 +46,34 @@ def test_cloning_makes_the_policy_choose_like_the_teacher(tmp_path):
 
 
 def test_training_with_cloning_records_it_in_the_card(tmp_path):
-    cfg = replace(tiny_config(tmp_path, "tiny-clone", "mlp"), total_timesteps=128,
-                  clone=CloneConfig(episodes=2, rounds=1, epochs=2, batch_size=64))
+    cfg = replace(
+        tiny_config(tmp_path, "tiny-clone", "mlp"),
+        total_timesteps=128,
+        clone=CloneConfig(episodes=2, rounds=1, epochs=2, batch_size=64),
+    )
     card = train(cfg, models_dir=tmp_path / "models")
     c = card["training"]["clone"]
     assert c["config"]["teacher"] == "sjf-fast" and c["samples"] > 0 and np.isfinite(c["eval_mean_return"])
     assert card["training"]["config"]["clone"] == cfg.clone.to_dict()
     assert TrainConfig.from_dict(card["training"]["config"]) == cfg  # the config travels with the artifact
-    assert card["training"]["kept"] in ("best evaluation", "the cloned policy (no PPO evaluation beat its "
-                                        "validation return)")
+    assert card["training"]["kept"] in (
+        "best evaluation",
+        "the cloned policy (no PPO evaluation beat its validation return)",
+    )
     assert (tmp_path / "runs" / "tiny-clone" / "cloned_policy.npz").is_file()
     text = cards.render_markdown(json.loads((tmp_path / "models" / "tiny-clone.json").read_text()))
     assert "behaviour cloning of the teacher `sjf-fast`" in text
 
 
-@pytest.mark.parametrize("data,match", [
-    ({"teacher": "oracle"}, "clone.teacher"),
-    ({"episodes": 0}, "clone.episodes"),
-    ({"learning_rate": 0}, "clone.learning_rate"),
-    ({"bogus": 1}, "unknown keys"),
-])
+@pytest.mark.parametrize(
+    "data,match",
+    [
+        ({"teacher": "oracle"}, "clone.teacher"),
+        ({"episodes": 0}, "clone.episodes"),
+        ({"learning_rate": 0}, "clone.learning_rate"),
+        ({"bogus": 1}, "unknown keys"),
+    ],
+)
 def test_bad_clone_configs_are_one_line_errors(data, match):
     with pytest.raises(EngineError, match=match):
         TrainConfig.from_dict({"name": "x", "clone": data})

@@ -98,7 +98,9 @@ def _fifo_action(env: GpuSchedulingEnv) -> int:
     return enc.action(0, int(state.layout.gpu_type[gpus[0]]), enc.rules.index("first-fit"))
 
 
-@pytest.mark.parametrize("cluster,load,seed", [(MIXED, 1.3, 0), ("4x8:V100-32", 0.9, 5), ("2x8:A100-80,4x2:T4", 2.0, 7)])
+@pytest.mark.parametrize(
+    "cluster,load,seed", [(MIXED, 1.3, 0), ("4x8:V100-32", 0.9, 5), ("2x8:A100-80,4x2:T4", 2.0, 7)]
+)
 def test_env_driven_by_fifo_choices_equals_simulate_fifo(cluster, load, seed):
     c = parse_cluster(cluster)
     jobs = make_jobs(c, 80, load, seed)
@@ -115,13 +117,16 @@ def test_env_driven_by_fifo_choices_equals_simulate_fifo(cluster, load, seed):
     assert res.gpu_ids == ref.gpu_ids
 
 
-@pytest.mark.parametrize("weights", [
-    RewardWeights(),
-    RewardWeights(wait=0.5, bounded_slowdown=0.1, utilization_band=2.0, fairness=1.0, comm=3.0),
-    RewardWeights(wait=0.0, fairness=1.0, band_low=0.7, band_high=0.9, bsld_tau_s=60.0, bounded_slowdown=1.0),
-    RewardWeights(wait=1.0, jct=0.5, comm=1.0),
-    RewardWeights(wait=0.0, jct=1.0, wait_scale_s=60.0),
-])
+@pytest.mark.parametrize(
+    "weights",
+    [
+        RewardWeights(),
+        RewardWeights(wait=0.5, bounded_slowdown=0.1, utilization_band=2.0, fairness=1.0, comm=3.0),
+        RewardWeights(wait=0.0, fairness=1.0, band_low=0.7, band_high=0.9, bsld_tau_s=60.0, bounded_slowdown=1.0),
+        RewardWeights(wait=1.0, jct=0.5, comm=1.0),
+        RewardWeights(wait=0.0, jct=1.0, wait_scale_s=60.0),
+    ],
+)
 def test_episode_return_equals_the_objective(weights):
     env = _env(reward=weights)
     env.reset(seed=11)
@@ -168,7 +173,9 @@ def test_env_refuses_cluster_with_too_many_types():
 def test_snapshot_window_orders():
     c = parse_cluster("1x8:V100-32")
     jobs = tuple(Job(i, 0.0, 1000.0 * (10 - i), gpus=8 if i == 0 else 1) for i in range(10))
-    env = GpuSchedulingEnv(EnvConfig(clusters=("1x8:V100-32",), encoding=EncodingConfig(window=4, window_order="mixed")))
+    env = GpuSchedulingEnv(
+        EnvConfig(clusters=("1x8:V100-32",), encoding=EncodingConfig(window=4, window_order="mixed"))
+    )
     env.reset(seed=0, options={"cluster": c, "jobs": jobs})
     # Job 0 took the whole node at t=0; at its end the window holds the 2 oldest, then the 2 shortest that fit.
     env.step(env.config.encoding.action(0, 0, 0))
@@ -180,18 +187,21 @@ def test_job_features_per_gpu_type_slot():
     # A100-80 (speed 2.4) on 8-GPU nodes and V100-32 (speed 1) on 4-GPU nodes; max_types 3 leaves slot 2 empty.
     cluster = "1x8:A100-80,2x4:V100-32"
     enc = EncodingConfig(window=3, max_types=3)
-    jobs = (Job(0, 0.0, 600.0, gpus=8, job_type="training", estimate_s=600.0),
-            Job(1, 0.0, 600.0, gpus=1, job_type="inference", estimate_s=600.0),
-            Job(2, 0.0, 600.0, gpus=1, vram_gib=40.0, job_type="training", estimate_s=600.0))
+    jobs = (
+        Job(0, 0.0, 600.0, gpus=8, job_type="training", estimate_s=600.0),
+        Job(1, 0.0, 600.0, gpus=1, job_type="inference", estimate_s=600.0),
+        Job(2, 0.0, 600.0, gpus=1, vram_gib=40.0, job_type="training", estimate_s=600.0),
+    )
     env = GpuSchedulingEnv(EnvConfig(clusters=(cluster,), encoding=enc))
     obs, _ = env.reset(seed=0, options={"cluster": cluster, "jobs": jobs})
     assert obs["jobs"].shape == (3, enc.job_features) == (3, 12 + 4 * 3)
     per_type = obs["jobs"][:, 12:].reshape(3, 3, 4)  # job slot, type slot, (speed, run time, fits now, one node)
     log_run = lambda est_s, speed: np.log1p(est_s / speed / 60.0) / 10.0  # noqa: E731
-    np.testing.assert_allclose(per_type[0, :2], [[2.4 / 4, log_run(600, 2.4), 1, 1], [0.25, log_run(600, 1.0), 1, 0]],
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        per_type[0, :2], [[2.4 / 4, log_run(600, 2.4), 1, 1], [0.25, log_run(600, 1.0), 1, 0]], rtol=1e-6
+    )
     # Inference gains 2.4 ** 0.6 on an A100; a 40 GiB job cannot use the 32 GiB V100s at all.
-    np.testing.assert_allclose(per_type[1, 0, 0], 2.4 ** 0.6 / 4, rtol=1e-6)
+    np.testing.assert_allclose(per_type[1, 0, 0], 2.4**0.6 / 4, rtol=1e-6)
     np.testing.assert_array_equal(per_type[2, 1, 2:], [0, 0])
     assert not per_type[:, 2].any()  # absent type slot
     # Job 1 takes one A100: job 0 no longer fits there, and on the V100s it fits only spread over both nodes.
@@ -213,8 +223,13 @@ COSTLY = PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0)
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_random_play_with_evictions_keeps_every_constraint_and_returns_the_objective(seed, preemption):
     weights = RewardWeights(wait=1.0, jct=0.5, comm=1.0)
-    env = _env(encoding=EVICT_ENC, reward=weights, loads=(2.0,), clusters=("1x4:A100-80,2x2:V100-32,1x2:T4",),
-               preemptions=(preemption,))
+    env = _env(
+        encoding=EVICT_ENC,
+        reward=weights,
+        loads=(2.0,),
+        clusters=("1x4:A100-80,2x2:V100-32,1x2:T4",),
+        preemptions=(preemption,),
+    )
     env.reset(seed=seed)
     rng = np.random.default_rng(seed)
     state, enc, total, done, evictions = env.simulation.state, EVICT_ENC, 0.0, False, 0
@@ -253,18 +268,22 @@ def test_random_play_with_evictions_keeps_every_constraint_and_returns_the_objec
 def test_env_config_preemptions_round_trip_and_reject_bad_ones():
     cfg = EnvConfig(preemptions=(COSTLY, PreemptionModel()))
     d = cfg.to_dict()
-    assert d["preemptions"] == [{"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0},
-                                {"checkpoint_interval_s": None, "restart_overhead_s": 0.0}]
+    assert d["preemptions"] == [
+        {"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0},
+        {"checkpoint_interval_s": None, "restart_overhead_s": 0.0},
+    ]
     assert EnvConfig.from_dict(d) == cfg
     rest = {k: v for k, v in d.items() if k != "preemptions"}
     assert EnvConfig.from_dict(rest).preemptions == (PreemptionModel(),)  # a config from before either key
     # A config written while the key named one model.
     assert EnvConfig.from_dict({**rest, "preemption": d["preemptions"][0]}).preemptions == (COSTLY,)
-    for bad, match in [({"preemptions": [{"restart_s": 60}]}, "restart_s"),
-                       ({"preemptions": [{"checkpoint_interval_s": -1}]}, r"preemptions\[0\].*checkpoint_interval_s"),
-                       ({"preemptions": []}, "non-empty list"),
-                       ({"preemption": {"restart_s": 60}}, "restart_s"),
-                       ({"preemptions": d["preemptions"], "preemption": d["preemptions"][0]}, "not both")]:
+    for bad, match in [
+        ({"preemptions": [{"restart_s": 60}]}, "restart_s"),
+        ({"preemptions": [{"checkpoint_interval_s": -1}]}, r"preemptions\[0\].*checkpoint_interval_s"),
+        ({"preemptions": []}, "non-empty list"),
+        ({"preemption": {"restart_s": 60}}, "restart_s"),
+        ({"preemptions": d["preemptions"], "preemption": d["preemptions"][0]}, "not both"),
+    ]:
         with pytest.raises(EngineError, match=match):
             EnvConfig.from_dict({**rest, **bad})
 
@@ -320,8 +339,12 @@ def test_evict_cost_needs_the_evict_rule():
 def test_evict_action_by_hand():
     # One 4-GPU node. Jobs 0 and 1 (2 GPUs each) run from t=0; job 2 (4 GPUs, 100 s) arrives at t=10 and fits
     # only by evicting both; job 3 (4 GPUs, 2,000 s) may evict only job 1 (990 s left on job 0 < 2,000 s).
-    jobs = (Job(0, 0.0, 1000.0, gpus=2, estimate_s=1000.0), Job(1, 0.0, 5000.0, gpus=2, estimate_s=5000.0),
-            Job(2, 10.0, 100.0, gpus=4, estimate_s=100.0), Job(3, 10.0, 2000.0, gpus=4, estimate_s=2000.0))
+    jobs = (
+        Job(0, 0.0, 1000.0, gpus=2, estimate_s=1000.0),
+        Job(1, 0.0, 5000.0, gpus=2, estimate_s=5000.0),
+        Job(2, 10.0, 100.0, gpus=4, estimate_s=100.0),
+        Job(3, 10.0, 2000.0, gpus=4, estimate_s=2000.0),
+    )
     enc = EncodingConfig(window=4, max_types=1, rules=("first-fit", "evict"))
     env = GpuSchedulingEnv(EnvConfig(clusters=("1x4:V100-32",), encoding=enc))
     env.reset(seed=0, options={"cluster": "1x4:V100-32", "jobs": jobs})
@@ -334,9 +357,10 @@ def test_evict_action_by_hand():
     assert env.action_masks()[enc.action(0, 0, 1)] and not env.action_masks()[enc.action(1, 0, 1)]
     # Per (job, type): speed, run time, fits, one node, then can evict and the victims' remaining GPU-seconds.
     left_gpu_s = 2 * 4990.0 + 2 * 990.0
-    np.testing.assert_allclose(obs["jobs"][0, 12:], [0.25, np.log1p(100 / 60) / 10, 0, 0, 1,
-                                                     np.log1p(left_gpu_s / 60) / 12], rtol=1e-6)
-    assert not obs["jobs"][1, 12 + 4:].any()
+    np.testing.assert_allclose(
+        obs["jobs"][0, 12:], [0.25, np.log1p(100 / 60) / 10, 0, 0, 1, np.log1p(left_gpu_s / 60) / 12], rtol=1e-6
+    )
+    assert not obs["jobs"][1, 12 + 4 :].any()
     _, _, _, _, info = env.step(enc.action(0, 0, 1))
     assert info["started"] == 2
     # Nothing else can start (job 2 started now; it ends before 0, 1 or 3 would): time runs to its end.
@@ -351,9 +375,13 @@ def test_evict_scope_node_makes_room_on_one_node(scope, victims, nodes):
     # estimated 100 s, so still running at the next decision) arrives at t=10. Anywhere on the type, the latest estimated ends (jobs 0 and 2) make room on two
     # nodes, so it starts spread; on one node, node 0's victims have less work left (2 x 8,990 + 2 x 990 GPU-s
     # against 2 x 7,990 + 2 x 6,990) and it starts whole there.
-    jobs = (Job(0, 0.0, 9000.0, gpus=2, estimate_s=9000.0), Job(1, 0.0, 1000.0, gpus=2, estimate_s=1000.0),
-            Job(2, 0.0, 8000.0, gpus=2, estimate_s=8000.0), Job(3, 0.0, 7000.0, gpus=2, estimate_s=7000.0),
-            Job(4, 10.0, 50000.0, gpus=4, estimate_s=100.0))
+    jobs = (
+        Job(0, 0.0, 9000.0, gpus=2, estimate_s=9000.0),
+        Job(1, 0.0, 1000.0, gpus=2, estimate_s=1000.0),
+        Job(2, 0.0, 8000.0, gpus=2, estimate_s=8000.0),
+        Job(3, 0.0, 7000.0, gpus=2, estimate_s=7000.0),
+        Job(4, 10.0, 50000.0, gpus=4, estimate_s=100.0),
+    )
     enc = EncodingConfig(window=4, max_types=1, rules=("first-fit", "evict"), evict_scope=scope)
     env = GpuSchedulingEnv(EnvConfig(clusters=("2x4:V100-32",), encoding=enc))
     env.reset(seed=0, options={"cluster": "2x4:V100-32", "jobs": jobs})
@@ -371,9 +399,13 @@ def test_evict_scope_node_counts_a_spread_victims_gpus_on_that_node_only():
     # starts spread, 2 GPUs on each node. Job 4 (4 GPUs) arrives at t=30: evicting job 3 frees only 2 GPUs on
     # either node, so a node needs job 3 and its other job too, and node 1's (job 2) has less work left than
     # node 0's (job 0). Counting all of job 3's GPUs would have taken job 3 alone.
-    jobs = (Job(0, 0.0, 9000.0, gpus=2, estimate_s=9000.0), Job(1, 0.0, 20.0, gpus=2, estimate_s=20.0),
-            Job(2, 0.0, 7000.0, gpus=2, estimate_s=7000.0), Job(3, 5.0, 9500.0, gpus=4, estimate_s=9500.0),
-            Job(4, 30.0, 100.0, gpus=4, estimate_s=100.0))
+    jobs = (
+        Job(0, 0.0, 9000.0, gpus=2, estimate_s=9000.0),
+        Job(1, 0.0, 20.0, gpus=2, estimate_s=20.0),
+        Job(2, 0.0, 7000.0, gpus=2, estimate_s=7000.0),
+        Job(3, 5.0, 9500.0, gpus=4, estimate_s=9500.0),
+        Job(4, 30.0, 100.0, gpus=4, estimate_s=100.0),
+    )
     enc = EncodingConfig(window=4, max_types=1, rules=("first-fit", "evict"), evict_scope="node")
     env = GpuSchedulingEnv(EnvConfig(clusters=("2x4:V100-32",), encoding=enc))
     env.reset(seed=0, options={"cluster": "2x4:V100-32", "jobs": jobs})
@@ -390,11 +422,15 @@ def test_whole_node_never_spreads_a_job_one_node_could_hold(whole_node):
     # t=5. At t=10 job 4 (4 GPUs) arrives with 4 idle GPUs, 2 on each node, and job 5 (8 GPUs) waits for the
     # whole cluster. Without whole_node job 4 may start spread; with it, it fits nowhere and makes room on
     # node 1 instead, whose victim (job 2) has less work left than node 0's (job 0).
-    jobs = (Job(0, 0.0, 9000.0, gpus=2, estimate_s=9000.0), Job(1, 0.0, 5.0, gpus=2, estimate_s=5.0),
-            Job(2, 0.0, 5000.0, gpus=2, estimate_s=5000.0), Job(3, 0.0, 5.0, gpus=2, estimate_s=5.0),
-            Job(4, 10.0, 100.0, gpus=4, estimate_s=100.0), Job(5, 10.0, 100.0, gpus=8, estimate_s=100.0))
-    enc = EncodingConfig(window=4, max_types=1, rules=("first-fit", "evict"), evict_scope="node",
-                         whole_node=whole_node)
+    jobs = (
+        Job(0, 0.0, 9000.0, gpus=2, estimate_s=9000.0),
+        Job(1, 0.0, 5.0, gpus=2, estimate_s=5.0),
+        Job(2, 0.0, 5000.0, gpus=2, estimate_s=5000.0),
+        Job(3, 0.0, 5.0, gpus=2, estimate_s=5.0),
+        Job(4, 10.0, 100.0, gpus=4, estimate_s=100.0),
+        Job(5, 10.0, 100.0, gpus=8, estimate_s=100.0),
+    )
+    enc = EncodingConfig(window=4, max_types=1, rules=("first-fit", "evict"), evict_scope="node", whole_node=whole_node)
     env = GpuSchedulingEnv(EnvConfig(clusters=("2x4:V100-32",), encoding=enc))
     env.reset(seed=0, options={"cluster": "2x4:V100-32", "jobs": jobs})
     for _ in range(4):
@@ -439,8 +475,11 @@ def test_whole_node_is_a_boolean_left_out_of_older_cards():
 def test_max_evictions_protects_jobs_preempted_that_often():
     # Job 0 (4 GPUs, long) is evicted by job 1 at t=10; when job 2 arrives at t=20 and job 1 has ended, job 0 runs
     # again: with max_evictions=1 it can no longer be a victim, without a limit it can.
-    jobs = (Job(0, 0.0, 5000.0, gpus=4, estimate_s=5000.0), Job(1, 10.0, 5.0, gpus=4, estimate_s=5.0),
-            Job(2, 20.0, 100.0, gpus=4, estimate_s=100.0))
+    jobs = (
+        Job(0, 0.0, 5000.0, gpus=4, estimate_s=5000.0),
+        Job(1, 10.0, 5.0, gpus=4, estimate_s=5.0),
+        Job(2, 20.0, 100.0, gpus=4, estimate_s=100.0),
+    )
     offered = {}
     for limit in (None, 1):
         enc = EncodingConfig(window=2, max_types=1, rules=("first-fit", "evict"), max_evictions=limit)

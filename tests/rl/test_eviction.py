@@ -18,10 +18,14 @@ def _state_at_10(preemption: PreemptionModel = FREE):
     """One 8-GPU node at t=10: jobs 0, 1, 2 (2 GPUs each, estimated to end at 1,000, 5,000 and 5,000 s) and a
     half-GPU job 3 run since t=0, job 4 (1 GPU) started at t=10 and took the last idle GPU, job 5 (4 GPUs, 100 s)
     waits (an eviction is offered to it, so the episode stops at t=10)."""
-    jobs = (Job(0, 0.0, 1000.0, gpus=2, estimate_s=1000.0), Job(1, 0.0, 5000.0, gpus=2, estimate_s=5000.0),
-            Job(2, 0.0, 5000.0, gpus=2, estimate_s=5000.0),
-            Job(3, 0.0, 5000.0, gpus=1, gpu_fraction=0.5, estimate_s=5000.0),
-            Job(4, 10.0, 50.0, gpus=1, estimate_s=50.0), Job(5, 10.0, 100.0, gpus=4, estimate_s=100.0))
+    jobs = (
+        Job(0, 0.0, 1000.0, gpus=2, estimate_s=1000.0),
+        Job(1, 0.0, 5000.0, gpus=2, estimate_s=5000.0),
+        Job(2, 0.0, 5000.0, gpus=2, estimate_s=5000.0),
+        Job(3, 0.0, 5000.0, gpus=1, gpu_fraction=0.5, estimate_s=5000.0),
+        Job(4, 10.0, 50.0, gpus=1, estimate_s=50.0),
+        Job(5, 10.0, 100.0, gpus=4, estimate_s=100.0),
+    )
     enc = EncodingConfig(window=4, max_types=1, rules=("first-fit", "evict"))
     env = GpuSchedulingEnv(EnvConfig(clusters=("1x8:V100-32",), encoding=enc, preemptions=(preemption,)))
     env.reset(seed=0, options={"cluster": "1x8:V100-32", "jobs": jobs})

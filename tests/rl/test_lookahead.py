@@ -100,8 +100,10 @@ def test_the_expert_cuts_wait_against_its_teachers_under_costly_preemption():
         jobs = make_jobs(cluster, 120, 1.5, seed)
         expert = LookaheadScheduler(LookaheadConfig(candidates=CANDIDATES), ENC, rw)
         mine = objective(simulate(cluster, jobs, expert, options=RunOptions(preemption=COSTLY)), rw)
-        best = min(objective(simulate(cluster, jobs, TeacherScheduler(n, ENC), options=RunOptions(preemption=COSTLY)), rw)
-                   for n in CANDIDATES)
+        best = min(
+            objective(simulate(cluster, jobs, TeacherScheduler(n, ENC), options=RunOptions(preemption=COSTLY)), rw)
+            for n in CANDIDATES
+        )
         diffs.append(mine - best)
     assert np.mean(diffs) < 0
 
@@ -118,13 +120,16 @@ def test_cloning_labels_with_the_expert():
     assert CloneConfig.from_dict(cfg.to_dict()) == cfg  # the expert travels with the card's config
 
 
-@pytest.mark.parametrize("data,match", [
-    ({"teacher": "short-fast", "expert": {"candidates": ["short-spare"]}}, "must start with clone.teacher"),
-    ({"teacher": "short-fast", "expert": {"candidates": ["short-fast", "oracle"]}}, "expert candidate"),
-    ({"teacher": "short-fast", "expert": {"candidates": ["short-fast"], "max_jobs": 0}}, "max_jobs"),
-    ({"teacher": "short-fast", "expert": {"candidates": ["short-fast"], "depth": 3}}, "unknown keys"),
-    ({"teacher": "short-fast", "expert": "yes"}, "must be an object"),
-])
+@pytest.mark.parametrize(
+    "data,match",
+    [
+        ({"teacher": "short-fast", "expert": {"candidates": ["short-spare"]}}, "must start with clone.teacher"),
+        ({"teacher": "short-fast", "expert": {"candidates": ["short-fast", "oracle"]}}, "expert candidate"),
+        ({"teacher": "short-fast", "expert": {"candidates": ["short-fast"], "max_jobs": 0}}, "max_jobs"),
+        ({"teacher": "short-fast", "expert": {"candidates": ["short-fast"], "depth": 3}}, "unknown keys"),
+        ({"teacher": "short-fast", "expert": "yes"}, "must be an object"),
+    ],
+)
 def test_bad_expert_configs_are_one_line_errors(data, match):
     with pytest.raises(EngineError, match=match):
         CloneConfig.from_dict(data)
@@ -135,8 +140,7 @@ def test_unknown_rollout_scheduler_lists_the_valid_names():
         Lookahead(LookaheadConfig(rollout="nope"), ENC, RewardWeights())
 
 
-def test_a_model_cloned_from_the_expert_says_so_and_its_expert_runs_as_a_scheduler(tmp_path, monkeypatch,
-                                                                                   tiny_models):
+def test_a_model_cloned_from_the_expert_says_so_and_its_expert_runs_as_a_scheduler(tmp_path, monkeypatch, tiny_models):
     import json
 
     from engine.rl import cards
@@ -149,9 +153,14 @@ def test_a_model_cloned_from_the_expert_says_so_and_its_expert_runs_as_a_schedul
     base = tiny_config(tmp_path, "tiny-expert", "mlp")
     enc = EncodingConfig(window=4, max_types=2, rules=("best-fit", "evict"), window_order="mixed")
     expert = LookaheadConfig(candidates=("short-spare-evict-est", "short-fast"))
-    cfg = replace(base, total_timesteps=128, env=replace(base.env, encoding=enc, preemptions=(COSTLY,)),
-                  clone=CloneConfig(teacher="short-spare-evict-est", expert=expert, episodes=2, rounds=1,
-                                    epochs=1, batch_size=64))
+    cfg = replace(
+        base,
+        total_timesteps=128,
+        env=replace(base.env, encoding=enc, preemptions=(COSTLY,)),
+        clone=CloneConfig(
+            teacher="short-spare-evict-est", expert=expert, episodes=2, rounds=1, epochs=1, batch_size=64
+        ),
+    )
     card = train(cfg, models_dir=tmp_path / "models")
     assert TrainConfig.from_dict(card["training"]["config"]) == cfg
     text = cards.render_markdown(json.loads((tmp_path / "models" / "tiny-expert.json").read_text()))

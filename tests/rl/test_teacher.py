@@ -39,8 +39,11 @@ def test_teacher_actions_are_always_allowed_and_runs_end(name, enc):
 
 def test_evicting_teacher_makes_room_for_a_job_that_fits_nowhere():
     # Two long 4-GPU jobs fill the cluster; a short 8-GPU job arrives and would wait for both.
-    jobs = (Job(0, 0.0, 9000.0, gpus=4, estimate_s=9000.0), Job(1, 0.0, 8000.0, gpus=4, estimate_s=8000.0),
-            Job(2, 60.0, 600.0, gpus=8, estimate_s=600.0))
+    jobs = (
+        Job(0, 0.0, 9000.0, gpus=4, estimate_s=9000.0),
+        Job(1, 0.0, 8000.0, gpus=4, estimate_s=8000.0),
+        Job(2, 60.0, 600.0, gpus=8, estimate_s=600.0),
+    )
     cluster = parse_cluster("1x8:V100-32")
     plain = simulate(cluster, jobs, TeacherScheduler("short-spare", ENC_EVICT, 1))
     evict = simulate(cluster, jobs, TeacherScheduler("short-spare-evict", ENC_EVICT, 1))
@@ -51,9 +54,11 @@ def test_evicting_teacher_makes_room_for_a_job_that_fits_nowhere():
 
 
 def test_short_fast_takes_the_shortest_estimate_on_its_fastest_fitting_type():
-    jobs = (Job(0, 0.0, 9000.0, gpus=1, job_type="training", estimate_s=9000.0),
-            Job(1, 0.0, 100.0, gpus=2, job_type="training", estimate_s=100.0),
-            Job(2, 0.0, 300.0, gpus=1, job_type="training", estimate_s=300.0))
+    jobs = (
+        Job(0, 0.0, 9000.0, gpus=1, job_type="training", estimate_s=9000.0),
+        Job(1, 0.0, 100.0, gpus=2, job_type="training", estimate_s=100.0),
+        Job(2, 0.0, 300.0, gpus=1, job_type="training", estimate_s=300.0),
+    )
     env = GpuSchedulingEnv(EnvConfig(clusters=(MIXED,), encoding=ENC))
     env.reset(seed=0, options={"cluster": MIXED, "jobs": jobs})
     action = teacher_action("short-fast", env.simulation.state, ENC, env.snapshot, rule=0)
@@ -112,8 +117,11 @@ def test_registered_short_whole_evict_never_spreads_a_job_one_node_could_hold():
 
     def spread_small_segments(result) -> int:
         ptr, ids = result.seg_gpu_ptr, result.seg_gpu_ids
-        return sum(1 for i, j in enumerate(result.seg_job) if jobs[j].gpus <= 8
-                   and len(set(node[ids[ptr[i]:ptr[i + 1]]].tolist())) > 1)
+        return sum(
+            1
+            for i, j in enumerate(result.seg_job)
+            if jobs[j].gpus <= 8 and len(set(node[ids[ptr[i] : ptr[i + 1]]].tolist())) > 1
+        )
 
     whole = simulate(cluster, jobs, make_scheduler("short-whole-evict"))
     assert whole.preemptions.sum() > 20 and spread_small_segments(whole) == 0
@@ -123,9 +131,21 @@ def test_registered_short_whole_evict_never_spreads_a_job_one_node_could_hold():
 def _queued_at_once(cluster, n_jobs: int) -> tuple[Job, ...]:
     """A generated workload (a fifth of the jobs pinned to one GPU type) with every job submitted at 0: the
     queue starts ``n_jobs`` long."""
-    return tuple(Job(j.job_id, 0.0, j.duration_s, j.gpus, j.gpu_fraction, j.vram_gib, j.user, j.job_type,
-                     allowed_types=j.allowed_types, estimate_s=j.estimate_s)
-                 for j in make_jobs(cluster, n_jobs, 1.0, 1, {"allowed_share": 0.2}))
+    return tuple(
+        Job(
+            j.job_id,
+            0.0,
+            j.duration_s,
+            j.gpus,
+            j.gpu_fraction,
+            j.vram_gib,
+            j.user,
+            j.job_type,
+            allowed_types=j.allowed_types,
+            estimate_s=j.estimate_s,
+        )
+        for j in make_jobs(cluster, n_jobs, 1.0, 1, {"allowed_share": 0.2})
+    )
 
 
 def test_a_teacher_reads_each_queued_job_a_bounded_number_of_times(monkeypatch):

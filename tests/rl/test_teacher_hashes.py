@@ -19,8 +19,14 @@ from tests.sim.test_reference_hashes import result_hash
 
 COSTLY = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=900.0, restart_overhead_s=45.0))
 #: A model's own encoding (``teacher:NAME``): a wider window, three rules, whole nodes, bounded evictions.
-OWN = EncodingConfig(window=6, max_types=3, rules=("first-fit", "best-fit", "evict"), window_order="mixed",
-                     whole_node=True, max_evictions=2)
+OWN = EncodingConfig(
+    window=6,
+    max_types=3,
+    rules=("first-fit", "best-fit", "evict"),
+    window_order="mixed",
+    whole_node=True,
+    max_evictions=2,
+)
 
 
 def _workload(name: str):

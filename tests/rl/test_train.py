@@ -35,13 +35,16 @@ def test_shipped_configs_load(name):
     assert cfg.name == name and cfg.total_timesteps > 0
 
 
-@pytest.mark.parametrize("data,match", [
-    ({"name": "x", "bogus": 1}, "unknown keys"),
-    ({"name": "x", "n_envs": 0}, "n_envs must be an integer >= 1"),
-    ({"name": "../x"}, "name"),
-    ({"name": "x", "policy": {"kind": "rnn"}}, "policy.kind"),
-    ({"name": "x", "env": {"encoding": {"rules": ["nope"]}}}, "encoding.rules"),
-])
+@pytest.mark.parametrize(
+    "data,match",
+    [
+        ({"name": "x", "bogus": 1}, "unknown keys"),
+        ({"name": "x", "n_envs": 0}, "n_envs must be an integer >= 1"),
+        ({"name": "../x"}, "name"),
+        ({"name": "x", "policy": {"kind": "rnn"}}, "policy.kind"),
+        ({"name": "x", "env": {"encoding": {"rules": ["nope"]}}}, "encoding.rules"),
+    ],
+)
 def test_bad_configs_are_one_line_errors(data, match, tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps(data))
@@ -76,8 +79,12 @@ def test_cli_trains_from_a_config_file(tmp_path, capsys):
     cfg = tiny_config(tmp_path, "cli-mlp", "mlp")
     path = tmp_path / "cfg.json"
     path.write_text(json.dumps(cfg.to_dict()))
-    assert main(["train", "--config", str(path), "--models-dir", str(tmp_path / "models"), "--quiet",
-                 "--timesteps", "128"]) == 0
+    assert (
+        main(
+            ["train", "--config", str(path), "--models-dir", str(tmp_path / "models"), "--quiet", "--timesteps", "128"]
+        )
+        == 0
+    )
     assert "trained cli-mlp" in capsys.readouterr().out
     card = json.loads((tmp_path / "models" / "cli-mlp.json").read_text())
     assert card["training"]["config"]["total_timesteps"] == 128
@@ -101,8 +108,13 @@ def test_init_from_continues_the_parent_and_counts_its_steps(tiny_models, tmp_pa
     monkeypatch.setattr(train_mod, "MODELS_DIR", tiny_models)
     parent = json.loads((tiny_models / "tiny-mlp.json").read_text())
     # A learning rate of 1e-12 leaves the weights where they started: they must be the parent's, not a fresh init.
-    cfg = replace(tiny_config(tmp_path, "tiny-mlp-cont", "mlp"), init_from="tiny-mlp", total_timesteps=128,
-                  learning_rate=1e-12, seed=7)
+    cfg = replace(
+        tiny_config(tmp_path, "tiny-mlp-cont", "mlp"),
+        init_from="tiny-mlp",
+        total_timesteps=128,
+        learning_rate=1e-12,
+        seed=7,
+    )
     card = train_mod.train(cfg, models_dir=tmp_path / "out")
     tr = card["training"]
     assert tr["this_run"]["timesteps"] == 128
@@ -117,10 +129,13 @@ def test_init_from_continues_the_parent_and_counts_its_steps(tiny_models, tmp_pa
     assert all(np.allclose(start[k], end[k], atol=1e-6) for k in start)
 
 
-@pytest.mark.parametrize("parent,kind,match", [
-    ("tiny-attn", "mlp", "policy .* must be equal"),
-    ("no-such-model", "mlp", "no model 'no-such-model'"),
-])
+@pytest.mark.parametrize(
+    "parent,kind,match",
+    [
+        ("tiny-attn", "mlp", "policy .* must be equal"),
+        ("no-such-model", "mlp", "no model 'no-such-model'"),
+    ],
+)
 def test_init_from_refuses_a_mismatched_or_missing_parent(parent, kind, match, tiny_models, tmp_path, monkeypatch):
     from dataclasses import replace
 
@@ -147,8 +162,9 @@ def test_deploy_encoding_shields_the_exported_agent_only(tmp_path):
 
     from .conftest import SMALL, tiny_config
 
-    cfg = replace(tiny_config(tmp_path, "tiny-shield", "mlp"), total_timesteps=128,
-                  deploy_encoding={"whole_node": True})
+    cfg = replace(
+        tiny_config(tmp_path, "tiny-shield", "mlp"), total_timesteps=128, deploy_encoding={"whole_node": True}
+    )
     card = train(cfg, models_dir=tmp_path / "out")
     assert card["encoding"]["whole_node"] is True
     assert "whole_node" not in card["training"]["config"]["env"]["encoding"]
@@ -220,8 +236,9 @@ def test_a_resume_killed_before_its_card_is_written_keeps_the_previous_model(tin
 
     models = tmp_path / "models"
     old = _copy_model(tiny_models, models, "tiny-mlp")
-    cfg = replace(tiny_config(tmp_path, "tiny-mlp", "mlp"), init_from="tiny-mlp", total_timesteps=128,
-                  eval_freq=10_000, seed=7)
+    cfg = replace(
+        tiny_config(tmp_path, "tiny-mlp", "mlp"), init_from="tiny-mlp", total_timesteps=128, eval_freq=10_000, seed=7
+    )
     real_dumps = json.dumps
 
     def killed_at_the_card(obj, *args, **kwargs):

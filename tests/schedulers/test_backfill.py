@@ -57,8 +57,7 @@ def test_long_job_may_use_gpus_the_head_does_not_need(run):
 
 
 def test_reservation_counts_estimates_and_treats_overdue_jobs_as_ending_now():
-    jobs = [Job(0, 0.0, 500.0, estimate_s=50.0), Job(1, 0.0, 500.0, estimate_s=80.0),
-            Job(2, 60.0, 10.0, gpus=3)]
+    jobs = [Job(0, 0.0, 500.0, estimate_s=50.0), Job(1, 0.0, 500.0, estimate_s=80.0), Job(2, 60.0, 10.0, gpus=3)]
     sim = Simulation(parse_cluster("1x4:generic"), jobs)
     sim.reset()
     sim.apply([Start(0, (0,)), Start(1, (1,))])
@@ -94,8 +93,11 @@ def test_a_short_job_deep_in_the_queue_is_found(run):
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 60), st.floats(0, 10) | st.just(math.inf)), max_size=40),
-       st.integers(0, 45), st.floats(0, 10) | st.just(math.inf))
+@given(
+    st.lists(st.tuples(st.integers(0, 60), st.floats(0, 10) | st.just(math.inf)), max_size=40),
+    st.integers(0, 45),
+    st.floats(0, 10) | st.just(math.inf),
+)
 def test_min_tree_finds_the_first_small_enough_estimate(ops, lo, limit):
     """The segment tree against a plain list: appends, then overwrites, then a query."""
     tree, plain = MinTree(), []
@@ -133,8 +135,9 @@ class _CheckedReleases(EasyBackfill):
         assert [max(book.end_s[g], state.now_s) for g in busy] == [release[g] for g in busy]
         assert book.listed == [g in busy for g in range(state.n_gpus)]
         gpu_type = state.occupancy.gpu_type
-        assert book.by_type == [sorted(book.end_s[g] for g in busy if gpu_type[g] == t)
-                                for t in range(len(state.layout.type_names))]
+        assert book.by_type == [
+            sorted(book.end_s[g] for g in busy if gpu_type[g] == t) for t in range(len(state.layout.type_names))
+        ]
         type(self).checks += 1
         return super().decide(state)
 
@@ -162,8 +165,9 @@ class _CheckedShapeLists(EasyBackfill):
             live = [r for r in ranks if self._pos[r] >= 0]
             assert live == sorted(live) and all(state.job_shape[self._job_of[r]] == sid for r in live)
             for r in live:
-                assert self._trees[sid].t[self._trees[sid].size + self._pos[r]] == \
-                    state.jobs[self._job_of[r]].estimate_s
+                assert (
+                    self._trees[sid].t[self._trees[sid].size + self._pos[r]] == state.jobs[self._job_of[r]].estimate_s
+                )
         type(self).checks += 1
         return super().decide(state)
 
@@ -284,8 +288,11 @@ def test_a_head_that_no_type_can_hold_while_nodes_are_down_waits_for_a_repair(ru
     from engine.sim.options import FailureModel, RunOptions
     from engine.sim.simulator import COMPLETED
 
-    jobs = [Job(0, 0.0, 7200.0, gpus=4, estimate_s=7200.0), Job(1, 10.0, 3600.0, gpus=8, estimate_s=3600.0),
-            *(Job(i, 20.0 + i, 600.0, estimate_s=600.0) for i in range(2, 8))]
+    jobs = [
+        Job(0, 0.0, 7200.0, gpus=4, estimate_s=7200.0),
+        Job(1, 10.0, 3600.0, gpus=8, estimate_s=3600.0),
+        *(Job(i, 20.0 + i, 600.0, estimate_s=600.0) for i in range(2, 8)),
+    ]
     options = RunOptions(failures=FailureModel(mtbf_h=0.5, repair_h=5.0))
     res = run("2x4:A100-80", jobs, "easy-backfill", options=options, seed=3)
     assert res.outage_node.size > 0 and (res.status == COMPLETED).all()

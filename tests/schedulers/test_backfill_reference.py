@@ -47,8 +47,9 @@ def reference_easy(n_gpus: int, jobs: list[Job]) -> list[float]:
             continue
         head = queue[0]
         est_ends = sorted({max(est_end, t) for est_end, _ in running.values()})  # an overrun job ends now
-        shadow = next(e for e in est_ends
-                      if free + sum(g for est_end, g in running.values() if max(est_end, t) <= e) >= head.gpus)
+        shadow = next(
+            e for e in est_ends if free + sum(g for est_end, g in running.values() if max(est_end, t) <= e) >= head.gpus
+        )
         avail = free + sum(g for est_end, g in running.values() if max(est_end, t) <= shadow)
         extra = avail - head.gpus
         for job in list(queue[1:]):
@@ -83,7 +84,8 @@ def test_easy_backfill_matches_the_reference(n_gpus, data):
         # Estimates over and under the truth: overrun jobs are taken to end now.
         estimate = 10 * data.draw(st.integers(1, 60))
         s = 10 * s
-        jobs.append(Job(i, float(s), float(duration), gpus=data.draw(st.integers(1, n_gpus)),
-                        estimate_s=float(estimate)))
+        jobs.append(
+            Job(i, float(s), float(duration), gpus=data.draw(st.integers(1, n_gpus)), estimate_s=float(estimate))
+        )
     r = simulate(parse_cluster(f"1x{n_gpus}:generic"), jobs, make_scheduler("easy-backfill"))
     assert r.first_start_s.tolist() == reference_easy(n_gpus, jobs)

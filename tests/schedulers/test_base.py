@@ -16,9 +16,17 @@ def _overloaded(seed: int, n: int = 300) -> list[Job]:
         t += float(rng.exponential(4.0))
         frac = float(rng.choice([1.0, 1.0, 1.0, 0.25, 0.5]))
         gpus = 1 if frac < 1 else int(rng.choice([1, 2, 4, 8]))
-        jobs.append(Job(i, round(t), float(rng.integers(20, 400)), gpus=gpus,
-                        gpu_fraction=frac, vram_gib=float(rng.choice([0.0, 8.0, 20.0])),
-                        estimate_s=float(rng.integers(10, 900))))
+        jobs.append(
+            Job(
+                i,
+                round(t),
+                float(rng.integers(20, 400)),
+                gpus=gpus,
+                gpu_fraction=frac,
+                vram_gib=float(rng.choice([0.0, 8.0, 20.0])),
+                estimate_s=float(rng.integers(10, 900)),
+            )
+        )
     return jobs
 
 

@@ -15,10 +15,14 @@ from engine.sim.options import EnergyModel
 def test_cost_per_work_is_price_over_the_speed_the_job_type_gets():
     cluster = parse_cluster("1x1:V100-32,1x1:A100-80")
     assert cost_per_work(cluster, "training", "A100-80") == pytest.approx(3.93 / 2.4)
-    assert cost_per_work(cluster, "interactive", "A100-80") == pytest.approx(3.93 / 2.4 ** 0.5)
+    assert cost_per_work(cluster, "interactive", "A100-80") == pytest.approx(3.93 / 2.4**0.5)
     assert cost_per_work(cluster, "interactive", "V100-32") == pytest.approx(2.48)
-    unpriced = parse_cluster({"groups": [{"gpu_type": "X", "nodes": 1, "gpus_per_node": 1}],
-                              "gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1}]})
+    unpriced = parse_cluster(
+        {
+            "groups": [{"gpu_type": "X", "nodes": 1, "gpus_per_node": 1}],
+            "gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1}],
+        }
+    )
     assert cost_per_work(unpriced, "training", "X") == float("inf")
 
 
@@ -44,6 +48,5 @@ def test_a_full_cheap_type_sends_the_next_job_to_a_dearer_one_and_the_bill_is_lo
     assert first.gpu_ids == ((0,), (1,), (2,))
     assert cheap.end_s.tolist() == pytest.approx([200.0, 201.0, 2.0 + 90 / 2.4])
     model = EnergyModel(price_list="catalog")
-    assert summarize(cheap, energy=model).energy.cost_usd == pytest.approx(
-        (2 * 200.0 * 0.35 + 37.5 * 3.93) / 3600)
+    assert summarize(cheap, energy=model).energy.cost_usd == pytest.approx((2 * 200.0 * 0.35 + 37.5 * 3.93) / 3600)
     assert summarize(cheap, energy=model).energy.cost_usd < summarize(first, energy=model).energy.cost_usd

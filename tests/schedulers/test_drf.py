@@ -21,9 +21,12 @@ def test_drf_alternates_users_where_fifo_serves_the_early_user(run):
 def test_drf_counts_gpu_memory_as_a_resource(run):
     # On GPU 0, user a holds 0.1 of the GPU but 28 of its 32 GiB; user b holds 0.5 of it and 4 GiB.
     # Dominant shares (2 GPUs, 64 GiB): a = 28/64 = 0.44 (memory), b = 0.5/2 = 0.25 (GPUs).
-    jobs = [Job(0, 0.0, 100.0, user="a", gpu_fraction=0.1, vram_gib=28.0),
-            Job(1, 0.0, 100.0, user="b", gpu_fraction=0.5, vram_gib=4.0),
-            Job(2, 1.0, 50.0, user="a"), Job(3, 1.0, 50.0, user="b")]
+    jobs = [
+        Job(0, 0.0, 100.0, user="a", gpu_fraction=0.1, vram_gib=28.0),
+        Job(1, 0.0, 100.0, user="b", gpu_fraction=0.5, vram_gib=4.0),
+        Job(2, 1.0, 50.0, user="a"),
+        Job(3, 1.0, 50.0, user="b"),
+    ]
     fifo = run("1x2:generic", jobs, "fifo")
     drf = run("1x2:generic", jobs, "drf")
     assert fifo.gpu_ids[:2] == drf.gpu_ids[:2] == ((0,), (0,))

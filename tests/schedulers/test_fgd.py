@@ -30,8 +30,12 @@ def test_fgd_keeps_room_for_the_popular_shape_where_best_fit_does_not(staged):
 
 def test_fgd_packs_fractional_jobs_to_keep_whole_gpus_free(run):
     # Half the workload wants whole GPUs, so a 0.25 job should join the partly used GPU, not open a new one.
-    jobs = [Job(0, 0.0, 100.0, gpu_fraction=0.5), Job(1, 0.0, 100.0, gpus=1),
-            Job(2, 1.0, 100.0, gpu_fraction=0.25), Job(3, 2.0, 100.0, gpus=2)]
+    jobs = [
+        Job(0, 0.0, 100.0, gpu_fraction=0.5),
+        Job(1, 0.0, 100.0, gpus=1),
+        Job(2, 1.0, 100.0, gpu_fraction=0.25),
+        Job(3, 2.0, 100.0, gpus=2),
+    ]
     least = run("1x4:generic", jobs, "least-loaded")
     fgd = run("1x4:generic", jobs, "fgd")
     assert fgd.gpu_ids[:3] == ((0,), (1,), (0,))

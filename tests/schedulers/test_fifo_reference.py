@@ -37,9 +37,16 @@ def reference_fifo(n_gpus: int, jobs: list[Job]) -> list[float]:
 def test_fifo_matches_the_reference(n_gpus, data):
     n = data.draw(st.integers(1, 30))
     submits = sorted(data.draw(st.lists(st.integers(0, 500), min_size=n, max_size=n)))
-    jobs = [Job(i, float(s), float(data.draw(st.integers(1, 300))), gpus=data.draw(st.integers(1, n_gpus)),
-                estimate_s=float(data.draw(st.integers(1, 600))))
-            for i, s in enumerate(submits)]
+    jobs = [
+        Job(
+            i,
+            float(s),
+            float(data.draw(st.integers(1, 300))),
+            gpus=data.draw(st.integers(1, n_gpus)),
+            estimate_s=float(data.draw(st.integers(1, 600))),
+        )
+        for i, s in enumerate(submits)
+    ]
     r = simulate(parse_cluster(f"1x{n_gpus}:generic"), jobs, make_scheduler("fifo"))
     assert r.first_start_s.tolist() == reference_fifo(n_gpus, jobs)
     assert r.end_s.tolist() == [s + j.duration_s for s, j in zip(reference_fifo(n_gpus, jobs), jobs)]

@@ -8,9 +8,13 @@ from engine import Job, scheduler_names
 from engine.rl.teacher import TEACHERS
 
 # Two nodes of equal speed: node 0 has four 16 GiB GPUs (0-3), node 1 four 80 GiB GPUs (4-7).
-MIXED = {"groups": [{"gpu_type": "SMALL", "nodes": 1, "gpus_per_node": 4},
-                    {"gpu_type": "BIG", "nodes": 1, "gpus_per_node": 4}],
-         "gpu_types": [{"name": "SMALL", "vram_gib": 16, "speed": 1}, {"name": "BIG", "vram_gib": 80, "speed": 1}]}
+MIXED = {
+    "groups": [
+        {"gpu_type": "SMALL", "nodes": 1, "gpus_per_node": 4},
+        {"gpu_type": "BIG", "nodes": 1, "gpus_per_node": 4},
+    ],
+    "gpu_types": [{"name": "SMALL", "vram_gib": 16, "speed": 1}, {"name": "BIG", "vram_gib": 80, "speed": 1}],
+}
 MIXED_JOBS = [
     Job(0, 0.0, 100.0),  # fits anywhere
     Job(1, 1.0, 100.0, gpus=4, vram_gib=60.0),  # only the BIG node can take it
@@ -19,8 +23,16 @@ MIXED_JOBS = [
 PACKED = ((0.0, 1.0, 2.0), ((0,), (4, 5, 6, 7), (1,)))
 #: Expected (start times, GPUs) on MIXED_JOBS. Everyone but least-loaded keeps the BIG node free for job 1.
 EXPECTED = {
-    "fifo": PACKED, "first-fit": PACKED, "best-fit": PACKED, "sjf": PACKED, "sjf-oracle": PACKED,
-    "easy-backfill": PACKED, "tiresias": PACKED, "drf": PACKED, "fgd": PACKED, "topo-pack": PACKED,
+    "fifo": PACKED,
+    "first-fit": PACKED,
+    "best-fit": PACKED,
+    "sjf": PACKED,
+    "sjf-oracle": PACKED,
+    "easy-backfill": PACKED,
+    "tiresias": PACKED,
+    "drf": PACKED,
+    "fgd": PACKED,
+    "topo-pack": PACKED,
     # SMALL and BIG have no price: cost-aware tries them in the cluster's order (tests/schedulers/test_cost.py).
     "cost-aware": PACKED,
     # Without failures reliable-first places as best-fit (tests/schedulers/test_reliable.py).
@@ -56,13 +68,16 @@ NODE_CHOICE_JOBS = [
 ]
 
 
-@pytest.mark.parametrize("name, job2_gpus, job3_gpus, job3_end", [
-    # First-fit takes node 0 for the 1-GPU job, so the 4-GPU training job must spread: 0.8 of full speed.
-    ("first-fit", (0,), (1, 2, 3, 6), 30 + 100 / 0.8),
-    # Best-fit (and topo-pack) put it on the fuller node 1 and keep node 0 whole.
-    ("best-fit", (6,), (0, 1, 2, 3), 130.0),
-    ("topo-pack", (6,), (0, 1, 2, 3), 130.0),
-])
+@pytest.mark.parametrize(
+    "name, job2_gpus, job3_gpus, job3_end",
+    [
+        # First-fit takes node 0 for the 1-GPU job, so the 4-GPU training job must spread: 0.8 of full speed.
+        ("first-fit", (0,), (1, 2, 3, 6), 30 + 100 / 0.8),
+        # Best-fit (and topo-pack) put it on the fuller node 1 and keep node 0 whole.
+        ("best-fit", (6,), (0, 1, 2, 3), 130.0),
+        ("topo-pack", (6,), (0, 1, 2, 3), 130.0),
+    ],
+)
 def test_node_choice_decides_whether_a_big_job_must_spread(run, name, job2_gpus, job3_gpus, job3_end):
     r = run("2x4:generic", NODE_CHOICE_JOBS, name)
     assert r.gpu_ids[2] == job2_gpus and r.gpu_ids[3] == job3_gpus
@@ -70,11 +85,14 @@ def test_node_choice_decides_whether_a_big_job_must_spread(run, name, job2_gpus,
     assert (r.comm_overhead_gpu_s[3] > 0) == (name == "first-fit")
 
 
-@pytest.mark.parametrize("name, starts", [
-    ("fifo", [0, 100, 150]),
-    ("sjf", [0, 100, 150]),  # misled: job 1 claims 5 s
-    ("sjf-oracle", [0, 110, 100]),  # knows job 2 is the shortest
-])
+@pytest.mark.parametrize(
+    "name, starts",
+    [
+        ("fifo", [0, 100, 150]),
+        ("sjf", [0, 100, 150]),  # misled: job 1 claims 5 s
+        ("sjf-oracle", [0, 110, 100]),  # knows job 2 is the shortest
+    ],
+)
 def test_sjf_trusts_estimates_and_the_oracle_does_not(run, name, starts):
     jobs = [Job(0, 0.0, 100.0), Job(1, 1.0, 50.0, estimate_s=5.0), Job(2, 2.0, 10.0)]
     assert run("1x1:generic", jobs, name).first_start_s.tolist() == starts

@@ -34,7 +34,8 @@ class WalkChecker:
         got = self._walk(self.order.candidates(state, skip := set()), shape, seed, skip)
         assert got == expected
         assert list(self.order.candidates(state)) == sorted(  # the plain walk, after the merge put jobs back
-            state.queue, key=lambda j: (self.key(state.jobs[j]), j))
+            state.queue, key=lambda j: (self.key(state.jobs[j]), j)
+        )
         self.longest = max(self.longest, len(state.queue))
         if state.running and rng.random() < 0.1:
             yield Preempt(int(rng.choice(sorted(state.running))))
@@ -65,18 +66,29 @@ def _jobs(n: int, seed: int) -> list[Job]:
     t, jobs = 0.0, []
     for i in range(n):
         t += float(rng.exponential(3.0))
-        jobs.append(Job(i, round(t), float(rng.integers(50, 500)), gpus=int(rng.choice([1, 2, 4])),
-                        vram_gib=float(rng.choice([0.0, 8.0])), estimate_s=float(rng.integers(10, 900)),
-                        priority=int(rng.integers(3))))
+        jobs.append(
+            Job(
+                i,
+                round(t),
+                float(rng.integers(50, 500)),
+                gpus=int(rng.choice([1, 2, 4])),
+                vram_gib=float(rng.choice([0.0, 8.0])),
+                estimate_s=float(rng.integers(10, 900)),
+                priority=int(rng.integers(3)),
+            )
+        )
     return jobs
 
 
-@pytest.mark.parametrize("order_name,key", [
-    ("fifo", lambda job: (job.submit_s, job.job_id)),
-    ("sjf", lambda job: (job.estimate_s * job.gpus * job.gpu_fraction, job.submit_s)),
-    ("sjf-oracle", lambda job: (job.duration_s * job.gpus * job.gpu_fraction, job.submit_s)),
-    ("priority", lambda job: (-job.priority, job.submit_s)),
-])
+@pytest.mark.parametrize(
+    "order_name,key",
+    [
+        ("fifo", lambda job: (job.submit_s, job.job_id)),
+        ("sjf", lambda job: (job.estimate_s * job.gpus * job.gpu_fraction, job.submit_s)),
+        ("sjf-oracle", lambda job: (job.duration_s * job.gpus * job.gpu_fraction, job.submit_s)),
+        ("priority", lambda job: (-job.priority, job.submit_s)),
+    ],
+)
 @pytest.mark.parametrize("seed", range(2))
 def test_skipping_walk_equals_filtered_sorted_queue(order_name, key, seed):
     checker = WalkChecker(order_name, key, seed)

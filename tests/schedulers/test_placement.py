@@ -19,7 +19,7 @@ CLUSTERS = {
 def _idle_gpus(state, node: int) -> list[int]:
     lay = state.layout
     first = int(lay.node_first_gpu[node])
-    tenants = np.asarray(state.gpu_tenants)[first:first + int(lay.node_gpus[node])]
+    tenants = np.asarray(state.gpu_tenants)[first : first + int(lay.node_gpus[node])]
     return [first + int(i) for i in np.flatnonzero(tenants == 0)]
 
 
@@ -51,7 +51,7 @@ def scan(state, job: Job, best: bool) -> tuple[int, ...] | None:
             continue
         out: list[int] = []
         for n in of_type.tolist():
-            out += _idle_gpus(state, n)[:k - len(out)]
+            out += _idle_gpus(state, n)[: k - len(out)]
         return tuple(out)
     return None
 
@@ -96,8 +96,17 @@ def workload(lay_types: list[str], seed: int, n: int = 120) -> list[Job]:
         gpus = 1 if frac < 1 else int(rng.choice([1, 1, 2, 3, 4, 8, 12]))
         vram = float(rng.choice([0.0, 0.0, 8.0, 20.0, 60.0]))
         allowed = frozenset([str(rng.choice(lay_types))]) if rng.random() < 0.15 else frozenset()
-        jobs.append(Job(i, round(t), float(rng.integers(30, 400)), gpus=gpus, gpu_fraction=frac, vram_gib=vram,
-                        allowed_types=allowed))
+        jobs.append(
+            Job(
+                i,
+                round(t),
+                float(rng.integers(30, 400)),
+                gpus=gpus,
+                gpu_fraction=frac,
+                vram_gib=vram,
+                allowed_types=allowed,
+            )
+        )
     return jobs
 
 

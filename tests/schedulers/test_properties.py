@@ -33,8 +33,14 @@ FACTORIES = {**{name: (lambda name=name: make_scheduler(name)) for name in sched
 
 @st.composite
 def clusters(draw):
-    groups = [{"gpu_type": draw(st.sampled_from(TYPES)), "nodes": draw(st.integers(1, 3)),
-               "gpus_per_node": draw(st.sampled_from((1, 2, 4)))} for _ in range(draw(st.integers(1, 2)))]
+    groups = [
+        {
+            "gpu_type": draw(st.sampled_from(TYPES)),
+            "nodes": draw(st.integers(1, 3)),
+            "gpus_per_node": draw(st.sampled_from((1, 2, 4))),
+        }
+        for _ in range(draw(st.integers(1, 2)))
+    ]
     return parse_cluster({"groups": groups, "nodes_per_rack": draw(st.integers(1, 2))})
 
 
@@ -44,20 +50,39 @@ def workloads(draw):
     for i in range(draw(st.integers(1, 10))):
         fraction = draw(st.sampled_from((1.0, 1.0, 0.25, 0.5, 0.75)))
         duration = float(draw(st.integers(1, 400)))
-        jobs.append(Job(
-            i, float(draw(st.integers(0, 300))), duration,
-            gpus=1 if fraction < 1 else draw(st.sampled_from((1, 1, 2, 3, 4))),
-            gpu_fraction=fraction,
-            vram_gib=float(draw(st.sampled_from((0, 0, 0, 0, 8, 20, 40)))),
-            user=draw(st.sampled_from(("a", "b", "c"))),
-            job_type=draw(st.sampled_from(JOB_TYPES)),
-            allowed_types=draw(st.sampled_from((frozenset(), frozenset(), frozenset({"T4"}),
-                                                frozenset({"generic", "A100-80"})))),
-            estimate_s=duration * draw(st.sampled_from((0.5, 1.0, 1.0, 3.0))),
-        ))
+        jobs.append(
+            Job(
+                i,
+                float(draw(st.integers(0, 300))),
+                duration,
+                gpus=1 if fraction < 1 else draw(st.sampled_from((1, 1, 2, 3, 4))),
+                gpu_fraction=fraction,
+                vram_gib=float(draw(st.sampled_from((0, 0, 0, 0, 8, 20, 40)))),
+                user=draw(st.sampled_from(("a", "b", "c"))),
+                job_type=draw(st.sampled_from(JOB_TYPES)),
+                allowed_types=draw(
+                    st.sampled_from((frozenset(), frozenset(), frozenset({"T4"}), frozenset({"generic", "A100-80"})))
+                ),
+                estimate_s=duration * draw(st.sampled_from((0.5, 1.0, 1.0, 3.0))),
+            )
+        )
     jobs.sort(key=lambda j: j.submit_s)  # ids in submit order, as loaded traces have them
-    return [Job(i, j.submit_s, j.duration_s, j.gpus, j.gpu_fraction, j.vram_gib, j.user, j.job_type,
-                j.priority, j.allowed_types, j.estimate_s) for i, j in enumerate(jobs)]
+    return [
+        Job(
+            i,
+            j.submit_s,
+            j.duration_s,
+            j.gpus,
+            j.gpu_fraction,
+            j.vram_gib,
+            j.user,
+            j.job_type,
+            j.priority,
+            j.allowed_types,
+            j.estimate_s,
+        )
+        for i, j in enumerate(jobs)
+    ]
 
 
 def check_each_job_ends_once(r) -> None:
@@ -110,8 +135,9 @@ def check_no_overallocation(r) -> None:
 
 
 def check_busy_time_adds_up(r) -> None:
-    seg_gpu_s = sum((r.seg_end_s[i] - r.seg_start_s[i]) * r.segment_gpus(i).size * r.seg_fraction[i]
-                    for i in range(r.seg_job.size))
+    seg_gpu_s = sum(
+        (r.seg_end_s[i] - r.seg_start_s[i]) * r.segment_gpus(i).size * r.seg_fraction[i] for i in range(r.seg_job.size)
+    )
     series = float(np.sum(r.series_busy_gpus[:-1] * np.diff(r.series_t))) if r.series_t.size else 0.0
     assert series == pytest.approx(seg_gpu_s, rel=1e-9, abs=1e-6)
     assert np.all(np.diff(r.series_t) > 0) and np.all(r.series_busy_gpus >= -1e-9)
@@ -119,10 +145,25 @@ def check_busy_time_adds_up(r) -> None:
 
 
 def same_result(a, b) -> bool:
-    arrays = ("status", "first_start_s", "end_s", "run_s", "preemptions", "seg_job", "seg_start_s", "seg_end_s",
-              "seg_gpu_ptr", "seg_gpu_ids", "seg_fraction", "series_t", "series_busy_gpus", "series_queue")
+    arrays = (
+        "status",
+        "first_start_s",
+        "end_s",
+        "run_s",
+        "preemptions",
+        "seg_job",
+        "seg_start_s",
+        "seg_end_s",
+        "seg_gpu_ptr",
+        "seg_gpu_ids",
+        "seg_fraction",
+        "series_t",
+        "series_busy_gpus",
+        "series_queue",
+    )
     return all(np.array_equal(getattr(a, k), getattr(b, k), equal_nan=True) for k in arrays) and (
-        a.gpu_ids == b.gpu_ids)
+        a.gpu_ids == b.gpu_ids
+    )
 
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))

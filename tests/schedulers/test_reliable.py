@@ -14,11 +14,13 @@ CLUSTER = "3x4:A100-80"  # node n holds GPUs 4n..4n+3
 
 
 def _jobs() -> list[Job]:
-    return [Job(0, 0.0, 10_000.0, estimate_s=10_000.0),                 # holds GPU 0 (node 0)
-            Job(1, 0.0, 7200.0, gpus=2, estimate_s=7200.0),             # a long gang
-            Job(2, 0.0, 600.0, gpus=2, estimate_s=600.0),               # a short gang
-            Job(3, 0.0, 7200.0, estimate_s=7200.0),                     # a long single GPU
-            Job(4, 0.0, 7200.0, gpus=4, estimate_s=7200.0)]             # a long gang of a whole node
+    return [
+        Job(0, 0.0, 10_000.0, estimate_s=10_000.0),  # holds GPU 0 (node 0)
+        Job(1, 0.0, 7200.0, gpus=2, estimate_s=7200.0),  # a long gang
+        Job(2, 0.0, 600.0, gpus=2, estimate_s=600.0),  # a short gang
+        Job(3, 0.0, 7200.0, estimate_s=7200.0),  # a long single GPU
+        Job(4, 0.0, 7200.0, gpus=4, estimate_s=7200.0),
+    ]  # a long gang of a whole node
 
 
 @pytest.fixture

@@ -52,12 +52,16 @@ class CountingRandom(RandomPlacement):
         return super().__call__(state, job)
 
 
-@pytest.mark.parametrize("subclass, reference", [
-    (counting(ListScheduler, "counting", StaticKeyOrder(), first_fit), "first-fit"),
-    (counting(EasyBackfill, "counting-backfill"), "easy-backfill"),
-    (counting(Tiresias, "counting-tiresias"), "tiresias"),
-    (counting(DrfScheduler, "counting-drf"), "drf"),
-], ids=["ListScheduler", "EasyBackfill", "Tiresias", "DrfScheduler"])
+@pytest.mark.parametrize(
+    "subclass, reference",
+    [
+        (counting(ListScheduler, "counting", StaticKeyOrder(), first_fit), "first-fit"),
+        (counting(EasyBackfill, "counting-backfill"), "easy-backfill"),
+        (counting(Tiresias, "counting-tiresias"), "tiresias"),
+        (counting(DrfScheduler, "counting-drf"), "drf"),
+    ],
+    ids=["ListScheduler", "EasyBackfill", "Tiresias", "DrfScheduler"],
+)
 def test_a_scheduler_subclass_schedules_like_its_base(subclass, reference):
     mine = subclass()
     result, expected = simulate(CLUSTER, JOBS, mine), simulate(CLUSTER, JOBS, make_scheduler(reference))

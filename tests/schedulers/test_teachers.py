@@ -9,9 +9,13 @@ from engine import SCHEDULERS, Job
 from engine.rl.teacher import EVICTING, TEACHERS
 
 # One node of two 16 GiB GPUs at speed 1 (GPUs 0-1), one node of two 80 GiB GPUs at speed 2 (GPUs 2-3).
-TWO_TYPES = {"groups": [{"gpu_type": "SMALL", "nodes": 1, "gpus_per_node": 2},
-                        {"gpu_type": "BIG", "nodes": 1, "gpus_per_node": 2}],
-             "gpu_types": [{"name": "SMALL", "vram_gib": 16, "speed": 1}, {"name": "BIG", "vram_gib": 80, "speed": 2}]}
+TWO_TYPES = {
+    "groups": [
+        {"gpu_type": "SMALL", "nodes": 1, "gpus_per_node": 2},
+        {"gpu_type": "BIG", "nodes": 1, "gpus_per_node": 2},
+    ],
+    "gpu_types": [{"name": "SMALL", "vram_gib": 16, "speed": 1}, {"name": "BIG", "vram_gib": 80, "speed": 2}],
+}
 SPARE = {"short-spare", "short-spare-evict", "short-spare-evict-est"}
 
 

@@ -34,13 +34,16 @@ def test_jobs_in_the_same_queue_do_not_preempt_each_other(run):
     assert r.first_start_s.tolist() == [0, 1000] and r.preemptions.sum() == 0
 
 
-@pytest.mark.parametrize("knob, segments", [
-    # Job 0 (preempted at t=100 after a 100 s run) is promoted at 100 + 2 x 100 = 300 and preempts job 1;
-    # job 1 (preempted after 200 s) is promoted in turn at 300 + 2 x 200 = 700.
-    (2.0, [(0, 0, 100), (1, 100, 300), (0, 300, 700), (1, 700, 1500), (0, 1500, 2000)]),
-    # Without promotion job 0 waits behind job 1, both in the second queue.
-    (math.inf, [(0, 0, 100), (1, 100, 1100), (0, 1100, 2000)]),
-])
+@pytest.mark.parametrize(
+    "knob, segments",
+    [
+        # Job 0 (preempted at t=100 after a 100 s run) is promoted at 100 + 2 x 100 = 300 and preempts job 1;
+        # job 1 (preempted after 200 s) is promoted in turn at 300 + 2 x 200 = 700.
+        (2.0, [(0, 0, 100), (1, 100, 300), (0, 300, 700), (1, 700, 1500), (0, 1500, 2000)]),
+        # Without promotion job 0 waits behind job 1, both in the second queue.
+        (math.inf, [(0, 0, 100), (1, 100, 1100), (0, 1100, 2000)]),
+    ],
+)
 def test_starvation_guard_promotes_long_waiting_jobs(run, knob, segments):
     jobs = [Job(0, 0.0, 1000.0, gpus=2), Job(1, 100.0, 1000.0)]
     r = run("1x2:generic", jobs, Tiresias(thresholds_gpu_s=(50.0,), promote_knob=knob))
@@ -49,8 +52,7 @@ def test_starvation_guard_promotes_long_waiting_jobs(run, knob, segments):
 
 def test_a_whole_gpu_job_preempts_every_sharer_of_a_gpu(run):
     # Two 0.5-GPU jobs share the only GPU and pass 50 GPU-seconds at t=100 (second queue).
-    jobs = [Job(0, 0.0, 10_000.0, gpu_fraction=0.5), Job(1, 0.0, 10_000.0, gpu_fraction=0.5),
-            Job(2, 200.0, 10.0)]
+    jobs = [Job(0, 0.0, 10_000.0, gpu_fraction=0.5), Job(1, 0.0, 10_000.0, gpu_fraction=0.5), Job(2, 200.0, 10.0)]
     r = run("1x1:generic", jobs, Tiresias(thresholds_gpu_s=(50.0,)))
     assert r.first_start_s[2] == 200 and r.preemptions.tolist() == [1, 1, 0]
 
@@ -71,8 +73,11 @@ def test_a_fractional_newcomer_preempts_a_whole_gpu_job(run):
 def test_a_fractional_newcomer_preempts_sharers_latest_first_until_its_share_fits(run):
     # A 0.25 job (submitted first) and a 0.75 job fill the GPU; both pass 50 GPU-seconds by t=200.
     # Preempting the later-submitted 0.75 job frees enough for a 0.5 newcomer: the 0.25 job keeps running.
-    jobs = [Job(0, 0.0, 10_000.0, gpu_fraction=0.25), Job(1, 1.0, 10_000.0, gpu_fraction=0.75),
-            Job(2, 250.0, 10.0, gpu_fraction=0.5)]
+    jobs = [
+        Job(0, 0.0, 10_000.0, gpu_fraction=0.25),
+        Job(1, 1.0, 10_000.0, gpu_fraction=0.75),
+        Job(2, 250.0, 10.0, gpu_fraction=0.5),
+    ]
     r = run("1x1:generic", jobs, Tiresias(thresholds_gpu_s=(50.0,)))
     assert r.first_start_s[2] == 250.0 and r.preemptions.tolist() == [0, 1, 0]
 
@@ -80,8 +85,12 @@ def test_a_fractional_newcomer_preempts_sharers_latest_first_until_its_share_fit
 def test_a_fractional_newcomer_takes_the_gpu_that_needs_the_fewest_victims(run):
     # GPU 0 holds two 0.5 jobs, GPU 1 a whole-GPU job, all in the second queue by t=300. A 0.75 newcomer
     # would need both sharers of GPU 0 to go, but only the whole-GPU job on GPU 1 (the higher id).
-    jobs = [Job(0, 0.0, 10_000.0, gpu_fraction=0.5), Job(1, 0.0, 10_000.0, gpu_fraction=0.5),
-            Job(2, 0.0, 10_000.0), Job(3, 300.0, 10.0, gpu_fraction=0.75)]
+    jobs = [
+        Job(0, 0.0, 10_000.0, gpu_fraction=0.5),
+        Job(1, 0.0, 10_000.0, gpu_fraction=0.5),
+        Job(2, 0.0, 10_000.0),
+        Job(3, 300.0, 10.0, gpu_fraction=0.75),
+    ]
     r = run("1x2:generic", jobs, Tiresias(thresholds_gpu_s=(50.0,)))
     assert r.gpu_ids[:3] == ((0,), (0,), (1,))
     assert r.preemptions.tolist() == [0, 0, 1, 0] and r.gpu_ids[3] == (1,) and r.first_start_s[3] == 300.0

@@ -47,8 +47,12 @@ def reference_tiresias(n_gpus: int, jobs: list[Job], thresholds=THRESHOLDS, knob
     t = 0.0
     while arrived < len(jobs) or queue_of_waiting or running:
         ends = [running[j][0] + left[j] for j in running]
-        t = min(([jobs[order[arrived]].submit_s] if arrived < len(jobs) else []) + ends
-                + [crossing(j) for j in running] + list(promotion.values()))
+        t = min(
+            ([jobs[order[arrived]].submit_s] if arrived < len(jobs) else [])
+            + ends
+            + [crossing(j) for j in running]
+            + list(promotion.values())
+        )
         for j in [j for j in running if running[j][0] + left[j] == t]:  # ends
             start, _ = running.pop(j)
             ran[j] += t - start
@@ -69,8 +73,9 @@ def reference_tiresias(n_gpus: int, jobs: list[Job], thresholds=THRESHOLDS, knob
         for q in range(len(thresholds) + 1):
             for j in sorted((j for j, qq in queue_of_waiting.items() if qq == q), key=rank.__getitem__):
                 if jobs[j].gpus > free:
-                    lower = sorted((k for k in running if running[k][1] > q),
-                                   key=lambda k: (running[k][1], rank[k]), reverse=True)
+                    lower = sorted(
+                        (k for k in running if running[k][1] > q), key=lambda k: (running[k][1], rank[k]), reverse=True
+                    )
                     victims, room = [], free
                     for k in lower:
                         if room >= jobs[j].gpus:
@@ -100,8 +105,7 @@ def reference_tiresias(n_gpus: int, jobs: list[Job], thresholds=THRESHOLDS, knob
 
 
 def engine_starts(n_gpus: int, jobs: list[Job], knob: float = 8.0) -> list[list[float]]:
-    r = simulate(parse_cluster(f"1x{n_gpus}:generic"), jobs,
-                 Tiresias(thresholds_gpu_s=THRESHOLDS, promote_knob=knob))
+    r = simulate(parse_cluster(f"1x{n_gpus}:generic"), jobs, Tiresias(thresholds_gpu_s=THRESHOLDS, promote_knob=knob))
     out: list[list[float]] = [[] for _ in jobs]
     for j, s in sorted(zip(r.seg_job.tolist(), r.seg_start_s.tolist()), key=lambda p: p[1]):
         out[j].append(s)
@@ -133,7 +137,13 @@ def test_tiresias_matches_the_reference(n_gpus, knob, data):
     n = data.draw(st.integers(1, 25))
     # Times on a grid of 10 s and power-of-two GPU counts: every crossing and end time is exact in binary floats.
     submits = sorted(data.draw(st.lists(st.integers(0, 40), min_size=n, max_size=n)))
-    jobs = [Job(i, 10.0 * s, 10.0 * data.draw(st.integers(1, 30)),
-                gpus=data.draw(st.sampled_from([g for g in (1, 2, 4, 8) if g <= n_gpus])))
-            for i, s in enumerate(submits)]
+    jobs = [
+        Job(
+            i,
+            10.0 * s,
+            10.0 * data.draw(st.integers(1, 30)),
+            gpus=data.draw(st.sampled_from([g for g in (1, 2, 4, 8) if g <= n_gpus])),
+        )
+        for i, s in enumerate(submits)
+    ]
     assert engine_starts(n_gpus, jobs, knob) == reference_tiresias(n_gpus, jobs, knob=knob)

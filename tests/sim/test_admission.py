@@ -33,9 +33,11 @@ def test_every_scheduler_is_bit_identical_without_deadlines_or_without_admission
 def test_feasible_declines_only_jobs_that_cannot_finish_in_time_and_says_why():
     cluster = parse_cluster("1x2:A100-80")
     speed = cluster.speed("batch", "A100-80")
-    jobs = [Job(0, 0.0, 100.0, deadline_s=100.0 / speed + 1.0),  # just makes it on its fastest GPU
-            Job(1, 10.0, 100.0, deadline_s=10.0 + 100.0 / speed - 1.0),  # cannot
-            Job(2, 20.0, 100.0)]  # best effort: always admitted
+    jobs = [
+        Job(0, 0.0, 100.0, deadline_s=100.0 / speed + 1.0),  # just makes it on its fastest GPU
+        Job(1, 10.0, 100.0, deadline_s=10.0 + 100.0 / speed - 1.0),  # cannot
+        Job(2, 20.0, 100.0),
+    ]  # best effort: always admitted
     r = simulate(cluster, jobs, make_scheduler("fifo"), options=FEASIBLE)
     assert r.status.tolist() == [COMPLETED, DECLINED, COMPLETED]
     assert list(r.declined_reasons) == [1] and r.declined_reasons[1].startswith("cannot meet its deadline at")
@@ -61,8 +63,11 @@ def test_declined_jobs_on_a_generated_workload_never_run():
 
 
 def test_an_unknown_policy_names_the_key():
-    with pytest.raises(OptionsError, match=r"^options.admission.policy must be one of accept-all, feasible, "
-                                           r"got 'edf'$"):
+    with pytest.raises(
+        OptionsError,
+        match=r"^options.admission.policy must be one of accept-all, feasible, "
+        r"got 'edf'$",
+    ):
         RunOptions.from_dict({"admission": {"policy": "edf"}})
     with pytest.raises(OptionsError, match=r"^options.admission: unknown key"):
         RunOptions.from_dict({"admission": {"rule": "feasible"}})

@@ -34,13 +34,16 @@ def test_shorthand_is_case_insensitive_on_type():
     assert parse_cluster("1x2:a100-80").groups[0].gpu_type == "A100-80"
 
 
-@pytest.mark.parametrize("spec, fragment", [
-    ("4x8:A100-80,2x4", "part 2 '2x4'"),
-    ("4x8:B200", "unknown GPU type 'B200'"),
-    ("0x8:A100-80", "counts must be >= 1"),
-    ("", "empty cluster spec"),
-    ("abc", "part 1 'abc'"),
-])
+@pytest.mark.parametrize(
+    "spec, fragment",
+    [
+        ("4x8:A100-80,2x4", "part 2 '2x4'"),
+        ("4x8:B200", "unknown GPU type 'B200'"),
+        ("0x8:A100-80", "counts must be >= 1"),
+        ("", "empty cluster spec"),
+        ("abc", "part 1 'abc'"),
+    ],
+)
 def test_bad_shorthand_names_the_part(spec, fragment):
     with pytest.raises(ClusterSpecError) as err:
         parse_cluster(spec)
@@ -73,14 +76,19 @@ def test_json_with_racks_speeds_and_custom_type(tmp_path):
     assert np.array_equal(again.layout.gpu_type, c.layout.gpu_type)
 
 
-@pytest.mark.parametrize("data, fragment", [
-    ({"groups": []}, "'groups' must be a non-empty list"),
-    ({"groups": [{"gpu_type": "T4", "nodes": 1}]}, "groups[0] needs gpu_type, nodes and gpus_per_node"),
-    ({"groups": [{"gpu_type": "T4", "nodes": 1, "gpus_per_node": 2}], "color": 1}, "unknown keys ['color']"),
-    ({"groups": [{"gpu_type": "T4", "nodes": 1, "gpus_per_node": 2}], "speeds": {"X": {}}}, "unknown GPU type 'X'"),
-    ({"groups": [{"gpu_type": "T4", "nodes": 1, "gpus_per_node": 2}], "bandwidth": {"cross_node": "fast"}},
-     "bandwidth.cross_node must be a number"),
-])
+@pytest.mark.parametrize(
+    "data, fragment",
+    [
+        ({"groups": []}, "'groups' must be a non-empty list"),
+        ({"groups": [{"gpu_type": "T4", "nodes": 1}]}, "groups[0] needs gpu_type, nodes and gpus_per_node"),
+        ({"groups": [{"gpu_type": "T4", "nodes": 1, "gpus_per_node": 2}], "color": 1}, "unknown keys ['color']"),
+        ({"groups": [{"gpu_type": "T4", "nodes": 1, "gpus_per_node": 2}], "speeds": {"X": {}}}, "unknown GPU type 'X'"),
+        (
+            {"groups": [{"gpu_type": "T4", "nodes": 1, "gpus_per_node": 2}], "bandwidth": {"cross_node": "fast"}},
+            "bandwidth.cross_node must be a number",
+        ),
+    ],
+)
 def test_bad_json_names_the_part(data, fragment):
     with pytest.raises(ClusterSpecError) as err:
         parse_cluster(data)
@@ -99,8 +107,8 @@ def test_unreadable_json_file(tmp_path):
 def test_speed_model_by_job_type():
     c = Cluster(groups=(NodeGroup("A100-80", 1, 8),))
     assert c.speed("training", "A100-80") == pytest.approx(2.4)
-    assert c.speed("inference", "A100-80") == pytest.approx(2.4 ** 0.6)
-    assert c.speed("something-else", "A100-80") == pytest.approx(2.4 ** 0.9)  # treated as batch
+    assert c.speed("inference", "A100-80") == pytest.approx(2.4**0.6)
+    assert c.speed("something-else", "A100-80") == pytest.approx(2.4**0.9)  # treated as batch
     assert c.speed("training", "generic") == 1.0
 
 
@@ -122,29 +130,46 @@ def test_catalog_types_carry_power_and_price_with_derived_idle_and_busy():
 
 
 def test_cluster_json_gpu_type_power_and_price_round_trip():
-    spec = {"groups": [{"gpu_type": "MY-GPU", "nodes": 1, "gpus_per_node": 2}],
-            "gpu_types": [{"name": "MY-GPU", "vram_gib": 48, "speed": 1.5, "board_w": 300, "idle_w": 30,
-                           "price_per_h": 1.25}]}
+    spec = {
+        "groups": [{"gpu_type": "MY-GPU", "nodes": 1, "gpus_per_node": 2}],
+        "gpu_types": [
+            {"name": "MY-GPU", "vram_gib": 48, "speed": 1.5, "board_w": 300, "idle_w": 30, "price_per_h": 1.25}
+        ],
+    }
     c = parse_cluster(spec)
     t = c.catalog["MY-GPU"]
     assert (t.board_w, t.idle_w, t.busy_w, t.price_per_h) == (300, 30, 228, 1.25)
     assert parse_cluster(c.to_dict()).catalog["MY-GPU"] == t
-    assert c.to_dict()["gpu_types"] == [{"name": "MY-GPU", "vram_gib": 48.0, "speed": 1.5, "board_w": 300,
-                                         "idle_w": 30, "busy_w": 228.0, "price_per_h": 1.25}]
+    assert c.to_dict()["gpu_types"] == [
+        {
+            "name": "MY-GPU",
+            "vram_gib": 48.0,
+            "speed": 1.5,
+            "board_w": 300,
+            "idle_w": 30,
+            "busy_w": 228.0,
+            "price_per_h": 1.25,
+        }
+    ]
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("board_w", -1, "gpu_types[0]: GPU type X: board_w must be a number >= 0 or null, got -1"),
-    ("idle_w", float("nan"), "GPU type X: idle_w must be a number >= 0 or null, got nan"),
-    ("price_per_h", float("inf"), "GPU type X: price_per_h must be a number >= 0 or null, got inf"),
-    ("price_per_h", "3", "GPU type X: price_per_h must be a number >= 0 or null, got '3'"),
-    ("busy_w", True, "GPU type X: busy_w must be a number >= 0 or null, got True"),
-    ("idle_w", 500, "GPU type X: idle_w (500) must be <= busy_w (228)"),
-    ("watts", 5, "gpu_types[0]: unknown keys ['watts']"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("board_w", -1, "gpu_types[0]: GPU type X: board_w must be a number >= 0 or null, got -1"),
+        ("idle_w", float("nan"), "GPU type X: idle_w must be a number >= 0 or null, got nan"),
+        ("price_per_h", float("inf"), "GPU type X: price_per_h must be a number >= 0 or null, got inf"),
+        ("price_per_h", "3", "GPU type X: price_per_h must be a number >= 0 or null, got '3'"),
+        ("busy_w", True, "GPU type X: busy_w must be a number >= 0 or null, got True"),
+        ("idle_w", 500, "GPU type X: idle_w (500) must be <= busy_w (228)"),
+        ("watts", 5, "gpu_types[0]: unknown keys ['watts']"),
+    ],
+)
 def test_bad_gpu_type_power_or_price_is_one_line_naming_type_and_field(field, value, message):
-    spec = {"groups": [{"gpu_type": "X", "nodes": 1, "gpus_per_node": 1}],
-            "gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1, "board_w": 300, field: value}]}
+    spec = {
+        "groups": [{"gpu_type": "X", "nodes": 1, "gpus_per_node": 1}],
+        "gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1, "board_w": 300, field: value}],
+    }
     with pytest.raises(ClusterSpecError) as err:
         parse_cluster(spec)
     assert message in str(err.value) and "\n" not in str(err.value)
@@ -158,8 +183,12 @@ def test_gpu_prices_by_named_list():
         gpu_prices(parse_cluster("1x8:A100-80"), "gcp-preemptible-2020")
     with pytest.raises(ClusterSpecError, match="unknown price list 'aws'; known: catalog, on-demand"):
         gpu_prices(c, "aws")
-    unpriced = parse_cluster({"groups": [{"gpu_type": "X", "nodes": 1, "gpus_per_node": 1}],
-                              "gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1}]})
+    unpriced = parse_cluster(
+        {
+            "groups": [{"gpu_type": "X", "nodes": 1, "gpus_per_node": 1}],
+            "gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1}],
+        }
+    )
     with pytest.raises(ClusterSpecError, match="the cluster's GPU types: no price_per_h for X"):
         gpu_prices(unpriced)
 
@@ -167,20 +196,23 @@ def test_gpu_prices_by_named_list():
 _ONE_X = {"groups": [{"gpu_type": "X", "nodes": 1, "gpus_per_node": 1}]}
 
 
-@pytest.mark.parametrize("extra, key", [
-    ({"colocation_slowdown": 1e308}, "colocation_slowdown"),
-    ({"bandwidth": {"cross_node": 1e300}}, "bandwidth.cross_node"),
-    ({"communication": {"training": 1e300}}, "communication.training"),
-    ({"speeds": {"X": {"training": 5e-324}}}, "speeds.X.training"),
-    ({"speeds": {"X": {"training": 1e300}}}, "speeds.X.training"),
-    ({"nodes_per_rack": 10**30}, "nodes_per_rack"),
-    ({"gpu_types": [{"name": "X", "vram_gib": 16, "speed": 5e-324}]}, "speed"),
-    ({"gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1e300}]}, "speed"),
-    ({"gpu_types": [{"name": "X", "vram_gib": 1e300, "speed": 1}]}, "vram_gib"),
-    ({"gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1, "board_w": 1e300}]}, "board_w"),
-    ({"gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1, "busy_w": 1e300}]}, "busy_w"),
-    ({"gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1, "price_per_h": 1e300}]}, "price_per_h"),
-])
+@pytest.mark.parametrize(
+    "extra, key",
+    [
+        ({"colocation_slowdown": 1e308}, "colocation_slowdown"),
+        ({"bandwidth": {"cross_node": 1e300}}, "bandwidth.cross_node"),
+        ({"communication": {"training": 1e300}}, "communication.training"),
+        ({"speeds": {"X": {"training": 5e-324}}}, "speeds.X.training"),
+        ({"speeds": {"X": {"training": 1e300}}}, "speeds.X.training"),
+        ({"nodes_per_rack": 10**30}, "nodes_per_rack"),
+        ({"gpu_types": [{"name": "X", "vram_gib": 16, "speed": 5e-324}]}, "speed"),
+        ({"gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1e300}]}, "speed"),
+        ({"gpu_types": [{"name": "X", "vram_gib": 1e300, "speed": 1}]}, "vram_gib"),
+        ({"gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1, "board_w": 1e300}]}, "board_w"),
+        ({"gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1, "busy_w": 1e300}]}, "busy_w"),
+        ({"gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1, "price_per_h": 1e300}]}, "price_per_h"),
+    ],
+)
 def test_physically_absurd_cluster_numbers_are_refused_in_one_line_naming_the_key(extra, key):
     spec = {**_ONE_X, "gpu_types": [{"name": "X", "vram_gib": 16, "speed": 1}], **extra}
     with pytest.raises(ClusterSpecError) as err:
@@ -198,9 +230,12 @@ def test_a_huge_colocation_slowdown_no_longer_divides_by_zero_in_the_simulator()
 
     jobs = [Job(i, 0.0, 10.0, gpu_fraction=0.25) for i in range(3)]
     with pytest.raises(ClusterSpecError, match="colocation_slowdown"):
-        parse_cluster_text('{"groups": [{"gpu_type": "T4", "nodes": 1, "gpus_per_node": 1}], '
-                           '"colocation_slowdown": 1e308}')
-    top = parse_cluster_text('{"groups": [{"gpu_type": "T4", "nodes": 1, "gpus_per_node": 1}], '
-                             f'"colocation_slowdown": {MAX_COLOCATION_SLOWDOWN}}}')
+        parse_cluster_text(
+            '{"groups": [{"gpu_type": "T4", "nodes": 1, "gpus_per_node": 1}], "colocation_slowdown": 1e308}'
+        )
+    top = parse_cluster_text(
+        '{"groups": [{"gpu_type": "T4", "nodes": 1, "gpus_per_node": 1}], '
+        f'"colocation_slowdown": {MAX_COLOCATION_SLOWDOWN}}}'
+    )
     result = simulate(top, jobs, make_scheduler("fifo"))
     assert np.isfinite(result.end_s).all() and (result.end_s > 10.0).all()

@@ -62,8 +62,9 @@ def test_the_failure_count_is_what_the_process_predicts(shape):
 
 def test_lemons_fail_more_and_exponential_repairs_vary():
     plain = _long_run(_failures(mtbf_h=2000.0, repair_h=4.0))
-    lemons = _long_run(_failures(mtbf_h=2000.0, repair_h=4.0, lemon_share=0.5, lemon_factor=10.0,
-                                 repair_law="exponential"))
+    lemons = _long_run(
+        _failures(mtbf_h=2000.0, repair_h=4.0, lemon_share=0.5, lemon_factor=10.0, repair_law="exponential")
+    )
     assert lemons.outage_node.size > 2 * plain.outage_node.size
     counts = np.bincount(lemons.outage_node, minlength=16)
     assert counts.max() > 5 * max(np.median(counts[counts < np.median(counts)]), 1)  # a few nodes fail far more
@@ -86,8 +87,10 @@ def _busy_workload():
 
 def test_every_scheduler_meets_the_same_failures():
     cluster, jobs = _busy_workload()
-    options = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0),
-                         failures=FAILURE_PRESETS["stress"])
+    options = RunOptions(
+        preemption=PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0),
+        failures=FAILURE_PRESETS["stress"],
+    )
     fifo = simulate(cluster, jobs, make_scheduler("fifo"), seed=7, options=options)
     easy = simulate(cluster, jobs, make_scheduler("easy-backfill"), seed=7, options=options)
     assert not np.array_equal(fifo.end_s, easy.end_s)  # the schedulers did differ
@@ -103,8 +106,10 @@ def test_every_scheduler_meets_the_same_failures():
 
 def test_a_down_node_runs_nothing_and_its_jobs_stop_as_a_gang():
     cluster, jobs = _busy_workload()
-    options = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0),
-                         failures=FAILURE_PRESETS["stress"])
+    options = RunOptions(
+        preemption=PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0),
+        failures=FAILURE_PRESETS["stress"],
+    )
     r = simulate(cluster, jobs, make_scheduler("easy-backfill"), seed=7, options=options)
     gpu_node = cluster.layout.gpu_node
     end = np.nan_to_num(r.outage_end_s, nan=np.inf)
@@ -118,13 +123,16 @@ def test_a_down_node_runs_nothing_and_its_jobs_stop_as_a_gang():
     assert stopped_by_failure == r.interruptions.sum() > 0  # every GPU of a stopped job was freed at once
     assert (r.status == COMPLETED).all()
     assert r.failure_lost_gpu_s.sum() > 0 and r.restart_gpu_s.sum() == pytest.approx(
-        60.0 * sum(jobs[j].gpu_demand * (r.interruptions[j] + r.preemptions[j]) for j in range(len(jobs))))
+        60.0 * sum(jobs[j].gpu_demand * (r.interruptions[j] + r.preemptions[j]) for j in range(len(jobs)))
+    )
 
 
 def test_a_stopped_job_keeps_its_work_up_to_its_last_checkpoint():
     cluster = parse_cluster("1x1:generic")
-    options = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=1000.0, restart_overhead_s=100.0),
-                         failures=FailureModel(mtbf_h=1.0, repair_h=0.5))
+    options = RunOptions(
+        preemption=PreemptionModel(checkpoint_interval_s=1000.0, restart_overhead_s=100.0),
+        failures=FailureModel(mtbf_h=1.0, repair_h=0.5),
+    )
     r = simulate(cluster, [Job(0, 0.0, 3000.0)], make_scheduler("fifo"), seed=1, options=options)
     first_failure = float(r.outage_start_s[0])
     assert r.seg_end_s[0] == first_failure and r.seg_start_s[1] == r.outage_end_s[0]
@@ -138,8 +146,9 @@ def test_a_stopped_job_keeps_its_work_up_to_its_last_checkpoint():
 
 def test_checkpoints_cost_their_time():
     cluster = parse_cluster("1x1:generic")
-    options = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=600.0),
-                         failures=FailureModel(checkpoint_cost_s=30.0))
+    options = RunOptions(
+        preemption=PreemptionModel(checkpoint_interval_s=600.0), failures=FailureModel(checkpoint_cost_s=30.0)
+    )
     r = simulate(cluster, [Job(0, 0.0, 1800.0)], make_scheduler("fifo"), options=options)
     assert r.end_s[0] == 1860.0 and r.checkpoint_gpu_s[0] == 60.0  # two checkpoints, none at the end
 
@@ -154,8 +163,9 @@ def test_a_job_failure_rate_fails_that_share_of_jobs_early():
     # a failed job ran part of its run, mostly an early part (at U^3 of it: a median of 1/8)
     share_run = r.run_s[failed] / simulate(cluster, jobs, make_scheduler("fifo"), seed=5).run_s[failed]
     assert share_run.max() < 1.0 and 0.05 < np.median(share_run) < 0.25
-    retried = simulate(cluster, jobs, make_scheduler("fifo"), seed=5,
-                       options=_failures(job_failure_rate=0.3, job_retries=1))
+    retried = simulate(
+        cluster, jobs, make_scheduler("fifo"), seed=5, options=_failures(job_failure_rate=0.3, job_retries=1)
+    )
     assert (retried.status == FAILED).mean() == pytest.approx(0.09, abs=0.02)  # both runs fail: 0.3 x 0.3
     assert (retried.job_failures >= 1).mean() == pytest.approx(0.3, abs=0.03)
 

@@ -12,22 +12,25 @@ import pytest
 from engine import Job
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"submit_s": -1.0}, "job 7: submit_s must be a finite number >= 0, got -1.0"),
-    ({"submit_s": math.nan}, "job 7: submit_s must be a finite number >= 0"),
-    ({"duration_s": 0.0}, "job 7: duration_s must be a finite number > 0, got 0.0"),
-    ({"duration_s": math.inf}, "job 7: duration_s must be a finite number > 0"),
-    ({"gpus": 0}, "job 7: gpus must be an integer >= 1, got 0"),
-    ({"gpus": 2.0}, "job 7: gpus must be an integer >= 1, got 2.0"),
-    ({"gpu_fraction": 1.5}, "job 7: gpu_fraction must be in (0, 1], got 1.5"),
-    ({"gpu_fraction": 0.5, "gpus": 2}, "job 7: a fractional job (gpu_fraction < 1) must ask for 1 GPU"),
-    ({"vram_gib": -2.0}, "job 7: vram_gib must be a finite number >= 0, got -2.0"),
-    ({"estimate_s": -5.0}, "job 7: estimate_s must be a finite number > 0, got -5.0"),
-    ({"submit_s": "soon"}, "job 7: submit_s must be a number, got 'soon'"),
-    ({"gpus": np.int64(2)}, "job 7: gpus must be an integer >= 1, got np.int64(2)"),
-    ({"priority": 1.5}, "job 7: priority must be an integer, got 1.5"),
-    ({"job_id": "seven"}, "job seven: job_id must be an integer, got 'seven'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"submit_s": -1.0}, "job 7: submit_s must be a finite number >= 0, got -1.0"),
+        ({"submit_s": math.nan}, "job 7: submit_s must be a finite number >= 0"),
+        ({"duration_s": 0.0}, "job 7: duration_s must be a finite number > 0, got 0.0"),
+        ({"duration_s": math.inf}, "job 7: duration_s must be a finite number > 0"),
+        ({"gpus": 0}, "job 7: gpus must be an integer >= 1, got 0"),
+        ({"gpus": 2.0}, "job 7: gpus must be an integer >= 1, got 2.0"),
+        ({"gpu_fraction": 1.5}, "job 7: gpu_fraction must be in (0, 1], got 1.5"),
+        ({"gpu_fraction": 0.5, "gpus": 2}, "job 7: a fractional job (gpu_fraction < 1) must ask for 1 GPU"),
+        ({"vram_gib": -2.0}, "job 7: vram_gib must be a finite number >= 0, got -2.0"),
+        ({"estimate_s": -5.0}, "job 7: estimate_s must be a finite number > 0, got -5.0"),
+        ({"submit_s": "soon"}, "job 7: submit_s must be a number, got 'soon'"),
+        ({"gpus": np.int64(2)}, "job 7: gpus must be an integer >= 1, got np.int64(2)"),
+        ({"priority": 1.5}, "job 7: priority must be an integer, got 1.5"),
+        ({"job_id": "seven"}, "job seven: job_id must be an integer, got 'seven'"),
+    ],
+)
 def test_invalid_fields_are_refused_with_the_job_and_field_named(kwargs, message):
     fields = {"job_id": 7, "submit_s": 0.0, "duration_s": 10.0, **kwargs}
     with pytest.raises(ValueError) as info:
@@ -72,14 +75,17 @@ def test_failed_is_a_boolean():
         Job(0, 0, 1, failed="yes")
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"duration_s": 1.7e308}, "duration_s"),
-    ({"submit_s": 1e300}, "submit_s"),
-    ({"estimate_s": 1e300}, "estimate_s"),
-    ({"gpus": 10**7}, "gpus"),
-    ({"vram_gib": 1e300}, "vram_gib"),
-    ({"priority": 10**400}, "priority"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"duration_s": 1.7e308}, "duration_s"),
+        ({"submit_s": 1e300}, "submit_s"),
+        ({"estimate_s": 1e300}, "estimate_s"),
+        ({"gpus": 10**7}, "gpus"),
+        ({"vram_gib": 1e300}, "vram_gib"),
+        ({"priority": 10**400}, "priority"),
+    ],
+)
 def test_numbers_past_their_physical_bound_are_refused(kwargs, field):
     """Issue 32: a duration near 1.7e308 was accepted and its finish time overflowed."""
     fields = {"job_id": 3, "submit_s": 0.0, "duration_s": 10.0, **kwargs}

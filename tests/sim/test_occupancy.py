@@ -24,13 +24,14 @@ def recount(occ: Occupancy, lay, twins: bool = True) -> None:
     idle = [occ.tenants[g] == 0 for g in range(lay.n_gpus)]
     for n in range(n_nodes):
         first, count = int(lay.node_first_gpu[n]), int(lay.node_gpus[n])
-        assert occ.node_free[n] == sum(idle[first:first + count])
+        assert occ.node_free[n] == sum(idle[first : first + count])
         assert list(bits(occ.node_idle[n])) == [g - first for g in range(first, first + count) if idle[g]]
     for c in range(len(occ.nodes_with)):
         assert occ.nodes_with[c] == sum(1 << n for n in range(n_nodes) if occ.node_free[n] >= c)
     assert occ.idle_gpus == sum(idle)
-    assert occ.type_idle == [sum(idle[g] for g in range(lay.n_gpus) if lay.gpu_type[g] == t)
-                             for t in range(len(lay.type_names))]
+    assert occ.type_idle == [
+        sum(idle[g] for g in range(lay.n_gpus) if lay.gpu_type[g] == t) for t in range(len(lay.type_names))
+    ]
     for g in range(lay.n_gpus):
         if idle[g]:
             assert occ.free[g] == 1.0 and occ.free_vram[g] == occ.gpu_vram[g]
@@ -71,9 +72,13 @@ def test_random_takes_and_releases_keep_every_index_exact(spec, seed, sync_every
             taken.extend(gpus)
         elif op == 1:  # a fractional job on an idle or shared GPU with room
             f = float(rng.choice([0.1, 0.25, 0.5]))
-            room = [g for g in range(lay.n_gpus)
-                    if (occ.tenants[g] == 0 or g in {s[0] for s in shares}) and occ.free[g] >= f - 1e-9
-                    and occ.free_vram[g] >= 2.0]
+            room = [
+                g
+                for g in range(lay.n_gpus)
+                if (occ.tenants[g] == 0 or g in {s[0] for s in shares})
+                and occ.free[g] >= f - 1e-9
+                and occ.free_vram[g] >= 2.0
+            ]
             if room:
                 g = int(rng.choice(room))
                 occ.take_share(g, f, 2.0)

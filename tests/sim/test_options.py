@@ -17,10 +17,17 @@ def test_to_dict_and_from_dict_round_trip_through_json():
         RunOptions(),
         RunOptions(preemption=COSTLY),
         RunOptions(preemption=PreemptionModel(restart_overhead_s=12.5)),
-        RunOptions(preemption=PreemptionModel(checkpoint_interval_s=600.0), failures=FailureModel(checkpoint_cost_s=30.0)),
+        RunOptions(
+            preemption=PreemptionModel(checkpoint_interval_s=600.0), failures=FailureModel(checkpoint_cost_s=30.0)
+        ),
         RunOptions(failures=FAILURE_PRESETS["stress"].with_job_failures("acme")),
-        RunOptions(energy=EnergyModel(pue=1.1, carbon_g_per_kwh=CarbonSeries(3600.0, (300.0, 250.5), "2024-01-01"),
-                                      price_list="gcp-preemptible-2020")),
+        RunOptions(
+            energy=EnergyModel(
+                pue=1.1,
+                carbon_g_per_kwh=CarbonSeries(3600.0, (300.0, 250.5), "2024-01-01"),
+                price_list="gcp-preemptible-2020",
+            )
+        ),
         RunOptions(admission=AdmissionModel("feasible")),
     ):
         data = json.loads(json.dumps(options.to_dict()))
@@ -44,11 +51,20 @@ def test_missing_keys_take_their_defaults():
     "data, message",
     [
         ([], "options must be an object (keys: preemption, failures, energy, admission)"),
-        ({"deadlines": {}}, "options: unknown keys ['deadlines']; valid keys: ['admission', 'energy', 'failures', 'preemption']"),
+        (
+            {"deadlines": {}},
+            "options: unknown keys ['deadlines']; valid keys: ['admission', 'energy', 'failures', 'preemption']",
+        ),
         ({"preemption": 3}, "options.preemption must be an object with checkpoint_interval_s, restart_overhead_s"),
         ({"preemption": {"checkpoint_cost_s": 5}}, "options.preemption: unknown keys ['checkpoint_cost_s']"),
-        ({"failures": {"checkpoint_cost_s": -1}}, "options.failures.checkpoint_cost_s must be a number of seconds >= 0"),
-        ({"failures": {"checkpoint_cost_s": 5}}, "options.failures.checkpoint_cost_s needs options.preemption.checkpoint_"),
+        (
+            {"failures": {"checkpoint_cost_s": -1}},
+            "options.failures.checkpoint_cost_s must be a number of seconds >= 0",
+        ),
+        (
+            {"failures": {"checkpoint_cost_s": 5}},
+            "options.failures.checkpoint_cost_s needs options.preemption.checkpoint_",
+        ),
         ({"failures": "often"}, "options.failures must be one of none, meta-rsc1, meta-rsc2, llama3, stress or an "),
         ({"failures": 3}, "options.failures must be a preset name (none, meta-rsc1, "),
         ({"failures": {"mtbf": 5}}, "options.failures: unknown keys ['mtbf']"),
@@ -84,10 +100,14 @@ def test_missing_keys_take_their_defaults():
         ({"energy": {"carbon_g_per_kwh": -5}}, "options.energy.carbon_g_per_kwh must be a number >= 0 (gCO2/kWh)"),
         ({"energy": {"price_list": "aws"}}, "options.energy.price_list must be one of catalog, on-demand, "),
         ({"energy": {"watts": 1}}, "options.energy: unknown keys ['watts']"),
-        ({"energy": {"carbon_g_per_kwh": {"step_s": 0, "g_per_kwh": [1]}}},
-         "options.energy.carbon_g_per_kwh.step_s must be a number > 0, got 0"),
-        ({"energy": {"carbon_g_per_kwh": {"step_s": 60, "g_per_kwh": [1, None]}}},
-         "options.energy.carbon_g_per_kwh.g_per_kwh must be a list of 1 to 100,000 numbers >= 0"),
+        (
+            {"energy": {"carbon_g_per_kwh": {"step_s": 0, "g_per_kwh": [1]}}},
+            "options.energy.carbon_g_per_kwh.step_s must be a number > 0, got 0",
+        ),
+        (
+            {"energy": {"carbon_g_per_kwh": {"step_s": 60, "g_per_kwh": [1, None]}}},
+            "options.energy.carbon_g_per_kwh.g_per_kwh must be a list of 1 to 100,000 numbers >= 0",
+        ),
         ({"energy": {"carbon_g_per_kwh": {"g_per_kwh": [1]}}}, "options.energy.carbon_g_per_kwh.step_s is missing"),
     ],
 )

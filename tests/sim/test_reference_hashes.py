@@ -75,6 +75,8 @@ REFERENCE = {
 @pytest.mark.parametrize("preemption", ["free", "costly"])
 def test_results_match_the_reference_hashes(workload, scheduler, preemption):
     cluster, jobs = _workload(workload)
-    result = simulate(cluster, jobs, make_scheduler(scheduler), seed=3, options=RunOptions(preemption=PREEMPTION[preemption]))
+    result = simulate(
+        cluster, jobs, make_scheduler(scheduler), seed=3, options=RunOptions(preemption=PREEMPTION[preemption])
+    )
     assert result.seg_job.size >= len(jobs) - len(result.unschedulable_reasons)  # every runnable job ran
     assert result_hash(result) == REFERENCE[(workload, scheduler, preemption)]

@@ -52,7 +52,7 @@ def test_single_job_runs_at_gpu_type_speed():
 def test_inference_gains_less_from_fast_gpu():
     c = parse_cluster("1x1:A100-80")
     r = simulate(c, [job(0, 0, 100, job_type="inference")], make_scheduler("fifo"))
-    assert r.end_s[0] == pytest.approx(100 / 2.4 ** 0.6)
+    assert r.end_s[0] == pytest.approx(100 / 2.4**0.6)
 
 
 def test_spread_over_nodes_is_slower_and_costs_gpu_seconds():
@@ -60,8 +60,14 @@ def test_spread_over_nodes_is_slower_and_costs_gpu_seconds():
     r = simulate(c, [job(0, 0, 100, gpus=2, job_type="training")], make_scheduler("fifo"))
     assert r.end_s[0] == pytest.approx(125.0)  # 1 / (1 + 1.0 * 0.25)
     assert r.comm_overhead_gpu_s[0] == pytest.approx(2 * 125 * 0.2)  # 2 GPUs x 125 s x (1 - 0.8)
-    cross_rack = parse_cluster({"groups": [{"gpu_type": "generic", "nodes": 1, "gpus_per_node": 1, "rack": "a"},
-                                           {"gpu_type": "generic", "nodes": 1, "gpus_per_node": 1, "rack": "b"}]})
+    cross_rack = parse_cluster(
+        {
+            "groups": [
+                {"gpu_type": "generic", "nodes": 1, "gpus_per_node": 1, "rack": "a"},
+                {"gpu_type": "generic", "nodes": 1, "gpus_per_node": 1, "rack": "b"},
+            ]
+        }
+    )
     r2 = simulate(cross_rack, [job(0, 0, 100, gpus=2, job_type="training")], make_scheduler("fifo"))
     assert r2.end_s[0] == pytest.approx(160.0)
     r3 = simulate(c, [job(0, 0, 100, gpus=2, job_type="inference")], make_scheduler("fifo"))
@@ -87,8 +93,11 @@ def test_colocation_slows_sharers_and_retimes_completions():
 
 def test_fractional_jobs_never_exceed_one_gpu_or_memory():
     c = parse_cluster("1x1:T4")  # 16 GiB
-    jobs = [job(0, 0, 100, gpu_fraction=0.5, vram_gib=10), job(1, 0, 100, gpu_fraction=0.25, vram_gib=10),
-            job(2, 0, 100, gpu_fraction=0.5)]  # no memory given: holds half of 16 GiB
+    jobs = [
+        job(0, 0, 100, gpu_fraction=0.5, vram_gib=10),
+        job(1, 0, 100, gpu_fraction=0.25, vram_gib=10),
+        job(2, 0, 100, gpu_fraction=0.5),
+    ]  # no memory given: holds half of 16 GiB
     r = simulate(c, jobs, make_scheduler("first-fit"))
     # job 1 needs 10 GiB but only 6 are left next to job 0: it waits for job 0.
     assert r.first_start_s[0] == 0
@@ -106,21 +115,29 @@ def test_completion_before_arrival_at_equal_times():
 
 def test_unschedulable_jobs_are_reported_and_excluded():
     c = parse_cluster("1x4:T4")
-    jobs = [job(0, 0, 10, gpus=8), job(1, 0, 10, vram_gib=40), job(2, 0, 10, allowed_types=frozenset({"H100-80"})),
-            job(3, 1, 10)]
+    jobs = [
+        job(0, 0, 10, gpus=8),
+        job(1, 0, 10, vram_gib=40),
+        job(2, 0, 10, allowed_types=frozenset({"H100-80"})),
+        job(3, 1, 10),
+    ]
     r = simulate(c, jobs, make_scheduler("fifo"))
     assert r.status.tolist() == [UNSCHEDULABLE] * 3 + [COMPLETED]
     assert "needs 8 GPUs" in r.unschedulable_reasons[0]
     assert "40 GiB" in r.unschedulable_reasons[1]
     assert "H100-80" in r.unschedulable_reasons[2]
-    assert np.isnan(r.end_s[0]) and r.end_s[3] == pytest.approx(1 + 10 / 0.45 ** 0.9)
+    assert np.isnan(r.end_s[0]) and r.end_s[3] == pytest.approx(1 + 10 / 0.45**0.9)
 
 
 def test_preemption_loses_work_since_checkpoint_and_pays_restart():
     c = parse_cluster("1x1:generic")
     script = {0.0: [Start(0, (0,)), Wake(10.0)], 10.0: [Preempt(0), Start(0, (0,))]}
-    r = simulate(c, [job(0, 0, 100)], Scripted(script),
-                 options=RunOptions(preemption=PreemptionModel(checkpoint_interval_s=4, restart_overhead_s=3)))
+    r = simulate(
+        c,
+        [job(0, 0, 100)],
+        Scripted(script),
+        options=RunOptions(preemption=PreemptionModel(checkpoint_interval_s=4, restart_overhead_s=3)),
+    )
     # 10 s done, kept 8 (last checkpoint), lost 2; restart adds 3: 95 s left from t=10.
     assert r.end_s[0] == pytest.approx(105.0)
     assert r.preemptions[0] == 1
@@ -143,17 +160,21 @@ class CostReader(Scripted):
         return super().decide(state)
 
 
-@pytest.mark.parametrize("model, costs, end_s", [
-    # checkpoints every 4 s, restart costs 3: at 10 s, 2 s since the checkpoint at 8 (+3) are what preempting
-    # costs; after the restart at 10 the job redoes 3 s of overhead and 2 s of work: at 15 it is back at 10 s
-    # of work (cost 2 + 3 again); at 17 it has 12 s done, exactly a checkpoint (cost 0 + 3).
-    (PreemptionModel(checkpoint_interval_s=4, restart_overhead_s=3), {10.0: 5.0, 15.0: 5.0, 17.0: 3.0}, 105.0),
-    (PreemptionModel(), {10.0: 0.0, 15.0: 0.0, 17.0: 0.0}, 100.0),
-])
+@pytest.mark.parametrize(
+    "model, costs, end_s",
+    [
+        # checkpoints every 4 s, restart costs 3: at 10 s, 2 s since the checkpoint at 8 (+3) are what preempting
+        # costs; after the restart at 10 the job redoes 3 s of overhead and 2 s of work: at 15 it is back at 10 s
+        # of work (cost 2 + 3 again); at 17 it has 12 s done, exactly a checkpoint (cost 0 + 3).
+        (PreemptionModel(checkpoint_interval_s=4, restart_overhead_s=3), {10.0: 5.0, 15.0: 5.0, 17.0: 3.0}, 105.0),
+        (PreemptionModel(), {10.0: 0.0, 15.0: 0.0, 17.0: 0.0}, 100.0),
+    ],
+)
 def test_preemption_cost_is_what_a_preemption_then_loses(model, costs, end_s):
     c = parse_cluster("1x1:generic")
-    sched = CostReader({0.0: [Start(0, (0,)), Wake(10.0)], 10.0: [Preempt(0), Start(0, (0,)), Wake(15.0)],
-                        15.0: [Wake(17.0)]})
+    sched = CostReader(
+        {0.0: [Start(0, (0,)), Wake(10.0)], 10.0: [Preempt(0), Start(0, (0,)), Wake(15.0)], 15.0: [Wake(17.0)]}
+    )
     r = simulate(c, [job(0, 0, 100)], sched, options=RunOptions(preemption=model))
     assert sched.costs == pytest.approx(costs)
     # The cost read at 10 s is what the preemption then lost: the rolled-back work plus the restart.
@@ -189,15 +210,18 @@ def test_idle_wakeups_forever_are_a_stall():
         simulate(parse_cluster("1x1:generic"), [job(0, 0, 10)], WakeForever())
 
 
-@pytest.mark.parametrize("decision, fragment", [
-    (Start(0, (0, 1)), "asks for 1 GPU(s) but was given 2"),
-    (Start(0, (9,)), "GPU id 9 does not exist"),
-    (Start(5, (0,)), "job 5 does not exist"),
-    (Start(1, (0,)), "job 1 cannot start: it is not waiting (not yet submitted)"),
-    (Preempt(0), "job 0 cannot be preempted: it is not running"),
-    (Wake(0.0), "wake-up time 0.0 must be a finite time after now"),
-    ("go", "unknown decision 'go'"),
-])
+@pytest.mark.parametrize(
+    "decision, fragment",
+    [
+        (Start(0, (0, 1)), "asks for 1 GPU(s) but was given 2"),
+        (Start(0, (9,)), "GPU id 9 does not exist"),
+        (Start(5, (0,)), "job 5 does not exist"),
+        (Start(1, (0,)), "job 1 cannot start: it is not waiting (not yet submitted)"),
+        (Preempt(0), "job 0 cannot be preempted: it is not running"),
+        (Wake(0.0), "wake-up time 0.0 must be a finite time after now"),
+        ("go", "unknown decision 'go'"),
+    ],
+)
 def test_invalid_decisions_name_job_and_constraint(decision, fragment):
     c = parse_cluster("1x2:generic")
     with pytest.raises(InvalidDecision) as err:
@@ -240,8 +264,10 @@ def test_view_arrays_are_read_only():
 
 def test_same_seed_same_result_bit_for_bit():
     rng = np.random.default_rng(7)
-    jobs = [job(i, float(rng.integers(0, 500)), float(rng.integers(1, 300)), gpus=int(rng.choice([1, 2, 4])))
-            for i in range(60)]
+    jobs = [
+        job(i, float(rng.integers(0, 500)), float(rng.integers(1, 300)), gpus=int(rng.choice([1, 2, 4])))
+        for i in range(60)
+    ]
     jobs.sort(key=lambda j: j.submit_s)
     jobs = [Job(i, j.submit_s, j.duration_s, gpus=j.gpus) for i, j in enumerate(jobs)]
     c = parse_cluster("2x4:V100-32,1x4:A100-40")

@@ -11,9 +11,14 @@ from engine import InvalidDecision, Job, Preempt, Simulation, Start, parse_clust
 
 
 def _jobs():
-    return [Job(0, 0.0, 100.0, gpus=2), Job(1, 0.0, 100.0, gpu_fraction=0.5, vram_gib=10.0),
-            Job(2, 0.0, 100.0, gpus=1, allowed_types=frozenset({"T4"})), Job(3, 0.0, 100.0, vram_gib=40.0),
-            Job(4, 0.0, 100.0, gpu_fraction=0.75), Job(5, 50.0, 100.0)]
+    return [
+        Job(0, 0.0, 100.0, gpus=2),
+        Job(1, 0.0, 100.0, gpu_fraction=0.5, vram_gib=10.0),
+        Job(2, 0.0, 100.0, gpus=1, allowed_types=frozenset({"T4"})),
+        Job(3, 0.0, 100.0, vram_gib=40.0),
+        Job(4, 0.0, 100.0, gpu_fraction=0.75),
+        Job(5, 50.0, 100.0),
+    ]
 
 
 def _gpu_ids(rng, n_gpus: int):
@@ -43,8 +48,10 @@ def test_apply_accepts_a_start_exactly_when_validate_does(seed):
         if not state.queue:
             break
         j = int(rng.integers(-1, 7))
-        d = Start(np.int64(j) if rng.random() < 0.2 else (bool(j) if j in (0, 1) and rng.random() < 0.1 else j),
-                  _gpu_ids(rng, cluster.n_gpus))
+        d = Start(
+            np.int64(j) if rng.random() < 0.2 else (bool(j) if j in (0, 1) and rng.random() < 0.1 else j),
+            _gpu_ids(rng, cluster.n_gpus),
+        )
         reason = state.validate(d)
         if reason is None:
             sim.apply([d])

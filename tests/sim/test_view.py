@@ -13,8 +13,12 @@ from engine.schedulers.placement import PLACEMENTS, first_fit
 def state():
     # T4 nodes first, so that a rule seeing every type would pick a T4 for these jobs.
     cluster = parse_cluster("2x4:T4,2x4:A100-80,1x2:V100-32")
-    jobs = [Job(0, 0.0, 100.0), Job(1, 0.0, 100.0, gpus=2), Job(2, 0.0, 100.0, gpu_fraction=0.5, vram_gib=8),
-            Job(3, 0.0, 100.0, gpus=4)]
+    jobs = [
+        Job(0, 0.0, 100.0),
+        Job(1, 0.0, 100.0, gpus=2),
+        Job(2, 0.0, 100.0, gpu_fraction=0.5, vram_gib=8),
+        Job(3, 0.0, 100.0, gpus=4),
+    ]
     sim = Simulation(cluster, jobs)
     view = sim.reset()
     sim.apply([Start(3, (0, 1, 2, 3))])  # one T4 node full: the other counters must carry over too
@@ -44,8 +48,12 @@ def test_a_type_view_narrows_eligibility_and_keeps_the_rest(state):
     assert np.array_equal(view.can_host(job), state.can_host(job) & (lay.gpu_type == 1))
     sid = state.job_shape[0]
     assert view.shape_node_bits[sid] == 0b1100 and state.shape_node_bits[sid] == 0b11111
-    assert (view.now_s, view.free_gpus, view.free_capacity, view.stops) == \
-        (state.now_s, state.free_gpus, state.free_capacity, state.stops)
+    assert (view.now_s, view.free_gpus, view.free_capacity, view.stops) == (
+        state.now_s,
+        state.free_gpus,
+        state.free_capacity,
+        state.stops,
+    )
     assert view.free_gpus == state.n_gpus - 4
     # The view it came from is untouched.
     assert state.eligible_types(job).tolist() == [True, True, True]
@@ -56,8 +64,17 @@ def test_occupancy_arrays_read_at_any_decision_point_match_the_running_jobs():
     with whole and fractional jobs coming and going, they equal a recount from ``state.running``."""
     cluster = parse_cluster("2x4:T4,1x2:A100-80")
     rng = np.random.default_rng(3)
-    jobs = [Job(i, float(i // 2), float(rng.integers(1, 6)), gpus=int(rng.choice([1, 2, 3])) if i % 3 else 1,
-                gpu_fraction=0.5 if i % 3 == 0 else 1.0, vram_gib=4.0 if i % 3 == 0 else 0.0) for i in range(40)]
+    jobs = [
+        Job(
+            i,
+            float(i // 2),
+            float(rng.integers(1, 6)),
+            gpus=int(rng.choice([1, 2, 3])) if i % 3 else 1,
+            gpu_fraction=0.5 if i % 3 == 0 else 1.0,
+            vram_gib=4.0 if i % 3 == 0 else 0.0,
+        )
+        for i in range(40)
+    ]
     sim = Simulation(cluster, jobs)
     state = sim.reset()
     lay = state.layout
@@ -73,9 +90,10 @@ def test_occupancy_arrays_read_at_any_decision_point_match_the_running_jobs():
                     share[g] += r.job.gpu_fraction
             assert state.gpu_tenants.tolist() == tenants.tolist()
             assert np.allclose(state.gpu_free, 1.0 - share)
-            assert state.node_free.tolist() == [int(sum(tenants[lay.node_first_gpu[n] + i] == 0
-                                                        for i in range(lay.node_gpus[n])))
-                                                for n in range(lay.n_nodes)]
+            assert state.node_free.tolist() == [
+                int(sum(tenants[lay.node_first_gpu[n] + i] == 0 for i in range(lay.node_gpus[n])))
+                for n in range(lay.n_nodes)
+            ]
             assert (state.gpu_free_vram_gib <= lay.type_vram_gib[lay.gpu_type]).all()
         decisions = []
         for j in list(state.queue):
@@ -106,5 +124,5 @@ def test_is_waiting_agrees_with_the_queue_at_every_decision_point():
         free = [g for g in range(4) if state.gpu_tenants[g] == 0]
         j = next(iter(state.queue), None)
         fits = j is not None and len(free) >= jobs[j].gpus
-        sim.step([Start(j, tuple(free[:jobs[j].gpus]))] if fits else [])
+        sim.step([Start(j, tuple(free[: jobs[j].gpus]))] if fits else [])
     assert len(seen) > 3 and not any(state.is_waiting(j) for j in range(len(jobs)))

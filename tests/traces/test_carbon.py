@@ -21,21 +21,31 @@ def test_iso_and_second_timestamps_read_as_an_evenly_spaced_series(tmp_path):
     assert load_carbon_csv(path) == CarbonSeries(900.0, (10.0, 20.0, 30.0), "0")
 
 
-@pytest.mark.parametrize("body, message", [
-    ("time,carbon\n0,1\n", "c.csv, line 1: columns ['time', 'carbon']; expected exactly timestamp,carbon_intensity"),
-    ("timestamp,carbon_intensity,region\n0,1,x\n", "c.csv, line 1: columns ['timestamp', 'carbon_intensity', "),
-    (HEADER + "0,1\n3600,nan\n",
-     "c.csv, line 3, column 'carbon_intensity': carbon_intensity 'nan' must be a finite number >= 0"),
-    (HEADER + "0,1\n3600,\n", "c.csv, line 3, column 'carbon_intensity': carbon_intensity '' must be"),
-    (HEADER + "0,1\n3600,-4\n", "c.csv, line 3, column 'carbon_intensity': carbon_intensity '-4' must be"),
-    (HEADER + "0,1\n3600,2\n10800,3\n",
-     "c.csv, line 4, column 'timestamp': timestamp '10800' is 7200 s after the previous row; rows must be evenly"),
-    (HEADER + "0,1\n3600,2\n3600,3\n", "c.csv, line 4, column 'timestamp': timestamp '3600' is not after"),
-    (HEADER + "0,1\nmonday,2\n", "c.csv, line 3, column 'timestamp': timestamp 'monday' is neither ISO 8601"),
-    (HEADER + "0,1\n3600\n", "c.csv, line 3: 1 fields; expected 2"),
-    (HEADER + "0,1\n", "c.csv: 1 data row(s); at least 2 are needed"),
-    ("", "c.csv: empty; expected the header timestamp,carbon_intensity"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (
+            "time,carbon\n0,1\n",
+            "c.csv, line 1: columns ['time', 'carbon']; expected exactly timestamp,carbon_intensity",
+        ),
+        ("timestamp,carbon_intensity,region\n0,1,x\n", "c.csv, line 1: columns ['timestamp', 'carbon_intensity', "),
+        (
+            HEADER + "0,1\n3600,nan\n",
+            "c.csv, line 3, column 'carbon_intensity': carbon_intensity 'nan' must be a finite number >= 0",
+        ),
+        (HEADER + "0,1\n3600,\n", "c.csv, line 3, column 'carbon_intensity': carbon_intensity '' must be"),
+        (HEADER + "0,1\n3600,-4\n", "c.csv, line 3, column 'carbon_intensity': carbon_intensity '-4' must be"),
+        (
+            HEADER + "0,1\n3600,2\n10800,3\n",
+            "c.csv, line 4, column 'timestamp': timestamp '10800' is 7200 s after the previous row; rows must be evenly",
+        ),
+        (HEADER + "0,1\n3600,2\n3600,3\n", "c.csv, line 4, column 'timestamp': timestamp '3600' is not after"),
+        (HEADER + "0,1\nmonday,2\n", "c.csv, line 3, column 'timestamp': timestamp 'monday' is neither ISO 8601"),
+        (HEADER + "0,1\n3600\n", "c.csv, line 3: 1 fields; expected 2"),
+        (HEADER + "0,1\n", "c.csv: 1 data row(s); at least 2 are needed"),
+        ("", "c.csv: empty; expected the header timestamp,carbon_intensity"),
+    ],
+)
 def test_bad_files_are_one_line_naming_the_row(tmp_path, body, message):
     path = tmp_path / "c.csv"
     path.write_text(body)

@@ -23,7 +23,8 @@ def test_no_law_draws_nothing_and_leaves_the_workload_as_it_was():
     assert not any(j.has_deadline for j in plain)
     timed = generate("2x8:A100-80", 300, seed=4, deadlines="gavel")
     assert [(j.submit_s, j.duration_s, j.gpus, j.user) for j in timed] == [
-        (j.submit_s, j.duration_s, j.gpus, j.user) for j in plain]  # deadlines are drawn last
+        (j.submit_s, j.duration_s, j.gpus, j.user) for j in plain
+    ]  # deadlines are drawn last
 
 
 def test_elasticflow_factors_are_uniform_between_half_and_one_and_a_half():
@@ -59,10 +60,13 @@ def test_a_deadline_stays_after_its_submit_time_when_the_slack_rounds_away():
     assert due[0] > 1e12 and math.isfinite(due[0])
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"deadlines": "hpe"}, r"^deadlines 'hpe': expected one of none, elasticflow, gavel$"),
-    ({"deadlines": "gavel", "best_effort": 1.5}, r"^best_effort must be a share in \[0, 1\], got 1.5$"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"deadlines": "hpe"}, r"^deadlines 'hpe': expected one of none, elasticflow, gavel$"),
+        ({"deadlines": "gavel", "best_effort": 1.5}, r"^best_effort must be a share in \[0, 1\], got 1.5$"),
+    ],
+)
 def test_bad_laws_and_shares_name_the_option(kwargs, match):
     with pytest.raises(ValueError, match=match):
         generate("2x8:A100-80", 10, **kwargs)

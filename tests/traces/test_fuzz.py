@@ -28,16 +28,37 @@ FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthChe
 FIELD = st.one_of(
     st.integers(-5, 20).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.sampled_from(["", " ", "-1", "0", "1e308", "-1e308", "1e999", "nan", "inf", "0.5", "1.0", "x", "1_000",
-                     "2017-10-09 07:01:55", "\"", "a,b", "T4|A10", "LS", "\u00e9", "9" * 40]),
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "-1",
+            "0",
+            "1e308",
+            "-1e308",
+            "1e999",
+            "nan",
+            "inf",
+            "0.5",
+            "1.0",
+            "x",
+            "1_000",
+            "2017-10-09 07:01:55",
+            '"',
+            "a,b",
+            "T4|A10",
+            "LS",
+            "\u00e9",
+            "9" * 40,
+        ]
+    ),
     st.text(max_size=6),
 )
 HEADERS = {
-    "csv": "job_id,name,submit_s,duration_s,gpus,gpu_fraction,vram_gib,user,job_type,priority,allowed_types,"
-           "estimate_s",
+    "csv": "job_id,name,submit_s,duration_s,gpus,gpu_fraction,vram_gib,user,job_type,priority,allowed_types,estimate_s",
     "philly": "timestamp,duration,num_gpus,gpu_time,cluster",
     "openb": "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
-             "scheduled_time",
+    "scheduled_time",
     "tiresias": "job_id,num_gpu,submit_time,iterations,model_name,duration,interval",
 }
 
@@ -110,24 +131,46 @@ def test_malformed_rows(tmp_path, fmt, data, monkeypatch):
 
 
 @FUZZ
-@given(jobs=st.lists(st.builds(
-    dict,
-    duration_s=st.floats(1e-3, 1e9),
-    gpus=st.integers(1, 64),
-    fraction=st.sampled_from([0.1, 0.25, 1 / 3, 0.5, 1.0]),
-    vram_gib=st.floats(0, 1e4),
-    # Readers strip fields; inner "\r", "," and quotes survive. No NUL and no lone surrogate: write_csv refuses them.
-    user=st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=5).map(str.strip),
-    gap=st.floats(0, 1e7),
-    estimate=st.one_of(st.just(math.nan), st.floats(1e-3, 1e9)),
-), min_size=1, max_size=20))
+@given(
+    jobs=st.lists(
+        st.builds(
+            dict,
+            duration_s=st.floats(1e-3, 1e9),
+            gpus=st.integers(1, 64),
+            fraction=st.sampled_from([0.1, 0.25, 1 / 3, 0.5, 1.0]),
+            vram_gib=st.floats(0, 1e4),
+            # Readers strip fields; inner "\r", "," and quotes survive. No NUL and no lone surrogate: write_csv refuses them.
+            user=st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=5).map(
+                str.strip
+            ),
+            gap=st.floats(0, 1e7),
+            estimate=st.one_of(st.just(math.nan), st.floats(1e-3, 1e9)),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
 def test_write_read_round_trip(tmp_path, jobs):
     t, built = 0.0, []
     for i, j in enumerate(jobs):
         t = t + j["gap"] if i else 0.0
         frac = j["fraction"]
-        built.append(Job(i, t, j["duration_s"], 1 if frac < 1 else j["gpus"], frac, j["vram_gib"],
-                         j["user"] or "user0", "batch", 0, frozenset(), j["estimate"], f"n{i}"))
+        built.append(
+            Job(
+                i,
+                t,
+                j["duration_s"],
+                1 if frac < 1 else j["gpus"],
+                frac,
+                j["vram_gib"],
+                j["user"] or "user0",
+                "batch",
+                0,
+                frozenset(),
+                j["estimate"],
+                f"n{i}",
+            )
+        )
     path = write_csv(built, tmp_path / "rt.csv")
     assert load_trace(path).jobs == tuple(built)
 
@@ -146,15 +189,40 @@ def test_write_csv_rejects_text_utf8_cannot_encode(tmp_path):
 # Rows that are well-formed but exercise every drop rule (zero/negative durations, no GPU, empty times).
 NUM = st.sampled_from(["0", "1", "2", "8", "-1", "", "3.5", "1e3", "7200", " 4 "])
 VALID_ROWS = {
-    "csv": st.tuples(st.integers(0, 9).map(str), st.just("n"), NUM, NUM, st.sampled_from(["", "1", "2", "0"]),
-                     st.sampled_from(["", "1", "0.5"]), st.sampled_from(["", "0", "16"]),
-                     st.sampled_from(["", "u1", "u2"]), st.sampled_from(["", "training"]), st.just(""),
-                     st.sampled_from(["", "T4", "A10|T4"]), st.sampled_from(["", "60"])),
-    "philly": st.tuples(st.sampled_from(["2017-10-09 07:01:55", "2017-10-10 00:00:00", ""]), NUM,
-                        st.sampled_from(["0", "1", "4"]), st.just("0"), st.sampled_from(["6214e9", "a", ""])),
-    "openb": st.tuples(st.just("p"), st.just("1"), st.just("1"), st.sampled_from(["0", "1", "2"]),
-                       st.sampled_from(["1000"]), st.sampled_from(["", "T4", "G9", "V100M16|G9"]),
-                       st.sampled_from(["LS", "BE", ""]), st.just("Running"), NUM, NUM, st.just("")),
+    "csv": st.tuples(
+        st.integers(0, 9).map(str),
+        st.just("n"),
+        NUM,
+        NUM,
+        st.sampled_from(["", "1", "2", "0"]),
+        st.sampled_from(["", "1", "0.5"]),
+        st.sampled_from(["", "0", "16"]),
+        st.sampled_from(["", "u1", "u2"]),
+        st.sampled_from(["", "training"]),
+        st.just(""),
+        st.sampled_from(["", "T4", "A10|T4"]),
+        st.sampled_from(["", "60"]),
+    ),
+    "philly": st.tuples(
+        st.sampled_from(["2017-10-09 07:01:55", "2017-10-10 00:00:00", ""]),
+        NUM,
+        st.sampled_from(["0", "1", "4"]),
+        st.just("0"),
+        st.sampled_from(["6214e9", "a", ""]),
+    ),
+    "openb": st.tuples(
+        st.just("p"),
+        st.just("1"),
+        st.just("1"),
+        st.sampled_from(["0", "1", "2"]),
+        st.sampled_from(["1000"]),
+        st.sampled_from(["", "T4", "G9", "V100M16|G9"]),
+        st.sampled_from(["LS", "BE", ""]),
+        st.just("Running"),
+        NUM,
+        NUM,
+        st.just(""),
+    ),
 }
 
 
@@ -194,24 +262,82 @@ FUZZ_CASES = int(os.environ.get("TRACE_FUZZ_CASES", "1000"))
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 REAL = Path(__file__).resolve().parents[3] / "shared" / "traces"
 HEAD_LINES = 80  # a real trace's first lines: enough rows for every column, small enough to load in ms
-MAPPED_OPTIONS = {"column_map": {"submit": "start_ms", "duration": "run_ms", "gpus": "gpu_count",
-                                 "gpu_fraction": "gpu_share", "vram_gib": "mem_gb", "user": "owner",
-                                 "job_type": "queue", "name": "task"}, "time_unit": "ms"}
-SAMPLE_FORMATS = {"canonical.csv": "csv", "gavel.trace": "gavel", "mapped.csv": "mapped", "openb-pods.csv": "openb",
-                  "openb-nodes.csv": None, "philly.csv": "philly", "sample.swf": "swf", "tiresias.csv": "tiresias"}
-REAL_FORMATS = {"alibaba-gpu-v2023-openb/openb_pod_list_default.csv": "openb",
-                "alibaba-gpu-v2023-openb/openb_pod_list_gpushare100.csv": "openb",
-                "alibaba-gpu-v2023-openb/openb_pod_list_multigpu50.csv": "openb",
-                "alibaba-gpu-v2023-openb/openb_node_list_gpu_node.csv": None,
-                "philly/philly.csv": "philly", "swf-kth-sp2/KTH-SP2-1996-2.1-cln.swf": "swf",
-                "tiresias/60_job.csv": "tiresias", "gavel/artifact_evaluation.trace": "gavel"}
+MAPPED_OPTIONS = {
+    "column_map": {
+        "submit": "start_ms",
+        "duration": "run_ms",
+        "gpus": "gpu_count",
+        "gpu_fraction": "gpu_share",
+        "vram_gib": "mem_gb",
+        "user": "owner",
+        "job_type": "queue",
+        "name": "task",
+    },
+    "time_unit": "ms",
+}
+SAMPLE_FORMATS = {
+    "canonical.csv": "csv",
+    "gavel.trace": "gavel",
+    "mapped.csv": "mapped",
+    "openb-pods.csv": "openb",
+    "openb-nodes.csv": None,
+    "philly.csv": "philly",
+    "sample.swf": "swf",
+    "tiresias.csv": "tiresias",
+}
+REAL_FORMATS = {
+    "alibaba-gpu-v2023-openb/openb_pod_list_default.csv": "openb",
+    "alibaba-gpu-v2023-openb/openb_pod_list_gpushare100.csv": "openb",
+    "alibaba-gpu-v2023-openb/openb_pod_list_multigpu50.csv": "openb",
+    "alibaba-gpu-v2023-openb/openb_node_list_gpu_node.csv": None,
+    "philly/philly.csv": "philly",
+    "swf-kth-sp2/KTH-SP2-1996-2.1-cln.swf": "swf",
+    "tiresias/60_job.csv": "tiresias",
+    "gavel/artifact_evaluation.trace": "gavel",
+}
 #: Field values that broke a loader, or nearly: 64-bit overflow, zoned and sloppy timestamps, NUL, quotes,
 #: fields past the csv module's limit, non-ASCII digits, infinities, denormals.
-TOKENS = ["", " ", "-1", "0", "1", "4.0", " 4 ", "1e309", "-1e309", "nan", "inf", "1e-320", "9" * 25, "-" + "9" * 25,
-          "18446744073709551616", "9007199254740993", "9007199254740992", "2017-10-09 07:01:55+02:00",
-          "2017-10-09T07:01:55Z", "2017-10-09 07:01:55.5", "2017-1-9 7:1:55", "2017-10-09 07:01:55", "\x00",
-          '"', '"a,b"', "\ufeff", "\u0661\u0662", "1_000", "0x10", "\u00e9", "\r", "T4|A10", "G9|V100M16", "LS",
-          "x" * 140_000, " " * 140_000, "1e12", "-1e12", "1e13"]
+TOKENS = [
+    "",
+    " ",
+    "-1",
+    "0",
+    "1",
+    "4.0",
+    " 4 ",
+    "1e309",
+    "-1e309",
+    "nan",
+    "inf",
+    "1e-320",
+    "9" * 25,
+    "-" + "9" * 25,
+    "18446744073709551616",
+    "9007199254740993",
+    "9007199254740992",
+    "2017-10-09 07:01:55+02:00",
+    "2017-10-09T07:01:55Z",
+    "2017-10-09 07:01:55.5",
+    "2017-1-9 7:1:55",
+    "2017-10-09 07:01:55",
+    "\x00",
+    '"',
+    '"a,b"',
+    "\ufeff",
+    "\u0661\u0662",
+    "1_000",
+    "0x10",
+    "\u00e9",
+    "\r",
+    "T4|A10",
+    "G9|V100M16",
+    "LS",
+    "x" * 140_000,
+    " " * 140_000,
+    "1e12",
+    "-1e12",
+    "1e13",
+]
 
 
 def fuzz_corpus() -> list[tuple[str, bytes, str | None]]:
@@ -252,7 +378,7 @@ def _mutate_lines(rng: random.Random, data: bytes) -> bytes:
 MUTATIONS = {
     "field": _mutate_field,
     "lines": _mutate_lines,
-    "byte": lambda rng, d: (lambda i: d[:i] + bytes([rng.randrange(256)]) + d[i + 1:])(rng.randrange(len(d) or 1)),
+    "byte": lambda rng, d: (lambda i: d[:i] + bytes([rng.randrange(256)]) + d[i + 1 :])(rng.randrange(len(d) or 1)),
     "truncate": lambda rng, d: d[: rng.randrange(len(d) + 1)],
     "bom": lambda rng, d: b"\xef\xbb\xbf" + d,
     "crlf": lambda rng, d: d.replace(b"\n", b"\r\n"),
@@ -273,7 +399,7 @@ def fuzz_case(seed: int, corpus) -> tuple[str, bytes, str | None, dict, str]:
         data = gzip.compress(data, mtime=0)
         if rng.random() < 0.5:  # a corrupt body behind a valid gzip header
             i = rng.randrange(10, max(11, len(data) - 8))
-            data = data[:i] + bytes([data[i] ^ 0xFF]) + data[i + 1:]
+            data = data[:i] + bytes([data[i] ^ 0xFF]) + data[i + 1 :]
             done.append("corrupt-gzip")
         else:
             done.append("gzip")
@@ -325,8 +451,9 @@ def test_seeded_mutations_of_samples_and_real_traces_keep_the_loader_contract(tm
                 raise AssertionError(f"fast path {fast[0]} != row path {row[0]}")
             outcomes[fast[0]] += 1
         except Exception as exc:  # noqa: BLE001 -- collect every broken case with what reproduces it
-            failures.append(f"seed {seed} ({name}, {done}, format {fmt}, {options}): {type(exc).__name__}: "
-                            f"{str(exc)[:200]}")
+            failures.append(
+                f"seed {seed} ({name}, {done}, format {fmt}, {options}): {type(exc).__name__}: {str(exc)[:200]}"
+            )
     assert not failures, f"{len(failures)} of {FUZZ_CASES} cases broke the contract:\n" + "\n".join(failures[:20])
     assert outcomes["trace"] and outcomes["error"], outcomes  # the mutations reach both outcomes
 
@@ -336,18 +463,43 @@ PHILLY_HEAD = "timestamp,duration,num_gpus,gpu_time,cluster\n"
 CSV_HEAD = "submit_s,duration_s,gpus,priority\n"
 
 
-@pytest.mark.parametrize("name,data,fmt,options,expected", [
-    ("zoned.csv", PHILLY_HEAD + "2017-10-09 07:01:55+02:00,60,1,60,a\n2017-10-09 05:02:55Z,60,1,60,a\n", "philly", {},
-     None),
-    ("big.csv", CSV_HEAD + "0,60,1,18446744073709551616\n", "csv", {}, "line 2, column 'priority': expected an integer"),
-    ("big.swf", "1 0 0 60 1 -1 -1 " + "9" * 30 + " 60 -1 1 1 -1 -1 -1 -1 -1 -1\n", "swf", {}, "line 1, column 'field 8"),
-    ("scale.csv", CSV_HEAD + "0,60,1,0\n100,60,1,0\n", "csv", {"load_scale": 5e-324}, "use a scale of at least"),
-    ("nul.csv", "name,num_gpu,gpu_milli,creation_time,deletion_time,cpu\np,1,1000,0,60,\x00\n", "openb", {},
-     "line 2: contains NUL bytes"),
-    ("long.csv", CSV_HEAD + "0,60,1," + "1" * 140_000 + "\n", "csv", {}, "line 2: not valid CSV (field larger"),
-    ("blank.csv", CSV_HEAD + "0,60,1,0\n" + " " * 140_000 + "\n", "csv", {}, "line 3: not valid CSV (field larger"),
-    ("cr.csv", CSV_HEAD + "0,60,1,\r0\n", "csv", {}, "line 3, column 'duration_s': expected 4 fields"),
-])
+@pytest.mark.parametrize(
+    "name,data,fmt,options,expected",
+    [
+        (
+            "zoned.csv",
+            PHILLY_HEAD + "2017-10-09 07:01:55+02:00,60,1,60,a\n2017-10-09 05:02:55Z,60,1,60,a\n",
+            "philly",
+            {},
+            None,
+        ),
+        (
+            "big.csv",
+            CSV_HEAD + "0,60,1,18446744073709551616\n",
+            "csv",
+            {},
+            "line 2, column 'priority': expected an integer",
+        ),
+        (
+            "big.swf",
+            "1 0 0 60 1 -1 -1 " + "9" * 30 + " 60 -1 1 1 -1 -1 -1 -1 -1 -1\n",
+            "swf",
+            {},
+            "line 1, column 'field 8",
+        ),
+        ("scale.csv", CSV_HEAD + "0,60,1,0\n100,60,1,0\n", "csv", {"load_scale": 5e-324}, "use a scale of at least"),
+        (
+            "nul.csv",
+            "name,num_gpu,gpu_milli,creation_time,deletion_time,cpu\np,1,1000,0,60,\x00\n",
+            "openb",
+            {},
+            "line 2: contains NUL bytes",
+        ),
+        ("long.csv", CSV_HEAD + "0,60,1," + "1" * 140_000 + "\n", "csv", {}, "line 2: not valid CSV (field larger"),
+        ("blank.csv", CSV_HEAD + "0,60,1,0\n" + " " * 140_000 + "\n", "csv", {}, "line 3: not valid CSV (field larger"),
+        ("cr.csv", CSV_HEAD + "0,60,1,\r0\n", "csv", {}, "line 3, column 'duration_s': expected 4 fields"),
+    ],
+)
 def test_inputs_that_broke_the_loaders(tmp_path, monkeypatch, name, data, fmt, options, expected):
     path = tmp_path / name
     path.write_bytes(data.encode("utf-8"))

@@ -103,17 +103,20 @@ def test_type_overrides_from_json_like_values():
     assert {j.duration_s for j in jobs if j.job_type == "tiny"} == {40.0}
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"n_jobs": 0}, "n_jobs"),
-    ({"load": 0}, "load"),
-    ({"arrival": "weekly"}, "arrival"),
-    ({"mix": {"training": 0}}, "mix"),
-    ({"mix": {"nope": 1}}, "unknown job types"),
-    ({"types": {"training": {"colour": 1}}}, "unknown keys"),
-    ({"types": {"training": {"fraction": {"2": 1}}}}, "fraction"),
-    ({"users": 0}, "users"),
-    ({"burst_share": 1}, "burst_share"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_jobs": 0}, "n_jobs"),
+        ({"load": 0}, "load"),
+        ({"arrival": "weekly"}, "arrival"),
+        ({"mix": {"training": 0}}, "mix"),
+        ({"mix": {"nope": 1}}, "unknown job types"),
+        ({"types": {"training": {"colour": 1}}}, "unknown keys"),
+        ({"types": {"training": {"fraction": {"2": 1}}}}, "fraction"),
+        ({"users": 0}, "users"),
+        ({"burst_share": 1}, "burst_share"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     args = {"n_jobs": 10, **kwargs}
     with pytest.raises(ValueError, match=match):

@@ -20,7 +20,12 @@ def path(tmp_path):
 def test_sorted_stable_and_shifted(path):
     trace = load_trace(path)
     assert [(j.job_id, j.submit_s, j.duration_s) for j in trace.jobs] == [
-        (0, 0.0, 20.0), (1, 0.0, 40.0), (2, 200.0, 30.0), (3, 400.0, 10.0), (4, 800.0, 50.0)]
+        (0, 0.0, 20.0),
+        (1, 0.0, 40.0),
+        (2, 200.0, 30.0),
+        (3, 400.0, 10.0),
+        (4, 800.0, 50.0),
+    ]
     rep = trace.report
     assert (rep.rows, rep.jobs, rep.span_s, rep.users, rep.trimmed) == (5, 5, 800.0, 1, 0)
     assert rep.gpu_hours == pytest.approx(2 * 150 / 3600)
@@ -38,13 +43,16 @@ def test_first_window_and_load_scale(path):
     assert [j.submit_s for j in load_trace(path, load_scale=4).jobs] == [0.0, 0.0, 50.0, 100.0, 200.0]
 
 
-@pytest.mark.parametrize(("kwargs", "expected"), [
-    ({"time_unit": "s"}, "does not apply to format 'csv'"),
-    ({"column_map": {"submit": "x"}}, "does not apply"),
-    ({"first": -1}, "first must be >= 0"),
-    ({"window": (5, 1)}, "START <= END"),
-    ({"load_scale": 0}, "load scale"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"time_unit": "s"}, "does not apply to format 'csv'"),
+        ({"column_map": {"submit": "x"}}, "does not apply"),
+        ({"first": -1}, "first must be >= 0"),
+        ({"window": (5, 1)}, "START <= END"),
+        ({"load_scale": 0}, "load scale"),
+    ],
+)
 def test_bad_options(path, kwargs, expected):
     with pytest.raises(TraceError, match=expected):
         load_trace(path, **kwargs)
@@ -56,15 +64,18 @@ def test_unknown_format_lists_valid_names(path):
     assert all(name in str(err.value) for name in TRACE_FORMATS)
 
 
-@pytest.mark.parametrize(("content", "expected"), [
-    (None, "file not found"),
-    (b"", "empty file"),
-    (b"\x00\x01\x02garbage", "NUL"),
-    (b"\xff\xfe\xfa bytes", "not UTF-8"),
-    (b"\x1f\x8bnot really gzip", "cannot read"),
-    (b"just some words\n", "fits no known trace format"),
-    (b"sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,8,T4\n", "--cluster openb:PATH"),
-])
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "file not found"),
+        (b"", "empty file"),
+        (b"\x00\x01\x02garbage", "NUL"),
+        (b"\xff\xfe\xfa bytes", "not UTF-8"),
+        (b"\x1f\x8bnot really gzip", "cannot read"),
+        (b"just some words\n", "fits no known trace format"),
+        (b"sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,8,T4\n", "--cluster openb:PATH"),
+    ],
+)
 def test_bad_files_give_one_clear_error(tmp_path, content, expected):
     p = tmp_path / "bad"
     if content is not None:

@@ -12,19 +12,33 @@ def test_preview_lists_columns_first_rows_and_guesses_the_map():
     pv = mapped.preview(b"Job ID,Submit Time,Run-Time,Num GPUs,User\n1,0,60,2,a\n2,5,30,1,b\n")
     assert pv.header == ("Job ID", "Submit Time", "Run-Time", "Num GPUs", "User")
     assert pv.rows == (("1", "0", "60", "2", "a"), ("2", "5", "30", "1", "b"))
-    assert dict(pv.guess) == {"submit": "Submit Time", "duration": "Run-Time", "gpus": "Num GPUs", "user": "User",
-                              "name": "Job ID"}
+    assert dict(pv.guess) == {
+        "submit": "Submit Time",
+        "duration": "Run-Time",
+        "gpus": "Num GPUs",
+        "user": "User",
+        "name": "Job ID",
+    }
     assert mapped.needs_map(pv)
     assert not mapped.needs_map(mapped.preview(b"submit_s,duration_s,gpus\n0,1,1\n"))
 
 
 def test_pollux_and_alibaba_2025_columns_are_guessed():
     pollux = ["name", "time", "application", "num_replicas", "batch_size"]
-    assert mapped.guess_map(pollux) == {"submit": "time", "gpus": "num_replicas", "job_type": "application",
-                                        "name": "name"}
+    assert mapped.guess_map(pollux) == {
+        "submit": "time",
+        "gpus": "num_replicas",
+        "job_type": "application",
+        "name": "name",
+    }
     alibaba = ["job_name", "app_name", "creation_time", "deletion_time", "gpu_request"]
-    assert mapped.guess_map(alibaba) == {"submit": "creation_time", "end": "deletion_time", "gpus": "gpu_request",
-                                         "user": "app_name", "name": "job_name"}
+    assert mapped.guess_map(alibaba) == {
+        "submit": "creation_time",
+        "end": "deletion_time",
+        "gpus": "gpu_request",
+        "user": "app_name",
+        "name": "job_name",
+    }
 
 
 def test_an_end_column_is_guessed_only_without_a_duration():
@@ -32,8 +46,10 @@ def test_an_end_column_is_guessed_only_without_a_duration():
     assert "end" not in mapped.guess_map(["submit", "duration", "end"])
 
 
-@pytest.mark.parametrize("cmap, words", [({}, "submit time"), ({"submit": "t"}, "duration (run time) column"),
-                                         ({"submit": "t", "end": "e"}, "")])
+@pytest.mark.parametrize(
+    "cmap, words",
+    [({}, "submit time"), ({"submit": "t"}, "duration (run time) column"), ({"submit": "t", "end": "e"}, "")],
+)
 def test_missing_for_run_names_what_is_lacking(cmap, words):
     sentence = mapped.missing_for_run(cmap)
     assert (words in sentence) if words else sentence == ""

@@ -10,8 +10,12 @@ from engine import Job
 from engine.traces.load import gpu_hours, load_ratio, offered_load, offered_load_of, offered_load_series
 from engine.traces.report import make_report
 
-JOBS = (Job(0, 0.0, 100.0, gpus=2), Job(1, 10.0, 40.0, gpus=1, gpu_fraction=0.5), Job(2, 20.0, 5.0, gpus=4),
-        Job(3, 40.0, 1000.0, gpus=1))
+JOBS = (
+    Job(0, 0.0, 100.0, gpus=2),
+    Job(1, 10.0, 40.0, gpus=1, gpu_fraction=0.5),
+    Job(2, 20.0, 5.0, gpus=4),
+    Job(3, 40.0, 1000.0, gpus=1),
+)
 
 
 def test_the_scalar_is_gpu_seconds_over_gpus_times_the_arrival_span():
@@ -21,8 +25,9 @@ def test_the_scalar_is_gpu_seconds_over_gpus_times_the_arrival_span():
     assert offered_load(JOBS, 8, arrival_scale=2.0) == pytest.approx(gpu_s / (8 * 80))
     # Up to the last arrival (t=40): job 0 counts 40 s, job 1 30 s, job 2 5 s (ends before), job 3 nothing.
     assert offered_load(JOBS, 8, until_last_arrival=True) == pytest.approx((2 * 40 + 0.5 * 30 + 4 * 5) / (8 * 40))
-    shifted = tuple(Job(j.job_id, j.submit_s + 500.0, j.duration_s, gpus=j.gpus, gpu_fraction=j.gpu_fraction)
-                    for j in JOBS)
+    shifted = tuple(
+        Job(j.job_id, j.submit_s + 500.0, j.duration_s, gpus=j.gpus, gpu_fraction=j.gpu_fraction) for j in JOBS
+    )
     assert offered_load(shifted, 8) == offered_load(JOBS, 8)  # the span runs from the first arrival
 
 
@@ -52,8 +57,16 @@ def test_until_last_arrival_equals_the_trace_block_formula_bit_for_bit(scale):
 
 
 def test_the_series_spreads_the_same_gpu_seconds_over_bins():
-    jobs = tuple(Job(i, submit_s=100.0 * i, duration_s=50.0 * (1 + i % 4), gpus=1 + (i % 2),
-                     gpu_fraction=0.5 if i % 7 == 0 and i % 2 == 0 else 1.0) for i in range(40))
+    jobs = tuple(
+        Job(
+            i,
+            submit_s=100.0 * i,
+            duration_s=50.0 * (1 + i % 4),
+            gpus=1 + (i % 2),
+            gpu_fraction=0.5 if i % 7 == 0 and i % 2 == 0 else 1.0,
+        )
+        for i in range(40)
+    )
     centres, load = offered_load_series(jobs, n_gpus=4, bins=10)
     width = 3900.0 / 10
     assert len(centres) == 10 and centres[0] == pytest.approx(width / 2)

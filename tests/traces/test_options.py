@@ -27,6 +27,11 @@ def test_load_options_leave_the_defaults_out():
     assert load_options() == {}
     assert load_options(format="", skip_bad=False, time_unit="", column_map=(), first=0) == {}
     options = load_options(format="mapped", skip_bad=True, time_unit="ms", column_map=(("submit", "t"),), first=5)
-    assert list(options.items()) == [("format", "mapped"), ("skip_bad", True), ("time_unit", "ms"),
-                                      ("column_map", {"submit": "t"}), ("first", 5)]
+    assert list(options.items()) == [
+        ("format", "mapped"),
+        ("skip_bad", True),
+        ("time_unit", "ms"),
+        ("column_map", {"submit": "t"}),
+        ("first", 5),
+    ]
     assert load_trace.__kwdefaults__.keys() >= options.keys() - {"format"}  # every key is a load_trace argument

@@ -11,10 +11,12 @@ from engine.traces import load_trace
 from engine.traces.plausibility import unit_warning
 
 # A Muri-style Tiresias CSV in milliseconds: 2 h, 30 min and 8 h jobs arriving over three days.
-MURI_MS = ("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
-           "1,1,0,100,resnet50,7200000,1\n"
-           "2,2,86400000,100,vgg16,1800000,1\n"
-           "3,4,259200000,100,bert,28800000,1\n")
+MURI_MS = (
+    "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+    "1,1,0,100,resnet50,7200000,1\n"
+    "2,2,86400000,100,vgg16,1800000,1\n"
+    "3,4,259200000,100,bert,28800000,1\n"
+)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -47,15 +49,41 @@ def test_cli_trace_info_and_simulate_say_how_to_switch(tmp_path):
     path = tmp_path / "muri.csv"
     path.write_text(MURI_MS)
     out = tmp_path / "info.json"
-    info = subprocess.run([sys.executable, "-m", "engine", "trace", "info", str(path), "--json", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    info = subprocess.run(
+        [sys.executable, "-m", "engine", "trace", "info", str(path), "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert info.returncode == 0, info.stderr
     assert "warning: If these times are seconds" in info.stdout and "add --time-unit ms." in info.stdout
     assert "milliseconds" in json.loads(out.read_text())["unit_warning"]
-    run = subprocess.run([sys.executable, "-m", "engine", "simulate", "--cluster", "2x4:V100-32", "--trace", str(path),
-                          "--scheduler", "fifo"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "simulate",
+            "--cluster",
+            "2x4:V100-32",
+            "--trace",
+            str(path),
+            "--scheduler",
+            "fifo",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     assert f"warning: {path}: If these times are seconds" in run.stderr
-    clean = subprocess.run([sys.executable, "-m", "engine", "trace", "info", str(path), "--time-unit", "ms"],
-                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    clean = subprocess.run(
+        [sys.executable, "-m", "engine", "trace", "info", str(path), "--time-unit", "ms"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert clean.returncode == 0 and "warning" not in clean.stdout

@@ -23,27 +23,34 @@ def write(tmp_path, text, name="workload-1.csv"):
 
 
 def test_a_pollux_workload_loads_detected_with_the_profiles_run_times(tmp_path):
-    path = write(tmp_path, HEADER + "cifar10-0,107,cifar10,6,2048\nbert-1,110,bert,12,384\n"
-                                    "ncf-2,135,ncf,1,32768\nimagenet-3,1604,imagenet,32,6400\n"
-                                    "yolov3-4,1700,yolov3,4,64\ncifar10-5,1800,cifar10,16,4096\n"
-                                    "cifar10-6,1900,cifar10,16,2048\n")
+    path = write(
+        tmp_path,
+        HEADER + "cifar10-0,107,cifar10,6,2048\nbert-1,110,bert,12,384\n"
+        "ncf-2,135,ncf,1,32768\nimagenet-3,1604,imagenet,32,6400\n"
+        "yolov3-4,1700,yolov3,4,64\ncifar10-5,1800,cifar10,16,4096\n"
+        "cifar10-6,1900,cifar10,16,2048\n",
+    )
     assert detect_format(path) == "pollux"
     trace = load_trace(path)
     assert trace.format == "pollux"
     assert trace.report.dropped == {}
     assert [(j.name, j.submit_s, j.gpus, j.user, j.job_type) for j in trace.jobs] == [
-        ("cifar10-0", 0.0, 6, "user0", "training"), ("bert-1", 3.0, 12, "user0", "training"),
-        ("ncf-2", 28.0, 1, "user0", "training"), ("imagenet-3", 1497.0, 32, "user0", "training"),
-        ("yolov3-4", 1593.0, 4, "user0", "training"), ("cifar10-5", 1693.0, 16, "user0", "training"),
-        ("cifar10-6", 1793.0, 16, "user0", "training")]
-    assert [j.duration_s for j in trace.jobs] == pytest.approx([
-        4461 / 5.222, 13951 / 8.778, 77, 594741 / 14.16, 37780 / 2.936, 4461 / 9.091, 4461 / 9.091])
+        ("cifar10-0", 0.0, 6, "user0", "training"),
+        ("bert-1", 3.0, 12, "user0", "training"),
+        ("ncf-2", 28.0, 1, "user0", "training"),
+        ("imagenet-3", 1497.0, 32, "user0", "training"),
+        ("yolov3-4", 1593.0, 4, "user0", "training"),
+        ("cifar10-5", 1693.0, 16, "user0", "training"),
+        ("cifar10-6", 1793.0, 16, "user0", "training"),
+    ]
+    assert [j.duration_s for j in trace.jobs] == pytest.approx(
+        [4461 / 5.222, 13951 / 8.778, 77, 594741 / 14.16, 37780 / 2.936, 4461 / 9.091, 4461 / 9.091]
+    )
     # The batch size is not used: a 4096 job runs as long as a 2048 job on as many GPUs (the profile's batch).
 
 
 def test_an_unknown_application_is_dropped_and_reported(tmp_path):
-    path = write(tmp_path, HEADER + "cifar10-0,0,cifar10,4,2048\nresnet-1,5,resnet9000,2,64\n"
-                                    "gpt-2,9,gpt,8,512\n")
+    path = write(tmp_path, HEADER + "cifar10-0,0,cifar10,4,2048\nresnet-1,5,resnet9000,2,64\ngpt-2,9,gpt,8,512\n")
     trace = load_trace(path)
     assert [j.name for j in trace.jobs] == ["cifar10-0"]
     assert (trace.report.rows, trace.report.dropped) == (3, {"unknown_application": 2})
@@ -69,8 +76,7 @@ def test_the_profiles_hold_what_the_script_derives_from_the_transcribed_measurem
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     derived = module.derive()
-    assert set(derived) == set(APPLICATION_PROFILES) == {"cifar10", "imagenet", "bert", "deepspeech2", "yolov3",
-                                                          "ncf"}
+    assert set(derived) == set(APPLICATION_PROFILES) == {"cifar10", "imagenet", "bert", "deepspeech2", "yolov3", "ncf"}
     for app, (reference_s, speedup, batch) in derived.items():
         profile = APPLICATION_PROFILES[app]
         assert (round(reference_s), batch) == (profile.reference_run_s, profile.batch_size), app
@@ -95,17 +101,21 @@ def test_speedups_are_at_least_one_and_grow_where_the_measurements_say_so():
 def test_speedup_is_linear_between_points_and_flat_beyond_the_last():
     profile = AppProfile(100.0, ((1, 1.0), (4, 3.0), (8, 5.0)), 64, "test")
     assert [profile.speedup_at(g) for g in (1, 2, 4, 6, 8, 16, 64)] == pytest.approx(
-        [1.0, 1 + 2 / 3, 3.0, 4.0, 5.0, 5.0, 5.0])
+        [1.0, 1 + 2 / 3, 3.0, 4.0, 5.0, 5.0, 5.0]
+    )
     assert profile.run_time_s(6) == pytest.approx(25.0)
     assert AppProfile(77.0, ((1, 1.0),), 1, "one point").run_time_s(8) == 77.0
 
 
-@pytest.mark.parametrize(("reference_s", "table", "match"), [
-    (0.0, ((1, 1.0),), "reference_run_s"),
-    (10.0, ((2, 1.5),), "starts at"),
-    (10.0, ((1, 1.0), (4, 3.0), (4, 3.5)), "increasing"),
-    (10.0, ((1, 1.0), (4, -1.0)), "increasing GPU counts and speed-ups > 0"),
-])
+@pytest.mark.parametrize(
+    ("reference_s", "table", "match"),
+    [
+        (0.0, ((1, 1.0),), "reference_run_s"),
+        (10.0, ((2, 1.5),), "starts at"),
+        (10.0, ((1, 1.0), (4, 3.0), (4, 3.5)), "increasing"),
+        (10.0, ((1, 1.0), (4, -1.0)), "increasing GPU counts and speed-ups > 0"),
+    ],
+)
 def test_a_bad_profile_is_refused(reference_s, table, match):
     with pytest.raises(ValueError, match=match):
         AppProfile(reference_s, table, 64, "test")

@@ -23,14 +23,17 @@ def cached(path):
     return load_trace(path)
 
 
-@pytest.mark.parametrize(("path", "fmt", "rows", "dropped", "users"), [
-    ("philly/philly.csv", "philly", 82_247, {}, 15),
-    (f"{OPENB}/openb_pod_list_default.csv", "openb", 8_152, {"no_gpu": 1_088, "non_positive_duration": 1}, 4),
-    (f"{OPENB}/openb_pod_list_gpuspec33.csv", "openb", 8_152, {"no_gpu": 1_088, "non_positive_duration": 1}, 4),
-    (f"{OPENB}/openb_pod_list_gpushare100.csv", "openb", 8_152, {"no_gpu": 1_088, "non_positive_duration": 3}, 2),
-    ("tiresias/60_job.csv", "tiresias", 60, {}, 1),
-    ("gavel/artifact_evaluation.trace", "gavel", 15, {}, 1),
-])
+@pytest.mark.parametrize(
+    ("path", "fmt", "rows", "dropped", "users"),
+    [
+        ("philly/philly.csv", "philly", 82_247, {}, 15),
+        (f"{OPENB}/openb_pod_list_default.csv", "openb", 8_152, {"no_gpu": 1_088, "non_positive_duration": 1}, 4),
+        (f"{OPENB}/openb_pod_list_gpuspec33.csv", "openb", 8_152, {"no_gpu": 1_088, "non_positive_duration": 1}, 4),
+        (f"{OPENB}/openb_pod_list_gpushare100.csv", "openb", 8_152, {"no_gpu": 1_088, "non_positive_duration": 3}, 2),
+        ("tiresias/60_job.csv", "tiresias", 60, {}, 1),
+        ("gavel/artifact_evaluation.trace", "gavel", 15, {}, 1),
+    ],
+)
 def test_counts(traces_dir, path, fmt, rows, dropped, users):
     trace = cached(traces_dir / path)
     rep = trace.report
@@ -53,8 +56,9 @@ def test_philly_figures(traces_dir):
 def test_openb_gpu_spec_and_fractions(traces_dir):
     trace = cached(traces_dir / OPENB / "openb_pod_list_gpuspec33.csv")
     pinned = [j for j in trace.jobs if j.allowed_types]
-    assert pinned and all(t in {"P100", "T4", "V100-16", "V100-32", "A10", "G1", "G2", "G3"}
-                          for j in pinned for t in j.allowed_types)
+    assert pinned and all(
+        t in {"P100", "T4", "V100-16", "V100-32", "A10", "G1", "G2", "G3"} for j in pinned for t in j.allowed_types
+    )
     assert sum(j.fractional for j in trace.jobs) / len(trace.jobs) == pytest.approx(0.436, abs=0.01)
 
 
@@ -87,9 +91,15 @@ def test_openb_cluster_errors(tmp_path):
         parse_cluster(f"openb:{tmp_path / 'missing.csv'}")
 
 
-@pytest.mark.parametrize("path", ["philly/philly.csv", "swf-kth-sp2/KTH-SP2-1996-2.1-cln.swf",
-                                  f"{OPENB}/openb_pod_list_gpuspec33.csv",
-                                  f"{OPENB}/openb_pod_list_gpushare100.csv"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "philly/philly.csv",
+        "swf-kth-sp2/KTH-SP2-1996-2.1-cln.swf",
+        f"{OPENB}/openb_pod_list_gpuspec33.csv",
+        f"{OPENB}/openb_pod_list_gpushare100.csv",
+    ],
+)
 def test_fast_path_matches_row_path(traces_dir, path, monkeypatch):
     fast = cached(traces_dir / path)
     fmt = TRACE_FORMATS[fast.format]

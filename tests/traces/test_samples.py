@@ -12,8 +12,16 @@ from engine.traces import load_trace
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 SCRIPT = SAMPLES.parent / "scripts" / "make_samples.py"
-MAP = {"submit": "start_ms", "duration": "run_ms", "gpus": "gpu_count", "gpu_fraction": "gpu_share",
-       "vram_gib": "mem_gb", "user": "owner", "job_type": "queue", "name": "task"}
+MAP = {
+    "submit": "start_ms",
+    "duration": "run_ms",
+    "gpus": "gpu_count",
+    "gpu_fraction": "gpu_share",
+    "vram_gib": "mem_gb",
+    "user": "owner",
+    "job_type": "queue",
+    "name": "task",
+}
 
 
 def test_script_regenerates_the_samples_bit_for_bit(tmp_path):
@@ -22,21 +30,26 @@ def test_script_regenerates_the_samples_bit_for_bit(tmp_path):
     spec.loader.exec_module(module)
     assert module.main(["--out", str(tmp_path)]) == 0
     made = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
-    assert made == sorted(str(p.relative_to(SAMPLES)) for p in SAMPLES.rglob("*") if p.is_file() and p.name != "README.md")
+    assert made == sorted(
+        str(p.relative_to(SAMPLES)) for p in SAMPLES.rglob("*") if p.is_file() and p.name != "README.md"
+    )
     for name in made:
         assert (tmp_path / name).read_bytes() == (SAMPLES / name).read_bytes(), name
 
 
-@pytest.mark.parametrize(("name", "fmt", "kwargs", "rows", "dropped"), [
-    ("canonical.csv", "csv", {}, 500, {}),
-    ("sample.swf", "swf", {}, 300, {"no_gpu": 1, "non_positive_duration": 1}),
-    ("philly.csv", "philly", {}, 300, {}),
-    ("openb-pods.csv", "openb", {}, 300, {"no_gpu": 12}),
-    ("tiresias.csv", "tiresias", {"time_unit": "s"}, 60, {}),
-    ("gavel.trace", "gavel", {}, 30, {}),
-    ("pollux.csv", "pollux", {}, 40, {"unknown_application": 2}),
-    ("mapped.csv", "mapped", {"column_map": MAP, "time_unit": "ms"}, 200, {}),
-])
+@pytest.mark.parametrize(
+    ("name", "fmt", "kwargs", "rows", "dropped"),
+    [
+        ("canonical.csv", "csv", {}, 500, {}),
+        ("sample.swf", "swf", {}, 300, {"no_gpu": 1, "non_positive_duration": 1}),
+        ("philly.csv", "philly", {}, 300, {}),
+        ("openb-pods.csv", "openb", {}, 300, {"no_gpu": 12}),
+        ("tiresias.csv", "tiresias", {"time_unit": "s"}, 60, {}),
+        ("gavel.trace", "gavel", {}, 30, {}),
+        ("pollux.csv", "pollux", {}, 40, {"unknown_application": 2}),
+        ("mapped.csv", "mapped", {"column_map": MAP, "time_unit": "ms"}, 200, {}),
+    ],
+)
 def test_samples_load(name, fmt, kwargs, rows, dropped):
     trace = load_trace(SAMPLES / name, fmt if fmt == "mapped" else None, **kwargs)
     assert trace.format == fmt
@@ -60,5 +73,6 @@ def test_openb_sample_cluster():
 def test_canonical_sample_matches_the_generator():
     from engine.traces.generator import generate
 
-    assert load_trace(SAMPLES / "canonical.csv").jobs == generate("4x8:A100-80,2x4:V100-32", 500, 0.8, 1,
-                                                                  allowed_share=0.1)
+    assert load_trace(SAMPLES / "canonical.csv").jobs == generate(
+        "4x8:A100-80,2x4:V100-32", 500, 0.8, 1, allowed_share=0.1
+    )

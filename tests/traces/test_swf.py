@@ -24,15 +24,18 @@ def write(tmp_path, lines, name="t.swf"):
 
 
 def test_mapping_rules(tmp_path):
-    path = write(tmp_path, [
-        swf_line(1, 100, 50, 4, 8, 600),     # requested processors win over allocated; estimate = requested
-        swf_line(2, 160, 30, 2, -1, -1),     # no request: allocated processors; no estimate: run time
-        swf_line(3, 170, 0, 2, 2, 60),       # run time 0: dropped
-        swf_line(4, 180, -1, 2, 2, 60),      # run time unknown: dropped
-        swf_line(5, 190, 10, -1, -1, 60),    # no processors: dropped
-        swf_line(6, -1, 10, 1, 1, 60),       # no submit time: dropped
-        swf_line(7, 150, 20, 1, 1, 60, -1),  # unknown user
-    ])
+    path = write(
+        tmp_path,
+        [
+            swf_line(1, 100, 50, 4, 8, 600),  # requested processors win over allocated; estimate = requested
+            swf_line(2, 160, 30, 2, -1, -1),  # no request: allocated processors; no estimate: run time
+            swf_line(3, 170, 0, 2, 2, 60),  # run time 0: dropped
+            swf_line(4, 180, -1, 2, 2, 60),  # run time unknown: dropped
+            swf_line(5, 190, 10, -1, -1, 60),  # no processors: dropped
+            swf_line(6, -1, 10, 1, 1, 60),  # no submit time: dropped
+            swf_line(7, 150, 20, 1, 1, 60, -1),  # unknown user
+        ],
+    )
     trace = load_trace(path)
     assert trace.format == "swf"
     assert [(j.name, j.submit_s, j.duration_s, j.gpus, j.estimate_s, j.user) for j in trace.jobs] == [
@@ -53,12 +56,15 @@ def test_gzip_reads_like_plain(tmp_path):
     assert load_trace(gz).jobs == load_trace(plain, "swf").jobs
 
 
-@pytest.mark.parametrize(("line", "column"), [
-    (swf_line(1, 100, "abc", 1, 1, 60), "field 4 (run_time)"),
-    (swf_line(1, "1e999", 5, 1, 1, 60), "field 2 (submit)"),
-    (swf_line(1, 100, 5, 1, 2.5, 60), "field 8 (requested_processors)"),
-    ("1 2 3", "field 4 (run_time)"),
-])
+@pytest.mark.parametrize(
+    ("line", "column"),
+    [
+        (swf_line(1, 100, "abc", 1, 1, 60), "field 4 (run_time)"),
+        (swf_line(1, "1e999", 5, 1, 1, 60), "field 2 (submit)"),
+        (swf_line(1, 100, 5, 1, 2.5, 60), "field 8 (requested_processors)"),
+        ("1 2 3", "field 4 (run_time)"),
+    ],
+)
 def test_malformed_line_names_line_and_column(tmp_path, line, column):
     path = write(tmp_path, [swf_line(1, 0, 5, 1, 1, 60), line])
     with pytest.raises(TraceError) as err:
@@ -92,8 +98,10 @@ def test_status_zero_jobs_end_failed_on_both_paths(tmp_path):
     from engine.traces import TRACE_FORMATS, read_file
 
     lines = [swf_line(i, 10 * i, 100 + i, 1, 1, 600) for i in range(1, 7)]
-    lines = [" ".join(f if k != 10 else str(status) for k, f in enumerate(line.split()))
-             for line, status in zip(lines, (1, 0, 5, 0, -1, 1))]  # field 11: 1 completed, 0 failed, 5 cancelled
+    lines = [
+        " ".join(f if k != 10 else str(status) for k, f in enumerate(line.split()))
+        for line, status in zip(lines, (1, 0, 5, 0, -1, 1))
+    ]  # field 11: 1 completed, 0 failed, 5 cancelled
     path = write(tmp_path, lines)
     trace = load_trace(path)
     assert [j.failed for j in trace.jobs] == [False, True, False, True, False, False]

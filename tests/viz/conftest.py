@@ -8,6 +8,15 @@ from engine import Job, make_scheduler, parse_cluster, simulate
 @pytest.fixture(scope="module")
 def runs():
     cluster = parse_cluster("2x4:A100-80,1x2:V100-32")
-    jobs = tuple(Job(i, submit_s=30.0 * i, duration_s=400.0 + 50 * (i % 5), gpus=(1, 2, 4)[i % 3],
-                     user=f"u{i % 3}", job_type=("training", "inference")[i % 2]) for i in range(24))
+    jobs = tuple(
+        Job(
+            i,
+            submit_s=30.0 * i,
+            duration_s=400.0 + 50 * (i % 5),
+            gpus=(1, 2, 4)[i % 3],
+            user=f"u{i % 3}",
+            job_type=("training", "inference")[i % 2],
+        )
+        for i in range(24)
+    )
     return {name: simulate(cluster, jobs, make_scheduler(name)) for name in ("fifo", "best-fit")}

@@ -23,7 +23,11 @@ def test_cdf_figure(runs):
     cdf = distributions.cdf_figure(frames)
     assert [a.text for a in cdf.layout.annotations] == ["wait CDF", "JCT CDF"]
     assert [(t.name, t.xaxis, t.showlegend) for t in cdf.data] == [
-        ("fifo", "x", True), ("best-fit", "x", True), ("fifo", "x2", False), ("best-fit", "x2", False)]
+        ("fifo", "x", True),
+        ("best-fit", "x", True),
+        ("fifo", "x2", False),
+        ("best-fit", "x2", False),
+    ]
     assert all(t.y[-1] == pytest.approx(100) for t in cdf.data)
     waits = np.sort(frames["fifo"]["wait_s"].to_numpy())
     unit, div = style.time_scale(max(float(np.nanmax(f["wait_s"])) for f in frames.values()))

@@ -21,9 +21,13 @@ from engine.viz.explore import (
 
 @pytest.fixture
 def frame() -> pd.DataFrame:
-    rows = [{"cluster": c, "load": load, "seed": seed, "scheduler": s, "p95_wait_s": 100 * load + 10 * seed + k}
-            for c in ("2x4:T4", "4x4:T4") for load in (0.5, 1.0) for seed in range(3)
-            for k, s in enumerate(("fifo", "sjf"))]
+    rows = [
+        {"cluster": c, "load": load, "seed": seed, "scheduler": s, "p95_wait_s": 100 * load + 10 * seed + k}
+        for c in ("2x4:T4", "4x4:T4")
+        for load in (0.5, 1.0)
+        for seed in range(3)
+        for k, s in enumerate(("fifo", "sjf"))
+    ]
     return pd.DataFrame(rows)
 
 
@@ -48,8 +52,10 @@ def test_heatmap_holds_the_mean_over_the_other_parameters(frame):
 
 
 def test_plan_figure_marks_each_answer_and_the_target():
-    probes = [{"scheduler": "fifo", "nodes": n, "gpus": 4 * n, "value": 1000 / n, "meets": n >= 4,
-               "unschedulable": 0} for n in (1, 2, 3, 4, 8)]
+    probes = [
+        {"scheduler": "fifo", "nodes": n, "gpus": 4 * n, "value": 1000 / n, "meets": n >= 4, "unschedulable": 0}
+        for n in (1, 2, 3, 4, 8)
+    ]
     fig = plan_figure(probes, {"fifo": 4}, "p95_wait_s", 300.0).to_plotly_json()
     line, star = fig["data"]
     assert list(line["x"]) == [1, 2, 3, 4, 8] and list(star["x"]) == [4] and star["marker"]["symbol"] == "star"
@@ -58,8 +64,18 @@ def test_plan_figure_marks_each_answer_and_the_target():
 
 def test_the_band_stays_in_the_metrics_range_and_the_legend_says_so():
     # Two seeds far apart: mean +/- the t interval reaches below 0 s (and above 1 for utilisation).
-    rows = [{"cluster": "2x4:T4", "load": load, "seed": seed, "scheduler": "fifo", "p95_wait_s": [1.0, 200.0][seed],
-             "utilization": [0.2, 0.99][seed]} for load in (0.5, 1.0) for seed in range(2)]
+    rows = [
+        {
+            "cluster": "2x4:T4",
+            "load": load,
+            "seed": seed,
+            "scheduler": "fifo",
+            "p95_wait_s": [1.0, 200.0][seed],
+            "utilization": [0.2, 0.99][seed],
+        }
+        for load in (0.5, 1.0)
+        for seed in range(2)
+    ]
     frame = pd.DataFrame(rows)
     fig = sweep_curves_figure(frame, "p95_wait_s").to_plotly_json()
     band = next(t for t in fig["data"] if t["name"] == "fifo 95 % band")
@@ -78,15 +94,24 @@ def test_durations_are_drawn_in_the_unit_their_size_calls_for(frame):
     assert fig["layout"]["yaxis"]["title"]["text"] == "p95 wait (h)" and line["y"][1] == pytest.approx(11_000 / 3600)
     heat = sweep_heatmap_figure(hours, "p95_wait_s", "load", "scheduler").to_plotly_json()
     assert heat["data"][0]["colorbar"]["title"]["text"] == "p95 wait (h)"
-    probes = [{"scheduler": "fifo", "nodes": n, "gpus": 4 * n, "value": 36_000 / n, "meets": n >= 4,
-               "unschedulable": 0} for n in (1, 2, 4)]
+    probes = [
+        {"scheduler": "fifo", "nodes": n, "gpus": 4 * n, "value": 36_000 / n, "meets": n >= 4, "unschedulable": 0}
+        for n in (1, 2, 4)
+    ]
     plan = plan_figure(probes, {"fifo": 4}, "p95_wait_s", 1800.0).to_plotly_json()
     assert plan["layout"]["yaxis"]["title"]["text"] == "p95 wait (h)" and plan["layout"]["shapes"][0]["y0"] == 0.5
 
 
 def test_a_cluster_is_labelled_by_a_short_name_even_with_racks(frame):
-    racks = json.dumps({"groups": [{"nodes": 2, "gpus_per_node": 4, "gpu_type": "T4", "rack": "r1"},
-                                   {"nodes": 2, "gpus_per_node": 4, "gpu_type": "T4", "rack": "r2"}]}, indent=2)
+    racks = json.dumps(
+        {
+            "groups": [
+                {"nodes": 2, "gpus_per_node": 4, "gpu_type": "T4", "rack": "r1"},
+                {"nodes": 2, "gpus_per_node": 4, "gpu_type": "T4", "rack": "r2"},
+            ]
+        },
+        indent=2,
+    )
     assert cluster_label(racks) == "2x4:T4,2x4:T4 on 2 racks"
     assert cluster_label("2x4:T4") == "2x4:T4" and cluster_label("{" + "x" * 100) == "{" + "x" * 36 + "..."
     fig = sweep_curves_figure(frame.replace({"cluster": {"4x4:T4": racks}}), "p95_wait_s").to_plotly_json()

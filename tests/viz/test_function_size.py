@@ -18,16 +18,26 @@ def code_lines(source: str, func: ast.FunctionDef | ast.AsyncFunctionDef) -> int
     """Lines of ``func``'s body (in ``source``) that hold code: blank lines, comment-only lines and the docstring
     do not count; a nested function counts towards the function that holds it."""
     body = func.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]
     if not body:
         return 0
     first, last = body[0].lineno, body[-1].end_lineno
     lines = set()
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-                        tokenize.ENDMARKER):
+        if tok.type in (
+            tokenize.COMMENT,
+            tokenize.NL,
+            tokenize.NEWLINE,
+            tokenize.INDENT,
+            tokenize.DEDENT,
+            tokenize.ENDMARKER,
+        ):
             continue
         lines.update(n for n in range(tok.start[0], tok.end[0] + 1) if first <= n <= last)
     return len(lines)

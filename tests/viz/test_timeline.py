@@ -19,8 +19,9 @@ def test_segments_frame_has_one_row_per_segment_gpu(runs):
 
 
 def test_busy_grid_integrates_segments_exactly():
-    seg = pd.DataFrame({"gpu": [0, 1, 1], "start_s": [1.0, 0.0, 9.0], "end_s": [7.0, 2.0, 10.0],
-                        "fraction": [1.0, 0.5, 1.0]})
+    seg = pd.DataFrame(
+        {"gpu": [0, 1, 1], "start_s": [1.0, 0.0, 9.0], "end_s": [7.0, 2.0, 10.0], "fraction": [1.0, 0.5, 1.0]}
+    )
     grid = timeline.busy_grid(seg, n_gpus=2, edges_s=np.array([0.0, 2.0, 4.0, 6.0, 8.0, 10.0]), rows=2)
     assert grid[0].tolist() == pytest.approx([0.5, 1.0, 1.0, 0.5, 0.0])
     assert grid[1].tolist() == pytest.approx([0.5, 0.0, 0.0, 0.0, 0.5])
@@ -58,8 +59,13 @@ def test_timeline_figure_side_by_side_with_animation(runs, color_by):
     bar = next(t for t in fig.data if t.showlegend)
     assert "job %{customdata[0]}" in bar.hovertemplate and "node %{customdata[1]}" in bar.hovertemplate
     assert ("A100-80" in bar.hovertemplate or "V100-32" in bar.hovertemplate) and "%{text}" in bar.hovertemplate
-    titles = [ax.title.text for name, ax in fig.layout.to_plotly_json().items() if name.startswith("xaxis")
-              for ax in [fig.layout[name]] if ax.title.text]
+    titles = [
+        ax.title.text
+        for name, ax in fig.layout.to_plotly_json().items()
+        if name.startswith("xaxis")
+        for ax in [fig.layout[name]]
+        if ax.title.text
+    ]
     assert titles and all(t == "time (min)" for t in titles)
 
 
@@ -89,8 +95,7 @@ def test_raster_bins_follow_the_width_of_a_column():
 
 
 def test_raster_jobs_assigns_cells_by_midpoint():
-    seg = pd.DataFrame({"gpu": [0, 0, 1], "job_id": [4, 5, 6], "start_s": [0.0, 3.0, 2.4],
-                        "end_s": [3.0, 10.0, 2.6]})
+    seg = pd.DataFrame({"gpu": [0, 0, 1], "job_id": [4, 5, 6], "start_s": [0.0, 3.0, 2.4], "end_s": [3.0, 10.0, 2.6]})
     grid = timeline.raster_jobs(seg, n_gpus=2, t_end_s=10.0, bins=10)
     assert grid[0].tolist() == [4, 4, 4, 5, 5, 5, 5, 5, 5, 5]
     assert grid[1].tolist() == [-1, -1, 6, -1, -1, -1, -1, -1, -1, -1]  # covers the midpoint 2.5 only
@@ -130,8 +135,14 @@ def test_clusters_above_the_gpu_limit_get_a_banded_heatmap():
 def test_a_down_node_is_shaded_and_each_job_a_failure_stopped_is_marked():
     from engine.analysis.scenario import Scenario
 
-    sc = Scenario.from_query({"cluster": "2x4:T4", "w.n_jobs": "40", "o.failures.mtbf_h": "20.0",
-                              "o.preemption.checkpoint_interval_s": "1800.0"})
+    sc = Scenario.from_query(
+        {
+            "cluster": "2x4:T4",
+            "w.n_jobs": "40",
+            "o.failures.mtbf_h": "20.0",
+            "o.preemption.checkpoint_interval_s": "1800.0",
+        }
+    )
     cluster = sc.build_cluster()
     result = simulate(cluster, sc.build_jobs(cluster), make_scheduler("fifo"), seed=sc.seed, options=sc.options)
     points = timeline.interrupted_points(timeline.segments_frame(result), result)
@@ -143,11 +154,15 @@ def test_a_down_node_is_shaded_and_each_job_a_failure_stopped_is_marked():
     down = [s for s in fig.layout.shapes if s.fillcolor == timeline.OUTAGE_COLOUR]
     assert len(down) == result.outage_node.size
     node = int(result.outage_node[0])  # the first band covers the first failed node's GPUs, for a while
-    assert (down[0].y0, down[0].y1) == (cluster.layout.node_first_gpu[node] - 0.5,
-                                        cluster.layout.node_first_gpu[node] - 0.5 + cluster.layout.node_gpus[node])
+    assert (down[0].y0, down[0].y1) == (
+        cluster.layout.node_first_gpu[node] - 0.5,
+        cluster.layout.node_first_gpu[node] - 0.5 + cluster.layout.node_gpus[node],
+    )
     assert down[0].x1 > down[0].x0
     (marks,) = [t for t in fig.data if t.name == "stopped by a node failure"]
     assert len(marks.x) == len(points)
-    plain = timeline.timeline_figure({"fifo": simulate(cluster, sc.build_jobs(cluster), make_scheduler("fifo"))}, animate=False)
+    plain = timeline.timeline_figure(
+        {"fifo": simulate(cluster, sc.build_jobs(cluster), make_scheduler("fifo"))}, animate=False
+    )
     assert not any(s.fillcolor == timeline.OUTAGE_COLOUR for s in plain.layout.shapes)
     assert not any(t.name == "stopped by a node failure" for t in plain.data)

@@ -18,7 +18,9 @@ def test_training_curves_read_live_tensorboard_scalars(tmp_path):
     ep = curves[curves["tag"] == "rollout/ep_rew_mean"]
     assert ep["step"].tolist() == [1024, 2048, 3072] and ep["value"].tolist() == [-5.0, -3.5, -2.0]
     fig = training.training_figure(curves)
-    assert [t.name for t in fig.data if len(t.x)] == [training.TRAINING_TAGS["rollout/ep_rew_mean"],
-                                                      training.TRAINING_TAGS["eval/mean_reward"]]
+    assert [t.name for t in fig.data if len(t.x)] == [
+        training.TRAINING_TAGS["rollout/ep_rew_mean"],
+        training.TRAINING_TAGS["eval/mean_reward"],
+    ]
     assert training.training_curves(tmp_path / "nothing").empty
     writer.close()

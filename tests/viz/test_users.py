@@ -8,8 +8,10 @@ from engine.viz import users
 
 
 def test_user_wait_figure_names_few_users_and_ranks_hundreds_even_when_most_waits_are_zero():
-    few = {"fifo": pd.DataFrame({"user": ["a", "a", "b", "c"], "wait_s": [0.0, 600.0, 0.0, np.nan]}),
-           "sjf": pd.DataFrame({"user": ["a", "a", "b", "c"], "wait_s": [0.0, 0.0, 0.0, 120.0]})}
+    few = {
+        "fifo": pd.DataFrame({"user": ["a", "a", "b", "c"], "wait_s": [0.0, 600.0, 0.0, np.nan]}),
+        "sjf": pd.DataFrame({"user": ["a", "a", "b", "c"], "wait_s": [0.0, 0.0, 0.0, 120.0]}),
+    }
     fig = users.user_wait_figure(few, {"fifo": (0.25, 0.8)})
     assert [t.type for t in fig.data] == ["bar", "bar"] and list(fig.data[0].x) == ["a", "c", "b"]
     assert list(fig.data[0].y[:1]) == [5.0] and fig.layout.yaxis.title.text == "mean wait (min)"
