@@ -39,8 +39,9 @@ lint: $(VENV)/.installed
 test: lint build
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The quick loop spreads the tests over the cores (pytest-xdist); browser and slow tests are left to `make test`.
 test-fast: lint build
-	$(PY) -m pytest -m "not slow and not e2e" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not slow and not e2e" -n auto $(PYTEST_ARGS)
 
 bench: build
 	$(PY) -m benchmarks

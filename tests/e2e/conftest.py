@@ -51,3 +51,12 @@ def shot(request):
         return path
 
     return take
+
+
+def pytest_collection_modifyitems(items):
+    """Every test in this folder drives a real browser: marked ``e2e`` whether or not its file says so, so
+    ``make test-fast`` (``-m "not e2e"``) never starts chromium."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.e2e)
