@@ -149,6 +149,19 @@ class _Search:
         return sorted({c for c in counts if lo < c and (hi is None or c < hi) and c not in self.meets})
 
 
+def _plan_jobs(trace: Any, trace_options: Mapping[str, Any] | None) -> tuple[Job, ...]:
+    """The jobs a plan runs: a trace file loaded with ``trace_options``, or the given jobs; never none."""
+    if isinstance(trace, str):
+        from engine.traces import load_trace
+
+        jobs = load_trace(trace, **(trace_options or {})).jobs
+    else:
+        jobs = tuple(trace)
+    if not jobs:
+        raise PlanError("the plan's trace has no jobs")
+    return jobs
+
+
 def plan(
     trace: str | Sequence[Job],
     node: str,
@@ -201,14 +214,7 @@ def plan(
     if not (isinstance(max_nodes, int) and 1 <= max_nodes <= MAX_NODES):
         raise PlanError(f"max_nodes must be an integer from 1 to {MAX_NODES}, got {max_nodes!r}")
     base = None if cluster is None else parse_cluster(cluster)
-    if isinstance(trace, str):
-        from engine.traces import load_trace
-
-        jobs = load_trace(trace, **(trace_options or {})).jobs
-    else:
-        jobs = tuple(trace)
-    if not jobs:
-        raise PlanError("the plan's trace has no jobs")
+    jobs = _plan_jobs(trace, trace_options)
     factories = dict(factories or {})
     searches = {s: _Search(max_nodes) for s in names}
     probes: dict[tuple[str, int], dict[str, Any]] = {}
@@ -457,14 +463,7 @@ def plan_mix(
     node_price = [cluster_price_per_h(mix_cluster([s], (1,)), price_list) for s in shapes]
     if not all(p > 0 for p in node_price):
         raise PlanError(f"every node shape needs a price > 0 under price list {price_list!r} to be minimised")
-    if isinstance(trace, str):
-        from engine.traces import load_trace
-
-        jobs = load_trace(trace, **(trace_options or {})).jobs
-    else:
-        jobs = tuple(trace)
-    if not jobs:
-        raise PlanError("the plan's trace has no jobs")
+    jobs = _plan_jobs(trace, trace_options)
     factories = dict(factories or {})
     searches = {s: _MixSearch(node_price, max_nodes) for s in names}
     probes: dict[tuple[str, Mix], dict[str, Any]] = {}
