@@ -21,7 +21,7 @@ import time
 from multiprocessing import spawn
 from typing import Any, Callable
 
-from engine.errors import EngineError
+from engine.errors import EngineError, TraceError
 
 _CONTEXT = multiprocessing.get_context("forkserver")
 # Children fork from a server with these imported: a worker starts in milliseconds, not seconds.
@@ -111,6 +111,9 @@ def call(
         )
     if kind == "engine":
         raise WorkerError(value)
+    if kind == "trace":
+        reason, path, line, column = value
+        raise TraceError(reason, path=path, line=line, column=column)
     raise RuntimeError(f"{what} failed in its worker process: {value}")
 
 
@@ -186,6 +189,8 @@ def _work(send, memory_bytes: int, fn: Callable, args: tuple, progress: bool) ->
             answer = ("ok", fn(*args))
     except MemoryError:
         answer = ("memory", "")
+    except TraceError as exc:  # its parts travel, so a page can word where in the file it went wrong
+        answer = ("trace", (exc.reason, exc.path, exc.line, exc.column))
     except EngineError as exc:
         answer = ("engine", str(exc))
     except Exception as exc:  # noqa: BLE001 -- a bug: the parent raises it with this text

@@ -213,6 +213,18 @@ def test_bad_upload_shows_an_inline_error(name, data, words):
     assert common.trace_bytes(content_hash(data)) is None  # and the server did not keep the bytes
 
 
+def test_a_file_of_no_known_format_gets_one_plain_sentence_naming_it_once():
+    """Issue 33: the loader's error crosses the worker with its parts, so the page words it (no file name twice,
+    no list of formats, no flags)."""
+    at = app("app_pages/workload.py")
+    at.file_uploader(key="trace_upload").upload("broken.trace", b"ResNet-50\tcmd\t--n\n")
+    at.run()
+    at.button(key="load_trace").click().run()
+    (message,) = [e for e in errors(at) if "broken.trace" in e]
+    assert "cannot tell this file's format from its first line" in message, message
+    assert message.count("broken.trace") == 1 and "tiresias" not in message, message
+
+
 def test_too_large_upload_is_refused_by_the_stated_limit(monkeypatch):
     monkeypatch.setattr(common, "MAX_UPLOAD_MB", 0.001)
     at = app("app_pages/workload.py")
