@@ -281,6 +281,8 @@ with up_tab:
             fmt = MAPPED
         column_map, blocker = _mapping_form(name, pv, unit)
     load_clicked = st.button("Load trace", type="primary", key="load_trace", disabled=not data or bool(blocker))
+    if data:  # said by the server, so it names the file the button will load (the uploader's name is the browser's)
+        st.caption(as_text(f"Ready to load: {name} ({len(data) / 2**10:,.1f} KiB)"))
     if load_clicked:
         if len(data) > common.MAX_UPLOAD_MB * 2**20:
             st.error(

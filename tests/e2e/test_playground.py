@@ -115,7 +115,8 @@ def _upload(page: Page, path: Path) -> None:
     page.get_by_role("tab", name="Upload a trace").click()
     uploader = page.locator('[data-testid="stFileUploader"]').filter(has_text="Trace file")
     uploader.locator('input[type="file"]').set_input_files(str(path))
-    expect(page.get_by_text(path.name).first).to_be_visible(timeout=SLOW_MS)
+    # the server's own line, so a click that follows loads this file and not the one before
+    expect(page.get_by_text(f"Ready to load: {path.name}")).to_be_visible(timeout=SLOW_MS)
     wait_idle(page)
 
 
