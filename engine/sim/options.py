@@ -3,8 +3,8 @@
 :class:`RunOptions` is the one record of them, read by :class:`~engine.sim.simulator.Simulation` (its
 ``options``) and carried whole by a scenario file, so that the file reproduces the run. Today it holds the
 preemption model, the failure model (nodes that break, jobs that crash) and the energy model (power, price,
-carbon: read by the metrics, never by the simulation) and the admission policy (which arriving jobs the queue
-takes: :mod:`engine.sim.admission`); a new model joins it the same way:
+carbon: read by the metrics, never by the simulation), the admission policy (which arriving jobs the queue
+takes: :mod:`engine.sim.admission`) and what resizing an elastic job costs (:mod:`engine.sim.elastic`); a new model joins it the same way:
 
 1. a frozen record with ``to_dict()`` and ``from_dict(data, where)`` (like :class:`PreemptionModel`), whose
    bounds live in one table of checks used by both its constructor and ``from_dict``;
@@ -408,6 +408,47 @@ def _check_policy(policy: Any, where: str) -> None:
         raise OptionsError(f"{where}.policy must be one of {', '.join(ADMISSION_POLICIES)}, got {quote(policy)}")
 
 
+#: Seconds an elastic job makes no progress each time its allocation changes: Pollux's simulator charges 30 s per
+#: reallocation (petuum/adaptdl, osdi21-artifact; /work/shared/REFERENCES.md, "Elastic jobs").
+POLLUX_RESCALE_S = 30.0
+#: Largest rescale cost accepted: a day (no checkpoint-restart takes longer; keeps times finite).
+MAX_RESCALE_S = 86_400.0
+
+_ELASTIC_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "rescale_s": (
+        lambda v: _is_number(v) and 0 <= v <= MAX_RESCALE_S,
+        f"a number of seconds from 0 to {MAX_RESCALE_S:g}",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ElasticModel:
+    """What resizing an elastic job costs (:mod:`engine.sim.elastic`; rigid jobs never pay it).
+
+    Attributes:
+        rescale_s: seconds the job makes no progress each time a scheduler changes its GPUs (a ``Resize``):
+            it checkpoints and restarts on its new GPUs. Default :data:`POLLUX_RESCALE_S`.
+    """
+
+    rescale_s: float = POLLUX_RESCALE_S
+
+    def __post_init__(self) -> None:
+        _check_bounds(self.to_dict(), _ELASTIC_BOUNDS, "elastic")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rescale_s": self.rescale_s}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "elastic") -> ElasticModel:
+        """The model of JSON object ``data`` (missing keys take their defaults); ``where`` names it in errors."""
+        if not isinstance(data, Mapping):
+            raise OptionsError(f"{where} must be an object with {', '.join(_ELASTIC_BOUNDS)}")
+        reject_unknown_keys(data, set(_ELASTIC_BOUNDS), where, OptionsError)
+        _check_bounds(data, _ELASTIC_BOUNDS, where)
+        return cls(**data)
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """Everything about a run besides cluster, workload, scheduler and seed (see the module's docstring for how
@@ -418,12 +459,14 @@ class RunOptions:
         failures: nodes that break, jobs that crash and what checkpoints cost (default: none of them).
         energy: power, prices and carbon, for the energy and cost metrics (no effect on the simulation).
         admission: which arriving jobs enter the queue (default: all).
+        elastic: what resizing an elastic job costs (default: Pollux's 30 s).
     """
 
     preemption: PreemptionModel = field(default=PreemptionModel(), metadata={"parse": PreemptionModel.from_dict})
     failures: FailureModel = field(default=FailureModel(), metadata={"parse": FailureModel.from_dict})
     energy: EnergyModel = field(default=EnergyModel(), metadata={"parse": EnergyModel.from_dict})
     admission: AdmissionModel = field(default=AdmissionModel(), metadata={"parse": AdmissionModel.from_dict})
+    elastic: ElasticModel = field(default=ElasticModel(), metadata={"parse": ElasticModel.from_dict})
 
     def __post_init__(self) -> None:
         if self.failures.checkpoint_cost_s and self.preemption.checkpoint_interval_s is None:

@@ -66,6 +66,7 @@ class Result:
         options: the run's options.
         decision_points: how many times the scheduler was consulted.
         declined_reasons: ``job_id -> why the admission stage declined it`` (:mod:`engine.sim.admission`).
+        rescales: times each job's GPUs were changed by a ``Resize`` (:mod:`engine.sim.elastic`).
     """
 
     scheduler: str
@@ -105,6 +106,7 @@ class Result:
     decision_points: int = 0
     extra: dict = field(default_factory=dict)
     declined_reasons: dict[int, str] = field(default_factory=dict)
+    rescales: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def n_jobs(self) -> int:
@@ -130,6 +132,7 @@ class Recorder:
         self.failure_lost_gpu_s = [0.0] * n
         self.crash_lost_gpu_s = [0.0] * n
         self.restart_gpu_s = [0.0] * n
+        self.rescales = [0] * n
         self.gpu_ids: list[tuple[int, ...]] = [()] * n
         self.seg_job: list[int] = []
         self.seg_start_s: list[float] = []
@@ -234,6 +237,7 @@ class Recorder:
             options=options,
             decision_points=decision_points,
             declined_reasons=declined,
+            rescales=_ints(self.rescales),
         )
 
 

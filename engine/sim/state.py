@@ -9,7 +9,9 @@ Decisions:
 
 * :class:`Start` ``(job_id, gpu_ids)``: run a waiting job on exactly these GPUs;
 * :class:`Preempt` ``(job_id)``: stop a running job and put it back in the queue;
-* :class:`Wake` ``(at_s)``: call me again at this time even if no job arrives or ends by then.
+* :class:`Wake` ``(at_s)``: call me again at this time even if no job arrives or ends by then;
+* :class:`Resize` ``(job_id, gpu_ids)``: run an elastic running job on these GPUs from now on (it pays the run's
+  rescale cost, :mod:`engine.sim.elastic`).
 
 The view's arrays and containers belong to the engine: read them, never write them (numpy arrays are
 handed out read-only). Schedulers see each job's ``estimate_s``; reading ``duration_s`` is reserved for
@@ -48,7 +50,7 @@ _PUT: Final = object.__setattr__  # sets a field of a frozen record (ARCHITECTUR
 @dataclass(frozen=True, init=False, slots=True)
 class Start:
     """Start waiting job ``job_id`` (an int) on ``gpu_ids`` (a tuple of ints, ``len == job.gpus``, all of one GPU
-    type)."""
+    type; an elastic job may take any count from its ``min_gpus`` to its ``max_gpus``)."""
 
     job_id: Any
     gpu_ids: Any
@@ -87,7 +89,23 @@ class Wake:
         return (Wake, (self.at_s,))
 
 
-Decision = Start | Preempt | Wake
+@dataclass(frozen=True, init=False, slots=True)
+class Resize:
+    """Run elastic running job ``job_id`` on ``gpu_ids`` from now on: ``min_gpus <= len(gpu_ids) <= max_gpus``, one
+    GPU type; GPUs it holds may stay in the set, the others must be idle. It pays ``options.elastic.rescale_s``."""
+
+    job_id: Any
+    gpu_ids: Any
+
+    def __init__(self, job_id: Any, gpu_ids: Any) -> None:
+        _PUT(self, "job_id", job_id)
+        _PUT(self, "gpu_ids", gpu_ids)
+
+    def __reduce__(self) -> tuple:
+        return (Resize, (self.job_id, self.gpu_ids))
+
+
+Decision = Start | Preempt | Wake | Resize
 
 
 # ------------------------------------------------------------------ what a scheduler sees

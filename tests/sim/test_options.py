@@ -7,7 +7,14 @@ import json
 import pytest
 
 from engine import CarbonSeries, EnergyModel, Job, PreemptionModel, RunOptions, Simulation, parse_cluster
-from engine.sim.options import FAILURE_PRESETS, JOB_FAILURE_PRESETS, AdmissionModel, FailureModel, OptionsError
+from engine.sim.options import (
+    FAILURE_PRESETS,
+    JOB_FAILURE_PRESETS,
+    AdmissionModel,
+    ElasticModel,
+    FailureModel,
+    OptionsError,
+)
 
 COSTLY = PreemptionModel(checkpoint_interval_s=900.0, restart_overhead_s=45.0)
 
@@ -29,6 +36,7 @@ def test_to_dict_and_from_dict_round_trip_through_json():
             )
         ),
         RunOptions(admission=AdmissionModel("feasible")),
+        RunOptions(elastic=ElasticModel(rescale_s=12.0)),
     ):
         data = json.loads(json.dumps(options.to_dict()))
         assert RunOptions.from_dict(data) == options
@@ -37,6 +45,7 @@ def test_to_dict_and_from_dict_round_trip_through_json():
         "failures": FailureModel().to_dict(),
         "energy": {"pue": 1.58, "carbon_g_per_kwh": 480.0, "price_list": "catalog"},
         "admission": {"policy": "accept-all"},
+        "elastic": {"rescale_s": 30.0},
     }
 
 
@@ -50,10 +59,10 @@ def test_missing_keys_take_their_defaults():
 @pytest.mark.parametrize(
     "data, message",
     [
-        ([], "options must be an object (keys: preemption, failures, energy, admission)"),
+        ([], "options must be an object (keys: preemption, failures, energy, admission, elastic)"),
         (
             {"deadlines": {}},
-            "options: unknown keys ['deadlines']; valid keys: ['admission', 'energy', 'failures', 'preemption']",
+            "options: unknown keys ['deadlines']; valid keys: ['admission', 'elastic', 'energy', 'failures', 'preemption']",
         ),
         ({"preemption": 3}, "options.preemption must be an object with checkpoint_interval_s, restart_overhead_s"),
         ({"preemption": {"checkpoint_cost_s": 5}}, "options.preemption: unknown keys ['checkpoint_cost_s']"),
@@ -164,3 +173,9 @@ def test_checkpoint_cost_adds_to_the_work_once_per_checkpoint_written():
     assert options.checkpoint_period_s == 630.0 and options.failures.active
     assert RunOptions(preemption=every_600_s).work_s([1801.0]) == [1801.0]
     assert RunOptions().checkpoint_period_s is None
+
+
+def test_a_rescale_cost_out_of_bounds_names_its_key():
+    with pytest.raises(OptionsError, match=r"^options.elastic.rescale_s must be a number of seconds from 0 to 86400"):
+        RunOptions.from_dict({"elastic": {"rescale_s": -1}})
+    assert RunOptions.from_dict({"elastic": {}}).elastic.rescale_s == 30.0  # Pollux's default
