@@ -16,6 +16,13 @@ entry ``e`` (one GPU of one run segment: its overlap with the window x its GPU s
   preemption is paid for too). Prices come from the model's price list (:func:`~engine.sim.cluster.gpu_prices`).
 * ``cluster_price_per_h`` = ``sum_g price[g]``: what the whole cluster costs an hour, busy or not.
 * ``cluster_cost_usd`` = ``cluster_price_per_h x T / 3600``.
+* ``energy_per_job_kwh`` = ``energy_kwh / completed`` and ``cost_per_job_usd`` = ``cost_usd / completed``, over the
+  jobs that completed (status ``COMPLETED``): what one finished job took, the idle capacity's draw, failed jobs'
+  runs and work lost to stops included (lost work is paid for). NaN when no job completed.
+* ``energy_per_useful_gpu_h_kwh`` = ``energy_kwh / useful_gpu_h`` and ``cost_per_useful_gpu_h_usd`` =
+  ``cost_usd / useful_gpu_h``, where ``useful_gpu_h`` = the GPU-hours held that did work the jobs kept
+  (:func:`~engine.analysis.reliability.useful_gpu_s`, the numerator of ETTR: held time less what preemptions,
+  failures, crashes and restarts lost, and nothing of a failed job). NaN when nothing useful ran.
 * ``co2_kg`` = the integral of the facility's power times the grid intensity ``c(t)`` (gCO2/kWh), / 3.6e6 / 1000.
   With ``C(t) = integral_0^t c`` (exact for the model's constant or its stepwise, repeating
   :class:`~engine.sim.options.CarbonSeries`), an entry held from ``a`` to ``b`` adds its power x ``(C(b) - C(a))``.
@@ -28,10 +35,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from engine.analysis.reliability import useful_gpu_s
 from engine.errors import ClusterSpecError
 from engine.sim.cluster import Cluster, gpu_prices
 from engine.sim.options import CarbonSeries, EnergyModel, RunOptions
-from engine.sim.simulator import Result
+from engine.sim.simulator import COMPLETED, Result
 
 J_PER_KWH = 3.6e6
 
@@ -46,6 +54,10 @@ class EnergySummary:
     cluster_cost_usd: float
     co2_kg: float
     cluster_price_per_h: float
+    energy_per_job_kwh: float
+    cost_per_job_usd: float
+    energy_per_useful_gpu_h_kwh: float
+    cost_per_useful_gpu_h_usd: float
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -96,6 +108,11 @@ def carbon_integral(carbon: float | CarbonSeries, t_s: np.ndarray) -> np.ndarray
     return cycles * cum[-1] + cum[k] + values[k] * (within - k * step)
 
 
+def per_unit(total: float, units: float) -> float:
+    """``total / units``; NaN when there are no units (nothing to share the total)."""
+    return total / units if units > 0 else math.nan
+
+
 @dataclass(frozen=True)
 class _Entries:
     """One row per (run segment, GPU): its GPU, job, share, and its start and end."""
@@ -141,21 +158,31 @@ def summarize_energy(result: Result, model: EnergyModel, start_s: float, end_s: 
     held_c = (carbon_integral(c, hi) - carbon_integral(c, lo)) * e.fraction
     co2_g = model.pue * (float(idle_w.sum()) * float(window_c[1] - window_c[0]) + float(np.dot(extra_w, held_c)))
     price_per_h = float(price.sum())
+    energy_kwh = energy_j / J_PER_KWH
+    cost_usd = float(np.dot(price[e.gpu], held)) / 3600.0
+    completed = float((result.status == COMPLETED).sum())
+    job_held_gpu_s = np.bincount(e.job, weights=(e.end_s - e.start_s) * e.fraction, minlength=result.n_jobs)
+    useful_gpu_h = float(useful_gpu_s(result, job_held_gpu_s[: result.n_jobs]).sum()) / 3600.0
     return EnergySummary(
-        energy_kwh=energy_j / J_PER_KWH,
+        energy_kwh=energy_kwh,
         idle_energy_kwh=idle_j / J_PER_KWH,
-        cost_usd=float(np.dot(price[e.gpu], held)) / 3600.0,
+        cost_usd=cost_usd,
         cluster_cost_usd=price_per_h * span / 3600.0,
         co2_kg=co2_g / J_PER_KWH / 1000.0,
         cluster_price_per_h=price_per_h,
+        energy_per_job_kwh=per_unit(energy_kwh, completed),
+        cost_per_job_usd=per_unit(cost_usd, completed),
+        energy_per_useful_gpu_h_kwh=per_unit(energy_kwh, useful_gpu_h),
+        cost_per_useful_gpu_h_usd=per_unit(cost_usd, useful_gpu_h),
     )
 
 
 def job_energy(result: Result, model: EnergyModel) -> dict[str, np.ndarray]:
     """Per job (index = ``job_id``), over all its run segments: ``energy_kwh`` (``pue x busy_w x`` GPU-seconds
-    held: the share it holds of each GPU's whole draw), ``cost_usd`` (price x GPU-hours held) and ``co2_kg``.
-    Summed over jobs and added to ``idle_energy_kwh`` (and the idle capacity's carbon), they give the run's
-    totals over its makespan."""
+    held: the share it holds of each GPU's whole draw), ``cost_usd`` (price x GPU-hours held), ``co2_kg`` and
+    ``useful_gpu_s`` (GPU-seconds held that did work it kept, :func:`~engine.analysis.reliability.useful_gpu_s`).
+    Summed over jobs and added to ``idle_energy_kwh`` (and the idle capacity's carbon), the first three give the
+    run's totals over its makespan."""
     cluster = result.cluster
     _, busy_w = gpu_power_w(cluster)
     price = gpu_price_per_h(cluster, model.price_list)
@@ -172,6 +199,7 @@ def job_energy(result: Result, model: EnergyModel) -> dict[str, np.ndarray]:
         "energy_kwh": per_job(model.pue * busy_w[e.gpu] * held) / J_PER_KWH,
         "cost_usd": per_job(price[e.gpu] * held) / 3600.0,
         "co2_kg": per_job(model.pue * busy_w[e.gpu] * held_c) / J_PER_KWH / 1000.0,
+        "useful_gpu_s": useful_gpu_s(result, per_job(held)),
     }
 
 

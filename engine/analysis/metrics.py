@@ -163,6 +163,18 @@ ENERGY_METRICS: dict[str, Metric] = {
     "cluster_cost_usd": Metric("Cost of the cluster", "USD", "lower", "every GPU x price per GPU-hour x makespan"),
     "co2_kg": Metric("Carbon", "kg", "lower", "integral of facility power x grid intensity over the makespan"),
     "cluster_price_per_h": Metric("Cluster price", "USD/h", "lower", "sum over GPUs of the price per GPU-hour"),
+    "energy_per_job_kwh": Metric(
+        "Energy per completed job", "kWh", "lower", "energy (idle capacity and lost work included) / completed jobs"
+    ),
+    "cost_per_job_usd": Metric(
+        "Cost per completed job", "USD", "lower", "cost of GPUs held (lost work included) / completed jobs"
+    ),
+    "energy_per_useful_gpu_h_kwh": Metric(
+        "Energy per useful GPU-hour", "kWh", "lower", "energy / GPU-hours held that did work the jobs kept"
+    ),
+    "cost_per_useful_gpu_h_usd": Metric(
+        "Cost per useful GPU-hour", "USD", "lower", "cost of GPUs held / GPU-hours held that did work the jobs kept"
+    ),
 }
 
 #: The keys a summary adds when the run modelled failures (:class:`~engine.analysis.reliability.ReliabilitySummary`'s
@@ -436,7 +448,8 @@ def job_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame
     ``preemptions, gpu_s`` (busy GPU-seconds), ``comm_overhead_gpu_s, lost_gpu_s, estimate_s, duration_s``
     (reference duration), ``reason`` (why it is unschedulable, else ``""``). Time columns are NaN for
     unschedulable jobs, the per-job ones (``run_s``, ``wait_s``, ...) for failed ones too. With ``energy``, also
-    ``energy_kwh, cost_usd, co2_kg`` (:func:`engine.analysis.energy.job_energy`; 0 for jobs that never ran); when the
+    ``energy_kwh, cost_usd, co2_kg, useful_gpu_s`` (:func:`engine.analysis.energy.job_energy`; 0 for jobs that never
+    ran); when the
     run modelled failures, also the columns of :func:`engine.analysis.reliability.job_reliability`; when some job
     has a deadline, also ``deadline_s, deadline_met, tardiness_s`` (:func:`engine.analysis.deadlines.job_deadlines`).
     ``status`` may also be ``"declined"`` (the admission stage turned the job away; ``reason`` says why).
@@ -492,8 +505,11 @@ def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFram
     Columns: ``user, jobs, completed, unschedulable, mean_wait_s, p95_wait_s, max_wait_s, mean_jct_s,
     mean_bounded_slowdown`` (over the user's completed jobs; NaN if none), ``gpu_h`` (busy GPU-hours),
     ``gpu_share`` (the user's share of all busy GPU-seconds; 0 when nothing ran), ``preemptions``; with
-    ``energy``, also ``energy_kwh, cost_usd, co2_kg``, the sums of the user's jobs (:func:`job_frame`); when the
-    run modelled failures, also ``failed`` (the user's jobs that ended failed).
+    ``energy``, also ``energy_kwh, cost_usd, co2_kg``, the sums of the user's jobs (:func:`job_frame`: the share
+    of the draw they held, no idle capacity), and ``energy_per_job_kwh, cost_per_job_usd`` (those sums / the user's
+    completed jobs) and ``energy_per_useful_gpu_h_kwh, cost_per_useful_gpu_h_usd`` (those sums / the user's useful
+    GPU-hours, the job frame's ``useful_gpu_s`` / 3600), NaN where the divisor is 0; when the run modelled failures,
+    also ``failed`` (the user's jobs that ended failed).
     """
     jobs = job_frame(result, energy)
     jobs["done"] = jobs["status"] == "completed"
@@ -521,6 +537,12 @@ def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFram
     if energy is not None:
         for column in ("energy_kwh", "cost_usd", "co2_kg"):
             frame[column] = grouped[column].sum()
+        completed = frame["completed"].where(frame["completed"] > 0)
+        useful_gpu_h = (grouped["useful_gpu_s"].sum() / 3600.0).where(lambda h: h > 0)
+        frame["energy_per_job_kwh"] = frame["energy_kwh"] / completed
+        frame["cost_per_job_usd"] = frame["cost_usd"] / completed
+        frame["energy_per_useful_gpu_h_kwh"] = frame["energy_kwh"] / useful_gpu_h
+        frame["cost_per_useful_gpu_h_usd"] = frame["cost_usd"] / useful_gpu_h
     return frame.reset_index()
 
 

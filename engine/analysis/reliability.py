@@ -65,17 +65,24 @@ def _demand(result: Result) -> np.ndarray:
     return np.array([j.gpus * j.gpu_fraction for j in result.jobs], dtype=float)
 
 
-def ettr(result: Result, held_gpu_s: np.ndarray) -> float:
-    """Effective training time ratio of ``result`` (module docstring), ``held_gpu_s`` the GPU-seconds each job
-    held."""
+def useful_gpu_s(result: Result, held_gpu_s: np.ndarray) -> np.ndarray:
+    """Per job, the GPU-seconds it held that did work it kept: ``useful_j`` of the module docstring's ``ettr``
+    (``held_j x duration_j / performed_j`` for a completed job, 0 for a failed one); ``held_gpu_s`` the GPU-seconds
+    each job held."""
     demand = _demand(result)
     duration = np.array([j.duration_s for j in result.jobs], dtype=float)
     work = np.array(result.options.work_s(duration.tolist()), dtype=float)
     wasted_gpu_s = result.lost_gpu_s + result.failure_lost_gpu_s + result.crash_lost_gpu_s + result.restart_gpu_s
     performed = work + wasted_gpu_s / demand
     useful_share = np.where(result.status == FAILED, 0.0, duration / performed)
+    return held_gpu_s * useful_share
+
+
+def ettr(result: Result, held_gpu_s: np.ndarray) -> float:
+    """Effective training time ratio of ``result`` (module docstring), ``held_gpu_s`` the GPU-seconds each job
+    held."""
     total = float(held_gpu_s.sum())
-    return float((held_gpu_s * useful_share).sum()) / total if total > 0 else 1.0
+    return float(useful_gpu_s(result, held_gpu_s).sum()) / total if total > 0 else 1.0
 
 
 def up_gpu_s(result: Result, start_s: float, end_s: float) -> float:
