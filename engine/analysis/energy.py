@@ -23,6 +23,10 @@ entry ``e`` (one GPU of one run segment: its overlap with the window x its GPU s
   ``cost_usd / useful_gpu_h``, where ``useful_gpu_h`` = the GPU-hours held that did work the jobs kept
   (:func:`~engine.analysis.reliability.useful_gpu_s`, the numerator of ETTR: held time less what preemptions,
   failures, crashes and restarts lost, and nothing of a failed job). NaN when nothing useful ran.
+* Powered-down nodes (``options.power_down``, :mod:`engine.sim.power`): while node ``n`` is down, each of its GPUs
+  draws ``sleep_w`` instead of ``idle_w``, so each interval ``[a, b]`` it was down (clipped to the window) takes
+  ``pue x sum_{g on n} (idle_w[g] - sleep_w) x (b - a)`` off ``energy_kwh`` and ``idle_energy_kwh`` (no job held
+  those GPUs), and the same power times ``C(b) - C(a)`` off the carbon.
 * ``co2_kg`` = the integral of the facility's power times the grid intensity ``c(t)`` (gCO2/kWh), / 3.6e6 / 1000.
   With ``C(t) = integral_0^t c`` (exact for the model's constant or its stepwise, repeating
   :class:`~engine.sim.options.CarbonSeries`), an entry held from ``a`` to ``b`` adds its power x ``(C(b) - C(a))``.
@@ -135,6 +139,23 @@ def _entries(result: Result) -> _Entries:
     )
 
 
+@dataclass(frozen=True)
+class _Sleep:
+    """One row per interval a node was powered down: the watts it saved (``sum (idle_w - sleep_w)`` over its GPUs)
+    and the interval (its end ``inf`` when it stayed down)."""
+
+    saved_w: np.ndarray
+    start_s: np.ndarray
+    end_s: np.ndarray
+
+
+def _sleep(result: Result, idle_w: np.ndarray) -> _Sleep:
+    lay = result.cluster.layout
+    node_idle_w = np.bincount(lay.gpu_node, weights=idle_w, minlength=lay.n_nodes)
+    node_saved_w = node_idle_w - result.options.power_down.sleep_w * np.bincount(lay.gpu_node, minlength=lay.n_nodes)
+    return _Sleep(node_saved_w[result.sleep_node], result.sleep_start_s, result.sleep_end_s)
+
+
 def summarize_energy(result: Result, model: EnergyModel, start_s: float, end_s: float) -> EnergySummary:
     """Energy, cost and carbon of ``result`` over the window ``[start_s, end_s]`` (the module docstring's
     formulas; run segments are clipped to the window). ``ClusterSpecError`` names a GPU type without power or
@@ -151,12 +172,19 @@ def summarize_energy(result: Result, model: EnergyModel, start_s: float, end_s: 
     held_per_gpu = np.bincount(e.gpu, weights=held, minlength=cluster.n_gpus)
     span = end_s - start_s
     extra_w = (busy_w - idle_w)[e.gpu]
-    energy_j = model.pue * (float(idle_w.sum()) * span + float(np.dot(extra_w, held)))
-    idle_j = model.pue * float(np.dot(idle_w, span - held_per_gpu))
+    sleep = _sleep(result, idle_w)
+    sleep_lo = np.clip(sleep.start_s, start_s, end_s)
+    sleep_hi = np.clip(sleep.end_s, start_s, end_s)
+    saved_j = model.pue * float(np.dot(sleep.saved_w, sleep_hi - sleep_lo))
+    energy_j = model.pue * (float(idle_w.sum()) * span + float(np.dot(extra_w, held))) - saved_j
+    idle_j = model.pue * float(np.dot(idle_w, span - held_per_gpu)) - saved_j
     c = model.carbon_g_per_kwh
     window_c = carbon_integral(c, np.array([start_s, end_s]))
     held_c = (carbon_integral(c, hi) - carbon_integral(c, lo)) * e.fraction
-    co2_g = model.pue * (float(idle_w.sum()) * float(window_c[1] - window_c[0]) + float(np.dot(extra_w, held_c)))
+    saved_c = float(np.dot(sleep.saved_w, carbon_integral(c, sleep_hi) - carbon_integral(c, sleep_lo)))
+    co2_g = model.pue * (
+        float(idle_w.sum()) * float(window_c[1] - window_c[0]) + float(np.dot(extra_w, held_c)) - saved_c
+    )
     price_per_h = float(price.sum())
     energy_kwh = energy_j / J_PER_KWH
     cost_usd = float(np.dot(price[e.gpu], held)) / 3600.0
@@ -206,12 +234,15 @@ def job_energy(result: Result, model: EnergyModel) -> dict[str, np.ndarray]:
 def power_series(result: Result, model: EnergyModel) -> tuple[np.ndarray, np.ndarray]:
     """The facility's power over the run as steps: ``(t_s, power_w)``, ``power_w[i]`` holding from ``t_s[i]``
     until ``t_s[i + 1]`` (the last value holds after the last change; before the first, the cluster idles at
-    ``power_w`` of an empty cluster, ``pue x sum idle_w``)."""
+    ``power_w`` of an empty cluster, ``pue x sum idle_w``); a node powering down lowers it, waking raises it again."""
     idle_w, busy_w = gpu_power_w(result.cluster)
     e = _entries(result)
     delta = model.pue * (busy_w - idle_w)[e.gpu] * e.fraction
-    times = np.concatenate([e.start_s, e.end_s])
-    changes = np.concatenate([delta, -delta])
+    sleep = _sleep(result, idle_w)
+    woke = np.isfinite(sleep.end_s)
+    saved = model.pue * sleep.saved_w
+    times = np.concatenate([e.start_s, e.end_s, sleep.start_s, sleep.end_s[woke]])
+    changes = np.concatenate([delta, -delta, -saved, saved[woke]])
     order = np.argsort(times, kind="stable")
     t, first = np.unique(times[order], return_index=True)
     step = np.add.reduceat(changes[order], first) if t.size else np.empty(0)
@@ -219,6 +250,7 @@ def power_series(result: Result, model: EnergyModel) -> tuple[np.ndarray, np.nda
 
 
 def sets_energy(options: RunOptions) -> bool:
-    """Whether run options (a scenario's) set an energy model other than the default one: a scenario file that
-    does gets the energy metrics without a flag; one written with the defaults keeps the summaries it had."""
-    return options.energy != EnergyModel()
+    """Whether run options (a scenario's) set an energy model other than the default one, or power idle nodes down
+    (what that saves is energy): a scenario file that does gets the energy metrics without a flag; one written with
+    the defaults keeps the summaries it had."""
+    return options.energy != EnergyModel() or options.power_down.active

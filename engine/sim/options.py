@@ -3,8 +3,9 @@
 :class:`RunOptions` is the one record of them, read by :class:`~engine.sim.simulator.Simulation` (its
 ``options``) and carried whole by a scenario file, so that the file reproduces the run. Today it holds the
 preemption model, the failure model (nodes that break, jobs that crash) and the energy model (power, price,
-carbon: read by the metrics, never by the simulation) and the admission policy (which arriving jobs the queue
-takes: :mod:`engine.sim.admission`); a new model joins it the same way:
+carbon: read by the metrics, never by the simulation), the admission policy (which arriving jobs the queue
+takes: :mod:`engine.sim.admission`) and idle nodes' power-down (:mod:`engine.sim.power`); a new model joins it
+the same way:
 
 1. a frozen record with ``to_dict()`` and ``from_dict(data, where)`` (like :class:`PreemptionModel`), whose
    bounds live in one table of checks used by both its constructor and ``from_dict``;
@@ -362,6 +363,58 @@ class EnergyModel:
         return cls(**values)
 
 
+#: Seconds a powered-down node takes to be ready again (power-on self-test, OS boot, GPU driver and health checks):
+#: an estimate, no datasheet states it; servers commonly take a few minutes from power-on to ready.
+DEFAULT_WAKE_S = 300.0
+_POWER_DOWN_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "idle_timeout_s": (lambda v: v is None or (_is_number(v) and v >= 0), "a number >= 0 or null (off)"),
+    "wake_s": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
+    "sleep_w": (lambda v: _is_number(v) and v >= 0, "a number >= 0 (watts per GPU)"),
+}
+
+
+@dataclass(frozen=True)
+class PowerDownModel:
+    """Idle nodes power down (:mod:`engine.sim.power` applies it, for every scheduler alike).
+
+    A node no job has held for ``idle_timeout_s`` seconds powers down; a job started on a powered-down node waits
+    ``wake_s`` seconds for it, holding its GPUs, before its work begins (it pays the delay as a restart overhead:
+    ``Result.wake_gpu_s``). While a node is down each of its GPUs draws ``sleep_w`` instead of its idle power
+    (:mod:`engine.analysis.energy`).
+
+    Attributes:
+        idle_timeout_s: idle seconds before a node powers down; ``None`` (the default) never: the run is the run
+            without the model, bit for bit.
+        wake_s: seconds a powered-down node takes to wake (default :data:`DEFAULT_WAKE_S`).
+        sleep_w: watts each GPU of a powered-down node draws; default 0, an estimate: the GPUs of a node that is
+            off draw nothing (its management controller's few watts are not GPU power, all the model counts).
+    """
+
+    idle_timeout_s: float | None = None
+    wake_s: float = DEFAULT_WAKE_S
+    sleep_w: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_bounds(self.to_dict(), _POWER_DOWN_BOUNDS, "power_down")
+
+    @property
+    def active(self) -> bool:
+        """Whether nodes ever power down."""
+        return self.idle_timeout_s is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"idle_timeout_s": self.idle_timeout_s, "wake_s": self.wake_s, "sleep_w": self.sleep_w}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "power_down") -> PowerDownModel:
+        """The model of JSON object ``data`` (missing keys take their defaults); ``where`` names it in errors."""
+        if not isinstance(data, Mapping):
+            raise OptionsError(f"{where} must be an object with {', '.join(_POWER_DOWN_BOUNDS)}")
+        reject_unknown_keys(data, set(_POWER_DOWN_BOUNDS), where, OptionsError)
+        _check_bounds(data, _POWER_DOWN_BOUNDS, where)
+        return cls(**data)
+
+
 #: Admission policies (:mod:`engine.sim.admission` applies them): name -> what it does.
 ADMISSION_POLICIES: dict[str, str] = {
     "accept-all": "every job that fits the cluster enters the queue",
@@ -418,12 +471,14 @@ class RunOptions:
         failures: nodes that break, jobs that crash and what checkpoints cost (default: none of them).
         energy: power, prices and carbon, for the energy and cost metrics (no effect on the simulation).
         admission: which arriving jobs enter the queue (default: all).
+        power_down: idle nodes that power down and wake for a job (default: none do).
     """
 
     preemption: PreemptionModel = field(default=PreemptionModel(), metadata={"parse": PreemptionModel.from_dict})
     failures: FailureModel = field(default=FailureModel(), metadata={"parse": FailureModel.from_dict})
     energy: EnergyModel = field(default=EnergyModel(), metadata={"parse": EnergyModel.from_dict})
     admission: AdmissionModel = field(default=AdmissionModel(), metadata={"parse": AdmissionModel.from_dict})
+    power_down: PowerDownModel = field(default=PowerDownModel(), metadata={"parse": PowerDownModel.from_dict})
 
     def __post_init__(self) -> None:
         if self.failures.checkpoint_cost_s and self.preemption.checkpoint_interval_s is None:

@@ -7,7 +7,14 @@ import json
 import pytest
 
 from engine import CarbonSeries, EnergyModel, Job, PreemptionModel, RunOptions, Simulation, parse_cluster
-from engine.sim.options import FAILURE_PRESETS, JOB_FAILURE_PRESETS, AdmissionModel, FailureModel, OptionsError
+from engine.sim.options import (
+    FAILURE_PRESETS,
+    JOB_FAILURE_PRESETS,
+    AdmissionModel,
+    FailureModel,
+    OptionsError,
+    PowerDownModel,
+)
 
 COSTLY = PreemptionModel(checkpoint_interval_s=900.0, restart_overhead_s=45.0)
 
@@ -29,6 +36,7 @@ def test_to_dict_and_from_dict_round_trip_through_json():
             )
         ),
         RunOptions(admission=AdmissionModel("feasible")),
+        RunOptions(power_down=PowerDownModel(idle_timeout_s=600.0, wake_s=120.0, sleep_w=2.5)),
     ):
         data = json.loads(json.dumps(options.to_dict()))
         assert RunOptions.from_dict(data) == options
@@ -37,6 +45,7 @@ def test_to_dict_and_from_dict_round_trip_through_json():
         "failures": FailureModel().to_dict(),
         "energy": {"pue": 1.58, "carbon_g_per_kwh": 480.0, "price_list": "catalog"},
         "admission": {"policy": "accept-all"},
+        "power_down": {"idle_timeout_s": None, "wake_s": 300.0, "sleep_w": 0.0},
     }
 
 
@@ -50,12 +59,17 @@ def test_missing_keys_take_their_defaults():
 @pytest.mark.parametrize(
     "data, message",
     [
-        ([], "options must be an object (keys: preemption, failures, energy, admission)"),
+        ([], "options must be an object (keys: preemption, failures, energy, admission, power_down)"),
         (
             {"deadlines": {}},
-            "options: unknown keys ['deadlines']; valid keys: ['admission', 'energy', 'failures', 'preemption']",
+            "options: unknown keys ['deadlines']; valid keys: ['admission', 'energy', 'failures', 'power_down', "
+            "'preemption']",
         ),
         ({"preemption": 3}, "options.preemption must be an object with checkpoint_interval_s, restart_overhead_s"),
+        ({"power_down": {"idle_timeout_s": -1}}, "options.power_down.idle_timeout_s must be a number >= 0 or null"),
+        ({"power_down": {"wake_s": float("nan")}}, "options.power_down.wake_s must be a number >= 0, got nan"),
+        ({"power_down": {"sleep_w": -2}}, "options.power_down.sleep_w must be a number >= 0 (watts per GPU)"),
+        ({"power_down": {"sleep": 1}}, "options.power_down: unknown keys ['sleep']"),
         ({"preemption": {"checkpoint_cost_s": 5}}, "options.preemption: unknown keys ['checkpoint_cost_s']"),
         (
             {"failures": {"checkpoint_cost_s": -1}},
