@@ -4,9 +4,10 @@ Per job (completed jobs only; unschedulable and failed jobs have none of these a
 
 * ``run_s`` = total time the job held GPUs, over all its run segments (so it includes work lost to
   preemptions and restart overheads; it is the time on the hardware it got, not the reference duration).
-* ``wait_s`` = ``end_s - submit_s - run_s``: all time spent queued, including time back in the queue
-  after a preemption. Without preemption it equals ``first_start_s - submit_s``. Clamped at 0 against
-  floating-point rounding.
+* ``wait_s`` = ``end_s - submit_s - run_s + wakes x wake_s``: all time spent queued, including time back in the
+  queue after a preemption, and the time spent holding GPUs while powered-down nodes woke (``Result.wakes``, each
+  ``options.power_down.wake_s``; 0 when nodes never power down). Without preemption or power-down it equals
+  ``first_start_s - submit_s``. Clamped at 0 against floating-point rounding.
 * ``jct_s`` (job completion time) = ``end_s - submit_s``.
 * ``slowdown`` = ``jct_s / run_s``.
 * ``bounded_slowdown`` = ``max(1, jct_s / max(run_s, 10 s))``: the usual bounded slowdown (Feitelson), whose
@@ -353,7 +354,8 @@ def _per_job(result: Result) -> _PerJob:
     run = result.run_s
     nan = np.full(n, math.nan)
     jct = np.where(done, end - submit, nan)
-    wait = np.where(done, np.maximum(jct - run, 0.0), nan)
+    woken_s = result.wakes * result.options.power_down.wake_s  # held, but waiting for nodes to wake
+    wait = np.where(done, np.maximum(jct - run + woken_s, 0.0), nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         slowdown = np.where(done, jct / run, nan)
         bsld = np.where(done, np.maximum(1.0, jct / np.maximum(run, BSLD_FLOOR_S)), nan)

@@ -378,8 +378,8 @@ class PowerDownModel:
     """Idle nodes power down (:mod:`engine.sim.power` applies it, for every scheduler alike).
 
     A node no job has held for ``idle_timeout_s`` seconds powers down; a job started on a powered-down node waits
-    ``wake_s`` seconds for it, holding its GPUs, before its work begins (it pays the delay as a restart overhead:
-    ``Result.wake_gpu_s``). While a node is down each of its GPUs draws ``sleep_w`` instead of its idle power
+    ``wake_s`` seconds for it, holding its GPUs, before its work begins (it pays the delay as a restart overhead,
+    ``Result.wake_gpu_s``, and the metrics count it as wait). While a node is down each of its GPUs draws ``sleep_w`` instead of its idle power
     (:mod:`engine.analysis.energy`).
 
     Attributes:

@@ -10,7 +10,8 @@ module records that overhead in reference GPU-seconds (``wake_s x rate x GPUs x 
 ``Result.restart_gpu_s``). The GPUs held while their node wakes count as held in the energy metrics (at the busy
 draw: an over-estimate, a booting node draws less).
 
-The record: per job, ``wake_gpu_s``; per time a node was powered down, its node and the interval (its end ``inf``
+The record: per job, ``wakes`` (the times it waited for a node to wake, ``wake_s`` each: the metrics count that time
+as wait) and ``wake_gpu_s``; per time a node was powered down, its node and the interval (its end ``inf``
 when the node was idle at the end of the run: it powers down and stays down), which :mod:`engine.analysis.energy` reads to draw ``sleep_w``
 instead of the idle power.
 """
@@ -37,6 +38,7 @@ class NodeSleep:
         self._holders = [0] * layout.n_nodes  # jobs holding a GPU of each node
         self._idle_since_s = [0.0] * layout.n_nodes
         self.wake_gpu_s = [0.0] * len(jobs)
+        self.wakes = [0] * len(jobs)
         self.sleep_node: list[int] = []
         self.sleep_start_s: list[float] = []
         self.sleep_end_s: list[float] = []
@@ -66,6 +68,7 @@ class NodeSleep:
             self._holders[node] += 1
         if not woke:
             return 0.0
+        self.wakes[j] += 1
         extra = self._wake_s * rate
         self.wake_gpu_s[j] += extra * self._demand[j]
         return extra

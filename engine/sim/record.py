@@ -53,6 +53,7 @@ class Result:
         crash_lost_gpu_s: GPU-seconds of work lost to crashes that were retried (rolled back to a checkpoint).
         restart_gpu_s: GPU-seconds of restart overhead paid after stops of any cause.
         wake_gpu_s: GPU-seconds of overhead paid waiting for powered-down nodes to wake (:mod:`engine.sim.power`).
+        wakes: times each job waited for powered-down nodes to wake (``options.power_down.wake_s`` each).
         checkpoint_gpu_s: GPU-seconds spent writing the checkpoints each job kept (``checkpoint_cost_s`` each).
             Lost and overhead GPU-seconds are reference work x GPUs x fraction, as ``lost_gpu_s``.
         gpu_ids: GPUs of each job's last run segment (``()`` when it never ran).
@@ -106,6 +107,7 @@ class Result:
     outage_start_s: np.ndarray
     outage_end_s: np.ndarray
     wake_gpu_s: np.ndarray
+    wakes: np.ndarray
     sleep_node: np.ndarray
     sleep_start_s: np.ndarray
     sleep_end_s: np.ndarray
@@ -243,6 +245,7 @@ class Recorder:
             outage_start_s=_floats(faults.outage_start_s),
             outage_end_s=_floats(faults.outage_end_s),
             wake_gpu_s=np.zeros(len(jobs)) if power is None else _floats(power.wake_gpu_s),
+            wakes=np.zeros(len(jobs), dtype=np.int64) if power is None else _ints(power.wakes),
             sleep_node=_ints(sleep_node),
             sleep_start_s=_floats(sleep_start_s),
             sleep_end_s=_floats(sleep_end_s),

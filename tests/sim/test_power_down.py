@@ -29,6 +29,9 @@ def test_a_job_on_a_powered_down_node_pays_the_wake_delay_by_hand():
     assert on.end_s.tolist() == pytest.approx([1000.0, 1550.0, 2050.0])  # job 1 ends 50 s (the wake) later
     assert on.first_start_s.tolist() == off.first_start_s.tolist() == [0.0, 500.0, 1050.0]
     assert on.wake_gpu_s.tolist() == pytest.approx([0.0, 50.0 * 2.4, 0.0])  # reference GPU-seconds, as restarts
+    assert on.wakes.tolist() == [0, 1, 0]
+    assert job_frame(on)["wait_s"].tolist() == pytest.approx([0.0, 50.0, 0.0])  # the wake counts as wait
+    assert job_frame(off)["wait_s"].tolist() == [0.0, 0.0, 0.0]
     # Down: node 1 from 100 to 500; at the end node 1 from 1650 (idle since 1550) and node 0 from 2150, for good.
     assert on.sleep_node.tolist() == [1, 0, 1]
     assert on.sleep_start_s.tolist() == pytest.approx([100.0, 2150.0, 1650.0])
@@ -61,12 +64,13 @@ def test_power_down_saves_energy_on_an_under_loaded_cluster_and_costs_wait():
     assert s_on.energy.energy_kwh < 0.9 * s_off.energy.energy_kwh
     woke = on.wake_gpu_s > 0
     assert woke.any()
-    # a job that woke a node ends the wake (300 s) after it would have on the same start
-    jct_on, jct_off = job_frame(on)["jct_s"], job_frame(off)["jct_s"]
-    assert s_on.mean_jct_s > s_off.mean_jct_s
-    same_start = on.first_start_s == off.first_start_s
-    delays = (jct_on - jct_off)[woke & same_start & (on.preemptions == 0)]
-    assert delays.size and delays.to_numpy() == pytest.approx(300.0)
+    # a job that woke a node waits the wake (300 s) longer than it did on the same start, and ends that later
+    frame_on, frame_off = job_frame(on), job_frame(off)
+    assert s_on.mean_wait_s > s_off.mean_wait_s and s_on.mean_jct_s > s_off.mean_jct_s
+    same_start = woke & (on.first_start_s == off.first_start_s) & (on.preemptions == 0)
+    assert same_start.sum() >= 5
+    assert (frame_on["wait_s"] - frame_off["wait_s"])[same_start].to_numpy() == pytest.approx(300.0)
+    assert (frame_on["jct_s"] - frame_off["jct_s"])[same_start].to_numpy() == pytest.approx(300.0)
 
 
 def test_a_timeout_never_reached_changes_nothing():
