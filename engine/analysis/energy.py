@@ -42,7 +42,7 @@ import numpy as np
 from engine.analysis.reliability import useful_gpu_s
 from engine.errors import ClusterSpecError
 from engine.sim.cluster import Cluster, gpu_prices
-from engine.sim.options import CarbonSeries, EnergyModel, RunOptions
+from engine.sim.options import EnergyModel, RunOptions, carbon_integral
 from engine.sim.simulator import COMPLETED, Result
 
 J_PER_KWH = 3.6e6
@@ -93,23 +93,6 @@ def gpu_price_per_h(cluster: Cluster, price_list: str) -> np.ndarray:
 def cluster_price_per_h(cluster: Cluster, price_list: str) -> float:
     """What the whole cluster costs an hour under ``price_list``: the sum of its GPUs' prices."""
     return float(gpu_price_per_h(cluster, price_list).sum())
-
-
-def carbon_integral(carbon: float | CarbonSeries, t_s: np.ndarray) -> np.ndarray:
-    """``C(t) = integral_0^t c(tau) d tau`` in gCO2/kWh x seconds, at each time of ``t_s``: ``c x t`` for a
-    constant; for a series, the sum of whole steps before ``t`` plus the part of its step, the series repeating
-    after its last step (negative times count backwards the same way)."""
-    t = np.asarray(t_s, dtype=float)
-    if not isinstance(carbon, CarbonSeries):
-        return float(carbon) * t
-    values = np.asarray(carbon.g_per_kwh, dtype=float)
-    step = carbon.step_s
-    cum = np.concatenate([[0.0], np.cumsum(values) * step])  # C at each step boundary of one period
-    period = values.size * step
-    cycles = np.floor(t / period)
-    within = t - cycles * period
-    k = np.clip((within // step).astype(np.int64), 0, values.size - 1)  # float rounding at the period's ends
-    return cycles * cum[-1] + cum[k] + values[k] * (within - k * step)
 
 
 def per_unit(total: float, units: float) -> float:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, fields, replace
 from numbers import Real
 from typing import Any
 
+import numpy as np
+
 from engine.errors import EngineError, quote, reject_unknown_keys
 from engine.sim.cluster import CATALOG_PRICES, PRICE_LISTS
 
@@ -304,6 +306,23 @@ class CarbonSeries:
         return cls(float(data["step_s"]), tuple(float(x) for x in data["g_per_kwh"]), data.get("start", ""))
 
 
+def carbon_integral(carbon: float | CarbonSeries, t_s: np.ndarray) -> np.ndarray:
+    """``C(t) = integral_0^t c(tau) d tau`` in gCO2/kWh x seconds, at each time of ``t_s``: ``c x t`` for a
+    constant; for a series, the sum of whole steps before ``t`` plus the part of its step, the series repeating
+    after its last step (negative times count backwards the same way)."""
+    t = np.asarray(t_s, dtype=float)
+    if not isinstance(carbon, CarbonSeries):
+        return float(carbon) * t
+    values = np.asarray(carbon.g_per_kwh, dtype=float)
+    step = carbon.step_s
+    cum = np.concatenate([[0.0], np.cumsum(values) * step])  # C at each step boundary of one period
+    period = values.size * step
+    cycles = np.floor(t / period)
+    within = t - cycles * period
+    k = np.clip((within // step).astype(np.int64), 0, values.size - 1)  # float rounding at the period's ends
+    return cycles * cum[-1] + cum[k] + values[k] * (within - k * step)
+
+
 _PRICE_LIST_NAMES = (CATALOG_PRICES, *PRICE_LISTS)
 _ENERGY_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "pue": (lambda v: _is_number(v) and v >= 1, "a number >= 1"),
@@ -318,7 +337,8 @@ _ENERGY_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 @dataclass(frozen=True)
 class EnergyModel:
     """What the GPUs draw, what they cost and what their electricity emits; read by
-    :mod:`engine.analysis.energy`, never by the simulation (so it changes no simulated number).
+    :mod:`engine.analysis.energy`, never by the simulation (so it changes no simulated number); schedulers see its
+    carbon intensity (``ClusterState.carbon_g_per_kwh``), the forecast a carbon-aware one plans with.
 
     Each GPU draws ``idle_w + (busy_w - idle_w) x u`` (its type's catalog fields), ``u`` the share of it that jobs
     hold; the facility draws ``pue`` times the GPUs' draw.

@@ -35,6 +35,8 @@ EXPECTED = {
     "topo-pack": PACKED,
     # SMALL and BIG have no price: cost-aware tries them in the cluster's order (tests/schedulers/test_cost.py).
     "cost-aware": PACKED,
+    # No job has a deadline: carbon-defer holds none back and places as best-fit (tests/schedulers/test_carbon.py).
+    "carbon-defer": PACKED,
     # Without failures reliable-first places as best-fit (tests/schedulers/test_reliable.py).
     "reliable-first": PACKED,
     # Most free memory first: jobs 0 and 2 go to the BIG GPUs, so job 1 waits until job 0 ends.
