@@ -4,9 +4,10 @@ Per job (completed jobs only; unschedulable and failed jobs have none of these a
 
 * ``run_s`` = total time the job held GPUs, over all its run segments (so it includes work lost to
   preemptions and restart overheads; it is the time on the hardware it got, not the reference duration).
-* ``wait_s`` = ``end_s - submit_s - run_s``: all time spent queued, including time back in the queue
-  after a preemption. Without preemption it equals ``first_start_s - submit_s``. Clamped at 0 against
-  floating-point rounding.
+* ``wait_s`` = ``end_s - submit_s - run_s + wakes x wake_s``: all time spent queued, including time back in the
+  queue after a preemption, and the time spent holding GPUs while powered-down nodes woke (``Result.wakes``, each
+  ``options.power_down.wake_s``; 0 when nodes never power down). Without preemption or power-down it equals
+  ``first_start_s - submit_s``. Clamped at 0 against floating-point rounding.
 * ``jct_s`` (job completion time) = ``end_s - submit_s``.
 * ``slowdown`` = ``jct_s / run_s``.
 * ``bounded_slowdown`` = ``max(1, jct_s / max(run_s, 10 s))``: the usual bounded slowdown (Feitelson), whose
@@ -163,6 +164,18 @@ ENERGY_METRICS: dict[str, Metric] = {
     "cluster_cost_usd": Metric("Cost of the cluster", "USD", "lower", "every GPU x price per GPU-hour x makespan"),
     "co2_kg": Metric("Carbon", "kg", "lower", "integral of facility power x grid intensity over the makespan"),
     "cluster_price_per_h": Metric("Cluster price", "USD/h", "lower", "sum over GPUs of the price per GPU-hour"),
+    "energy_per_job_kwh": Metric(
+        "Energy per completed job", "kWh", "lower", "energy (idle capacity and lost work included) / completed jobs"
+    ),
+    "cost_per_job_usd": Metric(
+        "Cost per completed job", "USD", "lower", "cost of GPUs held (lost work included) / completed jobs"
+    ),
+    "energy_per_useful_gpu_h_kwh": Metric(
+        "Energy per useful GPU-hour", "kWh", "lower", "energy / GPU-hours held that did work the jobs kept"
+    ),
+    "cost_per_useful_gpu_h_usd": Metric(
+        "Cost per useful GPU-hour", "USD", "lower", "cost of GPUs held / GPU-hours held that did work the jobs kept"
+    ),
 }
 
 #: The keys a summary adds when the run modelled failures (:class:`~engine.analysis.reliability.ReliabilitySummary`'s
@@ -341,7 +354,8 @@ def _per_job(result: Result) -> _PerJob:
     run = result.run_s
     nan = np.full(n, math.nan)
     jct = np.where(done, end - submit, nan)
-    wait = np.where(done, np.maximum(jct - run, 0.0), nan)
+    woken_s = result.wakes * result.options.power_down.wake_s  # held, but waiting for nodes to wake
+    wait = np.where(done, np.maximum(jct - run + woken_s, 0.0), nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         slowdown = np.where(done, jct / run, nan)
         bsld = np.where(done, np.maximum(1.0, jct / np.maximum(run, BSLD_FLOOR_S)), nan)
@@ -436,7 +450,8 @@ def job_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame
     ``preemptions, gpu_s`` (busy GPU-seconds), ``comm_overhead_gpu_s, lost_gpu_s, estimate_s, duration_s``
     (reference duration), ``reason`` (why it is unschedulable, else ``""``). Time columns are NaN for
     unschedulable jobs, the per-job ones (``run_s``, ``wait_s``, ...) for failed ones too. With ``energy``, also
-    ``energy_kwh, cost_usd, co2_kg`` (:func:`engine.analysis.energy.job_energy`; 0 for jobs that never ran); when the
+    ``energy_kwh, cost_usd, co2_kg, useful_gpu_s`` (:func:`engine.analysis.energy.job_energy`; 0 for jobs that never
+    ran); when the
     run modelled failures, also the columns of :func:`engine.analysis.reliability.job_reliability`; when some job
     has a deadline, also ``deadline_s, deadline_met, tardiness_s`` (:func:`engine.analysis.deadlines.job_deadlines`).
     ``status`` may also be ``"declined"`` (the admission stage turned the job away; ``reason`` says why).
@@ -492,8 +507,11 @@ def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFram
     Columns: ``user, jobs, completed, unschedulable, mean_wait_s, p95_wait_s, max_wait_s, mean_jct_s,
     mean_bounded_slowdown`` (over the user's completed jobs; NaN if none), ``gpu_h`` (busy GPU-hours),
     ``gpu_share`` (the user's share of all busy GPU-seconds; 0 when nothing ran), ``preemptions``; with
-    ``energy``, also ``energy_kwh, cost_usd, co2_kg``, the sums of the user's jobs (:func:`job_frame`); when the
-    run modelled failures, also ``failed`` (the user's jobs that ended failed).
+    ``energy``, also ``energy_kwh, cost_usd, co2_kg``, the sums of the user's jobs (:func:`job_frame`: the share
+    of the draw they held, no idle capacity), and ``energy_per_job_kwh, cost_per_job_usd`` (those sums / the user's
+    completed jobs) and ``energy_per_useful_gpu_h_kwh, cost_per_useful_gpu_h_usd`` (those sums / the user's useful
+    GPU-hours, the job frame's ``useful_gpu_s`` / 3600), NaN where the divisor is 0; when the run modelled failures,
+    also ``failed`` (the user's jobs that ended failed).
     """
     jobs = job_frame(result, energy)
     jobs["done"] = jobs["status"] == "completed"
@@ -521,6 +539,12 @@ def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFram
     if energy is not None:
         for column in ("energy_kwh", "cost_usd", "co2_kg"):
             frame[column] = grouped[column].sum()
+        completed = frame["completed"].where(frame["completed"] > 0)
+        useful_gpu_h = (grouped["useful_gpu_s"].sum() / 3600.0).where(lambda h: h > 0)
+        frame["energy_per_job_kwh"] = frame["energy_kwh"] / completed
+        frame["cost_per_job_usd"] = frame["cost_usd"] / completed
+        frame["energy_per_useful_gpu_h_kwh"] = frame["energy_kwh"] / useful_gpu_h
+        frame["cost_per_useful_gpu_h_usd"] = frame["cost_usd"] / useful_gpu_h
     return frame.reset_index()
 
 

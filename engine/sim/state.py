@@ -36,7 +36,7 @@ from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from engine.sim.options import PreemptionModel
+    from engine.sim.options import CarbonSeries, PreemptionModel
     from engine.sim.simulator import Simulation
 
 #: Tolerance for sums of GPU fractions (0.1 + 0.2 must fit in 0.3).
@@ -244,6 +244,8 @@ class ClusterState:
         seed: the run's seed; randomised schedulers derive their generator from it.
         preemption: the run's preemption model (what a preempted job loses; a known policy of the cluster, like
             its checkpoint interval, never a job's true duration).
+        carbon_g_per_kwh: the grid's carbon intensity of the run's energy model (gCO2/kWh: a constant or an
+            hourly :class:`~engine.sim.options.CarbonSeries`), a forecast carbon-aware schedulers may plan with.
         shape_node_bits: per job shape, its eligible nodes as a bitmask (bit ``n`` is node ``n``).
     """
 
@@ -273,6 +275,7 @@ class ClusterState:
         self.arrival_order: Sequence[int] = arrival_order
         self.seed: int = sim.seed
         self.preemption: PreemptionModel = sim.preemption
+        self.carbon_g_per_kwh: float | CarbonSeries = sim.options.energy.carbon_g_per_kwh
         self.now_s: float = 0.0
         self._queue = queue
         self.queue = queue.keys()
