@@ -165,12 +165,21 @@ with sweep_tab:
                     "such limit: download the spec below and use python -m engine sweep --spec)"
                 )
             bar, update = _progress_bar("cell")
-            frame = run_sweep(spec, trace_jobs=trace_jobs, on_progress=update, energy=energy.energy_of(sc) is not None)
+            guard = workers.cell_guard()  # each cell within this server's time and memory bounds per run
+            frame = run_sweep(
+                spec, trace_jobs=trace_jobs, on_progress=update, energy=energy.energy_of(sc) is not None, guard=guard
+            )
             if copies == 2:
                 off = replace(spec, base=replace(spec.base, options=reliability.without_failures(sc.options)))
                 frame = reliability.beside_no_failures(
                     frame,
-                    run_sweep(off, trace_jobs=trace_jobs, on_progress=update, energy=energy.energy_of(sc) is not None),
+                    run_sweep(
+                        off,
+                        trace_jobs=trace_jobs,
+                        on_progress=update,
+                        energy=energy.energy_of(sc) is not None,
+                        guard=guard,
+                    ),
                 )
             bar.empty()
             st.session_state[_SWEEP] = {"spec": spec, "frame": frame, "workload": common.run_key(sc)}
@@ -293,6 +302,7 @@ with plan_tab:
                 seed=sc.seed,
                 options=sc.options,
                 on_progress=update,
+                guard=workers.cell_guard(),
             )
             bar.empty()
             st.session_state[_PLAN] = {"answer": answer, "target": goal, "workload": common.run_key(sc)}
@@ -411,6 +421,7 @@ def cheapest_cluster(sc, schedulers: list[str]) -> None:
                 seed=sc.seed,
                 options=sc.options,
                 on_progress=update,
+                guard=workers.cell_guard(),
             )
             bar.empty()
             st.session_state[_MIX] = {"answer": answer, "workload": common.run_key(sc)}

@@ -11,8 +11,10 @@ Whoever hosts the app sets the bounds by environment variable (or ``.streamlit/s
 
 * ``PLAYGROUND_WORKERS`` (``workers``): processes at once for the whole server (default: CPU cores, at most 8);
   a call waits for a free one at most as long as its own time limit;
-* ``PLAYGROUND_RUN_TIMEOUT_S`` (``run_timeout_s``): seconds one call may take (default 300);
-* ``PLAYGROUND_RUN_MEMORY_MB`` (``run_memory_mb``): address space of one worker, MiB (default 4,096);
+* ``PLAYGROUND_RUN_TIMEOUT_S`` (``run_timeout_s``): seconds one call, or one cell of a sweep or plan, may take
+  (default 300);
+* ``PLAYGROUND_RUN_MEMORY_MB`` (``run_memory_mb``): address space of one worker (one cell's too), MiB (default
+  4,096);
 * ``PLAYGROUND_SWEEP_CELLS`` (``sweep_cells``): cells one sweep of the Explore page may have (default 2,000).
 
 An :class:`~engine.errors.EngineError` raised in the worker (bad input) comes back as an ``EngineError``
@@ -21,6 +23,7 @@ with the same message. The process machinery is :mod:`engine.runner.workers` (th
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from typing import Any, Callable
@@ -34,6 +37,7 @@ __all__ = [
     "RunLimitError",
     "WorkerError",
     "call",
+    "cell_guard",
     "max_sweep_cells",
     "max_workers",
     "memory_mb",
@@ -74,6 +78,13 @@ def call(fn: Callable, *args: Any, what: str) -> Any:
     """``fn(*args)`` in a worker process within this server's bounds (:func:`engine.runner.workers.call`);
     ``what`` names the work in messages."""
     return workers.call(fn, *args, what=what, limit_s=timeout_s(), memory_mb=memory_mb(), slots=_semaphore())
+
+
+def cell_guard() -> Callable[..., Any]:
+    """The guard of every cell of an Explore sweep or plan (``run_sweep``'s ``guard``): each cell runs in a
+    worker process of its Ray worker within this server's bounds per run (:func:`timeout_s`, :func:`memory_mb`),
+    so a cell past them is a failed cell with one line saying which bound it passed."""
+    return functools.partial(workers.call, what="this cell", limit_s=timeout_s(), memory_mb=memory_mb())
 
 
 def simulate_named(cluster, jobs, scheduler: str, seed: int, user_models: str, options=None):

@@ -207,3 +207,28 @@ def test_the_host_caps_the_cells_of_a_sweep(monkeypatch):
     at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
     assert not at.exception and "explore_sweep" not in at.session_state
     assert any("the app runs at most 4 cells" in e for e in errors(at)), errors(at)
+
+
+def test_every_cell_of_a_sweep_and_a_plan_runs_within_the_hosts_time_per_run(monkeypatch, ray_local):
+    from tests.app.test_explore import explore
+
+    monkeypatch.setenv("PLAYGROUND_RUN_TIMEOUT_S", "1")
+    # an agent's network at each of 5,000 jobs' decision points: about 5 s even compiled (measured: 20,000 jobs
+    # take 19.6 s with make build's engine)
+    at = explore({"cluster": "1x8:V100-32", "sched": "rl:wait-mlp", "w.n_jobs": "5000", "w.load": "2"})
+    at.text_input(key="sweep_loads").set_value("2")
+    at.number_input(key="sweep_seeds").set_value(1)
+    start = time.monotonic()
+    at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    frame = at.session_state["explore_sweep"]["frame"]
+    assert frame.empty and [f["error"] for f in frame.attrs["failures"]] == [
+        "RunLimitError: this cell stopped after 1 s, this server's time limit per run: make it smaller "
+        "(fewer jobs, a smaller cluster, fewer schedulers at once)"
+    ]
+    assert any("1 cell(s) failed" in w.value for w in at.warning)
+    at.button(key="FormSubmitter:plan_form-▶ Find the fewest nodes").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    answer = at.session_state["explore_plan"]["answer"]
+    assert answer.nodes.isna().all() and "stopped after 1 s" in answer.error[0]
+    assert time.monotonic() - start < 60
