@@ -22,7 +22,9 @@ recorded with its parameters in ``frame.attrs["failures"]``; the other cells sti
 importable (the same version); a head lost mid-sweep leaves the finished cells and the rest as failures. A Ray
 already initialised in this process is used as it is, and a Ray started here is left running for the next
 call (``ray.shutdown()`` stops it).
-``backend="serial"`` runs the same cells one after the other in this process (no Ray), for comparison.
+``backend="serial"`` runs the same cells one after the other in this process (no Ray), for comparison. A
+``guard`` (e.g. :func:`engine.runner.workers.call` with its bounds, as the app passes) runs each cell through
+itself, so a cell past a time or memory bound is a failed cell with one line, and the others complete.
 
 This module imports ray only when a Ray backend is used, and pandas only to build the result frame.
 """
@@ -343,6 +345,13 @@ def run_cell(
     return summarize(simulate(cluster, jobs, built, seed=seed, options=options), energy=model).to_dict()
 
 
+def run_guarded(guard: Callable[..., dict[str, Any]] | None, *args: Any) -> dict[str, Any]:
+    """:func:`run_cell` ``(*args)``, through ``guard(run_cell, *args)`` when a guard is given (e.g.
+    :func:`engine.runner.workers.call` with a time and a memory bound: a cell past them raises one line). This is
+    the Ray task."""
+    return run_cell(*args) if guard is None else guard(run_cell, *args)
+
+
 # ------------------------------------------------------------------------------------------ backends
 @dataclass(frozen=True)
 class CellFailure:
@@ -371,10 +380,11 @@ class Runner:
         num_cpus: int | None = None,
         keep_ray: bool = True,
         plugins: Sequence[str] = (),
+        guard: Callable[..., dict[str, Any]] | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise EngineError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")
-        self.backend, self.keep_ray = backend, keep_ray
+        self.backend, self.keep_ray, self.guard = backend, keep_ray, guard
         # A plug-in file is named by its absolute path: workers on this machine find it wherever they run.
         self.plugins = tuple(str(Path(p).resolve()) if p.endswith(".py") else p for p in plugins)
         self.requested_address = address or os.environ.get("RAY_ADDRESS") or None
@@ -435,7 +445,7 @@ class Runner:
         energy: bool = False,
     ) -> None:
         """Start one cell (on Ray it is queued at once; serially it runs when :meth:`completed` reaches it)."""
-        args = (cluster, jobs_ref, scheduler, seed, factory, self.plugins, options, energy)
+        args = (self.guard, cluster, jobs_ref, scheduler, seed, factory, self.plugins, options, energy)
         if self.backend == "serial":
             self._pending[key] = args
         else:
@@ -449,7 +459,7 @@ class Runner:
             pending, self._pending = self._pending, {}
             for key, args in pending.items():
                 try:
-                    yield key, run_cell(*args)
+                    yield key, run_guarded(*args)
                 except Exception as exc:  # a failed cell is reported; the others go on
                     yield key, exc
             return
@@ -534,12 +544,12 @@ def _start_local_ray(**options: Any) -> None:
 
 
 def _remote_cell():
-    """:func:`run_cell` as a Ray remote function (made once per process; ray imported here)."""
+    """:func:`run_guarded` as a Ray remote function (made once per process; ray imported here)."""
     global _REMOTE
     if _REMOTE is None:
         import ray
 
-        _REMOTE = ray.remote(num_cpus=1)(run_cell)
+        _REMOTE = ray.remote(num_cpus=1)(run_guarded)
     return _REMOTE
 
 
@@ -574,6 +584,7 @@ def run_sweep(
     energy: bool = False,
     kept: Mapping[tuple, Mapping[str, Any]] | None = None,
     on_cell: Callable[[tuple, dict[str, Any]], None] | None = None,
+    guard: Callable[..., dict[str, Any]] | None = None,
 ):
     """Simulate every cell of ``spec`` and return a pandas frame, one row per completed cell in grid order.
 
@@ -596,6 +607,9 @@ def run_sweep(
             e.g. :meth:`CellJournal.open`'s): they are not run again, and are in the frame as given.
         on_cell: called with ``(key, row)`` as each cell completes (not for failed cells), e.g.
             :meth:`CellJournal.add`, so that a killed sweep can resume.
+        guard: each cell runs as ``guard(run_cell, *args)`` on its worker (:func:`run_guarded`), e.g.
+            ``functools.partial(engine.runner.workers.call, what=..., limit_s=..., memory_mb=...)``: a cell past
+            its time or memory bound is stopped and is a failed cell with that one-line reason.
 
     Returns:
         Columns :data:`CELL_COLUMNS` then every key of :data:`~engine.analysis.metrics.METRICS` (then of
@@ -620,7 +634,7 @@ def run_sweep(
     total, done = spec.cells, len(rows)
     failures: dict[tuple, CellFailure] = {}
     t0 = time.perf_counter()
-    with Runner(backend, address, num_cpus=num_cpus, keep_ray=keep_ray, plugins=plugins) as runner:
+    with Runner(backend, address, num_cpus=num_cpus, keep_ray=keep_ray, plugins=plugins, guard=guard) as runner:
         for key, cluster, jobs_ref in _workloads(spec, clusters, base, runner):
             for scheduler in spec.schedulers:
                 if (*key, scheduler) not in rows:

@@ -3,10 +3,12 @@ parameters while the others complete, specs round-trip through JSON and refuse b
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -17,6 +19,7 @@ from engine.analysis.scenario import scale_submits
 from engine.analysis.sweep import CELL_COLUMNS, SweepError, SweepSpec, run_sweep
 from engine.cli import main
 from engine.errors import UnknownNameError
+from engine.runner.workers import call
 from engine.schedulers import make_scheduler
 from engine.sim.options import EnergyModel, RunOptions
 from engine.traces import load_trace, write_csv
@@ -151,6 +154,57 @@ def test_a_failing_cell_is_reported_with_its_parameters_and_the_others_complete(
         ("2x8:V100-32", "fifo"),
     }
     assert (frame.completed == 30).all()
+
+
+class _Slow:
+    """fifo that thinks for a minute per decision on clusters of more than 8 GPUs (a cell that runs too long)."""
+
+    name = "slow"
+
+    def __init__(self):
+        self.inner = make_scheduler("fifo")
+
+    def reset(self, state):
+        self.big = state.n_gpus > 8
+        self.inner.reset(state)
+
+    def decide(self, state):
+        if self.big:
+            time.sleep(60)
+        return self.inner.decide(state)
+
+
+class _Hog(_Slow):
+    """fifo that asks for 8 GiB at its start on clusters of more than 8 GPUs (a cell past its memory)."""
+
+    name = "hog"
+
+    def reset(self, state):
+        if state.n_gpus > 8:
+            self.hoard = bytearray(8 * 2**30)
+        self.big = False
+        self.inner.reset(state)
+
+
+def test_a_guarded_cell_past_its_time_or_memory_is_a_failed_cell_and_the_others_complete(ray_local):
+    spec = SweepSpec.grid(
+        clusters=("2x4:V100-32", "2x8:V100-32"), schedulers=("fifo", "slow", "hog"), jobs=30, loads=(0.9,)
+    )
+    guard = functools.partial(call, what="this cell", limit_s=5, memory_mb=2048)
+    start = time.monotonic()
+    frame = run_sweep(spec, factories={"slow": _Slow, "hog": _Hog}, guard=guard)
+    assert time.monotonic() - start < 45  # the slow cell would think for a minute per decision
+    errors = {f["scheduler"]: f["error"] for f in frame.attrs["failures"]}
+    assert errors == {
+        "slow": "RunLimitError: this cell stopped after 5 s, this server's time limit per run: make it smaller "
+        "(fewer jobs, a smaller cluster, fewer schedulers at once)",
+        "hog": "RunLimitError: this cell stopped: it needed more than 2,048 MiB, this server's memory limit per "
+        "run: make it smaller (fewer jobs, a smaller cluster)",
+    }
+    assert {f["cluster"] for f in frame.attrs["failures"]} == {"2x8:V100-32"}
+    assert len(frame) == 4 and (frame.completed == 30).all()  # every other cell, guarded the same, finished
+    plain = run_sweep(SweepSpec.grid(clusters=("2x4:V100-32",), schedulers=("fifo",), jobs=30, loads=(0.9,)))
+    assert frame[frame.scheduler == "fifo"].iloc[0].mean_wait_s == plain.iloc[0].mean_wait_s
 
 
 def test_spec_round_trips_through_json_and_refuses_bad_input():
