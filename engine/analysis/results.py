@@ -7,6 +7,8 @@ and what the HTTP API answers for the same scenario (both call :func:`run_scenar
 * :func:`timeline_json`: ``{scheduler: {t_s, queue, running, busy_gpus}}``, the run's state over time.
 * :func:`scenario_results`: the three at once, from a scenario; :func:`results_as_json` as JSON texts (what a
   stored run keeps).
+* :func:`sweep_json`: a sweep's frame as ``{"rows": [...], "failures": [...], "meta": {...}}`` (the rows of
+  ``sweep --out``'s CSV, and the failures and facts of its ``--json``).
 
 Every value is strict JSON: a number that is not one (NaN: a wait of a job that never ran) is ``null``.
 """
@@ -112,6 +114,16 @@ def scenario_results(
 def results_as_json(results: Mapping[str, Any]) -> dict[str, str]:
     """Each part of :func:`scenario_results` as compact strict JSON text (what a run store keeps)."""
     return {part: json.dumps(value, allow_nan=False, separators=(",", ":")) for part, value in results.items()}
+
+
+def sweep_json(frame) -> dict[str, Any]:
+    """A sweep's frame (:func:`~engine.analysis.sweep.run_sweep`): ``rows`` (one object per completed cell, its
+    columns in the frame's order), ``failures`` and ``meta`` (its ``attrs``)."""
+    return {
+        "rows": [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")],
+        "failures": frame.attrs["failures"],
+        "meta": frame.attrs["meta"],
+    }
 
 
 def _plain(value: Any) -> Any:
