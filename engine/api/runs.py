@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,9 @@ from engine.traces.limits import DEFAULT_MAX_JOBS, host_setting
 #: Smallest change of a run's progress written to the store (a run of 100,000 jobs would otherwise write 100
 #: times per scheduler anyway; this keeps it to at most 100 writes per run).
 PROGRESS_STEP = 0.01
+#: Least time between two progress writes of a run, seconds (the event streams look every 0.2 s; a small run
+#: would otherwise write once per job, a transaction each, while its caller waits).
+PROGRESS_EVERY_S = 0.1
 #: What a run of each kind runs.
 Work = Scenario | SweepSpec | PlanSpec
 
@@ -189,12 +193,13 @@ class RunManager:
         try:
             if cancel.is_set() or not self.store.set_state(run_id, "running", only_from=("queued",)):
                 return
-            written = [0.0]
+            written = [0.0, time.monotonic()]  # share and time of the last write
 
             def on_progress(done: int, total: int) -> None:
                 share = done / total if total else 1.0
-                if share - written[0] >= PROGRESS_STEP:
-                    written[0] = share
+                now = time.monotonic()
+                if share - written[0] >= PROGRESS_STEP and now - written[1] >= PROGRESS_EVERY_S:
+                    written[:] = [share, now]
                     self.store.set_progress(run_id, share)
 
             try:
