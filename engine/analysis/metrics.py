@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -456,49 +456,51 @@ def job_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame
     has a deadline, also ``deadline_s, deadline_met, tardiness_s`` (:func:`engine.analysis.deadlines.job_deadlines`).
     ``status`` may also be ``"declined"`` (the admission stage turned the job away; ``reason`` says why).
     """
+    return pd.DataFrame(job_columns(result, energy))
+
+
+def job_columns(result: Result, energy: EnergyModel | None = None) -> dict[str, Any]:
+    """:func:`job_frame`'s columns (name -> a NumPy array or a list, one value per job, in its order), without
+    pandas: what the run store's per-job records are written from (a frame costs more than the run for small
+    runs)."""
     per = _per_job(result)
     lay = result.cluster.layout
     jobs = result.jobs
-    frame = pd.DataFrame(
-        {
-            "job_id": np.arange(result.n_jobs, dtype=np.int64),
-            "name": [j.name for j in jobs],
-            "user": [j.user for j in jobs],
-            "job_type": [j.job_type for j in jobs],
-            "submit_s": per.submit_s,
-            "start_s": result.first_start_s,
-            "end_s": result.end_s,
-            "run_s": np.where(per.done, result.run_s, math.nan),
-            "wait_s": per.wait_s,
-            "jct_s": per.jct_s,
-            "slowdown": per.slowdown,
-            "bounded_slowdown": per.bounded_slowdown,
-            "gpus": np.array([j.gpus for j in jobs], dtype=np.int64),
-            "gpu_fraction": np.array([j.gpu_fraction for j in jobs], dtype=float),
-            "vram_gib": np.array([j.vram_gib for j in jobs], dtype=float),
-            "gpu_type": [lay.type_names[lay.gpu_type[g[0]]] if g else "" for g in result.gpu_ids],
-            "status": np.array(STATUS_NAMES)[result.status],
-            "preemptions": result.preemptions,
-            "gpu_s": per.gpu_s,
-            "comm_overhead_gpu_s": result.comm_overhead_gpu_s,
-            "lost_gpu_s": result.lost_gpu_s,
-            "estimate_s": np.array([j.estimate_s for j in jobs], dtype=float),
-            "duration_s": np.array([j.duration_s for j in jobs], dtype=float),
-            "reason": [
-                result.unschedulable_reasons.get(i) or result.declined_reasons.get(i, "") for i in range(result.n_jobs)
-            ],
-        }
-    )
+    columns: dict[str, Any] = {
+        "job_id": np.arange(result.n_jobs, dtype=np.int64),
+        "name": [j.name for j in jobs],
+        "user": [j.user for j in jobs],
+        "job_type": [j.job_type for j in jobs],
+        "submit_s": per.submit_s,
+        "start_s": result.first_start_s,
+        "end_s": result.end_s,
+        "run_s": np.where(per.done, result.run_s, math.nan),
+        "wait_s": per.wait_s,
+        "jct_s": per.jct_s,
+        "slowdown": per.slowdown,
+        "bounded_slowdown": per.bounded_slowdown,
+        "gpus": np.array([j.gpus for j in jobs], dtype=np.int64),
+        "gpu_fraction": np.array([j.gpu_fraction for j in jobs], dtype=float),
+        "vram_gib": np.array([j.vram_gib for j in jobs], dtype=float),
+        "gpu_type": [lay.type_names[lay.gpu_type[g[0]]] if g else "" for g in result.gpu_ids],
+        "status": np.array(STATUS_NAMES)[result.status],
+        "preemptions": result.preemptions,
+        "gpu_s": per.gpu_s,
+        "comm_overhead_gpu_s": result.comm_overhead_gpu_s,
+        "lost_gpu_s": result.lost_gpu_s,
+        "estimate_s": np.array([j.estimate_s for j in jobs], dtype=float),
+        "duration_s": np.array([j.duration_s for j in jobs], dtype=float),
+        "reason": [
+            result.unschedulable_reasons.get(i) or result.declined_reasons.get(i, "") for i in range(result.n_jobs)
+        ],
+    }
     if energy is not None:
-        for column, values in job_energy(result, energy).items():
-            frame[column] = values
+        columns.update(job_energy(result, energy))
     if failures_modelled(result):
-        for column, values in job_reliability(result).items():
-            frame[column] = values
+        columns.update(job_reliability(result))
     if has_deadlines(result):
-        for column, values in job_deadlines(result).items():
-            frame[column] = values
-    return frame
+        columns.update(job_deadlines(result))
+    return columns
 
 
 def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame:

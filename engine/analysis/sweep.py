@@ -35,6 +35,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -73,6 +74,10 @@ LEGACY_KEYS = frozenset({"clusters", "schedulers", "seeds", "jobs", "loads", "ge
 
 class SweepError(EngineError, ValueError):
     """A sweep spec is invalid; the message names the field and what was expected."""
+
+
+class RunStopped(EngineError):
+    """A sweep or plan was stopped by its ``cancel`` event; its pending cells were cancelled."""
 
 
 def with_load(workload: WorkloadSpec, load: float) -> WorkloadSpec:
@@ -283,6 +288,8 @@ class SweepSpec:
             data = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise SweepError(f"sweep spec is not valid JSON ({exc})") from None
+        except RecursionError:
+            raise SweepError("sweep spec is not valid JSON (nested too deeply)") from None
         return cls.from_dict(data, trusted=trusted)
 
 
@@ -369,7 +376,8 @@ class Runner:
 
     ``put`` stores a workload once and returns what ``submit`` takes; ``completed`` yields ``(key, summary or
     exception)`` as cells finish. Use as a context manager: a Ray started here is shut down on exit only when
-    ``keep_ray`` is false.
+    ``keep_ray`` is false. A set ``cancel`` event stops ``completed`` within a fraction of a second: the cells
+    still pending are cancelled (a running Ray task's worker is killed) and :class:`RunStopped` is raised.
     """
 
     def __init__(
@@ -381,6 +389,7 @@ class Runner:
         keep_ray: bool = True,
         plugins: Sequence[str] = (),
         guard: Callable[..., dict[str, Any]] | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise EngineError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")
@@ -393,6 +402,7 @@ class Runner:
         self.address = "in-process"
         self.cpus = 1
         self.init_s = 0.0
+        self.cancel = cancel
         self._pending: dict[Any, Any] = {}
 
     def __enter__(self) -> Runner:
@@ -458,6 +468,7 @@ class Runner:
         if self.backend == "serial":
             pending, self._pending = self._pending, {}
             for key, args in pending.items():
+                self._stop_if_cancelled()
                 try:
                     yield key, run_guarded(*args)
                 except Exception as exc:  # a failed cell is reported; the others go on
@@ -467,6 +478,7 @@ class Runner:
 
         quiet_since, misses = time.monotonic(), 0
         while self._pending:
+            self._stop_if_cancelled()
             ready, _ = ray.wait(list(self._pending), num_returns=min(len(self._pending), 64), timeout=0.2)
             if ready:
                 quiet_since, misses = time.monotonic(), 0
@@ -482,6 +494,18 @@ class Runner:
                     yield key, ray.get(ref)
                 except Exception as exc:  # RayTaskError wraps what the cell raised; a dead worker is one too
                     yield key, getattr(exc, "cause", None) or exc
+
+    def _stop_if_cancelled(self) -> None:
+        """Raise :class:`RunStopped` when the cancel event is set, cancelling every cell still pending first."""
+        if self.cancel is None or not self.cancel.is_set():
+            return
+        pending, self._pending = self._pending, {}
+        if self.backend == "ray":
+            import ray
+
+            for ref in pending:
+                ray.cancel(ref, force=True)
+        raise RunStopped(f"stopped with {len(pending):,} cells pending")
 
     def _lost(self) -> Iterator[tuple[Any, BaseException]]:
         """The cluster's head went away: disconnect now (Ray would end this process a minute later) and report
@@ -506,7 +530,6 @@ def _exit_cleanly_on_sigterm() -> None:
     handler stops the server normally, and a process with no handler of its own (the CLI) gets one that raises
     ``SystemExit`` (exit status 143)."""
     import signal
-    import threading
 
     os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
@@ -519,8 +542,6 @@ def _start_local_ray(**options: Any) -> None:
     Ray ties the life of the processes it starts to the *thread* that starts them (``PR_SET_PDEATHSIG``): started
     from a thread that ends, such as a Streamlit script run, the local Ray would die with it. The main thread
     lives long enough; any other thread hands the start to a daemon thread that waits for the process to end."""
-    import threading
-
     import ray
 
     if threading.current_thread() is threading.main_thread():
@@ -585,6 +606,7 @@ def run_sweep(
     kept: Mapping[tuple, Mapping[str, Any]] | None = None,
     on_cell: Callable[[tuple, dict[str, Any]], None] | None = None,
     guard: Callable[..., dict[str, Any]] | None = None,
+    cancel: threading.Event | None = None,
 ):
     """Simulate every cell of ``spec`` and return a pandas frame, one row per completed cell in grid order.
 
@@ -610,6 +632,7 @@ def run_sweep(
         guard: each cell runs as ``guard(run_cell, *args)`` on its worker (:func:`run_guarded`), e.g.
             ``functools.partial(engine.runner.workers.call, what=..., limit_s=..., memory_mb=...)``: a cell past
             its time or memory bound is stopped and is a failed cell with that one-line reason.
+        cancel: once set, the sweep stops: pending cells are cancelled and :class:`RunStopped` raised.
 
     Returns:
         Columns :data:`CELL_COLUMNS` then every key of :data:`~engine.analysis.metrics.METRICS` (then of
@@ -634,7 +657,9 @@ def run_sweep(
     total, done = spec.cells, len(rows)
     failures: dict[tuple, CellFailure] = {}
     t0 = time.perf_counter()
-    with Runner(backend, address, num_cpus=num_cpus, keep_ray=keep_ray, plugins=plugins, guard=guard) as runner:
+    with Runner(
+        backend, address, num_cpus=num_cpus, keep_ray=keep_ray, plugins=plugins, guard=guard, cancel=cancel
+    ) as runner:
         for key, cluster, jobs_ref in _workloads(spec, clusters, base, runner):
             for scheduler in spec.schedulers:
                 if (*key, scheduler) not in rows:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -320,8 +319,7 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_plan(args: argparse.Namespace) -> int:
     from engine.analysis.metrics import METRICS
-    from engine.analysis.plan import parse_target, plan
-    from engine.analysis.sweep import finite_or_none
+    from engine.analysis.plan import parse_target, plain_rows, plan, plan_json
     from engine.sim.options import RunOptions
 
     names = [n for group in args.scheduler for n in group]
@@ -347,7 +345,7 @@ def run_plan(args: argparse.Namespace) -> int:
             plugins=args.plugin,
             options=options,
         )
-    meta, probes = frame.attrs["meta"], frame.attrs["probes"]
+    meta = frame.attrs["meta"]
     unit = METRICS[target.metric].unit
     shape = meta["node"] if meta["cluster"] is None else f"{meta['node']} nodes added to {meta['cluster']}"
     print(
@@ -355,7 +353,7 @@ def run_plan(args: argparse.Namespace) -> int:
         f"{meta['runs']} runs in {meta['rounds']} rounds on Ray at {meta['address']} ({meta['cpus']} CPUs), "
         f"{meta['wall_s']:.1f} s"
     )
-    answers = {r["scheduler"]: r for r in _plain_rows(frame)}
+    answers = {r["scheduler"]: r for r in plain_rows(frame)}
     rows = [
         [
             s,
@@ -371,32 +369,14 @@ def run_plan(args: argparse.Namespace) -> int:
     if len(names) > 1 and meta["fewest_gpus"] is not None:
         print(f"fewest GPUs: {meta['fewest_gpus']}")
     if args.json:
-        best = answers[meta["fewest_gpus"] or names[0]]
-        write_json(
-            args.json,
-            {
-                **best,
-                "target": str(target),
-                "node": meta["node"],
-                "cluster": meta["cluster"],
-                "schedulers": answers,
-                "fewest_gpus": meta["fewest_gpus"],
-                "probes": [{k: finite_or_none(v) for k, v in p.items()} for p in probes],
-                "backend": meta["backend"],
-                "address": meta["address"],
-                "cpus": meta["cpus"],
-                "rounds": meta["rounds"],
-                "wall_s": meta["wall_s"],
-            },
-        )
+        write_json(args.json, plan_json(frame))
     return 1 if frame["error"].notna().any() else 0
 
 
 def _run_cost_plan(args: argparse.Namespace, names: list[str], target, options) -> int:
     """``plan --node A --node B --minimize cluster_price_per_h``: the cheapest mix and its runner-up."""
     from engine.analysis.metrics import METRICS
-    from engine.analysis.plan import plan_mix
-    from engine.analysis.sweep import finite_or_none
+    from engine.analysis.plan import plain_rows, plan_json, plan_mix
 
     if args.cluster is not None:
         raise EngineError("--cluster grows one shape; a plan over --minimize builds its clusters from --node only")
@@ -416,14 +396,14 @@ def _run_cost_plan(args: argparse.Namespace, names: list[str], target, options) 
             on_progress=on_progress,
             plugins=args.plugin,
         )
-    meta, probes = frame.attrs["meta"], frame.attrs["probes"]
+    meta = frame.attrs["meta"]
     unit = METRICS[target.metric].unit
     print(
         f"cheapest mix of {', '.join(meta['shapes'])} meeting {target} on {trace.source} "
         f"({len(trace.jobs):,} jobs), prices {meta['price_list']}; {meta['runs']} runs in {meta['rounds']} rounds "
         f"on Ray at {meta['address']} ({meta['cpus']} CPUs), {meta['wall_s']:.1f} s"
     )
-    answers = {r["scheduler"]: r for r in _plain_rows(frame)}
+    answers = {r["scheduler"]: r for r in plain_rows(frame)}
     rows = [
         [
             s,
@@ -438,52 +418,5 @@ def _run_cost_plan(args: argparse.Namespace, names: list[str], target, options) 
     ]
     print(format_table(["scheduler", "cluster", "USD/h", target.metric, "runner-up", "USD/h", "note"], rows))
     if args.json:
-        best = answers[meta["cheapest"] or names[0]]
-        answer = {k: v for k, v in best.items() if not k.startswith("runner_up")}
-        write_json(
-            args.json,
-            {
-                **answer,
-                "runner_up": {
-                    "cluster": best["runner_up"],
-                    "cluster_price_per_h": best["runner_up_price_per_h"],
-                    "value": best["runner_up_value"],
-                },
-                "target": str(target),
-                "schedulers": answers,
-                "probes": [{k: finite_or_none(v) for k, v in p.items()} for p in probes],
-                **{
-                    k: meta[k]
-                    for k in (
-                        "minimize",
-                        "shapes",
-                        "price_list",
-                        "cheapest",
-                        "backend",
-                        "address",
-                        "cpus",
-                        "rounds",
-                        "wall_s",
-                    )
-                },
-            },
-        )
+        write_json(args.json, plan_json(frame))
     return 1 if frame["error"].notna().any() else 0
-
-
-def _plain_rows(frame) -> list[dict]:
-    """The plan frame's rows as plain JSON-ready values (counts ``int`` or ``None``, a mix's counts a list, NaN
-    ``None``)."""
-    import pandas as pd
-
-    return [
-        {
-            k: None
-            if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-            else int(v)
-            if k in ("nodes", "gpus") and not isinstance(v, list)
-            else v
-            for k, v in r.items()
-        }
-        for r in frame.to_dict("records")
-    ]
