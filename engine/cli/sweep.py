@@ -54,6 +54,16 @@ def number_list(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def axis(text: str) -> tuple[str, tuple[float, ...]]:
+    """argparse type: ``OPTION=V1,V2`` (:func:`~engine.analysis.sweep.parse_axis`)."""
+    from engine.analysis.sweep import SweepError, parse_axis
+
+    try:
+        return parse_axis(text)
+    except SweepError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -103,6 +113,15 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         "--seeds", type=positive_int, metavar="K", help="seeds 0..K-1 (workload and simulation seeds; default 1)"
     )
     parser.add_argument(
+        "--grid",
+        action="append",
+        type=axis,
+        metavar="OPTION=V1,V2",
+        help="a run option as an axis of the grid (repeat for several), by its key in the scenario's options "
+        "JSON, e.g. failures.mtbf_h=100,1000,10000 or preemption.checkpoint_interval_s=600,3600; each row "
+        "carries its value in a column of that name",
+    )
+    parser.add_argument(
         "--spec",
         type=Path,
         metavar="FILE",
@@ -115,7 +134,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         type=output_path,
         metavar="FILE",
-        help="results CSV: one row per cluster x load x seed x scheduler, every metric (finished "
+        help="results CSV: one row per cluster x load x option value x seed x scheduler, every metric (finished "
         "cells are kept in FILE.cells.jsonl until it is written: a stopped sweep run again "
         "resumes)",
     )
@@ -136,7 +155,7 @@ def sweep_spec(args: argparse.Namespace):
 
     spec = _grid(args)
     base = replace(spec.base, options=run_options_from(args, spec.base.options))
-    return replace(spec, base=base), sets_energy(spec.base.options)
+    return replace(spec, base=base, axes=spec.axes + tuple(args.grid or ())), sets_energy(spec.base.options)
 
 
 def _grid(args: argparse.Namespace):
@@ -164,7 +183,8 @@ def _grid(args: argparse.Namespace):
             if args.schedulers:
                 sc = replace(sc, schedulers=tuple(args.schedulers))
             return SweepSpec.of_scenario(sc, args.cluster, args.load or args.load_scale, args.seeds or 1)
-        if given:
+        if given or args.grid:
+            given += ["--grid"] if args.grid else []
             raise EngineError(f"--spec holds the whole grid; do not also give {', '.join(given)}")
         return SweepSpec.from_dict(data, trusted=True)
     missing = [k for k in ("--cluster", "--schedulers") if grid[k] is None]
@@ -245,8 +265,9 @@ def run_sweep(args: argparse.Namespace) -> int:
     if not failures:  # failed cells run again when the same sweep is run again
         journal.remove()
     print(
-        f"{spec.cells:,} cells ({len(spec.clusters)} cluster(s) x {len(spec.loads)} load(s) x {spec.seeds} "
-        f"seed(s) x {len(spec.schedulers)} scheduler(s)) on Ray at {meta['address']} ({meta['cpus']} CPUs): "
+        f"{spec.cells:,} cells ({len(spec.clusters)} cluster(s) x {len(spec.loads)} load(s) x "
+        + "".join(f"{len(values)} {path} value(s) x " for path, values in spec.axes)
+        + f"{spec.seeds} seed(s) x {len(spec.schedulers)} scheduler(s)) on Ray at {meta['address']} ({meta['cpus']} CPUs): "
         f"{meta['completed']:,} completed, {meta['failed']:,} failed in {meta['wall_s']:.1f} s; wrote {args.out}"
     )
     for f in failures[:SHOWN_FAILURES]:
