@@ -315,7 +315,8 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         "--target",
         required=True,
         metavar="METRIC<=VALUE",
-        help="what the run must meet: any metric of compare --json with <= or >=, e.g. 'p95_wait_s<=1800'",
+        help="what the run must meet: any metric of compare --json with <= or >=, e.g. 'p95_wait_s<=1800'; "
+        "under a failure model also a reliability metric, e.g. 'ettr>=0.95' or 'failure_lost_gpu_h<=50'",
     )
     add_cluster_argument(
         parser,
@@ -340,8 +341,7 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from engine.analysis.metrics import METRICS
-    from engine.analysis.plan import parse_target, plan
+    from engine.analysis.plan import TARGET_METRICS, parse_target, plan
     from engine.analysis.sweep import finite_or_none
     from engine.sim.options import RunOptions
 
@@ -350,6 +350,7 @@ def run_plan(args: argparse.Namespace) -> int:
         raise EngineError(f"--scheduler lists a name more than once: {', '.join(names)}")
     target = parse_target(args.target)
     options = run_options_from(args, RunOptions())
+    target.check_options(options)  # before the trace is read
     if args.minimize or len(args.node) > 1:
         return _run_cost_plan(args, names, target, options)
     trace = load_trace_arg(args)
@@ -369,7 +370,7 @@ def run_plan(args: argparse.Namespace) -> int:
             options=options,
         )
     meta, probes = frame.attrs["meta"], frame.attrs["probes"]
-    unit = METRICS[target.metric].unit
+    unit = TARGET_METRICS[target.metric].unit
     shape = meta["node"] if meta["cluster"] is None else f"{meta['node']} nodes added to {meta['cluster']}"
     print(
         f"fewest nodes of {shape} meeting {target} on {trace.source} ({len(trace.jobs):,} jobs); "
@@ -415,8 +416,7 @@ def run_plan(args: argparse.Namespace) -> int:
 
 def _run_cost_plan(args: argparse.Namespace, names: list[str], target, options) -> int:
     """``plan --node A --node B --minimize cluster_price_per_h``: the cheapest mix and its runner-up."""
-    from engine.analysis.metrics import METRICS
-    from engine.analysis.plan import plan_mix
+    from engine.analysis.plan import TARGET_METRICS, plan_mix
     from engine.analysis.sweep import finite_or_none
 
     if args.cluster is not None:
@@ -438,7 +438,7 @@ def _run_cost_plan(args: argparse.Namespace, names: list[str], target, options) 
             plugins=args.plugin,
         )
     meta, probes = frame.attrs["meta"], frame.attrs["probes"]
-    unit = METRICS[target.metric].unit
+    unit = TARGET_METRICS[target.metric].unit
     print(
         f"cheapest mix of {', '.join(meta['shapes'])} meeting {target} on {trace.source} "
         f"({len(trace.jobs):,} jobs), prices {meta['price_list']}; {meta['runs']} runs in {meta['rounds']} rounds "

@@ -360,6 +360,10 @@ def test_plan_in_money_writes_the_cheapest_mix_and_its_runner_up(ray_local, tmp_
             "unknown metric 'p95'",
         ),
         (
+            ["plan", "--trace", "x.csv", "--node", "8:A100-80", "--scheduler", "fifo", "--target", "ettr>=0.9"],
+            "ettr is measured only under failures; give a failure model",
+        ),
+        (
             ["plan", "--trace", "x.csv", "--node", "8", "--scheduler", "fifo", "--target", "p95_wait_s<=1"],
             "node shape '8'",
         ),
