@@ -5,8 +5,10 @@ and plans in money (:func:`plan_mix`): the cheapest mix of several node shapes t
     answer = plan("month.csv", "8:A100-80", ["fifo", "easy-backfill"], "p95_wait_s<=1800")
     answer[["scheduler", "nodes", "gpus"]]        # one row per scheduler; attrs["probes"]: every run made
 
-**Target.** ``METRIC<=VALUE`` or ``METRIC>=VALUE`` over any metric of ``compare --json``. A run *meets* it when
-no job is unschedulable (a cluster too small for some job does not count as meeting a wait target) and the
+**Target.** ``METRIC<=VALUE`` or ``METRIC>=VALUE`` over a metric of :data:`TARGET_METRICS`: any of ``compare
+--json``'s, and, for runs whose options model failures, the reliability metrics (``ettr>=0.95``,
+``failure_lost_gpu_h<=50``, ``failed_job_gpu_h<=10``, ...: a plan whose target holds under failures). A run *meets*
+it when no job is unschedulable (a cluster too small for some job does not count as meeting a wait target) and the
 metric is defined and on the right side of the value.
 
 **Clusters.** ``node`` is a shape ``GPUS:TYPE`` (e.g. ``8:A100-80``); the cluster with ``n`` nodes is ``n``
@@ -32,7 +34,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from engine.analysis.metrics import METRICS
+from engine.analysis.metrics import METRICS, RELIABILITY_METRICS, Metric
 from engine.analysis.scenario import Scenario
 from engine.analysis.sweep import Runner, check_schedulers, finite_or_none, one_line
 from engine.errors import ClusterSpecError, EngineError, UnknownNameError, reject_unknown_keys
@@ -43,6 +45,9 @@ from engine.sim.state import Scheduler
 
 #: Largest node count a plan may probe.
 MAX_NODES = 4096
+#: What a target may name: every metric of ``compare --json``, then the reliability metrics (only for runs whose
+#: options model failures: :meth:`Target.check_options`).
+TARGET_METRICS: dict[str, Metric] = {**METRICS, **RELIABILITY_METRICS}
 _TARGET = re.compile(r"^\s*([a-z0-9_]+)\s*(<=|>=)\s*(\S+)\s*$")
 
 
@@ -65,18 +70,27 @@ class Target:
             return False
         return v <= self.value if self.op == "<=" else v >= self.value
 
+    def check_options(self, options: RunOptions | None) -> None:
+        """Raise :class:`PlanError` when the target names a reliability metric and ``options`` model no failures
+        (the runs would not have it)."""
+        if self.metric in RELIABILITY_METRICS and not (options or RunOptions()).failures.active:
+            raise PlanError(
+                f"target {self}: {self.metric} is measured only under failures; give a failure model "
+                "(--failures PRESET, --node-mtbf-h H, --job-failures RATE or --checkpoint-cost S)"
+            )
+
     def __str__(self) -> str:
         return f"{self.metric}{self.op}{self.value:g}"
 
 
 def parse_target(text: str) -> Target:
-    """``"p95_wait_s<=1800"`` -> :class:`Target`; the metric must be a key of ``compare --json``."""
+    """``"p95_wait_s<=1800"`` -> :class:`Target`; the metric must be a key of :data:`TARGET_METRICS`."""
     m = _TARGET.match(text or "")
     if not m:
         raise PlanError(f"target {text!r}: expected METRIC<=VALUE or METRIC>=VALUE, e.g. p95_wait_s<=1800")
     metric, op, raw = m.groups()
-    if metric not in METRICS:
-        raise UnknownNameError(f"target {text!r}: unknown metric {metric!r}; valid: {', '.join(METRICS)}")
+    if metric not in TARGET_METRICS:
+        raise UnknownNameError(f"target {text!r}: unknown metric {metric!r}; valid: {', '.join(TARGET_METRICS)}")
     try:
         value = float(raw)
     except ValueError:
@@ -212,6 +226,7 @@ def plan(
     import pandas as pd
 
     goal = target if isinstance(target, Target) else parse_target(target)
+    goal.check_options(options)
     shape = parse_node(node)
     names = [schedulers] if isinstance(schedulers, str) else list(schedulers)
     if not names or len(set(names)) != len(names):
@@ -459,6 +474,7 @@ def plan_mix(
     if minimize not in OBJECTIVES:
         raise PlanError(f"minimize {minimize!r}: expected one of {', '.join(OBJECTIVES)}")
     goal = target if isinstance(target, Target) else parse_target(target)
+    goal.check_options(options)
     shapes = [parse_node(n) for n in nodes]
     if not shapes or len(set(shapes)) != len(shapes):
         raise PlanError(f"plan node shapes: expected distinct GPUS:TYPE shapes, got {list(nodes)}")

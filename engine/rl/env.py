@@ -12,11 +12,12 @@ Action space
     that type, latest estimated end first, to make room), or *wait* (the last action). See
     :mod:`engine.rl.encoding`.
 Observation space
-    ``Dict(jobs=Box(0, 4, (window, 12 + k * max_types)), groups=Box(0, 4, (max_types, 10)),
+    ``Dict(jobs=Box(0, 4, (window, 12 + k * max_types)), groups=Box(0, 4, (max_types, 10 + h)),
     global=Box(0, 4, (8,)), action_mask=MultiBinary(n_actions))``: 12 features per job plus k = 4 per (job, GPU
     type slot) (its speed, expected run time, can start now, can start now on one node of that type), k = 6 with
     ``"evict"`` (can start by evicting, the victims' remaining work), k = 7 with ``evict_cost`` too (the work
-    evicting would cost the victims under the episode's preemption model); every feature is documented in
+    evicting would cost the victims under the episode's preemption model); h = 0, or 3 with ``node_health``
+    (per GPU type: nodes down, time since repair, failures so far); every feature is documented in
     :mod:`engine.rl.encoding`.
 Transitions
     A step applies one action: a start (after its preemptions, for ``"evict"``) or *wait*. If another start is still feasible at the same simulated time, the next
@@ -33,6 +34,10 @@ Episode end
     ``terminated`` when every job has finished (or can never run on the cluster). Episodes always end: each
     step starts a job or moves time to the next event, the workload is finite, and ``"evict"`` never preempts a
     job that started at the current time. Never truncated.
+Failures
+    Episodes run under the config's ``failures`` (:class:`~engine.sim.options.FailureModel`; default: nothing
+    fails), drawn from the episode's seed as in any run. A job a node failure stops returns to the queue and
+    waits again; its new wait is charged like any other.
 Reset
     ``reset(seed=...)`` draws a preemption model, a cluster, a load and a workload seed from the sampling lists
     (:class:`EnvConfig`; workload seeds are drawn at or above ``TRAIN_SEED_MIN`` = 2**20, so evaluations on
@@ -53,11 +58,11 @@ from gymnasium import spaces
 from engine.analysis.scenario import ScenarioError, WorkloadSpec
 from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError, reject_unknown_keys
-from engine.rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, EncodingConfig, Snapshot, decode, encode, snapshot
+from engine.rl.encoding import GLOBAL_FEATURES, EncodingConfig, Snapshot, decode, encode, snapshot
 from engine.rl.reward import RewardWeights, terminal_cost
 from engine.sim.cluster import Cluster, parse_cluster
 from engine.sim.job import Job
-from engine.sim.options import PreemptionModel, RunOptions
+from engine.sim.options import FailureModel, OptionsError, PreemptionModel, RunOptions
 from engine.sim.simulator import Result, Simulation
 from engine.sim.state import Decision, Preempt
 
@@ -84,6 +89,8 @@ class EnvConfig:
             an episode draws one, uniformly. The default is free preemption only. Train with the models the
             scheduler will meet: under free preemption alone an agent learns that evicting costs nothing; with
             both, and ``encoding.evict_cost``, it sees what each eviction costs and can learn when one pays.
+        failures: nodes that break and jobs that crash in every episode (default: none); with
+            ``encoding.node_health`` the agent sees each GPU type's node health.
     """
 
     clusters: tuple[str, ...] = ("4x8:V100-32",)
@@ -93,6 +100,7 @@ class EnvConfig:
     encoding: EncodingConfig = field(default_factory=EncodingConfig)
     reward: RewardWeights = field(default_factory=RewardWeights)
     preemptions: tuple[PreemptionModel, ...] = (PreemptionModel(),)
+    failures: FailureModel = FailureModel()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "clusters", tuple(self.clusters))
@@ -108,6 +116,10 @@ class EnvConfig:
         object.__setattr__(self, "preemptions", tuple(self.preemptions))
         if not self.preemptions or not all(isinstance(p, PreemptionModel) for p in self.preemptions):
             raise EngineError("env preemptions must be one or more PreemptionModels")
+        if not isinstance(self.failures, FailureModel):
+            raise EngineError("env failures must be a FailureModel")
+        for p in self.preemptions:  # e.g. a checkpoint cost needs every preemption model's interval
+            self.run_options(p)
 
     def workload_spec(self, load: float, seed: int, n_jobs: int | None = None) -> WorkloadSpec:
         """The generated workload of an episode at ``load`` with workload seed ``seed`` (``n_jobs`` replaces
@@ -118,8 +130,15 @@ class EnvConfig:
         except ScenarioError as exc:
             raise EngineError(str(exc).replace("scenario.workload", "env.workload")) from None
 
+    def run_options(self, preemption: PreemptionModel) -> RunOptions:
+        """The run options of an episode with ``preemption``: it and the config's failures."""
+        try:
+            return RunOptions(preemption=preemption, failures=self.failures)
+        except OptionsError as exc:
+            raise EngineError(f"env: {exc}") from None
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "clusters": list(self.clusters),
             "loads": list(self.loads),
             "n_jobs": self.n_jobs,
@@ -128,10 +147,23 @@ class EnvConfig:
             "reward": asdict(self.reward),
             "preemptions": [p.to_dict() for p in self.preemptions],
         }
+        if self.failures != FailureModel():  # configs (and cards) written before failures stay as they were
+            out["failures"] = self.failures.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EnvConfig:
-        known = {"clusters", "loads", "n_jobs", "workload", "encoding", "reward", "preemptions", "preemption"}
+        known = {
+            "clusters",
+            "loads",
+            "n_jobs",
+            "workload",
+            "encoding",
+            "reward",
+            "preemptions",
+            "preemption",
+            "failures",
+        }
         reject_unknown_keys(data, known, "env")
         if "preemption" in data and "preemptions" in data:
             raise EngineError("env: give preemptions (a list) or the older preemption (one object), not both")
@@ -149,6 +181,8 @@ class EnvConfig:
             if not isinstance(ps, list) or not ps:
                 raise EngineError("env.preemptions must be a non-empty list of preemption models")
             kw["preemptions"] = tuple(PreemptionModel.from_dict(p, f"env.preemptions[{i}]") for i, p in enumerate(ps))
+        if "failures" in data:
+            kw["failures"] = FailureModel.from_dict(data["failures"], "env.failures")
         return cls(**kw)
 
 
@@ -158,7 +192,7 @@ def observation_space(enc: EncodingConfig) -> tuple[spaces.Dict, spaces.Discrete
     obs = spaces.Dict(
         {
             "jobs": box(enc.window, enc.job_features),
-            "groups": box(enc.max_types, GROUP_FEATURES),
+            "groups": box(enc.max_types, enc.group_features),
             "global": box(GLOBAL_FEATURES),
             "action_mask": spaces.MultiBinary(enc.n_actions),
         }
@@ -233,7 +267,7 @@ class GpuSchedulingEnv(gym.Env):
         sim = Simulation(
             cluster,
             jobs,
-            options=RunOptions(preemption=preemption),
+            options=self.config.run_options(preemption),
             seed=0 if seed is None else seed,
             scheduler_name="rl-env",
         )
@@ -355,18 +389,29 @@ class GpuSchedulingEnv(gym.Env):
         """
         sim, w = self._sim, self.config.reward
         state, jobs, now = sim.state, sim.jobs, sim.now_s
+        self._book_ended_segments()
         since = self._queued_since
         wait = self._started_wait_s + sum(now - since.get(j, jobs[j].submit_s) for j in state.queue)
         if not w.jct:
             return w.wait * wait
-        running = state.running
-        for j in [j for j in self._run_start if j not in running]:
-            del self._run_start[j]
-            self._finished_run_s += state.attained_gpu_s(j) / (
-                jobs[j].gpus * jobs[j].gpu_fraction
-            ) - self._preempted_run_s.pop(j, 0.0)
         run = self._finished_run_s + sum(now - s for s in self._run_start.values())
         return w.wait * wait + w.jct * (wait + run)
+
+    def _book_ended_segments(self) -> None:
+        """Book the run segments that ended since the last step without a decision of the agent: a job that
+        finished (or ended failed), or one a node failure or a crash with a retry left sent back to the queue
+        (its segment ended ``run time`` after it started; it waits again from then). A segment's run time is the
+        job's attained GPU-seconds over its GPU demand minus its earlier segments."""
+        state, jobs = self._sim.state, self._sim.jobs
+        running = state.running
+        for j in [j for j in self._run_start if j not in running]:
+            start_s = self._run_start.pop(j)
+            before_s = self._preempted_run_s.pop(j, 0.0)
+            total_s = state.attained_gpu_s(j) / (jobs[j].gpus * jobs[j].gpu_fraction)
+            self._finished_run_s += total_s - before_s
+            if state.is_waiting(j):
+                self._queued_since[j] = start_s + total_s - before_s
+                self._preempted_run_s[j] = total_s
 
     def _obs(self) -> dict[str, np.ndarray]:
         if self._sim.done:

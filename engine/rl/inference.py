@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from engine.errors import EngineError, reject_unknown_keys
-from engine.rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, EncodingConfig
+from engine.rl.encoding import GLOBAL_FEATURES, EncodingConfig
 
 POLICY_KINDS = ("mlp", "attention")
 #: Bounds on what a card may ask for (each far above the shipped models), checked before anything is built.
@@ -98,7 +98,7 @@ def _extractor_shapes(prefix: str, spec: PolicySpec, enc: EncodingConfig) -> dic
     out = {
         f"{prefix}.job_in.weight": (d, enc.job_features),
         f"{prefix}.job_in.bias": (d,),
-        f"{prefix}.group_in.weight": (d, GROUP_FEATURES),
+        f"{prefix}.group_in.weight": (d, enc.group_features),
         f"{prefix}.group_in.bias": (d,),
         f"{prefix}.glob_in.weight": (d, GLOBAL_FEATURES),
         f"{prefix}.glob_in.bias": (d,),
@@ -126,7 +126,7 @@ def features_dim(spec: PolicySpec, enc: EncodingConfig) -> int:
     """Width of the features the MLP heads read."""
     if spec.kind == "attention":
         return (1 + enc.window + enc.max_types) * spec.d_model
-    return enc.window * enc.job_features + enc.max_types * GROUP_FEATURES + GLOBAL_FEATURES + enc.n_actions
+    return enc.window * enc.job_features + enc.max_types * enc.group_features + GLOBAL_FEATURES + enc.n_actions
 
 
 def param_shapes(spec: PolicySpec, enc: EncodingConfig) -> dict[str, tuple[int, ...]]:

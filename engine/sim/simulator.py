@@ -540,7 +540,7 @@ class Simulation:
         occ, faults, view = self._occ, self._faults, self.state
         for node in faults.pop(now):
             if not faults.down[node]:
-                occ.bring_up(node)
+                occ.bring_up(node, now)
                 view.stops += 1  # resources grew: a placement that failed may succeed now
                 continue
             for j in faults.interrupted(node, self._running):

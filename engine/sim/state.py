@@ -232,8 +232,9 @@ class ClusterState:
         free_capacity: free GPU capacity: idle GPUs plus the free shares of partly used ones.
         occupancy: the engine's own bookkeeping with fast lookup indexes (:class:`engine.sim.occupancy.Occupancy`),
             for placement rules that need to be fast. Under a failure model a node that is down holds its GPUs
-            (none is free) until it is repaired; ``occupancy.node_down`` says which nodes are, and
-            ``occupancy.node_failures`` how often each has failed so far.
+            (none is free) until it is repaired; ``occupancy.node_down`` says which nodes are,
+            ``occupancy.node_failures`` how often each has failed so far and ``occupancy.node_up_since_s`` when
+            each was last repaired.
         job_shape: a small integer per job; jobs with equal shape ask for the same resources (GPU count,
             fraction, memory, allowed types), so a placement that fails for one fails for all of them.
         queue_shape_counts: ``shape -> number of waiting jobs`` with that shape (a dict; do not change it).
