@@ -435,7 +435,10 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
         write_weights(state_arrays(model.policy), best_path)
         write_weights(state_arrays(model.policy), run_dir / "cloned_policy.npz")
     model.learn(
-        total_timesteps=cfg.total_timesteps, callback=callbacks, progress_bar=cfg.progress_bar, tb_log_name="ppo"
+        total_timesteps=max(cfg.total_timesteps - resumed_steps, 1),
+        callback=callbacks,
+        progress_bar=cfg.progress_bar,
+        tb_log_name="ppo",
     )
     wall_s = time.perf_counter() - t0
     final_path = run_dir / "final_policy.npz"

@@ -132,11 +132,11 @@ def tiny_selector(tmp_path_factory):
         runs_dir=str(tmp / "runs"),
     )
     card = train(cfg, models_dir=tmp / "models")
-    return tmp / "models", card
+    return tmp / "models", card, cfg
 
 
 def test_trained_selector_loads_as_plain_weights_and_runs_through_simulate(tiny_selector):
-    models, card = tiny_selector
+    models, card, _ = tiny_selector
     assert card["selector"] == list(MENU) and card["weights"].endswith(".npz")
     prior = card["training"]["selector_prior"]
     assert set(prior["validation_mean_return"]) == set(MENU) and prior["best"] in MENU
@@ -154,7 +154,7 @@ def test_trained_selector_loads_as_plain_weights_and_runs_through_simulate(tiny_
 def test_a_selector_card_naming_other_policies_is_refused(tiny_selector, tmp_path):
     import shutil
 
-    models, card = tiny_selector
+    models, card, _ = tiny_selector
     shutil.copytree(models, tmp_path / "m")
     path = tmp_path / "m" / "tiny-select.json"
     for menu, match in ((["sjf", "nope"], "unknown scheduler"), (["sjf", "fgd"], "expected float32")):
@@ -175,3 +175,11 @@ def test_selector_training_refuses_attention_or_cloning():
         replace(base, vec_env="threads")
     with pytest.raises(EngineError, match="resume_from"):
         replace(base, resume_from="../../etc/passwd")
+
+
+def test_a_stopped_run_resumes_from_its_checkpoint_and_counts_its_steps(tiny_selector):
+    models, _, cfg = tiny_selector
+    card = train(replace(cfg, resume_from="checkpoint_128.npz", total_timesteps=256), models_dir=models)
+    assert card["training"]["timesteps"] == 256
+    assert card["training"]["validation_curve"][0][0] > 128
+    assert "selector_prior" not in card["training"]  # the resumed weights are kept as they were
