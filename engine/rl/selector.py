@@ -160,15 +160,19 @@ class SelectorScheduler:
     def reset(self, state: ClusterState) -> None:
         self.switch.reset()
 
+    def act(self, obs: Mapping[str, np.ndarray], mask: np.ndarray) -> int:
+        """The most likely policy for one observation."""
+        return self.policy.act(obs, mask)
+
     def choose(self, state: ClusterState) -> int:
         """The policy that decides at this decision point."""
         if not state.queue:
             return self.switch.default()
         sw = self.switch
-        return self.policy.act(selector_obs(state, self.encoding, len(sw.names), sw.current), self._all)
+        return self.act(selector_obs(state, self.encoding, len(sw.names), sw.current), self._all)
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
-        return self.switch.decide(state, self.choose(state))
+        yield from self.switch.decide(state, self.choose(state))
 
 
 def is_job_decision(d: Decision) -> bool:
