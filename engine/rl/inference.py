@@ -129,12 +129,17 @@ def features_dim(spec: PolicySpec, enc: EncodingConfig) -> int:
     return enc.window * enc.job_features + enc.max_types * enc.group_features + GLOBAL_FEATURES + enc.n_actions
 
 
-def param_shapes(spec: PolicySpec, enc: EncodingConfig) -> dict[str, tuple[int, ...]]:
-    """Name -> shape of every array in the weights of ``spec`` over ``enc`` (the torch policy's ``state_dict``).
+def param_shapes(
+    spec: PolicySpec, enc: EncodingConfig, n_in: int | None = None, n_actions: int | None = None
+) -> dict[str, tuple[int, ...]]:
+    """Name -> shape of every array in the weights of ``spec`` over ``enc`` (the torch policy's ``state_dict``);
+    ``n_in`` and ``n_actions`` replace the encoding's input width and action count (a selector's, whose
+    observation and actions are its own: :mod:`engine.rl.selector`).
 
     Raises ``EngineError`` if the network would have more than :data:`MAX_PARAMS` parameters.
     """
-    n_in, last = features_dim(spec, enc), spec.net_arch[-1]
+    n_in, last = features_dim(spec, enc) if n_in is None else n_in, spec.net_arch[-1]
+    n_actions = enc.n_actions if n_actions is None else n_actions
     out: dict[str, tuple[int, ...]] = {}
     if spec.kind == "attention":  # SB3 keeps the actor's and the critic's extractors, and an alias of the first
         for prefix in ("features_extractor", "pi_features_extractor", "vf_features_extractor"):
@@ -142,8 +147,8 @@ def param_shapes(spec: PolicySpec, enc: EncodingConfig) -> dict[str, tuple[int, 
     out |= _mlp_shapes("mlp_extractor.policy_net", n_in, spec.net_arch)
     out |= _mlp_shapes("mlp_extractor.value_net", n_in, spec.net_arch)
     out |= {
-        "action_net.weight": (enc.n_actions, last),
-        "action_net.bias": (enc.n_actions,),
+        "action_net.weight": (n_actions, last),
+        "action_net.bias": (n_actions,),
         "value_net.weight": (1, last),
         "value_net.bias": (1,),
     }
