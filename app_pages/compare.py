@@ -165,7 +165,11 @@ st.caption(
     "is better); GPU utilisation is never green on its own, as jobs running longer on slower GPUs raise it. "
     "Durations in s, min, h or d as each value needs. Wait and JCT are over the jobs that ran. Definitions "
     "are on the Learn page."
-    + ("" if model else " Energy, cost and carbon: set an energy model on the Cluster page.")
+    + (
+        ""
+        if model
+        else " Energy, cost and carbon: turn on Count energy, cost and carbon (or set an energy model) on the Cluster page."
+    )
     + (
         ""
         if failing
