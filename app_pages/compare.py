@@ -188,7 +188,9 @@ def per_user_energy(views: common.Comparison) -> None:
         )
         st.caption(
             "The sums over each user's jobs: a job pays for the share of each GPU it holds, idle draw "
-            "included; the idle capacity no job held is the run's idle energy, in the table above."
+            "included; the idle capacity no job held is the run's idle energy, in the table above. Per completed "
+            "job and per useful GPU-hour divide those sums by the user's completed jobs and by the GPU-hours that "
+            "did work the jobs kept (lost work and failed runs are paid for, not counted as useful)."
         )
 
 
