@@ -75,8 +75,8 @@ def sweep_tradeoff(frame: pd.DataFrame) -> None:
     Pareto front; only for a sweep run with an energy model."""
     if "cost_usd" not in frame.columns:
         st.caption(
-            "Set an energy model on the Cluster page and sweep again to add cost, energy and carbon to "
-            "every row and draw wait against cost."
+            "Turn on Count energy, cost and carbon (or set an energy model) on the Cluster page and sweep again "
+            "to add cost, energy and carbon to every row and draw wait against cost."
         )
         return
     st.markdown("**Wait against cost**: the points no other beats on both lie on the dotted Pareto front.")

@@ -233,7 +233,7 @@ def power_series(result: Result, model: EnergyModel) -> tuple[np.ndarray, np.nda
 
 
 def sets_energy(options: RunOptions) -> bool:
-    """Whether run options (a scenario's) set an energy model other than the default one, or power idle nodes down
-    (what that saves is energy): a scenario file that does gets the energy metrics without a flag; one written with
-    the defaults keeps the summaries it had."""
-    return options.energy != EnergyModel() or options.power_down.active
+    """Whether run options (a scenario's) set an energy model other than the default one (its ``count`` switch
+    on, or any other value changed): a scenario file that does gets the energy metrics without a flag; one written
+    with the defaults keeps the summaries it had."""
+    return options.energy != EnergyModel()

@@ -331,6 +331,7 @@ _ENERGY_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
         "a number >= 0 (gCO2/kWh) or a carbon series",
     ),
     "price_list": (lambda v: v in _PRICE_LIST_NAMES, f"one of {', '.join(_PRICE_LIST_NAMES)}"),
+    "count": (lambda v: v is True or v is False, "true or false"),
 }
 
 
@@ -349,15 +350,23 @@ class EnergyModel:
             or a :class:`CarbonSeries`.
         price_list: the prices per GPU-hour: ``"catalog"`` (each GPU type's ``price_per_h``) or a name in
             :data:`engine.sim.cluster.PRICE_LISTS`.
+        count: count energy, cost and carbon in the results even when every other field is at its default (a
+            model that differs from the defaults is counted anyway: :func:`engine.analysis.energy.sets_energy`).
     """
 
     pue: float = DEFAULT_PUE
     carbon_g_per_kwh: float | CarbonSeries = DEFAULT_CARBON_G_PER_KWH
     price_list: str = CATALOG_PRICES
+    count: bool = False
 
     def __post_init__(self) -> None:
         _check_bounds(
-            {"pue": self.pue, "carbon_g_per_kwh": self.carbon_g_per_kwh, "price_list": self.price_list},
+            {
+                "pue": self.pue,
+                "carbon_g_per_kwh": self.carbon_g_per_kwh,
+                "price_list": self.price_list,
+                "count": self.count,
+            },
             _ENERGY_BOUNDS,
             "energy",
         )
@@ -368,6 +377,7 @@ class EnergyModel:
             "pue": self.pue,
             "carbon_g_per_kwh": carbon.to_dict() if isinstance(carbon, CarbonSeries) else carbon,
             "price_list": self.price_list,
+            "count": self.count,
         }
 
     @classmethod
