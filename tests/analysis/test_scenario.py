@@ -169,6 +169,7 @@ def test_untrusted_scenarios_name_no_trace_file():
         ({"window": [5, 1]}, "scenario.workload.window must be [START_S, END_S]"),
         ({"types": {"training": {"colour": 1}}}, "scenario.workload.types: job type 'training': unknown keys"),
         ({"mix": {"gaming": 1.0}}, "scenario.workload.mix: unknown job type 'gaming'"),
+        ({"trace_format": ["csv"]}, "scenario.workload.trace_format ['csv']: expected one of"),
     ],
 )
 def test_every_bound_is_checked_in_one_place_and_names_the_key(workload, message):

@@ -106,6 +106,8 @@ def test_a_cancelled_sweep_stops_its_cells(client):
         ("/v1/plans", '{"base": {}, "nodes": "8:A100-80", "target": "wait<5"}', "expected METRIC<=VALUE"),
         ("/v1/plans", '{"base": {}, "nodes": ["8:Z999"], "target": "p95_wait_s<=60"}', "node shape '8:Z999'"),
         ("/v1/plans", '{"base": {}, "nodes": [], "target": "p95_wait_s<=60"}', "1 to 8 distinct shapes"),
+        ("/v1/plans", '{"base": {}, "nodes": null, "target": "p95_wait_s<=60"}', "expected a list of GPUS:TYPE"),
+        ("/v1/plans", '{"base": {}, "nodes": 1.5, "target": "p95_wait_s<=60"}', "expected a list of GPUS:TYPE"),
         (
             "/v1/plans",
             '{"base": {}, "nodes": ["8:A100-80"], "target": "p95_wait_s<=60", "max_nodes": 1e9}',
