@@ -92,7 +92,8 @@ def test_the_lists_and_the_schema(client):
     assert all(Scenario.from_dict(p["scenario"]) for p in presets)  # each a runnable, untrusted scenario
     assert "V100-32" in {t["name"] for t in client.get("/v1/gpu-types").json()["gpu_types"]}
     paths = client.get("/openapi.json").json()["paths"]
-    assert {"/v1/runs", "/v1/runs/{run_id}/results", "/v1/traces", "/v1/simulate"} <= set(paths)
+    routes = {"/v1/runs", "/v1/runs/{run_id}/results", "/v1/traces", "/v1/simulate", "/v1/sweeps", "/v1/plans"}
+    assert routes <= set(paths)
     assert client.get("/docs").status_code == 200
 
 
