@@ -266,3 +266,21 @@ def test_a_journal_keeps_whole_cells_of_its_own_grid_only(tmp_path):
     other = SweepSpec.grid(["1x4:T4"], ["fifo", "sjf"], jobs=10, loads=[0.5, 1.5])
     assert CellJournal(tmp_path / "j.jsonl", other, {}).open() == {}  # another grid: started over
     assert CellJournal(tmp_path / "j.jsonl", spec, {"trace.csv": [1, 2]}).open() == {}  # other inputs too
+
+
+def test_a_cancel_stops_a_sweep_between_cells():
+    import threading
+
+    from engine.analysis.sweep import RunStopped
+
+    spec = SweepSpec.grid(["1x4:V100-32"], ["fifo", "sjf"], jobs=20, loads=[0.8, 1.2], seeds=2)  # 8 cells
+    cancel, done = threading.Event(), []
+
+    def on_progress(finished: int, total: int) -> None:
+        done.append(finished)
+        if finished == 3:
+            cancel.set()
+
+    with pytest.raises(RunStopped, match="stopped with 5 cells pending"):
+        run_sweep(spec, backend="serial", on_progress=on_progress, cancel=cancel)
+    assert done == [1, 2, 3]
