@@ -597,7 +597,7 @@ class PlanSpec:
             raise PlanError("plan base must be a scenario")
         if not self.base.schedulers:
             raise PlanError("plan base: scenario.schedulers is empty: name at least one scheduler")
-        if isinstance(self.nodes, str) or not all(isinstance(n, str) for n in self.nodes):
+        if not isinstance(self.nodes, tuple) or not all(isinstance(n, str) for n in self.nodes):
             raise PlanError('plan nodes: expected a list of GPUS:TYPE shapes, e.g. ["8:A100-80"]')
         if not 1 <= len(self.nodes) <= MAX_SHAPES or len(set(self.nodes)) != len(self.nodes):
             raise PlanError(f"plan nodes: expected 1 to {MAX_SHAPES} distinct shapes, got {len(self.nodes)}")
@@ -650,7 +650,7 @@ class PlanSpec:
             raise PlanError(f"plan base: {exc}") from None
         return cls(
             base=base,
-            nodes=(nodes,) if isinstance(nodes, str) else tuple(nodes) if isinstance(nodes, list) else nodes,
+            nodes=(nodes,) if isinstance(nodes, str) else tuple(nodes) if isinstance(nodes, list) else (None,),
             target=data["target"],
             max_nodes=data.get("max_nodes", 0),
             grow=data.get("grow", False),

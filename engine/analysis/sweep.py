@@ -581,9 +581,10 @@ class Runner:
         the Ray head stops answering (:data:`HEAD_CHECK_S`), Ray is disconnected and every cell still pending
         comes at once with a :class:`~engine.analysis.ray_join.RayJoinError`."""
         if self.backend == "serial":
-            pending, self._pending = self._pending, {}
-            for key, args in pending.items():
+            while self._pending:
                 self._stop_if_cancelled()
+                key = next(iter(self._pending))
+                args = self._pending.pop(key)
                 try:
                     yield key, run_guarded(*args)
                 except Exception as exc:  # a failed cell is reported; the others go on

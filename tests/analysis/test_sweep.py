@@ -365,3 +365,21 @@ def test_a_bad_option_axis_is_refused_naming_it(axes, message):
     with pytest.raises(SweepError, match="^sweep axes: .*") as info:
         SweepSpec.from_dict({**data, "axes": axes})
     assert message in str(info.value)
+
+
+def test_a_cancel_stops_a_sweep_between_cells():
+    import threading
+
+    from engine.analysis.sweep import RunStopped
+
+    spec = SweepSpec.grid(["1x4:V100-32"], ["fifo", "sjf"], jobs=20, loads=[0.8, 1.2], seeds=2)  # 8 cells
+    cancel, done = threading.Event(), []
+
+    def on_progress(finished: int, total: int) -> None:
+        done.append(finished)
+        if finished == 3:
+            cancel.set()
+
+    with pytest.raises(RunStopped, match="stopped with 5 cells pending"):
+        run_sweep(spec, backend="serial", on_progress=on_progress, cancel=cancel)
+    assert done == [1, 2, 3]
