@@ -319,8 +319,7 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from engine.analysis.metrics import METRICS
-    from engine.analysis.plan import parse_target, plan
+    from engine.analysis.plan import TARGET_METRICS, parse_target, plan
     from engine.analysis.sweep import finite_or_none
     from engine.sim.options import RunOptions
 
@@ -348,7 +347,7 @@ def run_plan(args: argparse.Namespace) -> int:
             options=options,
         )
     meta, probes = frame.attrs["meta"], frame.attrs["probes"]
-    unit = METRICS[target.metric].unit
+    unit = TARGET_METRICS[target.metric].unit
     shape = meta["node"] if meta["cluster"] is None else f"{meta['node']} nodes added to {meta['cluster']}"
     print(
         f"fewest nodes of {shape} meeting {target} on {trace.source} ({len(trace.jobs):,} jobs); "
@@ -394,8 +393,7 @@ def run_plan(args: argparse.Namespace) -> int:
 
 def _run_cost_plan(args: argparse.Namespace, names: list[str], target, options) -> int:
     """``plan --node A --node B --minimize cluster_price_per_h``: the cheapest mix and its runner-up."""
-    from engine.analysis.metrics import METRICS
-    from engine.analysis.plan import plan_mix
+    from engine.analysis.plan import TARGET_METRICS, plan_mix
     from engine.analysis.sweep import finite_or_none
 
     if args.cluster is not None:
@@ -417,7 +415,7 @@ def _run_cost_plan(args: argparse.Namespace, names: list[str], target, options) 
             plugins=args.plugin,
         )
     meta, probes = frame.attrs["meta"], frame.attrs["probes"]
-    unit = METRICS[target.metric].unit
+    unit = TARGET_METRICS[target.metric].unit
     print(
         f"cheapest mix of {', '.join(meta['shapes'])} meeting {target} on {trace.source} "
         f"({len(trace.jobs):,} jobs), prices {meta['price_list']}; {meta['runs']} runs in {meta['rounds']} rounds "
