@@ -35,3 +35,8 @@ def test_workload_page_sets_deadlines_and_admission_and_compare_shows_the_deadli
         assert summary.deadlines is not None and summary.deadlines.declined > 0  # admission ran
         for key, metric in DEADLINE_METRICS.items():
             assert kpi.loc[metric_name(key), name] == human_value(summary.value(key), metric.unit)
+
+
+def test_the_sidebar_names_the_deadline_law_and_the_admission_policy():
+    at = app(query={**QUERY, "w.deadlines": "gavel", "w.best_effort": "0.25", "o.admission.policy": '"feasible"'})
+    assert "**Deadlines** · gavel, 25% best effort; admission feasible" in [m.value for m in at.sidebar.markdown]
