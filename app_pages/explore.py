@@ -11,8 +11,8 @@ import streamlit as st
 
 from app_pages.lib import common, energy, reliability, workers
 from engine import SCHEDULERS, EngineError
-from engine.analysis.metrics import ALL_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS
-from engine.analysis.plan import Target, plan, plan_mix
+from engine.analysis.metrics import ALL_METRICS, DEADLINE_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS
+from engine.analysis.plan import TARGET_METRICS, Target, plan, plan_mix
 from engine.analysis.sweep import SweepSpec, parse_numbers, run_sweep
 from engine.sim.cluster import parse_shorthand
 from engine.units import parse_duration, plural
@@ -42,16 +42,18 @@ is_trace = w.source == "trace"
 load_label = "load scale" if is_trace else "offered load"
 schedulers = sorted(SCHEDULERS) + common.trained_agents()
 judged = [k for k, m in METRICS.items() if m.better is not None]
+# A plan may target the deadline metrics when a deadline law draws the jobs' deadlines (set on the Workload page).
+targets = judged + ([k for k, m in DEADLINE_METRICS.items() if m.better is not None] if w.deadlines != "none" else [])
 
 
 def _target_value(text: str, metric: str) -> float:
     """The plan target typed for ``metric``: a duration (``30 min``) for a metric in seconds, else a number."""
     try:
-        value = parse_duration(text) if METRICS[metric].unit == "s" else float(text)
+        value = parse_duration(text) if TARGET_METRICS[metric].unit == "s" else float(text)
     except ValueError as exc:
         raise EngineError(
             f"target value: {exc}"
-            if METRICS[metric].unit == "s"
+            if TARGET_METRICS[metric].unit == "s"
             else f"target value {text[:40]!r}: expected a number in {explore.metric_title(metric)}"
         ) from None
     if not math.isfinite(value):
@@ -194,7 +196,9 @@ with sweep_tab:
                 tables.failures_table(failures, load_label), width="stretch", hide_index=True, key="sweep_failures"
             )
         if not frame.empty:
-            shown = judged + [k for k in (*ENERGY_METRICS, *RELIABILITY_METRICS) if k in frame.columns]
+            shown = judged + [
+                k for k in (*ENERGY_METRICS, *RELIABILITY_METRICS, *DEADLINE_METRICS) if k in frame.columns
+            ]
             metric = st.selectbox(
                 "Metric",
                 shown,
@@ -251,10 +255,10 @@ with plan_tab:
         node = c[0].text_input("Node shape (GPUS:TYPE)", f"{first.gpus_per_node}:{first.gpu_type}", key="plan_node")
         metric = c[1].selectbox(
             "Target metric",
-            judged,
-            index=judged.index("p95_wait_s"),
+            targets,
+            index=targets.index("p95_wait_s"),
             key="plan_metric",
-            format_func=lambda k: METRICS[k].label,
+            format_func=lambda k: TARGET_METRICS[k].label,
         )
         op = c[2].radio("must be", ["<=", ">="], horizontal=True, key="plan_op")
         c = st.columns([1, 1, 1])
@@ -387,10 +391,10 @@ def cheapest_cluster(sc, schedulers: list[str]) -> None:
         c = st.columns(3)
         metric = c[0].selectbox(
             "Target metric",
-            judged,
-            index=judged.index("p95_wait_s"),
+            targets,
+            index=targets.index("p95_wait_s"),
             key="mix_metric",
-            format_func=lambda k: METRICS[k].label,
+            format_func=lambda k: TARGET_METRICS[k].label,
         )
         op = c[1].radio("must be", ["<=", ">="], horizontal=True, key="mix_op")
         value_text = c[2].text_input("Target value", "30 min", key="mix_value")
