@@ -35,6 +35,9 @@ def test_deadlines_and_admission_from_the_workload_page_to_compare(page: Page, a
     wait_idle(page)
     pick(page, "Admission control", "feasible")
     expect(page).to_have_url(re.compile(r"o\.admission\.policy=%22feasible%22"), timeout=SLOW_MS)
+    wait_idle(page)
+    expect(page.get_by_role("combobox", name="Admission control")).to_have_count(1)  # one picker, showing feasible
+    expect(page.get_by_text("Deadlines · elasticflow, 20% best effort; admission feasible")).to_be_visible()
     shot(page, "workload")
 
     page.goto(page.url.replace("/workload?", "/compare?"))
