@@ -169,7 +169,11 @@ st.caption(
     "is better); GPU utilisation is never green on its own, as jobs running longer on slower GPUs raise it. "
     "Durations in s, min, h or d as each value needs. Wait and JCT are over the jobs that ran. Definitions "
     "are on the Learn page."
-    + ("" if model else " Energy, cost and carbon: set an energy model on the Cluster page.")
+    + (
+        ""
+        if model
+        else " Energy, cost and carbon: turn on Count energy, cost and carbon (or set an energy model) on the Cluster page."
+    )
     + (
         ""
         if failing
@@ -188,7 +192,9 @@ def per_user_energy(views: common.Comparison) -> None:
         )
         st.caption(
             "The sums over each user's jobs: a job pays for the share of each GPU it holds, idle draw "
-            "included; the idle capacity no job held is the run's idle energy, in the table above."
+            "included; the idle capacity no job held is the run's idle energy, in the table above. Per completed "
+            "job and per useful GPU-hour divide those sums by the user's completed jobs and by the GPU-hours that "
+            "did work the jobs kept (lost work and failed runs are paid for, not counted as useful)."
         )
 
 

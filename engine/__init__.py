@@ -19,7 +19,7 @@ from engine.sim.cluster import CLUSTER_SOURCES, Cluster, GpuType, NodeGroup, par
 from engine.sim.job import Job
 from engine.sim.options import CarbonSeries, EnergyModel, FailureModel, PreemptionModel, RunOptions
 from engine.sim.simulator import Result, Simulation, simulate
-from engine.sim.state import ClusterState, Decision, Preempt, Scheduler, Start, Wake
+from engine.sim.state import ClusterState, Decision, Preempt, Resize, Scheduler, Start, Wake
 
 
 def _openb_cluster(path: str) -> Cluster:
@@ -50,6 +50,7 @@ __all__ = [
     "NodeGroup",
     "Preempt",
     "PreemptionModel",
+    "Resize",
     "Result",
     "RunOptions",
     "SCHEDULERS",

@@ -9,7 +9,8 @@ The run's ``options.admission.policy`` (:data:`~engine.sim.options.ADMISSION_POL
   deadline_s``, where ``work_s`` is its reference work (its duration plus what its checkpoints cost) and
   ``best_speed`` the largest speed of its job type over the cluster's GPU types it is allowed on. It is an
   optimistic test (queueing and communication only make a job later), so it declines only jobs that are sure to
-  miss; jobs without a deadline are always admitted.
+  miss; jobs without a deadline are always admitted. An elastic job's best speed is at its best GPU count (up to
+  its ``max_gpus`` and the cluster's size): its curve's largest speed-up over its requested size.
 
 A declined job never runs: its status is ``DECLINED`` and :attr:`~engine.sim.record.Result.declined_reasons` holds
 why. The simulation calls :meth:`Admission.decline` once per arriving job that fits the cluster.
@@ -20,6 +21,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from engine.sim.cluster import Cluster
+from engine.sim.elastic import speedup_ratio
 from engine.sim.job import Job
 from engine.sim.options import RunOptions
 
@@ -41,11 +43,15 @@ class Admission:
         self._best: dict[tuple[str, frozenset[str]], float] = {}  # (job type, allowed types) -> best speed
 
     def best_speed(self, job: Job) -> float:
-        """The largest speed of ``job``'s type over the cluster's GPU types it is allowed on."""
+        """The largest speed of ``job``'s type over the cluster's GPU types it is allowed on (times its best
+        speed-up over its requested size, elastic)."""
         key = (job.job_type, job.allowed_types)
         speed = self._best.get(key)
         if speed is None:
             speed = self._best[key] = best_speed(self._cluster, job)
+        if job.elastic:
+            most = min(job.max_gpus, self._cluster.layout.n_gpus)
+            speed *= max(speedup_ratio(job, k) for k in range(job.min_gpus, max(most, job.min_gpus) + 1))
         return speed
 
     def decline(self, j: int, now_s: float, work_s: float) -> str | None:

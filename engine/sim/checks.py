@@ -31,6 +31,8 @@ from engine.sim.state import (
     JOB_RUNNING,
     LIFECYCLE_NAMES,
     Preempt,
+    Resize,
+    RunningJob,
     ShapeTable,
     Start,
     Wake,
@@ -49,8 +51,15 @@ class DecisionChecks:
     """
 
     def __init__(
-        self, jobs: tuple[Job, ...], lifecycle: list[int], occupancy: Occupancy, shapes: ShapeTable, layout: Layout
+        self,
+        jobs: tuple[Job, ...],
+        lifecycle: list[int],
+        occupancy: Occupancy,
+        shapes: ShapeTable,
+        layout: Layout,
+        running: dict[int, RunningJob] | None = None,
     ) -> None:
+        self._running = running if running is not None else {}
         self._jobs = jobs
         self._n_jobs = len(jobs)
         self._lifecycle = lifecycle
@@ -84,7 +93,9 @@ class DecisionChecks:
             if not (isinstance(at_s, (int, float)) and at_s > now_s and math.isfinite(at_s)):
                 return f"wake-up time {at_s!r} must be a finite time after now ({now_s:g} s)"
             return None
-        return f"unknown decision {d!r}; expected Start, Preempt or Wake"
+        if isinstance(d, Resize):
+            return self.resize_problem(raw.job_id, raw.gpu_ids)
+        return f"unknown decision {d!r}; expected Start, Preempt, Wake or Resize"
 
     def can_host(self, job: Job) -> np.ndarray:
         """Boolean mask over GPUs that could take ``job`` (or one of its GPUs) right now."""
@@ -142,8 +153,35 @@ class DecisionChecks:
         if self._lifecycle[j] != JOB_QUEUED:
             return f"job {j} cannot start: it is not waiting ({self.describe(int(j))})"
         job = self._jobs[j]
-        if len(gpus) != job.gpus:
+        if not job.elastic and len(gpus) != job.gpus:
             return f"job {j} asks for {job.gpus} GPU(s) but was given {len(gpus)}"
+        return self._size_problem(j, job, gpus) or self._gpus_problem(j, job, gpus, ())
+
+    def resize_problem(self, j: Any, gpus: Any) -> str | None:
+        """Why resizing job ``j`` to ``gpus`` now is invalid, or None: it must be elastic and running, and ``gpus``
+        a new set of its size range, of one allowed type, each GPU idle or already its own."""
+        if not (isinstance(j, (int, np.integer)) and 0 <= j < self._n_jobs):
+            return f"job {j!r} does not exist"
+        job = self._jobs[j]
+        if not job.elastic:
+            return f"job {j} cannot be resized: it is rigid (min_gpus = max_gpus = {job.gpus})"
+        running = self._running.get(int(j))
+        if self._lifecycle[j] != JOB_RUNNING or running is None:
+            return f"job {j} cannot be resized: it is not running ({self.describe(int(j))})"
+        held = running.gpu_ids
+        problem = self._size_problem(j, job, gpus) or self._gpus_problem(j, job, gpus, held)
+        if problem is None and set(gpus) == set(held):
+            return f"job {j}: a resize to the GPUs it holds changes nothing"
+        return problem
+
+    def _size_problem(self, j: Any, job: Job, gpus: Any) -> str | None:
+        """Why ``gpus`` is no GPU set of elastic ``job``'s size range (None for a rigid job: checked before)."""
+        if job.elastic and not job.min_gpus <= len(gpus) <= job.max_gpus:
+            return f"job {j} runs on {job.min_gpus} to {job.max_gpus} GPUs but was given {len(gpus)}"
+        return None
+
+    def _gpus_problem(self, j: Any, job: Job, gpus: Any, held: tuple[int, ...]) -> str | None:
+        """Why job ``j`` cannot take ``gpus`` now (``held``: the GPUs it holds, free to it), or None."""
         n = self._n_gpus
         for g in gpus:
             if not (isinstance(g, (int, np.integer)) and 0 <= g < n):
@@ -162,7 +200,7 @@ class DecisionChecks:
         occ = self._occ
         if job.gpu_fraction >= 1.0:
             for g in gpus:
-                if occ.tenants[g] != 0:
+                if occ.tenants[g] != 0 and g not in held:
                     return f"job {j}: GPU {g} is not free (whole-GPU jobs never share)"
         else:
             g = gpus[0]

@@ -14,6 +14,7 @@ from numbers import Real
 from typing import Any, Final
 
 from engine.errors import quote
+from engine.sim.scaling import RIGID, SCALING_CURVES
 
 #: Job types the built-in speed and communication tables know. Any other string is allowed and is
 #: treated like ``"batch"`` by those tables.
@@ -57,6 +58,11 @@ class Job:
         deadline_s: the absolute time, seconds from the start of the trace, by which the job should end; ``inf``
             (the default; NaN reads as it) for a best-effort job without one. Deadline metrics and admission
             control read it.
+        min_gpus, max_gpus: the GPU counts an elastic job may run on (``min_gpus <= gpus <= max_gpus``); both
+            ``gpus`` by default: a rigid job, which runs on exactly ``gpus`` GPUs. Fractional jobs are rigid.
+        scaling: the name of an elastic job's scaling curve (:data:`engine.sim.scaling.SCALING_CURVES`); ``""``
+            for a rigid job. ``duration_s`` is the job's run time at its requested size ``gpus``; on ``k`` GPUs it
+            runs ``speedup(k) / speedup(gpus)`` times as fast (:mod:`engine.sim.elastic`).
 
     Construction checks every field and raises ``ValueError`` naming the job and the field. Numbers are stored
     as Python ``float`` and ``int`` (numpy scalars are converted), ``user``, ``job_type`` and ``name`` as
@@ -77,6 +83,9 @@ class Job:
     name: str
     failed: bool
     deadline_s: float
+    min_gpus: int
+    max_gpus: int
+    scaling: str
 
     def __init__(
         self,
@@ -94,6 +103,9 @@ class Job:
         name: Any = "",
         failed: Any = False,
         deadline_s: Any = math.inf,
+        min_gpus: Any = None,
+        max_gpus: Any = None,
+        scaling: Any = RIGID,
     ) -> None:
         j = _integer(job_id, "job_id", job_id)
         submit = _real(j, "submit_s", submit_s)
@@ -146,6 +158,7 @@ class Job:
             deadline = math.inf
         elif not deadline > submit:
             raise ValueError(f"job {j}: deadline_s must be after submit_s ({submit}), got {deadline_s}")
+        least, most = _elastic_range(j, gpus, fraction, min_gpus, max_gpus, scaling)
         values = (
             j,
             submit,
@@ -161,6 +174,9 @@ class Job:
             str(name),
             failed,
             deadline,
+            least,
+            most,
+            scaling,
         )
         for field, value in zip(_FIELDS, values):  # frozen: the fields are set once, here
             _PUT(self, field, value)
@@ -178,6 +194,11 @@ class Job:
     def has_deadline(self) -> bool:
         """The job carries a deadline (``deadline_s`` is finite)."""
         return self.deadline_s < math.inf
+
+    @property
+    def elastic(self) -> bool:
+        """The job may run on other GPU counts than ``gpus`` (``min_gpus < max_gpus``)."""
+        return self.min_gpus < self.max_gpus
 
     @property
     def fractional(self) -> bool:
@@ -200,7 +221,30 @@ _FIELDS: Final = (
     "name",
     "failed",
     "deadline_s",
+    "min_gpus",
+    "max_gpus",
+    "scaling",
 )
+
+
+def _elastic_range(j: int, gpus: int, fraction: float, min_gpus: Any, max_gpus: Any, scaling: Any) -> tuple[int, int]:
+    """``(min_gpus, max_gpus)`` of job ``j`` (``None``: ``gpus``), or a ValueError naming the job and the field."""
+    bounds = []
+    for field, value in (("min_gpus", min_gpus), ("max_gpus", max_gpus)):
+        count = gpus if value is None else _integer(j, field, value)
+        if not 1 <= count <= MAX_GPUS:
+            raise ValueError(f"job {j}: {field} must be an integer from 1 to {MAX_GPUS:,}, got {quote(value)}")
+        bounds.append(count)
+    least, most = bounds
+    if not least <= gpus <= most:
+        raise ValueError(f"job {j}: needs min_gpus <= gpus <= max_gpus, got {least} <= {gpus} <= {most}")
+    if scaling != RIGID and scaling not in SCALING_CURVES:
+        raise ValueError(
+            f"job {j}: unknown scaling curve {quote(scaling)}; expected one of {', '.join(SCALING_CURVES)}"
+        )
+    if least < most and (fraction < 1.0 or scaling == RIGID):
+        raise ValueError(f"job {j}: an elastic job (min_gpus < max_gpus) needs whole GPUs and a scaling curve")
+    return least, most
 
 
 def _real(job_id: object, field: str, value: Any) -> float:

@@ -43,10 +43,12 @@ from engine.sim.admission import make_admission
 from engine.sim.agenda import Agenda
 from engine.sim.checks import DecisionChecks, ProgressGuard, finite_end_s
 from engine.sim.cluster import Cluster
+from engine.sim.elastic import resize, speedup_ratio
 from engine.sim.failures import FailureCalendar
 from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy
 from engine.sim.options import PreemptionModel, RunOptions
+from engine.sim.power import NodeSleep
 from engine.sim.record import COMPLETED, DECLINED, FAILED, UNSCHEDULABLE, Recorder, Result
 from engine.sim.state import (
     JOB_DECLINED,
@@ -59,6 +61,7 @@ from engine.sim.state import (
     ClusterState,
     Decision,
     Preempt,
+    Resize,
     RunningJob,
     Scheduler,
     ShapeTable,
@@ -181,7 +184,8 @@ class Simulation:
         self._guard = ProgressGuard(self.scheduler_name, n)
         self._faults = FailureCalendar(self.options.failures, self._lay, self.seed, self._work_s)
         self._fail_left = self._faults.fail_left_s  # where each job's run crashes (0: it does not)
-        self._checks = DecisionChecks(self.jobs, self._state, self._occ, self._shapes, self._lay)
+        self._checks = DecisionChecks(self.jobs, self._state, self._occ, self._shapes, self._lay, self._running)
+        self._power = NodeSleep.of(self.options.power_down, self._lay, self.jobs)  # None: nodes never power down
         self.state = ClusterState(
             self,
             self._shapes,
@@ -213,7 +217,7 @@ class Simulation:
         a = self._attained[j]
         r = self._running.get(j)
         if r is not None:
-            a += self.jobs[j].gpus * self.jobs[j].gpu_fraction * (self.now_s - r.start_s)
+            a += len(r.gpu_ids) * self.jobs[j].gpu_fraction * (self.now_s - r.start_s)
         return a
 
     def _type_speeds(self, job_type: str) -> list[float]:
@@ -234,7 +238,8 @@ class Simulation:
     def placement_rate(self, job: Job, gpus: tuple[int, ...]) -> float:
         """Work rate of ``job`` on ``gpus`` if started now (GPU speed x communication x co-location)."""
         n_nodes, n_racks = self._spread_of(gpus)
-        return self._rate(job, gpus, n_nodes, n_racks, True)[0]
+        rate = self._rate(job, gpus, n_nodes, n_racks, True)[0]
+        return rate * speedup_ratio(job, len(gpus)) if job.min_gpus < job.max_gpus else rate
 
     def _spread_of(self, gpus: tuple[int, ...]) -> tuple[int, int]:
         """(nodes, racks) that ``gpus`` span."""
@@ -299,6 +304,8 @@ class Simulation:
                     raise InvalidDecision(f"scheduler {self.scheduler_name!r}: {reason}")
                 if kind is Preempt:
                     self._preempt(int(raw.job_id))
+                elif kind is Resize:
+                    resize(self, int(raw.job_id), tuple(int(g) for g in raw.gpu_ids))
                 else:
                     self._calendar.push(float(raw.at_s), _WAKE)
         self.state.entered = self.state.entered[told:]  # preempted jobs re-entered: the next call hears of them
@@ -324,6 +331,8 @@ class Simulation:
                 n_nodes, n_racks = self._spread_of(gpus)
                 comm = 1.0 if n_nodes == 1 else self._comm_factor(job.job_type, n_nodes, n_racks)
             rate = speed * comm
+            if job.min_gpus < job.max_gpus:  # elastic: its curve's speed-up over its requested size
+                rate *= speedup_ratio(job, len(gpus))
         else:
             g = gpus[0]
             n_nodes = n_racks = 1
@@ -343,7 +352,7 @@ class Simulation:
             queue_shapes[sid] = c
         else:
             del queue_shapes[sid]
-        demand = job.gpus * frac
+        demand = len(gpus) * frac  # (an elastic job may hold other than its requested count)
         self._busy += demand
         user_gpus = self._user_gpus
         user_gpus[job.user] = user_gpus.get(job.user, 0.0) + demand
@@ -354,6 +363,8 @@ class Simulation:
             first_start[j] = now
         self._comm[j] = comm
         self._last_update[j] = now
+        if self._power is not None:  # waking powered-down nodes: the job pays the delay as a restart overhead
+            self._work_left[j] = self._work_left[j] + self._power.woken(j, gpus, now, rate)
         work_left = self._work_left[j]
         est_left = job.estimate_s - (job.duration_s - work_left)
         if est_left < 0.0:  # max(est_left, 0.0), in float arithmetic when compiled
@@ -415,6 +426,8 @@ class Simulation:
         occ = self._occ
         self._work_left[j] = self._work_left[j] - (now - self._last_update[j]) * r.rate
         self._last_update[j] = now
+        if self._power is not None:
+            self._power.released(gpus, now)
         if frac >= 1.0:
             occ.release_whole(gpus)
         else:
@@ -426,7 +439,7 @@ class Simulation:
                 self._retime_tenants(g)
             else:
                 del self._shared[g]
-        demand = job.gpus * frac
+        demand = len(gpus) * frac
         busy = self._busy - demand
         self._busy = busy
         self._user_gpus[job.user] = self._user_gpus[job.user] - demand
@@ -527,7 +540,7 @@ class Simulation:
         occ, faults, view = self._occ, self._faults, self.state
         for node in faults.pop(now):
             if not faults.down[node]:
-                occ.bring_up(node)
+                occ.bring_up(node, now)
                 view.stops += 1  # resources grew: a placement that failed may succeed now
                 continue
             for j in faults.interrupted(node, self._running):
@@ -624,6 +637,7 @@ class Simulation:
             self._faults,
             self._work_s,
             self._work_left,
+            self._power,
         )
 
 

@@ -9,7 +9,9 @@ Decisions:
 
 * :class:`Start` ``(job_id, gpu_ids)``: run a waiting job on exactly these GPUs;
 * :class:`Preempt` ``(job_id)``: stop a running job and put it back in the queue;
-* :class:`Wake` ``(at_s)``: call me again at this time even if no job arrives or ends by then.
+* :class:`Wake` ``(at_s)``: call me again at this time even if no job arrives or ends by then;
+* :class:`Resize` ``(job_id, gpu_ids)``: run an elastic running job on these GPUs from now on (it pays the run's
+  rescale cost, :mod:`engine.sim.elastic`).
 
 The view's arrays and containers belong to the engine: read them, never write them (numpy arrays are
 handed out read-only). Schedulers see each job's ``estimate_s``; reading ``duration_s`` is reserved for
@@ -34,7 +36,7 @@ from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from engine.sim.options import PreemptionModel
+    from engine.sim.options import CarbonSeries, PreemptionModel
     from engine.sim.simulator import Simulation
 
 #: Tolerance for sums of GPU fractions (0.1 + 0.2 must fit in 0.3).
@@ -48,7 +50,7 @@ _PUT: Final = object.__setattr__  # sets a field of a frozen record (ARCHITECTUR
 @dataclass(frozen=True, init=False, slots=True)
 class Start:
     """Start waiting job ``job_id`` (an int) on ``gpu_ids`` (a tuple of ints, ``len == job.gpus``, all of one GPU
-    type)."""
+    type; an elastic job may take any count from its ``min_gpus`` to its ``max_gpus``)."""
 
     job_id: Any
     gpu_ids: Any
@@ -87,7 +89,23 @@ class Wake:
         return (Wake, (self.at_s,))
 
 
-Decision = Start | Preempt | Wake
+@dataclass(frozen=True, init=False, slots=True)
+class Resize:
+    """Run elastic running job ``job_id`` on ``gpu_ids`` from now on: ``min_gpus <= len(gpu_ids) <= max_gpus``, one
+    GPU type; GPUs it holds may stay in the set, the others must be idle. It pays ``options.elastic.rescale_s``."""
+
+    job_id: Any
+    gpu_ids: Any
+
+    def __init__(self, job_id: Any, gpu_ids: Any) -> None:
+        _PUT(self, "job_id", job_id)
+        _PUT(self, "gpu_ids", gpu_ids)
+
+    def __reduce__(self) -> tuple:
+        return (Resize, (self.job_id, self.gpu_ids))
+
+
+Decision = Start | Preempt | Wake | Resize
 
 
 # ------------------------------------------------------------------ what a scheduler sees
@@ -214,8 +232,9 @@ class ClusterState:
         free_capacity: free GPU capacity: idle GPUs plus the free shares of partly used ones.
         occupancy: the engine's own bookkeeping with fast lookup indexes (:class:`engine.sim.occupancy.Occupancy`),
             for placement rules that need to be fast. Under a failure model a node that is down holds its GPUs
-            (none is free) until it is repaired; ``occupancy.node_down`` says which nodes are, and
-            ``occupancy.node_failures`` how often each has failed so far.
+            (none is free) until it is repaired; ``occupancy.node_down`` says which nodes are,
+            ``occupancy.node_failures`` how often each has failed so far and ``occupancy.node_up_since_s`` when
+            each was last repaired.
         job_shape: a small integer per job; jobs with equal shape ask for the same resources (GPU count,
             fraction, memory, allowed types), so a placement that fails for one fails for all of them.
         queue_shape_counts: ``shape -> number of waiting jobs`` with that shape (a dict; do not change it).
@@ -226,6 +245,8 @@ class ClusterState:
         seed: the run's seed; randomised schedulers derive their generator from it.
         preemption: the run's preemption model (what a preempted job loses; a known policy of the cluster, like
             its checkpoint interval, never a job's true duration).
+        carbon_g_per_kwh: the grid's carbon intensity of the run's energy model (gCO2/kWh: a constant or an
+            hourly :class:`~engine.sim.options.CarbonSeries`), a forecast carbon-aware schedulers may plan with.
         shape_node_bits: per job shape, its eligible nodes as a bitmask (bit ``n`` is node ``n``).
     """
 
@@ -255,6 +276,7 @@ class ClusterState:
         self.arrival_order: Sequence[int] = arrival_order
         self.seed: int = sim.seed
         self.preemption: PreemptionModel = sim.preemption
+        self.carbon_g_per_kwh: float | CarbonSeries = sim.options.energy.carbon_g_per_kwh
         self.now_s: float = 0.0
         self._queue = queue
         self.queue = queue.keys()

@@ -30,10 +30,10 @@ nodes) is slower than on 4 and bert gains little from 4 to 6 (its 2.09 on 2 GPUs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import pairwise
 
-#: Where the numbers come from (each profile's ``source`` starts with it).
-POLLUX_ARTIFACT = "Pollux (OSDI'21) artifact, petuum/adaptdl simulator/ @ de25dcc"
+# Where the numbers come from (each profile's ``source`` starts with it) and the speed-up tables, shared with the
+# engine's scaling curves (``pollux-<app>``).
+from engine.sim.scaling import POLLUX_ARTIFACT, POLLUX_TABLES, table_speedup
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,7 @@ class AppProfile:
 
     def speedup_at(self, gpus: int) -> float:
         """The speed-up on ``gpus`` GPUs (>= 1): linear between table points, the last point's beyond it."""
-        table = self.speedup
-        for (g0, s0), (g1, s1) in pairwise(table):
-            if gpus < g1:
-                return s0 + (max(gpus, g0) - g0) / (g1 - g0) * (s1 - s0)
-        return table[-1][1]
+        return table_speedup(self.speedup, gpus)
 
     def run_time_s(self, gpus: int) -> float:
         """Seconds the job runs on ``gpus`` GPUs (rigid: the same GPUs from start to end)."""
@@ -80,7 +76,7 @@ APPLICATION_PROFILES: dict[str, AppProfile] = {
     # 3,178 iterations (validation-2048, epoch 100) x 1.404 s (1 GPU: 2 micro-steps of 1024 samples).
     "cifar10": AppProfile(
         4461,
-        ((1, 1.0), (2, 1.675), (3, 2.57), (4, 3.558), (6, 5.222), (8, 5.4), (12, 7.406), (16, 9.091)),
+        POLLUX_TABLES["cifar10"],
         2048,
         f"{POLLUX_ARTIFACT}: cifar10 placements.csv, validation-2048.csv (100 epochs)",
     ),
@@ -88,7 +84,7 @@ APPLICATION_PROFILES: dict[str, AppProfile] = {
     # synchronise about 1 s a step, so 6 GPUs (two nodes) gain little over 4.
     "bert": AppProfile(
         13951,
-        ((1, 1.0), (2, 2.093), (3, 3.007), (4, 4.148), (6, 4.565), (8, 5.625), (12, 8.778), (16, 10.451)),
+        POLLUX_TABLES["bert"],
         384,
         f"{POLLUX_ARTIFACT}: bert placements.csv, validation-384.csv (2 epochs)",
     ),
@@ -98,7 +94,7 @@ APPLICATION_PROFILES: dict[str, AppProfile] = {
     # (= 14.16, flat past 16), so a 32-replica job runs 42,001 s here.
     "imagenet": AppProfile(
         594741,
-        ((1, 1.0), (2, 1.983), (3, 2.78), (4, 3.695), (6, 5.781), (8, 7.305), (12, 11.17), (16, 14.16)),
+        POLLUX_TABLES["imagenet"],
         6400,
         f"{POLLUX_ARTIFACT}: imagenet placements.csv; run time an estimate from the rigid "
         "(Tiresias) simulation's 42,001 s for 32 replicas (results-jobload/tiresias-1.0)",
@@ -107,7 +103,7 @@ APPLICATION_PROFILES: dict[str, AppProfile] = {
     # nodes a step synchronises for about 1 s, more than it computes: 6 to 16 GPUs are slower than 4.
     "yolov3": AppProfile(
         37780,
-        ((1, 1.0), (2, 1.949), (3, 2.306), (4, 2.936), (6, 1.282), (8, 1.583), (12, 2.082), (16, 2.207)),
+        POLLUX_TABLES["yolov3"],
         64,
         f"{POLLUX_ARTIFACT}: yolov3 placements.csv, validation-64.csv (50 epochs)",
     ),
@@ -116,7 +112,7 @@ APPLICATION_PROFILES: dict[str, AppProfile] = {
     # (validation-320, epoch 80). Spread placements: consolidated ones would be somewhat faster.
     "deepspeech2": AppProfile(
         23175,
-        ((1, 1.0), (6, 5.797), (8, 7.814), (12, 8.431), (16, 8.238)),
+        POLLUX_TABLES["deepspeech2"],
         320,
         f"{POLLUX_ARTIFACT}: deepspeech2 scalability.csv, validation-320.csv (80 epochs); "
         "1-GPU step and spread placements: an estimate",
@@ -126,7 +122,7 @@ APPLICATION_PROFILES: dict[str, AppProfile] = {
     # speed-up data.
     "ncf": AppProfile(
         77,
-        ((1, 1.0),),
+        POLLUX_TABLES["ncf"],
         32768,
         f"{POLLUX_ARTIFACT}: ncf run time an estimate, the shortest rigid (Tiresias) completion "
         "time (results-jobload/tiresias-1.0); no multi-GPU data",

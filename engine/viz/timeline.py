@@ -24,7 +24,7 @@ from engine.sim.cluster import Cluster
 from engine.sim.simulator import Result
 from engine.units import human_seconds
 from engine.viz.series import binned_series, step_at
-from engine.viz.style import OTHER_COLOUR, category_colours, time_scale
+from engine.viz.style import OTHER_COLOUR, category_colours, plain, plain_all, time_scale
 
 #: Animation frames of the timeline cursor.
 MAX_FRAMES = 200
@@ -242,7 +242,7 @@ def timeline_figure(
     q_top = 1.05 * max((int(r.series_queue.max()) for r in runs if len(r.series_queue)), default=1) + 0.5
     shapes: list[dict] = []
     for col, (name, r) in enumerate(zip(names, runs), start=1):
-        _add_column(canvas, frames_seg[name], r, col, name, raster_bins(max(len(runs), 1)))
+        _add_column(canvas, frames_seg[name], r, col, plain(name), raster_bins(max(len(runs), 1)))
         shapes += _column_axes(canvas, r, col, q_top)
     if shapes:
         fig.layout._validate = True  # set once, validated once (they are few)
@@ -282,7 +282,7 @@ def _unvalidated_subplots(names: Sequence[str]) -> go.Figure:
         row_heights=[0.8, 0.2],
         vertical_spacing=0.04,
         horizontal_spacing=min(0.04, 0.3 / n_cols),
-        subplot_titles=list(names) or ["(no run)"],
+        subplot_titles=plain_all(names) or ["(no run)"],
     )
     # Everything added below is built here from plain numbers: skip Plotly's per-property validation, which
     # otherwise takes about half of this function's time (see _set_unvalidated for the same reasoning).
@@ -292,7 +292,8 @@ def _unvalidated_subplots(names: Sequence[str]) -> go.Figure:
 
 
 def _add_column(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, bins: int) -> None:
-    """Run ``r``'s timeline in column ``col`` as the canvas's mode draws it, its queue length underneath."""
+    """Run ``r``'s timeline in column ``col`` as the canvas's mode draws it, its queue length underneath (``name``:
+    the run's name as :func:`~engine.viz.style.plain` gives it)."""
     if c.mode == "heatmap":
         _add_heatmap(c, seg, r, col, name)
     elif c.mode == "raster":
@@ -432,22 +433,22 @@ def _add_bars(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str) -> 
         for t in np.unique(gpu_type[cats.to_numpy() == cat]):
             part = seg[(cats.to_numpy() == cat) & (gpu_type == t)]
             x, y, ids = _bar_points(part, lay, r.n_jobs, c.div)
-            text = np.repeat(part[other].astype(str).to_numpy(), 3)
+            text = np.repeat(np.array(plain_all(part[other]), dtype=object), 3)
             c.fig.add_trace(
                 scatter(
                     x=x,
                     y=y,
                     mode="lines",
-                    name=cat,
-                    legendgroup=cat,
+                    name=plain(cat),
+                    legendgroup=plain(cat),
                     showlegend=cat not in c.legend_done,
                     line=dict(color=OTHER_COLOUR if cat == "other" else c.colours[cat], width=c.line_px),
                     customdata=ids,
                     text=text,
                     connectgaps=False,
-                    hovertemplate=f"job %{{customdata[0]}} · {c.color_by.replace('_', ' ')} {cat} · "
+                    hovertemplate=f"job %{{customdata[0]}} · {c.color_by.replace('_', ' ')} {plain(cat)} · "
                     f"{other.replace('_', ' ')} %{{text}}<br>GPU %{{y}} · "
-                    f"{lay.type_names[int(t)]} · node %{{customdata[1]}}<br>t=%{{x:.2f}} {c.unit}"
+                    f"{plain(lay.type_names[int(t)])} · node %{{customdata[1]}}<br>t=%{{x:.2f}} {c.unit}"
                     f"<extra>{name}</extra>",
                 ),
                 row=1,
@@ -504,12 +505,12 @@ def _gpu_ticks(cluster: Cluster) -> dict:
     first, count = lay.node_first_gpu.astype(float), lay.node_gpus.astype(float)
     if lay.n_nodes <= NODE_TICKS:
         vals: np.ndarray | list[float] = first + (count - 1) / 2
-        text = [f"n{i} · {lay.type_names[int(t)]}" for i, t in enumerate(lay.node_type)]
+        text = [f"n{i} · {plain(lay.type_names[int(t)])}" for i, t in enumerate(lay.node_type)]
     else:
         vals, text = [], []
         for a, b, t in _type_runs(lay):
             vals.append((lay.node_first_gpu[a] + lay.node_first_gpu[b - 1] + lay.node_gpus[b - 1] - 1) / 2)
-            text.append(f"{lay.type_names[t]} ×{int(lay.node_gpus[a:b].sum())}")
+            text.append(f"{plain(lay.type_names[t])} ×{int(lay.node_gpus[a:b].sum())}")
     return dict(tickmode="array", tickvals=[float(v) for v in vals], ticktext=text, ticks="")
 
 
@@ -593,7 +594,7 @@ def _add_raster(cv: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, 
                 colorscale=scale,
                 showscale=False,
                 hoverongaps=False,
-                hovertemplate=f"job %{{customdata}}<br>GPU %{{y}} · {lay.type_names[t]}<br>t=%{{x:.2f}} {unit}"
+                hovertemplate=f"job %{{customdata}}<br>GPU %{{y}} · {plain(lay.type_names[t])}<br>t=%{{x:.2f}} {unit}"
                 f"<extra>{name}</extra>",
             ),
             row=1,
@@ -608,8 +609,8 @@ def _add_raster(cv: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, 
                 x=[None],
                 y=[None],
                 mode="markers",
-                name=c,
-                legendgroup=c,
+                name=plain(c),
+                legendgroup=plain(c),
                 showlegend=True,
                 marker=dict(symbol="square", size=12, color=OTHER_COLOUR if c == "other" else colours[c]),
             ),

@@ -7,9 +7,9 @@ import pickle
 
 import pytest
 
-from engine.sim.state import Preempt, Start, Wake
+from engine.sim.state import Preempt, Resize, Start, Wake
 
-RECORDS = [Start(3, (0, 1)), Preempt(7), Wake(12.5)]
+RECORDS = [Start(3, (0, 1)), Preempt(7), Wake(12.5), Resize(4, (0, 1, 2))]
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=lambda r: type(r).__name__)
