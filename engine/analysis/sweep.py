@@ -440,7 +440,7 @@ def curve_stats(frame, metric: str):
 
     by = ["cluster", "load", *axis_columns(frame), "scheduler"]
     rows = []
-    for values, group in frame.groupby(by, sort=False):
+    for values, group in frame.groupby(by, sort=False, dropna=False):  # (a grid run again without an axis: NaN)
         mean, half = mean_ci(group[metric].tolist())
         rows.append({**dict(zip(by, values)), "mean": mean, "ci95": half, "seeds": len(group)})
     return pd.DataFrame(rows, columns=[*by, "mean", "ci95", "seeds"])
