@@ -418,7 +418,10 @@ class Runner:
         if not ray.is_initialized():
             quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
             if self.requested_address is None:
-                _start_local_ray(num_cpus=self.num_cpus, include_dashboard=False, **quiet)
+                try:
+                    _start_local_ray(num_cpus=self.num_cpus, include_dashboard=False, **quiet)
+                except Exception as exc:  # Ray's start fails with errors of many types; each is one line here
+                    raise EngineError(f"could not start a local Ray on this machine: {one_line(exc)}") from None
             else:
                 join_cluster(self.requested_address, **quiet)  # one line within seconds when it cannot
             self.started_ray = True
