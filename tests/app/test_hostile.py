@@ -290,3 +290,43 @@ def test_one_session_has_at_most_the_hosts_pieces_of_work_at_once_and_others_sti
     assert waited_s < 0.5  # refused at once, not queued behind the two
     assert at.session_state["other"] is None  # another session's run went on meanwhile
     assert at.session_state["after"] == 7
+
+
+def _a_run_told_to_stop_while_its_call_works():
+    """A script run (in a thread, as a run replaced by a newer one goes on in its own) asks for a minute's work,
+    then is told to stop (the session ended, Stop was pressed or a rerun replaced it)."""
+    import dataclasses
+    import threading
+    import time
+
+    import streamlit as st
+    from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+    from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequests
+
+    from app_pages.lib import workers
+    from engine.runner.workers import RunCancelled
+
+    requests = ScriptRequests()
+    outcome = []
+
+    def run() -> None:
+        start = time.monotonic()
+        try:
+            workers.call(time.sleep, 60, what="a long run")
+        except RunCancelled as exc:
+            outcome.append((str(exc), time.monotonic() - start))
+
+    thread = threading.Thread(target=run)
+    add_script_run_ctx(thread, dataclasses.replace(get_script_run_ctx(), script_requests=requests))
+    thread.start()
+    time.sleep(1)
+    requests.request_stop()
+    thread.join(30)
+    st.session_state["outcome"] = outcome
+
+
+def test_a_call_stops_when_the_script_run_that_asked_for_it_is_told_to_stop():
+    at = AppTest.from_function(_a_run_told_to_stop_while_its_call_works, default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    [(message, took_s)] = at.session_state["outcome"]
+    assert message == "a long run was cancelled" and took_s < 10  # not the minute it asked for
