@@ -403,6 +403,14 @@ class Runner:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Cancel the cells still pending (left by an error, e.g. a page's run stopped through its progress
+        callback: they would go on holding Ray's CPUs for nobody), then shut a Ray started here down unless kept."""
+        if self.backend == "ray" and self._pending:
+            import ray
+
+            for ref in self._pending:
+                ray.cancel(ref, force=True)
+            self._pending = {}
         if self.started_ray and not self.keep_ray:
             import ray
 
