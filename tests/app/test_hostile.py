@@ -155,6 +155,32 @@ def test_trainings_are_capped_per_server_bounded_in_memory_and_time_and_end_with
     assert late.wait(timeout=10) == -9
 
 
+def _a_session_starting_two_trainings():
+    import subprocess
+
+    import streamlit as st
+
+    from app_pages.lib import trainings
+
+    first = trainings.start(lambda: subprocess.Popen(["sleep", "60"], start_new_session=True), lambda: None)
+    try:
+        trainings.start(lambda: subprocess.Popen(["sleep", "60"], start_new_session=True), lambda: None)
+        st.session_state["second"] = "started"
+    except trainings.RunLimitError as exc:
+        st.session_state["second"] = str(exc)
+    finally:
+        first.kill()
+
+
+def test_one_session_runs_at_most_the_hosts_trainings_per_session(monkeypatch):
+    monkeypatch.setenv("PLAYGROUND_TRAININGS", "4")  # the server would run four
+    at = AppTest.from_function(_a_session_starting_two_trainings, default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["second"] == (
+        "a session runs at most 1 training(s) at once on this server; start another when yours has ended"
+    )
+
+
 def test_visitors_train_at_most_the_hosts_steps_and_sessions_get_their_own_default_model_names(monkeypatch):
     monkeypatch.setenv("PLAYGROUND_TRAIN_MAX_STEPS", "5000")
     names = []
