@@ -23,7 +23,8 @@ Whoever hosts the app sets the bounds by environment variable (or ``.streamlit/s
 
 A call is also stopped (its process killed, :class:`~engine.runner.workers.RunCancelled` raised) once the script
 run that asked for it is told to stop: the session ended, its visitor pressed Stop, or a newer run of the page
-replaced it (Streamlit's fast reruns), so no worker goes on for an answer nobody will read.
+replaced it (Streamlit's fast reruns), so no worker goes on for an answer nobody will read; the Explore page's
+sweeps and plans are cancelled the same way (:func:`run_stopped`).
 
 An :class:`~engine.errors.EngineError` raised in the worker (bad input) comes back as an ``EngineError``
 with the same message. The process machinery is :mod:`engine.runner.workers` (the HTTP API uses it too).
@@ -56,6 +57,7 @@ __all__ = [
     "memory_mb",
     "session_slot",
     "simulate_named",
+    "run_stopped",
     "timeout_s",
 ]
 workers.add_preload("app_pages.lib.workers")
@@ -126,7 +128,7 @@ class _RunStopped:
         return getattr(self._requests, "_state", None) == ScriptRequestType.STOP
 
 
-def _run_stopped() -> Any:
+def run_stopped() -> Any:
     """The calling script run's :class:`_RunStopped`, or ``None`` outside a script run."""
     ctx = get_script_run_ctx(suppress_warning=True)
     requests = getattr(ctx, "script_requests", None)
@@ -153,7 +155,7 @@ def call(fn: Callable, *args: Any, what: str) -> Any:
             limit_s=timeout_s(),
             memory_mb=memory_mb(),
             slots=_semaphore(),
-            cancel=_run_stopped(),
+            cancel=run_stopped(),
         )
 
 

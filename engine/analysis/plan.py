@@ -181,6 +181,7 @@ def plan(
     plugins: Sequence[str] = (),
     options: RunOptions | None = None,
     guard: Callable[..., dict[str, Any]] | None = None,
+    cancel: Any = None,
 ):
     """The fewest nodes of shape ``node`` for which each scheduler's run on ``trace`` meets ``target``.
 
@@ -194,8 +195,8 @@ def plan(
         seed: the simulation seed of every run.
         options: the run options of every run (default ``RunOptions()``).
         probes_per_round: runs per scheduler per round (default: the CPUs of the Ray cluster, at least 2).
-        backend, address, num_cpus, factories, plugins, guard: as in :func:`engine.analysis.sweep.run_sweep` (a
-            run past the guard's bounds is that scheduler's ``error``).
+        backend, address, num_cpus, factories, plugins, guard, cancel: as in
+            :func:`engine.analysis.sweep.run_sweep` (a run past the guard's bounds is that scheduler's ``error``).
         on_progress: called with ``(runs done, runs submitted so far)``.
 
     Returns:
@@ -222,7 +223,7 @@ def plan(
     probes: dict[tuple[str, int], dict[str, Any]] = {}
     rounds = submitted = finished = 0
     t0 = time.perf_counter()
-    with Runner(backend, address, num_cpus=num_cpus, plugins=plugins, guard=guard) as runner:
+    with Runner(backend, address, num_cpus=num_cpus, plugins=plugins, guard=guard, cancel=cancel) as runner:
         ref = runner.put(jobs)
         k = probes_per_round or max(2, runner.cpus)
         while active := [s for s, search in searches.items() if not search.done]:
@@ -420,6 +421,7 @@ def plan_mix(
     factories: Mapping[str, Callable[[], Scheduler]] | None = None,
     plugins: Sequence[str] = (),
     guard: Callable[..., dict[str, Any]] | None = None,
+    cancel: Any = None,
 ):
     """The cheapest cluster built from node shapes ``nodes`` (any number of nodes of each, at most ``max_nodes``)
     on which each scheduler's run of ``trace`` meets ``target``, with the runner-up.
@@ -437,7 +439,7 @@ def plan_mix(
     single-shape answer, say), or below :data:`RUNNER_UP_WITHIN` times the answer's price while there is none;
     ``None`` when none is found there.
 
-    ``guard`` bounds every run as in :func:`plan` (a run past its bounds is that scheduler's ``error``).
+    ``guard`` bounds every run and ``cancel`` stops the plan as in :func:`plan`.
 
     Returns:
         A pandas frame, one row per scheduler: ``scheduler``, ``cluster`` (shorthand, ``None`` when no mix meets
@@ -474,7 +476,7 @@ def plan_mix(
     probes: dict[tuple[str, Mix], dict[str, Any]] = {}
     rounds = submitted = finished = 0
     t0 = time.perf_counter()
-    with Runner(backend, address, num_cpus=num_cpus, plugins=plugins, guard=guard) as runner:
+    with Runner(backend, address, num_cpus=num_cpus, plugins=plugins, guard=guard, cancel=cancel) as runner:
         ref = runner.put(jobs)
         k = probes_per_round or max(2, runner.cpus)
         while batch := [(s, m) for s, search in searches.items() for m in search.next_mixes(k)]:

@@ -71,6 +71,10 @@ TRACE_OPTIONS = ("format", "skip_bad", "time_unit", "column_map", "first", "wind
 LEGACY_KEYS = frozenset({"clusters", "schedulers", "seeds", "jobs", "loads", "generator", "trace", "trace_options"})
 
 
+class Cancelled(EngineError):
+    """A sweep or plan was cancelled (its ``cancel`` was set); its pending cells were cancelled with it."""
+
+
 class SweepError(EngineError, ValueError):
     """A sweep spec is invalid; the message names the field and what was expected."""
 
@@ -381,10 +385,11 @@ class Runner:
         keep_ray: bool = True,
         plugins: Sequence[str] = (),
         guard: Callable[..., dict[str, Any]] | None = None,
+        cancel: Any = None,
     ) -> None:
         if backend not in BACKENDS:
             raise EngineError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")
-        self.backend, self.keep_ray, self.guard = backend, keep_ray, guard
+        self.backend, self.keep_ray, self.guard, self.cancel = backend, keep_ray, guard, cancel
         # A plug-in file is named by its absolute path: workers on this machine find it wherever they run.
         self.plugins = tuple(str(Path(p).resolve()) if p.endswith(".py") else p for p in plugins)
         self.requested_address = address or os.environ.get("RAY_ADDRESS") or None
@@ -469,6 +474,7 @@ class Runner:
         if self.backend == "serial":
             pending, self._pending = self._pending, {}
             for key, args in pending.items():
+                self._check_cancel()
                 try:
                     yield key, run_guarded(*args)
                 except Exception as exc:  # a failed cell is reported; the others go on
@@ -478,6 +484,7 @@ class Runner:
 
         quiet_since, misses = time.monotonic(), 0
         while self._pending:
+            self._check_cancel()
             ready, _ = ray.wait(list(self._pending), num_returns=min(len(self._pending), 64), timeout=0.2)
             if ready:
                 quiet_since, misses = time.monotonic(), 0
@@ -493,6 +500,10 @@ class Runner:
                     yield key, ray.get(ref)
                 except Exception as exc:  # RayTaskError wraps what the cell raised; a dead worker is one too
                     yield key, getattr(exc, "cause", None) or exc
+
+    def _check_cancel(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise Cancelled("the sweep was cancelled; its pending cells with it")
 
     def _lost(self) -> Iterator[tuple[Any, BaseException]]:
         """The cluster's head went away: disconnect now (Ray would end this process a minute later) and report
@@ -596,6 +607,7 @@ def run_sweep(
     kept: Mapping[tuple, Mapping[str, Any]] | None = None,
     on_cell: Callable[[tuple, dict[str, Any]], None] | None = None,
     guard: Callable[..., dict[str, Any]] | None = None,
+    cancel: Any = None,
 ):
     """Simulate every cell of ``spec`` and return a pandas frame, one row per completed cell in grid order.
 
@@ -621,6 +633,8 @@ def run_sweep(
         guard: each cell runs as ``guard(run_cell, *args)`` on its worker (:func:`run_guarded`), e.g.
             ``functools.partial(engine.runner.workers.call, what=..., limit_s=..., memory_mb=...)``: a cell past
             its time or memory bound is stopped and is a failed cell with that one-line reason.
+        cancel: anything with ``is_set()`` (a :class:`threading.Event`): once set, the pending cells are cancelled
+            and :class:`Cancelled` is raised (looked at every 0.2 s, and between cells in serial).
 
     Returns:
         Columns :data:`CELL_COLUMNS` then every key of :data:`~engine.analysis.metrics.METRICS` (then of
@@ -645,7 +659,9 @@ def run_sweep(
     total, done = spec.cells, len(rows)
     failures: dict[tuple, CellFailure] = {}
     t0 = time.perf_counter()
-    with Runner(backend, address, num_cpus=num_cpus, keep_ray=keep_ray, plugins=plugins, guard=guard) as runner:
+    with Runner(
+        backend, address, num_cpus=num_cpus, keep_ray=keep_ray, plugins=plugins, guard=guard, cancel=cancel
+    ) as runner:
         for key, cluster, jobs_ref in _workloads(spec, clusters, base, runner):
             for scheduler in spec.schedulers:
                 if (*key, scheduler) not in rows:

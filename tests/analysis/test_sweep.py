@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 
 from engine.analysis.metrics import ENERGY_METRICS, METRICS
 from engine.analysis.scenario import scale_submits
-from engine.analysis.sweep import CELL_COLUMNS, SweepError, SweepSpec, run_sweep
+from engine.analysis.sweep import CELL_COLUMNS, Cancelled, SweepError, SweepSpec, run_sweep
 from engine.cli import main
 from engine.errors import UnknownNameError
 from engine.runner.workers import call
@@ -253,6 +254,28 @@ def test_cells_left_pending_by_an_error_are_cancelled_with_their_worker_processe
         time.sleep(0.2)
     assert ray.available_resources().get("CPU", 0) == 2  # the slow cell no longer holds a CPU of Ray's
     assert started and not any(map(_alive, started))  # nor its worker process a core: it would think for minutes
+
+
+def test_a_cancelled_sweep_stops_at_once_and_frees_rays_cpus(ray_local, tmp_path):
+    import ray
+
+    spec = SweepSpec.grid(clusters=("2x8:V100-32",), schedulers=("slow",), jobs=30, loads=(0.9,))
+    cancel = threading.Event()
+
+    def cancel_once_the_slow_cell_runs() -> None:
+        while not any(tmp_path.iterdir()):
+            time.sleep(0.1)
+        cancel.set()  # the page's run was told to stop: its session ended, say
+
+    threading.Thread(target=cancel_once_the_slow_cell_runs, daemon=True).start()
+    start = time.monotonic()
+    with pytest.raises(Cancelled, match="the sweep was cancelled"):
+        run_sweep(spec, factories={"slow": functools.partial(_SlowTelling, str(tmp_path))}, cancel=cancel)
+    assert time.monotonic() - start < 60  # the cell alone thinks a minute per decision
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and ray.available_resources().get("CPU", 0) < 2:
+        time.sleep(0.2)
+    assert ray.available_resources().get("CPU", 0) == 2
 
 
 def test_spec_round_trips_through_json_and_refuses_bad_input():
