@@ -186,10 +186,11 @@ with sweep_tab:
             with_energy = energy.energy_of(sc) is not None
 
             def sweep_of(grid: SweepSpec) -> pd.DataFrame:
-                """The grid's frame: one piece of this session's work, each cell within the bounds per run."""
+                """The grid's frame: one piece of this session's work, each cell within the bounds per run, all
+                cancelled when this run of the page is told to stop."""
                 with workers.session_slot("the sweep"):
-                    guard = workers.cell_guard()
-                    return run_sweep(grid, trace_jobs=trace_jobs, on_progress=update, energy=with_energy, guard=guard)
+                    bounds = {"guard": workers.cell_guard(), "cancel": workers.run_stopped()}
+                    return run_sweep(grid, trace_jobs=trace_jobs, on_progress=update, energy=with_energy, **bounds)
 
             frame = sweep_of(spec)
             if mtbfs:
@@ -321,6 +322,7 @@ with plan_tab:
                     options=sc.options,
                     on_progress=update,
                     guard=workers.cell_guard(),
+                    cancel=workers.run_stopped(),
                 )
             bar.empty()
             st.session_state[_PLAN] = {"answer": answer, "target": goal, "workload": common.run_key(sc)}
@@ -442,6 +444,7 @@ def cheapest_cluster(sc, schedulers: list[str]) -> None:
                     options=sc.options,
                     on_progress=update,
                     guard=workers.cell_guard(),
+                    cancel=workers.run_stopped(),
                 )
             bar.empty()
             st.session_state[_MIX] = {"answer": answer, "workload": common.run_key(sc)}

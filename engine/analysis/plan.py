@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import threading
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
@@ -203,7 +202,7 @@ def plan(
     plugins: Sequence[str] = (),
     options: RunOptions | None = None,
     guard: Callable[..., dict[str, Any]] | None = None,
-    cancel: threading.Event | None = None,
+    cancel: Any = None,
 ):
     """The fewest nodes of shape ``node`` for which each scheduler's run on ``trace`` meets ``target``.
 
@@ -217,8 +216,8 @@ def plan(
         seed: the simulation seed of every run.
         options: the run options of every run (default ``RunOptions()``).
         probes_per_round: runs per scheduler per round (default: the CPUs of the Ray cluster, at least 2).
-        backend, address, num_cpus, factories, plugins, guard, cancel: as in :func:`engine.analysis.sweep.run_sweep` (a
-            run past the guard's bounds is that scheduler's ``error``).
+        backend, address, num_cpus, factories, plugins, guard, cancel: as in
+            :func:`engine.analysis.sweep.run_sweep` (a run past the guard's bounds is that scheduler's ``error``).
         on_progress: called with ``(runs done, runs submitted so far)``.
 
     Returns:
@@ -444,7 +443,7 @@ def plan_mix(
     factories: Mapping[str, Callable[[], Scheduler]] | None = None,
     plugins: Sequence[str] = (),
     guard: Callable[..., dict[str, Any]] | None = None,
-    cancel: threading.Event | None = None,
+    cancel: Any = None,
 ):
     """The cheapest cluster built from node shapes ``nodes`` (any number of nodes of each, at most ``max_nodes``)
     on which each scheduler's run of ``trace`` meets ``target``, with the runner-up.
@@ -462,7 +461,7 @@ def plan_mix(
     single-shape answer, say), or below :data:`RUNNER_UP_WITHIN` times the answer's price while there is none;
     ``None`` when none is found there.
 
-    ``guard`` bounds every run as in :func:`plan` (a run past its bounds is that scheduler's ``error``).
+    ``guard`` bounds every run and ``cancel`` stops the plan as in :func:`plan`.
 
     Returns:
         A pandas frame, one row per scheduler: ``scheduler``, ``cluster`` (shorthand, ``None`` when no mix meets
