@@ -245,6 +245,8 @@ class ClusterState:
         preemption: the run's preemption model (what a preempted job loses; a known policy of the cluster, like
             its checkpoint interval, never a job's true duration).
         shape_node_bits: per job shape, its eligible nodes as a bitmask (bit ``n`` is node ``n``).
+        rescale_s: seconds an elastic job stalls each time a ``Resize`` changes its GPUs (the run's
+            ``options.elastic.rescale_s``).
     """
 
     def __init__(
@@ -273,6 +275,7 @@ class ClusterState:
         self.arrival_order: Sequence[int] = arrival_order
         self.seed: int = sim.seed
         self.preemption: PreemptionModel = sim.preemption
+        self.rescale_s: float = sim.options.elastic.rescale_s
         self.now_s: float = 0.0
         self._queue = queue
         self.queue = queue.keys()
