@@ -46,6 +46,7 @@ from engine.sim.cluster import Cluster, loads_bounded, parse_cluster, parse_clus
 from engine.sim.job import MAX_TIME_S, Job
 from engine.sim.options import RunOptions
 from engine.traces import TRACE_FORMATS
+from engine.traces.deadlines import DEADLINE_LAWS, NO_DEADLINES, with_deadlines
 from engine.traces.generator import ARRIVALS, generate, job_types
 from engine.traces.load import demand_arrays, offered_load_of
 from engine.traces.mapped import ALIASES as MAPPED_ALIASES
@@ -102,6 +103,7 @@ NUMBER_BOUNDS: dict[str, tuple[float, float, bool, bool]] = {
     "burst_share": (0.0, 1.0, True, False),
     "diurnal_amplitude": (0.0, 1.0, True, True),
     "allowed_share": (0.0, 1.0, True, True),
+    "best_effort": (0.0, 1.0, True, True),
 }
 #: Keyword arguments of :func:`~engine.traces.generator.generate` a workload carries besides n_jobs, load, seed.
 GENERATOR_OPTIONS = (
@@ -116,7 +118,12 @@ GENERATOR_OPTIONS = (
     "burst_share",
     "diurnal_amplitude",
     "allowed_share",
+    "deadlines",
+    "best_effort",
 )
+#: Fields :meth:`WorkloadSpec.to_dict` leaves out at their defaults (added later: older files, links and
+#: workload keys stay as they were).
+OMITTED_AT_DEFAULT = ("deadlines", "best_effort")
 #: Fields that only a trace workload uses.
 TRACE_FIELDS = (
     "trace_sha256",
@@ -152,6 +159,9 @@ class WorkloadSpec:
             :func:`~engine.traces.generator.generate`; the defaults are its own, but ``users`` is 6: the app's
             default). ``mix`` is job type -> weight, empty for the generator's default mix; ``types`` overrides
             job types (:func:`~engine.traces.generator.job_types`).
+        deadlines, best_effort: the deadline law (``none``, or one of
+            :data:`~engine.traces.deadlines.DEADLINE_LAWS`) and the share of jobs it leaves without a deadline;
+            for a trace, a law other than ``none`` replaces the trace's own deadlines (seeded by ``seed``).
         trace_sha256: SHA-256 (hex) of an uploaded trace file's bytes; the bytes themselves travel separately.
         trace_path: a trace file the repository ships or the command line names (trusted records only).
         trace_name: the uploaded file's name (its extension helps format detection).
@@ -183,6 +193,8 @@ class WorkloadSpec:
     burst_share: float = 0.1
     diurnal_amplitude: float = 0.5
     allowed_share: float = 0.0
+    deadlines: str = NO_DEADLINES
+    best_effort: float = 0.0
     trace_sha256: str = ""
     trace_path: str = ""
     trace_name: str = ""
@@ -262,12 +274,17 @@ class WorkloadSpec:
                     burst_share=self.burst_share,
                     diurnal_amplitude=self.diurnal_amplitude,
                     allowed_share=self.allowed_share,
+                    deadlines=self.deadlines,
+                    best_effort=self.best_effort,
                 )
             )
         if self.source == "preset":
             preset = preset_scenario(self.preset)  # generated for the preset's cluster, as the preset shows it
             return preset.workload.build_jobs(preset.build_cluster(), seed)
-        return self.cut_trace(self.load_trace(trace_bytes).jobs, cluster.n_gpus, seed)
+        jobs = self.cut_trace(self.load_trace(trace_bytes).jobs, cluster.n_gpus, seed)
+        if self.deadlines == NO_DEADLINES:
+            return jobs
+        return with_deadlines(jobs, self.deadlines, best_effort=self.best_effort, seed=seed)
 
     def load_trace(self, trace_bytes: bytes | None = None):
         """The trace file read with the loader options (an ``engine.traces.Trace``: jobs and report), before
@@ -312,6 +329,9 @@ class WorkloadSpec:
             types=dict(self.types),
             window=None if self.window is None else list(self.window),
         )
+        for key in OMITTED_AT_DEFAULT:
+            if d[key] == _DEFAULT_WORKLOAD[key]:
+                del d[key]
         return d
 
     @classmethod
@@ -345,6 +365,7 @@ class WorkloadSpec:
 
 
 _GENERATOR_DEFAULTS: dict[str, Any] = {k: inspect.signature(generate).parameters[k].default for k in GENERATOR_OPTIONS}
+_DEFAULT_WORKLOAD: dict[str, Any] = {f.name: f.default for f in fields(WorkloadSpec)}
 
 
 def _check_workload(w: WorkloadSpec, where: str) -> None:
@@ -366,6 +387,10 @@ def _check_workload(w: WorkloadSpec, where: str) -> None:
                 f"{where}.{key} must be a number in {'[' if low_in else '('}{low:g}, {high:g}"
                 f"{']' if high_in else ')'}, got {quote(value)}"
             )
+    if not isinstance(w.deadlines, str) or (w.deadlines != NO_DEADLINES and w.deadlines not in DEADLINE_LAWS):
+        raise ScenarioError(
+            f"{where}.deadlines {quote(w.deadlines)}: expected one of {', '.join([NO_DEADLINES, *DEADLINE_LAWS])}"
+        )
     if w.arrival not in ARRIVALS:
         raise ScenarioError(f"{where}.arrival {quote(w.arrival)}: expected one of {', '.join(ARRIVALS)}")
     if not isinstance(w.skip_bad, bool):

@@ -3,6 +3,7 @@ against every hand-written policy and write the results into their cards (:mod:`
 
     python -m engine cards wait-mlp --seeds 30 --general-seeds 30 --workers 2 --cache runs/cards
     python -m engine cards my-model --train v100-32,mixed-32 --only v100-32
+    python -m engine cards wait-mlp fair-comm --add-baselines --workers 2   # a newly registered scheduler
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--rerender", action="store_true", help="only recompute the summary and Markdown from the card")
     parser.add_argument(
+        "--add-baselines",
+        action="store_true",
+        help="run only the registered schedulers missing from each stored table and add them (stored numbers kept)",
+    )
+    parser.add_argument(
         "--only", metavar="A,B", help="comma-separated scenarios to (re)run; the card's other tables are kept"
     )
     parser.add_argument(
@@ -52,11 +58,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.rl.cards import plan_of, rerender, write_cards
+    from engine.rl.cards import add_baselines, plan_of, rerender, write_cards
 
     if args.rerender:
         for name in args.names:
             rerender(name)
+        return 0
+    if args.add_baselines:
+        for name, card in add_baselines(args.names, args.workers).items():
+            print(name, card["verdict"])
         return 0
     train = [s.strip() for s in (args.train or "").split(",") if s.strip()]
     plans = {n: plan_of(n, train, args.larger, args.philly) for n in args.names}

@@ -36,6 +36,14 @@ def non_negative_float(text: str) -> float:
     return v
 
 
+def share(text: str) -> float:
+    """argparse type: a share from 0 to 1."""
+    v = _float(text)
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {quote(text, 40)}")
+    return v
+
+
 def _float(text: str) -> float:
     try:
         v = float(text)
@@ -411,6 +419,22 @@ def _apply_failure_flags(args: argparse.Namespace, model):
     return replace(model, **given)
 
 
+def _add_admission_flags(group: Any) -> None:
+    from engine.sim.options import ADMISSION_POLICIES
+
+    group.add_argument(
+        "--admission",
+        choices=list(ADMISSION_POLICIES),
+        help="which arriving jobs enter the queue (default accept-all): "
+        + "; ".join(f"{k}: {v}" for k, v in ADMISSION_POLICIES.items()),
+    )
+
+
+def _apply_admission_flags(args: argparse.Namespace, model):
+    given = _given(args, ("admission",))
+    return replace(model, policy=given["admission"]) if given else model
+
+
 #: The flags of every field of :class:`~engine.sim.options.RunOptions`, by field name: every command that runs
 #: simulations takes them all (:func:`add_run_option_arguments`) and reads them with :func:`run_options_from`.
 #: A new run option joins here with one entry.
@@ -418,6 +442,7 @@ RUN_OPTION_FLAGS: dict[str, RunOptionFlags] = {
     "preemption": RunOptionFlags(_add_preemption_flags, _apply_preemption_flags),
     "failures": RunOptionFlags(_add_failure_flags, _apply_failure_flags),
     "energy": RunOptionFlags(_add_energy_flags, _apply_energy_flags),
+    "admission": RunOptionFlags(_add_admission_flags, _apply_admission_flags),
 }
 #: The argparse dests of the energy flags (:func:`wants_energy`).
 ENERGY_FLAGS = ("pue", "carbon", "price_list")

@@ -1,6 +1,7 @@
 """The ``generate`` and ``trace`` subcommands of ``python -m engine`` (registered in :mod:`engine.cli`).
 
 python -m engine generate --cluster 4x8:A100-80 --jobs 1000 --load 0.8 --seed 1 --out jobs.csv
+python -m engine generate --cluster 4x8:A100-80 --jobs 1000 --load 1.2 --deadlines elasticflow --best-effort 0.2 --out d.csv
 python -m engine trace info philly.csv --cluster 8x8:V100-32 --json info.json
 """
 
@@ -16,6 +17,7 @@ from engine.cli.common import (
     int_in,
     output_path,
     positive_float,
+    share,
     trace_options,
     write_json,
 )
@@ -41,6 +43,7 @@ def _mix(text: str) -> dict[str, float]:
 
 
 def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
+    from engine.traces.deadlines import DEADLINE_LAWS, NO_DEADLINES
     from engine.traces.generator import ARRIVALS, DEFAULT_MIX
 
     parser.add_argument(
@@ -90,6 +93,21 @@ def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allowed-share", type=float, default=0.0, help="share of jobs pinned to one GPU type (default 0)"
     )
+    parser.add_argument(
+        "--deadlines",
+        choices=[NO_DEADLINES, *DEADLINE_LAWS],
+        default=NO_DEADLINES,
+        help="deadline law (default none): "
+        + "; ".join(f"{k}: {law.description} ({law.source})" for k, law in DEADLINE_LAWS.items())
+        + "; the CSV gains a deadline_s column",
+    )
+    parser.add_argument(
+        "--best-effort",
+        type=share,
+        default=0.0,
+        metavar="SHARE",
+        help="share of jobs the deadline law leaves without a deadline (default 0)",
+    )
 
 
 def run_generate(args: argparse.Namespace) -> int:
@@ -111,6 +129,8 @@ def run_generate(args: argparse.Namespace) -> int:
         estimate_error=args.estimate_error,
         overestimate=args.overestimate,
         allowed_share=args.allowed_share,
+        deadlines=args.deadlines,
+        best_effort=args.best_effort,
     )
     write_csv(jobs, args.out)
     rep = make_report(jobs, rows=len(jobs), dropped={})

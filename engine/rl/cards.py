@@ -650,3 +650,80 @@ def rerender(name: str) -> dict[str, Any]:
     ev = card["evaluation"]
     ev["summary"] = summary(f"rl:{name}", ev["scenarios"])
     return _save(name, card)
+
+
+def missing_baselines(table: dict[str, Any]) -> list[str]:
+    """The registered schedulers a stored table has no runs of (in registry order)."""
+    return [s for s in baselines() if s not in table["mean_ci95"]]
+
+
+def _baseline_task_rows(task: tuple[str, tuple[int, ...], str, tuple[str, ...]]) -> dict[str, list[dict[str, Any]]]:
+    """Schedulers ``names`` on a stored table's scenario (JSON text), seeds and preemption setting, each run's
+    metrics with the objective's terms, exactly as :func:`evaluate_model` runs its baselines."""
+    scenario, seeds, setting, names = task
+    ev = evaluate(
+        list(names),
+        scenario_from_dict(json.loads(scenario)),
+        seeds,
+        extra=_term_metrics(),
+        options=RunOptions(preemption=PREEMPTION[setting]),
+    )
+    return ev.runs
+
+
+def add_runs(me: str, table: dict[str, Any], rows: dict[str, list[dict[str, Any]]], weights: RewardWeights) -> None:
+    """Add schedulers' runs (``rows``: scheduler -> one metrics row per seed of the table) to a stored table in
+    place: their means and CIs, per-seed objectives and oracle marks; every stored number is kept, the paired
+    comparisons recomputed over all of them."""
+    runs = {s: [{**r, "objective": _objective(r, weights)} for r in rs] for s, rs in rows.items()}
+    ev = Evaluation(scenario_from_dict(table["scenario"]), tuple(table["seeds"]), runs, next(iter(runs)))
+    stats = ev.stats()
+    for s in runs:
+        table["mean_ci95"][s] = {m: [_clean(stats[m][s][0]), _clean(stats[m][s][1])] for m in SHOWN}
+        table["objective_runs"][s] = ev.values(s, "objective")
+    table["oracles"] += [s for s in runs if SCHEDULERS[s].oracle]
+    table.update(compare_runs(me, table["objective_runs"]))
+
+
+def _missing_task(table: dict[str, Any], setting: str) -> tuple[str, tuple[int, ...], str, tuple[str, ...]] | None:
+    """The run a stored table needs to hold every registered scheduler (None: it holds them all, or is an
+    error): its scenario as JSON text, its seeds, the preemption setting and the missing schedulers."""
+    missing = missing_baselines(table) if "error" not in table else []
+    if not missing:
+        return None
+    return json.dumps(table["scenario"], sort_keys=True), tuple(table["seeds"]), setting, tuple(missing)
+
+
+def add_baselines(names: Sequence[str], workers: int = 1) -> dict[str, dict[str, Any]]:
+    """For every stored table of the named models' cards, run only the registered schedulers missing from it
+    (each (scenario, seeds, setting) once for all the models, by ``workers`` processes), add their runs
+    (:func:`add_runs`), recompute the summary and verdict and rewrite the cards. Stored numbers are kept."""
+    cards: dict[str, dict[str, Any]] = {}
+    for name in names:
+        path = MODELS_DIR / f"{name}.json"
+        if not path.is_file():
+            raise EngineError(f"no model card {name!r} in {MODELS_DIR.name}/")
+        cards[name] = json.loads(path.read_text())
+        ev = cards[name].get("evaluation") or {}
+        if ev.get("sha256") != cards[name]["sha256"] or not ev.get("scenarios"):
+            raise EngineError(f"{name}: the card's stored tables are not of its weights; evaluate every scenario")
+    needed = (_missing_task(t, st) for card in cards.values() for (_, st), t in _settings(card).items())
+    tasks = list(dict.fromkeys(t for t in needed if t is not None))
+    if workers > 1 and len(tasks) > 1:
+        from multiprocessing import get_context
+
+        with get_context("spawn").Pool(workers) as pool:
+            results = pool.map(_baseline_task_rows, tasks, chunksize=1)
+    else:
+        results = [_baseline_task_rows(t) for t in tasks]
+    done = dict(zip(tasks, results))
+    out = {}
+    for name, card in cards.items():
+        weights = RewardWeights.from_dict(card["reward"])
+        for (_, setting), t in _settings(card).items():
+            task = _missing_task(t, setting)
+            if task is not None:
+                add_runs(f"rl:{name}", t, done[task], weights)
+        card["evaluation"]["summary"] = summary(f"rl:{name}", card["evaluation"]["scenarios"])
+        out[name] = _save(name, card)
+    return out

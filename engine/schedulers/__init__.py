@@ -8,7 +8,18 @@ object with ``name``, ``reset(state)`` and ``decide(state)`` (the :class:`~engin
 will do.
 """
 
-from engine.schedulers import backfill, cost, drf, elastic, fgd, heuristics, reliable, tiresias, topo  # noqa: F401  (registers)
+from engine.schedulers import (  # noqa: F401  (registers)
+    backfill,
+    cost,
+    deadline,
+    drf,
+    elastic,
+    fgd,
+    heuristics,
+    reliable,
+    tiresias,
+    topo,
+)
 from engine.schedulers.base import ListScheduler
 from engine.schedulers.ordering import ORDERS, Order, StaticKeyOrder
 from engine.schedulers.placement import PLACEMENTS, Placement, best_fit, first_fit, least_loaded

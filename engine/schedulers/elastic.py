@@ -31,6 +31,7 @@ import numpy as np
 
 from engine.schedulers.placement import best_fit
 from engine.schedulers.registry import SchedulerSpec, register
+from engine.sim.admission import best_speed
 from engine.sim.elastic import speedup_ratio
 from engine.sim.job import Job
 from engine.sim.state import FRACTION_EPS, ClusterState, Decision, Resize, Start, Wake
@@ -111,7 +112,7 @@ class ElasticGreedy:
     def _meets(self, state: ClusterState, job: Job, k: int) -> bool:
         """Whether ``job``, started now on ``k`` GPUs of its fastest allowed type, ends by its deadline (by its
         estimate)."""
-        rate = _best_speed(state, job) * (speedup_ratio(job, k) if job.elastic else 1.0)
+        rate = best_speed(state.cluster, job) * (speedup_ratio(job, k) if job.elastic else 1.0)
         return state.now_s + job.estimate_s / rate <= job.deadline_s
 
     # ------------------------------------------------------------------ GPUs
@@ -226,15 +227,6 @@ def _work_left(state: ClusterState, j: int) -> float:
     """Running job ``j``'s estimated reference work left at its requested size."""
     r = state.running[j]
     return max(r.est_end_s - state.now_s, 0.0) * speedup_ratio(r.job, len(r.gpu_ids))
-
-
-def _best_speed(state: ClusterState, job: Job) -> float:
-    """The largest speed of ``job``'s type over the GPU types it may use."""
-    names = state.layout.type_names
-    return max(
-        (state.cluster.speed(job.job_type, names[t]) for t, ok in enumerate(state.eligible_types(job).tolist()) if ok),
-        default=1.0,
-    )
 
 
 def _take(state: ClusterState, job: Job, k: int, t: int, held: tuple[int, ...]) -> tuple[int, ...] | None:

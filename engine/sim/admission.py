@@ -26,6 +26,14 @@ from engine.sim.job import Job
 from engine.sim.options import RunOptions
 
 
+def best_speed(cluster: Cluster, job: Job) -> float:
+    """The largest speed of ``job``'s type over the cluster's GPU types it is allowed on (all of them when it
+    names none the cluster has)."""
+    names = cluster.layout.type_names
+    allowed = [t for t in names if not job.allowed_types or t in job.allowed_types] or list(names)
+    return max(cluster.speed(job.job_type, t) for t in allowed)
+
+
 class Admission:
     """The ``feasible`` policy for one run (module docstring)."""
 
@@ -40,9 +48,7 @@ class Admission:
         key = (job.job_type, job.allowed_types)
         speed = self._best.get(key)
         if speed is None:
-            names = self._cluster.layout.type_names
-            allowed = [t for t in names if not job.allowed_types or t in job.allowed_types] or list(names)
-            speed = self._best[key] = max(self._cluster.speed(job.job_type, t) for t in allowed)
+            speed = self._best[key] = best_speed(self._cluster, job)
         if job.elastic:
             most = min(job.max_gpus, self._cluster.layout.n_gpus)
             speed *= max(speedup_ratio(job, k) for k in range(job.min_gpus, max(most, job.min_gpus) + 1))

@@ -1,6 +1,7 @@
 """Scenario records: JSON and URL round trips, validation, identity."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -169,6 +170,8 @@ def test_untrusted_scenarios_name_no_trace_file():
         ({"window": [5, 1]}, "scenario.workload.window must be [START_S, END_S]"),
         ({"types": {"training": {"colour": 1}}}, "scenario.workload.types: job type 'training': unknown keys"),
         ({"mix": {"gaming": 1.0}}, "scenario.workload.mix: unknown job type 'gaming'"),
+        ({"deadlines": "tomorrow"}, "scenario.workload.deadlines 'tomorrow': expected one of none, elasticflow, gavel"),
+        ({"best_effort": 1.5}, "scenario.workload.best_effort must be a number in [0, 1], got 1.5"),
     ],
 )
 def test_every_bound_is_checked_in_one_place_and_names_the_key(workload, message):
@@ -222,3 +225,28 @@ def test_an_old_link_still_loads():
     cluster = sc.build_cluster()
     assert sc.schedulers == ("fifo", "sjf") and sc.workload.users == 6 and sc.workload.load == 0.9
     assert sc.build_jobs(cluster) == generate(cluster, 40, 0.9, 2, mix={"batch": 0.5, "training": 0.5}, users=6)
+
+
+def test_deadlines_travel_in_the_scenario_and_old_records_keep_their_keys():
+    from engine.traces.generator import generate
+
+    sc = Scenario(workload=WorkloadSpec(n_jobs=60, load=1.2, seed=4, deadlines="elasticflow", best_effort=0.25))
+    assert Scenario.from_json(sc.to_json()) == sc and Scenario.from_query(sc.to_query()) == sc
+    assert sc.to_query()["w.deadlines"] == "elasticflow" and sc.to_query()["w.best_effort"] == "0.25"
+    cluster = sc.build_cluster()
+    jobs = sc.build_jobs(cluster)
+    assert jobs == generate(cluster, 60, 1.2, 4, users=6, deadlines="elasticflow", best_effort=0.25)
+    assert 0 < sum(j.deadline_s != float("inf") for j in jobs) < 60  # some best-effort jobs, most with one
+    # At their defaults the keys are left out: older files, links and workload keys are unchanged.
+    assert "deadlines" not in GENERATED.to_dict()["workload"] and "best_effort" not in GENERATED.workload_key()
+    assert WorkloadSpec.from_generator_args(60, 1.2, 4, deadlines="gavel").generator_args() == {"deadlines": "gavel"}
+
+
+def test_a_deadline_law_replaces_a_traces_own_deadlines_seeded():
+    trace = WorkloadSpec(source="trace", trace_path="sample_traces/canonical.csv")
+    cluster = Scenario(cluster="4x8:V100-32").build_cluster()
+    plain = trace.build_jobs(cluster)
+    jobs = replace(trace, deadlines="gavel").build_jobs(cluster, seed=1)
+    assert [j.job_id for j in jobs] == [j.job_id for j in plain]
+    factors = {round((j.deadline_s - j.submit_s) / j.duration_s, 6) for j in jobs}
+    assert factors <= {1.2, 2.0, 10.0} and len(factors) > 1

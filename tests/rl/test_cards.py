@@ -380,3 +380,39 @@ def test_a_truncated_cache_entry_is_run_again_not_a_crash(monkeypatch, tmp_path)
     again = cards.evaluate_cards({"m": plan}, 4, 4, cache_dir=tmp_path)["m"]
     assert len(ran) == 2 and again == first
     assert all(isinstance(json.loads(e.read_text())["m"], dict) for e in entries)  # rewritten whole
+
+
+def test_add_baselines_runs_only_the_missing_schedulers_and_keeps_every_stored_number(monkeypatch, tmp_path):
+    # A card whose tables lack a registered scheduler (fifo): --add-baselines runs fifo alone on each table's
+    # own scenario, seeds and preemption setting, and keeps every stored number.
+    monkeypatch.setattr(cards, "MODELS_DIR", tmp_path)
+    monkeypatch.setattr(cards, "evaluate_model", _fake)
+    plan = {"train": ["a"], "larger": "b", "philly": "philly"}
+    stored = {**cards.card_evaluation("m", plan, 4, 4), "sha256": "0" * 64}
+    (tmp_path / "m.json").write_text(json.dumps(_card(stored)))
+    before = json.loads((tmp_path / "m.json").read_text())["evaluation"]["scenarios"]
+    monkeypatch.setattr(cards, "baselines", lambda: ["first-fit", "short-fast", "sjf-oracle", "fifo"])
+    ran = []
+    real = cards._baseline_task_rows
+    monkeypatch.setattr(cards, "_baseline_task_rows", lambda task: ran.append(task[2:]) or real(task))
+
+    card = cards.add_baselines(["m"])["m"]
+    assert sorted(ran) == [("costly", ("fifo",)), ("free", ("fifo",))]  # a and b share a scenario: run once each
+    fifo = cards.evaluate(
+        ["fifo"], SCENARIOS["v100-32"], 4, options=cards.RunOptions(preemption=cards.PREEMPTION["costly"])
+    )
+    after = card["evaluation"]["scenarios"]
+    for sc in ("a", "b"):
+        for setting, t in after[sc].items():
+            old = before[sc][setting]
+            assert {s: v for s, v in t["mean_ci95"].items() if s != "fifo"} == old["mean_ci95"]
+            assert {s: v for s, v in t["objective_runs"].items() if s != "fifo"} == old["objective_runs"]
+            assert len(t["objective_runs"]["fifo"]) == 4 and "fifo" in t["vs"]
+        wait = after[sc]["costly"]["mean_ci95"]["fifo"]["mean_wait_s"][0]
+        assert wait == pytest.approx(sum(fifo.values("fifo", "mean_wait_s")) / 4)
+    assert after["philly"] == before["philly"]  # an error stays an error
+    assert card["evaluation"]["summary"] == cards.summary("rl:m", after)
+    assert "| fifo |" in (tmp_path / "m.md").read_text()
+    assert cards.add_baselines(["m"]) and len(ran) == 2  # nothing missing any more: nothing runs
+    with pytest.raises(EngineError, match="no model card 'nope'"):
+        cards.add_baselines(["nope"])

@@ -37,6 +37,9 @@ EXPECTED = {
     "cost-aware": PACKED,
     # Without failures reliable-first places as best-fit (tests/schedulers/test_reliable.py).
     "reliable-first": PACKED,
+    # No job has a deadline: edf and least-slack walk the queue in arrival order (tests/schedulers/test_deadline.py).
+    "edf": PACKED,
+    "least-slack": PACKED,
     # Rigid jobs without deadlines: the elastic schedulers start them in arrival order, best-fit
     # (tests/schedulers/test_elastic.py).
     "optimus": PACKED,
