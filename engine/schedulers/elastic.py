@@ -5,8 +5,8 @@ Both work the same way at each decision point, and differ in order and size (:cl
 1. **Start.** Waiting jobs in order get their *base* size: rigid (and fractional) jobs their requested GPUs (placed
    best-fit); elastic jobs a count of whole GPUs of one type, reserved from the idle GPUs of that type (placement
    spans nodes where it must; the cluster's communication factor applies). A job that does not fit is skipped; for
-   the first one, running elastic jobs grown past their base size are first shrunk back to it (a ``Resize``) where
-   that frees GPUs of a type the job may use.
+   the first one (elasticflow: the first that can still meet its deadline), running elastic jobs grown past their
+   base size are first shrunk back to it (a ``Resize``) where that frees GPUs of a type the job may use.
 2. **Spare GPUs.** While idle GPUs are left, the next one goes to the elastic job (just started or running, not
    shrunk now) whose remaining time it cuts the most: ``W x (1 / r(k) - 1 / r(k + 1))``, ``W`` its remaining
    reference work (its estimate, less what its estimated end says is done) and ``r(k)`` its curve's speed-up on
@@ -25,7 +25,7 @@ nothing itself: pair it with ``--admission feasible`` for ElasticFlow's admissio
 from __future__ import annotations
 
 import heapq
-from typing import Iterator
+from typing import Iterator, KeysView
 
 import numpy as np
 
@@ -53,12 +53,13 @@ class ElasticGreedy:
         pool = self._idle_by_type(state)
         planned: dict[int, list[int]] = {}  # elastic job -> [GPU type, size] to start at
         shrunk: set[int] = set()
-        for j in self._order(state):
+        order, pressing = self._order(state)
+        for j in order:
             job = state.jobs[j]
             if job.elastic:
                 base = self._base_size(state, job)
                 fit = self._fit(state, job, base, pool)
-                if fit is None and not shrunk:
+                if fit is None and not shrunk and j in pressing:
                     yield from self._shrink(state, job, base, pool, shrunk)  # applied before the next line runs
                     fit = self._fit(state, job, base, pool)
                 if fit is not None:
@@ -67,7 +68,7 @@ class ElasticGreedy:
                     self._base[j] = base
                 continue
             gpus = _rigid(state, job, pool)
-            if gpus is None and not shrunk and not job.fractional:
+            if gpus is None and not shrunk and not job.fractional and j in pressing:
                 yield from self._shrink(state, job, job.gpus, pool, shrunk)
                 gpus = _rigid(state, job, pool)
             if gpus is not None:
@@ -87,16 +88,17 @@ class ElasticGreedy:
             yield Wake(wake)
 
     # ------------------------------------------------------------------ order and size
-    def _order(self, state: ClusterState) -> list[int]:
-        """Waiting jobs in the order they get GPUs."""
+    def _order(self, state: ClusterState) -> tuple[list[int], set[int] | KeysView[int]]:
+        """Waiting jobs in the order they get GPUs, and those for which grown jobs shrink (all for optimus; for
+        elasticflow those that can still meet their deadline)."""
         queue = list(state.queue)
         if not self.deadlines:
-            return queue
+            return queue, state.queue
         jobs = state.jobs
         urgent = [j for j in queue if jobs[j].has_deadline and self._meets(state, jobs[j], jobs[j].max_gpus)]
         urgent.sort(key=lambda j: jobs[j].deadline_s)  # stable: ties in queue order
         chosen = set(urgent)
-        return urgent + [j for j in queue if j not in chosen]
+        return urgent + [j for j in queue if j not in chosen], chosen
 
     def _base_size(self, state: ClusterState, job: Job) -> int:
         """GPUs the job starts on: its request when rigid; else ``min_gpus`` (optimus) or the fewest that meet its
