@@ -12,8 +12,8 @@ Both work the same way at each decision point, and differ in order and size (:cl
    reference work (its estimate, less what its estimated end says is done) and ``r(k)`` its curve's speed-up on
    ``k`` GPUs over its requested size; a running job is resized only if what it saves beats twice the rescale cost
    (it stalls that long on its new GPUs).
-3. **Wake-up.** While an elastic job runs below its maximum, the scheduler asks to be woken at the next estimated
-   end of a running job (GPUs a completion frees go out even when nobody waits).
+3. **Wake-up.** While an elastic job runs below its maximum and nobody waits, the scheduler asks to be woken at the
+   next estimated end of a running job (GPUs a completion frees go out even then).
 
 ``optimus`` (Optimus, EuroSys'18, as Pollux's simulator re-implements it: ``optimus.py``; REFERENCES.md): queue
 order, base size ``min_gpus``. ``elasticflow`` (ElasticFlow, ASPLOS'23, ``scheduler.py``): earliest deadline first
@@ -44,9 +44,12 @@ class ElasticGreedy:
         self.name = name
         self.deadlines = deadlines
         self._base: dict[int, int] = {}  # job -> the size it started at (what a shrink returns it to)
+        self._below_max = False
+        self._mine: set[int] = set()  # elastic jobs this scheduler started (some may have ended since)
+        self._speed: dict[tuple[str, frozenset[str]], float] = {}  # best_speed by (job type, allowed types)
 
     def reset(self, state: ClusterState) -> None:
-        self._base = {}
+        self._base, self._mine, self._speed = {}, set(), {}
 
     # ------------------------------------------------------------------ the decision point
     def decide(self, state: ClusterState) -> Iterator[Decision]:
@@ -77,13 +80,14 @@ class ElasticGreedy:
         for j, (t, k) in planned.items():
             gpus = _take(state, state.jobs[j], k, t, ())
             if gpus is not None:
+                self._mine.add(j)
                 yield Start(j, gpus)
         for j, k in grown.items():
             held = state.running[j].gpu_ids
             gpus = _take(state, state.jobs[j], k, state.running[j].gpu_type, held)
             if gpus is not None:
                 yield Resize(j, gpus)
-        wake = self._wake_s(state)
+        wake = self._wake_s(state, planned)
         if wake is not None:
             yield Wake(wake)
 
@@ -114,7 +118,11 @@ class ElasticGreedy:
     def _meets(self, state: ClusterState, job: Job, k: int) -> bool:
         """Whether ``job``, started now on ``k`` GPUs of its fastest allowed type, ends by its deadline (by its
         estimate)."""
-        rate = best_speed(state.cluster, job) * (speedup_ratio(job, k) if job.elastic else 1.0)
+        key = (job.job_type, job.allowed_types)
+        speed = self._speed.get(key)
+        if speed is None:
+            speed = self._speed[key] = best_speed(state.cluster, job)
+        rate = speed * (speedup_ratio(job, k) if job.elastic else 1.0)
         return state.now_s + job.estimate_s / rate <= job.deadline_s
 
     # ------------------------------------------------------------------ GPUs
@@ -138,20 +146,25 @@ class ElasticGreedy:
         return best
 
     def _shrink(self, state: ClusterState, job: Job, k: int, pool: list[int], shrunk: set[int]) -> Iterator[Decision]:
-        """Shrink running elastic jobs grown past their base back to it, least loss first, on types ``job`` may use,
-        until ``k`` GPUs of one type are idle."""
+        """Shrink running elastic jobs grown past their base (down to it at most), least loss first, on types
+        ``job`` may use, until ``k`` GPUs of one type are idle."""
         types = state.eligible_types(job)
+        running = state.running
         grown = [
             (self._loss(state, j), j)
-            for j, r in state.running.items()
-            if r.job.elastic and types[r.gpu_type] and len(r.gpu_ids) > self._base.get(j, r.job.min_gpus)
+            for j in self._mine
+            if j in running
+            and types[running[j].gpu_type]
+            and len(running[j].gpu_ids) > self._base.get(j, running[j].job.min_gpus)
         ]
         for _, j in sorted(grown):
             if any(types[t] and pool[t] >= k for t in range(len(pool))):
                 return
             r = state.running[j]
-            keep = _keep(state, r.gpu_ids, self._base.get(j, r.job.min_gpus))
-            pool[r.gpu_type] += len(r.gpu_ids) - len(keep)
+            held, t = len(r.gpu_ids), r.gpu_type
+            give = min(held - self._base.get(j, r.job.min_gpus), k - pool[t])  # no more than the job needs
+            keep = _keep(state, r.gpu_ids, held - give)
+            pool[t] += give
             shrunk.add(j)
             yield Resize(j, keep)
 
@@ -170,40 +183,53 @@ class ElasticGreedy:
         sizes: dict[int, int] = {j: k for j, (_, k) in planned.items()}
         kinds: dict[int, int] = {j: t for j, (t, _) in planned.items()}
         work = {j: state.jobs[j].estimate_s for j in planned}
-        for j, r in state.running.items():
-            if r.job.elastic and j not in shrunk and len(r.gpu_ids) < r.job.max_gpus:
-                sizes[j], kinds[j], work[j] = len(r.gpu_ids), r.gpu_type, _work_left(state, j)
+        idle = any(pool)
+        self._below_max = False  # some running elastic job could use more GPUs (then _wake_s asks for a wake-up)
+        running = state.running
+        self._mine = {j for j in self._mine if j in running}
+        for j in self._mine:
+            r = running[j]
+            if len(r.gpu_ids) < r.job.max_gpus:
+                self._below_max = True
+                if not idle:
+                    break
+                if pool[r.gpu_type] > 0 and j not in shrunk:
+                    sizes[j], kinds[j], work[j] = len(r.gpu_ids), r.gpu_type, _work_left(state, j)
         heap = [(-_gain(state.jobs[j], k, work[j]), j) for j, k in sizes.items() if k < state.jobs[j].max_gpus]
         heapq.heapify(heap)
-        while heap:
+        left = sum(pool)
+        while heap and left > 0:
             neg, j = heapq.heappop(heap)
             if -neg <= 0.0:
                 break
             if pool[kinds[j]] <= 0:
                 continue
             pool[kinds[j]] -= 1
+            left -= 1
             sizes[j] += 1
             if j in planned:
                 planned[j][1] = sizes[j]
             if sizes[j] < state.jobs[j].max_gpus:
                 heapq.heappush(heap, (-_gain(state.jobs[j], sizes[j], work[j]), j))
         out = {}
-        for j, r in state.running.items():
-            k = sizes.get(j)
-            if k is None or k == len(r.gpu_ids):
+        for j, k in sizes.items():
+            now_on = state.running.get(j)
+            if now_on is None or k == len(now_on.gpu_ids):
                 continue
-            saved = work[j] * (1.0 / speedup_ratio(r.job, len(r.gpu_ids)) - 1.0 / speedup_ratio(r.job, k))
+            saved = work[j] * (
+                1.0 / speedup_ratio(now_on.job, len(now_on.gpu_ids)) - 1.0 / speedup_ratio(now_on.job, k)
+            )
             if saved > 2.0 * state.rescale_s:
                 out[j] = k
         return out
 
-    @staticmethod
-    def _wake_s(state: ClusterState) -> float | None:
-        """The next estimated end of a running job while an elastic job runs below its maximum (else None)."""
-        if not any(r.job.elastic and len(r.gpu_ids) < r.job.max_gpus for r in state.running.values()):
+    def _wake_s(self, state: ClusterState, planned: dict[int, list[int]]) -> float | None:
+        """The next estimated end of a running job while an elastic job runs below its maximum and nobody waits
+        (else None: a job that waits makes the next completion a decision point anyway)."""
+        if state.queue or not (self._below_max or any(k < state.jobs[j].max_gpus for j, (_, k) in planned.items())):
             return None
-        ends = [r.est_end_s for r in state.running.values() if r.est_end_s > state.now_s]
-        return min(ends) if ends else None
+        now = state.now_s
+        return min((r.est_end_s for r in state.running.values() if r.est_end_s > now), default=None)
 
 
 def _rigid(state: ClusterState, job: Job, pool: list[int]) -> tuple[int, ...] | None:

@@ -28,14 +28,14 @@ def test_optimus_grows_a_running_job_when_gpus_free_up_and_it_pays_the_rescale()
     assert r.end_s.tolist() == [50.0, pytest.approx(305.0)] and r.rescales.tolist() == [0, 1]
 
 
-def test_optimus_shrinks_a_grown_job_back_to_make_room_then_grows_it_again():
+def test_optimus_shrinks_a_grown_job_as_far_as_a_waiting_job_needs_then_grows_it_again():
     jobs = [elastic(0, 0.0, 1000.0), Job(1, 100.0, 100.0, gpus=2)]
     r = simulate(NODE, jobs, make_scheduler("optimus"))
-    # 0-100 s on 4 GPUs: 400 s done. At 100 s back to 1 GPU (600 + 30 s left), job 1 takes 2 GPUs; at 200 s job 1
-    # ends and job 0 (530 s left) grows to 4: 530 + 30 x 4 = 650 s of work at rate 4: it ends at 362.5 s.
-    assert r.end_s.tolist() == [pytest.approx(362.5), 200.0] and r.rescales.tolist() == [2, 0]
+    # 0-100 s on 4 GPUs: 400 s done. At 100 s it gives up the 2 GPUs job 1 needs (600 + 30 s x rate 2 left); at
+    # 200 s job 1 ends and job 0 (460 s left) grows to 4: 460 + 30 x 4 = 580 s of work at rate 4: it ends at 345 s.
+    assert r.end_s.tolist() == [pytest.approx(345.0), 200.0] and r.rescales.tolist() == [2, 0]
     segments = [(int(r.seg_job[i]), len(r.segment_gpus(i))) for i in range(len(r.seg_job))]
-    assert sorted(segments) == [(0, 1), (0, 4), (0, 4), (1, 2)]
+    assert sorted(segments) == [(0, 2), (0, 4), (0, 4), (1, 2)]
 
 
 def test_elasticflow_starts_a_job_on_the_fewest_gpus_that_meet_its_deadline():
