@@ -186,21 +186,17 @@ class ElasticGreedy:
         work = _work_left(state, j)
         return work * (1.0 / speedup_ratio(r.job, base) - 1.0 / speedup_ratio(r.job, k)) / (k - base)
 
-    def _grow(
-        self, state: ClusterState, planned: dict[int, list[int]], shrunk: set[int], pool: list[int]
-    ) -> dict[int, int]:
-        """Hand idle GPUs out by marginal gain (module docstring); ``planned`` sizes grow in place; returns the new
-        size of each running job worth a resize."""
-        self._deferred = False
-        if not planned and state.stops == self._seen_stops:
-            return {}  # no GPU freed and no job started since the last hand-out: nothing new to give
-        if not planned and state.now_s < self._grown_s + REALLOCATE_S:
-            self._deferred = True  # _wake_s asks for the next hand-out
-            return {}
-        self._grown_s = state.now_s
-        sizes: dict[int, int] = {j: k for j, (_, k) in planned.items()}
-        kinds: dict[int, int] = {j: t for j, (t, _) in planned.items()}
-        work = {j: state.jobs[j].estimate_s for j in planned}
+    def _offer_running(
+        self,
+        state: ClusterState,
+        pool: list[int],
+        shrunk: set[int],
+        sizes: dict[int, int],
+        kinds: dict[int, int],
+        work: dict[int, float],
+    ) -> None:
+        """Add the running elastic jobs that could take an idle GPU of their type to the hand-out (their size, GPU
+        type and work left); note whether any runs below its maximum and forget the jobs that ended."""
         idle = any(pool)
         self._below_max = False  # some running elastic job could use more GPUs (then _wake_s asks for a wake-up)
         running, ended = state.running, []
@@ -213,6 +209,25 @@ class ElasticGreedy:
                 if idle and pool[r.gpu_type] > 0 and j not in shrunk:
                     sizes[j], kinds[j], work[j] = len(r.gpu_ids), r.gpu_type, _work_left(state, j)
         self._mine.difference_update(ended)
+
+    def _grow(
+        self, state: ClusterState, planned: dict[int, list[int]], shrunk: set[int], pool: list[int]
+    ) -> dict[int, int]:
+        """Hand idle GPUs out by marginal gain (module docstring); ``planned`` sizes grow in place; returns the new
+        size of each running job worth a resize."""
+        # Running jobs are offered GPUs when some were freed since the last offer (else nothing is new), at most
+        # every REALLOCATE_S (an offer due sooner is deferred: _wake_s asks for it); jobs starting now always are.
+        freed = state.stops != self._seen_stops
+        offer = freed and state.now_s >= self._grown_s + REALLOCATE_S
+        self._deferred = freed and not offer
+        if not (planned or offer):
+            return {}
+        sizes: dict[int, int] = {j: k for j, (_, k) in planned.items()}
+        kinds: dict[int, int] = {j: t for j, (t, _) in planned.items()}
+        work = {j: state.jobs[j].estimate_s for j in planned}
+        if offer:
+            self._grown_s = state.now_s
+            self._offer_running(state, pool, shrunk, sizes, kinds, work)
         heap = [(-_gain(state.jobs[j], k, work[j]), j) for j, k in sizes.items() if k < state.jobs[j].max_gpus]
         heapq.heapify(heap)
         left = sum(pool)
