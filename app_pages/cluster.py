@@ -11,7 +11,14 @@ from app_pages.lib import common, energy, reliability
 from app_pages.lib.text import as_text
 from engine.analysis.scenario import Scenario
 from engine.sim.cluster import CATALOG_PRICES, CLUSTER_SOURCES, DEFAULT_CATALOG, PRICE_LISTS, Cluster, NodeGroup
-from engine.sim.options import FAILURE_PRESETS, JOB_FAILURE_PRESETS, CarbonSeries, EnergyModel, FailureModel
+from engine.sim.options import (
+    FAILURE_PRESETS,
+    JOB_FAILURE_PRESETS,
+    CarbonSeries,
+    EnergyModel,
+    FailureModel,
+    PowerDownModel,
+)
 from engine.viz.cluster import cluster_figure
 
 st.title("Cluster")
@@ -152,6 +159,65 @@ def _price_list_label(name: str) -> str:
     return f"{name} ({PRICE_LISTS[name].date})"
 
 
+#: Bounds of the power-down widgets: seconds idle before a node powers down, seconds to wake, watts per GPU asleep.
+MAX_IDLE_TIMEOUT_S, MAX_WAKE_S, MAX_SLEEP_W = 7 * 86_400.0, 3_600.0, 1_000.0
+
+
+def _count_energy_changed() -> None:
+    sc = common.scenario()
+    on = st.session_state["cluster_count_energy"]
+    model = replace(sc.options.energy, count=True) if on else EnergyModel()
+    common.set_scenario(replace(sc, options=replace(sc.options, energy=model)))
+
+
+def count_energy_switch(sc: Scenario) -> None:
+    """The explicit switch: on, results count energy, cost and carbon (``options.energy.count``, in the link) even
+    at the default model; off, the model goes back to its defaults and results leave them out. It shows the
+    scenario's state at every run (a link or the form below may have changed it)."""
+    st.session_state["cluster_count_energy"] = energy.energy_of(sc) is not None
+    st.toggle(
+        "Count energy, cost and carbon",
+        key="cluster_count_energy",
+        on_change=_count_energy_changed,
+        help="Compare, Explore and the downloads add energy (kWh), cost ($) and carbon (kg CO2) to every run. "
+        "Turning it off puts the model below back to its defaults.",
+    )
+
+
+def power_down_inputs(model: PowerDownModel) -> PowerDownModel:
+    """The power-down widgets of the energy form (idle nodes power down and wake for a job), read as a model:
+    the default one (off) unless the box is ticked."""
+    on = st.checkbox(
+        "Power idle nodes down",
+        value=model.active,
+        key="cluster_power_down",
+        help="A node no job has held for the timeout powers down (its GPUs draw the sleep W); a job started on it "
+        "waits the wake-up delay first, counted as wait. Every scheduler runs under it.",
+    )
+    c = st.columns(3)
+    timeout_s = c[0].number_input(
+        "after idle (s)",
+        0.0,
+        MAX_IDLE_TIMEOUT_S,
+        min(float(model.idle_timeout_s if model.active else 600.0), MAX_IDLE_TIMEOUT_S),
+        60.0,
+        key="cluster_power_down_after",
+    )
+    wake_s = c[1].number_input(
+        "wake-up delay (s)",
+        0.0,
+        MAX_WAKE_S,
+        min(float(model.wake_s), MAX_WAKE_S),
+        10.0,
+        key="cluster_wake_s",
+        help="300 s by default: an estimate of a server's power-on to ready",
+    )
+    sleep_w = c[2].number_input(
+        "W per GPU while down", 0.0, MAX_SLEEP_W, min(float(model.sleep_w), MAX_SLEEP_W), 1.0, key="cluster_sleep_w"
+    )
+    return PowerDownModel(float(timeout_s), float(wake_s), float(sleep_w)) if on else PowerDownModel()
+
+
 def energy_and_cost(sc: Scenario, cluster: Cluster) -> None:
     """The scenario's energy model (PUE, carbon, price list) and its GPU types' watts and prices, in one form;
     Apply writes the watts and prices into the cluster's ``gpu_types`` and the rest into ``options.energy``."""
@@ -160,9 +226,10 @@ def energy_and_cost(sc: Scenario, cluster: Cluster) -> None:
     st.caption(
         "Each GPU draws idle W plus (busy W − idle W) × the share of it jobs hold; the facility draws PUE × "
         "that. Cost is GPU-hours × price; carbon is energy × the grid's intensity. Compare shows energy, "
-        "cost and carbon once this model differs from the defaults (PUE 1.58, 480 gCO2/kWh, catalog prices). "
+        "cost and carbon while the switch is on (applying the form below turns it on). "
         "Watts and prices are estimates (sources in engine/sim/cluster.py)."
     )
+    count_energy_switch(sc)
     table = pd.DataFrame(
         [
             {"GPU type": t, **{k: getattr(cluster.catalog[t], k) for k in energy.POWER_COLUMNS}}
@@ -215,6 +282,7 @@ def energy_and_cost(sc: Scenario, cluster: Cluster) -> None:
             key="cluster_carbon_g",
         )
         upload = c[1].file_uploader("Carbon CSV (timestamp,carbon_intensity)", type=["csv"], key="cluster_carbon_csv")
+        power_down = power_down_inputs(sc.options.power_down)
         applied = st.form_submit_button("Apply energy and cost")
     if is_series:
         series = model.carbon_g_per_kwh
@@ -234,17 +302,14 @@ def energy_and_cost(sc: Scenario, cluster: Cluster) -> None:
             new = replace(
                 sc,
                 cluster=energy.with_power(cluster, edited.to_dict("records")).to_spec(),
-                options=replace(sc.options, energy=EnergyModel(float(pue), carbon, price_list)),
+                options=replace(
+                    sc.options, energy=EnergyModel(float(pue), carbon, price_list, count=True), power_down=power_down
+                ),
             )
             new.build_cluster()
             if new != sc:
                 common.set_scenario(new)
                 st.rerun()
-    if energy.energy_of(sc) is not None and st.button(
-        "Stop counting energy (back to the defaults)", key="cluster_energy_reset"
-    ):
-        common.set_scenario(replace(sc, options=replace(sc.options, energy=EnergyModel())))
-        st.rerun()
 
 
 energy_and_cost(sc, cluster)

@@ -11,8 +11,8 @@ import streamlit as st
 
 from app_pages.lib import common, energy, reliability, workers
 from engine import SCHEDULERS, EngineError
-from engine.analysis.metrics import ALL_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS
-from engine.analysis.plan import Target, plan, plan_mix
+from engine.analysis.metrics import ALL_METRICS, DEADLINE_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS
+from engine.analysis.plan import TARGET_METRICS, Target, plan, plan_mix
 from engine.analysis.sweep import SweepSpec, parse_numbers, run_sweep
 from engine.sim.cluster import parse_shorthand
 from engine.units import parse_duration, plural
@@ -42,16 +42,23 @@ is_trace = w.source == "trace"
 load_label = "load scale" if is_trace else "offered load"
 schedulers = sorted(SCHEDULERS) + common.trained_agents()
 judged = [k for k, m in METRICS.items() if m.better is not None]
+#: A plan's target metrics: the reliability ones too when the scenario's runs meet failures, the deadline ones
+#: when a deadline law draws the jobs' deadlines (set on the Workload page).
+targets = (
+    judged
+    + [k for k, m in RELIABILITY_METRICS.items() if m.better is not None and sc.options.failures.active]
+    + [k for k, m in DEADLINE_METRICS.items() if m.better is not None and w.deadlines != "none"]
+)
 
 
 def _target_value(text: str, metric: str) -> float:
     """The plan target typed for ``metric``: a duration (``30 min``) for a metric in seconds, else a number."""
     try:
-        value = parse_duration(text) if METRICS[metric].unit == "s" else float(text)
+        value = parse_duration(text) if TARGET_METRICS[metric].unit == "s" else float(text)
     except ValueError as exc:
         raise EngineError(
             f"target value: {exc}"
-            if METRICS[metric].unit == "s"
+            if TARGET_METRICS[metric].unit == "s"
             else f"target value {text[:40]!r}: expected a number in {explore.metric_title(metric)}"
         ) from None
     if not math.isfinite(value):
@@ -73,8 +80,8 @@ def sweep_tradeoff(frame: pd.DataFrame) -> None:
     Pareto front; only for a sweep run with an energy model."""
     if "cost_usd" not in frame.columns:
         st.caption(
-            "Set an energy model on the Cluster page and sweep again to add cost, energy and carbon to "
-            "every row and draw wait against cost."
+            "Turn on Count energy, cost and carbon (or set an energy model) on the Cluster page and sweep again "
+            "to add cost, energy and carbon to every row and draw wait against cost."
         )
         return
     st.markdown("**Wait against cost**: the points no other beats on both lie on the dotted Pareto front.")
@@ -165,13 +172,18 @@ with sweep_tab:
                     "such limit: download the spec below and use python -m engine sweep --spec)"
                 )
             bar, update = _progress_bar("cell")
-            frame = run_sweep(spec, trace_jobs=trace_jobs, on_progress=update, energy=energy.energy_of(sc) is not None)
+            with_energy = energy.energy_of(sc) is not None
+
+            def sweep_of(grid: SweepSpec) -> pd.DataFrame:
+                """The grid's frame: one piece of this session's work, each cell within the bounds per run."""
+                with workers.session_slot("the sweep"):
+                    guard = workers.cell_guard()
+                    return run_sweep(grid, trace_jobs=trace_jobs, on_progress=update, energy=with_energy, guard=guard)
+
+            frame = sweep_of(spec)
             if copies == 2:
                 off = replace(spec, base=replace(spec.base, options=reliability.without_failures(sc.options)))
-                frame = reliability.beside_no_failures(
-                    frame,
-                    run_sweep(off, trace_jobs=trace_jobs, on_progress=update, energy=energy.energy_of(sc) is not None),
-                )
+                frame = reliability.beside_no_failures(frame, sweep_of(off))
             bar.empty()
             st.session_state[_SWEEP] = {"spec": spec, "frame": frame, "workload": common.run_key(sc)}
     saved = st.session_state.get(_SWEEP)
@@ -194,7 +206,9 @@ with sweep_tab:
                 tables.failures_table(failures, load_label), width="stretch", hide_index=True, key="sweep_failures"
             )
         if not frame.empty:
-            shown = judged + [k for k in (*ENERGY_METRICS, *RELIABILITY_METRICS) if k in frame.columns]
+            shown = judged + [
+                k for k in (*ENERGY_METRICS, *RELIABILITY_METRICS, *DEADLINE_METRICS) if k in frame.columns
+            ]
             metric = st.selectbox(
                 "Metric",
                 shown,
@@ -251,10 +265,10 @@ with plan_tab:
         node = c[0].text_input("Node shape (GPUS:TYPE)", f"{first.gpus_per_node}:{first.gpu_type}", key="plan_node")
         metric = c[1].selectbox(
             "Target metric",
-            judged,
-            index=judged.index("p95_wait_s"),
+            targets,
+            index=targets.index("p95_wait_s"),
             key="plan_metric",
-            format_func=lambda k: METRICS[k].label,
+            format_func=lambda k: TARGET_METRICS[k].label,
         )
         op = c[2].radio("must be", ["<=", ">="], horizontal=True, key="plan_op")
         c = st.columns([1, 1, 1])
@@ -283,17 +297,19 @@ with plan_tab:
             jobs = common.jobs_of(sc)
             bar, update = _progress_bar("plan")
             goal = Target(metric, op, float(value))
-            answer = plan(
-                jobs,
-                node,
-                chosen_plan,
-                goal,
-                cluster=cluster if grow else None,
-                max_nodes=int(max_nodes),
-                seed=sc.seed,
-                options=sc.options,
-                on_progress=update,
-            )
+            with workers.session_slot("the capacity plan"):
+                answer = plan(
+                    jobs,
+                    node,
+                    chosen_plan,
+                    goal,
+                    cluster=cluster if grow else None,
+                    max_nodes=int(max_nodes),
+                    seed=sc.seed,
+                    options=sc.options,
+                    on_progress=update,
+                    guard=workers.cell_guard(),
+                )
             bar.empty()
             st.session_state[_PLAN] = {"answer": answer, "target": goal, "workload": common.run_key(sc)}
     if sc.options.failures.active:
@@ -387,10 +403,10 @@ def cheapest_cluster(sc, schedulers: list[str]) -> None:
         c = st.columns(3)
         metric = c[0].selectbox(
             "Target metric",
-            judged,
-            index=judged.index("p95_wait_s"),
+            targets,
+            index=targets.index("p95_wait_s"),
             key="mix_metric",
-            format_func=lambda k: METRICS[k].label,
+            format_func=lambda k: TARGET_METRICS[k].label,
         )
         op = c[1].radio("must be", ["<=", ">="], horizontal=True, key="mix_op")
         value_text = c[2].text_input("Target value", "30 min", key="mix_value")
@@ -402,16 +418,19 @@ def cheapest_cluster(sc, schedulers: list[str]) -> None:
         with common.engine_errors("cheapest cluster", stop=False):
             goal = Target(metric, op, _target_value(value_text, metric))
             bar, update = _progress_bar("plan")
-            answer = plan_mix(
-                common.jobs_of(sc),
-                [first.strip(), second.strip()],
-                chosen,
-                goal,
-                max_nodes=int(max_nodes),
-                seed=sc.seed,
-                options=sc.options,
-                on_progress=update,
-            )
+            jobs = common.jobs_of(sc)  # a piece of work of its own, before the plan's
+            with workers.session_slot("the cheapest cluster"):
+                answer = plan_mix(
+                    jobs,
+                    [first.strip(), second.strip()],
+                    chosen,
+                    goal,
+                    max_nodes=int(max_nodes),
+                    seed=sc.seed,
+                    options=sc.options,
+                    on_progress=update,
+                    guard=workers.cell_guard(),
+                )
             bar.empty()
             st.session_state[_MIX] = {"answer": answer, "workload": common.run_key(sc)}
     saved = st.session_state.get(_MIX)

@@ -32,6 +32,7 @@ from engine.analysis.workload import make_jobs
 from engine.rl.agent import RLScheduler, model_names
 from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
+from engine.rl.selector import SelectorScheduler
 from engine.rl.teacher import TEACHERS
 
 CLUSTER = "2x8:A100-80,4x4:V100-32"
@@ -105,8 +106,11 @@ def decision_latency(jobs_n: int) -> list[dict]:
     out = []
     for name in model_names():
         row: dict = {"model": name}
-        for label, agent in (("numpy", make_scheduler(f"rl:{name}")), ("torch", _torch_agent(name))):
-            timed = _Timed(agent)
+        numpy_agent = make_scheduler(f"rl:{name}")
+        # A selector (engine/rl/selector.py) has its own observation: timed on its NumPy policy only.
+        agents = [("numpy", numpy_agent)] + ([] if isinstance(numpy_agent, SelectorScheduler) else [("torch", None)])
+        for label, agent in agents:
+            timed = _Timed(agent or _torch_agent(name))
             simulate(cluster, jobs, timed)
             us = np.array(timed.samples_s) * 1e6
             row[label] = {
@@ -116,11 +120,11 @@ def decision_latency(jobs_n: int) -> list[dict]:
                 "mean_us": float(us.mean()),
             }
         out.append(row)
-        n, t = row["numpy"], row["torch"]
+        n, t = row["numpy"], row.get("torch")
         print(
             f"decision latency rl:{name}: p50 {n['p50_us']:.0f} us, p95 {n['p95_us']:.0f} us over "
-            f"{n['decisions']} decisions (torch policy on the same run: p50 {t['p50_us']:.0f} us, "
-            f"p95 {t['p95_us']:.0f} us)"
+            f"{n['decisions']} decisions"
+            + (f" (torch policy on the same run: p50 {t['p50_us']:.0f} us, p95 {t['p95_us']:.0f} us)" if t else "")
         )
     return out
 
@@ -181,6 +185,8 @@ def components(repeat: int = 300) -> list[dict]:
     out = []
     for name in model_names():
         agent = load_agent(name)
+        if isinstance(agent, SelectorScheduler):
+            continue  # its decision is a policy's whole decide call: whole runs and latency time it
         env = GpuSchedulingEnv(EnvConfig(clusters=(CLUSTER,), loads=(1.5,), n_jobs=150, encoding=agent.encoding))
         obs, _ = env.reset(seed=1)
         rng = np.random.default_rng(0)

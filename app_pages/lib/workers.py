@@ -11,9 +11,15 @@ Whoever hosts the app sets the bounds by environment variable (or ``.streamlit/s
 
 * ``PLAYGROUND_WORKERS`` (``workers``): processes at once for the whole server (default: CPU cores, at most 8);
   a call waits for a free one at most as long as its own time limit;
-* ``PLAYGROUND_RUN_TIMEOUT_S`` (``run_timeout_s``): seconds one call may take (default 300);
-* ``PLAYGROUND_RUN_MEMORY_MB`` (``run_memory_mb``): address space of one worker, MiB (default 4,096);
-* ``PLAYGROUND_SWEEP_CELLS`` (``sweep_cells``): cells one sweep of the Explore page may have (default 2,000).
+* ``PLAYGROUND_RUN_TIMEOUT_S`` (``run_timeout_s``): seconds one call, or one cell of a sweep or plan, may take
+  (default 300);
+* ``PLAYGROUND_RUN_MEMORY_MB`` (``run_memory_mb``): address space of one worker (one cell's too), MiB (default
+  4,096);
+* ``PLAYGROUND_SWEEP_CELLS`` (``sweep_cells``): cells one sweep of the Explore page may have (default 2,000);
+* ``PLAYGROUND_SESSION_WORKERS`` (``session_workers``): pieces of work (calls, sweeps, plans) one browser session
+  may have running or waiting at once (default 2): past it a new one is refused at once, so one session cannot
+  hold every worker of the server (a run stopped in the browser goes on in its worker until it ends, and a
+  session's fragments may run in parallel).
 
 An :class:`~engine.errors.EngineError` raised in the worker (bad input) comes back as an ``EngineError``
 with the same message. The process machinery is :mod:`engine.runner.workers` (the HTTP API uses it too).
@@ -21,9 +27,13 @@ with the same message. The process machinery is :mod:`engine.runner.workers` (th
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app_pages.lib.uploads import host_setting
 from engine import make_scheduler, simulate
@@ -34,15 +44,20 @@ __all__ = [
     "RunLimitError",
     "WorkerError",
     "call",
+    "cell_guard",
+    "max_per_session",
     "max_sweep_cells",
     "max_workers",
     "memory_mb",
+    "session_slot",
     "simulate_named",
     "timeout_s",
 ]
 workers.add_preload("app_pages.lib.workers")
 _slots_lock = threading.Lock()
 _slots: threading.BoundedSemaphore | None = None
+_session_lock = threading.Lock()
+_session_work: dict[str, int] = {}  # session id -> its pieces of work running or waiting (none: no entry)
 
 
 def max_workers() -> int:
@@ -62,6 +77,39 @@ def max_sweep_cells() -> int:
     return host_setting("PLAYGROUND_SWEEP_CELLS", "sweep_cells", 2_000)
 
 
+def max_per_session() -> int:
+    """Pieces of work one session may have running or waiting at once (``PLAYGROUND_SESSION_WORKERS``, default
+    2)."""
+    return host_setting("PLAYGROUND_SESSION_WORKERS", "session_workers", 2)
+
+
+@contextmanager
+def session_slot(what: str) -> Iterator[None]:
+    """Count the work done inside against the calling browser session's :func:`max_per_session`: raises
+    :class:`RunLimitError` at once when the session already has that many. Outside a session (no script run
+    context, e.g. a plain thread) nothing is counted."""
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is None:
+        yield
+        return
+    session, cap = ctx.session_id, max_per_session()
+    with _session_lock:
+        held = _session_work.get(session, 0)
+        if held >= cap:
+            raise RunLimitError(
+                f"{what}: this session already has {held} piece(s) of work running or waiting, this server's "
+                "limit per session; wait for one to end (a run stopped in the browser ends within the time limit)"
+            )
+        _session_work[session] = held + 1
+    try:
+        yield
+    finally:
+        with _session_lock:
+            _session_work[session] -= 1
+            if not _session_work[session]:
+                del _session_work[session]
+
+
 def _semaphore() -> threading.BoundedSemaphore:
     global _slots
     with _slots_lock:
@@ -71,9 +119,17 @@ def _semaphore() -> threading.BoundedSemaphore:
 
 
 def call(fn: Callable, *args: Any, what: str) -> Any:
-    """``fn(*args)`` in a worker process within this server's bounds (:func:`engine.runner.workers.call`);
-    ``what`` names the work in messages."""
-    return workers.call(fn, *args, what=what, limit_s=timeout_s(), memory_mb=memory_mb(), slots=_semaphore())
+    """``fn(*args)`` in a worker process within this server's bounds (:func:`engine.runner.workers.call`) and
+    the calling session's (:func:`session_slot`); ``what`` names the work in messages."""
+    with session_slot(what):
+        return workers.call(fn, *args, what=what, limit_s=timeout_s(), memory_mb=memory_mb(), slots=_semaphore())
+
+
+def cell_guard() -> Callable[..., Any]:
+    """The guard of every cell of an Explore sweep or plan (``run_sweep``'s ``guard``): each cell runs in a
+    worker process of its Ray worker within this server's bounds per run (:func:`timeout_s`, :func:`memory_mb`),
+    so a cell past them is a failed cell with one line saying which bound it passed."""
+    return functools.partial(workers.call, what="this cell", limit_s=timeout_s(), memory_mb=memory_mb())
 
 
 def simulate_named(cluster, jobs, scheduler: str, seed: int, user_models: str, options=None):

@@ -16,6 +16,17 @@ entry ``e`` (one GPU of one run segment: its overlap with the window x its GPU s
   preemption is paid for too). Prices come from the model's price list (:func:`~engine.sim.cluster.gpu_prices`).
 * ``cluster_price_per_h`` = ``sum_g price[g]``: what the whole cluster costs an hour, busy or not.
 * ``cluster_cost_usd`` = ``cluster_price_per_h x T / 3600``.
+* ``energy_per_job_kwh`` = ``energy_kwh / completed`` and ``cost_per_job_usd`` = ``cost_usd / completed``, over the
+  jobs that completed (status ``COMPLETED``): what one finished job took, the idle capacity's draw, failed jobs'
+  runs and work lost to stops included (lost work is paid for). NaN when no job completed.
+* ``energy_per_useful_gpu_h_kwh`` = ``energy_kwh / useful_gpu_h`` and ``cost_per_useful_gpu_h_usd`` =
+  ``cost_usd / useful_gpu_h``, where ``useful_gpu_h`` = the GPU-hours held that did work the jobs kept
+  (:func:`~engine.analysis.reliability.useful_gpu_s`, the numerator of ETTR: held time less what preemptions,
+  failures, crashes and restarts lost, and nothing of a failed job). NaN when nothing useful ran.
+* Powered-down nodes (``options.power_down``, :mod:`engine.sim.power`): while node ``n`` is down, each of its GPUs
+  draws ``sleep_w`` instead of ``idle_w``, so each interval ``[a, b]`` it was down (clipped to the window) takes
+  ``pue x sum_{g on n} (idle_w[g] - sleep_w) x (b - a)`` off ``energy_kwh`` and ``idle_energy_kwh`` (no job held
+  those GPUs), and the same power times ``C(b) - C(a)`` off the carbon.
 * ``co2_kg`` = the integral of the facility's power times the grid intensity ``c(t)`` (gCO2/kWh), / 3.6e6 / 1000.
   With ``C(t) = integral_0^t c`` (exact for the model's constant or its stepwise, repeating
   :class:`~engine.sim.options.CarbonSeries`), an entry held from ``a`` to ``b`` adds its power x ``(C(b) - C(a))``.
@@ -28,10 +39,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from engine.analysis.reliability import useful_gpu_s
 from engine.errors import ClusterSpecError
 from engine.sim.cluster import Cluster, gpu_prices
-from engine.sim.options import CarbonSeries, EnergyModel, RunOptions
-from engine.sim.simulator import Result
+from engine.sim.options import EnergyModel, RunOptions, carbon_integral
+from engine.sim.simulator import COMPLETED, Result
 
 J_PER_KWH = 3.6e6
 
@@ -46,6 +58,10 @@ class EnergySummary:
     cluster_cost_usd: float
     co2_kg: float
     cluster_price_per_h: float
+    energy_per_job_kwh: float
+    cost_per_job_usd: float
+    energy_per_useful_gpu_h_kwh: float
+    cost_per_useful_gpu_h_usd: float
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -79,21 +95,9 @@ def cluster_price_per_h(cluster: Cluster, price_list: str) -> float:
     return float(gpu_price_per_h(cluster, price_list).sum())
 
 
-def carbon_integral(carbon: float | CarbonSeries, t_s: np.ndarray) -> np.ndarray:
-    """``C(t) = integral_0^t c(tau) d tau`` in gCO2/kWh x seconds, at each time of ``t_s``: ``c x t`` for a
-    constant; for a series, the sum of whole steps before ``t`` plus the part of its step, the series repeating
-    after its last step (negative times count backwards the same way)."""
-    t = np.asarray(t_s, dtype=float)
-    if not isinstance(carbon, CarbonSeries):
-        return float(carbon) * t
-    values = np.asarray(carbon.g_per_kwh, dtype=float)
-    step = carbon.step_s
-    cum = np.concatenate([[0.0], np.cumsum(values) * step])  # C at each step boundary of one period
-    period = values.size * step
-    cycles = np.floor(t / period)
-    within = t - cycles * period
-    k = np.clip((within // step).astype(np.int64), 0, values.size - 1)  # float rounding at the period's ends
-    return cycles * cum[-1] + cum[k] + values[k] * (within - k * step)
+def per_unit(total: float, units: float) -> float:
+    """``total / units``; NaN when there are no units (nothing to share the total)."""
+    return total / units if units > 0 else math.nan
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,23 @@ def _entries(result: Result) -> _Entries:
     )
 
 
+@dataclass(frozen=True)
+class _Sleep:
+    """One row per interval a node was powered down: the watts it saved (``sum (idle_w - sleep_w)`` over its GPUs)
+    and the interval (its end ``inf`` when it stayed down)."""
+
+    saved_w: np.ndarray
+    start_s: np.ndarray
+    end_s: np.ndarray
+
+
+def _sleep(result: Result, idle_w: np.ndarray) -> _Sleep:
+    lay = result.cluster.layout
+    node_idle_w = np.bincount(lay.gpu_node, weights=idle_w, minlength=lay.n_nodes)
+    node_saved_w = node_idle_w - result.options.power_down.sleep_w * np.bincount(lay.gpu_node, minlength=lay.n_nodes)
+    return _Sleep(node_saved_w[result.sleep_node], result.sleep_start_s, result.sleep_end_s)
+
+
 def summarize_energy(result: Result, model: EnergyModel, start_s: float, end_s: float) -> EnergySummary:
     """Energy, cost and carbon of ``result`` over the window ``[start_s, end_s]`` (the module docstring's
     formulas; run segments are clipped to the window). ``ClusterSpecError`` names a GPU type without power or
@@ -134,28 +155,45 @@ def summarize_energy(result: Result, model: EnergyModel, start_s: float, end_s: 
     held_per_gpu = np.bincount(e.gpu, weights=held, minlength=cluster.n_gpus)
     span = end_s - start_s
     extra_w = (busy_w - idle_w)[e.gpu]
-    energy_j = model.pue * (float(idle_w.sum()) * span + float(np.dot(extra_w, held)))
-    idle_j = model.pue * float(np.dot(idle_w, span - held_per_gpu))
+    sleep = _sleep(result, idle_w)
+    sleep_lo = np.clip(sleep.start_s, start_s, end_s)
+    sleep_hi = np.clip(sleep.end_s, start_s, end_s)
+    saved_j = model.pue * float(np.dot(sleep.saved_w, sleep_hi - sleep_lo))
+    energy_j = model.pue * (float(idle_w.sum()) * span + float(np.dot(extra_w, held))) - saved_j
+    idle_j = model.pue * float(np.dot(idle_w, span - held_per_gpu)) - saved_j
     c = model.carbon_g_per_kwh
     window_c = carbon_integral(c, np.array([start_s, end_s]))
     held_c = (carbon_integral(c, hi) - carbon_integral(c, lo)) * e.fraction
-    co2_g = model.pue * (float(idle_w.sum()) * float(window_c[1] - window_c[0]) + float(np.dot(extra_w, held_c)))
+    saved_c = float(np.dot(sleep.saved_w, carbon_integral(c, sleep_hi) - carbon_integral(c, sleep_lo)))
+    co2_g = model.pue * (
+        float(idle_w.sum()) * float(window_c[1] - window_c[0]) + float(np.dot(extra_w, held_c)) - saved_c
+    )
     price_per_h = float(price.sum())
+    energy_kwh = energy_j / J_PER_KWH
+    cost_usd = float(np.dot(price[e.gpu], held)) / 3600.0
+    completed = float((result.status == COMPLETED).sum())
+    job_held_gpu_s = np.bincount(e.job, weights=(e.end_s - e.start_s) * e.fraction, minlength=result.n_jobs)
+    useful_gpu_h = float(useful_gpu_s(result, job_held_gpu_s[: result.n_jobs]).sum()) / 3600.0
     return EnergySummary(
-        energy_kwh=energy_j / J_PER_KWH,
+        energy_kwh=energy_kwh,
         idle_energy_kwh=idle_j / J_PER_KWH,
-        cost_usd=float(np.dot(price[e.gpu], held)) / 3600.0,
+        cost_usd=cost_usd,
         cluster_cost_usd=price_per_h * span / 3600.0,
         co2_kg=co2_g / J_PER_KWH / 1000.0,
         cluster_price_per_h=price_per_h,
+        energy_per_job_kwh=per_unit(energy_kwh, completed),
+        cost_per_job_usd=per_unit(cost_usd, completed),
+        energy_per_useful_gpu_h_kwh=per_unit(energy_kwh, useful_gpu_h),
+        cost_per_useful_gpu_h_usd=per_unit(cost_usd, useful_gpu_h),
     )
 
 
 def job_energy(result: Result, model: EnergyModel) -> dict[str, np.ndarray]:
     """Per job (index = ``job_id``), over all its run segments: ``energy_kwh`` (``pue x busy_w x`` GPU-seconds
-    held: the share it holds of each GPU's whole draw), ``cost_usd`` (price x GPU-hours held) and ``co2_kg``.
-    Summed over jobs and added to ``idle_energy_kwh`` (and the idle capacity's carbon), they give the run's
-    totals over its makespan."""
+    held: the share it holds of each GPU's whole draw), ``cost_usd`` (price x GPU-hours held), ``co2_kg`` and
+    ``useful_gpu_s`` (GPU-seconds held that did work it kept, :func:`~engine.analysis.reliability.useful_gpu_s`).
+    Summed over jobs and added to ``idle_energy_kwh`` (and the idle capacity's carbon), the first three give the
+    run's totals over its makespan."""
     cluster = result.cluster
     _, busy_w = gpu_power_w(cluster)
     price = gpu_price_per_h(cluster, model.price_list)
@@ -172,18 +210,22 @@ def job_energy(result: Result, model: EnergyModel) -> dict[str, np.ndarray]:
         "energy_kwh": per_job(model.pue * busy_w[e.gpu] * held) / J_PER_KWH,
         "cost_usd": per_job(price[e.gpu] * held) / 3600.0,
         "co2_kg": per_job(model.pue * busy_w[e.gpu] * held_c) / J_PER_KWH / 1000.0,
+        "useful_gpu_s": useful_gpu_s(result, per_job(held)),
     }
 
 
 def power_series(result: Result, model: EnergyModel) -> tuple[np.ndarray, np.ndarray]:
     """The facility's power over the run as steps: ``(t_s, power_w)``, ``power_w[i]`` holding from ``t_s[i]``
     until ``t_s[i + 1]`` (the last value holds after the last change; before the first, the cluster idles at
-    ``power_w`` of an empty cluster, ``pue x sum idle_w``)."""
+    ``power_w`` of an empty cluster, ``pue x sum idle_w``); a node powering down lowers it, waking raises it again."""
     idle_w, busy_w = gpu_power_w(result.cluster)
     e = _entries(result)
     delta = model.pue * (busy_w - idle_w)[e.gpu] * e.fraction
-    times = np.concatenate([e.start_s, e.end_s])
-    changes = np.concatenate([delta, -delta])
+    sleep = _sleep(result, idle_w)
+    woke = np.isfinite(sleep.end_s)
+    saved = model.pue * sleep.saved_w
+    times = np.concatenate([e.start_s, e.end_s, sleep.start_s, sleep.end_s[woke]])
+    changes = np.concatenate([delta, -delta, -saved, saved[woke]])
     order = np.argsort(times, kind="stable")
     t, first = np.unique(times[order], return_index=True)
     step = np.add.reduceat(changes[order], first) if t.size else np.empty(0)
@@ -191,6 +233,7 @@ def power_series(result: Result, model: EnergyModel) -> tuple[np.ndarray, np.nda
 
 
 def sets_energy(options: RunOptions) -> bool:
-    """Whether run options (a scenario's) set an energy model other than the default one: a scenario file that
-    does gets the energy metrics without a flag; one written with the defaults keeps the summaries it had."""
+    """Whether run options (a scenario's) set an energy model other than the default one (its ``count`` switch
+    on, or any other value changed): a scenario file that does gets the energy metrics without a flag; one written
+    with the defaults keeps the summaries it had."""
     return options.energy != EnergyModel()

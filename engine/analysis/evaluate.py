@@ -91,6 +91,8 @@ SCENARIOS: dict[str, Scenario] = {
         named_scenario("mixed-128", "8x8:A100-80,16x4:V100-32", 800, 1.5),
         named_scenario("a100-t4-48", "4x4:A100-80,4x8:T4", 250, 1.5),
         named_scenario("h100-v100-32", "2x8:H100-80,2x8:V100-32", 250, 1.5),
+        # Held out from every training config (issue 38): A100, V100 and T4 nodes, 1,500 jobs at load 0.85.
+        named_scenario("hetero-1500", "4x8:A100-80,4x8:V100-32,4x8:T4", 1500, 0.85),
         named_scenario("hpc-32", "4x8:V100-32", 150, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
         named_scenario("hpc-64", "8x8:V100-32", 400, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),
         named_scenario("hpc-128", "16x8:V100-32", 800, 1.3, {"mix": {"training": 0.6, "batch": 0.4}, "users": 8}),

@@ -4,9 +4,10 @@ Per job (completed jobs only; unschedulable and failed jobs have none of these a
 
 * ``run_s`` = total time the job held GPUs, over all its run segments (so it includes work lost to
   preemptions and restart overheads; it is the time on the hardware it got, not the reference duration).
-* ``wait_s`` = ``end_s - submit_s - run_s``: all time spent queued, including time back in the queue
-  after a preemption. Without preemption it equals ``first_start_s - submit_s``. Clamped at 0 against
-  floating-point rounding.
+* ``wait_s`` = ``end_s - submit_s - run_s + wakes x wake_s``: all time spent queued, including time back in the
+  queue after a preemption, and the time spent holding GPUs while powered-down nodes woke (``Result.wakes``, each
+  ``options.power_down.wake_s``; 0 when nodes never power down). Without preemption or power-down it equals
+  ``first_start_s - submit_s``. Clamped at 0 against floating-point rounding.
 * ``jct_s`` (job completion time) = ``end_s - submit_s``.
 * ``slowdown`` = ``jct_s / run_s``.
 * ``bounded_slowdown`` = ``max(1, jct_s / max(run_s, 10 s))``: the usual bounded slowdown (Feitelson), whose
@@ -56,7 +57,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -166,6 +167,18 @@ ENERGY_METRICS: dict[str, Metric] = {
     "cluster_cost_usd": Metric("Cost of the cluster", "USD", "lower", "every GPU x price per GPU-hour x makespan"),
     "co2_kg": Metric("Carbon", "kg", "lower", "integral of facility power x grid intensity over the makespan"),
     "cluster_price_per_h": Metric("Cluster price", "USD/h", "lower", "sum over GPUs of the price per GPU-hour"),
+    "energy_per_job_kwh": Metric(
+        "Energy per completed job", "kWh", "lower", "energy (idle capacity and lost work included) / completed jobs"
+    ),
+    "cost_per_job_usd": Metric(
+        "Cost per completed job", "USD", "lower", "cost of GPUs held (lost work included) / completed jobs"
+    ),
+    "energy_per_useful_gpu_h_kwh": Metric(
+        "Energy per useful GPU-hour", "kWh", "lower", "energy / GPU-hours held that did work the jobs kept"
+    ),
+    "cost_per_useful_gpu_h_usd": Metric(
+        "Cost per useful GPU-hour", "USD", "lower", "cost of GPUs held / GPU-hours held that did work the jobs kept"
+    ),
 }
 
 #: The keys a summary adds when the run modelled failures (:class:`~engine.analysis.reliability.ReliabilitySummary`'s
@@ -366,7 +379,8 @@ def _per_job(result: Result) -> _PerJob:
     run = result.run_s
     nan = np.full(n, math.nan)
     jct = np.where(done, end - submit, nan)
-    wait = np.where(done, np.maximum(jct - run, 0.0), nan)
+    woken_s = result.wakes * result.options.power_down.wake_s  # held, but waiting for nodes to wake
+    wait = np.where(done, np.maximum(jct - run + woken_s, 0.0), nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         slowdown = np.where(done, jct / run, nan)
         bsld = np.where(done, np.maximum(1.0, jct / np.maximum(run, BSLD_FLOOR_S)), nan)
@@ -462,62 +476,64 @@ def job_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame
     ``preemptions, gpu_s`` (busy GPU-seconds), ``comm_overhead_gpu_s, lost_gpu_s, estimate_s, duration_s``
     (reference duration), ``reason`` (why it is unschedulable, else ``""``). Time columns are NaN for
     unschedulable jobs, the per-job ones (``run_s``, ``wait_s``, ...) for failed ones too. With ``energy``, also
-    ``energy_kwh, cost_usd, co2_kg`` (:func:`engine.analysis.energy.job_energy`; 0 for jobs that never ran); when the
+    ``energy_kwh, cost_usd, co2_kg, useful_gpu_s`` (:func:`engine.analysis.energy.job_energy`; 0 for jobs that never
+    ran); when the
     run modelled failures, also the columns of :func:`engine.analysis.reliability.job_reliability`; when some job
     has a deadline, also ``deadline_s, deadline_met, tardiness_s`` (:func:`engine.analysis.deadlines.job_deadlines`).
     ``status`` may also be ``"declined"`` (the admission stage turned the job away; ``reason`` says why). When some
     job is elastic, also ``min_gpus, max_gpus, scaling, rescales, gpu_efficiency``
     (:func:`engine.analysis.elastic.job_elastic`).
     """
+    return pd.DataFrame(job_columns(result, energy))
+
+
+def job_columns(result: Result, energy: EnergyModel | None = None) -> dict[str, Any]:
+    """:func:`job_frame`'s columns (name -> a NumPy array or a list, one value per job, in its order), without
+    pandas: what the run store's per-job records are written from (a frame costs more than the run for small
+    runs)."""
     per = _per_job(result)
     lay = result.cluster.layout
     jobs = result.jobs
-    frame = pd.DataFrame(
-        {
-            "job_id": np.arange(result.n_jobs, dtype=np.int64),
-            "name": [j.name for j in jobs],
-            "user": [j.user for j in jobs],
-            "job_type": [j.job_type for j in jobs],
-            "submit_s": per.submit_s,
-            "start_s": result.first_start_s,
-            "end_s": result.end_s,
-            "run_s": np.where(per.done, result.run_s, math.nan),
-            "wait_s": per.wait_s,
-            "jct_s": per.jct_s,
-            "slowdown": per.slowdown,
-            "bounded_slowdown": per.bounded_slowdown,
-            "gpus": np.array([j.gpus for j in jobs], dtype=np.int64),
-            "gpu_fraction": np.array([j.gpu_fraction for j in jobs], dtype=float),
-            "vram_gib": np.array([j.vram_gib for j in jobs], dtype=float),
-            "gpu_type": [lay.type_names[lay.gpu_type[g[0]]] if g else "" for g in result.gpu_ids],
-            "status": np.array(STATUS_NAMES)[result.status],
-            "preemptions": result.preemptions,
-            "gpu_s": per.gpu_s,
-            "comm_overhead_gpu_s": result.comm_overhead_gpu_s,
-            "lost_gpu_s": result.lost_gpu_s,
-            "estimate_s": np.array([j.estimate_s for j in jobs], dtype=float),
-            "duration_s": np.array([j.duration_s for j in jobs], dtype=float),
-            "reason": [
-                result.unschedulable_reasons.get(i) or result.declined_reasons.get(i, "") for i in range(result.n_jobs)
-            ],
-        }
-    )
+    columns: dict[str, Any] = {
+        "job_id": np.arange(result.n_jobs, dtype=np.int64),
+        "name": [j.name for j in jobs],
+        "user": [j.user for j in jobs],
+        "job_type": [j.job_type for j in jobs],
+        "submit_s": per.submit_s,
+        "start_s": result.first_start_s,
+        "end_s": result.end_s,
+        "run_s": np.where(per.done, result.run_s, math.nan),
+        "wait_s": per.wait_s,
+        "jct_s": per.jct_s,
+        "slowdown": per.slowdown,
+        "bounded_slowdown": per.bounded_slowdown,
+        "gpus": np.array([j.gpus for j in jobs], dtype=np.int64),
+        "gpu_fraction": np.array([j.gpu_fraction for j in jobs], dtype=float),
+        "vram_gib": np.array([j.vram_gib for j in jobs], dtype=float),
+        "gpu_type": [lay.type_names[lay.gpu_type[g[0]]] if g else "" for g in result.gpu_ids],
+        "status": np.array(STATUS_NAMES)[result.status],
+        "preemptions": result.preemptions,
+        "gpu_s": per.gpu_s,
+        "comm_overhead_gpu_s": result.comm_overhead_gpu_s,
+        "lost_gpu_s": result.lost_gpu_s,
+        "estimate_s": np.array([j.estimate_s for j in jobs], dtype=float),
+        "duration_s": np.array([j.duration_s for j in jobs], dtype=float),
+        "reason": [
+            result.unschedulable_reasons.get(i) or result.declined_reasons.get(i, "") for i in range(result.n_jobs)
+        ],
+    }
     if energy is not None:
-        for column, values in job_energy(result, energy).items():
-            frame[column] = values
+        columns.update(job_energy(result, energy))
     if failures_modelled(result):
-        for column, values in job_reliability(result).items():
-            frame[column] = values
+        columns.update(job_reliability(result))
     if has_deadlines(result):
-        for column, values in job_deadlines(result).items():
-            frame[column] = values
+        columns.update(job_deadlines(result))
     if has_elastic(result):
-        frame["min_gpus"] = np.array([j.min_gpus for j in jobs], dtype=np.int64)
-        frame["max_gpus"] = np.array([j.max_gpus for j in jobs], dtype=np.int64)
-        frame["scaling"] = [j.scaling for j in jobs]
-        for column, values in job_elastic(result, per.gpu_s).items():
-            frame[column] = values
-    return frame
+        columns["min_gpus"] = np.array([j.min_gpus for j in jobs], dtype=np.int64)
+        columns["max_gpus"] = np.array([j.max_gpus for j in jobs], dtype=np.int64)
+        columns["scaling"] = [j.scaling for j in jobs]
+        columns.update(job_elastic(result, per.gpu_s))
+    return columns
 
 
 def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame:
@@ -526,8 +542,11 @@ def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFram
     Columns: ``user, jobs, completed, unschedulable, mean_wait_s, p95_wait_s, max_wait_s, mean_jct_s,
     mean_bounded_slowdown`` (over the user's completed jobs; NaN if none), ``gpu_h`` (busy GPU-hours),
     ``gpu_share`` (the user's share of all busy GPU-seconds; 0 when nothing ran), ``preemptions``; with
-    ``energy``, also ``energy_kwh, cost_usd, co2_kg``, the sums of the user's jobs (:func:`job_frame`); when the
-    run modelled failures, also ``failed`` (the user's jobs that ended failed).
+    ``energy``, also ``energy_kwh, cost_usd, co2_kg``, the sums of the user's jobs (:func:`job_frame`: the share
+    of the draw they held, no idle capacity), and ``energy_per_job_kwh, cost_per_job_usd`` (those sums / the user's
+    completed jobs) and ``energy_per_useful_gpu_h_kwh, cost_per_useful_gpu_h_usd`` (those sums / the user's useful
+    GPU-hours, the job frame's ``useful_gpu_s`` / 3600), NaN where the divisor is 0; when the run modelled failures,
+    also ``failed`` (the user's jobs that ended failed).
     """
     jobs = job_frame(result, energy)
     jobs["done"] = jobs["status"] == "completed"
@@ -555,6 +574,12 @@ def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFram
     if energy is not None:
         for column in ("energy_kwh", "cost_usd", "co2_kg"):
             frame[column] = grouped[column].sum()
+        completed = frame["completed"].where(frame["completed"] > 0)
+        useful_gpu_h = (grouped["useful_gpu_s"].sum() / 3600.0).where(lambda h: h > 0)
+        frame["energy_per_job_kwh"] = frame["energy_kwh"] / completed
+        frame["cost_per_job_usd"] = frame["cost_usd"] / completed
+        frame["energy_per_useful_gpu_h_kwh"] = frame["energy_kwh"] / useful_gpu_h
+        frame["cost_per_useful_gpu_h_usd"] = frame["cost_usd"] / useful_gpu_h
     return frame.reset_index()
 
 

@@ -5,9 +5,11 @@ and plans in money (:func:`plan_mix`): the cheapest mix of several node shapes t
     answer = plan("month.csv", "8:A100-80", ["fifo", "easy-backfill"], "p95_wait_s<=1800")
     answer[["scheduler", "nodes", "gpus"]]        # one row per scheduler; attrs["probes"]: every run made
 
-**Target.** ``METRIC<=VALUE`` or ``METRIC>=VALUE`` over a metric of :data:`TARGET_METRICS`: those of every
-``compare --json``, and the deadline metrics (``deadline_ratio>=0.95``) for jobs with deadlines. A run *meets* it
-when no job is unschedulable (a cluster too small for some job does not count as meeting a wait target) and the
+**Target.** ``METRIC<=VALUE`` or ``METRIC>=VALUE`` over a metric of :data:`TARGET_METRICS`: any of ``compare
+--json``'s, and, for runs whose options model failures, the reliability metrics (``ettr>=0.95``,
+``failure_lost_gpu_h<=50``, ``failed_job_gpu_h<=10``, ...: a plan whose target holds under failures), and, for jobs
+with deadlines, the deadline metrics (``deadline_ratio>=0.95``). A run *meets*
+it when no job is unschedulable (a cluster too small for some job does not count as meeting a wait target) and the
 metric is defined and on the right side of the value.
 
 **Clusters.** ``node`` is a shape ``GPUS:TYPE`` (e.g. ``8:A100-80``); the cluster with ``n`` nodes is ``n``
@@ -25,15 +27,18 @@ the target with ``max_nodes`` nodes gets ``nodes`` = ``None``.
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import threading
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from engine.analysis.metrics import DEADLINE_METRICS, METRICS, Metric
-from engine.analysis.sweep import Runner, check_schedulers, one_line
-from engine.errors import ClusterSpecError, EngineError, UnknownNameError
+from engine.analysis.metrics import DEADLINE_METRICS, METRICS, RELIABILITY_METRICS, Metric
+from engine.analysis.scenario import Scenario
+from engine.analysis.sweep import Runner, check_schedulers, finite_or_none, one_line
+from engine.errors import ClusterSpecError, EngineError, UnknownNameError, reject_unknown_keys
 from engine.sim.cluster import Cluster, NodeGroup, parse_cluster, parse_shorthand
 from engine.sim.job import Job
 from engine.sim.options import RunOptions
@@ -41,8 +46,10 @@ from engine.sim.state import Scheduler
 
 #: Largest node count a plan may probe.
 MAX_NODES = 4096
-#: The metrics a target may name: every summary's, and the deadline metrics (runs whose jobs have deadlines).
-TARGET_METRICS: dict[str, Metric] = {**METRICS, **DEADLINE_METRICS}
+#: What a target may name: every metric of ``compare --json``, then the reliability metrics (only for runs whose
+#: options model failures: :meth:`Target.check_options`), then the deadline metrics (only for jobs with deadlines:
+#: :func:`_plan_jobs`).
+TARGET_METRICS: dict[str, Metric] = {**METRICS, **RELIABILITY_METRICS, **DEADLINE_METRICS}
 _TARGET = re.compile(r"^\s*([a-z0-9_]+)\s*(<=|>=)\s*(\S+)\s*$")
 
 
@@ -65,12 +72,21 @@ class Target:
             return False
         return v <= self.value if self.op == "<=" else v >= self.value
 
+    def check_options(self, options: RunOptions | None) -> None:
+        """Raise :class:`PlanError` when the target names a reliability metric and ``options`` model no failures
+        (the runs would not have it)."""
+        if self.metric in RELIABILITY_METRICS and not (options or RunOptions()).failures.active:
+            raise PlanError(
+                f"target {self}: {self.metric} is measured only under failures; give a failure model "
+                "(--failures PRESET, --node-mtbf-h H, --job-failures RATE or --checkpoint-cost S)"
+            )
+
     def __str__(self) -> str:
         return f"{self.metric}{self.op}{self.value:g}"
 
 
 def parse_target(text: str) -> Target:
-    """``"p95_wait_s<=1800"`` -> :class:`Target`; the metric must be a key of ``compare --json``."""
+    """``"p95_wait_s<=1800"`` -> :class:`Target`; the metric must be a key of :data:`TARGET_METRICS`."""
     m = _TARGET.match(text or "")
     if not m:
         raise PlanError(f"target {text!r}: expected METRIC<=VALUE or METRIC>=VALUE, e.g. p95_wait_s<=1800")
@@ -186,6 +202,8 @@ def plan(
     factories: Mapping[str, Callable[[], Scheduler]] | None = None,
     plugins: Sequence[str] = (),
     options: RunOptions | None = None,
+    guard: Callable[..., dict[str, Any]] | None = None,
+    cancel: threading.Event | None = None,
 ):
     """The fewest nodes of shape ``node`` for which each scheduler's run on ``trace`` meets ``target``.
 
@@ -199,7 +217,8 @@ def plan(
         seed: the simulation seed of every run.
         options: the run options of every run (default ``RunOptions()``).
         probes_per_round: runs per scheduler per round (default: the CPUs of the Ray cluster, at least 2).
-        backend, address, num_cpus, factories, plugins: as in :func:`engine.analysis.sweep.run_sweep`.
+        backend, address, num_cpus, factories, plugins, guard, cancel: as in :func:`engine.analysis.sweep.run_sweep` (a
+            run past the guard's bounds is that scheduler's ``error``).
         on_progress: called with ``(runs done, runs submitted so far)``.
 
     Returns:
@@ -212,6 +231,7 @@ def plan(
     import pandas as pd
 
     goal = target if isinstance(target, Target) else parse_target(target)
+    goal.check_options(options)
     shape = parse_node(node)
     names = [schedulers] if isinstance(schedulers, str) else list(schedulers)
     if not names or len(set(names)) != len(names):
@@ -226,7 +246,7 @@ def plan(
     probes: dict[tuple[str, int], dict[str, Any]] = {}
     rounds = submitted = finished = 0
     t0 = time.perf_counter()
-    with Runner(backend, address, num_cpus=num_cpus, plugins=plugins) as runner:
+    with Runner(backend, address, num_cpus=num_cpus, plugins=plugins, guard=guard, cancel=cancel) as runner:
         ref = runner.put(jobs)
         k = probes_per_round or max(2, runner.cpus)
         while active := [s for s, search in searches.items() if not search.done]:
@@ -423,6 +443,8 @@ def plan_mix(
     on_progress: Callable[[int, int], None] | None = None,
     factories: Mapping[str, Callable[[], Scheduler]] | None = None,
     plugins: Sequence[str] = (),
+    guard: Callable[..., dict[str, Any]] | None = None,
+    cancel: threading.Event | None = None,
 ):
     """The cheapest cluster built from node shapes ``nodes`` (any number of nodes of each, at most ``max_nodes``)
     on which each scheduler's run of ``trace`` meets ``target``, with the runner-up.
@@ -440,6 +462,8 @@ def plan_mix(
     single-shape answer, say), or below :data:`RUNNER_UP_WITHIN` times the answer's price while there is none;
     ``None`` when none is found there.
 
+    ``guard`` bounds every run as in :func:`plan` (a run past its bounds is that scheduler's ``error``).
+
     Returns:
         A pandas frame, one row per scheduler: ``scheduler``, ``cluster`` (shorthand, ``None`` when no mix meets
         the target), ``nodes`` (one count per shape), ``gpus``, ``cluster_price_per_h``, ``value`` (the target's
@@ -455,6 +479,7 @@ def plan_mix(
     if minimize not in OBJECTIVES:
         raise PlanError(f"minimize {minimize!r}: expected one of {', '.join(OBJECTIVES)}")
     goal = target if isinstance(target, Target) else parse_target(target)
+    goal.check_options(options)
     shapes = [parse_node(n) for n in nodes]
     if not shapes or len(set(shapes)) != len(shapes):
         raise PlanError(f"plan node shapes: expected distinct GPUS:TYPE shapes, got {list(nodes)}")
@@ -475,7 +500,7 @@ def plan_mix(
     probes: dict[tuple[str, Mix], dict[str, Any]] = {}
     rounds = submitted = finished = 0
     t0 = time.perf_counter()
-    with Runner(backend, address, num_cpus=num_cpus, plugins=plugins) as runner:
+    with Runner(backend, address, num_cpus=num_cpus, plugins=plugins, guard=guard, cancel=cancel) as runner:
         ref = runner.put(jobs)
         k = probes_per_round or max(2, runner.cpus)
         while batch := [(s, m) for s, search in searches.items() for m in search.next_mixes(k)]:
@@ -539,3 +564,189 @@ def plan_mix(
         "cheapest": min(met, key=lambda r: r["cluster_price_per_h"])["scheduler"] if met else None,
     }
     return frame
+
+
+# ------------------------------------------------------------------------------------------ a plan as data
+#: Most node shapes one plan may mix.
+MAX_SHAPES = 8
+#: Default ``max_nodes`` of a plan over one shape, and of each shape of a mix (the command line's defaults).
+DEFAULT_MAX_NODES = 1024
+DEFAULT_MAX_NODES_MIX = 64
+PLAN_KEYS = frozenset({"base", "nodes", "target", "max_nodes", "grow"})
+
+
+@dataclass(frozen=True)
+class PlanSpec:
+    """A capacity plan as data (the HTTP API's ``POST /v1/plans`` body): a base scenario whose jobs, schedulers,
+    seed and run options every run shares, the node shapes to count and the target.
+
+    Attributes:
+        base: the scenario (a generated workload is built for its cluster; ``grow`` grows that cluster).
+        nodes: one shape ``GPUS:TYPE`` (the fewest nodes of it, :func:`plan`) or several (the cheapest mix under
+            the base's price list, :func:`plan_mix`), at most :data:`MAX_SHAPES`.
+        target: ``METRIC<=VALUE`` or ``METRIC>=VALUE``.
+        max_nodes: the most nodes tried (of each shape); 0: :data:`DEFAULT_MAX_NODES`, or
+            :data:`DEFAULT_MAX_NODES_MIX` for a mix.
+        grow: with one shape, grow the base cluster's group of that shape (a node mix where one group grows)
+            instead of a cluster of that shape only.
+    """
+
+    base: Scenario
+    nodes: tuple[str, ...]
+    target: str
+    max_nodes: int = 0
+    grow: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.base, Scenario):
+            raise PlanError("plan base must be a scenario")
+        if not self.base.schedulers:
+            raise PlanError("plan base: scenario.schedulers is empty: name at least one scheduler")
+        if isinstance(self.nodes, str) or not all(isinstance(n, str) for n in self.nodes):
+            raise PlanError('plan nodes: expected a list of GPUS:TYPE shapes, e.g. ["8:A100-80"]')
+        if not 1 <= len(self.nodes) <= MAX_SHAPES or len(set(self.nodes)) != len(self.nodes):
+            raise PlanError(f"plan nodes: expected 1 to {MAX_SHAPES} distinct shapes, got {len(self.nodes)}")
+        for node in self.nodes:
+            parse_node(node)
+        if not isinstance(self.target, str):
+            raise PlanError("plan target: expected text METRIC<=VALUE or METRIC>=VALUE")
+        parse_target(self.target)
+        if not (isinstance(self.max_nodes, int) and not isinstance(self.max_nodes, bool)) or not (
+            0 <= self.max_nodes <= MAX_NODES
+        ):
+            raise PlanError(f"plan max_nodes: expected an integer from 1 to {MAX_NODES} (0: the default)")
+        if not isinstance(self.grow, bool):
+            raise PlanError("plan grow: expected true or false")
+        if self.grow and len(self.nodes) > 1:
+            raise PlanError("plan grow: a mix of several shapes builds its clusters from the shapes only")
+
+    @property
+    def mix(self) -> bool:
+        """Whether this plan searches the cheapest mix of several shapes."""
+        return len(self.nodes) > 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; :meth:`from_dict` reads it back to an equal spec."""
+        return {
+            "base": self.base.to_dict(),
+            "nodes": list(self.nodes),
+            "target": self.target,
+            "max_nodes": self.max_nodes,
+            "grow": self.grow,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, trusted: bool = False) -> PlanSpec:
+        """A spec from :meth:`to_dict`'s form (``nodes`` may be one shape as text); unknown keys are refused and
+        the base is an untrusted scenario unless ``trusted``."""
+        if not isinstance(data, Mapping):
+            raise PlanError("a plan spec must be a JSON object")
+        reject_unknown_keys(data, PLAN_KEYS, "plan spec", PlanError)
+        missing = sorted({"base", "nodes", "target"} - set(data))
+        if missing:
+            raise PlanError(f"plan spec: missing {', '.join(missing)}")
+        nodes = data["nodes"]
+        try:
+            base = Scenario.from_dict(data["base"], trusted=trusted)
+        except EngineError as exc:
+            raise PlanError(f"plan base: {exc}") from None
+        return cls(
+            base=base,
+            nodes=(nodes,) if isinstance(nodes, str) else tuple(nodes) if isinstance(nodes, list) else nodes,
+            target=data["target"],
+            max_nodes=data.get("max_nodes", 0),
+            grow=data.get("grow", False),
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, trusted: bool = False) -> PlanSpec:
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            raise PlanError("the plan spec is not valid JSON") from None
+        return cls.from_dict(data, trusted=trusted)
+
+
+def run_plan_spec(spec: PlanSpec, jobs: Sequence[Job], **runner: Any):
+    """:func:`plan` (one shape) or :func:`plan_mix` (several) of ``spec`` on ``jobs`` (the base's, built for its
+    cluster); ``runner``: ``backend``, ``address``, ``num_cpus``, ``on_progress``, ``cancel``. Returns the frame."""
+    base = spec.base
+    if spec.mix:
+        return plan_mix(
+            jobs,
+            spec.nodes,
+            base.schedulers,
+            spec.target,
+            max_nodes=spec.max_nodes or DEFAULT_MAX_NODES_MIX,
+            seed=base.seed,
+            options=base.options,
+            **runner,
+        )
+    return plan(
+        jobs,
+        spec.nodes[0],
+        base.schedulers,
+        spec.target,
+        cluster=base.build_cluster() if spec.grow else None,
+        max_nodes=spec.max_nodes or DEFAULT_MAX_NODES,
+        seed=base.seed,
+        options=base.options,
+        **runner,
+    )
+
+
+def plan_json(frame) -> dict[str, Any]:
+    """A plan's frame (:func:`plan` or :func:`plan_mix`) as the JSON ``python -m engine plan --json`` writes: the
+    answer of the scheduler that needs the fewest GPUs (the cheapest, for a mix; else the first), every
+    scheduler's answer, every probe and the run's facts."""
+    meta, rows = frame.attrs["meta"], plain_rows(frame)
+    answers = {r["scheduler"]: r for r in rows}
+    probes = [{k: finite_or_none(v) for k, v in p.items()} for p in frame.attrs["probes"]]
+    facts = {k: meta[k] for k in ("backend", "address", "cpus", "rounds", "wall_s")}
+    if "minimize" not in meta:
+        best = answers[meta["fewest_gpus"] or rows[0]["scheduler"]]
+        return {
+            **best,
+            "target": meta["target"],
+            "node": meta["node"],
+            "cluster": meta["cluster"],
+            "schedulers": answers,
+            "fewest_gpus": meta["fewest_gpus"],
+            "probes": probes,
+            **facts,
+        }
+    best = answers[meta["cheapest"] or rows[0]["scheduler"]]
+    return {
+        **{k: v for k, v in best.items() if not k.startswith("runner_up")},
+        "runner_up": {
+            "cluster": best["runner_up"],
+            "cluster_price_per_h": best["runner_up_price_per_h"],
+            "value": best["runner_up_value"],
+        },
+        "target": meta["target"],
+        "schedulers": answers,
+        "probes": probes,
+        **{k: meta[k] for k in ("minimize", "shapes", "price_list", "cheapest")},
+        **facts,
+    }
+
+
+def plain_rows(frame) -> list[dict[str, Any]]:
+    """The plan frame's rows as plain JSON-ready values (counts ``int`` or ``None``, a mix's counts a list, NaN
+    ``None``)."""
+    import pandas as pd
+
+    return [
+        {
+            k: None
+            if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+            else int(v)
+            if k in ("nodes", "gpus") and not isinstance(v, list)
+            else v
+            for k, v in r.items()
+        }
+        for r in frame.to_dict("records")
+    ]

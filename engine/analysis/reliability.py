@@ -17,8 +17,8 @@ convention of ``Result.lost_gpu_s``; GPU-seconds *held* are wall seconds x GPUs 
 * ``ettr`` (effective training time ratio, Meta's: productive time over time held) = ``sum_j useful_j / sum_j
   held_j`` over the jobs that ran, where ``held_j`` is job ``j``'s GPU-seconds held and ``useful_j`` = ``held_j x
   duration_j / performed_j`` for a completed job, 0 for a failed one; ``performed_j`` = the reference work it did,
-  ``work_j`` (its duration plus its checkpoints' cost) + (its lost work of every cause + its restart overheads) /
-  its GPUs. 1 when nothing was lost (and when nothing ran); a communication slowdown is not a loss here.
+  ``work_j`` (its duration plus its checkpoints' cost) + (its lost work of every cause + its restart overheads +
+  its waits for powered-down nodes to wake, ``Result.wake_gpu_s``) / its GPUs. 1 when nothing was lost (and when nothing ran); a communication slowdown is not a loss here.
 * ``availability`` = GPU-seconds on nodes that were up / (GPUs x the window), over the summary's window (the
   first submit to the end of the makespan); 1 without node failures.
 
@@ -65,17 +65,30 @@ def _demand(result: Result) -> np.ndarray:
     return np.array([j.gpus * j.gpu_fraction for j in result.jobs], dtype=float)
 
 
-def ettr(result: Result, held_gpu_s: np.ndarray) -> float:
-    """Effective training time ratio of ``result`` (module docstring), ``held_gpu_s`` the GPU-seconds each job
-    held."""
+def useful_gpu_s(result: Result, held_gpu_s: np.ndarray) -> np.ndarray:
+    """Per job, the GPU-seconds it held that did work it kept: ``useful_j`` of the module docstring's ``ettr``
+    (``held_j x duration_j / performed_j`` for a completed job, 0 for a failed one); ``held_gpu_s`` the GPU-seconds
+    each job held."""
     demand = _demand(result)
     duration = np.array([j.duration_s for j in result.jobs], dtype=float)
     work = np.array(result.options.work_s(duration.tolist()), dtype=float)
-    wasted_gpu_s = result.lost_gpu_s + result.failure_lost_gpu_s + result.crash_lost_gpu_s + result.restart_gpu_s
+    wasted_gpu_s = (
+        result.lost_gpu_s
+        + result.failure_lost_gpu_s
+        + result.crash_lost_gpu_s
+        + result.restart_gpu_s
+        + result.wake_gpu_s
+    )
     performed = work + wasted_gpu_s / demand
     useful_share = np.where(result.status == FAILED, 0.0, duration / performed)
+    return held_gpu_s * useful_share
+
+
+def ettr(result: Result, held_gpu_s: np.ndarray) -> float:
+    """Effective training time ratio of ``result`` (module docstring), ``held_gpu_s`` the GPU-seconds each job
+    held."""
     total = float(held_gpu_s.sum())
-    return float((held_gpu_s * useful_share).sum()) / total if total > 0 else 1.0
+    return float(useful_gpu_s(result, held_gpu_s).sum()) / total if total > 0 else 1.0
 
 
 def up_gpu_s(result: Result, start_s: float, end_s: float) -> float:

@@ -7,6 +7,8 @@ and what the HTTP API answers for the same scenario (both call :func:`run_scenar
 * :func:`timeline_json`: ``{scheduler: {t_s, queue, running, busy_gpus}}``, the run's state over time.
 * :func:`scenario_results`: the three at once, from a scenario; :func:`results_as_json` as JSON texts (what a
   stored run keeps).
+* :func:`sweep_json`: a sweep's frame as ``{"rows": [...], "failures": [...], "meta": {...}}`` (the rows of
+  ``sweep --out``'s CSV, and the failures and facts of its ``--json``).
 
 Every value is strict JSON: a number that is not one (NaN: a wait of a job that never ran) is ``null``.
 """
@@ -18,9 +20,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+import numpy as np
+
 from engine.analysis.energy import sets_energy
 from engine.analysis.evaluate import run_scheduler
-from engine.analysis.metrics import Summary, job_frame, summarize
+from engine.analysis.metrics import Summary, job_columns, summarize
 from engine.analysis.scenario import Scenario, ScenarioError
 from engine.schedulers import make_scheduler
 from engine.sim.cluster import Cluster
@@ -79,11 +83,13 @@ def metrics_json(
 
 
 def jobs_json(results: Mapping[str, Result]) -> dict[str, list[dict[str, Any]]]:
-    """``{scheduler: [{column: value}, ...]}``: one record per job (the columns of ``job_frame``)."""
-    return {
-        name: [{k: _plain(v) for k, v in row.items()} for row in job_frame(r).to_dict("records")]
-        for name, r in results.items()
-    }
+    """``{scheduler: [{column: value}, ...]}``: one record per job (the columns of ``job_frame``, built without
+    pandas: :func:`~engine.analysis.metrics.job_columns`)."""
+    out = {}
+    for name, r in results.items():
+        columns = job_columns(r)
+        out[name] = [dict(zip(columns, row)) for row in zip(*map(_plain_column, columns.values()))]
+    return out
 
 
 def timeline_json(results: Mapping[str, Result]) -> dict[str, dict[str, list]]:
@@ -112,6 +118,24 @@ def scenario_results(
 def results_as_json(results: Mapping[str, Any]) -> dict[str, str]:
     """Each part of :func:`scenario_results` as compact strict JSON text (what a run store keeps)."""
     return {part: json.dumps(value, allow_nan=False, separators=(",", ":")) for part, value in results.items()}
+
+
+def sweep_json(frame) -> dict[str, Any]:
+    """A sweep's frame (:func:`~engine.analysis.sweep.run_sweep`): ``rows`` (one object per completed cell, its
+    columns in the frame's order), ``failures`` and ``meta`` (its ``attrs``)."""
+    return {
+        "rows": [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")],
+        "failures": frame.attrs["failures"],
+        "meta": frame.attrs["meta"],
+    }
+
+
+def _plain_column(values: Any) -> list[Any]:
+    """A column of :func:`~engine.analysis.metrics.job_columns` as JSON values (as :func:`_plain` makes each)."""
+    if isinstance(values, np.ndarray):
+        items = values.tolist()
+        return [v if math.isfinite(v) else None for v in items] if values.dtype.kind == "f" else items
+    return [_plain(v) for v in values]
 
 
 def _plain(value: Any) -> Any:

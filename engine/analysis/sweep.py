@@ -22,23 +22,27 @@ recorded with its parameters in ``frame.attrs["failures"]``; the other cells sti
 importable (the same version); a head lost mid-sweep leaves the finished cells and the rest as failures. A Ray
 already initialised in this process is used as it is, and a Ray started here is left running for the next
 call (``ray.shutdown()`` stops it).
-``backend="serial"`` runs the same cells one after the other in this process (no Ray), for comparison.
+``backend="serial"`` runs the same cells one after the other in this process (no Ray), for comparison. A
+``guard`` (e.g. :func:`engine.runner.workers.call` with its bounds, as the app passes) runs each cell through
+itself, so a cell past a time or memory bound is a failed cell with one line, and the others complete.
 
 This module imports ray only when a Ray backend is used, and pandas only to build the result frame.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from engine.analysis.metrics import ENERGY_METRICS, METRICS, RELIABILITY_METRICS, summarize
+from engine.analysis.metrics import DEADLINE_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS, summarize
 from engine.analysis.ray_join import RayJoinError, head_answers, join_cluster
 from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec
 from engine.errors import EngineError, reject_unknown_keys
@@ -65,12 +69,18 @@ MAX_VALUES = 200
 MAX_SEEDS = 1_000
 #: ``load_trace`` keyword arguments the older spec's ``trace_options`` may set (the load scale is the grid's).
 TRACE_OPTIONS = ("format", "skip_bad", "time_unit", "column_map", "first", "window")
+#: Most option axes of one grid.
+MAX_AXES = 4
 #: Keys of the spec files written before a sweep had a base scenario (still read by :meth:`SweepSpec.from_dict`).
 LEGACY_KEYS = frozenset({"clusters", "schedulers", "seeds", "jobs", "loads", "generator", "trace", "trace_options"})
 
 
 class SweepError(EngineError, ValueError):
     """A sweep spec is invalid; the message names the field and what was expected."""
+
+
+class RunStopped(EngineError):
+    """A sweep or plan was stopped by its ``cancel`` event; its pending cells were cancelled."""
 
 
 def with_load(workload: WorkloadSpec, load: float) -> WorkloadSpec:
@@ -90,12 +100,15 @@ class SweepSpec:
             text), as the rows name them.
         loads: offered loads (or a whole trace's load scales) of the grid.
         seeds: seeds ``0..seeds-1``: workload seeds and every run's simulation seed.
+        axes: run-option axes, ``((path, values), ...)``: ``path`` a numeric key of the base's options JSON
+            (:func:`option_paths`, e.g. ``"failures.mtbf_h"``), ``values`` the numbers it takes in the grid.
     """
 
     base: Scenario
     clusters: tuple[str, ...]
     loads: tuple[float, ...] = (1.0,)
     seeds: int = 1
+    axes: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.base, Scenario):
@@ -126,6 +139,7 @@ class SweepSpec:
             except ScenarioError as exc:
                 raise SweepError(f"sweep loads: {exc}") from None
         object.__setattr__(self, "loads", loads)
+        object.__setattr__(self, "axes", _checked_axes(self.base.options, self.axes))
         if self.base.workload.source == "trace" and not self.base.workload.block and self.base.workload.load_scale != 1:
             raise SweepError("sweep base: the grid's loads are the trace's load scales; keep the base's at 1")
         if self.cells > MAX_CELLS:
@@ -194,14 +208,25 @@ class SweepSpec:
 
     @classmethod
     def of_scenario(
-        cls, sc: Scenario, clusters: Sequence[str] | None = None, loads: Sequence[float] | None = None, seeds: int = 1
+        cls,
+        sc: Scenario,
+        clusters: Sequence[str] | None = None,
+        loads: Sequence[float] | None = None,
+        seeds: int = 1,
+        axes: Sequence[tuple[str, Sequence[float]]] = (),
     ) -> SweepSpec:
         """The grid over scenario ``sc``: its cluster and its load (a whole trace's load scale) unless other
-        ``clusters`` and ``loads`` are given."""
+        ``clusters`` and ``loads`` are given, with option ``axes``."""
         w = sc.workload
         own = w.load_scale if w.source == "trace" and not w.block else w.load
         base = replace(sc, workload=with_load(w, 1.0)) if w.source == "trace" and not w.block else sc
-        return cls(base=base, clusters=tuple(clusters or (sc.cluster,)), loads=tuple(loads or (own,)), seeds=seeds)
+        return cls(
+            base=base,
+            clusters=tuple(clusters or (sc.cluster,)),
+            loads=tuple(loads or (own,)),
+            seeds=seeds,
+            axes=tuple((p, tuple(v)) for p, v in axes),
+        )
 
     @property
     def schedulers(self) -> tuple[str, ...]:
@@ -209,21 +234,41 @@ class SweepSpec:
 
     @property
     def cells(self) -> int:
-        return len(self.clusters) * len(self.loads) * self.seeds * len(self.schedulers)
+        return len(self.clusters) * len(self.loads) * len(self.points) * self.seeds * len(self.schedulers)
 
-    def cell(self, cluster: str, load: float, seed: int) -> Scenario:
-        """The scenario of the cells at ``(cluster, load, seed)`` (their schedulers: the base's)."""
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns that name a cell: :data:`CELL_COLUMNS`, then each axis's path."""
+        return (*CELL_COLUMNS, *(path for path, _ in self.axes))
+
+    @property
+    def points(self) -> tuple[tuple[float, ...], ...]:
+        """Every combination of the axes' values, in grid order (one empty combination without axes)."""
+        return tuple(itertools.product(*(values for _, values in self.axes)))
+
+    def options_at(self, point: Sequence[float]) -> RunOptions:
+        """The base's run options with the axes at ``point`` (one value per axis)."""
+        return with_option_values(self.base.options, zip((path for path, _ in self.axes), point))
+
+    def cell(self, cluster: str, load: float, seed: int, point: Sequence[float] = ()) -> Scenario:
+        """The scenario of the cells at ``(cluster, load, seed)`` and axis values ``point`` (their schedulers: the
+        base's)."""
         sc = replace(self.base, cluster=cluster, workload=with_load(self.base.workload, load))
+        if self.axes:
+            sc = replace(sc, options=self.options_at(point))
         return sc.with_seed(seed)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; :meth:`from_dict` reads it back to an equal spec (``python -m engine sweep --spec``)."""
-        return {
+        out: dict[str, Any] = {
             "base": self.base.to_dict(),
             "clusters": list(self.clusters),
             "loads": list(self.loads),
             "seeds": self.seeds,
         }
+        if self.axes:  # a spec without axes keeps the form older versions read
+            out["axes"] = {path: list(values) for path, values in self.axes}
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False)
@@ -260,10 +305,15 @@ class SweepSpec:
                 trace=data.get("trace"),
                 trace_options=data.get("trace_options"),
             )
-        reject_unknown_keys(data, {"base", "clusters", "loads", "seeds"}, "sweep spec", SweepError)
+        reject_unknown_keys(data, {"base", "clusters", "loads", "seeds", "axes"}, "sweep spec", SweepError)
         for key in ("clusters", "loads"):
             if key in data and not isinstance(data[key], (list, tuple)):
                 raise SweepError(f"sweep {key}: expected a list")
+        axes = data.get("axes") or {}
+        if not isinstance(axes, Mapping) or not all(isinstance(v, (list, tuple)) for v in axes.values()):
+            raise SweepError(
+                'sweep axes: expected an object of option paths and lists of numbers, e.g. {"failures.mtbf_h": [100, 1000]}'
+            )
         try:
             base = Scenario.from_dict(data["base"], trusted=trusted)
         except EngineError as exc:
@@ -273,6 +323,7 @@ class SweepSpec:
             clusters=tuple(data.get("clusters") or (base.cluster,)),
             loads=tuple(data.get("loads") or (1.0,)),
             seeds=data.get("seeds", 1),
+            axes=tuple((str(p), tuple(v)) for p, v in axes.items()),
         )
 
     @classmethod
@@ -281,6 +332,8 @@ class SweepSpec:
             data = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise SweepError(f"sweep spec is not valid JSON ({exc})") from None
+        except RecursionError:
+            raise SweepError("sweep spec is not valid JSON (nested too deeply)") from None
         return cls.from_dict(data, trusted=trusted)
 
 
@@ -298,6 +351,70 @@ def parse_numbers(text: str, what: str = "loads") -> tuple[float, ...]:
     return values
 
 
+def option_paths(options: RunOptions | None = None) -> tuple[str, ...]:
+    """The run options a grid may vary: every key of ``options``' JSON form (default options: all of them)
+    holding a number, or null where a number may stand (``failures.mtbf_h``, ``preemption.checkpoint_interval_s``),
+    as ``"model.key"``."""
+    tree = (options or RunOptions()).to_dict()
+    return tuple(
+        f"{model}.{key}"
+        for model, values in tree.items()
+        for key, value in values.items()
+        if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+    )
+
+
+def with_option_values(options: RunOptions, values: Iterable[tuple[str, float]]) -> RunOptions:
+    """``options`` with each ``(path, value)`` of ``values`` set (a path of :func:`option_paths`); a value out of
+    its option's bounds raises :class:`SweepError` naming the option."""
+    tree = options.to_dict()
+    for path, value in values:
+        model, key = path.split(".", 1)
+        integer = isinstance(tree[model][key], int) and not isinstance(tree[model][key], bool)
+        tree[model][key] = int(value) if integer and float(value).is_integer() else value
+    try:
+        return RunOptions.from_dict(tree)
+    except EngineError as exc:
+        raise SweepError(f"sweep axes: {exc}") from None
+
+
+def parse_axis(text: str) -> tuple[str, tuple[float, ...]]:
+    """``"failures.mtbf_h=100,1000"`` -> ``("failures.mtbf_h", (100.0, 1000.0))`` (``--grid``); the path and the
+    values are checked when the spec is built."""
+    path, sep, values = str(text).partition("=")
+    parts = [p.strip() for p in values.split(",") if p.strip()]
+    try:
+        numbers = tuple(float(p) for p in parts)
+    except ValueError:
+        numbers = ()
+    if not sep or not path.strip() or not numbers:
+        raise SweepError(f"--grid {text!r}: expected OPTION=V1,V2,... e.g. failures.mtbf_h=100,1000,10000")
+    return path.strip(), numbers
+
+
+def _checked_axes(options: RunOptions, axes: Any) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    """``axes`` as a tuple of ``(path, values)``, each path a known option once, each value a finite number within
+    its option's bounds (all raise :class:`SweepError` naming the axis)."""
+    allowed = option_paths(options)
+    out: list[tuple[str, tuple[float, ...]]] = []
+    for path, values in tuple(axes):
+        if path not in allowed:
+            raise SweepError(f"sweep axes: {path!r} is not a numeric run option; valid: {', '.join(allowed)}")
+        if any(path == p for p, _ in out):
+            raise SweepError(f"sweep axes: {path!r} is listed more than once")
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values):
+            raise SweepError(f"sweep axes: {path} takes finite numbers, got {values!r}")
+        numbers = tuple(float(v) for v in values)
+        if not 1 <= len(numbers) <= MAX_VALUES or len(set(numbers)) != len(numbers):
+            raise SweepError(f"sweep axes: {path} takes 1 to {MAX_VALUES} numbers, each once")
+        for v in numbers:
+            with_option_values(options, [(path, v)])
+        out.append((path, numbers))
+    if len(out) > MAX_AXES:
+        raise SweepError(f"sweep axes: at most {MAX_AXES} option axes, got {len(out)}")
+    return tuple(out)
+
+
 def build_cluster(spec: str) -> Cluster:
     """A grid's cluster: anything :func:`~engine.sim.cluster.parse_cluster` reads, or the cluster JSON as text."""
     if spec.lstrip().startswith("{"):
@@ -308,18 +425,25 @@ def build_cluster(spec: str) -> Cluster:
     return parse_cluster(spec)
 
 
+def axis_columns(frame) -> list[str]:
+    """The option-axis columns of a sweep frame (their names are option paths, the only ones with a dot)."""
+    return [c for c in frame.columns if "." in str(c)]
+
+
 def curve_stats(frame, metric: str):
-    """Mean and 95 % CI half-width of ``metric`` over seeds, per (cluster, load, scheduler) of a sweep frame:
-    columns ``cluster``, ``load``, ``scheduler``, ``mean``, ``ci95`` (NaN with one seed), ``seeds``."""
+    """Mean and 95 % CI half-width of ``metric`` over seeds, per (cluster, load, option axes, scheduler) of a sweep
+    frame: columns ``cluster``, ``load``, the axes (:func:`axis_columns`), ``scheduler``, ``mean``, ``ci95`` (NaN
+    with one seed), ``seeds``."""
     import pandas as pd
 
     from engine.analysis.evaluate import mean_ci
 
+    by = ["cluster", "load", *axis_columns(frame), "scheduler"]
     rows = []
-    for (c, load, s), group in frame.groupby(["cluster", "load", "scheduler"], sort=False):
+    for values, group in frame.groupby(by, sort=False):
         mean, half = mean_ci(group[metric].tolist())
-        rows.append({"cluster": c, "load": load, "scheduler": s, "mean": mean, "ci95": half, "seeds": len(group)})
-    return pd.DataFrame(rows, columns=["cluster", "load", "scheduler", "mean", "ci95", "seeds"])
+        rows.append({**dict(zip(by, values)), "mean": mean, "ci95": half, "seeds": len(group)})
+    return pd.DataFrame(rows, columns=[*by, "mean", "ci95", "seeds"])
 
 
 def run_cell(
@@ -343,6 +467,13 @@ def run_cell(
     return summarize(simulate(cluster, jobs, built, seed=seed, options=options), energy=model).to_dict()
 
 
+def run_guarded(guard: Callable[..., dict[str, Any]] | None, *args: Any) -> dict[str, Any]:
+    """:func:`run_cell` ``(*args)``, through ``guard(run_cell, *args)`` when a guard is given (e.g.
+    :func:`engine.runner.workers.call` with a time and a memory bound: a cell past them raises one line). This is
+    the Ray task."""
+    return run_cell(*args) if guard is None else guard(run_cell, *args)
+
+
 # ------------------------------------------------------------------------------------------ backends
 @dataclass(frozen=True)
 class CellFailure:
@@ -360,7 +491,8 @@ class Runner:
 
     ``put`` stores a workload once and returns what ``submit`` takes; ``completed`` yields ``(key, summary or
     exception)`` as cells finish. Use as a context manager: a Ray started here is shut down on exit only when
-    ``keep_ray`` is false.
+    ``keep_ray`` is false. A set ``cancel`` event stops ``completed`` within a fraction of a second: the cells
+    still pending are cancelled (a running Ray task's worker is killed) and :class:`RunStopped` is raised.
     """
 
     def __init__(
@@ -371,10 +503,12 @@ class Runner:
         num_cpus: int | None = None,
         keep_ray: bool = True,
         plugins: Sequence[str] = (),
+        guard: Callable[..., dict[str, Any]] | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise EngineError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")
-        self.backend, self.keep_ray = backend, keep_ray
+        self.backend, self.keep_ray, self.guard = backend, keep_ray, guard
         # A plug-in file is named by its absolute path: workers on this machine find it wherever they run.
         self.plugins = tuple(str(Path(p).resolve()) if p.endswith(".py") else p for p in plugins)
         self.requested_address = address or os.environ.get("RAY_ADDRESS") or None
@@ -383,6 +517,7 @@ class Runner:
         self.address = "in-process"
         self.cpus = 1
         self.init_s = 0.0
+        self.cancel = cancel
         self._pending: dict[Any, Any] = {}
 
     def __enter__(self) -> Runner:
@@ -435,7 +570,7 @@ class Runner:
         energy: bool = False,
     ) -> None:
         """Start one cell (on Ray it is queued at once; serially it runs when :meth:`completed` reaches it)."""
-        args = (cluster, jobs_ref, scheduler, seed, factory, self.plugins, options, energy)
+        args = (self.guard, cluster, jobs_ref, scheduler, seed, factory, self.plugins, options, energy)
         if self.backend == "serial":
             self._pending[key] = args
         else:
@@ -448,8 +583,9 @@ class Runner:
         if self.backend == "serial":
             pending, self._pending = self._pending, {}
             for key, args in pending.items():
+                self._stop_if_cancelled()
                 try:
-                    yield key, run_cell(*args)
+                    yield key, run_guarded(*args)
                 except Exception as exc:  # a failed cell is reported; the others go on
                     yield key, exc
             return
@@ -457,6 +593,7 @@ class Runner:
 
         quiet_since, misses = time.monotonic(), 0
         while self._pending:
+            self._stop_if_cancelled()
             ready, _ = ray.wait(list(self._pending), num_returns=min(len(self._pending), 64), timeout=0.2)
             if ready:
                 quiet_since, misses = time.monotonic(), 0
@@ -472,6 +609,18 @@ class Runner:
                     yield key, ray.get(ref)
                 except Exception as exc:  # RayTaskError wraps what the cell raised; a dead worker is one too
                     yield key, getattr(exc, "cause", None) or exc
+
+    def _stop_if_cancelled(self) -> None:
+        """Raise :class:`RunStopped` when the cancel event is set, cancelling every cell still pending first."""
+        if self.cancel is None or not self.cancel.is_set():
+            return
+        pending, self._pending = self._pending, {}
+        if self.backend == "ray":
+            import ray
+
+            for ref in pending:
+                ray.cancel(ref, force=True)
+        raise RunStopped(f"stopped with {len(pending):,} cells pending")
 
     def _lost(self) -> Iterator[tuple[Any, BaseException]]:
         """The cluster's head went away: disconnect now (Ray would end this process a minute later) and report
@@ -496,7 +645,6 @@ def _exit_cleanly_on_sigterm() -> None:
     handler stops the server normally, and a process with no handler of its own (the CLI) gets one that raises
     ``SystemExit`` (exit status 143)."""
     import signal
-    import threading
 
     os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
@@ -509,8 +657,6 @@ def _start_local_ray(**options: Any) -> None:
     Ray ties the life of the processes it starts to the *thread* that starts them (``PR_SET_PDEATHSIG``): started
     from a thread that ends, such as a Streamlit script run, the local Ray would die with it. The main thread
     lives long enough; any other thread hands the start to a daemon thread that waits for the process to end."""
-    import threading
-
     import ray
 
     if threading.current_thread() is threading.main_thread():
@@ -534,12 +680,12 @@ def _start_local_ray(**options: Any) -> None:
 
 
 def _remote_cell():
-    """:func:`run_cell` as a Ray remote function (made once per process; ray imported here)."""
+    """:func:`run_guarded` as a Ray remote function (made once per process; ray imported here)."""
     global _REMOTE
     if _REMOTE is None:
         import ray
 
-        _REMOTE = ray.remote(num_cpus=1)(run_cell)
+        _REMOTE = ray.remote(num_cpus=1)(run_guarded)
     return _REMOTE
 
 
@@ -574,6 +720,8 @@ def run_sweep(
     energy: bool = False,
     kept: Mapping[tuple, Mapping[str, Any]] | None = None,
     on_cell: Callable[[tuple, dict[str, Any]], None] | None = None,
+    guard: Callable[..., dict[str, Any]] | None = None,
+    cancel: threading.Event | None = None,
 ):
     """Simulate every cell of ``spec`` and return a pandas frame, one row per completed cell in grid order.
 
@@ -592,15 +740,21 @@ def run_sweep(
             must be loaded here too (their names are checked before anything runs).
         energy: every row adds the keys of :data:`~engine.analysis.metrics.ENERGY_METRICS` (cost, energy and
             carbon under the base's ``options.energy``).
-        kept: rows of cells an earlier run of this grid finished (``(cluster, load, seed, scheduler) -> row``,
+        kept: rows of cells an earlier run of this grid finished (``(cluster, load, seed, scheduler, *axis values)
+            -> row``,
             e.g. :meth:`CellJournal.open`'s): they are not run again, and are in the frame as given.
         on_cell: called with ``(key, row)`` as each cell completes (not for failed cells), e.g.
             :meth:`CellJournal.add`, so that a killed sweep can resume.
+        guard: each cell runs as ``guard(run_cell, *args)`` on its worker (:func:`run_guarded`), e.g.
+            ``functools.partial(engine.runner.workers.call, what=..., limit_s=..., memory_mb=...)``: a cell past
+            its time or memory bound is stopped and is a failed cell with that one-line reason.
+        cancel: once set, the sweep stops: pending cells are cancelled and :class:`RunStopped` raised.
 
     Returns:
-        Columns :data:`CELL_COLUMNS` then every key of :data:`~engine.analysis.metrics.METRICS` (then of
-        ``ENERGY_METRICS`` with ``energy``, then of ``RELIABILITY_METRICS`` when the base's options model failures;
-        undefined values NaN). ``attrs["failures"]``: one dict per failed
+        Columns :data:`CELL_COLUMNS`, then one per option axis (its path: the cell's value), then every key of :data:`~engine.analysis.metrics.METRICS` (then of
+        ``ENERGY_METRICS`` with ``energy``, then of ``RELIABILITY_METRICS`` when a cell's options model failures,
+        then of ``DEADLINE_METRICS`` when its jobs have deadlines: a deadline law or a trace with some; undefined
+        values NaN). ``attrs["failures"]``: one dict per failed
         cell (its parameters and ``error``); ``attrs["meta"]``: ``backend``, ``address``, ``cpus``, ``cells``, ``completed``, ``failed``, ``wall_s``, ``ray_init_s`` and
         the ``spec``.
     """
@@ -620,22 +774,25 @@ def run_sweep(
     total, done = spec.cells, len(rows)
     failures: dict[tuple, CellFailure] = {}
     t0 = time.perf_counter()
-    with Runner(backend, address, num_cpus=num_cpus, keep_ray=keep_ray, plugins=plugins) as runner:
+    with Runner(
+        backend, address, num_cpus=num_cpus, keep_ray=keep_ray, plugins=plugins, guard=guard, cancel=cancel
+    ) as runner:
+        options = {point: spec.options_at(point) for point in spec.points}
         for key, cluster, jobs_ref in _workloads(spec, clusters, base, runner):
-            for scheduler in spec.schedulers:
-                if (*key, scheduler) not in rows:
+            for point, scheduler in itertools.product(spec.points, spec.schedulers):
+                if (*key, scheduler, *point) not in rows:
                     runner.submit(
-                        (*key, scheduler),
+                        (*key, scheduler, *point),
                         cluster,
                         jobs_ref,
                         scheduler,
                         key[2],
                         factories.get(scheduler),
-                        spec.base.options,
+                        options[point],
                         energy,
                     )
         for key, outcome in runner.completed():
-            params = dict(zip(CELL_COLUMNS, key))
+            params = dict(zip(spec.columns, key))
             if isinstance(outcome, BaseException):
                 failures[key] = CellFailure(params, one_line(outcome))
             else:
@@ -646,18 +803,20 @@ def run_sweep(
             if on_progress is not None:
                 on_progress(done, total)
     order = [
-        (c, load, seed, s)
+        (c, load, seed, s, *point)
         for c in spec.clusters
         for load in spec.loads
+        for point in spec.points
         for seed in range(spec.seeds)
         for s in spec.schedulers
     ]
     metrics = {
         **METRICS,
         **(ENERGY_METRICS if energy else {}),
-        **(RELIABILITY_METRICS if spec.base.options.failures.active else {}),
+        **(RELIABILITY_METRICS if any(o.failures.active for o in options.values()) else {}),
+        **(DEADLINE_METRICS if _has_deadlines(spec, base) else {}),
     }
-    frame = pd.DataFrame([rows[k] for k in order if k in rows], columns=[*CELL_COLUMNS, *metrics])
+    frame = pd.DataFrame([rows[k] for k in order if k in rows], columns=[*spec.columns, *metrics])
     frame = frame.astype({k: "int64" if m.unit in ("jobs", "count") else "float64" for k, m in metrics.items()})
     frame.attrs["failures"] = [failures[k].to_dict() for k in order if k in failures]
     frame.attrs["meta"] = {
@@ -672,6 +831,11 @@ def run_sweep(
         "spec": spec.to_dict(),
     }
     return frame
+
+
+def _has_deadlines(spec: SweepSpec, base: tuple[Job, ...] | None) -> bool:
+    """Whether the grid's jobs have deadlines: a deadline law draws them, or the trace carries some."""
+    return spec.base.workload.deadlines != "none" or (base is not None and any(j.has_deadline for j in base))
 
 
 def _workloads(
@@ -746,6 +910,7 @@ class CellJournal:
     def __init__(self, path: str | os.PathLike[str], spec: SweepSpec, inputs: Mapping[str, Any]) -> None:
         """``inputs``: what else the cells depend on (e.g. the size and time of the files the grid reads)."""
         self.path = Path(path)
+        self.columns = spec.columns
         header = {"sweep": spec.to_dict(), "metrics": list(METRICS), "inputs": dict(inputs)}
         self.header = json.loads(json.dumps(header))  # as it reads back from the file
         self._start = json.dumps(self.header) + "\n"
@@ -758,8 +923,8 @@ class CellJournal:
         if lines and _json_or_none(lines[0]) == self.header:
             for line in lines[1:]:
                 row = _json_or_none(line)
-                if isinstance(row, dict) and all(c in row for c in CELL_COLUMNS):
-                    cells[tuple(row[c] for c in CELL_COLUMNS)] = row
+                if isinstance(row, dict) and all(c in row for c in self.columns):
+                    cells[tuple(row[c] for c in self.columns)] = row
         self._start = "".join(json.dumps(v) + "\n" for v in (self.header, *cells.values()))
         return cells
 

@@ -9,6 +9,10 @@ Runs: ``POST /v1/runs`` (a scenario JSON, the app's download, as the body) -> 20
 ``Accept`` or a ``.csv``/``.parquet`` suffix), ``/results/jobs`` (per-job records), ``/results/timeline``;
 ``DELETE /v1/runs/{id}`` cancels, ``POST /v1/runs/{id}/restart`` queues an interrupted run again.
 ``POST /v1/simulate``: a small scenario answered at once with its metrics table.
+Sweeps and capacity plans are runs too, run on Ray: ``POST /v1/sweeps`` (a sweep spec, the Explore page's or
+``sweep --spec``'s) and ``POST /v1/plans`` (a plan spec: a base scenario, node shapes, a target) -> 202 and the
+same ``/v1/runs/{id}`` routes; their results are one JSON (a sweep's ``rows``, ``failures`` and ``meta``; what
+``plan --json`` writes) and, as CSV or Parquet, the sweep's rows (``sweep --out``'s CSV) or one row per scheduler.
 
 Every input is data from a stranger: bodies are bounded (413 names the limit), a scenario is untrusted (never a
 path), and every error is ``{"error": "<one line>"}`` with a 4xx status (422 for invalid input): the message the
@@ -24,6 +28,7 @@ import io
 import json
 import re
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from functools import cache
 from typing import Any, AsyncIterator
 
@@ -33,6 +38,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
 
+from engine.analysis.plan import PlanSpec
 from engine.analysis.scenario import (
     MAX_SCENARIO_BYTES,
     Scenario,
@@ -41,7 +47,8 @@ from engine.analysis.scenario import (
     content_hash,
     preset_scenario,
 )
-from engine.api.runs import ApiSettings, BusyError, RunManager
+from engine.analysis.sweep import SweepSpec
+from engine.api.runs import ApiSettings, BusyError, RunManager, Work
 from engine.errors import EngineError
 from engine.runner.store import FINAL_STATES, RunRecord, StoreError
 from engine.runner.workers import RunLimitError
@@ -66,6 +73,38 @@ _SCENARIO_BODY = {
                 "schema": {"type": "object", "description": "a scenario: the app's Scenario (JSON) download"},
                 "example": Scenario(
                     cluster="2x4:V100-32", workload=WorkloadSpec(n_jobs=100), schedulers=("fifo", "sjf")
+                ).to_dict(),
+            }
+        },
+    }
+}
+_SWEEP_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {"type": "object", "description": "a sweep spec: base scenario, clusters, loads, seeds"},
+                "example": SweepSpec(
+                    base=Scenario(cluster="2x4:V100-32", workload=WorkloadSpec(n_jobs=100), schedulers=("fifo", "sjf")),
+                    clusters=("2x4:V100-32", "4x4:V100-32"),
+                    loads=(0.6, 0.9),
+                    seeds=2,
+                ).to_dict(),
+            }
+        },
+    }
+}
+_PLAN_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {"type": "object", "description": "a plan spec: base scenario, node shapes, target"},
+                "example": PlanSpec(
+                    base=Scenario(cluster="2x4:V100-32", workload=WorkloadSpec(n_jobs=100), schedulers=("fifo", "sjf")),
+                    nodes=("8:A100-80",),
+                    target="p95_wait_s<=1800",
+                    max_nodes=64,
                 ).to_dict(),
             }
         },
@@ -182,7 +221,17 @@ def _record(runs: RunManager, run_id: str) -> RunRecord:
 
 
 def _run_view(record: RunRecord) -> dict[str, Any]:
-    return {**record.to_dict(), "scenario": json.loads(record.scenario), "links": _links(record.id)}
+    body = "scenario" if record.kind == "scenario" else "spec"
+    return {**record.to_dict(), body: json.loads(record.scenario), "links": _links(record.id)}
+
+
+def _work_of(record: RunRecord) -> Work:
+    """What a stored run runs, read back from its JSON by its kind."""
+    if record.kind == "sweep":
+        return SweepSpec.from_json(record.scenario)
+    if record.kind == "plan":
+        return PlanSpec.from_json(record.scenario)
+    return Scenario.from_json(record.scenario)
 
 
 def _links(run_id: str) -> dict[str, str]:
@@ -221,6 +270,26 @@ def _check_runnable(sc: Scenario, runs: RunManager) -> None:
         )
 
 
+def _check_sweep(spec: SweepSpec, runs: RunManager) -> None:
+    """A sweep that can run here: its base runnable, every cluster shorthand or inline JSON within the
+    playground's bounds, its cells and job runs within the server's."""
+    _check_runnable(spec.base, runs)
+    for cluster in spec.clusters:
+        replace(spec.base, cluster=cluster).build_cluster()
+    settings = runs.settings
+    if spec.cells > settings.sweep_cells:
+        raise ApiError(
+            422, f"the sweep has {spec.cells:,} cells; this server runs at most {settings.sweep_cells:,} in one sweep"
+        )
+    job_runs = spec.cells * _job_runs(replace(spec.base, schedulers=spec.base.schedulers[:1]), runs)
+    if job_runs > settings.sweep_job_runs:
+        raise ApiError(
+            422,
+            f"the sweep simulates {job_runs:,} jobs in all (cells x jobs); this server runs at most "
+            f"{settings.sweep_job_runs:,} in one sweep",
+        )
+
+
 def _job_runs(sc: Scenario, runs: RunManager) -> int:
     """Jobs x schedulers the scenario simulates, at most (a trace's: its block, or its rows up to ``first``)."""
     wl = sc.workload
@@ -233,6 +302,16 @@ def _job_runs(sc: Scenario, runs: RunManager) -> int:
         rows = int(info.report.get("rows", 0)) if info else 0  # the upload's rows: at most that many jobs
         jobs = wl.block or (min(wl.first, rows) if wl.first else rows)
     return jobs * len(sc.schedulers)
+
+
+def _results_frame(record: RunRecord, results: Any) -> pd.DataFrame:
+    """A done run's results as a table: one row per scheduler (a scenario's metrics, a plan's answers) or per
+    cell (a sweep)."""
+    if record.kind == "sweep":
+        return pd.DataFrame(results["rows"], columns=list(results["rows"][0]) if results["rows"] else None)
+    if record.kind == "plan":
+        return pd.DataFrame(list(results["schedulers"].values()))
+    return pd.DataFrame.from_dict(results, orient="index").rename_axis("scheduler").reset_index()
 
 
 def _table(frame: pd.DataFrame, kind: str) -> Response:
@@ -274,6 +353,30 @@ def _done(runs: RunManager, run_id: str) -> RunRecord:
             f"(follow GET /v1/runs/{run_id}/events)",
         )
     return record
+
+
+def _scenario_run(runs: RunManager, run_id: str, part: str) -> RunRecord:
+    """A done scenario run (a sweep or plan has no per-job records or timeline: 404)."""
+    record = _done(runs, run_id)
+    if record.kind != "scenario":
+        raise ApiError(
+            404, f"a {record.kind} has no {part}: GET /v1/runs/{run_id}/results has its results (JSON, CSV, Parquet)"
+        )
+    return record
+
+
+async def _queue(request: Request, runs: RunManager, work: Work, kind: str) -> JSONResponse:
+    """Store a new run of ``work`` and queue it: 202 with its id and ``Location`` (429 when the queue is full)."""
+    record = await asyncio.to_thread(runs.store.create_run, work.to_json(), kind)
+    try:
+        runs.submit(record.id, work)
+    except BusyError as exc:
+        raise ApiError(429, str(exc)) from None
+    return JSONResponse(
+        {"id": record.id, "kind": kind, "state": record.state, "links": _links(record.id)},
+        status_code=202,
+        headers={"Location": f"/v1/runs/{record.id}"},
+    )
 
 
 # ---------------------------------------------------------------------------------------------- routes
@@ -358,17 +461,26 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
     async def post_run(request: Request) -> JSONResponse:
         """The body is a scenario JSON (the app's "Scenario (JSON)" download, older files too)."""
         runs = _runs(request)
-        sc = await _scenario(request, runs)
-        record = await asyncio.to_thread(runs.store.create_run, sc.to_json())
-        try:
-            runs.submit(record.id, sc)
-        except BusyError as exc:
-            raise ApiError(429, str(exc)) from None
-        return JSONResponse(
-            {"id": record.id, "state": record.state, "links": _links(record.id)},
-            status_code=202,
-            headers={"Location": f"/v1/runs/{record.id}"},
-        )
+        return await _queue(request, runs, await _scenario(request, runs), "scenario")
+
+    @app.post("/v1/sweeps", status_code=202, openapi_extra=_SWEEP_BODY)
+    async def post_sweep(request: Request) -> JSONResponse:
+        """The body is a sweep spec (``sweep --spec``'s, the Explore page's download; a scenario JSON is the grid
+        of its own cluster and load). Its cells run on Ray; follow it under ``/v1/runs/{id}``."""
+        runs = _runs(request)
+        spec = SweepSpec.from_json(await _read_body(request, MAX_SCENARIO_BYTES, "the sweep spec"))
+        await asyncio.to_thread(_check_sweep, spec, runs)
+        return await _queue(request, runs, spec, "sweep")
+
+    @app.post("/v1/plans", status_code=202, openapi_extra=_PLAN_BODY)
+    async def post_plan(request: Request) -> JSONResponse:
+        """The body is a plan spec: ``base`` (a scenario: jobs, schedulers, seed, run options), ``nodes`` (one
+        shape for the fewest nodes, several for the cheapest mix), ``target``, ``max_nodes``, ``grow``. Its runs
+        go out on Ray; follow it under ``/v1/runs/{id}``."""
+        runs = _runs(request)
+        spec = PlanSpec.from_json(await _read_body(request, MAX_SCENARIO_BYTES, "the plan spec"))
+        await asyncio.to_thread(_check_runnable, spec.base, runs)
+        return await _queue(request, runs, spec, "plan")
 
     @app.get("/v1/runs")
     def list_runs(request: Request, limit: int = 100) -> list[dict[str, Any]]:
@@ -395,7 +507,7 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
         if not runs.store.requeue(run_id):
             raise ApiError(409, f"the run is {record.state}: only an interrupted run can be restarted")
         try:
-            runs.submit(run_id, Scenario.from_json(record.scenario))
+            runs.submit(run_id, _work_of(record))
         except BusyError as exc:
             raise ApiError(429, str(exc)) from None
         return JSONResponse(
@@ -443,21 +555,21 @@ def _add_results_routes(app: FastAPI, suffix: str) -> None:
 
     @app.get(f"/v1/runs/{{run_id}}/results{suffix}", name=f"results{suffix}")
     def results(request: Request, run_id: str) -> Any:
-        """The metrics table of a done run: ``{scheduler: {metric: value}}`` (one row per scheduler in CSV)."""
+        """The results of a done run. A scenario's: the metrics table ``{scheduler: {metric: value}}`` (one row
+        per scheduler as a table); a sweep's: ``{rows, failures, meta}`` (the rows as a table); a plan's: what
+        ``plan --json`` writes (one row per scheduler as a table)."""
         runs = _runs(request)
-        _done(runs, run_id)
+        record = _done(runs, run_id)
         kind = _wanted(request, kind_of_suffix)
         if kind == "json":
             return _json_text(runs.store.results_json(run_id, "metrics"))
-        metrics = runs.store.results(run_id, "metrics")
-        frame = pd.DataFrame.from_dict(metrics, orient="index").rename_axis("scheduler").reset_index()
-        return _table(frame, kind)
+        return _table(_results_frame(record, runs.store.results(run_id, "metrics")), kind)
 
     @app.get(f"/v1/runs/{{run_id}}/results/jobs{suffix}", name=f"jobs{suffix}")
     def jobs(request: Request, run_id: str) -> Any:
         """Per-job records of a done run: ``{scheduler: [record, ...]}`` (a ``scheduler`` column in CSV)."""
         runs = _runs(request)
-        _done(runs, run_id)
+        _scenario_run(runs, run_id, "per-job records")
         kind = _wanted(request, kind_of_suffix)
         if kind == "json":
             return _json_text(runs.store.results_json(run_id, "jobs"))
@@ -473,7 +585,7 @@ def _add_results_routes(app: FastAPI, suffix: str) -> None:
         def timeline(request: Request, run_id: str) -> Any:
             """Queued and running jobs and busy GPUs over time, per scheduler (step series)."""
             runs = _runs(request)
-            _done(runs, run_id)
+            _scenario_run(runs, run_id, "timeline")
             return _json_text(runs.store.results_json(run_id, "timeline"))
 
 

@@ -5,28 +5,44 @@ thread runs its scenario in a bounded worker process (:func:`engine.runner.worke
 bounds), writes its progress to the store as it goes and its results (or its one-line error) when it ends. The
 request that posted it returns at once; a cancel kills the worker process. Runs wait in the pool's queue in the
 order they came; at most :attr:`ApiSettings.max_queued` may wait.
+
+A sweep (:class:`~engine.analysis.sweep.SweepSpec`) or a capacity plan (:class:`~engine.analysis.plan.PlanSpec`)
+is a run too, of another ``kind``: its thread drives it on Ray (a local Ray started on the first one and kept,
+or the cluster at ``RAY_ADDRESS``), its jobs built or loaded first in a bounded worker process; a cancel (or the
+run's time limit) cancels its pending cells.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-from engine.analysis.results import metrics_json, results_as_json, run_scenario, scenario_results
+from engine.analysis.energy import sets_energy
+from engine.analysis.plan import PlanSpec, plan_json, run_plan_spec
+from engine.analysis.results import metrics_json, results_as_json, run_scenario, scenario_results, sweep_json
 from engine.analysis.scenario import Scenario, WorkloadSpec, load_trace_bytes
+from engine.analysis.sweep import RunStopped, SweepSpec, run_sweep
 from engine.errors import EngineError
 from engine.runner import workers
 from engine.runner.store import DEFAULT_STORE, RunStore
-from engine.runner.workers import RunCancelled, RunLimitError, WorkerError, call
+from engine.runner.workers import RunCancelled, RunLimitError, call
+from engine.sim.job import Job
 from engine.traces.limits import DEFAULT_MAX_JOBS, host_setting
 
 #: Smallest change of a run's progress written to the store (a run of 100,000 jobs would otherwise write 100
 #: times per scheduler anyway; this keeps it to at most 100 writes per run).
 PROGRESS_STEP = 0.01
+#: Least time between two progress writes of a run, seconds (the event streams look every 0.2 s; a small run
+#: would otherwise write once per job, a transaction each, while its caller waits).
+PROGRESS_EVERY_S = 0.1
+#: What a run of each kind runs.
+Work = Scenario | SweepSpec | PlanSpec
 
 
 @dataclass(frozen=True)
@@ -46,6 +62,9 @@ class ApiSettings:
         sync_max_job_runs: jobs x schedulers ``POST /v1/simulate`` answers synchronously (default 20,000).
         sync_timeout_s: seconds a synchronous run may take (``PLAYGROUND_API_SYNC_TIMEOUT_S``, default 30).
         max_queued: runs that may wait for a worker (``PLAYGROUND_API_MAX_QUEUED``, default 1,000).
+        sweep_cells: cells one sweep may have (``PLAYGROUND_SWEEP_CELLS``, the app's setting, default 2,000).
+        sweep_job_runs: cells x jobs per cell one sweep may simulate (``PLAYGROUND_API_SWEEP_JOB_RUNS``, default
+            2,000,000: the app's bound).
     """
 
     store_path: Path = DEFAULT_STORE
@@ -59,6 +78,8 @@ class ApiSettings:
     sync_max_job_runs: int = 20_000
     sync_timeout_s: int = 30
     max_queued: int = 1000
+    sweep_cells: int = 2000
+    sweep_job_runs: int = 2_000_000
 
     @classmethod
     def from_env(cls, store_path: Path = DEFAULT_STORE) -> ApiSettings:
@@ -75,6 +96,8 @@ class ApiSettings:
             sync_max_job_runs=host_setting("PLAYGROUND_API_SYNC_MAX_JOB_RUNS", d.sync_max_job_runs),
             sync_timeout_s=host_setting("PLAYGROUND_API_SYNC_TIMEOUT_S", d.sync_timeout_s),
             max_queued=host_setting("PLAYGROUND_API_MAX_QUEUED", d.max_queued),
+            sweep_cells=host_setting("PLAYGROUND_SWEEP_CELLS", d.sweep_cells),
+            sweep_job_runs=host_setting("PLAYGROUND_API_SWEEP_JOB_RUNS", d.sweep_job_runs),
         )
 
 
@@ -98,8 +121,9 @@ class RunManager:
         with self._lock:
             return len(self._cancels)
 
-    def submit(self, run_id: str, scenario: Scenario) -> Future:
-        """Queue stored run ``run_id`` (state ``queued``) of ``scenario``. :class:`BusyError` when
+    def submit(self, run_id: str, work: Work) -> Future:
+        """Queue stored run ``run_id`` (state ``queued``) of ``work`` (a scenario, or a sweep or plan to drive on
+        Ray). :class:`BusyError` when
         :attr:`ApiSettings.max_queued` runs already wait (the run is then marked failed with that message)."""
         with self._lock:
             busy = len(self._cancels) >= self.settings.max_queued + self.settings.workers
@@ -111,7 +135,7 @@ class RunManager:
             )
             self.store.set_state(run_id, "failed", error=message)
             raise BusyError(message)
-        return self._pool.submit(self._execute, run_id, scenario)
+        return self._pool.submit(self._execute, run_id, work)
 
     def cancel(self, run_id: str) -> bool:
         """Cancel a queued, running or interrupted run (its worker process is killed); whether it was one."""
@@ -163,34 +187,38 @@ class RunManager:
         wl = scenario.workload
         return self.store.get_trace(wl.trace_sha256) if wl.source == "trace" and wl.trace_sha256 else None
 
-    def _execute(self, run_id: str, scenario: Scenario) -> None:
+    def _execute(self, run_id: str, work: Work) -> None:
         with self._lock:
             cancel = self._cancels[run_id]
         try:
             if cancel.is_set() or not self.store.set_state(run_id, "running", only_from=("queued",)):
                 return
-            written = [0.0]
+            written = [0.0, time.monotonic()]  # share and time of the last write
 
             def on_progress(done: int, total: int) -> None:
                 share = done / total if total else 1.0
-                if share - written[0] >= PROGRESS_STEP:
-                    written[0] = share
+                now = time.monotonic()
+                if share - written[0] >= PROGRESS_STEP and now - written[1] >= PROGRESS_EVERY_S:
+                    written[:] = [share, now]
                     self.store.set_progress(run_id, share)
 
             try:
-                results = call(
-                    _results_json,
-                    scenario,
-                    self._trace_bytes(scenario),
-                    what="the run",
-                    limit_s=self.settings.run_timeout_s,
-                    memory_mb=self.settings.memory_mb,
-                    on_progress=on_progress,
-                    cancel=cancel,
-                )
+                if isinstance(work, Scenario):
+                    results = call(
+                        _results_json,
+                        work,
+                        self._trace_bytes(work),
+                        what="the run",
+                        limit_s=self.settings.run_timeout_s,
+                        memory_mb=self.settings.memory_mb,
+                        on_progress=on_progress,
+                        cancel=cancel,
+                    )
+                else:
+                    results = self._on_ray(work, on_progress, cancel)
             except RunCancelled:
                 return
-            except (WorkerError, RunLimitError) as exc:
+            except EngineError as exc:  # bad input found by the work, a bound passed, a Ray cluster gone
                 self.store.set_state(run_id, "failed", error=_one_line(str(exc)))
                 return
             except Exception as exc:  # noqa: BLE001 -- a bug in the engine: the run fails with one line, not the server
@@ -200,6 +228,62 @@ class RunManager:
         finally:
             with self._lock:
                 self._cancels.pop(run_id, None)
+
+    def _on_ray(
+        self, spec: SweepSpec | PlanSpec, on_progress: Callable[[int, int], None], cancel: threading.Event
+    ) -> dict[str, str]:
+        """A sweep or plan driven on Ray from this thread: its jobs first (a bounded worker process), then its
+        cells; its results as the store keeps them. Past the run time limit its cells are cancelled and
+        :class:`RunLimitError` raised; a cancel raises :class:`RunCancelled`."""
+        limit_s, memory_mb = self.settings.run_timeout_s, self.settings.memory_mb
+        what = "the sweep" if isinstance(spec, SweepSpec) else "the plan"
+        timed_out = threading.Event()
+
+        def time_up() -> None:
+            timed_out.set()
+            cancel.set()
+
+        timer = threading.Timer(limit_s, time_up)
+        timer.daemon = True
+        timer.start()
+        try:
+            data = self._trace_bytes(spec.base)
+
+            def bounded(fn: Callable, *args: Any) -> Any:
+                return call(fn, *args, what=f"{what}'s jobs", limit_s=limit_s, memory_mb=memory_mb, cancel=cancel)
+
+            if isinstance(spec, SweepSpec):
+                trace = bounded(_trace_jobs, spec.base.workload, data) if data else None
+                energy = sets_energy(spec.base.options)
+                frame = run_sweep(spec, trace_jobs=trace, on_progress=on_progress, energy=energy, cancel=cancel)
+                answer = sweep_json(frame)
+            else:
+                jobs = bounded(_plan_jobs, spec.base, data)
+                answer = plan_json(run_plan_spec(spec, jobs, on_progress=on_progress, cancel=cancel))
+        except (RunStopped, RunCancelled):
+            if timed_out.is_set():
+                raise RunLimitError(
+                    f"{what} stopped after {limit_s:g} s, this server's time limit per run: make it smaller "
+                    "(fewer cells or jobs, fewer schedulers at once)"
+                ) from None
+            raise RunCancelled(f"{what} was cancelled") from None
+        finally:
+            timer.cancel()
+        return {
+            "metrics": json.dumps(answer, allow_nan=False, separators=(",", ":")),
+            "jobs": "null",
+            "timeline": "null",
+        }
+
+
+def _trace_jobs(workload: WorkloadSpec, data: bytes) -> tuple[Job, ...]:
+    """The worker side of a sweep on an uploaded trace: its jobs before the grid's cuts."""
+    return workload.load_trace(data).jobs
+
+
+def _plan_jobs(base: Scenario, data: bytes | None) -> tuple[Job, ...]:
+    """The worker side of a plan: the base scenario's jobs, built for its cluster."""
+    return base.build_jobs(base.build_cluster(), data)
 
 
 def import_report(data: bytes, workload: WorkloadSpec) -> dict:

@@ -333,12 +333,57 @@ def _add_energy_flags(group: Any) -> None:
         choices=[CATALOG_PRICES, *PRICE_LISTS],
         help="prices per GPU-hour: each GPU type's own (catalog, the default) or a named list",
     )
+    group.add_argument(
+        "--count-energy",
+        action="store_const",
+        const=True,
+        help="add energy, cost and carbon to the summaries at the default model (as any energy flag does)",
+    )
 
 
 def _apply_energy_flags(args: argparse.Namespace, model):
-    given = _given(args, ("pue", "carbon", "price_list"))
+    given = _given(args, ("pue", "carbon", "price_list", "count_energy"))
     if "carbon" in given:
         given["carbon_g_per_kwh"] = given.pop("carbon")
+    if "count_energy" in given:
+        given["count"] = given.pop("count_energy")
+    return replace(model, **given)
+
+
+def _add_power_down_flags(group: Any) -> None:
+    from engine.sim.options import DEFAULT_WAKE_S
+
+    group.add_argument(
+        "--power-down-after",
+        type=non_negative_float,
+        metavar="S",
+        help="a node no job has held for S seconds powers down; a job started on it waits --wake-delay first "
+        "(default: nodes never power down); any power-down flag adds energy, cost and carbon to the summaries",
+    )
+    group.add_argument(
+        "--wake-delay",
+        type=non_negative_float,
+        metavar="S",
+        help=f"seconds a powered-down node takes to wake (default {DEFAULT_WAKE_S:g}, an estimate)",
+    )
+    group.add_argument(
+        "--sleep-w",
+        type=non_negative_float,
+        metavar="W",
+        help="watts each GPU of a powered-down node draws (default 0, an estimate)",
+    )
+
+
+def _apply_power_down_flags(args: argparse.Namespace, model):
+    given = _given(args, ("power_down_after", "wake_delay", "sleep_w"))
+    if not given:
+        return model
+    if "power_down_after" in given:
+        given["idle_timeout_s"] = given.pop("power_down_after")
+    elif not model.active:
+        raise EngineError("--wake-delay and --sleep-w need --power-down-after S (nodes never power down without it)")
+    if "wake_delay" in given:
+        given["wake_s"] = given.pop("wake_delay")
     return replace(model, **given)
 
 
@@ -460,9 +505,11 @@ RUN_OPTION_FLAGS: dict[str, RunOptionFlags] = {
     "energy": RunOptionFlags(_add_energy_flags, _apply_energy_flags),
     "admission": RunOptionFlags(_add_admission_flags, _apply_admission_flags),
     "elastic": RunOptionFlags(_add_elastic_flags, _apply_elastic_flags),
+    "power_down": RunOptionFlags(_add_power_down_flags, _apply_power_down_flags),
 }
-#: The argparse dests of the energy flags (:func:`wants_energy`).
-ENERGY_FLAGS = ("pue", "carbon", "price_list")
+#: The argparse dests of the flags that add energy, cost and carbon to the summaries (:func:`wants_energy`): the
+#: energy flags, and the power-down ones (what powering down saves is energy).
+ENERGY_FLAGS = ("pue", "carbon", "price_list", "count_energy", "power_down_after", "wake_delay", "sleep_w")
 
 
 def add_run_option_arguments(parser: argparse.ArgumentParser) -> None:
@@ -486,7 +533,7 @@ def run_options_from(args: argparse.Namespace, base: RunOptions) -> RunOptions:
 
 
 def wants_energy(args: argparse.Namespace, carried: bool = False) -> bool:
-    """Whether summaries add energy, cost and carbon: an energy flag was given, or the scenario read
+    """Whether summaries add energy, cost and carbon: an energy or power-down flag was given, or the scenario read
     ``carried`` an energy model of its own (:func:`engine.analysis.energy.sets_energy`)."""
     return carried or any(getattr(args, k, None) is not None for k in ENERGY_FLAGS)
 

@@ -19,7 +19,7 @@ _SHOWN_DIFFS = (
     "comm_overhead_gpu_h",
 )
 #: Paired differences shown too when the runs have energy metrics.
-_SHOWN_ENERGY_DIFFS = ("energy_kwh", "cost_usd", "cluster_cost_usd", "co2_kg")
+_SHOWN_ENERGY_DIFFS = ("energy_kwh", "cost_usd", "cluster_cost_usd", "co2_kg", "cost_per_job_usd")
 #: Paired differences shown too when the runs model failures.
 _SHOWN_RELIABILITY_DIFFS = ("interruptions", "failure_lost_gpu_h", "ettr")
 

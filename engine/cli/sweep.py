@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -50,6 +49,16 @@ def number_list(text: str) -> list[float]:
 
     try:
         return list(parse_numbers(text, "list"))
+    except SweepError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def axis(text: str) -> tuple[str, tuple[float, ...]]:
+    """argparse type: ``OPTION=V1,V2`` (:func:`~engine.analysis.sweep.parse_axis`)."""
+    from engine.analysis.sweep import SweepError, parse_axis
+
+    try:
+        return parse_axis(text)
     except SweepError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -103,6 +112,15 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         "--seeds", type=positive_int, metavar="K", help="seeds 0..K-1 (workload and simulation seeds; default 1)"
     )
     parser.add_argument(
+        "--grid",
+        action="append",
+        type=axis,
+        metavar="OPTION=V1,V2",
+        help="a run option as an axis of the grid (repeat for several), by its key in the scenario's options "
+        "JSON, e.g. failures.mtbf_h=100,1000,10000 or preemption.checkpoint_interval_s=600,3600; each row "
+        "carries its value in a column of that name",
+    )
+    parser.add_argument(
         "--spec",
         type=Path,
         metavar="FILE",
@@ -115,7 +133,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         type=output_path,
         metavar="FILE",
-        help="results CSV: one row per cluster x load x seed x scheduler, every metric (finished "
+        help="results CSV: one row per cluster x load x option value x seed x scheduler, every metric (finished "
         "cells are kept in FILE.cells.jsonl until it is written: a stopped sweep run again "
         "resumes)",
     )
@@ -136,7 +154,7 @@ def sweep_spec(args: argparse.Namespace):
 
     spec = _grid(args)
     base = replace(spec.base, options=run_options_from(args, spec.base.options))
-    return replace(spec, base=base), sets_energy(spec.base.options)
+    return replace(spec, base=base, axes=spec.axes + tuple(args.grid or ())), sets_energy(spec.base.options)
 
 
 def _grid(args: argparse.Namespace):
@@ -164,7 +182,8 @@ def _grid(args: argparse.Namespace):
             if args.schedulers:
                 sc = replace(sc, schedulers=tuple(args.schedulers))
             return SweepSpec.of_scenario(sc, args.cluster, args.load or args.load_scale, args.seeds or 1)
-        if given:
+        if given or args.grid:
+            given += ["--grid"] if args.grid else []
             raise EngineError(f"--spec holds the whole grid; do not also give {', '.join(given)}")
         return SweepSpec.from_dict(data, trusted=True)
     missing = [k for k in ("--cluster", "--schedulers") if grid[k] is None]
@@ -245,8 +264,9 @@ def run_sweep(args: argparse.Namespace) -> int:
     if not failures:  # failed cells run again when the same sweep is run again
         journal.remove()
     print(
-        f"{spec.cells:,} cells ({len(spec.clusters)} cluster(s) x {len(spec.loads)} load(s) x {spec.seeds} "
-        f"seed(s) x {len(spec.schedulers)} scheduler(s)) on Ray at {meta['address']} ({meta['cpus']} CPUs): "
+        f"{spec.cells:,} cells ({len(spec.clusters)} cluster(s) x {len(spec.loads)} load(s) x "
+        + "".join(f"{len(values)} {path} value(s) x " for path, values in spec.axes)
+        + f"{spec.seeds} seed(s) x {len(spec.schedulers)} scheduler(s)) on Ray at {meta['address']} ({meta['cpus']} CPUs): "
         f"{meta['completed']:,} completed, {meta['failed']:,} failed in {meta['wall_s']:.1f} s; wrote {args.out}"
     )
     for f in failures[:SHOWN_FAILURES]:
@@ -294,7 +314,8 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         "--target",
         required=True,
         metavar="METRIC<=VALUE",
-        help="what the run must meet: any metric of compare --json with <= or >=, e.g. 'p95_wait_s<=1800'",
+        help="what the run must meet: any metric of compare --json with <= or >=, e.g. 'p95_wait_s<=1800'; "
+        "under a failure model also a reliability metric, e.g. 'ettr>=0.95' or 'failure_lost_gpu_h<=50'",
     )
     add_cluster_argument(
         parser,
@@ -319,9 +340,7 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from engine.analysis.metrics import METRICS
-    from engine.analysis.plan import parse_target, plan
-    from engine.analysis.sweep import finite_or_none
+    from engine.analysis.plan import TARGET_METRICS, parse_target, plain_rows, plan, plan_json
     from engine.sim.options import RunOptions
 
     names = [n for group in args.scheduler for n in group]
@@ -329,6 +348,7 @@ def run_plan(args: argparse.Namespace) -> int:
         raise EngineError(f"--scheduler lists a name more than once: {', '.join(names)}")
     target = parse_target(args.target)
     options = run_options_from(args, RunOptions())
+    target.check_options(options)  # before the trace is read
     if args.minimize or len(args.node) > 1:
         return _run_cost_plan(args, names, target, options)
     trace = load_trace_arg(args)
@@ -347,15 +367,15 @@ def run_plan(args: argparse.Namespace) -> int:
             plugins=args.plugin,
             options=options,
         )
-    meta, probes = frame.attrs["meta"], frame.attrs["probes"]
-    unit = METRICS[target.metric].unit
+    meta = frame.attrs["meta"]
+    unit = TARGET_METRICS[target.metric].unit
     shape = meta["node"] if meta["cluster"] is None else f"{meta['node']} nodes added to {meta['cluster']}"
     print(
         f"fewest nodes of {shape} meeting {target} on {trace.source} ({len(trace.jobs):,} jobs); "
         f"{meta['runs']} runs in {meta['rounds']} rounds on Ray at {meta['address']} ({meta['cpus']} CPUs), "
         f"{meta['wall_s']:.1f} s"
     )
-    answers = {r["scheduler"]: r for r in _plain_rows(frame)}
+    answers = {r["scheduler"]: r for r in plain_rows(frame)}
     rows = [
         [
             s,
@@ -371,32 +391,13 @@ def run_plan(args: argparse.Namespace) -> int:
     if len(names) > 1 and meta["fewest_gpus"] is not None:
         print(f"fewest GPUs: {meta['fewest_gpus']}")
     if args.json:
-        best = answers[meta["fewest_gpus"] or names[0]]
-        write_json(
-            args.json,
-            {
-                **best,
-                "target": str(target),
-                "node": meta["node"],
-                "cluster": meta["cluster"],
-                "schedulers": answers,
-                "fewest_gpus": meta["fewest_gpus"],
-                "probes": [{k: finite_or_none(v) for k, v in p.items()} for p in probes],
-                "backend": meta["backend"],
-                "address": meta["address"],
-                "cpus": meta["cpus"],
-                "rounds": meta["rounds"],
-                "wall_s": meta["wall_s"],
-            },
-        )
+        write_json(args.json, plan_json(frame))
     return 1 if frame["error"].notna().any() else 0
 
 
 def _run_cost_plan(args: argparse.Namespace, names: list[str], target, options) -> int:
     """``plan --node A --node B --minimize cluster_price_per_h``: the cheapest mix and its runner-up."""
-    from engine.analysis.metrics import METRICS
-    from engine.analysis.plan import plan_mix
-    from engine.analysis.sweep import finite_or_none
+    from engine.analysis.plan import TARGET_METRICS, plain_rows, plan_json, plan_mix
 
     if args.cluster is not None:
         raise EngineError("--cluster grows one shape; a plan over --minimize builds its clusters from --node only")
@@ -416,14 +417,14 @@ def _run_cost_plan(args: argparse.Namespace, names: list[str], target, options) 
             on_progress=on_progress,
             plugins=args.plugin,
         )
-    meta, probes = frame.attrs["meta"], frame.attrs["probes"]
-    unit = METRICS[target.metric].unit
+    meta = frame.attrs["meta"]
+    unit = TARGET_METRICS[target.metric].unit
     print(
         f"cheapest mix of {', '.join(meta['shapes'])} meeting {target} on {trace.source} "
         f"({len(trace.jobs):,} jobs), prices {meta['price_list']}; {meta['runs']} runs in {meta['rounds']} rounds "
         f"on Ray at {meta['address']} ({meta['cpus']} CPUs), {meta['wall_s']:.1f} s"
     )
-    answers = {r["scheduler"]: r for r in _plain_rows(frame)}
+    answers = {r["scheduler"]: r for r in plain_rows(frame)}
     rows = [
         [
             s,
@@ -438,52 +439,5 @@ def _run_cost_plan(args: argparse.Namespace, names: list[str], target, options) 
     ]
     print(format_table(["scheduler", "cluster", "USD/h", target.metric, "runner-up", "USD/h", "note"], rows))
     if args.json:
-        best = answers[meta["cheapest"] or names[0]]
-        answer = {k: v for k, v in best.items() if not k.startswith("runner_up")}
-        write_json(
-            args.json,
-            {
-                **answer,
-                "runner_up": {
-                    "cluster": best["runner_up"],
-                    "cluster_price_per_h": best["runner_up_price_per_h"],
-                    "value": best["runner_up_value"],
-                },
-                "target": str(target),
-                "schedulers": answers,
-                "probes": [{k: finite_or_none(v) for k, v in p.items()} for p in probes],
-                **{
-                    k: meta[k]
-                    for k in (
-                        "minimize",
-                        "shapes",
-                        "price_list",
-                        "cheapest",
-                        "backend",
-                        "address",
-                        "cpus",
-                        "rounds",
-                        "wall_s",
-                    )
-                },
-            },
-        )
+        write_json(args.json, plan_json(frame))
     return 1 if frame["error"].notna().any() else 0
-
-
-def _plain_rows(frame) -> list[dict]:
-    """The plan frame's rows as plain JSON-ready values (counts ``int`` or ``None``, a mix's counts a list, NaN
-    ``None``)."""
-    import pandas as pd
-
-    return [
-        {
-            k: None
-            if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-            else int(v)
-            if k in ("nodes", "gpus") and not isinstance(v, list)
-            else v
-            for k, v in r.items()
-        }
-        for r in frame.to_dict("records")
-    ]

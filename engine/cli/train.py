@@ -3,6 +3,7 @@ MaskablePPO from a training config (:mod:`engine.rl.train`), export its weights 
 
     python -m engine train --config wait-mlp                     # a shipped config (engine/rl/configs/)
     python -m engine train --config my.json --timesteps 4096 --name my-agent --models-dir /tmp/models
+    python -m engine train --config select-wait --resume checkpoint_65536.npz   # continue a stopped run
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="where to write <name>.npz and <name>.json (default: models/)",
     )
+    parser.add_argument(
+        "--resume",
+        metavar="CHECKPOINT",
+        help="start from this run's checkpoint_<step>.npz in runs/<name>/ (its steps count; optimiser state is new)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -43,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         over["name"] = args.name
     if args.quiet:
         over["progress_bar"] = False
+    if args.resume:
+        over["resume_from"] = args.resume
     cfg = replace(cfg, **over)
     card = train(cfg, models_dir=Path(args.models_dir))
     print(

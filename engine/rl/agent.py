@@ -41,6 +41,7 @@ from engine.errors import EngineError
 from engine.io import atomic_write_bytes, atomic_write_json
 from engine.rl.encoding import EncodingConfig, decode, encode, snapshot
 from engine.rl.inference import NumpyPolicy, PolicySpec, param_shapes
+from engine.rl.selector import SelectorScheduler, check_policies, selector_input_dim
 from engine.sim.state import ClusterState, Decision
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
@@ -267,11 +268,17 @@ class RLScheduler:
 
 
 def model_spec(name: str, card: Mapping[str, Any]) -> tuple[PolicySpec, EncodingConfig, dict[str, tuple[int, ...]]]:
-    """The card's network, encoding and weight shapes, checked (``ModelError`` if bad or too large)."""
+    """The card's network, encoding and weight shapes, checked (``ModelError`` if bad or too large); a card
+    with a ``selector`` list (registered, non-oracle schedulers) is a selector's (:mod:`engine.rl.selector`)."""
     try:
         enc = EncodingConfig.from_dict(card["encoding"])
         spec = PolicySpec.from_dict(card["policy"])
-        return spec, enc, param_shapes(spec, enc)
+        if "selector" not in card:
+            return spec, enc, param_shapes(spec, enc)
+        k = len(check_policies(card["selector"], "selector"))
+        if spec.kind != "mlp":
+            raise EngineError(f"a selector's policy.kind must be 'mlp', got {spec.kind!r}")
+        return spec, enc, param_shapes(spec, enc, selector_input_dim(enc, k), k)
     except (EngineError, TypeError, ValueError) as exc:
         raise ModelError(f"model card {name}: {exc}") from None
 
@@ -296,7 +303,7 @@ def load_model_weights(
 _POLICIES: dict[tuple[str, str, str], NumpyPolicy] = {}
 
 
-def load_agent(name: str, models_dir: Path | None = None) -> RLScheduler:
+def load_agent(name: str, models_dir: Path | None = None) -> RLScheduler | SelectorScheduler:
     """Build the scheduler ``rl:<name>`` from ``models_dir/<name>.json`` and its weights (hash checked).
 
     The policy is cached per (folder, name, card): the card is read again on every call, so an edited card
@@ -309,7 +316,15 @@ def load_agent(name: str, models_dir: Path | None = None) -> RLScheduler:
         str(models_dir.resolve()),
         name,
         json.dumps(
-            [card["weights"], card["sha256"], card["policy"], card["encoding"], card.get("format")], sort_keys=True
+            [
+                card["weights"],
+                card["sha256"],
+                card["policy"],
+                card["encoding"],
+                card.get("format"),
+                card.get("selector"),
+            ],
+            sort_keys=True,
         ),
     )
     policy = _POLICIES.get(key)
@@ -318,4 +333,6 @@ def load_agent(name: str, models_dir: Path | None = None) -> RLScheduler:
         if len(_POLICIES) >= 32:
             _POLICIES.clear()
         _POLICIES[key] = policy
+    if "selector" in card:
+        return SelectorScheduler(name, card, policy, enc, card["selector"])
     return RLScheduler(name, card, policy, enc)

@@ -23,6 +23,7 @@ The weights are not touched, so the card's SHA-256 stays valid.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -136,17 +137,21 @@ def _objective(row: dict[str, Any], w: RewardWeights) -> float:
 
 
 _BASELINE_RUNS: dict[tuple[str, int, str], Evaluation] = {}
+#: ``{"dir": folder}`` while the tasks of a ``--cache`` folder run in this process: baseline runs are kept there.
+_BASELINE_CACHE: dict[str, Path] = {}
 
 
 def evaluate_model(name: str, scenario: str, seeds: int, setting: str = "free") -> Evaluation:
     """``rl:name`` and every hand-written policy on ``scenario``, seeds ``0..seeds-1``, under the preemption
     ``setting`` (:data:`PREEMPTION`); every run carries the model's ``objective``. Baseline runs are shared by
-    the models evaluated in one process."""
+    the models evaluated in one process and, while a ``--cache`` folder is in use (:data:`_BASELINE_CACHE`), kept
+    there (:func:`_baseline_file`), so a retrained model's cards run only the model."""
     card = read_card(name)
     weights = RewardWeights.from_dict(card["reward"])
-    key = (scenario, seeds, setting)
+    key, cache_dir = (scenario, seeds, setting), _BASELINE_CACHE.get("dir")
     if key not in _BASELINE_RUNS:
-        _BASELINE_RUNS[key] = evaluate(
+        kept = _kept_baselines(cache_dir, key) if cache_dir is not None else None
+        _BASELINE_RUNS[key] = kept or evaluate(
             baselines(),
             scenario,
             seeds,
@@ -154,6 +159,10 @@ def evaluate_model(name: str, scenario: str, seeds: int, setting: str = "free") 
             extra=_term_metrics(),
             options=RunOptions(preemption=PREEMPTION[setting]),
         )
+        if cache_dir is not None and kept is None:
+            ev = _BASELINE_RUNS[key]
+            data = {"key": list(key), "schedulers": ev.schedulers, "seeds": list(ev.seeds), "runs": ev.runs}
+            atomic_write_json(_baseline_file(cache_dir, key), data, indent=None, allow_nan=True)
     base = _BASELINE_RUNS[key]
     agent = evaluate(
         [f"rl:{name}"], scenario, seeds, extra=_term_metrics(), options=RunOptions(preemption=PREEMPTION[setting])
@@ -161,6 +170,22 @@ def evaluate_model(name: str, scenario: str, seeds: int, setting: str = "free") 
     runs = {f"rl:{name}": agent.runs[f"rl:{name}"], **base.runs}
     runs = {s: [{**row, "objective": _objective(row, weights)} for row in rows] for s, rows in runs.items()}
     return Evaluation(base.scenario, base.seeds, runs, "first-fit")
+
+
+def _baseline_file(cache_dir: Path, key: tuple[str, int, str]) -> Path:
+    """Where the baseline runs of (scenario, seeds, setting) are kept (the scenario may be a path: hashed)."""
+    return Path(cache_dir) / f"baselines-{hashlib.sha256(repr(key).encode()).hexdigest()[:24]}.json"
+
+
+def _kept_baselines(cache_dir: Path, key: tuple[str, int, str]) -> Evaluation | None:
+    """The kept baseline runs of ``key`` if they are whole and of today's registered schedulers, else ``None``."""
+    try:
+        data = json.loads(_baseline_file(cache_dir, key).read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("key") != list(key) or data.get("schedulers") != baselines():
+        return None
+    return Evaluation(parse_scenario(key[0]), tuple(data["seeds"]), data["runs"], "first-fit")
 
 
 def verdict_of(diff: float, half: float) -> str:
@@ -241,6 +266,10 @@ def _cache_file(cache_dir: Path, task: tuple[str, int, str, tuple[str, ...]]) ->
 
 def _run_and_keep(args: tuple[tuple[str, int, str, tuple[str, ...]], str | None]) -> dict[str, Any]:
     task, cache_dir = args
+    if cache_dir is None:
+        _BASELINE_CACHE.clear()
+    else:
+        _BASELINE_CACHE["dir"] = Path(cache_dir)
     out = _scenario_tables(task)
     if cache_dir is not None:  # kept as soon as done: an interrupted evaluation resumes where it stopped
         atomic_write_json(_cache_file(Path(cache_dir), task), out, indent=None, allow_nan=True)

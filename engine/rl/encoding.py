@@ -32,7 +32,8 @@ Job window
 Observation (a dict of float32 arrays, all features roughly in [0, 1]; :func:`encode`)
     ``jobs`` (window x :attr:`EncodingConfig.job_features`): per job slot, :func:`job_features`, then for each GPU
     type slot in turn :func:`job_type_features` (zeros for empty slots and absent types).
-    ``groups`` (max_types x 10): :func:`group_features` per GPU type slot (zeros for absent types).
+    ``groups`` (max_types x :attr:`EncodingConfig.group_features`): :func:`group_features` per GPU type slot, then
+    with ``node_health`` :func:`node_health_features` (zeros for absent types).
     ``global`` (8): :func:`global_features`.
     ``action_mask`` (n actions, int8): the mask above, for libraries that read masks from observations.
 """
@@ -58,6 +59,8 @@ from engine.sim.state import ClusterState, Decision, Preempt, Start
 JOB_BASE_FEATURES = 12
 JOB_TYPE_FEATURES = 4
 GROUP_FEATURES = 10
+#: More per GPU type slot with ``node_health``: nodes down, time since repair, failures so far.
+NODE_HEALTH_FEATURES = 3
 GLOBAL_FEATURES = 8
 WINDOW_ORDERS = ("arrival", "mixed")
 #: Per (job, GPU type) slot, when the encoding offers ``"evict"``: can evict-start there, victims' remaining work.
@@ -92,6 +95,9 @@ class EncodingConfig:
             it idle, so no action starts it spread over nodes (a spread job is slowed by communication): it
             waits or, with ``"evict"``, makes room. Off by default, so encodings written before it stay as
             they were.
+        node_health: :data:`NODE_HEALTH_FEATURES` more features per GPU type slot (:func:`node_health_features`:
+            its nodes down now, time since their repair, failures so far), for runs under a failure model. Off
+            by default, so encodings written before it (and the shipped agents) keep their layout.
     """
 
     window: int = 8
@@ -102,6 +108,7 @@ class EncodingConfig:
     evict_cost: bool = False
     evict_scope: str = "type"
     whole_node: bool = False
+    node_health: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.window, bool) or not (isinstance(self.window, int) and 1 <= self.window <= 256):
@@ -126,8 +133,9 @@ class EncodingConfig:
             raise EngineError(f"encoding.evict_scope {self.evict_scope!r}: expected one of {list(EVICT_SCOPES)}")
         if self.evict_scope != "type" and not self.evicts:
             raise EngineError('encoding.evict_scope needs the "evict" rule in encoding.rules')
-        if not isinstance(self.whole_node, bool):
-            raise EngineError(f"encoding.whole_node must be true or false, got {self.whole_node!r}")
+        for name in ("whole_node", "node_health"):
+            if not isinstance(getattr(self, name), bool):
+                raise EngineError(f"encoding.{name} must be true or false, got {getattr(self, name)!r}")
 
     @property
     def evicts(self) -> bool:
@@ -145,6 +153,12 @@ class EncodingConfig:
     def job_features(self) -> int:
         """Features per job slot: the base ones plus :attr:`type_features` for each GPU type slot."""
         return JOB_BASE_FEATURES + self.type_features * self.max_types
+
+    @property
+    def group_features(self) -> int:
+        """Features per GPU type slot: :data:`GROUP_FEATURES`, plus :data:`NODE_HEALTH_FEATURES` with
+        ``node_health``."""
+        return GROUP_FEATURES + (NODE_HEALTH_FEATURES if self.node_health else 0)
 
     @property
     def n_actions(self) -> int:
@@ -178,6 +192,8 @@ class EncodingConfig:
             out["evict_scope"] = self.evict_scope
         if self.whole_node:
             out["whole_node"] = True
+        if self.node_health:
+            out["node_health"] = True
         return out
 
     @classmethod
@@ -191,6 +207,7 @@ class EncodingConfig:
             "evict_cost",
             "evict_scope",
             "whole_node",
+            "node_health",
         }
         reject_unknown_keys(data, known, "encoding")
         rules = data.get("rules", cls.rules)
@@ -453,8 +470,10 @@ def encode(
     if n:
         jf[:n, :JOB_BASE_FEATURES] = job_features(state, snap)
         jf[:n, JOB_BASE_FEATURES:] = job_type_features(state, snap, cfg, tab, block_t).reshape(n, -1)
-    gf = np.zeros((cfg.max_types, GROUP_FEATURES), dtype=np.float32)
-    gf[: tab.n_types] = group_features(state, tab, block_t)
+    gf = np.zeros((cfg.max_types, cfg.group_features), dtype=np.float32)
+    gf[: tab.n_types, :GROUP_FEATURES] = group_features(state, tab, block_t)
+    if cfg.node_health:
+        gf[: tab.n_types, GROUP_FEATURES:] = node_health_features(state, tab)
     return {"jobs": jf, "groups": gf, "global": global_features(state, snap), "action_mask": snap.mask.astype(np.int8)}
 
 
@@ -565,6 +584,30 @@ def group_features(state: ClusterState, tab: _TypeTables, block_t: np.ndarray) -
             idle_nodes_t / tab.nodes,
             np.minimum(block_t / 8.0, 1.0),
             np.minimum(tab.max_node_gpus / 8.0, 1.0),
+        ],
+        axis=1,
+    )
+
+
+def node_health_features(state: ClusterState, tab: _TypeTables) -> np.ndarray:
+    """The :data:`NODE_HEALTH_FEATURES` features of each GPU type of the cluster (types x 3), with ``node_health``,
+    in order:
+
+    nodes of the type down now / its nodes; log1p(mean hours since its up nodes were last repaired, or since the
+    run began for a node never failed) / 10 (0 when all are down); log1p(failures of its nodes so far / its nodes)
+    / 4, clipped at 1. All 0 but the second under no failure model.
+    """
+    occ, node_type, n_types = state.occupancy, state.layout.node_type, tab.n_types
+    down = np.array(occ.node_down, dtype=float)
+    up_h = np.maximum(state.now_s - np.array(occ.node_up_since_s), 0.0) / 3600.0
+    up_nodes_t = np.bincount(node_type, weights=1.0 - down, minlength=n_types)
+    up_h_t = np.bincount(node_type, weights=up_h * (1.0 - down), minlength=n_types)
+    failures_t = np.bincount(node_type, weights=np.array(occ.node_failures, dtype=float), minlength=n_types)
+    return np.stack(
+        [
+            np.bincount(node_type, weights=down, minlength=n_types) / tab.nodes,
+            np.log1p(np.divide(up_h_t, up_nodes_t, out=np.zeros(n_types), where=up_nodes_t > 0)) / 10.0,
+            np.minimum(np.log1p(failures_t / tab.nodes) / 4.0, 1.0),
         ],
         axis=1,
     )

@@ -12,11 +12,12 @@ Action space
     that type, latest estimated end first, to make room), or *wait* (the last action). See
     :mod:`engine.rl.encoding`.
 Observation space
-    ``Dict(jobs=Box(0, 4, (window, 12 + k * max_types)), groups=Box(0, 4, (max_types, 10)),
+    ``Dict(jobs=Box(0, 4, (window, 12 + k * max_types)), groups=Box(0, 4, (max_types, 10 + h)),
     global=Box(0, 4, (8,)), action_mask=MultiBinary(n_actions))``: 12 features per job plus k = 4 per (job, GPU
     type slot) (its speed, expected run time, can start now, can start now on one node of that type), k = 6 with
     ``"evict"`` (can start by evicting, the victims' remaining work), k = 7 with ``evict_cost`` too (the work
-    evicting would cost the victims under the episode's preemption model); every feature is documented in
+    evicting would cost the victims under the episode's preemption model); h = 0, or 3 with ``node_health``
+    (per GPU type: nodes down, time since repair, failures so far); every feature is documented in
     :mod:`engine.rl.encoding`.
 Transitions
     A step applies one action: a start (after its preemptions, for ``"evict"``) or *wait*. If another start is still feasible at the same simulated time, the next
@@ -33,6 +34,10 @@ Episode end
     ``terminated`` when every job has finished (or can never run on the cluster). Episodes always end: each
     step starts a job or moves time to the next event, the workload is finite, and ``"evict"`` never preempts a
     job that started at the current time. Never truncated.
+Failures
+    Episodes run under the config's ``failures`` (:class:`~engine.sim.options.FailureModel`; default: nothing
+    fails), drawn from the episode's seed as in any run. A job a node failure stops returns to the queue and
+    waits again; its new wait is charged like any other.
 Reset
     ``reset(seed=...)`` draws a preemption model, a cluster, a load and a workload seed from the sampling lists
     (:class:`EnvConfig`; workload seeds are drawn at or above ``TRAIN_SEED_MIN`` = 2**20, so evaluations on
@@ -53,11 +58,18 @@ from gymnasium import spaces
 from engine.analysis.scenario import ScenarioError, WorkloadSpec
 from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError, reject_unknown_keys
-from engine.rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, EncodingConfig, Snapshot, decode, encode, snapshot
+from engine.rl.encoding import GLOBAL_FEATURES, EncodingConfig, Snapshot, decode, encode, snapshot
 from engine.rl.reward import RewardWeights, terminal_cost
+from engine.rl.selector import (
+    SELECT_BASE_FEATURES,
+    PolicySwitch,
+    check_policies,
+    is_job_decision,
+    selector_obs,
+)
 from engine.sim.cluster import Cluster, parse_cluster
 from engine.sim.job import Job
-from engine.sim.options import PreemptionModel, RunOptions
+from engine.sim.options import FailureModel, OptionsError, PreemptionModel, RunOptions
 from engine.sim.simulator import Result, Simulation
 from engine.sim.state import Decision, Preempt
 
@@ -84,6 +96,8 @@ class EnvConfig:
             an episode draws one, uniformly. The default is free preemption only. Train with the models the
             scheduler will meet: under free preemption alone an agent learns that evicting costs nothing; with
             both, and ``encoding.evict_cost``, it sees what each eviction costs and can learn when one pays.
+        failures: nodes that break and jobs that crash in every episode (default: none); with
+            ``encoding.node_health`` the agent sees each GPU type's node health.
     """
 
     clusters: tuple[str, ...] = ("4x8:V100-32",)
@@ -93,6 +107,9 @@ class EnvConfig:
     encoding: EncodingConfig = field(default_factory=EncodingConfig)
     reward: RewardWeights = field(default_factory=RewardWeights)
     preemptions: tuple[PreemptionModel, ...] = (PreemptionModel(),)
+    failures: FailureModel = FailureModel()
+    workloads: tuple[Mapping[str, Any], ...] = ()
+    selector: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "clusters", tuple(self.clusters))
@@ -103,23 +120,43 @@ class EnvConfig:
             raise EngineError(f"env n_jobs must be an integer >= 1, got {self.n_jobs!r}")
         if not isinstance(self.workload, Mapping):
             raise EngineError("env workload must be an object of generator arguments")
+        object.__setattr__(self, "workloads", tuple(self.workloads))
+        if not all(isinstance(w, Mapping) for w in self.workloads):
+            raise EngineError("env workloads must be a list of objects of generator arguments")
         for load in self.loads:  # every workload the distribution holds is a valid scenario workload
-            self.workload_spec(load, 0)
+            for kind in range(max(len(self.workloads), 1)):
+                self.workload_spec(load, 0, kind=kind)
+        if self.selector:
+            object.__setattr__(self, "selector", check_policies(self.selector, "env.selector"))
         object.__setattr__(self, "preemptions", tuple(self.preemptions))
         if not self.preemptions or not all(isinstance(p, PreemptionModel) for p in self.preemptions):
             raise EngineError("env preemptions must be one or more PreemptionModels")
+        if not isinstance(self.failures, FailureModel):
+            raise EngineError("env failures must be a FailureModel")
+        for p in self.preemptions:  # e.g. a checkpoint cost needs every preemption model's interval
+            self.run_options(p)
 
-    def workload_spec(self, load: float, seed: int, n_jobs: int | None = None) -> WorkloadSpec:
+    def workload_spec(self, load: float, seed: int, n_jobs: int | None = None, kind: int = 0) -> WorkloadSpec:
         """The generated workload of an episode at ``load`` with workload seed ``seed`` (``n_jobs`` replaces
-        the config's); ``EngineError`` naming ``env.workload.KEY`` when an argument is out of bounds."""
+        the config's), of workload kind ``kind`` (an index into ``workloads``, whose arguments go over
+        ``workload``'s); ``EngineError`` naming ``env.workload.KEY`` when an argument is out of bounds."""
         n = self.n_jobs if n_jobs is None else n_jobs
+        args = {**self.workload, **(self.workloads[kind] if self.workloads else {})}
         try:
-            return WorkloadSpec.from_generator_args(n, load, seed, **self.workload)
+            return WorkloadSpec.from_generator_args(n, load, seed, **args)
         except ScenarioError as exc:
-            raise EngineError(str(exc).replace("scenario.workload", "env.workload")) from None
+            where = f"env.workloads[{kind}]" if self.workloads else "env.workload"
+            raise EngineError(str(exc).replace("scenario.workload", where)) from None
+
+    def run_options(self, preemption: PreemptionModel) -> RunOptions:
+        """The run options of an episode with ``preemption``: it and the config's failures."""
+        try:
+            return RunOptions(preemption=preemption, failures=self.failures)
+        except OptionsError as exc:
+            raise EngineError(f"env: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "clusters": list(self.clusters),
             "loads": list(self.loads),
             "n_jobs": self.n_jobs,
@@ -128,14 +165,38 @@ class EnvConfig:
             "reward": asdict(self.reward),
             "preemptions": [p.to_dict() for p in self.preemptions],
         }
+        if self.workloads:
+            out["workloads"] = [dict(w) for w in self.workloads]
+        if self.selector:
+            out["selector"] = list(self.selector)
+        if self.failures != FailureModel():  # configs (and cards) written before failures stay as they were
+            out["failures"] = self.failures.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EnvConfig:
-        known = {"clusters", "loads", "n_jobs", "workload", "encoding", "reward", "preemptions", "preemption"}
+        known = {
+            "clusters",
+            "loads",
+            "n_jobs",
+            "workload",
+            "workloads",
+            "selector",
+            "encoding",
+            "reward",
+            "preemptions",
+            "preemption",
+            "failures",
+        }
         reject_unknown_keys(data, known, "env")
         if "preemption" in data and "preemptions" in data:
             raise EngineError("env: give preemptions (a list) or the older preemption (one object), not both")
-        kw: dict[str, Any] = {k: data[k] for k in ("clusters", "loads", "n_jobs", "workload") if k in data}
+        kw: dict[str, Any] = {
+            k: data[k] for k in ("clusters", "loads", "n_jobs", "workload", "workloads", "selector") if k in data
+        }
+        for k in ("workloads", "selector"):
+            if k in kw and not isinstance(kw[k], list):
+                raise EngineError(f"env.{k} must be a list")
         if "encoding" in data:
             kw["encoding"] = EncodingConfig.from_dict(data["encoding"])
         if "reward" in data:
@@ -149,6 +210,8 @@ class EnvConfig:
             if not isinstance(ps, list) or not ps:
                 raise EngineError("env.preemptions must be a non-empty list of preemption models")
             kw["preemptions"] = tuple(PreemptionModel.from_dict(p, f"env.preemptions[{i}]") for i, p in enumerate(ps))
+        if "failures" in data:
+            kw["failures"] = FailureModel.from_dict(data["failures"], "env.failures")
         return cls(**kw)
 
 
@@ -158,7 +221,7 @@ def observation_space(enc: EncodingConfig) -> tuple[spaces.Dict, spaces.Discrete
     obs = spaces.Dict(
         {
             "jobs": box(enc.window, enc.job_features),
-            "groups": box(enc.max_types, GROUP_FEATURES),
+            "groups": box(enc.max_types, enc.group_features),
             "global": box(GLOBAL_FEATURES),
             "action_mask": spaces.MultiBinary(enc.n_actions),
         }
@@ -224,7 +287,9 @@ class GpuSchedulingEnv(gym.Env):
         load = float(options.get("load", self.config.loads[int(rng.integers(len(self.config.loads)))]))
         n_jobs = int(options.get("n_jobs", self.config.n_jobs))
         seed = int(options.get("workload_seed", rng.integers(TRAIN_SEED_MIN, 2**31 - 1)))
-        return cluster, self.config.workload_spec(load, seed, n_jobs).build_jobs(cluster), preemption
+        kinds = len(self.config.workloads)
+        kind = int(rng.integers(kinds)) if kinds > 1 else 0  # drawn only when there is a choice (as above)
+        return cluster, self.config.workload_spec(load, seed, n_jobs, kind).build_jobs(cluster), preemption
 
     # ----------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
@@ -233,7 +298,7 @@ class GpuSchedulingEnv(gym.Env):
         sim = Simulation(
             cluster,
             jobs,
-            options=RunOptions(preemption=preemption),
+            options=self.config.run_options(preemption),
             seed=0 if seed is None else seed,
             scheduler_name="rl-env",
         )
@@ -282,17 +347,23 @@ class GpuSchedulingEnv(gym.Env):
                 self._run_to_choice()
         else:
             self._run_to_choice()
+        reward, terminated = self._settle(before)
+        info = self._info(invalid)
+        if started is not None:
+            info["started"] = started
+        return self._obs(), reward, terminated, False, info
+
+    def _settle(self, before: float) -> tuple[float, bool]:
+        """The step's reward (the cost accrued since the potential was ``before``, and the remaining terms at the
+        end) and whether the episode ended."""
+        sim, w = self._sim, self.config.reward
         self._potential = self._cost_potential()
-        w = cfg.reward
         reward = -(self._potential - before) / (self._n_schedulable * w.wait_scale_s)
         terminated = sim.done
         if terminated:
             self._result = sim.result()
             reward -= terminal_cost(self._result, w)
-        info = self._info(invalid)
-        if started is not None:
-            info["started"] = started
-        return self._obs(), float(reward), terminated, False, info
+        return float(reward), terminated
 
     def action_masks(self) -> np.ndarray:
         """The exact mask of feasible actions (sb3-contrib's MaskablePPO calls this)."""
@@ -355,18 +426,29 @@ class GpuSchedulingEnv(gym.Env):
         """
         sim, w = self._sim, self.config.reward
         state, jobs, now = sim.state, sim.jobs, sim.now_s
+        self._book_ended_segments()
         since = self._queued_since
         wait = self._started_wait_s + sum(now - since.get(j, jobs[j].submit_s) for j in state.queue)
         if not w.jct:
             return w.wait * wait
-        running = state.running
-        for j in [j for j in self._run_start if j not in running]:
-            del self._run_start[j]
-            self._finished_run_s += state.attained_gpu_s(j) / (
-                jobs[j].gpus * jobs[j].gpu_fraction
-            ) - self._preempted_run_s.pop(j, 0.0)
         run = self._finished_run_s + sum(now - s for s in self._run_start.values())
         return w.wait * wait + w.jct * (wait + run)
+
+    def _book_ended_segments(self) -> None:
+        """Book the run segments that ended since the last step without a decision of the agent: a job that
+        finished (or ended failed), or one a node failure or a crash with a retry left sent back to the queue
+        (its segment ended ``run time`` after it started; it waits again from then). A segment's run time is the
+        job's attained GPU-seconds over its GPU demand minus its earlier segments."""
+        state, jobs = self._sim.state, self._sim.jobs
+        running = state.running
+        for j in [j for j in self._run_start if j not in running]:
+            start_s = self._run_start.pop(j)
+            before_s = self._preempted_run_s.pop(j, 0.0)
+            total_s = state.attained_gpu_s(j) / (jobs[j].gpus * jobs[j].gpu_fraction)
+            self._finished_run_s += total_s - before_s
+            if state.is_waiting(j):
+                self._queued_since[j] = start_s + total_s - before_s
+                self._preempted_run_s[j] = total_s
 
     def _obs(self) -> dict[str, np.ndarray]:
         if self._sim.done:
@@ -375,6 +457,71 @@ class GpuSchedulingEnv(gym.Env):
 
     def _info(self, invalid: bool) -> dict[str, Any]:
         return {"now_s": float(self._sim.now_s), "invalid_action": invalid}
+
+
+class SelectorEnv(GpuSchedulingEnv):
+    """The selector mode (``EnvConfig.selector``): each step picks the hand-written policy that makes this
+    decision point's ``decide`` call, then time runs to the next decision point (:mod:`engine.rl.selector`).
+    Driven with one policy index throughout, it reproduces that policy's ``simulate`` run."""
+
+    def __init__(self, config: EnvConfig | Mapping[str, Any] | None = None) -> None:
+        super().__init__(config)
+        if not self.config.selector:
+            raise EngineError("SelectorEnv needs env.selector: the hand-written policies it chooses from")
+        self._switch = PolicySwitch(self.config.selector)
+        k = len(self.config.selector)
+        spaces_ = dict(self.observation_space.spaces)
+        del spaces_["action_mask"]
+        spaces_["select"] = spaces.Box(0.0, 4.0, shape=(SELECT_BASE_FEATURES + k,), dtype=np.float32)
+        self.observation_space, self.action_space = spaces.Dict(spaces_), spaces.Discrete(k)
+
+    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
+        self._switch.reset()
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        if self._sim is None:
+            raise EngineError("call reset() before step()")
+        if self._sim.done:
+            raise EngineError("the episode is over; call reset()")
+        k = int(action)
+        invalid = not 0 <= k < len(self._switch.names)
+        before = self._potential
+        self._decide(self._switch.default() if invalid else k)
+        self._sim.advance()
+        self._run_to_choice()
+        reward, terminated = self._settle(before)
+        return self._obs(), reward, terminated, False, self._info(invalid)
+
+    def action_masks(self) -> np.ndarray:
+        """Every policy may always decide."""
+        return np.ones(len(self._switch.names), dtype=bool)
+
+    def _decide(self, k: int) -> None:
+        """Apply policy ``k``'s decisions at this decision point and book the starts and preemptions."""
+        applied: list[Decision] = []
+
+        def recorded(decisions):
+            for d in decisions:
+                if is_job_decision(d):
+                    applied.append(d)
+                yield d
+
+        self._sim.apply(recorded(self._switch.decide(self._sim.state, k)))
+        self._account(applied)
+
+    def _run_to_choice(self) -> None:
+        """Advance until a decision point with a waiting job (or the end); others go to the current policy."""
+        sim = self._sim
+        while not sim.done and not sim.state.queue:
+            self._decide(self._switch.default())
+            sim.advance()
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        if self._sim.done:
+            return {k: np.zeros(s.shape, dtype=s.dtype) for k, s in self.observation_space.spaces.items()}
+        sw = self._switch
+        return selector_obs(self._sim.state, self.config.encoding, len(sw.names), sw.current)
 
 
 if ENV_ID not in gym.registry:

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from engine.errors import EngineError, reject_unknown_keys
-from engine.rl.encoding import GLOBAL_FEATURES, GROUP_FEATURES, EncodingConfig
+from engine.rl.encoding import GLOBAL_FEATURES, EncodingConfig
 
 POLICY_KINDS = ("mlp", "attention")
 #: Bounds on what a card may ask for (each far above the shipped models), checked before anything is built.
@@ -98,7 +98,7 @@ def _extractor_shapes(prefix: str, spec: PolicySpec, enc: EncodingConfig) -> dic
     out = {
         f"{prefix}.job_in.weight": (d, enc.job_features),
         f"{prefix}.job_in.bias": (d,),
-        f"{prefix}.group_in.weight": (d, GROUP_FEATURES),
+        f"{prefix}.group_in.weight": (d, enc.group_features),
         f"{prefix}.group_in.bias": (d,),
         f"{prefix}.glob_in.weight": (d, GLOBAL_FEATURES),
         f"{prefix}.glob_in.bias": (d,),
@@ -126,15 +126,20 @@ def features_dim(spec: PolicySpec, enc: EncodingConfig) -> int:
     """Width of the features the MLP heads read."""
     if spec.kind == "attention":
         return (1 + enc.window + enc.max_types) * spec.d_model
-    return enc.window * enc.job_features + enc.max_types * GROUP_FEATURES + GLOBAL_FEATURES + enc.n_actions
+    return enc.window * enc.job_features + enc.max_types * enc.group_features + GLOBAL_FEATURES + enc.n_actions
 
 
-def param_shapes(spec: PolicySpec, enc: EncodingConfig) -> dict[str, tuple[int, ...]]:
-    """Name -> shape of every array in the weights of ``spec`` over ``enc`` (the torch policy's ``state_dict``).
+def param_shapes(
+    spec: PolicySpec, enc: EncodingConfig, n_in: int | None = None, n_actions: int | None = None
+) -> dict[str, tuple[int, ...]]:
+    """Name -> shape of every array in the weights of ``spec`` over ``enc`` (the torch policy's ``state_dict``);
+    ``n_in`` and ``n_actions`` replace the encoding's input width and action count (a selector's, whose
+    observation and actions are its own: :mod:`engine.rl.selector`).
 
     Raises ``EngineError`` if the network would have more than :data:`MAX_PARAMS` parameters.
     """
-    n_in, last = features_dim(spec, enc), spec.net_arch[-1]
+    n_in, last = features_dim(spec, enc) if n_in is None else n_in, spec.net_arch[-1]
+    n_actions = enc.n_actions if n_actions is None else n_actions
     out: dict[str, tuple[int, ...]] = {}
     if spec.kind == "attention":  # SB3 keeps the actor's and the critic's extractors, and an alias of the first
         for prefix in ("features_extractor", "pi_features_extractor", "vf_features_extractor"):
@@ -142,8 +147,8 @@ def param_shapes(spec: PolicySpec, enc: EncodingConfig) -> dict[str, tuple[int, 
     out |= _mlp_shapes("mlp_extractor.policy_net", n_in, spec.net_arch)
     out |= _mlp_shapes("mlp_extractor.value_net", n_in, spec.net_arch)
     out |= {
-        "action_net.weight": (enc.n_actions, last),
-        "action_net.bias": (enc.n_actions,),
+        "action_net.weight": (n_actions, last),
+        "action_net.bias": (n_actions,),
         "value_net.weight": (1, last),
         "value_net.bias": (1,),
     }

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
+import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -29,13 +31,16 @@ from engine.errors import EngineError, reject_unknown_keys
 from engine.rl.agent import MODELS_DIR, WEIGHTS_FORMAT, export_model, write_weights
 from engine.rl.clone import CloneConfig
 from engine.rl.encoding import EncodingConfig
-from engine.rl.env import EnvConfig, GpuSchedulingEnv
+from engine.rl.env import EnvConfig, GpuSchedulingEnv, SelectorEnv
 from engine.rl.policies import PolicySpec, policy_kwargs, state_arrays
 
 #: The shipped training configs, one ``<name>.json`` each (``--config NAME``).
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
 #: A file of this name in ``runs/<name>/`` asks a running training to stop and export what it has.
 STOP_FILE = "STOP"
+VEC_ENVS = ("dummy", "subproc")
+#: The checkpoints training writes (``runs/<name>/checkpoint_<step>.npz``), the only files a run resumes from.
+RESUME_NAME = re.compile(r"^checkpoint_([0-9]{1,12})\.npz$")
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,14 @@ class TrainConfig:
             and encoding; its weights are read with the SHA-256-checked loader of :mod:`engine.rl.agent`. The
             new card counts the parent's steps and wall time in its totals and keeps the parent's
             ``training`` section under ``training.init_from``.
+        vec_env: ``"dummy"`` (the environments step in this process, one after another) or ``"subproc"`` (each in
+            its own process: ``SubprocVecEnv``, for machines with a core per environment).
+        selector_prior: with ``env.selector``, before training each policy is run alone on the validation
+            episodes and the action bias of the best one is raised by this much, so the untrained selector
+            already picks it (the first candidate the kept-policy evaluation sees); 0: no prior.
+        resume_from: a checkpoint of this run (``checkpoint_<step>.npz`` in ``runs/<name>/``, plain weights)
+            whose weights start the run and whose steps count in the card's totals (the optimiser state is not
+            kept); empty: start fresh.
         deploy_encoding: encoding options the exported card runs with, over ``env.encoding``: constraints on
             which actions the trained policy may take (a shield), applied at inference only; training, cloning
             and the kept-policy evaluation use ``env.encoding``. Only options in :data:`DEPLOY_OPTIONS`, which
@@ -131,6 +144,9 @@ class TrainConfig:
     clone: CloneConfig | None = None
     init_from: str = ""
     deploy_encoding: Mapping[str, Any] = field(default_factory=dict)
+    vec_env: str = "dummy"
+    selector_prior: float = 0.0
+    resume_from: str = ""
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c in "-_." for c in self.name):
@@ -156,6 +172,22 @@ class TrainConfig:
             )
         object.__setattr__(self, "deploy_encoding", dict(self.deploy_encoding))
         self.deployed_encoding()  # validates the options against env.encoding
+        if self.vec_env not in VEC_ENVS:
+            raise EngineError(f"train config: vec_env {self.vec_env!r}: expected one of {list(VEC_ENVS)}")
+        if isinstance(self.selector_prior, bool) or not (
+            isinstance(self.selector_prior, (int, float)) and 0 <= self.selector_prior <= 20
+        ):
+            raise EngineError(
+                f"train config: selector_prior must be a number from 0 to 20, got {self.selector_prior!r}"
+            )
+        if self.env.selector and (self.policy.kind != "mlp" or self.clone is not None or self.init_from):
+            raise EngineError(
+                "train config: a selector (env.selector) trains an mlp policy, without clone or init_from"
+            )
+        if self.resume_from and not RESUME_NAME.match(self.resume_from):
+            raise EngineError(
+                f"train config: resume_from {self.resume_from[:100]!r} must be a checkpoint_<step>.npz of runs/<name>/"
+            )
 
     def deployed_encoding(self) -> EncodingConfig:
         """The encoding the exported card runs with: ``env.encoding`` with ``deploy_encoding`` applied."""
@@ -268,7 +300,7 @@ def _make_env(cfg: EnvConfig, seed: int, validation_episodes: int = 0):
             return self.env.reset(seed=ws, options={"workload_seed": ws})
 
     def thunk():
-        env = GpuSchedulingEnv(cfg)
+        env = SelectorEnv(cfg) if cfg.selector else GpuSchedulingEnv(cfg)
         if validation_episodes:
             env = FixedEpisodes(env, validation_episodes)
         env = Monitor(env)
@@ -284,7 +316,7 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
     from stable_baselines3.common.callbacks import BaseCallback, CallbackList
-    from stable_baselines3.common.vec_env import DummyVecEnv
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     torch.set_num_threads(cfg.torch_threads)
     run_dir = Path(cfg.runs_dir) / cfg.name
@@ -294,7 +326,8 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     parent, parent_state = _parent(cfg, models_dir) if cfg.init_from else (None, None)
 
     # 1. environments: training copies seeded seed..seed+n-1; evaluation on fixed validation workloads.
-    venv = DummyVecEnv([_make_env(cfg.env, cfg.seed + i) for i in range(cfg.n_envs)])
+    vec = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
+    venv = vec([_make_env(cfg.env, cfg.seed + i) for i in range(cfg.n_envs)])
     final_env = _stage_env(cfg)
     eval_env = DummyVecEnv([_make_env(final_env, cfg.seed, validation_episodes=cfg.eval_episodes)])
 
@@ -319,6 +352,11 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     )
     if parent_state is not None:
         model.policy.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in parent_state.items()})
+    resumed_steps = 0
+    if cfg.resume_from:
+        resumed_steps = int(RESUME_NAME.match(cfg.resume_from).group(1))  # type: ignore[union-attr]
+        with np.load(run_dir / cfg.resume_from, allow_pickle=False) as z:
+            model.policy.load_state_dict({k: torch.as_tensor(z[k]) for k in z.files})
 
     # 3. callbacks: curriculum, plain-weight checkpoints, best-model evaluation.
     class Curriculum(BaseCallback):
@@ -374,6 +412,13 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     )
 
     t0 = time.perf_counter()
+    priors = None
+    if cfg.env.selector and not cfg.resume_from:
+        priors = _selector_prior(model, final_env, cfg)
+        write_weights(state_arrays(model.policy), run_dir / "prior_policy.npz")
+        if cfg.selector_prior > 0:  # the prior policy picks the best one alone: the first kept candidate
+            evaluator.best_mean_reward = priors["validation_mean_return"][priors["best"]]
+            write_weights(state_arrays(model.policy), best_path)
     cloned = None
     if cfg.clone is not None:
         from sb3_contrib.common.maskable.evaluation import evaluate_policy
@@ -390,14 +435,18 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
         write_weights(state_arrays(model.policy), best_path)
         write_weights(state_arrays(model.policy), run_dir / "cloned_policy.npz")
     model.learn(
-        total_timesteps=cfg.total_timesteps, callback=callbacks, progress_bar=cfg.progress_bar, tb_log_name="ppo"
+        total_timesteps=max(cfg.total_timesteps - resumed_steps, 1),
+        callback=callbacks,
+        progress_bar=cfg.progress_bar,
+        tb_log_name="ppo",
     )
     wall_s = time.perf_counter() - t0
     final_path = run_dir / "final_policy.npz"
     write_weights(state_arrays(model.policy), final_path)
 
     chosen = best_path if best_path.exists() else final_path
-    steps, prior_steps = int(model.num_timesteps), int(parent["training"]["timesteps"]) if parent else 0
+    steps = int(model.num_timesteps) + resumed_steps
+    prior_steps = int(parent["training"]["timesteps"]) if parent else 0
     prior_wall_s = float(parent["training"]["wall_time_s"]) if parent else 0.0
     card = {
         "name": cfg.name,
@@ -415,8 +464,17 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
             "best_eval_mean_return": float(evaluator.best_mean_reward) if best_path.exists() else None,
             "libraries": library_versions(),
             "machine": f"{platform.machine()} CPU, torch threads {cfg.torch_threads}",
+            "cores": os.cpu_count(),
+            "validation_curve": [
+                [int(t) + resumed_steps, float(np.mean(r))]
+                for t, r in zip(evaluator.evaluations_timesteps, evaluator.evaluations_results)
+            ],
         },
     }
+    if cfg.env.selector:
+        card["selector"] = list(cfg.env.selector)
+    if priors is not None:
+        card["training"]["selector_prior"] = priors
     if stop_path.exists():
         card["training"]["stopped_at"] = steps  # asked to stop (STOP_FILE) before total_timesteps
     if cloned:
@@ -435,6 +493,29 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     venv.close()
     eval_env.close()
     return card
+
+
+def _selector_prior(model, env: EnvConfig, cfg: TrainConfig) -> dict[str, Any]:
+    """Run each of the selector's policies alone on the validation episodes; raise the action bias of the best
+    (highest mean return) by ``cfg.selector_prior``. Returns each policy's mean validation return and the best."""
+    import torch
+
+    sel = SelectorEnv(env)
+    returns: dict[str, float] = {}
+    for k, name in enumerate(env.selector):
+        total = 0.0
+        for e in range(cfg.eval_episodes):
+            ws = VALIDATION_SEED_BASE + e
+            sel.reset(seed=ws, options={"workload_seed": ws})
+            done = False
+            while not done:
+                _, r, done, _, _ = sel.step(k)
+                total += r
+        returns[name] = total / cfg.eval_episodes
+    best = max(returns, key=returns.__getitem__)
+    with torch.no_grad():
+        model.policy.action_net.bias[env.selector.index(best)] += float(cfg.selector_prior)
+    return {"validation_mean_return": returns, "best": best, "bias": cfg.selector_prior}
 
 
 def _kept(best: bool, cloned: dict[str, Any] | None, best_return: float) -> str:

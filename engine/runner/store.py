@@ -1,11 +1,12 @@
 """The run store: runs, their scenarios, states and results, and uploaded traces, in one SQLite file.
 
-A run is a scenario (its JSON text) with a state: ``queued`` -> ``running`` -> ``done`` | ``failed`` |
+A run is a scenario (its JSON text; for a sweep or a plan, its spec: the run's ``kind``) with a state: ``queued`` -> ``running`` -> ``done`` | ``failed`` |
 ``cancelled``; ``interrupted`` is a run that was queued or running when its server stopped (:class:`RunStore`
 marks them so when it opens the file) and can be queued again (:meth:`RunStore.requeue`). A done run's results
 (JSON: the metrics table, per-job records, the timeline) are written in the same transaction as its state, so a
 run is never ``done`` without its results, kept as the JSON texts the worker wrote (a large run's per-job records
-are never parsed by the server unless asked for as a table). Uploaded traces are kept by the SHA-256 of their bytes, at most
+are never parsed by the server unless asked for as a table); a sweep's or plan's results are one JSON text (kept as
+its ``metrics``; it has no per-job records or timeline). Uploaded traces are kept by the SHA-256 of their bytes, at most
 ``trace_limit_bytes`` in all; the least recently used go first, and :meth:`RunStore.put_trace` names them.
 
 Every write is one transaction (SQLite's WAL journal: readers never wait for a writer, a killed process loses at
@@ -37,6 +38,8 @@ DEFAULT_TRACE_LIMIT_BYTES = 512 * 2**20
 STATES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
 #: States a run never leaves (``interrupted`` leaves only by :meth:`RunStore.requeue`).
 FINAL_STATES = ("done", "failed", "cancelled")
+#: What a run runs: a scenario, a sweep spec or a plan spec.
+KINDS = ("scenario", "sweep", "plan")
 _UNFINISHED = ("queued", "running")
 #: What a done run keeps (:func:`engine.analysis.results.scenario_results`' keys).
 RESULT_PARTS = ("metrics", "jobs", "timeline")
@@ -49,7 +52,8 @@ CREATE TABLE IF NOT EXISTS runs (
     progress REAL NOT NULL DEFAULT 0,
     error TEXT NOT NULL DEFAULT '',
     created_s REAL NOT NULL,
-    updated_s REAL NOT NULL
+    updated_s REAL NOT NULL,
+    kind TEXT NOT NULL DEFAULT 'scenario'
 );
 CREATE TABLE IF NOT EXISTS results (
     run_id TEXT PRIMARY KEY REFERENCES runs(id),
@@ -69,14 +73,18 @@ CREATE TABLE IF NOT EXISTS traces (
 """
 
 
+_RUN_COLUMNS = "id, scenario, state, progress, error, created_s, updated_s, kind"
+
+
 class StoreError(EngineError):
     """A request the store cannot satisfy (an upload over its limit); the message says which limit."""
 
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One run as stored: ``progress`` is the share of its simulated jobs finished (0..1), ``error`` the
-    one-line reason of a failed run."""
+    """One run as stored: ``scenario`` is its scenario's JSON text (a sweep's or plan's spec, by ``kind``),
+    ``progress`` the share of its simulated jobs (a sweep's cells, a plan's runs so far) finished (0..1),
+    ``error`` the one-line reason of a failed run."""
 
     id: str
     scenario: str
@@ -85,10 +93,12 @@ class RunRecord:
     error: str
     created_s: float
     updated_s: float
+    kind: str = "scenario"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
+            "kind": self.kind,
             "state": self.state,
             "progress": self.progress,
             "error": self.error or None,
@@ -121,6 +131,8 @@ class RunStore:
         db = self._db()
         db.execute("PRAGMA journal_mode=WAL")
         db.executescript(_SCHEMA)
+        if "kind" not in {row[1] for row in db.execute("PRAGMA table_info(runs)")}:  # a store older than sweeps
+            db.execute("ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'scenario'")
         self.interrupted = self._mark_interrupted() if runs else []
 
     @contextmanager
@@ -154,25 +166,22 @@ class RunStore:
         return ids
 
     # ------------------------------------------------------------------ runs
-    def create_run(self, scenario_json: str) -> RunRecord:
-        """A new queued run of ``scenario_json`` (the scenario as JSON text)."""
+    def create_run(self, scenario_json: str, kind: str = "scenario") -> RunRecord:
+        """A new queued run of ``scenario_json`` (the scenario as JSON text; a sweep's or plan's spec by
+        ``kind``)."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown run kind {kind!r}")
         now = time.time()
         run_id = uuid.uuid4().hex
         with self._transaction() as db:
             db.execute(
-                "INSERT INTO runs (id, scenario, state, created_s, updated_s) VALUES (?, ?, 'queued', ?, ?)",
-                (run_id, scenario_json, now, now),
+                "INSERT INTO runs (id, scenario, state, created_s, updated_s, kind) VALUES (?, ?, 'queued', ?, ?, ?)",
+                (run_id, scenario_json, now, now, kind),
             )
-        return RunRecord(run_id, scenario_json, "queued", 0.0, "", now, now)
+        return RunRecord(run_id, scenario_json, "queued", 0.0, "", now, now, kind)
 
     def get_run(self, run_id: str) -> RunRecord | None:
-        row = (
-            self._db()
-            .execute(
-                "SELECT id, scenario, state, progress, error, created_s, updated_s FROM runs WHERE id=?", (run_id,)
-            )
-            .fetchone()
-        )
+        row = self._db().execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id=?", (run_id,)).fetchone()
         return None if row is None else RunRecord(*row)
 
     def list_runs(self, limit: int = 100) -> list[RunRecord]:
@@ -180,8 +189,7 @@ class RunStore:
         rows = (
             self._db()
             .execute(
-                "SELECT id, scenario, state, progress, error, created_s, updated_s FROM runs "
-                "ORDER BY created_s DESC LIMIT ?",
+                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_s DESC LIMIT ?",
                 (limit,),
             )
             .fetchall()

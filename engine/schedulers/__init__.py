@@ -10,6 +10,7 @@ will do.
 
 from engine.schedulers import (  # noqa: F401  (registers)
     backfill,
+    carbon,
     cost,
     deadline,
     drf,

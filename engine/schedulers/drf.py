@@ -46,6 +46,8 @@ class DrfScheduler:
         gpus_per_type = np.bincount(lay.gpu_type, minlength=n_types).astype(float)
         self._capacity = np.concatenate([gpus_per_type, gpus_per_type * lay.type_vram_gib])
         self._waiting, self._share, self._usage, self._held, self._held_gpus = {}, {}, {}, {}, {}
+        for j, run in state.running.items():  # reset mid-run (a selector switching to drf): count what runs
+            self._hold(state, j, run.gpu_ids)
 
     def dominant_share(self, user: str) -> float:
         """The user's largest share of any resource, as of the last decision point."""
@@ -83,6 +85,15 @@ class DrfScheduler:
             vec[n_types + t] = job.vram_gib if job.vram_gib > 0 else job.gpu_fraction * vram
         return vec
 
+    def _hold(self, state: ClusterState, j: int, gpus: tuple[int, ...]) -> None:
+        """Count running job ``j`` (on ``gpus``) in its user's usage and share."""
+        user = state.jobs[j].user
+        vec = self._usage_vector(state, j, gpus)
+        self._held.setdefault(user, {})[j] = vec
+        self._usage[user] = self._usage.get(user, 0.0) + vec
+        self._held_gpus[user] = self._held_gpus.get(user, 0.0) + state.jobs[j].gpu_demand
+        self._update_share(user)
+
     def decide(self, state: ClusterState) -> Iterator[Decision]:
         jobs, job_shape = state.jobs, state.job_shape
         for j in state.entered:  # arrival order, so each deque stays oldest first
@@ -114,11 +125,7 @@ class DrfScheduler:
                 by_shape[sid].popleft()
                 if not by_shape[sid]:
                     del by_shape[sid]
-                vec = self._usage_vector(state, j, gpus)
-                self._held.setdefault(user, {})[j] = vec
-                self._usage[user] = self._usage.get(user, 0.0) + vec
-                self._held_gpus[user] = self._held_gpus.get(user, 0.0) + jobs[j].gpu_demand
-                self._update_share(user)
+                self._hold(state, j, gpus)
                 if state.free_capacity <= FRACTION_EPS:
                     return
                 if by_shape:

@@ -63,7 +63,8 @@ class Occupancy:
         shared: GPUs that hold fractional jobs, ascending.
         type_nodes: per GPU type, the bitmask of its nodes.
         node_down: whether each node is down (failed, under repair); node_failures: how many times each node has
-            failed so far (what a failure-aware scheduler reads); up_gpus: GPUs on nodes that are up.
+            failed so far (what a failure-aware scheduler reads); node_up_since_s: when each node was last
+            repaired (0 if never); up_gpus: GPUs on nodes that are up.
         released: every GPU a job has left, in order (a GPU once per job leaving it): a scheduler that
             remembers where it read up to knows which GPUs gained room since.
         taken: every GPU a job has started on, in order (a GPU once per job taking it): likewise, the GPUs
@@ -102,6 +103,7 @@ class Occupancy:
         "node_gpus",
         "node_down",
         "node_failures",
+        "node_up_since_s",
         "up_gpus",
     )
 
@@ -117,6 +119,7 @@ class Occupancy:
         n = len(self.gpu_node)
         self.node_down = [False] * len(node_gpus)
         self.node_failures = [0] * len(node_gpus)
+        self.node_up_since_s = [0.0] * len(node_gpus)
         self.up_gpus = n
         self.free = [1.0] * n
         self.free_vram = list(self.gpu_vram)
@@ -217,12 +220,13 @@ class Occupancy:
         self.node_failures[node] = self.node_failures[node] + 1
         self.up_gpus -= count
 
-    def bring_up(self, node: int) -> None:
-        """``node`` is repaired: its GPUs are idle again."""
+    def bring_up(self, node: int, now_s: float) -> None:
+        """``node`` is repaired at ``now_s``: its GPUs are idle again."""
         first = self.node_first[node]
         count = self.node_gpus[node]
         self.release_whole(tuple(range(first, first + count)))
         self.node_down[node] = False
+        self.node_up_since_s[node] = now_s
         self.up_gpus += count
 
     def share_vram_gib(self, g: int, fraction: float, vram_gib: float) -> float:

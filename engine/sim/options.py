@@ -4,7 +4,8 @@
 ``options``) and carried whole by a scenario file, so that the file reproduces the run. Today it holds the
 preemption model, the failure model (nodes that break, jobs that crash) and the energy model (power, price,
 carbon: read by the metrics, never by the simulation), the admission policy (which arriving jobs the queue
-takes: :mod:`engine.sim.admission`) and what resizing an elastic job costs (:mod:`engine.sim.elastic`); a new model joins it the same way:
+takes: :mod:`engine.sim.admission`), what resizing an elastic job costs (:mod:`engine.sim.elastic`) and idle
+nodes' power-down (:mod:`engine.sim.power`); a new model joins it the same way:
 
 1. a frozen record with ``to_dict()`` and ``from_dict(data, where)`` (like :class:`PreemptionModel`), whose
    bounds live in one table of checks used by both its constructor and ``from_dict``;
@@ -23,6 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from numbers import Real
 from typing import Any
+
+import numpy as np
 
 from engine.errors import EngineError, quote, reject_unknown_keys
 from engine.sim.cluster import CATALOG_PRICES, PRICE_LISTS
@@ -303,6 +306,23 @@ class CarbonSeries:
         return cls(float(data["step_s"]), tuple(float(x) for x in data["g_per_kwh"]), data.get("start", ""))
 
 
+def carbon_integral(carbon: float | CarbonSeries, t_s: np.ndarray) -> np.ndarray:
+    """``C(t) = integral_0^t c(tau) d tau`` in gCO2/kWh x seconds, at each time of ``t_s``: ``c x t`` for a
+    constant; for a series, the sum of whole steps before ``t`` plus the part of its step, the series repeating
+    after its last step (negative times count backwards the same way)."""
+    t = np.asarray(t_s, dtype=float)
+    if not isinstance(carbon, CarbonSeries):
+        return float(carbon) * t
+    values = np.asarray(carbon.g_per_kwh, dtype=float)
+    step = carbon.step_s
+    cum = np.concatenate([[0.0], np.cumsum(values) * step])  # C at each step boundary of one period
+    period = values.size * step
+    cycles = np.floor(t / period)
+    within = t - cycles * period
+    k = np.clip((within // step).astype(np.int64), 0, values.size - 1)  # float rounding at the period's ends
+    return cycles * cum[-1] + cum[k] + values[k] * (within - k * step)
+
+
 _PRICE_LIST_NAMES = (CATALOG_PRICES, *PRICE_LISTS)
 _ENERGY_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "pue": (lambda v: _is_number(v) and v >= 1, "a number >= 1"),
@@ -311,13 +331,15 @@ _ENERGY_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
         "a number >= 0 (gCO2/kWh) or a carbon series",
     ),
     "price_list": (lambda v: v in _PRICE_LIST_NAMES, f"one of {', '.join(_PRICE_LIST_NAMES)}"),
+    "count": (lambda v: v is True or v is False, "true or false"),
 }
 
 
 @dataclass(frozen=True)
 class EnergyModel:
     """What the GPUs draw, what they cost and what their electricity emits; read by
-    :mod:`engine.analysis.energy`, never by the simulation (so it changes no simulated number).
+    :mod:`engine.analysis.energy`, never by the simulation (so it changes no simulated number); schedulers see its
+    carbon intensity (``ClusterState.carbon_g_per_kwh``), the forecast a carbon-aware one plans with.
 
     Each GPU draws ``idle_w + (busy_w - idle_w) x u`` (its type's catalog fields), ``u`` the share of it that jobs
     hold; the facility draws ``pue`` times the GPUs' draw.
@@ -328,15 +350,23 @@ class EnergyModel:
             or a :class:`CarbonSeries`.
         price_list: the prices per GPU-hour: ``"catalog"`` (each GPU type's ``price_per_h``) or a name in
             :data:`engine.sim.cluster.PRICE_LISTS`.
+        count: count energy, cost and carbon in the results even when every other field is at its default (a
+            model that differs from the defaults is counted anyway: :func:`engine.analysis.energy.sets_energy`).
     """
 
     pue: float = DEFAULT_PUE
     carbon_g_per_kwh: float | CarbonSeries = DEFAULT_CARBON_G_PER_KWH
     price_list: str = CATALOG_PRICES
+    count: bool = False
 
     def __post_init__(self) -> None:
         _check_bounds(
-            {"pue": self.pue, "carbon_g_per_kwh": self.carbon_g_per_kwh, "price_list": self.price_list},
+            {
+                "pue": self.pue,
+                "carbon_g_per_kwh": self.carbon_g_per_kwh,
+                "price_list": self.price_list,
+                "count": self.count,
+            },
             _ENERGY_BOUNDS,
             "energy",
         )
@@ -347,6 +377,7 @@ class EnergyModel:
             "pue": self.pue,
             "carbon_g_per_kwh": carbon.to_dict() if isinstance(carbon, CarbonSeries) else carbon,
             "price_list": self.price_list,
+            "count": self.count,
         }
 
     @classmethod
@@ -360,6 +391,58 @@ class EnergyModel:
             values["carbon_g_per_kwh"] = CarbonSeries.from_dict(values["carbon_g_per_kwh"], f"{where}.carbon_g_per_kwh")
         _check_bounds(values, _ENERGY_BOUNDS, where)
         return cls(**values)
+
+
+#: Seconds a powered-down node takes to be ready again (power-on self-test, OS boot, GPU driver and health checks):
+#: an estimate, no datasheet states it; servers commonly take a few minutes from power-on to ready.
+DEFAULT_WAKE_S = 300.0
+_POWER_DOWN_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "idle_timeout_s": (lambda v: v is None or (_is_number(v) and v >= 0), "a number >= 0 or null (off)"),
+    "wake_s": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
+    "sleep_w": (lambda v: _is_number(v) and v >= 0, "a number >= 0 (watts per GPU)"),
+}
+
+
+@dataclass(frozen=True)
+class PowerDownModel:
+    """Idle nodes power down (:mod:`engine.sim.power` applies it, for every scheduler alike).
+
+    A node no job has held for ``idle_timeout_s`` seconds powers down; a job started on a powered-down node waits
+    ``wake_s`` seconds for it, holding its GPUs, before its work begins (it pays the delay as a restart overhead,
+    ``Result.wake_gpu_s``, and the metrics count it as wait). While a node is down each of its GPUs draws ``sleep_w`` instead of its idle power
+    (:mod:`engine.analysis.energy`).
+
+    Attributes:
+        idle_timeout_s: idle seconds before a node powers down; ``None`` (the default) never: the run is the run
+            without the model, bit for bit.
+        wake_s: seconds a powered-down node takes to wake (default :data:`DEFAULT_WAKE_S`).
+        sleep_w: watts each GPU of a powered-down node draws; default 0, an estimate: the GPUs of a node that is
+            off draw nothing (its management controller's few watts are not GPU power, all the model counts).
+    """
+
+    idle_timeout_s: float | None = None
+    wake_s: float = DEFAULT_WAKE_S
+    sleep_w: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_bounds(self.to_dict(), _POWER_DOWN_BOUNDS, "power_down")
+
+    @property
+    def active(self) -> bool:
+        """Whether nodes ever power down."""
+        return self.idle_timeout_s is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"idle_timeout_s": self.idle_timeout_s, "wake_s": self.wake_s, "sleep_w": self.sleep_w}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "power_down") -> PowerDownModel:
+        """The model of JSON object ``data`` (missing keys take their defaults); ``where`` names it in errors."""
+        if not isinstance(data, Mapping):
+            raise OptionsError(f"{where} must be an object with {', '.join(_POWER_DOWN_BOUNDS)}")
+        reject_unknown_keys(data, set(_POWER_DOWN_BOUNDS), where, OptionsError)
+        _check_bounds(data, _POWER_DOWN_BOUNDS, where)
+        return cls(**data)
 
 
 #: Admission policies (:mod:`engine.sim.admission` applies them): name -> what it does.
@@ -460,6 +543,7 @@ class RunOptions:
         energy: power, prices and carbon, for the energy and cost metrics (no effect on the simulation).
         admission: which arriving jobs enter the queue (default: all).
         elastic: what resizing an elastic job costs (default: Pollux's 30 s).
+        power_down: idle nodes that power down and wake for a job (default: none do).
     """
 
     preemption: PreemptionModel = field(default=PreemptionModel(), metadata={"parse": PreemptionModel.from_dict})
@@ -467,6 +551,7 @@ class RunOptions:
     energy: EnergyModel = field(default=EnergyModel(), metadata={"parse": EnergyModel.from_dict})
     admission: AdmissionModel = field(default=AdmissionModel(), metadata={"parse": AdmissionModel.from_dict})
     elastic: ElasticModel = field(default=ElasticModel(), metadata={"parse": ElasticModel.from_dict})
+    power_down: PowerDownModel = field(default=PowerDownModel(), metadata={"parse": PowerDownModel.from_dict})
 
     def __post_init__(self) -> None:
         if self.failures.checkpoint_cost_s and self.preemption.checkpoint_interval_s is None:

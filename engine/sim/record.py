@@ -21,6 +21,7 @@ from engine.sim.cluster import Cluster
 from engine.sim.failures import FailureCalendar
 from engine.sim.job import Job
 from engine.sim.options import RunOptions
+from engine.sim.power import NodeSleep
 from engine.sim.state import JOB_DECLINED, JOB_FAILED, JOB_UNSCHEDULABLE
 
 #: Status codes in :attr:`Result.status`.
@@ -51,6 +52,8 @@ class Result:
         job_failures: times each job's run crashed by itself (retried or not).
         crash_lost_gpu_s: GPU-seconds of work lost to crashes that were retried (rolled back to a checkpoint).
         restart_gpu_s: GPU-seconds of restart overhead paid after stops of any cause.
+        wake_gpu_s: GPU-seconds of overhead paid waiting for powered-down nodes to wake (:mod:`engine.sim.power`).
+        wakes: times each job waited for powered-down nodes to wake (``options.power_down.wake_s`` each).
         checkpoint_gpu_s: GPU-seconds spent writing the checkpoints each job kept (``checkpoint_cost_s`` each).
             Lost and overhead GPU-seconds are reference work x GPUs x fraction, as ``lost_gpu_s``.
         gpu_ids: GPUs of each job's last run segment (``()`` when it never ran).
@@ -63,6 +66,8 @@ class Result:
         series_stranded_gpus: free GPU capacity on partly used GPUs (fragmented capacity).
         outage_node, outage_start_s, outage_end_s: one entry per node failure, in the order they began: the node,
             when it failed, when it was back (NaN: still down when the run ended).
+        sleep_node, sleep_start_s, sleep_end_s: one entry per time a node was powered down (``options.power_down``):
+            the node and the interval (``inf``: idle at the end of the run, it stays down); empty when off.
         options: the run's options.
         decision_points: how many times the scheduler was consulted.
         declined_reasons: ``job_id -> why the admission stage declined it`` (:mod:`engine.sim.admission`).
@@ -102,6 +107,11 @@ class Result:
     outage_node: np.ndarray
     outage_start_s: np.ndarray
     outage_end_s: np.ndarray
+    wake_gpu_s: np.ndarray
+    wakes: np.ndarray
+    sleep_node: np.ndarray
+    sleep_start_s: np.ndarray
+    sleep_end_s: np.ndarray
     options: RunOptions
     decision_points: int = 0
     extra: dict = field(default_factory=dict)
@@ -190,16 +200,19 @@ class Recorder:
         faults: FailureCalendar,
         work_s: list[float],
         work_left_s: list[float],
+        power: NodeSleep | None = None,
     ) -> Result:
         """The :class:`Result` of the finished run (``lifecycle``: each job's final ``JOB_*`` state; ``reasons``: why
         each job set aside at its arrival was, unschedulable or declined; ``faults``: its
-        failures; ``work_s``, ``work_left_s``: each job's work, checkpoints included, and what was left of it)."""
+        failures; ``work_s``, ``work_left_s``: each job's work, checkpoints included, and what was left of it;
+        ``power``: the nodes that powered down, ``None`` when none could)."""
         states = _ints(lifecycle)
         status = np.full(len(lifecycle), COMPLETED, dtype=np.int8)
         status[states == JOB_UNSCHEDULABLE] = UNSCHEDULABLE
         status[states == JOB_FAILED] = FAILED
         status[states == JOB_DECLINED] = DECLINED
         declined = {j: why for j, why in reasons.items() if lifecycle[j] == JOB_DECLINED}
+        sleep_node, sleep_start_s, sleep_end_s = ([], [], []) if power is None else power.intervals()
         return Result(
             scheduler=scheduler,
             cluster=cluster,
@@ -234,6 +247,11 @@ class Recorder:
             outage_node=_ints(faults.outage_node),
             outage_start_s=_floats(faults.outage_start_s),
             outage_end_s=_floats(faults.outage_end_s),
+            wake_gpu_s=np.zeros(len(jobs)) if power is None else _floats(power.wake_gpu_s),
+            wakes=np.zeros(len(jobs), dtype=np.int64) if power is None else _ints(power.wakes),
+            sleep_node=_ints(sleep_node),
+            sleep_start_s=_floats(sleep_start_s),
+            sleep_end_s=_floats(sleep_end_s),
             options=options,
             decision_points=decision_points,
             declined_reasons=declined,

@@ -48,6 +48,7 @@ from engine.sim.failures import FailureCalendar
 from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy
 from engine.sim.options import PreemptionModel, RunOptions
+from engine.sim.power import NodeSleep
 from engine.sim.record import COMPLETED, DECLINED, FAILED, UNSCHEDULABLE, Recorder, Result
 from engine.sim.state import (
     JOB_DECLINED,
@@ -184,6 +185,7 @@ class Simulation:
         self._faults = FailureCalendar(self.options.failures, self._lay, self.seed, self._work_s)
         self._fail_left = self._faults.fail_left_s  # where each job's run crashes (0: it does not)
         self._checks = DecisionChecks(self.jobs, self._state, self._occ, self._shapes, self._lay, self._running)
+        self._power = NodeSleep.of(self.options.power_down, self._lay, self.jobs)  # None: nodes never power down
         self.state = ClusterState(
             self,
             self._shapes,
@@ -361,6 +363,8 @@ class Simulation:
             first_start[j] = now
         self._comm[j] = comm
         self._last_update[j] = now
+        if self._power is not None:  # waking powered-down nodes: the job pays the delay as a restart overhead
+            self._work_left[j] = self._work_left[j] + self._power.woken(j, gpus, now, rate)
         work_left = self._work_left[j]
         est_left = job.estimate_s - (job.duration_s - work_left)
         if est_left < 0.0:  # max(est_left, 0.0), in float arithmetic when compiled
@@ -422,6 +426,8 @@ class Simulation:
         occ = self._occ
         self._work_left[j] = self._work_left[j] - (now - self._last_update[j]) * r.rate
         self._last_update[j] = now
+        if self._power is not None:
+            self._power.released(gpus, now)
         if frac >= 1.0:
             occ.release_whole(gpus)
         else:
@@ -534,7 +540,7 @@ class Simulation:
         occ, faults, view = self._occ, self._faults, self.state
         for node in faults.pop(now):
             if not faults.down[node]:
-                occ.bring_up(node)
+                occ.bring_up(node, now)
                 view.stops += 1  # resources grew: a placement that failed may succeed now
                 continue
             for j in faults.interrupted(node, self._running):
@@ -631,6 +637,7 @@ class Simulation:
             self._faults,
             self._work_s,
             self._work_left,
+            self._power,
         )
 
 

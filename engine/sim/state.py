@@ -36,7 +36,7 @@ from engine.sim.job import Job
 from engine.sim.occupancy import Occupancy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from engine.sim.options import PreemptionModel
+    from engine.sim.options import CarbonSeries, PreemptionModel
     from engine.sim.simulator import Simulation
 
 #: Tolerance for sums of GPU fractions (0.1 + 0.2 must fit in 0.3).
@@ -232,8 +232,9 @@ class ClusterState:
         free_capacity: free GPU capacity: idle GPUs plus the free shares of partly used ones.
         occupancy: the engine's own bookkeeping with fast lookup indexes (:class:`engine.sim.occupancy.Occupancy`),
             for placement rules that need to be fast. Under a failure model a node that is down holds its GPUs
-            (none is free) until it is repaired; ``occupancy.node_down`` says which nodes are, and
-            ``occupancy.node_failures`` how often each has failed so far.
+            (none is free) until it is repaired; ``occupancy.node_down`` says which nodes are,
+            ``occupancy.node_failures`` how often each has failed so far and ``occupancy.node_up_since_s`` when
+            each was last repaired.
         job_shape: a small integer per job; jobs with equal shape ask for the same resources (GPU count,
             fraction, memory, allowed types), so a placement that fails for one fails for all of them.
         queue_shape_counts: ``shape -> number of waiting jobs`` with that shape (a dict; do not change it).
@@ -244,6 +245,8 @@ class ClusterState:
         seed: the run's seed; randomised schedulers derive their generator from it.
         preemption: the run's preemption model (what a preempted job loses; a known policy of the cluster, like
             its checkpoint interval, never a job's true duration).
+        carbon_g_per_kwh: the grid's carbon intensity of the run's energy model (gCO2/kWh: a constant or an
+            hourly :class:`~engine.sim.options.CarbonSeries`), a forecast carbon-aware schedulers may plan with.
         shape_node_bits: per job shape, its eligible nodes as a bitmask (bit ``n`` is node ``n``).
         rescale_s: seconds an elastic job stalls each time a ``Resize`` changes its GPUs (the run's
             ``options.elastic.rescale_s``).
@@ -275,6 +278,7 @@ class ClusterState:
         self.arrival_order: Sequence[int] = arrival_order
         self.seed: int = sim.seed
         self.preemption: PreemptionModel = sim.preemption
+        self.carbon_g_per_kwh: float | CarbonSeries = sim.options.energy.carbon_g_per_kwh
         self.rescale_s: float = sim.options.elastic.rescale_s
         self.now_s: float = 0.0
         self._queue = queue

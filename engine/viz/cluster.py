@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.sim.cluster import Cluster
-from engine.viz.style import PALETTE
+from engine.viz.style import PALETTE, plain, plain_all
 
 #: At most this many nodes are named under the picture (every k-th when there are more).
 MAX_NODE_LABELS = 40
@@ -51,11 +51,13 @@ def cluster_figure(cluster: Cluster) -> go.Figure:
                 x=part["x"],
                 y=part["slot"],
                 mode="markers",
-                name=str(t),
+                name=plain(t),
                 marker=dict(symbol="square", size=size, color=colours[t], line=dict(width=0)),
-                customdata=np.stack([part["gpu"], part["node"], part["rack"]], axis=1),
+                customdata=np.stack(
+                    [part["gpu"], part["node"], np.array(plain_all(part["rack"]), dtype=object)], axis=1
+                ),
                 hovertemplate="GPU %{customdata[0]} · node %{customdata[1]} · %{customdata[2]}"
-                f"<extra>{t}</extra>",
+                f"<extra>{plain(t)}</extra>",
             )
         )
     if len(df) and cluster.layout.n_nodes <= 200:
@@ -65,7 +67,7 @@ def cluster_figure(cluster: Cluster) -> go.Figure:
                 y=1,
                 yref="paper",
                 yanchor="bottom",
-                text=str(rack),
+                text=plain(rack),
                 showarrow=False,
                 font=dict(size=10),
             )

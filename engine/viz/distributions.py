@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from engine.viz.series import MAX_POINTS
-from engine.viz.style import PALETTE, time_scale
+from engine.viz.style import PALETTE, plain, time_scale
 
 
 def cdf_points(values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -57,12 +57,12 @@ def cdf_figure(
                 go.Scatter(
                     x=x / div,
                     y=p * 100,
-                    name=name,
-                    legendgroup=name,
+                    name=plain(name),
+                    legendgroup=plain(name),
                     showlegend=k == 1,
                     mode="lines",
                     line=dict(shape="hv", color=PALETTE[i % len(PALETTE)]),
-                    hovertemplate=f"{label} ≤ %{{x:.2f}} {unit}: %{{y:.1f}}% of jobs<extra>{name}</extra>",
+                    hovertemplate=f"{label} ≤ %{{x:.2f}} {unit}: %{{y:.1f}}% of jobs<extra>{plain(name)}</extra>",
                 ),
                 row=1,
                 col=k,

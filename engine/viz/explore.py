@@ -27,7 +27,7 @@ from engine.analysis.sweep import CELL_COLUMNS, curve_stats
 from engine.errors import EngineError
 from engine.sim.cluster import parse_cluster_text
 from engine.units import plural
-from engine.viz.style import PALETTE, time_scale
+from engine.viz.style import PALETTE, plain, plain_all, time_scale
 
 #: Parameters of a sweep a heatmap can put on an axis.
 HEATMAP_AXES = CELL_COLUMNS
@@ -95,8 +95,8 @@ def _band(x, mean, half, metric: str, colour: str, name: str, div: float) -> go.
         line=dict(width=0),
         hoverinfo="skip",
         showlegend=False,
-        legendgroup=name,
-        name=f"{name} 95 % band",
+        legendgroup=plain(name),
+        name=f"{plain(name)} 95 % band",
     )
 
 
@@ -128,7 +128,7 @@ def sweep_curves_figure(frame: pd.DataFrame, metric: str, *, load_label: str = "
         cols=len(clusters),
         shared_yaxes=True,
         horizontal_spacing=0.04,
-        subplot_titles=[cluster_label(str(c)) for c in clusters],
+        subplot_titles=[plain(cluster_label(str(c))) for c in clusters],
     )
     for col, cluster in enumerate(clusters, start=1):
         for i, name in enumerate(schedulers):
@@ -144,13 +144,13 @@ def sweep_curves_figure(frame: pd.DataFrame, metric: str, *, load_label: str = "
                     x=x.tolist(),
                     y=(mean / div).tolist(),
                     mode="lines+markers",
-                    name=name,
-                    legendgroup=name,
+                    name=plain(name),
+                    legendgroup=plain(name),
                     showlegend=col == 1,
                     line=dict(color=colour),
                     customdata=np.stack([np.nan_to_num(half) / div, s["seeds"].to_numpy()], axis=1).tolist(),
                     hovertemplate=f"{load_label} %{{x:g}}: %{{y:.3g}} ± %{{customdata[0]:.2g}} "
-                    f"(%{{customdata[1]}} seeds)<extra>{name}</extra>",
+                    f"(%{{customdata[1]}} seeds)<extra>{plain(name)}</extra>",
                 ),
                 row=1,
                 col=col,
@@ -178,7 +178,7 @@ def sweep_heatmap_figure(frame: pd.DataFrame, metric: str, x: str, y: str) -> go
     title, div = metric_scale(metric, z)
 
     def labels(axis: str, values) -> list[str]:
-        return [cluster_label(str(v)) if axis == "cluster" else str(v) for v in values]
+        return plain_all(cluster_label(str(v)) if axis == "cluster" else v for v in values)
 
     fig = go.Figure(
         go.Heatmap(
@@ -220,14 +220,14 @@ def plan_figure(
                 x=group["nodes"].tolist(),
                 y=group["value"].tolist(),
                 mode="lines+markers",
-                name=name,
-                legendgroup=name,
+                name=plain(name),
+                legendgroup=plain(name),
                 line=dict(color=colour),
                 customdata=[
                     [g, "meets" if ok else "misses"] for g, ok in zip(group["gpus"].tolist(), group["meets"].tolist())
                 ],
                 hovertemplate="%{x} nodes (%{customdata[0]} GPUs): %{y:.3g}, %{customdata[1]}"
-                f"<extra>{name}</extra>",
+                f"<extra>{plain(name)}</extra>",
             )
         )
         best = answers.get(name)
@@ -239,9 +239,9 @@ def plan_figure(
                     y=at["value"].tolist(),
                     mode="markers",
                     showlegend=False,
-                    legendgroup=name,
+                    legendgroup=plain(name),
                     marker=dict(size=15, color=colour, symbol="star"),
-                    name=f"{name}: {best} nodes",
+                    name=f"{plain(name)}: {best} nodes",
                     hoverinfo="name",
                 )
             )
@@ -298,11 +298,11 @@ def tradeoff_figure(frame: pd.DataFrame, x: str = "cost_usd", y: str = "mean_wai
                 x=group[x].tolist(),
                 y=group[y].tolist(),
                 mode="markers",
-                name=name,
+                name=plain(name),
                 marker=dict(color=PALETTE[i % len(PALETTE)], size=9),
-                customdata=group[["cluster", "load"]].astype(str).to_numpy().tolist(),
+                customdata=[[plain(cluster_label(str(c))), load] for c, load in zip(group["cluster"], group["load"])],
                 hovertemplate=f"%{{customdata[0]}}, load %{{customdata[1]}}: "
-                f"%{{x:.4g}}, %{{y:.4g}}<extra>{name}</extra>",
+                f"%{{x:.4g}}, %{{y:.4g}}<extra>{plain(name)}</extra>",
             )
         )
     fig.update_layout(

@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 from engine.analysis.energy import gpu_power_w, power_series
 from engine.sim.options import EnergyModel
 from engine.sim.simulator import Result
-from engine.viz.style import PALETTE, time_scale
+from engine.viz.style import PALETTE, plain, time_scale
 
 
 def series_frame(result: Result) -> pd.DataFrame:
@@ -95,8 +95,8 @@ def series_figure(results: Mapping[str, Result], energy: EnergyModel | None = No
         vertical_spacing=0.08,
         subplot_titles=("jobs waiting", "GPU utilisation", "facility power")[:rows],
     )
-    for i, (name, r) in enumerate(results.items()):
-        s = series_frame(r)
+    for i, (run, r) in enumerate(results.items()):
+        s, name = series_frame(r), plain(run)
         colour = PALETTE[i % len(PALETTE)]
         tq, q = binned_series(s["t_s"], s["queue"], t_end, how="max")
         tu, u = binned_series(s["t_s"], s["utilization"], t_end, how="mean")

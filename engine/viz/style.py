@@ -1,4 +1,6 @@
-"""What every chart shares: the colour palette, colours per category and readable time units."""
+"""What every chart shares: the colour palette, colours per category, readable time units and :func:`plain`, the
+one way text from data (user names, job types, scheduler and run names, cluster and GPU type names) enters a
+figure."""
 
 from __future__ import annotations
 
@@ -25,12 +27,27 @@ PALETTE = (
     "#999933",
 )
 OTHER_COLOUR = "#BBBBBB"
+#: Plotly reads a subset of HTML (``<a href>``, ``<b>``, ``<br>``, entities) in every text it draws (legends,
+#: hover labels, titles, tick labels, annotations) and ``%{...}`` in hover templates; these characters keep a name
+#: literal (Plotly turns the entities back into the characters when it draws).
+_PLOTLY_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "%": "&#37;"})
 #: At most this many categories get their own colour; the rest are drawn as "other".
 MAX_CATEGORIES = len(PALETTE)
 
 #: An axis is labelled in the largest unit of :data:`engine.units.TIME_UNITS` it spans this many times (a single
 #: value, :func:`engine.units.human_seconds`, takes the largest it spans twice), so the axis reads 0 to 3 or more.
 AXIS_SPANS = 3
+
+
+def plain(text: object) -> str:
+    """``text`` as a figure must hold it to show it literally: no markup, link or hover-template field of a name
+    from data ever renders (``<a href=x>`` shows as typed)."""
+    return str(text).translate(_PLOTLY_ESCAPES)
+
+
+def plain_all(values) -> list[str]:
+    """:func:`plain` of every value (category labels, hover text)."""
+    return [plain(v) for v in values]
 
 
 def time_scale(span_s: float) -> tuple[str, float]:

@@ -3,7 +3,8 @@
 * :func:`segments_frame`: one row per (run segment, GPU) of a :class:`engine.Result`.
 * :func:`timeline_figure`: one column per run, a play button and a time slider moving a cursor, each run's queue
   length underneath; with failures modelled, a red band over each node while it is down and a cross where a node
-  failure stopped a job (:func:`interrupted_points`). Large runs switch to a raster of GPU x time cells or to a busy-share heatmap of GPU bands
+  failure stopped a job (:func:`interrupted_points`); with deadlines, a tick where each job that ran was due, green
+  when it met its deadline, red when it missed it (:func:`deadline_points`; up to ``WEBGL_JOBS`` jobs a run). Large runs switch to a raster of GPU x time cells or to a busy-share heatmap of GPU bands
   (:func:`timeline_mode` decides; the figure's ``meta`` says which).
 """
 
@@ -18,11 +19,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from engine.analysis.deadlines import has_deadlines, job_deadlines
 from engine.sim.cluster import Cluster
 from engine.sim.simulator import Result
 from engine.units import human_seconds
 from engine.viz.series import binned_series, step_at
-from engine.viz.style import OTHER_COLOUR, category_colours, time_scale
+from engine.viz.style import OTHER_COLOUR, category_colours, plain, plain_all, time_scale
 
 #: Animation frames of the timeline cursor.
 MAX_FRAMES = 200
@@ -84,6 +86,17 @@ def interrupted_points(seg: pd.DataFrame, result: Result) -> pd.DataFrame:
     hit = seg.assign(node=node).merge(outages, on=["node", "end_s"])
     first = hit.groupby(["job_id", "end_s"], as_index=False)["gpu"].min()
     return first.rename(columns={"end_s": "t_s"})[["job_id", "gpu", "t_s"]]
+
+
+def deadline_points(seg: pd.DataFrame, result: Result) -> pd.DataFrame:
+    """Where each job that ran and has a deadline was due: one row per job, ``job_id, gpu, t_s, met`` (its
+    deadline, on the first GPU of its last run segment), from ``seg`` (:func:`segments_frame` of ``result``)."""
+    last = seg[seg["end_s"] == seg.groupby("job_id")["end_s"].transform("max")]
+    rows = last.groupby("job_id", as_index=False)["gpu"].min()
+    due = job_deadlines(result)
+    ids = rows["job_id"].to_numpy()
+    rows = rows.assign(t_s=due["deadline_s"][ids], met=due["deadline_met"][ids])
+    return rows[np.isfinite(rows["t_s"].to_numpy())].reset_index(drop=True)
 
 
 #: Down nodes are shaded for at most this many outages per run (each is a shape the browser lays out): the first.
@@ -229,7 +242,7 @@ def timeline_figure(
     q_top = 1.05 * max((int(r.series_queue.max()) for r in runs if len(r.series_queue)), default=1) + 0.5
     shapes: list[dict] = []
     for col, (name, r) in enumerate(zip(names, runs), start=1):
-        _add_column(canvas, frames_seg[name], r, col, name, raster_bins(max(len(runs), 1)))
+        _add_column(canvas, frames_seg[name], r, col, plain(name), raster_bins(max(len(runs), 1)))
         shapes += _column_axes(canvas, r, col, q_top)
     if shapes:
         fig.layout._validate = True  # set once, validated once (they are few)
@@ -269,7 +282,7 @@ def _unvalidated_subplots(names: Sequence[str]) -> go.Figure:
         row_heights=[0.8, 0.2],
         vertical_spacing=0.04,
         horizontal_spacing=min(0.04, 0.3 / n_cols),
-        subplot_titles=list(names) or ["(no run)"],
+        subplot_titles=plain_all(names) or ["(no run)"],
     )
     # Everything added below is built here from plain numbers: skip Plotly's per-property validation, which
     # otherwise takes about half of this function's time (see _set_unvalidated for the same reasoning).
@@ -279,7 +292,8 @@ def _unvalidated_subplots(names: Sequence[str]) -> go.Figure:
 
 
 def _add_column(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, bins: int) -> None:
-    """Run ``r``'s timeline in column ``col`` as the canvas's mode draws it, its queue length underneath."""
+    """Run ``r``'s timeline in column ``col`` as the canvas's mode draws it, its queue length underneath (``name``:
+    the run's name as :func:`~engine.viz.style.plain` gives it)."""
     if c.mode == "heatmap":
         _add_heatmap(c, seg, r, col, name)
     elif c.mode == "raster":
@@ -288,6 +302,8 @@ def _add_column(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, b
         _add_bars(c, seg, r, col, name)
     if r.outage_node.size and c.mode != "heatmap":
         _add_interruptions(c, seg, r, col, name)
+    if c.mode != "heatmap" and has_deadlines(r) and r.n_jobs <= WEBGL_JOBS:  # a raster's many jobs: no ticks
+        _add_deadlines(c, seg, r, col, name)
     tq, q = binned_series(r.series_t, r.series_queue, c.t_end_s, how="max")
     c.fig.add_trace(
         go.Scatter(
@@ -325,6 +341,35 @@ def _add_interruptions(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name:
         col=col,
     )
     c.legend_done.add(label)
+
+
+#: The deadline ticks' colours: met, missed.
+DEADLINE_COLOURS = {True: "#2ca02c", False: "#d62728"}
+
+
+def _add_deadlines(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str) -> None:
+    """A tick at each job's deadline (:func:`deadline_points`), green if met, red if missed; one legend entry each
+    for all runs."""
+    points = deadline_points(seg, r)
+    for met, colour in DEADLINE_COLOURS.items():
+        part = points[points["met"] == met]
+        label = "deadline met" if met else "deadline missed"
+        c.fig.add_trace(
+            go.Scatter(
+                x=part["t_s"] / c.div,
+                y=part["gpu"],
+                mode="markers",
+                name=label,
+                legendgroup=label,
+                showlegend=label not in c.legend_done,
+                customdata=part["job_id"],
+                marker=dict(symbol="line-ns", size=12, line=dict(width=2, color=colour)),
+                hovertemplate=f"job %{{customdata}}: {label}<br>due t=%{{x:.2f}} {c.unit}<extra>{name}</extra>",
+            ),
+            row=1,
+            col=col,
+        )
+        c.legend_done.add(label)
 
 
 def _outage_shapes(c: _Canvas, r: Result, col: int) -> list[dict]:
@@ -388,22 +433,22 @@ def _add_bars(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str) -> 
         for t in np.unique(gpu_type[cats.to_numpy() == cat]):
             part = seg[(cats.to_numpy() == cat) & (gpu_type == t)]
             x, y, ids = _bar_points(part, lay, r.n_jobs, c.div)
-            text = np.repeat(part[other].astype(str).to_numpy(), 3)
+            text = np.repeat(np.array(plain_all(part[other]), dtype=object), 3)
             c.fig.add_trace(
                 scatter(
                     x=x,
                     y=y,
                     mode="lines",
-                    name=cat,
-                    legendgroup=cat,
+                    name=plain(cat),
+                    legendgroup=plain(cat),
                     showlegend=cat not in c.legend_done,
                     line=dict(color=OTHER_COLOUR if cat == "other" else c.colours[cat], width=c.line_px),
                     customdata=ids,
                     text=text,
                     connectgaps=False,
-                    hovertemplate=f"job %{{customdata[0]}} · {c.color_by.replace('_', ' ')} {cat} · "
+                    hovertemplate=f"job %{{customdata[0]}} · {c.color_by.replace('_', ' ')} {plain(cat)} · "
                     f"{other.replace('_', ' ')} %{{text}}<br>GPU %{{y}} · "
-                    f"{lay.type_names[int(t)]} · node %{{customdata[1]}}<br>t=%{{x:.2f}} {c.unit}"
+                    f"{plain(lay.type_names[int(t)])} · node %{{customdata[1]}}<br>t=%{{x:.2f}} {c.unit}"
                     f"<extra>{name}</extra>",
                 ),
                 row=1,
@@ -460,12 +505,12 @@ def _gpu_ticks(cluster: Cluster) -> dict:
     first, count = lay.node_first_gpu.astype(float), lay.node_gpus.astype(float)
     if lay.n_nodes <= NODE_TICKS:
         vals: np.ndarray | list[float] = first + (count - 1) / 2
-        text = [f"n{i} · {lay.type_names[int(t)]}" for i, t in enumerate(lay.node_type)]
+        text = [f"n{i} · {plain(lay.type_names[int(t)])}" for i, t in enumerate(lay.node_type)]
     else:
         vals, text = [], []
         for a, b, t in _type_runs(lay):
             vals.append((lay.node_first_gpu[a] + lay.node_first_gpu[b - 1] + lay.node_gpus[b - 1] - 1) / 2)
-            text.append(f"{lay.type_names[t]} ×{int(lay.node_gpus[a:b].sum())}")
+            text.append(f"{plain(lay.type_names[t])} ×{int(lay.node_gpus[a:b].sum())}")
     return dict(tickmode="array", tickvals=[float(v) for v in vals], ticktext=text, ticks="")
 
 
@@ -549,7 +594,7 @@ def _add_raster(cv: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, 
                 colorscale=scale,
                 showscale=False,
                 hoverongaps=False,
-                hovertemplate=f"job %{{customdata}}<br>GPU %{{y}} · {lay.type_names[t]}<br>t=%{{x:.2f}} {unit}"
+                hovertemplate=f"job %{{customdata}}<br>GPU %{{y}} · {plain(lay.type_names[t])}<br>t=%{{x:.2f}} {unit}"
                 f"<extra>{name}</extra>",
             ),
             row=1,
@@ -564,8 +609,8 @@ def _add_raster(cv: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, 
                 x=[None],
                 y=[None],
                 mode="markers",
-                name=c,
-                legendgroup=c,
+                name=plain(c),
+                legendgroup=plain(c),
                 showlegend=True,
                 marker=dict(symbol="square", size=12, color=OTHER_COLOUR if c == "other" else colours[c]),
             ),

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from engine.viz.style import PALETTE, time_scale
+from engine.viz.style import PALETTE, plain, plain_all, time_scale
 
 #: Up to this many users the per-user chart names each user (grouped bars); above, it ranks them (lines).
 USER_BARS = 30
@@ -45,16 +45,16 @@ def user_wait_figure(
         gini, jain = fairness.get(name, (math.nan, math.nan))
         values = table[name].dropna() if name in table else pd.Series(dtype=float)
         zero = float((values <= 0).mean() * 100) if len(values) else math.nan
-        label = f"{name} (Gini {gini:.2f}, Jain {jain:.2f}; {zero:.0f}% of users never waited)"
+        label = f"{plain(name)} (Gini {gini:.2f}, Jain {jain:.2f}; {zero:.0f}% of users never waited)"
         colour = PALETTE[i % len(PALETTE)]
         if n_users <= USER_BARS:
             fig.add_trace(
                 go.Bar(
-                    x=table.index.astype(str),
+                    x=plain_all(table.index),
                     y=table[name] / div if name in table else [],
                     name=label,
                     marker_color=colour,
-                    hovertemplate=f"%{{x}}: mean wait %{{y:.3g}} {unit}<extra>{name}</extra>",
+                    hovertemplate=f"%{{x}}: mean wait %{{y:.3g}} {unit}<extra>{plain(name)}</extra>",
                 )
             )
         else:
@@ -67,9 +67,9 @@ def user_wait_figure(
                     name=label,
                     mode="lines",
                     line=dict(color=colour, shape="hv"),
-                    text=ranked.index.astype(str),
+                    text=plain_all(ranked.index),
                     hovertemplate=f"%{{text}}: mean wait %{{y:.3g}} {unit} (top %{{x:.0f}}% of "
-                    f"users)<extra>{name}</extra>",
+                    f"users)<extra>{plain(name)}</extra>",
                 )
             )
     many = n_users > USER_BARS

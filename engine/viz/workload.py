@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from engine.sim.job import Job
 from engine.units import human_seconds, plural
-from engine.viz.style import PALETTE, time_scale
+from engine.viz.style import PALETTE, plain_all, time_scale
 
 
 def jobs_frame(jobs: Sequence[Job]) -> pd.DataFrame:
@@ -105,7 +105,7 @@ def user_volume_figure(jobs: pd.DataFrame, top: int = 20) -> go.Figure:
     vol = jobs.groupby("user")["gpu_s"].sum().sort_values(ascending=False) / 3600.0
     if len(vol) > top:
         vol = pd.concat([vol.iloc[:top], pd.Series({"other": vol.iloc[top:].sum()})])
-    fig = go.Figure(go.Bar(x=[str(u) for u in vol.index], y=vol.to_numpy(), marker_color=PALETTE[3]))
+    fig = go.Figure(go.Bar(x=plain_all(vol.index), y=vol.to_numpy(), marker_color=PALETTE[3]))
     fig.update_xaxes(type="category")
     return _small(fig, "volume per user", "user", "GPU-hours submitted (GPU·h)")
 

@@ -10,7 +10,7 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from engine import CarbonSeries, EnergyModel, RunOptions, make_scheduler, parse_cluster, simulate
+from engine import CarbonSeries, EnergyModel, Job, RunOptions, make_scheduler, parse_cluster, simulate
 from engine.analysis.energy import carbon_integral, power_series, summarize_energy
 from engine.analysis.metrics import ENERGY_METRICS, METRICS, best_columns, compare, job_frame, summarize, user_frame
 from engine.errors import ClusterSpecError
@@ -173,7 +173,7 @@ def test_without_a_model_summaries_and_runs_are_unchanged(run):
     assert list(with_energy.to_dict()) == [*METRICS, *ENERGY_METRICS]
     assert {k: with_energy.to_dict()[k] for k in METRICS} == plain.to_dict()
     assert list(job_frame(run).columns) == [
-        c for c in job_frame(run, MODEL).columns if c not in ("energy_kwh", "cost_usd", "co2_kg")
+        c for c in job_frame(run, MODEL).columns if c not in ("energy_kwh", "cost_usd", "co2_kg", "useful_gpu_s")
     ]
     # the energy model is read by the metrics only: the simulation is bit-identical under any of them
     cluster = run.cluster
@@ -203,3 +203,37 @@ def test_a_gpu_type_without_power_figures_is_named():
     )
     with pytest.raises(ClusterSpecError, match="^GPU type X has no power figures: give board_w"):
         summarize(simulate(cluster, [], make_scheduler("fifo")), EnergyModel())
+
+
+def test_per_completed_job_and_per_useful_gpu_hour_by_hand():
+    # One A100-80 (training speed 2.4, idle 60 W, busy 304 W, $3.93 per GPU-hour): two training jobs of 2400
+    # reference seconds run 1000 s each, back to back; the second is recorded failed, so its 1000 s are paid for
+    # and useful for nothing.
+    jobs = [Job(0, 0.0, 2400.0, job_type="training"), Job(1, 0.0, 2400.0, job_type="training", failed=True)]
+    result = simulate(parse_cluster("1x1:A100-80"), jobs, make_scheduler("fifo"))
+    s = summarize(result, EnergyModel(pue=1.5)).energy
+    energy_kwh = 1.5 * 304.0 * 2000.0 / 3.6e6  # the GPU is busy the whole makespan
+    cost_usd = 3.93 * 2000.0 / 3600.0
+    assert s.energy_kwh == pytest.approx(energy_kwh)
+    assert s.energy_per_job_kwh == pytest.approx(energy_kwh)  # one job completed and pays for both runs
+    assert s.cost_per_job_usd == pytest.approx(cost_usd)
+    assert s.energy_per_useful_gpu_h_kwh == pytest.approx(energy_kwh / (1000.0 / 3600.0))
+    assert s.cost_per_useful_gpu_h_usd == pytest.approx(2 * 3.93)  # twice the price: half the time was useful
+    users = user_frame(result, EnergyModel(pue=1.5))
+    assert users.loc[0, "cost_per_job_usd"] == pytest.approx(cost_usd)
+    assert users.loc[0, "cost_per_useful_gpu_h_usd"] == pytest.approx(2 * 3.93)
+
+
+def test_per_unit_metrics_are_undefined_without_completed_jobs():
+    result = simulate(parse_cluster("1x1:A100-80"), [Job(0, 0.0, 2400.0, failed=True)], make_scheduler("fifo"))
+    summary = summarize(result, EnergyModel())
+    assert summary.energy.energy_kwh > 0
+    assert summary.to_dict()["cost_per_job_usd"] is None and summary.to_dict()["cost_per_useful_gpu_h_usd"] is None
+
+
+def test_lost_work_raises_the_cost_per_useful_gpu_hour(run):
+    s = summarize(run, MODEL).energy
+    held_gpu_h = float(job_frame(run)["gpu_s"].sum()) / 3600.0
+    ran = summarize(run).completed
+    assert s.cost_per_job_usd == pytest.approx(s.cost_usd / ran)
+    assert s.cost_per_useful_gpu_h_usd >= s.cost_usd / held_gpu_h

@@ -25,7 +25,7 @@ from engine.analysis.plan import (
 )
 from engine.errors import ClusterSpecError, UnknownNameError
 from engine.sim.cluster import parse_cluster
-from engine.sim.options import AdmissionModel, EnergyModel, RunOptions
+from engine.sim.options import AdmissionModel, EnergyModel, FailureModel, PreemptionModel, RunOptions
 from engine.traces.generator import generate
 
 pytestmark = pytest.mark.timeout(300)
@@ -99,6 +99,31 @@ def test_targets_and_shapes_are_checked():
     assert t.met_by({"mean_wait_s": 50.0, "unschedulable": 0})
     assert not t.met_by({"mean_wait_s": 50.0, "unschedulable": 1})  # a job that never runs is not a short wait
     assert not t.met_by({"mean_wait_s": None, "unschedulable": 0})
+
+
+def test_a_plan_may_target_a_reliability_metric_under_failures():
+    # Issue 34: a plan whose target holds under failures. More nodes finish sooner and meet fewer failures, so ETTR
+    # rises with the count; the answer meets the target and one node fewer does not (both run directly here).
+    jobs = generate("3x4:V100-32", 70, load=1.0, seed=2)
+    options = RunOptions(
+        preemption=PreemptionModel(checkpoint_interval_s=3600, restart_overhead_s=300),
+        failures=FailureModel(mtbf_h=50, repair_h=4),
+    )
+    target = parse_target("ettr>=0.993")
+    answer = plan(jobs, "4:V100-32", "fifo", target, options=options, max_nodes=8, backend="serial")
+    n = int(answer.nodes[0])
+
+    def run(nodes: int) -> dict:
+        cluster = grown_cluster((4, "V100-32"), nodes)
+        return summarize(simulate(cluster, jobs, make_scheduler("fifo"), seed=0, options=options)).to_dict()
+
+    at, below = run(n), run(n - 1)
+    assert n == 5 and target.met_by(at) and not target.met_by(below)
+    assert answer.value_at_nodes[0] == at["ettr"] and answer.value_at_nodes_minus_1[0] == below["ettr"] < 0.993
+    with pytest.raises(PlanError, match="target ettr>=0.993: ettr is measured only under failures"):
+        plan(jobs, "4:V100-32", "fifo", target, max_nodes=8, backend="serial")  # the runs would not have it
+    with pytest.raises(PlanError, match="measured only under failures"):
+        plan_mix(jobs, ["4:V100-32", "4:T4"], "fifo", "failed_job_gpu_h<=1", max_nodes=2, backend="serial")
 
 
 def test_a_cost_plan_over_two_shapes_is_the_cheapest_mix_that_meets_the_target():

@@ -43,3 +43,29 @@ def test_every_scheduler_name_is_checked_before_any_run():
         run_scenario(SCENARIO.with_schedulers(()))
     with pytest.raises(UnknownNameError):
         run_scenario(SCENARIO.with_schedulers(("fifo", "no-such-policy")), on_progress=lambda *_: pytest.fail())
+
+
+def test_per_job_records_are_the_job_frames_rows_with_failures_and_deadlines():
+    from engine.analysis.metrics import job_frame
+    from engine.analysis.results import jobs_json
+    from engine.sim.options import FailureModel, RunOptions
+    from engine.traces.generator import generate
+
+    cluster = SCENARIO.build_cluster()
+    jobs = generate(cluster, 80, load=1.3, seed=2, deadlines="gavel", best_effort=0.3)
+    options = RunOptions(failures=FailureModel(mtbf_h=5.0, job_failure_rate=0.1, job_retries=1))
+    result = simulate(cluster, jobs, make_scheduler("fifo"), seed=1, options=options)
+    records = jobs_json({"fifo": result})["fifo"]
+    frame = job_frame(result)
+    assert list(records[0]) == list(frame.columns) and {"deadline_met", "job_failures"} <= set(frame.columns)
+    expected = json.loads(frame.to_json(orient="records", double_precision=15))
+    assert len(records) == len(expected) == 80
+    for got, want in zip(records, expected):
+        assert got.keys() == want.keys()
+        for key, value in got.items():
+            assert (
+                value == pytest.approx(want[key], rel=1e-12, nan_ok=True)
+                if isinstance(value, float)
+                else value == want[key]
+            )
+    json.dumps(records, allow_nan=False)  # strict JSON: NaN is null

@@ -3,10 +3,12 @@ parameters while the others complete, specs round-trip through JSON and refuse b
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -17,6 +19,7 @@ from engine.analysis.scenario import scale_submits
 from engine.analysis.sweep import CELL_COLUMNS, SweepError, SweepSpec, run_sweep
 from engine.cli import main
 from engine.errors import UnknownNameError
+from engine.runner.workers import call
 from engine.schedulers import make_scheduler
 from engine.sim.options import EnergyModel, RunOptions
 from engine.traces import load_trace, write_csv
@@ -153,6 +156,57 @@ def test_a_failing_cell_is_reported_with_its_parameters_and_the_others_complete(
     assert (frame.completed == 30).all()
 
 
+class _Slow:
+    """fifo that thinks for a minute per decision on clusters of more than 8 GPUs (a cell that runs too long)."""
+
+    name = "slow"
+
+    def __init__(self):
+        self.inner = make_scheduler("fifo")
+
+    def reset(self, state):
+        self.big = state.n_gpus > 8
+        self.inner.reset(state)
+
+    def decide(self, state):
+        if self.big:
+            time.sleep(60)
+        return self.inner.decide(state)
+
+
+class _Hog(_Slow):
+    """fifo that asks for 8 GiB at its start on clusters of more than 8 GPUs (a cell past its memory)."""
+
+    name = "hog"
+
+    def reset(self, state):
+        if state.n_gpus > 8:
+            self.hoard = bytearray(8 * 2**30)
+        self.big = False
+        self.inner.reset(state)
+
+
+def test_a_guarded_cell_past_its_time_or_memory_is_a_failed_cell_and_the_others_complete(ray_local):
+    spec = SweepSpec.grid(
+        clusters=("2x4:V100-32", "2x8:V100-32"), schedulers=("fifo", "slow", "hog"), jobs=30, loads=(0.9,)
+    )
+    guard = functools.partial(call, what="this cell", limit_s=5, memory_mb=2048)
+    start = time.monotonic()
+    frame = run_sweep(spec, factories={"slow": _Slow, "hog": _Hog}, guard=guard)
+    assert time.monotonic() - start < 45  # the slow cell would think for a minute per decision
+    errors = {f["scheduler"]: f["error"] for f in frame.attrs["failures"]}
+    assert errors == {
+        "slow": "RunLimitError: this cell stopped after 5 s, this server's time limit per run: make it smaller "
+        "(fewer jobs, a smaller cluster, fewer schedulers at once)",
+        "hog": "RunLimitError: this cell stopped: it needed more than 2,048 MiB, this server's memory limit per "
+        "run: make it smaller (fewer jobs, a smaller cluster)",
+    }
+    assert {f["cluster"] for f in frame.attrs["failures"]} == {"2x8:V100-32"}
+    assert len(frame) == 4 and (frame.completed == 30).all()  # every other cell, guarded the same, finished
+    plain = run_sweep(SweepSpec.grid(clusters=("2x4:V100-32",), schedulers=("fifo",), jobs=30, loads=(0.9,)))
+    assert frame[frame.scheduler == "fifo"].iloc[0].mean_wait_s == plain.iloc[0].mean_wait_s
+
+
 def test_spec_round_trips_through_json_and_refuses_bad_input():
     spec = SweepSpec.grid(
         clusters=("4x8:A100-80",),
@@ -266,3 +320,48 @@ def test_a_journal_keeps_whole_cells_of_its_own_grid_only(tmp_path):
     other = SweepSpec.grid(["1x4:T4"], ["fifo", "sjf"], jobs=10, loads=[0.5, 1.5])
     assert CellJournal(tmp_path / "j.jsonl", other, {}).open() == {}  # another grid: started over
     assert CellJournal(tmp_path / "j.jsonl", spec, {"trace.csv": [1, 2]}).open() == {}  # other inputs too
+
+
+def test_an_option_axis_runs_every_cell_at_each_value_and_rows_carry_it():
+    # Issue 34: MTBF as a sweep axis. Each row is the scenario run with that MTBF; a shorter MTBF fails more nodes.
+    from engine.analysis.metrics import RELIABILITY_METRICS, summarize
+    from engine.sim.options import FailureModel
+
+    base = RunOptions(failures=FailureModel(repair_h=4.0))  # nodes never fail in the base: the axis turns them on
+    grid = SweepSpec.grid(["2x4:A100-80"], ["fifo", "easy-backfill"], jobs=60, loads=[0.9], seeds=2, options=base)
+    spec = SweepSpec(grid.base, grid.clusters, grid.loads, seeds=2, axes=(("failures.mtbf_h", (20, 2000)),))
+    assert spec.cells == 8 and spec.columns == (*CELL_COLUMNS, "failures.mtbf_h")
+    frame = run_sweep(spec, backend="serial")
+    assert list(frame.columns) == [*CELL_COLUMNS, "failures.mtbf_h", *METRICS, *RELIABILITY_METRICS]
+    assert frame["failures.mtbf_h"].tolist() == [20.0] * 4 + [2000.0] * 4
+    for _, row in frame.iterrows():
+        sc = spec.cell(row.cluster, row.load, row.seed, (row["failures.mtbf_h"],))
+        assert sc.options.failures.mtbf_h == row["failures.mtbf_h"] and sc.options.failures.repair_h == 4.0
+        direct = summarize(sc.with_schedulers([row.scheduler]).run()[row.scheduler]).to_dict()
+        assert same(row, direct)
+    by_mtbf = frame.groupby("failures.mtbf_h")["node_failures"].mean()
+    assert by_mtbf[20.0] > 0 == by_mtbf[2000.0]  # these seeds: 2 and 5 failures at 20 h, none at 2,000 h
+    assert SweepSpec.from_json(spec.to_json()) == spec
+    assert "axes" not in grid.to_dict()  # a grid without axes keeps the form older versions read
+
+
+@pytest.mark.parametrize(
+    "axes, message",
+    [
+        (
+            {"failures.nope": [1]},
+            "'failures.nope' is not a numeric run option; valid: preemption.checkpoint_interval_s",
+        ),
+        ({"failures.mtbf_per": [1]}, "is not a numeric run option"),
+        ({"failures.mtbf_h": [100, -1]}, "options.failures.mtbf_h must be a number of hours > 0"),
+        ({"failures.job_failure_rate": [0.5, 1.5]}, "options.failures.job_failure_rate must be a number from 0 to 1"),
+        ({"failures.mtbf_h": [1, 1]}, "each once"),
+        ({"failures.mtbf_h": ["x"]}, "takes finite numbers"),
+        ({"failures.mtbf_h": 100}, "sweep axes: expected an object"),
+    ],
+)
+def test_a_bad_option_axis_is_refused_naming_it(axes, message):
+    data = SweepSpec.grid(["1x4:T4"], ["fifo"], jobs=5, loads=[0.5]).to_dict()
+    with pytest.raises(SweepError, match="^sweep axes: .*") as info:
+        SweepSpec.from_dict({**data, "axes": axes})
+    assert message in str(info.value)

@@ -14,7 +14,7 @@ from engine import EngineError, parse_cluster
 from engine.analysis.metrics import ENERGY_METRICS, metric_name, summarize
 from engine.analysis.scenario import Scenario
 from engine.errors import ClusterSpecError
-from engine.sim.options import CarbonSeries, EnergyModel
+from engine.sim.options import CarbonSeries, EnergyModel, PowerDownModel
 from engine.units import human_value
 from tests.app.test_explore import explore
 from tests.app.test_pages import REPO, app, errors
@@ -54,7 +54,7 @@ def test_carbon_is_a_constant_a_csv_or_the_series_held_and_bad_files_are_one_lin
 def test_cluster_page_sets_the_energy_model_and_a_bad_carbon_csv_is_an_inline_error():
     at = app("app_pages/cluster.py")
     assert "Energy and cost" in [s.value for s in at.subheader]
-    assert "cluster_energy_reset" not in [b.key for b in at.button]  # nothing to reset: the defaults
+    assert at.toggle(key="cluster_count_energy").value is False  # the defaults: not counted
     at.number_input(key="cluster_pue").set_value(1.2)
     at.selectbox(key="cluster_price_list").select("on-demand")
     at.button(key=APPLY_ENERGY).click().run()
@@ -76,9 +76,42 @@ def test_cluster_page_sets_the_energy_model_and_a_bad_carbon_csv_is_an_inline_er
     assert json.loads(at.query_params["o.energy.carbon_g_per_kwh"])["step_s"] == 3600.0
     captions = [re.sub(r"\\(.)", r"\1", c.value) for c in at.caption]  # as the reader sees them
     assert any("24 values, one every 60 min, from 2024-01-01T00:00:00Z" in c for c in captions), captions
-    at.button(key="cluster_energy_reset").click().run()
+    assert at.toggle(key="cluster_count_energy").value is True  # applying the form turned counting on
+    at.toggle(key="cluster_count_energy").set_value(False).run()
     assert at.session_state["scenario"].options.energy == EnergyModel()
     assert not any(k.startswith("o.energy") for k in at.query_params)
+
+
+def test_the_count_switch_counts_the_default_model_in_the_link_and_on_compare():
+    at = app("app_pages/cluster.py")
+    at.toggle(key="cluster_count_energy").set_value(True).run()
+    assert not at.exception and not errors(at), errors(at)
+    assert at.session_state["scenario"].options.energy == EnergyModel(count=True)
+    assert at.query_params["o.energy.count"] == "true"
+    query = dict(at.query_params)
+    compare = app("app_pages/compare.py", query=query)  # the link alone carries the switch
+    compare.button(key="compare_run").click().run()
+    assert not compare.exception and not errors(compare), errors(compare)
+    kpi = compare.dataframe[0].value.set_index("metric")
+    assert kpi.loc[metric_name("energy_kwh")].str.endswith("kWh").all()  # the default model, counted
+    assert kpi.loc[metric_name("cost_per_job_usd")].str.startswith("$").all()
+
+
+def test_the_energy_form_powers_idle_nodes_down_and_the_link_carries_it():
+    at = app("app_pages/cluster.py")
+    at.checkbox(key="cluster_power_down").check()
+    at.number_input(key="cluster_power_down_after").set_value(900.0)
+    at.number_input(key="cluster_wake_s").set_value(120.0)
+    at.button(key=APPLY_ENERGY).click().run()
+    assert not at.exception and not errors(at), errors(at)
+    options = at.session_state["scenario"].options
+    assert options.power_down == PowerDownModel(idle_timeout_s=900.0, wake_s=120.0, sleep_w=0.0)
+    assert options.energy.count  # what powering down saves is counted
+    assert at.query_params["o.power_down.idle_timeout_s"] == "900.0"
+    at.checkbox(key="cluster_power_down").uncheck()
+    at.button(key=APPLY_ENERGY).click().run()
+    assert at.session_state["scenario"].options.power_down == PowerDownModel()
+    assert not any(k.startswith("o.power_down") for k in at.query_params)
 
 
 ENERGY_QUERY = {
@@ -138,7 +171,10 @@ def test_compare_without_an_energy_model_has_no_energy_rows():
     at.button(key="compare_run").click().run()
     kpi = at.dataframe[0].value
     assert not any(m.startswith(("Energy", "Cost of", "Carbon")) for m in kpi["metric"])
-    assert any("set an energy model on the Cluster page" in c.value for c in at.caption)
+    assert any(
+        "turn on Count energy, cost and carbon (or set an energy model) on the Cluster page" in c.value
+        for c in at.caption
+    )
 
 
 @pytest.mark.timeout(300)
@@ -165,7 +201,10 @@ def test_a_sweep_without_an_energy_model_says_where_to_set_one(ray_local):
     at.number_input(key="sweep_seeds").set_value(1)
     at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
     assert "cost_usd" not in at.session_state["explore_sweep"]["frame"].columns
-    assert any("Set an energy model on the Cluster page" in c.value for c in at.caption)
+    assert any(
+        "Turn on Count energy, cost and carbon (or set an energy model) on the Cluster page" in c.value
+        for c in at.caption
+    )
 
 
 @pytest.mark.timeout(300)

@@ -7,6 +7,7 @@ import gc
 import gzip
 import re
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -207,3 +208,85 @@ def test_the_host_caps_the_cells_of_a_sweep(monkeypatch):
     at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
     assert not at.exception and "explore_sweep" not in at.session_state
     assert any("the app runs at most 4 cells" in e for e in errors(at)), errors(at)
+
+
+def test_every_cell_of_a_sweep_and_a_plan_runs_within_the_hosts_time_per_run(monkeypatch, ray_local):
+    from tests.app.test_explore import explore
+
+    monkeypatch.setenv("PLAYGROUND_RUN_TIMEOUT_S", "1")
+    # an agent's network at each of 5,000 jobs' decision points: about 5 s even compiled (measured: 20,000 jobs
+    # take 19.6 s with make build's engine)
+    at = explore({"cluster": "1x8:V100-32", "sched": "rl:wait-mlp", "w.n_jobs": "5000", "w.load": "2"})
+    at.text_input(key="sweep_loads").set_value("2")
+    at.number_input(key="sweep_seeds").set_value(1)
+    start = time.monotonic()
+    at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    frame = at.session_state["explore_sweep"]["frame"]
+    assert frame.empty and [f["error"] for f in frame.attrs["failures"]] == [
+        "RunLimitError: this cell stopped after 1 s, this server's time limit per run: make it smaller "
+        "(fewer jobs, a smaller cluster, fewer schedulers at once)"
+    ]
+    assert any("1 cell(s) failed" in w.value for w in at.warning)
+    at.button(key="FormSubmitter:plan_form-▶ Find the fewest nodes").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    answer = at.session_state["explore_plan"]["answer"]
+    assert answer.nodes.isna().all() and "stopped after 1 s" in answer.error[0]
+    assert time.monotonic() - start < 60
+
+
+def _one_session_with_two_runs_in_flight():
+    """A page whose session has two runs in flight (runs stopped in the browser go on in their workers, and
+    fragments run in parallel) asks for a third; then another session asks for one."""
+    import dataclasses
+    import threading
+    import time
+
+    import streamlit as st
+    from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+
+    from app_pages.lib import workers
+
+    ctx = get_script_run_ctx()
+    answers = []
+
+    def run(seconds: float) -> None:
+        try:
+            answers.append(workers.call(time.sleep, seconds, what="a run"))
+        except workers.RunLimitError as exc:
+            answers.append(str(exc))
+
+    stale = [threading.Thread(target=run, args=(3,)) for _ in range(2)]
+    for thread in stale:
+        add_script_run_ctx(thread, ctx)
+        thread.start()
+    time.sleep(1)  # both hold their session's slots
+    start = time.monotonic()
+    try:
+        workers.call(time.sleep, 0, what="the third run")
+    except workers.RunLimitError as exc:
+        st.session_state["refused"] = (str(exc), time.monotonic() - start)
+    other = threading.Thread(target=run, args=(0,))
+    add_script_run_ctx(other, dataclasses.replace(ctx, session_id="another session"))
+    other.start()
+    other.join()
+    st.session_state["other"] = answers[0]
+    for thread in stale:
+        thread.join()
+    st.session_state["after"] = workers.call(abs, -7, what="a run after both ended")
+
+
+def test_one_session_has_at_most_the_hosts_pieces_of_work_at_once_and_others_still_run(monkeypatch):
+    from app_pages.lib import workers
+
+    monkeypatch.setattr(workers, "_slots", threading.BoundedSemaphore(4))  # the server could run four
+    at = AppTest.from_function(_one_session_with_two_runs_in_flight, default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    message, waited_s = at.session_state["refused"]
+    assert message == (
+        "the third run: this session already has 2 piece(s) of work running or waiting, this server's limit per "
+        "session; wait for one to end (a run stopped in the browser ends within the time limit)"
+    )
+    assert waited_s < 0.5  # refused at once, not queued behind the two
+    assert at.session_state["other"] is None  # another session's run went on meanwhile
+    assert at.session_state["after"] == 7

@@ -188,6 +188,16 @@ def test_the_capacity_plan_runs_under_the_scenarios_failures(ray_local):
 
 
 @pytest.mark.timeout(300)
+def test_a_plan_target_may_be_a_reliability_metric_only_under_failures():
+    from tests.app.test_explore import explore
+
+    at = explore({**FAILING, "sched": "fifo"})
+    assert "ETTR" in at.selectbox(key="plan_metric").options and "ETTR" in at.selectbox(key="mix_metric").options
+    plain = explore({k: v for k, v in FAILING.items() if not k.startswith("o.")})
+    assert "ETTR" not in plain.selectbox(key="plan_metric").options  # a run without failures has no ETTR
+
+
+@pytest.mark.timeout(300)
 def test_a_sweep_under_the_scenarios_failures_carries_the_reliability_columns(ray_local):
     from engine.analysis.metrics import RELIABILITY_METRICS, metric_name
     from tests.app.test_explore import explore

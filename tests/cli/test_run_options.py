@@ -17,7 +17,7 @@ from engine.cli import build_parser, main
 from engine.cli.common import RUN_OPTION_FLAGS, add_run_option_arguments, run_options_from
 from engine.schedulers import make_scheduler
 from engine.sim.cluster import parse_cluster
-from engine.sim.options import EnergyModel, PreemptionModel, RunOptions
+from engine.sim.options import EnergyModel, PowerDownModel, PreemptionModel, RunOptions
 from engine.sim.simulator import simulate
 from engine.traces import load_trace, write_csv
 from engine.traces.carbon import load_carbon_csv
@@ -48,6 +48,7 @@ def test_every_simulating_command_takes_the_same_run_option_flags():
     add_run_option_arguments(probe)
     expected = _flags(probe) - {"-h", "--help"}
     assert {"--checkpoint-interval", "--restart-overhead", "--pue", "--carbon", "--price-list"} <= expected
+    assert {"--count-energy", "--power-down-after", "--wake-delay", "--sleep-w"} <= expected
     for command in SIMULATING:
         sub = build_parser(command)._subparsers._group_actions[0].choices[command]
         assert expected <= _flags(sub), command
@@ -170,6 +171,10 @@ def test_compare_prints_and_writes_energy_rows(capsys, trace, tmp_path):
         (["--price-list", "cheapest"], "--price-list"),
         (["--price-list", "gcp-preemptible-2020"], "--price-list"),  # it has no A100 price
         (["--restart-overhead", "-5"], "--restart-overhead"),
+        (["--power-down-after", "-1"], "--power-down-after"),
+        (["--wake-delay", "nan"], "--wake-delay"),
+        (["--sleep-w", "-3"], "--sleep-w"),
+        (["--wake-delay", "60"], "--power-down-after"),  # a delay with nothing that powers down
     ],
 )
 def test_bad_run_options_are_one_line_naming_the_flag_and_exit_2(capsys, trace, tmp_path, flags, named):
@@ -227,3 +232,34 @@ def test_evaluate_adds_energy_to_every_run_and_its_paired_differences(capsys, tm
     runs = json.loads(out.read_text())["runs"]
     assert all(set(ENERGY_METRICS) <= set(r) for rows in runs.values() for r in rows)
     assert runs["fifo"][0]["cluster_price_per_h"] == pytest.approx(4 * 0.35)
+
+
+def test_power_down_and_count_energy_flags_add_energy_and_the_power_down_saves_it(capsys, tmp_path):
+    # One node of two A100-80s: job 1 arrives at 7200 s, after the node has idled an hour since job 0 ended.
+    jobs = [Job(0, 0.0, 2400.0, job_type="training"), Job(1, 7200.0 + 1000.0, 2400.0, job_type="training")]
+    trace = str(write_csv(jobs, tmp_path / "idle.csv"))
+    runs = {}
+    for name, flags in (("counted", ["--count-energy"]), ("down", ["--power-down-after", "600", "--wake-delay", "90"])):
+        out = tmp_path / f"{name}.json"
+        args = [
+            "simulate",
+            "--cluster",
+            CLUSTER,
+            "--trace",
+            trace,
+            "--scheduler",
+            "fifo",
+            "--quiet",
+            "--json",
+            str(out),
+        ]
+        assert main([*args, *flags]) == 0
+        runs[name] = json.loads(out.read_text())
+    counted, down = runs["counted"], runs["down"]
+    assert list(counted) == [*METRICS, *ENERGY_METRICS]  # the default model, counted
+    assert down["energy_kwh"] < counted["energy_kwh"]  # the node was down from 1600 s to 8200 s
+    assert down["mean_wait_s"] == pytest.approx(counted["mean_wait_s"] + 90.0 / 2)  # job 1 waited for the wake
+    parser = argparse.ArgumentParser()
+    add_run_option_arguments(parser)
+    got = run_options_from(parser.parse_args(["--power-down-after", "600", "--sleep-w", "5"]), RunOptions())
+    assert got.power_down == PowerDownModel(idle_timeout_s=600.0, sleep_w=5.0)

@@ -335,8 +335,33 @@ def test_plan_in_money_writes_the_cheapest_mix_and_its_runner_up(ray_local, tmp_
             "more than once",
         ),
         (
+            [
+                "sweep",
+                "--cluster",
+                "1x4:T4",
+                "--jobs",
+                "5",
+                "--load",
+                "0.5",
+                "--schedulers",
+                "fifo",
+                "--grid",
+                "mtbf=1",
+            ],
+            "sweep axes: 'mtbf' is not a numeric run option; valid: preemption.checkpoint_interval_s",
+        ),
+        (
+            ["sweep", "--cluster", "1x4:T4", "--jobs", "5", "--load", "0.5", "--schedulers", "fifo"]
+            + ["--grid", "failures.mtbf_h=100,0"],
+            "options.failures.mtbf_h must be a number of hours > 0 or null",
+        ),
+        (
             ["plan", "--trace", "x.csv", "--node", "8:A100-80", "--scheduler", "fifo", "--target", "p95<=1"],
             "unknown metric 'p95'",
+        ),
+        (
+            ["plan", "--trace", "x.csv", "--node", "8:A100-80", "--scheduler", "fifo", "--target", "ettr>=0.9"],
+            "ettr is measured only under failures; give a failure model",
         ),
         (
             ["plan", "--trace", "x.csv", "--node", "8", "--scheduler", "fifo", "--target", "p95_wait_s<=1"],
@@ -417,3 +442,31 @@ def test_a_killed_sweep_resumes_from_its_finished_cells(tmp_path, capsys, monkey
     assert main([*argv[:-4], "--out", str(tmp_path / "whole.csv")]) == 0
     assert resumed == rows(tmp_path / "whole.csv")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["meta.json", "r.csv", "whole.csv"]
+
+
+def test_sweep_grid_flag_varies_a_run_option_and_each_row_carries_its_value(tmp_path, capsys, monkeypatch):
+    # Issue 34: --grid failures.mtbf_h=... makes the MTBF an axis; its spec file (--json) runs the same grid again.
+    from functools import partial
+
+    from engine.analysis import sweep as sweep_mod
+
+    monkeypatch.setattr(sweep_mod, "run_sweep", partial(sweep_mod.run_sweep, backend="serial"))
+    argv = ["sweep", "--cluster", "2x4:A100-80", "--jobs", "40", "--load", "0.9", "--schedulers", "fifo,sjf"]
+    argv += ["--grid", "failures.mtbf_h=10,10000", "--repair-h", "4", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "r.csv"), "--json", str(tmp_path / "m.json")]) == 0
+    assert "4 cells (1 cluster(s) x 1 load(s) x 2 failures.mtbf_h value(s) x 1 seed(s) x 2 scheduler(s))" in (
+        capsys.readouterr().out
+    )
+    table = rows(tmp_path / "r.csv")
+    assert [(r["failures.mtbf_h"], r["scheduler"]) for r in table] == [
+        ("10.0", "fifo"),
+        ("10.0", "sjf"),
+        ("10000.0", "fifo"),
+        ("10000.0", "sjf"),
+    ]
+    assert int(table[0]["node_failures"]) > int(table[2]["node_failures"])
+    spec = json.loads((tmp_path / "m.json").read_text())["spec"]
+    assert spec["axes"] == {"failures.mtbf_h": [10.0, 10000.0]}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    assert main(["sweep", "--spec", str(tmp_path / "spec.json"), "--quiet", "--out", str(tmp_path / "again.csv")]) == 0
+    assert rows(tmp_path / "again.csv") == table

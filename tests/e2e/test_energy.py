@@ -1,6 +1,6 @@
-"""Energy, cost and carbon in a real browser: the Cluster page sets the scenario's energy model (PUE, a carbon CSV)
-into the link; Compare shows the energy rows and the power panel and exports them; Explore draws wait against
-cost with its Pareto front and finds the cheapest mix of two node shapes."""
+"""Energy, cost and carbon in a real browser: the Cluster page sets the scenario's energy model (PUE, a carbon CSV,
+the count switch, idle nodes' power-down) into the link; Compare shows the energy rows and the power panel and
+exports them; Explore draws wait against cost with its Pareto front and finds the cheapest mix of two node shapes."""
 
 from __future__ import annotations
 
@@ -73,3 +73,22 @@ def test_explore_draws_wait_against_cost_and_finds_the_cheapest_cluster(page: Pa
         timeout=RAY_MS
     )
     expect(page.get_by_text(re.compile(r"^\$[\d,]+\.\d\d/h$")).first).to_be_visible()
+
+
+def test_the_count_switch_and_power_down_travel_in_the_link_to_compare(page: Page, app_url: str):
+    page.goto(f"{app_url}/cluster?cluster=2x4%3AT4&sched=first-fit&w.n_jobs=30")
+    expect(page.get_by_role("heading", name="Energy and cost")).to_be_visible(timeout=SLOW_MS)
+    wait_idle(page)
+    page.get_by_text("Count energy, cost and carbon").click()
+    expect(page).to_have_url(re.compile(r"o\.energy\.count=true"), timeout=SLOW_MS)
+    wait_idle(page)
+    page.get_by_text("Power idle nodes down").click()
+    page.get_by_role("spinbutton", name="after idle (s)").fill("900")
+    page.get_by_role("button", name="Apply energy and cost").click()
+    expect(page).to_have_url(re.compile(r"o\.power_down\.idle_timeout_s=900"), timeout=SLOW_MS)
+    page.goto(page.url.replace("/cluster?", "/compare?"))
+    expect(page.get_by_role("heading", name="Compare schedulers")).to_be_visible(timeout=SLOW_MS)
+    page.get_by_role("button", name="Run comparison").click()
+    kpi = page.locator('[data-testid="stDataFrame"]').first
+    expect(kpi).to_contain_text("Energy per completed job", timeout=SLOW_MS)
+    expect(kpi).to_contain_text("Cost per useful GPU-hour")

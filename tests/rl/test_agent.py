@@ -387,3 +387,34 @@ def test_importing_engine_and_heuristics_does_not_import_torch():
         "make_scheduler('rl:wait-attn')); assert 'torch' not in sys.modules and 'gymnasium' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+#: Each shipped agent's mean wait and SHA-256 (first 16 hex digits) of its jobs' end times on one workload, without
+#: and with failures, as main scheduled them before the env had node-health inputs (issue 34): the option is off by
+#: default, so the agents' observations, and their decisions, are what they were.
+SHIPPED_SCORES = {
+    "fair-comm": ((26.39236111111104, "25466d423a85800d"), (26.39236111111104, "75fb7dc2e5d172c3")),
+    "hpc-backfill": ((25.915594726703162, "1a8b884eef8a8039"), (59.05587184900228, "2233b7552bde084b")),
+    "wait-attn": ((16.996527777777708, "caae81e7b27ccabd"), (16.996527777777708, "b75f7b9a0e8bd8ea")),
+    "wait-mlp": ((16.996527777777708, "caae81e7b27ccabd"), (16.996527777777708, "b75f7b9a0e8bd8ea")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED_SCORES))
+def test_shipped_agents_schedule_as_before_node_health_inputs_existed(name):
+    import hashlib
+
+    from engine.analysis.metrics import summarize
+    from engine.sim.options import FailureModel, PreemptionModel, RunOptions
+
+    assert not load_agent(name).encoding.node_health
+    cluster = parse_cluster("2x8:A100-80,4x4:V100-32")
+    jobs = make_jobs(cluster, 60, 1.3, 7)
+    failing = RunOptions(
+        preemption=PreemptionModel(checkpoint_interval_s=1800), failures=FailureModel(mtbf_h=20.0, repair_h=2.0)
+    )
+    scores = []
+    for options in (None, failing):
+        res = simulate(cluster, jobs, make_scheduler(f"rl:{name}"), options=options)
+        scores.append((summarize(res).mean_wait_s, hashlib.sha256(res.end_s.tobytes()).hexdigest()[:16]))
+    assert tuple(scores) == SHIPPED_SCORES[name]

@@ -153,6 +153,8 @@ def test_a_plan_is_the_shipped_one_or_built_from_the_training_scenarios():
         (["cards", "mine"], "no evaluation plan for 'mine'"),
         (["cards", "wait-mlp", "--only", "nowhere"], "only: not in the models' plans: nowhere"),
         (["cards", "wait-mlp", "--seeds", "0"], "--seeds"),
+        (["cards", "wait-mlp", "--add-baselines", "--only", "v100-32"], "--add-baselines adds runs to every stored"),
+        (["cards", "nope", "--add-baselines"], "no model card 'nope'"),
     ],
 )
 def test_the_cards_command_refuses_bad_input_in_one_line(argv, message, capsys):
@@ -416,3 +418,26 @@ def test_add_baselines_runs_only_the_missing_schedulers_and_keeps_every_stored_n
     assert cards.add_baselines(["m"]) and len(ran) == 2  # nothing missing any more: nothing runs
     with pytest.raises(EngineError, match="no model card 'nope'"):
         cards.add_baselines(["nope"])
+
+
+def test_kept_baseline_runs_are_reused_so_a_retrained_model_runs_alone(monkeypatch, tmp_path):
+    """With --cache, the hand-written policies' runs are kept: evaluating the model again (a new process, new
+    weights) runs only rl:NAME, and the card's numbers are the same as from fresh runs."""
+    calls = []
+
+    def fake_evaluate(names, scenario, seeds, **kw):
+        calls.append(list(names))
+        row = {**{f"term_{k}": 0.5 for k in cards.TERMS}, **{m: 1.0 for m in METRICS}}
+        return Evaluation(SCENARIOS[scenario], tuple(range(seeds)), {n: [row] * seeds for n in names}, "first-fit")
+
+    monkeypatch.setattr(cards, "evaluate", fake_evaluate)
+    monkeypatch.setattr(cards, "read_card", lambda name: {"reward": {"wait": 1.0, "wait_scale_s": 3600.0}})
+    monkeypatch.setattr(cards, "_BASELINE_RUNS", {})
+    monkeypatch.setitem(cards._BASELINE_CACHE, "dir", tmp_path)
+    first = cards.evaluate_model("m", "v100-32", 3, "costly")
+    monkeypatch.setattr(cards, "_BASELINE_RUNS", {})  # as in a new process
+    again = cards.evaluate_model("m", "v100-32", 3, "costly")
+    assert calls == [cards.baselines(), ["rl:m"], ["rl:m"]]
+    assert again.runs == first.runs and set(again.runs) == {"rl:m", *cards.baselines()}
+    other = cards.evaluate_model("m", "v100-32", 3, "free")  # another setting is not the kept one
+    assert calls[-2:] == [cards.baselines(), ["rl:m"]] and set(other.runs) == set(first.runs)

@@ -14,7 +14,7 @@ from engine.rl.env import ENV_ID, EnvConfig, GpuSchedulingEnv
 from engine.rl.reward import RewardWeights, objective, objective_terms
 from engine.schedulers.placement import first_fit
 from engine.sim.job import Job
-from engine.sim.options import PreemptionModel
+from engine.sim.options import FailureModel, PreemptionModel, RunOptions
 from engine.sim.simulator import COMPLETED, FAILED
 
 MIXED = "2x4:A100-80,3x4:V100-32,2x2:T4"
@@ -494,3 +494,89 @@ def test_max_evictions_protects_jobs_preempted_that_often():
     assert offered == {None: (20.0, {(0, 0): (0,)}), 1: (5005.0, {})}
     with pytest.raises(EngineError, match="max_evictions"):
         EncodingConfig(max_evictions=0)
+
+
+# Issue 34: episodes under a failure model, and the optional node-health inputs.
+FAILING = FailureModel(mtbf_h=10.0, repair_h=1.0, job_failure_rate=0.3, job_retries=1)
+CHECKPOINTS = PreemptionModel(checkpoint_interval_s=600.0, restart_overhead_s=60.0)
+
+
+def test_env_under_failures_driven_by_an_agent_equals_simulate_of_that_agent():
+    # The env adds no dynamics under failures either: a shipped agent's choices in the env give the run simulate()
+    # gives it under the same failures.
+    from engine.rl.agent import load_agent
+
+    agent = load_agent("wait-mlp")
+    c = parse_cluster(MIXED)
+    jobs = make_jobs(c, 80, 1.3, 0)
+    options = RunOptions(preemption=CHECKPOINTS, failures=FAILING)
+    ref = simulate(c, jobs, agent, seed=4, options=options)
+    assert ref.outage_node.size > 0 and ref.interruptions.sum() > 0 and (ref.status == FAILED).any()
+    env = GpuSchedulingEnv(
+        EnvConfig(clusters=(MIXED,), encoding=agent.encoding, preemptions=(CHECKPOINTS,), failures=FAILING)
+    )
+    obs, _ = env.reset(seed=4, options={"cluster": c, "jobs": jobs})
+    done = False
+    while not done:
+        obs, _, done, _, info = env.step(agent.act(obs, env.action_masks()))
+        assert not info["invalid_action"]
+    np.testing.assert_array_equal(env.result.end_s, ref.end_s)
+    np.testing.assert_array_equal(env.result.interruptions, ref.interruptions)
+
+
+@pytest.mark.parametrize("weights", [RewardWeights(), RewardWeights(wait=0.5, jct=1.0, fairness=1.0)])
+def test_episode_return_equals_the_objective_under_failures(weights):
+    # A job a node failure (or a retried crash) sends back to the queue waits again: the dense wait must charge
+    # that stay from when its run stopped, not from its submission.
+    env = _env(reward=weights, preemptions=(CHECKPOINTS,), failures=FAILING)
+    env.reset(seed=11)
+    rng = np.random.default_rng(11)
+    total, done = 0.0, False
+    while not done:
+        _, r, done, _, _ = env.step(rng.choice(np.flatnonzero(env.action_masks())))
+        total += r
+    assert env.result.interruptions.sum() > 0
+    assert total == pytest.approx(-objective(env.result, weights), rel=1e-9, abs=1e-12)
+
+
+def test_node_health_inputs_are_off_by_default_and_say_which_nodes_are_down():
+    assert EncodingConfig().group_features == 10 and "node_health" not in EncodingConfig().to_dict()
+    enc = EncodingConfig(node_health=True)
+    assert EncodingConfig.from_dict(enc.to_dict()) == enc and enc.group_features == 13
+    env = _env(encoding=enc, preemptions=(CHECKPOINTS,), failures=FAILING)
+    assert env.observation_space["groups"].shape == (enc.max_types, 13)
+    obs, _ = env.reset(seed=2)
+    assert not obs["groups"][:, 10].any() and not obs["groups"][:, 12].any()  # nothing has failed yet
+    rng = np.random.default_rng(2)
+    seen_down = seen_repaired = False
+    done = False
+    while not done:
+        occ, state = env.simulation.state.occupancy, env.simulation.state
+        types = state.layout.node_type
+        for t in range(len(state.layout.type_names)):
+            nodes = np.flatnonzero(types == t)
+            down = np.array(occ.node_down)[nodes]
+            up_h = (state.now_s - np.array(occ.node_up_since_s)[nodes][~down]) / 3600.0
+            fails = np.array(occ.node_failures)[nodes].sum()
+            expected = (
+                down.mean(),
+                np.log1p(up_h.mean()) / 10.0 if up_h.size else 0.0,
+                min(np.log1p(fails / nodes.size) / 4.0, 1.0),
+            )
+            np.testing.assert_allclose(obs["groups"][t, 10:], expected, rtol=1e-6, atol=1e-7)
+            seen_down |= bool(down.any())
+            seen_repaired |= bool((np.array(occ.node_up_since_s)[nodes] > 0).any())
+        assert env.observation_space.contains(obs)
+        obs, _, done, _, _ = env.step(rng.choice(np.flatnonzero(env.action_masks())))
+    assert seen_down and seen_repaired
+
+
+def test_env_failures_round_trip_and_older_configs_keep_their_form():
+    cfg = EnvConfig(preemptions=(CHECKPOINTS,), failures=FAILING)
+    assert EnvConfig.from_dict(cfg.to_dict()) == cfg
+    assert "failures" not in EnvConfig().to_dict()  # configs and cards written before failures read the same
+    assert EnvConfig.from_dict({"failures": "stress"}).failures.mtbf_h == 200.0
+    with pytest.raises(EngineError, match="env.failures.mtbf_h must be a number of hours > 0"):
+        EnvConfig.from_dict({"failures": {"mtbf_h": -1}})
+    with pytest.raises(EngineError, match="checkpoint_cost_s needs options.preemption.checkpoint_interval_s"):
+        EnvConfig(failures=FailureModel(checkpoint_cost_s=5.0))

@@ -104,3 +104,21 @@ def test_many_threads_write_without_losing_a_run(tmp_path):
         t.join()
     assert len(set(ids)) == 80
     assert {r.state for r in store.list_runs(limit=1000)} == {"done"}
+
+
+def test_a_store_written_before_sweeps_opens_with_its_runs_as_scenario_runs(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:  # the schema of the first API version: no kind column
+        db.executescript(
+            "CREATE TABLE runs (id TEXT PRIMARY KEY, scenario TEXT NOT NULL, state TEXT NOT NULL, progress REAL NOT "
+            "NULL DEFAULT 0, error TEXT NOT NULL DEFAULT '', created_s REAL NOT NULL, updated_s REAL NOT NULL);"
+            "INSERT INTO runs VALUES ('" + "a" * 32 + "', '{}', 'done', 1, '', 1, 1);"
+        )
+    store = RunStore(path)
+    old = store.get_run("a" * 32)
+    assert (old.kind, old.state) == ("scenario", "done")
+    sweep = store.create_run('{"base": {}}', kind="sweep")
+    assert RunStore(path).get_run(sweep.id).kind == "sweep"  # the kind survives a restart
+    assert [r.kind for r in store.list_runs()] == ["sweep", "scenario"]
+    with pytest.raises(ValueError, match="unknown run kind"):
+        store.create_run("{}", kind="nope")

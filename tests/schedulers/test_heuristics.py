@@ -35,6 +35,8 @@ EXPECTED = {
     "topo-pack": PACKED,
     # SMALL and BIG have no price: cost-aware tries them in the cluster's order (tests/schedulers/test_cost.py).
     "cost-aware": PACKED,
+    # No job has a deadline: carbon-defer holds none back and places as best-fit (tests/schedulers/test_carbon.py).
+    "carbon-defer": PACKED,
     # Without failures reliable-first places as best-fit (tests/schedulers/test_reliable.py).
     "reliable-first": PACKED,
     # No job has a deadline: edf and least-slack walk the queue in arrival order (tests/schedulers/test_deadline.py).

@@ -14,6 +14,7 @@ from engine.sim.options import (
     ElasticModel,
     FailureModel,
     OptionsError,
+    PowerDownModel,
 )
 
 COSTLY = PreemptionModel(checkpoint_interval_s=900.0, restart_overhead_s=45.0)
@@ -37,15 +38,18 @@ def test_to_dict_and_from_dict_round_trip_through_json():
         ),
         RunOptions(admission=AdmissionModel("feasible")),
         RunOptions(elastic=ElasticModel(rescale_s=12.0)),
+        RunOptions(energy=EnergyModel(count=True)),
+        RunOptions(power_down=PowerDownModel(idle_timeout_s=600.0, wake_s=120.0, sleep_w=2.5)),
     ):
         data = json.loads(json.dumps(options.to_dict()))
         assert RunOptions.from_dict(data) == options
     assert RunOptions().to_dict() == {
         "preemption": {"checkpoint_interval_s": None, "restart_overhead_s": 0.0},
         "failures": FailureModel().to_dict(),
-        "energy": {"pue": 1.58, "carbon_g_per_kwh": 480.0, "price_list": "catalog"},
+        "energy": {"pue": 1.58, "carbon_g_per_kwh": 480.0, "price_list": "catalog", "count": False},
         "admission": {"policy": "accept-all"},
         "elastic": {"rescale_s": 30.0},
+        "power_down": {"idle_timeout_s": None, "wake_s": 300.0, "sleep_w": 0.0},
     }
 
 
@@ -59,12 +63,17 @@ def test_missing_keys_take_their_defaults():
 @pytest.mark.parametrize(
     "data, message",
     [
-        ([], "options must be an object (keys: preemption, failures, energy, admission, elastic)"),
+        ([], "options must be an object (keys: preemption, failures, energy, admission, elastic, power_down)"),
         (
             {"deadlines": {}},
-            "options: unknown keys ['deadlines']; valid keys: ['admission', 'elastic', 'energy', 'failures', 'preemption']",
+            "options: unknown keys ['deadlines']; valid keys: ['admission', 'elastic', 'energy', 'failures', "
+            "'power_down', 'preemption']",
         ),
         ({"preemption": 3}, "options.preemption must be an object with checkpoint_interval_s, restart_overhead_s"),
+        ({"power_down": {"idle_timeout_s": -1}}, "options.power_down.idle_timeout_s must be a number >= 0 or null"),
+        ({"power_down": {"wake_s": float("nan")}}, "options.power_down.wake_s must be a number >= 0, got nan"),
+        ({"power_down": {"sleep_w": -2}}, "options.power_down.sleep_w must be a number >= 0 (watts per GPU)"),
+        ({"power_down": {"sleep": 1}}, "options.power_down: unknown keys ['sleep']"),
         ({"preemption": {"checkpoint_cost_s": 5}}, "options.preemption: unknown keys ['checkpoint_cost_s']"),
         (
             {"failures": {"checkpoint_cost_s": -1}},
@@ -109,6 +118,7 @@ def test_missing_keys_take_their_defaults():
         ({"energy": {"carbon_g_per_kwh": -5}}, "options.energy.carbon_g_per_kwh must be a number >= 0 (gCO2/kWh)"),
         ({"energy": {"price_list": "aws"}}, "options.energy.price_list must be one of catalog, on-demand, "),
         ({"energy": {"watts": 1}}, "options.energy: unknown keys ['watts']"),
+        ({"energy": {"count": "yes"}}, "options.energy.count must be true or false, got 'yes'"),
         (
             {"energy": {"carbon_g_per_kwh": {"step_s": 0, "g_per_kwh": [1]}}},
             "options.energy.carbon_g_per_kwh.step_s must be a number > 0, got 0",

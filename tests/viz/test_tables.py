@@ -111,16 +111,30 @@ def test_user_energy_table_sums_each_users_jobs_per_scheduler():
     jobs = pd.DataFrame(
         {
             "user": ["b", "a", "b"],
+            "status": ["completed", "completed", "failed"],
             "energy_kwh": [1.0, 2.0, 0.5],
             "cost_usd": [1.0, 0.25, 2.0],
             "co2_kg": [0.1, 0.2, 0.3],
+            "useful_gpu_s": [1800.0, 3600.0, 0.0],
         }
     )
     table = user_energy_table({"fifo": jobs, "sjf": jobs.assign(cost_usd=0.0)})
-    assert list(table.columns) == ["user", "scheduler", "jobs", "Energy", "Cost of GPUs held", "Carbon"]
+    assert list(table.columns) == [
+        "user",
+        "scheduler",
+        "jobs",
+        "Energy",
+        "Cost of GPUs held",
+        "Carbon",
+        "Energy per completed job",
+        "Cost per completed job",
+        "Energy per useful GPU-hour",
+        "Cost per useful GPU-hour",
+    ]
+    # b: 1.5 kWh and $3 over one completed job and half a useful GPU-hour (the failed job's run is paid for)
     assert table.values.tolist() == [
-        ["a", "fifo", 1, "2 kWh", "$0.25", "0.2 kg CO2"],
-        ["a", "sjf", 1, "2 kWh", "$0.00", "0.2 kg CO2"],
-        ["b", "fifo", 2, "1.5 kWh", "$3.00", "0.4 kg CO2"],
-        ["b", "sjf", 2, "1.5 kWh", "$0.00", "0.4 kg CO2"],
+        ["a", "fifo", 1, "2 kWh", "$0.25", "0.2 kg CO2", "2 kWh", "$0.25", "2 kWh", "$0.25"],
+        ["a", "sjf", 1, "2 kWh", "$0.00", "0.2 kg CO2", "2 kWh", "$0.00", "2 kWh", "$0.00"],
+        ["b", "fifo", 2, "1.5 kWh", "$3.00", "0.4 kg CO2", "1.5 kWh", "$3.00", "3 kWh", "$6.00"],
+        ["b", "sjf", 2, "1.5 kWh", "$0.00", "0.4 kg CO2", "1.5 kWh", "$0.00", "3 kWh", "$0.00"],
     ]

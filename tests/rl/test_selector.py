@@ -1,0 +1,185 @@
+"""The learned selector (engine/rl/selector.py): its env mode, its policies taking turns, and the agent it ships as."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from engine import make_scheduler, parse_cluster, simulate
+from engine.analysis.workload import make_jobs
+from engine.errors import EngineError
+from engine.rl.agent import ModelError, load_agent
+from engine.rl.encoding import EncodingConfig
+from engine.rl.env import EnvConfig, SelectorEnv
+from engine.rl.policies import PolicySpec
+from engine.rl.selector import SelectorScheduler
+from engine.rl.train import TrainConfig, train
+from engine.sim.options import PreemptionModel, RunOptions
+from engine.sim.simulator import COMPLETED
+
+MIXED = "2x8:A100-80,2x4:V100-32,1x4:T4"
+COSTLY = PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0)
+MENU = ("sjf", "easy-backfill", "fgd", "topo-pack", "drf", "tiresias", "short-spare-evict-est", "best-fit")
+
+
+def _config(**kw) -> EnvConfig:
+    base = dict(
+        clusters=(MIXED,),
+        loads=(1.5,),
+        n_jobs=60,
+        selector=MENU,
+        encoding=EncodingConfig(window=4, max_types=4),
+        preemptions=(COSTLY,),
+        workload={"users": 4, "user_skew": 2.0},
+    )
+    return EnvConfig(**(base | kw))
+
+
+def test_selector_env_passes_the_gymnasium_and_sb3_checkers():
+    from gymnasium.utils.env_checker import check_env
+    from stable_baselines3.common.env_checker import check_env as sb3_check
+
+    check_env(SelectorEnv(_config()), skip_render_check=True)
+    sb3_check(SelectorEnv(_config(n_jobs=20)), warn=True)
+
+
+@pytest.mark.parametrize("name", MENU)
+def test_always_choosing_one_policy_is_that_policy(name):
+    """A selector that always takes policy k makes policy k's decisions, bit for bit (costly preemption)."""
+    c = parse_cluster(MIXED)
+    jobs = make_jobs(c, 120, 1.6, 3)
+    ref = simulate(c, jobs, make_scheduler(name), options=RunOptions(preemption=COSTLY))
+    env = SelectorEnv(_config())
+    env.reset(seed=0, options={"cluster": c, "jobs": jobs})
+    done, k = False, MENU.index(name)
+    while not done:
+        _, _, done, _, info = env.step(k)
+        assert not info["invalid_action"]
+    res = env.result
+    np.testing.assert_array_equal(res.end_s, ref.end_s)
+    assert res.gpu_ids == ref.gpu_ids
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_switching_policies_at_random_keeps_every_constraint_and_ends(seed):
+    """Policies reset when they take over mid-run: every decision stays valid (the engine checks each) and every
+    job completes, preemptions and wake-ups included."""
+    env = SelectorEnv(_config(loads=(1.8,), n_jobs=120))
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    done, steps, ret = False, 0, 0.0
+    while not done:
+        _, r, done, _, _ = env.step(int(rng.integers(len(MENU))))
+        steps, ret = steps + 1, ret + r
+    assert (env.result.status == COMPLETED).all()
+    assert steps >= 120  # at least a decision point per arrival that waited or started
+    from engine.rl.reward import objective
+
+    assert ret == pytest.approx(-objective(env.result, env.config.reward), rel=1e-9, abs=1e-12)
+
+
+def test_drf_reset_mid_run_counts_the_running_jobs():
+    """A drf that takes over mid-run knows the users' shares of what already runs (it would treat the heavy user
+    as holding nothing otherwise)."""
+    from engine.sim.simulator import Simulation
+
+    c = parse_cluster("1x8:V100-32")
+    jobs = make_jobs(c, 30, 2.0, 1, {"users": 2, "user_skew": 0.0})
+    sim = Simulation(c, jobs)
+    state = sim.reset()
+    first = make_scheduler("first-fit")
+    first.reset(state)
+    sim.apply(first.decide(state))
+    assert state.running
+    drf = make_scheduler("drf")
+    drf.reset(state)
+    for user, gpus in state.user_gpus.items():
+        if gpus > 0:
+            assert drf.dominant_share(user) == pytest.approx(gpus / 8.0)
+
+
+def test_selector_configs_refuse_unknown_oracle_or_repeated_policies():
+    with pytest.raises(EngineError, match="env.selector: unknown scheduler 'nope'"):
+        _config(selector=("sjf", "nope"))
+    with pytest.raises(EngineError, match="oracle"):
+        _config(selector=("sjf", "sjf-oracle"))
+    with pytest.raises(EngineError, match="distinct"):
+        _config(selector=("sjf", "sjf"))
+    with pytest.raises(EngineError, match="env.workloads\\[1\\]"):
+        _config(workloads=({}, {"users": -3}))
+
+
+@pytest.fixture(scope="module")
+def tiny_selector(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sel")
+    cfg = TrainConfig(
+        name="tiny-select",
+        env=_config(n_jobs=25, workloads=({}, {"users": 2})),
+        policy=PolicySpec(net_arch=(16,)),
+        total_timesteps=128,
+        n_envs=2,
+        n_steps=64,
+        batch_size=64,
+        n_epochs=1,
+        eval_freq=64,
+        eval_episodes=1,
+        checkpoint_freq=64,
+        selector_prior=2.0,
+        progress_bar=False,
+        runs_dir=str(tmp / "runs"),
+    )
+    card = train(cfg, models_dir=tmp / "models")
+    return tmp / "models", card, cfg
+
+
+def test_trained_selector_loads_as_plain_weights_and_runs_through_simulate(tiny_selector):
+    models, card, _ = tiny_selector
+    assert card["selector"] == list(MENU) and card["weights"].endswith(".npz")
+    prior = card["training"]["selector_prior"]
+    assert set(prior["validation_mean_return"]) == set(MENU) and prior["best"] in MENU
+    assert card["training"]["validation_curve"] and card["training"]["cores"] >= 1
+    agent = load_agent("tiny-select", models)
+    assert isinstance(agent, SelectorScheduler) and agent.name == "rl:tiny-select"
+    c = parse_cluster(MIXED)
+    jobs = make_jobs(c, 80, 1.5, 11)
+    res = simulate(c, jobs, agent, options=RunOptions(preemption=COSTLY))
+    assert (res.status == COMPLETED).all()
+    again = simulate(c, jobs, load_agent("tiny-select", models), options=RunOptions(preemption=COSTLY))
+    np.testing.assert_array_equal(res.end_s, again.end_s)  # deterministic
+
+
+def test_a_selector_card_naming_other_policies_is_refused(tiny_selector, tmp_path):
+    import shutil
+
+    models, card, _ = tiny_selector
+    shutil.copytree(models, tmp_path / "m")
+    path = tmp_path / "m" / "tiny-select.json"
+    for menu, match in ((["sjf", "nope"], "unknown scheduler"), (["sjf", "fgd"], "expected float32")):
+        path.write_text(json.dumps(card | {"selector": menu}))
+        with pytest.raises(ModelError, match=match):
+            load_agent("tiny-select", tmp_path / "m")
+
+
+def test_selector_training_refuses_attention_or_cloning():
+    from engine.rl.clone import CloneConfig
+
+    base = TrainConfig(name="s", env=_config())
+    with pytest.raises(EngineError, match="selector"):
+        replace(base, policy=PolicySpec(kind="attention"))
+    with pytest.raises(EngineError, match="selector"):
+        replace(base, clone=CloneConfig(teacher="short-spare"))
+    with pytest.raises(EngineError, match="vec_env"):
+        replace(base, vec_env="threads")
+    with pytest.raises(EngineError, match="resume_from"):
+        replace(base, resume_from="../../etc/passwd")
+
+
+def test_a_stopped_run_resumes_from_its_checkpoint_and_counts_its_steps(tiny_selector):
+    models, _, cfg = tiny_selector
+    card = train(replace(cfg, resume_from="checkpoint_128.npz", total_timesteps=256), models_dir=models)
+    assert card["training"]["timesteps"] == 256
+    assert card["training"]["validation_curve"][0][0] > 128
+    assert "selector_prior" not in card["training"]  # the resumed weights are kept as they were
