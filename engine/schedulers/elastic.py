@@ -6,7 +6,8 @@ Both work the same way at each decision point, and differ in order and size (:cl
    best-fit); elastic jobs a count of whole GPUs of one type, reserved from the idle GPUs of that type (placement
    spans nodes where it must; the cluster's communication factor applies). A job that does not fit is skipped; for
    the first one (elasticflow: the first that can still meet its deadline), running elastic jobs grown past their
-   base size are first shrunk back to it (a ``Resize``) where that frees GPUs of a type the job may use.
+   base size give up GPUs of a type the job may use (a ``Resize``, never below their base), the largest surplus
+   first and no more than the job needs.
 2. **Spare GPUs.** While idle GPUs are left, the next one goes to the elastic job (just started or running, not
    shrunk now) whose remaining time it cuts the most: ``W x (1 / r(k) - 1 / r(k + 1))``, ``W`` its remaining
    reference work (its estimate, less what its estimated end says is done) and ``r(k)`` its curve's speed-up on
@@ -157,34 +158,27 @@ class ElasticGreedy:
         return best
 
     def _shrink(self, state: ClusterState, job: Job, k: int, pool: list[int], shrunk: set[int]) -> Iterator[Decision]:
-        """Shrink running elastic jobs grown past their base (down to it at most), least loss first, on types
-        ``job`` may use, until ``k`` GPUs of one type are idle."""
+        """Shrink running elastic jobs grown past their base (down to it at most), on types ``job`` may use, until
+        ``k`` GPUs of one type are idle: the largest surplus first, so that the fewest jobs pay a rescale."""
         types = state.eligible_types(job)
         running = state.running
-        grown = [
-            (self._loss(state, j), j)
-            for j in self._mine
-            if j in running
-            and types[running[j].gpu_type]
-            and len(running[j].gpu_ids) > self._base.get(j, running[j].job.min_gpus)
-        ]
+        grown = []
+        for j in self._mine:
+            r = running.get(j)
+            if r is not None and types[r.gpu_type]:
+                surplus = len(r.gpu_ids) - self._base.get(j, r.job.min_gpus)
+                if surplus > 0:
+                    grown.append((-surplus, j))
         for _, j in sorted(grown):
             if any(types[t] and pool[t] >= k for t in range(len(pool))):
                 return
-            r = state.running[j]
+            r = running[j]
             held, t = len(r.gpu_ids), r.gpu_type
             give = min(held - self._base.get(j, r.job.min_gpus), k - pool[t])  # no more than the job needs
             keep = _keep(state, r.gpu_ids, held - give)
             pool[t] += give
             shrunk.add(j)
             yield Resize(j, keep)
-
-    def _loss(self, state: ClusterState, j: int) -> float:
-        """Seconds job ``j`` loses per GPU taken back down to its base."""
-        r = state.running[j]
-        base, k = self._base.get(j, r.job.min_gpus), len(r.gpu_ids)
-        work = _work_left(state, j)
-        return work * (1.0 / speedup_ratio(r.job, base) - 1.0 / speedup_ratio(r.job, k)) / (k - base)
 
     def _offer_running(
         self,
