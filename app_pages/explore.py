@@ -11,7 +11,7 @@ import streamlit as st
 
 from app_pages.lib import common, energy, reliability, workers
 from engine import SCHEDULERS, EngineError
-from engine.analysis.metrics import ALL_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS
+from engine.analysis.metrics import ALL_METRICS, DEADLINE_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS
 from engine.analysis.plan import TARGET_METRICS, Target, plan, plan_mix
 from engine.analysis.sweep import SweepSpec, parse_numbers, run_sweep
 from engine.sim.cluster import parse_shorthand
@@ -42,8 +42,13 @@ is_trace = w.source == "trace"
 load_label = "load scale" if is_trace else "offered load"
 schedulers = sorted(SCHEDULERS) + common.trained_agents()
 judged = [k for k, m in METRICS.items() if m.better is not None]
-#: A plan's target metrics: the reliability ones too when the scenario's runs meet failures.
-targets = judged + [k for k, m in RELIABILITY_METRICS.items() if m.better is not None and sc.options.failures.active]
+#: A plan's target metrics: the reliability ones too when the scenario's runs meet failures, the deadline ones
+#: when a deadline law draws the jobs' deadlines (set on the Workload page).
+targets = (
+    judged
+    + [k for k, m in RELIABILITY_METRICS.items() if m.better is not None and sc.options.failures.active]
+    + ([k for k, m in DEADLINE_METRICS.items() if m.better is not None] if w.deadlines != "none" else [])
+)
 
 
 def _target_value(text: str, metric: str) -> float:
@@ -201,7 +206,9 @@ with sweep_tab:
                 tables.failures_table(failures, load_label), width="stretch", hide_index=True, key="sweep_failures"
             )
         if not frame.empty:
-            shown = judged + [k for k in (*ENERGY_METRICS, *RELIABILITY_METRICS) if k in frame.columns]
+            shown = judged + [
+                k for k in (*ENERGY_METRICS, *RELIABILITY_METRICS, *DEADLINE_METRICS) if k in frame.columns
+            ]
             metric = st.selectbox(
                 "Metric",
                 shown,

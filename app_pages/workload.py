@@ -12,8 +12,10 @@ from engine import EngineError
 from engine.analysis import never_ran
 from engine.analysis.scenario import ARRIVALS, MAX_FIRST, MAX_JOBS, MAX_MIX_WEIGHT, MAX_SEED, MAX_USERS, WorkloadSpec
 from engine.errors import TraceError
+from engine.sim.options import ADMISSION_POLICIES, AdmissionModel
 from engine.traces import TRACE_FORMATS, mapped
 from engine.traces.base import DROP_REASONS
+from engine.traces.deadlines import DEADLINE_LAWS, NO_DEADLINES
 from engine.traces.detect import UNKNOWN_FORMAT
 from engine.traces.generator import DEFAULT_MIX
 from engine.traces.load import gpu_hours, offered_load, offered_load_series
@@ -198,6 +200,26 @@ with gen_tab:
         c = st.columns(3)
         arrival = c[0].selectbox("Arrivals", ARRIVALS, index=ARRIVALS.index(w.arrival), key="gen_arrival")
         seed = c[1].number_input("Seed", 0, MAX_SEED, w.seed, key="gen_seed")
+        c = st.columns(3)
+        laws = [NO_DEADLINES, *DEADLINE_LAWS]
+        deadlines = c[0].selectbox(
+            "Deadlines",
+            laws,
+            index=laws.index(w.deadlines),
+            key="gen_deadlines",
+            format_func=lambda k: "none" if k == NO_DEADLINES else f"{k}: {DEADLINE_LAWS[k].description}",
+            help="How each job's deadline is drawn, as the literature does: "
+            + "; ".join(f"{k}: {law.source}" for k, law in DEADLINE_LAWS.items()),
+        )
+        best_effort = c[1].number_input(
+            "Best-effort share",
+            0.0,
+            1.0,
+            float(w.best_effort),
+            0.05,
+            key="gen_best_effort",
+            help="Share of the jobs left without a deadline.",
+        )
         st.markdown("**Job mix** (relative weights)")
         mix_now = dict(w.mix) or DEFAULT_MIX
         c = st.columns(len(DEFAULT_MIX))
@@ -218,12 +240,36 @@ with gen_tab:
                     arrival=arrival,
                     seed=int(seed),
                     mix=() if mix == DEFAULT_MIX else tuple(mix.items()),
+                    deadlines=deadlines,
+                    best_effort=float(best_effort),
                     what="workload",
                 )
                 if spec is not None:
                     st.session_state.pop(common.FAILED_UPLOAD, None)
                     common.set_scenario(replace(sc, workload=spec, name=""))
                     st.rerun()
+
+
+# ---------------------------------------------------------------- admission
+def admission_control(sc) -> None:
+    """The scenario's admission policy (``options.admission``): which arriving jobs enter the queue."""
+    policies = list(ADMISSION_POLICIES)
+    current = sc.options.admission.policy
+    policy = st.selectbox(
+        "Admission control",
+        policies,
+        index=policies.index(current),
+        key=f"wl_admission_{current}",  # a new widget when the scenario's policy changes (a link, a preset)
+        format_func=lambda k: f"{k}: {ADMISSION_POLICIES[k]}",
+        help="The stage before the queue. A declined job never runs; Compare counts it as a missed deadline "
+        "and its story says why.",
+    )
+    if policy != current:
+        common.set_scenario(replace(sc, options=replace(sc.options, admission=AdmissionModel(policy))))
+        st.rerun()
+
+
+admission_control(sc)
 
 # ---------------------------------------------------------------- upload
 MAPPED = "mapped"

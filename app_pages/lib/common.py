@@ -408,6 +408,11 @@ def sidebar() -> None:
             f"**Workload** · trace {as_text(w.trace_name)} ({w.trace_format or 'auto-detected'}, "
             f"sha256 {w.trace_sha256[:10]}…)"
         )
+    if w.deadlines != "none" and w.source != "preset":
+        share = f", {w.best_effort:.0%} best effort" if w.best_effort else ""
+        side.markdown(f"**Deadlines** · {w.deadlines}{share}; admission {sc.options.admission.policy}")
+    elif sc.options.admission.active:
+        side.markdown(f"**Admission** · {sc.options.admission.policy}")
     if st.session_state.get(FAILED_UPLOAD):
         side.warning(as_text(f"{st.session_state[FAILED_UPLOAD]} did not load; the workload above is still in use."))
     side.markdown("**Schedulers** · " + (as_text(", ".join(sc.schedulers)) or "none"))

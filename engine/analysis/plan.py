@@ -6,9 +6,10 @@ and plans in money (:func:`plan_mix`): the cheapest mix of several node shapes t
     answer[["scheduler", "nodes", "gpus"]]        # one row per scheduler; attrs["probes"]: every run made
 
 **Target.** ``METRIC<=VALUE`` or ``METRIC>=VALUE`` over a metric of :data:`TARGET_METRICS`: any of ``compare
---json``'s, and, for runs whose options model failures, the reliability metrics (``ettr>=0.95``,
-``failure_lost_gpu_h<=50``, ``failed_job_gpu_h<=10``, ...: a plan whose target holds under failures). A run *meets*
-it when no job is unschedulable (a cluster too small for some job does not count as meeting a wait target) and the
+--json``'s; for runs whose options model failures, the reliability metrics (``ettr>=0.95``,
+``failure_lost_gpu_h<=50``, ``failed_job_gpu_h<=10``, ...: a plan whose target holds under failures); for jobs with
+deadlines, the deadline metrics (``deadline_ratio>=0.95``). A run *meets* it when no job is unschedulable (a
+cluster too small for some job does not count as meeting a wait target) and the
 metric is defined and on the right side of the value.
 
 **Clusters.** ``node`` is a shape ``GPUS:TYPE`` (e.g. ``8:A100-80``); the cluster with ``n`` nodes is ``n``
@@ -34,7 +35,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from engine.analysis.metrics import METRICS, RELIABILITY_METRICS, Metric
+from engine.analysis.metrics import DEADLINE_METRICS, METRICS, RELIABILITY_METRICS, Metric
 from engine.analysis.scenario import Scenario
 from engine.analysis.sweep import Runner, check_schedulers, finite_or_none, one_line
 from engine.errors import ClusterSpecError, EngineError, UnknownNameError, reject_unknown_keys
@@ -46,8 +47,8 @@ from engine.sim.state import Scheduler
 #: Largest node count a plan may probe.
 MAX_NODES = 4096
 #: What a target may name: every metric of ``compare --json``, then the reliability metrics (only for runs whose
-#: options model failures: :meth:`Target.check_options`).
-TARGET_METRICS: dict[str, Metric] = {**METRICS, **RELIABILITY_METRICS}
+#: options model failures: :meth:`Target.check_options`), then the deadline metrics (runs whose jobs have deadlines).
+TARGET_METRICS: dict[str, Metric] = {**METRICS, **RELIABILITY_METRICS, **DEADLINE_METRICS}
 _TARGET = re.compile(r"^\s*([a-z0-9_]+)\s*(<=|>=)\s*(\S+)\s*$")
 
 
@@ -166,8 +167,9 @@ class _Search:
         return sorted({c for c in counts if lo < c and (hi is None or c < hi) and c not in self.meets})
 
 
-def _plan_jobs(trace: Any, trace_options: Mapping[str, Any] | None) -> tuple[Job, ...]:
-    """The jobs a plan runs: a trace file loaded with ``trace_options``, or the given jobs; never none."""
+def _plan_jobs(trace: Any, trace_options: Mapping[str, Any] | None, goal: Target) -> tuple[Job, ...]:
+    """The jobs a plan runs: a trace file loaded with ``trace_options``, or the given jobs; never none, and some
+    with a deadline when ``goal`` is on a deadline metric."""
     if isinstance(trace, str):
         from engine.traces import load_trace
 
@@ -176,6 +178,8 @@ def _plan_jobs(trace: Any, trace_options: Mapping[str, Any] | None) -> tuple[Job
         jobs = tuple(trace)
     if not jobs:
         raise PlanError("the plan's trace has no jobs")
+    if goal.metric in DEADLINE_METRICS and not any(j.has_deadline for j in jobs):
+        raise PlanError(f"target {goal}: no job of the plan's trace has a deadline")
     return jobs
 
 
@@ -235,7 +239,7 @@ def plan(
     if not (isinstance(max_nodes, int) and 1 <= max_nodes <= MAX_NODES):
         raise PlanError(f"max_nodes must be an integer from 1 to {MAX_NODES}, got {max_nodes!r}")
     base = None if cluster is None else parse_cluster(cluster)
-    jobs = _plan_jobs(trace, trace_options)
+    jobs = _plan_jobs(trace, trace_options, goal)
     factories = dict(factories or {})
     searches = {s: _Search(max_nodes) for s in names}
     probes: dict[tuple[str, int], dict[str, Any]] = {}
@@ -489,7 +493,7 @@ def plan_mix(
     node_price = [cluster_price_per_h(mix_cluster([s], (1,)), price_list) for s in shapes]
     if not all(p > 0 for p in node_price):
         raise PlanError(f"every node shape needs a price > 0 under price list {price_list!r} to be minimised")
-    jobs = _plan_jobs(trace, trace_options)
+    jobs = _plan_jobs(trace, trace_options, goal)
     factories = dict(factories or {})
     searches = {s: _MixSearch(node_price, max_nodes) for s in names}
     probes: dict[tuple[str, Mix], dict[str, Any]] = {}

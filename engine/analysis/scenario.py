@@ -281,10 +281,7 @@ class WorkloadSpec:
         if self.source == "preset":
             preset = preset_scenario(self.preset)  # generated for the preset's cluster, as the preset shows it
             return preset.workload.build_jobs(preset.build_cluster(), seed)
-        jobs = self.cut_trace(self.load_trace(trace_bytes).jobs, cluster.n_gpus, seed)
-        if self.deadlines == NO_DEADLINES:
-            return jobs
-        return with_deadlines(jobs, self.deadlines, best_effort=self.best_effort, seed=seed)
+        return self.cut_trace(self.load_trace(trace_bytes).jobs, cluster.n_gpus, seed)
 
     def load_trace(self, trace_bytes: bytes | None = None):
         """The trace file read with the loader options (an ``engine.traces.Trace``: jobs and report), before
@@ -303,11 +300,18 @@ class WorkloadSpec:
 
     def cut_trace(self, jobs: Sequence[Job], n_gpus: int, seed: int | None = None) -> tuple[Job, ...]:
         """A loaded trace's jobs as this workload uses them: after ``skip``, seed's ``block`` scaled to ``load``
-        on ``n_gpus`` GPUs, or the whole trace divided by ``load_scale``."""
+        on ``n_gpus`` GPUs, or the whole trace divided by ``load_scale``; with a deadline law, its deadlines
+        (drawn with the seed) replace the trace's own."""
+        seed = self.seed if seed is None else seed
         jobs = jobs[self.skip :]
-        if self.block:
-            return trace_block(jobs, self.seed if seed is None else seed, self.block, self.load, n_gpus)
-        return scale_submits(jobs, self.load_scale)
+        cut = (
+            trace_block(jobs, seed, self.block, self.load, n_gpus)
+            if self.block
+            else scale_submits(jobs, self.load_scale)
+        )
+        if self.deadlines == NO_DEADLINES:
+            return cut
+        return with_deadlines(cut, self.deadlines, best_effort=self.best_effort, seed=seed)
 
     def loader_options(self) -> dict[str, Any]:
         """``load_trace`` keyword arguments (:func:`engine.traces.options.load_options` and the window)."""

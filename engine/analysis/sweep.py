@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from engine.analysis.metrics import ENERGY_METRICS, METRICS, RELIABILITY_METRICS, summarize
+from engine.analysis.metrics import DEADLINE_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS, summarize
 from engine.analysis.ray_join import RayJoinError, head_answers, join_cluster
 from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec
 from engine.errors import EngineError, reject_unknown_keys
@@ -751,9 +751,11 @@ def run_sweep(
         cancel: once set, the sweep stops: pending cells are cancelled and :class:`RunStopped` raised.
 
     Returns:
-        Columns :data:`CELL_COLUMNS`, then one per option axis (its path: the cell's value), then every key of :data:`~engine.analysis.metrics.METRICS` (then of
-        ``ENERGY_METRICS`` with ``energy``, then of ``RELIABILITY_METRICS`` when a cell's options model failures;
-        undefined values NaN). ``attrs["failures"]``: one dict per failed
+        Columns :data:`CELL_COLUMNS`, then one per option axis (its path: the cell's value), then every key of
+        :data:`~engine.analysis.metrics.METRICS` (then of ``ENERGY_METRICS`` with ``energy``, then of
+        ``RELIABILITY_METRICS`` when a cell's options model failures, then of ``DEADLINE_METRICS`` when its jobs
+        have deadlines: a deadline law or a trace with some; undefined values NaN). ``attrs["failures"]``: one dict
+        per failed
         cell (its parameters and ``error``); ``attrs["meta"]``: ``backend``, ``address``, ``cpus``, ``cells``, ``completed``, ``failed``, ``wall_s``, ``ray_init_s`` and
         the ``spec``.
     """
@@ -813,6 +815,7 @@ def run_sweep(
         **METRICS,
         **(ENERGY_METRICS if energy else {}),
         **(RELIABILITY_METRICS if any(o.failures.active for o in options.values()) else {}),
+        **(DEADLINE_METRICS if _has_deadlines(spec, base) else {}),
     }
     frame = pd.DataFrame([rows[k] for k in order if k in rows], columns=[*spec.columns, *metrics])
     frame = frame.astype({k: "int64" if m.unit in ("jobs", "count") else "float64" for k, m in metrics.items()})
@@ -829,6 +832,11 @@ def run_sweep(
         "spec": spec.to_dict(),
     }
     return frame
+
+
+def _has_deadlines(spec: SweepSpec, base: tuple[Job, ...] | None) -> bool:
+    """Whether the grid's jobs have deadlines: a deadline law draws them, or the trace carries some."""
+    return spec.base.workload.deadlines != "none" or (base is not None and any(j.has_deadline for j in base))
 
 
 def _workloads(

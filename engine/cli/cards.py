@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 
 from engine.cli.common import int_in
+from engine.errors import EngineError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,13 +61,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from engine.rl.cards import add_baselines, plan_of, rerender, write_cards
 
+    if args.add_baselines:
+        mixed = [f for f, v in (("--only", args.only), ("--train", args.train), ("--rerender", args.rerender)) if v]
+        if mixed:
+            raise EngineError(f"--add-baselines adds runs to every stored table; leave out {', '.join(mixed)}")
+        for name, card in add_baselines(args.names, args.workers).items():
+            print(name, card["verdict"])
+        return 0
     if args.rerender:
         for name in args.names:
             rerender(name)
-        return 0
-    if args.add_baselines:
-        for name, card in add_baselines(args.names, args.workers).items():
-            print(name, card["verdict"])
         return 0
     train = [s.strip() for s in (args.train or "").split(",") if s.strip()]
     plans = {n: plan_of(n, train, args.larger, args.philly) for n in args.names}

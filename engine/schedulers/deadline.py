@@ -32,7 +32,16 @@ class LeastSlackOrder(StaticKeyOrder):
 
     def reset(self, state: ClusterState) -> None:
         cluster = state.cluster
-        self.key = lambda job: job.deadline_s - job.estimate_s / best_speed(cluster, job)
+        speeds: dict[tuple[str, frozenset[str]], float] = {}  # (job type, allowed types) -> best speed
+
+        def key(job: Job) -> float:
+            kind = (job.job_type, job.allowed_types)
+            speed = speeds.get(kind)
+            if speed is None:
+                speed = speeds[kind] = best_speed(cluster, job)
+            return job.deadline_s - job.estimate_s / speed
+
+        self.key = key
         super().reset(state)
 
 

@@ -3,7 +3,8 @@
 * :func:`segments_frame`: one row per (run segment, GPU) of a :class:`engine.Result`.
 * :func:`timeline_figure`: one column per run, a play button and a time slider moving a cursor, each run's queue
   length underneath; with failures modelled, a red band over each node while it is down and a cross where a node
-  failure stopped a job (:func:`interrupted_points`). Large runs switch to a raster of GPU x time cells or to a busy-share heatmap of GPU bands
+  failure stopped a job (:func:`interrupted_points`); with deadlines, a tick where each job that ran was due, green
+  when it met its deadline, red when it missed it (:func:`deadline_points`; up to ``WEBGL_JOBS`` jobs a run). Large runs switch to a raster of GPU x time cells or to a busy-share heatmap of GPU bands
   (:func:`timeline_mode` decides; the figure's ``meta`` says which).
 """
 
@@ -18,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from engine.analysis.deadlines import has_deadlines, job_deadlines
 from engine.sim.cluster import Cluster
 from engine.sim.simulator import Result
 from engine.units import human_seconds
@@ -84,6 +86,17 @@ def interrupted_points(seg: pd.DataFrame, result: Result) -> pd.DataFrame:
     hit = seg.assign(node=node).merge(outages, on=["node", "end_s"])
     first = hit.groupby(["job_id", "end_s"], as_index=False)["gpu"].min()
     return first.rename(columns={"end_s": "t_s"})[["job_id", "gpu", "t_s"]]
+
+
+def deadline_points(seg: pd.DataFrame, result: Result) -> pd.DataFrame:
+    """Where each job that ran and has a deadline was due: one row per job, ``job_id, gpu, t_s, met`` (its
+    deadline, on the first GPU of its last run segment), from ``seg`` (:func:`segments_frame` of ``result``)."""
+    last = seg[seg["end_s"] == seg.groupby("job_id")["end_s"].transform("max")]
+    rows = last.groupby("job_id", as_index=False)["gpu"].min()
+    due = job_deadlines(result)
+    ids = rows["job_id"].to_numpy()
+    rows = rows.assign(t_s=due["deadline_s"][ids], met=due["deadline_met"][ids])
+    return rows[np.isfinite(rows["t_s"].to_numpy())].reset_index(drop=True)
 
 
 #: Down nodes are shaded for at most this many outages per run (each is a shape the browser lays out): the first.
@@ -289,6 +302,8 @@ def _add_column(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, b
         _add_bars(c, seg, r, col, name)
     if r.outage_node.size and c.mode != "heatmap":
         _add_interruptions(c, seg, r, col, name)
+    if c.mode != "heatmap" and has_deadlines(r) and r.n_jobs <= WEBGL_JOBS:  # a raster's many jobs: no ticks
+        _add_deadlines(c, seg, r, col, name)
     tq, q = binned_series(r.series_t, r.series_queue, c.t_end_s, how="max")
     c.fig.add_trace(
         go.Scatter(
@@ -326,6 +341,35 @@ def _add_interruptions(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name:
         col=col,
     )
     c.legend_done.add(label)
+
+
+#: The deadline ticks' colours: met, missed.
+DEADLINE_COLOURS = {True: "#2ca02c", False: "#d62728"}
+
+
+def _add_deadlines(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str) -> None:
+    """A tick at each job's deadline (:func:`deadline_points`), green if met, red if missed; one legend entry each
+    for all runs."""
+    points = deadline_points(seg, r)
+    for met, colour in DEADLINE_COLOURS.items():
+        part = points[points["met"] == met]
+        label = "deadline met" if met else "deadline missed"
+        c.fig.add_trace(
+            go.Scatter(
+                x=part["t_s"] / c.div,
+                y=part["gpu"],
+                mode="markers",
+                name=label,
+                legendgroup=label,
+                showlegend=label not in c.legend_done,
+                customdata=part["job_id"],
+                marker=dict(symbol="line-ns", size=12, line=dict(width=2, color=colour)),
+                hovertemplate=f"job %{{customdata}}: {label}<br>due t=%{{x:.2f}} {c.unit}<extra>{name}</extra>",
+            ),
+            row=1,
+            col=col,
+        )
+        c.legend_done.add(label)
 
 
 def _outage_shapes(c: _Canvas, r: Result, col: int) -> list[dict]:

@@ -25,7 +25,7 @@ from engine.analysis.plan import (
 )
 from engine.errors import ClusterSpecError, UnknownNameError
 from engine.sim.cluster import parse_cluster
-from engine.sim.options import EnergyModel, FailureModel, PreemptionModel, RunOptions
+from engine.sim.options import AdmissionModel, EnergyModel, FailureModel, PreemptionModel, RunOptions
 from engine.traces.generator import generate
 
 pytestmark = pytest.mark.timeout(300)
@@ -167,3 +167,23 @@ def test_a_cost_plan_prices_by_the_price_list_and_checks_its_input():
         plan_mix(jobs, ["2:V100-32", "2:V100-32"], "fifo", "mean_wait_s<=1", backend="serial")
     with pytest.raises(ClusterSpecError, match="no price_per_h for A100-80"):
         plan_mix(jobs, ["2:V100-32", "1:A100-80"], "fifo", "mean_wait_s<=1", backend="serial", options=options)
+
+
+def test_a_deadline_ratio_target_gives_the_fewest_nodes_meeting_it_under_admission():
+    jobs = generate("2x4:V100-32", 60, load=1.2, seed=3, deadlines="gavel")
+    options = RunOptions(admission=AdmissionModel("feasible"))
+    target = parse_target("deadline_ratio >= 0.95")
+    answer = plan(jobs, "4:V100-32", ["fifo", "edf"], target, max_nodes=8, backend="serial", options=options)
+
+    def ratio(n, s):
+        r = simulate(grown_cluster((4, "V100-32"), n, None), jobs, make_scheduler(s), seed=0, options=options)
+        return summarize(r).to_dict()["deadline_ratio"]
+
+    for row in answer.itertuples():
+        n = int(row.nodes)
+        assert ratio(n, row.scheduler) == row.value_at_nodes >= 0.95
+        assert n == 1 or ratio(n - 1, row.scheduler) < 0.95
+    nodes = dict(zip(answer.scheduler, answer.nodes))
+    assert nodes["edf"] < nodes["fifo"]  # measured: 2 nodes against 6
+    with pytest.raises(PlanError, match="no job of the plan's trace has a deadline"):
+        plan(generate("1x4:T4", 5, seed=1), "4:T4", "fifo", target, backend="serial")

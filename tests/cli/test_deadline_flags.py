@@ -116,3 +116,23 @@ def test_bad_deadline_input_is_one_line_and_exit_2(argv, named, tmp_path, capsys
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert named in err and err.count("\n") == 1, err
+
+
+def test_sweep_and_plan_carry_the_deadline_metrics(ray_local, deadline_csv, tmp_path, capsys):
+    out = tmp_path / "r.csv"
+    argv = ["sweep", "--cluster", CLUSTER, "--trace", str(deadline_csv), "--schedulers", "fifo,edf"]
+    assert main([*argv, "--admission", "feasible", "--out", str(out)]) == 0
+    table = pd.read_csv(out).set_index("scheduler")
+    for name in ("fifo", "edf"):  # each row as simulate gives it
+        js = tmp_path / f"{name}.json"
+        sim = ["simulate", "--cluster", CLUSTER, "--trace", str(deadline_csv), "--scheduler", name, "--quiet"]
+        assert main([*sim, "--admission", "feasible", "--json", str(js)]) == 0
+        got = json.loads(js.read_text())
+        assert table.loc[name, "deadline_ratio"] == pytest.approx(got["deadline_ratio"])
+        assert table.loc[name, "declined"] == got["declined"] > 0
+    plan = tmp_path / "plan.json"
+    argv = ["plan", "--trace", str(deadline_csv), "--node", "8:A100-80", "--scheduler", "edf"]
+    assert main([*argv, "--target", "deadline_ratio>=0.5", "--admission", "feasible", "--json", str(plan)]) == 0
+    answer = json.loads(plan.read_text())
+    assert answer["value_at_nodes"] >= 0.5 and (answer["nodes"] == 1 or answer["value_at_nodes_minus_1"] < 0.5)
+    assert "deadline_ratio>=0.5" in capsys.readouterr().out

@@ -153,6 +153,8 @@ def test_a_plan_is_the_shipped_one_or_built_from_the_training_scenarios():
         (["cards", "mine"], "no evaluation plan for 'mine'"),
         (["cards", "wait-mlp", "--only", "nowhere"], "only: not in the models' plans: nowhere"),
         (["cards", "wait-mlp", "--seeds", "0"], "--seeds"),
+        (["cards", "wait-mlp", "--add-baselines", "--only", "v100-32"], "--add-baselines adds runs to every stored"),
+        (["cards", "nope", "--add-baselines"], "no model card 'nope'"),
     ],
 )
 def test_the_cards_command_refuses_bad_input_in_one_line(argv, message, capsys):

@@ -166,3 +166,19 @@ def test_a_down_node_is_shaded_and_each_job_a_failure_stopped_is_marked():
     )
     assert not any(s.fillcolor == timeline.OUTAGE_COLOUR for s in plain.layout.shapes)
     assert not any(t.name == "stopped by a node failure" for t in plain.data)
+
+
+def test_each_jobs_deadline_is_a_tick_green_if_met_red_if_missed():
+    # One GPU: job 0 runs 0..100 (due 150: met), job 1 waits and runs 100..200 (due 120: missed), job 2 has none.
+    jobs = [Job(0, 0.0, 100.0, deadline_s=150.0), Job(1, 1.0, 100.0, deadline_s=120.0), Job(2, 2.0, 10.0)]
+    result = simulate(parse_cluster("1x1:V100-32"), jobs, make_scheduler("fifo"))
+    points = timeline.deadline_points(timeline.segments_frame(result), result)
+    assert points[["job_id", "gpu", "t_s", "met"]].values.tolist() == [[0, 0, 150.0, True], [1, 0, 120.0, False]]
+    fig = timeline.timeline_figure({"fifo": result}, animate=False)
+    met, missed = (next(t for t in fig.data if t.name == name) for name in ("deadline met", "deadline missed"))
+    assert list(met.customdata) == [0] and list(missed.customdata) == [1]
+    assert met.marker.line.color == timeline.DEADLINE_COLOURS[True] != missed.marker.line.color
+    assert fig.layout.meta["time_unit"] == "min" and list(missed.x) == [2.0] and list(met.x) == [2.5]
+    alone = simulate(parse_cluster("1x1:V100-32"), [Job(0, 0.0, 10.0)], make_scheduler("fifo"))
+    plain = timeline.timeline_figure({"fifo": alone}, animate=False)
+    assert not any(t.name in ("deadline met", "deadline missed") for t in plain.data)
