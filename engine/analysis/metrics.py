@@ -46,6 +46,8 @@ Per run (see :data:`METRICS` for every key, its unit and whether lower or higher
 * Deadlines, only when some job has one (:attr:`~engine.sim.job.Job.deadline_s`): the keys of
   :data:`DEADLINE_METRICS`; formulas in :mod:`engine.analysis.deadlines`. Declined jobs (status ``DECLINED``,
   turned away by the admission stage) never ran: they are neither completed nor unschedulable.
+* Elastic jobs, only when some job is elastic (:attr:`~engine.sim.job.Job.elastic`): the keys of
+  :data:`ELASTIC_METRICS` (resizes and GPU-time efficiency); formulas in :mod:`engine.analysis.elastic`.
 
 Conventions for degenerate inputs: the Gini coefficient of an all-zero vector is 0 and Jain's index of an
 all-zero vector is 1 (everyone got the same, nothing); both are NaN for an empty vector.
@@ -61,6 +63,7 @@ import numpy as np
 import pandas as pd
 
 from engine.analysis.deadlines import DeadlineSummary, has_deadlines, job_deadlines, summarize_deadlines
+from engine.analysis.elastic import ElasticSummary, has_elastic, job_elastic, summarize_elastic
 from engine.analysis.energy import EnergySummary, job_energy, summarize_energy
 from engine.analysis.reliability import ReliabilitySummary, failures_modelled, job_reliability, summarize_reliability
 from engine.sim.options import EnergyModel
@@ -226,10 +229,33 @@ DEADLINE_METRICS: dict[str, Metric] = {
     ),
 }
 
+#: The keys a summary adds when some job is elastic (:class:`~engine.analysis.elastic.ElasticSummary`'s fields).
+ELASTIC_METRICS: dict[str, Metric] = {
+    "elastic_jobs": Metric("Elastic jobs", "jobs", None, "jobs that may run on a range of GPU counts"),
+    "rescales": Metric("Rescales", "count", None, "times a scheduler changed a running job's GPUs"),
+    "elastic_gpu_efficiency": Metric(
+        "Elastic GPU efficiency",
+        "ratio",
+        "higher",
+        "useful GPU-seconds (duration x speed-up at the requested size) / GPU-seconds held, completed elastic jobs",
+    ),
+}
+
 #: Every key a summary may hold, with its metadata: :data:`METRICS`, :data:`ENERGY_METRICS`,
-#: :data:`RELIABILITY_METRICS`, then :data:`DEADLINE_METRICS`.
-ALL_METRICS: dict[str, Metric] = {**METRICS, **ENERGY_METRICS, **RELIABILITY_METRICS, **DEADLINE_METRICS}
-_PARTS = ((ENERGY_METRICS, "energy"), (RELIABILITY_METRICS, "reliability"), (DEADLINE_METRICS, "deadlines"))
+#: :data:`RELIABILITY_METRICS`, :data:`DEADLINE_METRICS`, then :data:`ELASTIC_METRICS`.
+ALL_METRICS: dict[str, Metric] = {
+    **METRICS,
+    **ENERGY_METRICS,
+    **RELIABILITY_METRICS,
+    **DEADLINE_METRICS,
+    **ELASTIC_METRICS,
+}
+_PARTS = (
+    (ENERGY_METRICS, "energy"),
+    (RELIABILITY_METRICS, "reliability"),
+    (DEADLINE_METRICS, "deadlines"),
+    (ELASTIC_METRICS, "elastic"),
+)
 
 
 @dataclass(frozen=True)
@@ -237,7 +263,7 @@ class Summary:
     """Run-level metrics; one field per key of :data:`METRICS` (same names, same order), ``energy`` when the run
     was summarised with an energy model (its keys are those of :data:`ENERGY_METRICS`) and ``reliability`` when the
     run modelled failures (the keys of :data:`RELIABILITY_METRICS`), ``deadlines`` when some job has a deadline
-    (the keys of :data:`DEADLINE_METRICS`)."""
+    (the keys of :data:`DEADLINE_METRICS`), ``elastic`` when some job is elastic (:data:`ELASTIC_METRICS`)."""
 
     jobs: int
     completed: int
@@ -265,16 +291,15 @@ class Summary:
     energy: EnergySummary | None = None
     reliability: ReliabilitySummary | None = None
     deadlines: DeadlineSummary | None = None
+    elastic: ElasticSummary | None = None
 
     def to_dict(self) -> dict[str, int | float | None]:
         """``{metric: value}`` ready for JSON: plain ``int``/``float``, NaN (undefined) written as ``None``; the
         keys of :data:`METRICS`, then those of :data:`ENERGY_METRICS` when there is an ``energy``, then those of
         :data:`RELIABILITY_METRICS` when there is a ``reliability``, then :data:`DEADLINE_METRICS` when there are
-        ``deadlines``."""
-        values = {
-            f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("energy", "reliability", "deadlines")
-        }
-        for part in (self.energy, self.reliability, self.deadlines):
+        ``deadlines``, then :data:`ELASTIC_METRICS` when there is an ``elastic``."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in {name for _, name in _PARTS}}
+        for part in (self.energy, self.reliability, self.deadlines, self.elastic):
             if part is not None:
                 values.update(part.to_dict())
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in values.items()}
@@ -438,6 +463,7 @@ def summarize(result: Result, energy: EnergyModel | None = None) -> Summary:
             else None
         ),
         deadlines=summarize_deadlines(result) if has_deadlines(result) else None,
+        elastic=summarize_elastic(result, per.gpu_s) if has_elastic(result) else None,
     )
 
 
@@ -454,7 +480,9 @@ def job_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFrame
     ran); when the
     run modelled failures, also the columns of :func:`engine.analysis.reliability.job_reliability`; when some job
     has a deadline, also ``deadline_s, deadline_met, tardiness_s`` (:func:`engine.analysis.deadlines.job_deadlines`).
-    ``status`` may also be ``"declined"`` (the admission stage turned the job away; ``reason`` says why).
+    ``status`` may also be ``"declined"`` (the admission stage turned the job away; ``reason`` says why). When some
+    job is elastic, also ``min_gpus, max_gpus, scaling, rescales, gpu_efficiency``
+    (:func:`engine.analysis.elastic.job_elastic`).
     """
     return pd.DataFrame(job_columns(result, energy))
 
@@ -500,6 +528,11 @@ def job_columns(result: Result, energy: EnergyModel | None = None) -> dict[str, 
         columns.update(job_reliability(result))
     if has_deadlines(result):
         columns.update(job_deadlines(result))
+    if has_elastic(result):
+        columns["min_gpus"] = np.array([j.min_gpus for j in jobs], dtype=np.int64)
+        columns["max_gpus"] = np.array([j.max_gpus for j in jobs], dtype=np.int64)
+        columns["scaling"] = [j.scaling for j in jobs]
+        columns.update(job_elastic(result, per.gpu_s))
     return columns
 
 
@@ -553,7 +586,8 @@ def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFram
 def compare(results: Mapping[str, Result | Summary]) -> pd.DataFrame:
     """Rows = metric keys (in :data:`METRICS` order, then :data:`ENERGY_METRICS`'s when any summary has an
     energy part, then :data:`RELIABILITY_METRICS`'s when any has a reliability part, then :data:`DEADLINE_METRICS`'s
-    when any has a deadline part; NaN in the columns without one), columns = the names of ``results`` (in order).
+    when any has a deadline part, then :data:`ELASTIC_METRICS`'s when any has an elastic part; NaN in the columns
+    without one), columns = the names of ``results`` (in order).
 
     Values may be Results or already computed Summaries (so callers that print both need not summarise twice).
     """

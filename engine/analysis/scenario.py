@@ -45,6 +45,7 @@ from engine.errors import EngineError, TraceError, quote, reject_unknown_keys
 from engine.sim.cluster import Cluster, loads_bounded, parse_cluster, parse_cluster_text
 from engine.sim.job import MAX_TIME_S, Job
 from engine.sim.options import RunOptions
+from engine.sim.scaling import SCALING_CURVES
 from engine.traces import TRACE_FORMATS
 from engine.traces.deadlines import DEADLINE_LAWS, NO_DEADLINES, with_deadlines
 from engine.traces.generator import ARRIVALS, generate, job_types
@@ -104,6 +105,7 @@ NUMBER_BOUNDS: dict[str, tuple[float, float, bool, bool]] = {
     "diurnal_amplitude": (0.0, 1.0, True, True),
     "allowed_share": (0.0, 1.0, True, True),
     "best_effort": (0.0, 1.0, True, True),
+    "elastic": (0.0, 1.0, True, True),
 }
 #: Keyword arguments of :func:`~engine.traces.generator.generate` a workload carries besides n_jobs, load, seed.
 GENERATOR_OPTIONS = (
@@ -120,10 +122,12 @@ GENERATOR_OPTIONS = (
     "allowed_share",
     "deadlines",
     "best_effort",
+    "elastic",
+    "scaling",
 )
 #: Fields :meth:`WorkloadSpec.to_dict` leaves out at their defaults (added later: older files, links and
 #: workload keys stay as they were).
-OMITTED_AT_DEFAULT = ("deadlines", "best_effort")
+OMITTED_AT_DEFAULT = ("deadlines", "best_effort", "elastic", "scaling")
 #: Fields that only a trace workload uses.
 TRACE_FIELDS = (
     "trace_sha256",
@@ -162,6 +166,8 @@ class WorkloadSpec:
         deadlines, best_effort: the deadline law (``none``, or one of
             :data:`~engine.traces.deadlines.DEADLINE_LAWS`) and the share of jobs it leaves without a deadline;
             for a trace, a law other than ``none`` replaces the trace's own deadlines (seeded by ``seed``).
+        elastic, scaling: the share of generated jobs made elastic and their scaling curve (``""``: the generator's
+            default; :func:`~engine.traces.generator.generate`); generated workloads only.
         trace_sha256: SHA-256 (hex) of an uploaded trace file's bytes; the bytes themselves travel separately.
         trace_path: a trace file the repository ships or the command line names (trusted records only).
         trace_name: the uploaded file's name (its extension helps format detection).
@@ -195,6 +201,8 @@ class WorkloadSpec:
     allowed_share: float = 0.0
     deadlines: str = NO_DEADLINES
     best_effort: float = 0.0
+    elastic: float = 0.0
+    scaling: str = ""
     trace_sha256: str = ""
     trace_path: str = ""
     trace_name: str = ""
@@ -276,6 +284,8 @@ class WorkloadSpec:
                     allowed_share=self.allowed_share,
                     deadlines=self.deadlines,
                     best_effort=self.best_effort,
+                    elastic=self.elastic,
+                    scaling=self.scaling,
                 )
             )
         if self.source == "preset":
@@ -395,6 +405,10 @@ def _check_workload(w: WorkloadSpec, where: str) -> None:
         raise ScenarioError(
             f"{where}.deadlines {quote(w.deadlines)}: expected one of {', '.join([NO_DEADLINES, *DEADLINE_LAWS])}"
         )
+    if not isinstance(w.scaling, str) or (w.scaling and w.scaling not in SCALING_CURVES):
+        raise ScenarioError(f"{where}.scaling {quote(w.scaling)}: expected one of {', '.join(SCALING_CURVES)}")
+    if (w.elastic or w.scaling) and w.source != "generate":
+        raise ScenarioError(f"{where}.elastic and {where}.scaling apply to generated workloads only")
     if w.arrival not in ARRIVALS:
         raise ScenarioError(f"{where}.arrival {quote(w.arrival)}: expected one of {', '.join(ARRIVALS)}")
     if not isinstance(w.skip_bad, bool):

@@ -480,6 +480,22 @@ def _apply_admission_flags(args: argparse.Namespace, model):
     return replace(model, policy=given["admission"]) if given else model
 
 
+def _add_elastic_flags(group: Any) -> None:
+    from engine.sim.options import MAX_RESCALE_S, POLLUX_RESCALE_S
+
+    group.add_argument(
+        "--rescale-s",
+        type=non_negative_float,
+        metavar="S",
+        help=f"seconds an elastic job stalls each time a scheduler resizes it (default {POLLUX_RESCALE_S:g}, "
+        f"Pollux's; at most {MAX_RESCALE_S:g})",
+    )
+
+
+def _apply_elastic_flags(args: argparse.Namespace, model):
+    return replace(model, **_given(args, ("rescale_s",)))
+
+
 #: The flags of every field of :class:`~engine.sim.options.RunOptions`, by field name: every command that runs
 #: simulations takes them all (:func:`add_run_option_arguments`) and reads them with :func:`run_options_from`.
 #: A new run option joins here with one entry.
@@ -489,6 +505,7 @@ RUN_OPTION_FLAGS: dict[str, RunOptionFlags] = {
     "energy": RunOptionFlags(_add_energy_flags, _apply_energy_flags),
     "admission": RunOptionFlags(_add_admission_flags, _apply_admission_flags),
     "power_down": RunOptionFlags(_add_power_down_flags, _apply_power_down_flags),
+    "elastic": RunOptionFlags(_add_elastic_flags, _apply_elastic_flags),
 }
 #: The argparse dests of the flags that add energy, cost and carbon to the summaries (:func:`wants_energy`): the
 #: energy flags, and the power-down ones (what powering down saves is energy).

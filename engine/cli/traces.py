@@ -2,6 +2,7 @@
 
 python -m engine generate --cluster 4x8:A100-80 --jobs 1000 --load 0.8 --seed 1 --out jobs.csv
 python -m engine generate --cluster 4x8:A100-80 --jobs 1000 --load 1.2 --deadlines elasticflow --best-effort 0.2 --out d.csv
+python -m engine generate --cluster 4x8:A100-80 --jobs 1000 --load 1.2 --elastic 0.3 --scaling resnet50-a100 --out e.csv
 python -m engine trace info philly.csv --cluster 8x8:V100-32 --json info.json
 """
 
@@ -43,8 +44,9 @@ def _mix(text: str) -> dict[str, float]:
 
 
 def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
+    from engine.sim.scaling import SCALING_CURVES
     from engine.traces.deadlines import DEADLINE_LAWS, NO_DEADLINES
-    from engine.traces.generator import ARRIVALS, DEFAULT_MIX
+    from engine.traces.generator import ARRIVALS, DEFAULT_MIX, DEFAULT_SCALING, ELASTIC_GROWTH
 
     parser.add_argument(
         "--cluster",
@@ -108,6 +110,21 @@ def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SHARE",
         help="share of jobs the deadline law leaves without a deadline (default 0)",
     )
+    parser.add_argument(
+        "--elastic",
+        type=share,
+        default=0.0,
+        metavar="SHARE",
+        help=f"share of jobs made elastic (whole-GPU ones: 1 to {ELASTIC_GROWTH}x their GPUs; default 0); the CSV "
+        "gains min_gpus, max_gpus and scaling columns",
+    )
+    parser.add_argument(
+        "--scaling",
+        choices=list(SCALING_CURVES),
+        default=DEFAULT_SCALING,
+        metavar="CURVE",
+        help=f"scaling curve of the elastic jobs: {', '.join(SCALING_CURVES)} (default {DEFAULT_SCALING})",
+    )
 
 
 def run_generate(args: argparse.Namespace) -> int:
@@ -131,6 +148,8 @@ def run_generate(args: argparse.Namespace) -> int:
         allowed_share=args.allowed_share,
         deadlines=args.deadlines,
         best_effort=args.best_effort,
+        elastic=args.elastic,
+        scaling=args.scaling,
     )
     write_csv(jobs, args.out)
     rep = make_report(jobs, rows=len(jobs), dropped={})

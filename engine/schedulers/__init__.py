@@ -14,6 +14,7 @@ from engine.schedulers import (  # noqa: F401  (registers)
     cost,
     deadline,
     drf,
+    elastic,
     fgd,
     heuristics,
     reliable,

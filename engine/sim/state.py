@@ -248,6 +248,8 @@ class ClusterState:
         carbon_g_per_kwh: the grid's carbon intensity of the run's energy model (gCO2/kWh: a constant or an
             hourly :class:`~engine.sim.options.CarbonSeries`), a forecast carbon-aware schedulers may plan with.
         shape_node_bits: per job shape, its eligible nodes as a bitmask (bit ``n`` is node ``n``).
+        rescale_s: seconds an elastic job stalls each time a ``Resize`` changes its GPUs (the run's
+            ``options.elastic.rescale_s``).
     """
 
     def __init__(
@@ -277,6 +279,7 @@ class ClusterState:
         self.seed: int = sim.seed
         self.preemption: PreemptionModel = sim.preemption
         self.carbon_g_per_kwh: float | CarbonSeries = sim.options.energy.carbon_g_per_kwh
+        self.rescale_s: float = sim.options.elastic.rescale_s
         self.now_s: float = 0.0
         self._queue = queue
         self.queue = queue.keys()

@@ -242,6 +242,8 @@ def _build_jobs(
     def strings(codes, table: list) -> list:
         return [table[c] for c in np.frombuffer(codes, dtype=np.int64)[order].tolist()]
 
+    rigid = (None, None, "")
+    elastic = [rows.elastic.get(k, rigid) for k in order_list] if rows.elastic else [rigid] * len(order_list)
     jobs = tuple(
         map(
             Job,
@@ -259,6 +261,9 @@ def _build_jobs(
             [rows.name[k] for k in order_list],
             [bool(f) for f in column(rows.failed)],
             deadlines.tolist(),
+            [e[0] for e in elastic],
+            [e[1] for e in elastic],
+            [e[2] for e in elastic],
         )
     )
     return jobs, n - len(jobs)

@@ -27,6 +27,7 @@ import pandas as pd
 
 from engine.errors import TraceError
 from engine.sim.job import MAX_GPUS, MAX_TIME_S, MAX_VRAM_GIB
+from engine.sim.scaling import SCALING_CURVES
 
 #: Drop reasons a reader may count, with what each means (the keys of ``TraceReport.dropped``).
 DROP_REASONS: dict[str, str] = {
@@ -185,6 +186,7 @@ class Rows:
     allowed: array = field(default_factory=lambda: array("q"))  # index into allowed_sets
     failed: array = field(default_factory=lambda: array("q"))  # 1: the trace recorded the job as failed
     deadline_s: array = field(default_factory=lambda: array("d"))  # absolute, in the file's time; NaN: none
+    elastic: dict = field(default_factory=dict)  # row -> (min_gpus, max_gpus, scaling), rows that give them only
     name: list = field(default_factory=list)
     user_names: list = field(default_factory=list)
     job_types: list = field(default_factory=list)
@@ -211,8 +213,12 @@ class Rows:
         name: str,
         failed: bool = False,
         deadline_s: float = math.nan,
+        elastic: tuple[int, int, str] | None = None,
     ) -> None:
-        """Store one job; the values must already satisfy :class:`~engine.sim.job.Job`'s rules."""
+        """Store one job; the values must already satisfy :class:`~engine.sim.job.Job`'s rules (``elastic``:
+        ``(min_gpus, max_gpus, scaling)`` when the row gives them)."""
+        if elastic is not None:
+            self.elastic[len(self.submit_s)] = elastic
         self.submit_s.append(submit_s)
         self.duration_s.append(duration_s)
         self.gpus.append(gpus)
@@ -287,6 +293,9 @@ class Columns:
     estimate_s: str = "estimate_s"
     duration_s: str = "duration_s"
     deadline_s: str = "deadline_s"
+    min_gpus: str = "min_gpus"
+    max_gpus: str = "max_gpus"
+    scaling: str = "scaling"
 
 
 CANONICAL = Columns()
@@ -337,10 +346,14 @@ class ReadContext:
         name: str = "",
         failed: bool = False,
         deadline_s: float = math.nan,
+        min_gpus: int | None = None,
+        max_gpus: int | None = None,
+        scaling: str = "",
         columns: Columns = CANONICAL,
     ) -> None:
         """Apply the drop rules every format shares, check the values, and store the job (``failed``: the trace
-        recorded it as failed; ``deadline_s``: its absolute deadline in the file's time, NaN for none).
+        recorded it as failed; ``deadline_s``: its absolute deadline in the file's time, NaN for none;
+        ``min_gpus``, ``max_gpus``, ``scaling``: an elastic job's range and curve, ``None``/``""`` for a rigid one).
 
         Drops, in this order: ``allowed_types`` is ``None`` (only unknown GPU types named) ->
         ``unknown_gpu_type``; ``gpus <= 0`` -> ``no_gpu``; NaN submit or duration -> ``missing_time``;
@@ -374,6 +387,9 @@ class ReadContext:
                 raise BadField(columns.duration_s, f"a duration up to {MAX_TIME_S:.0e} seconds", duration_s)
             if not (math.isnan(deadline_s) or 0 < deadline_s - submit_s <= MAX_TIME_S):
                 raise BadField(columns.deadline_s, "a deadline after the submit time (or empty)", deadline_s)
+            elastic = None
+            if min_gpus is not None or max_gpus is not None or scaling:
+                elastic = _elastic(gpus, gpu_fraction, min_gpus, max_gpus, scaling, columns)
             self.rows.add(
                 submit_s,
                 duration_s,
@@ -388,7 +404,27 @@ class ReadContext:
                 name,
                 failed,
                 deadline_s,
+                elastic,
             )
+
+
+def _elastic(
+    gpus: int, fraction: float, min_gpus: int | None, max_gpus: int | None, scaling: str, columns: Columns
+) -> tuple[int, int, str]:
+    """``(min_gpus, max_gpus, scaling)`` of a row (``None``: ``gpus``), or ``BadField`` naming the column."""
+    least = gpus if min_gpus is None else min_gpus
+    most = gpus if max_gpus is None else max_gpus
+    if not 1 <= least <= gpus:
+        raise BadField(columns.min_gpus, f"a GPU count from 1 to the job's gpus ({gpus})", min_gpus)
+    if not gpus <= most <= MAX_GPUS:
+        raise BadField(columns.max_gpus, f"a GPU count from the job's gpus ({gpus}) to {MAX_GPUS:,}", max_gpus)
+    if scaling and scaling not in SCALING_CURVES:
+        raise BadField(columns.scaling, f"a scaling curve ({', '.join(SCALING_CURVES)})", scaling)
+    if least < most and (not scaling or fraction < 1):
+        raise BadField(
+            columns.scaling, "a scaling curve for an elastic job (min_gpus < max_gpus) of whole GPUs", scaling
+        )
+    return least, most, scaling
 
 
 # ------------------------------------------------------------------------------------- headers and rows

@@ -20,10 +20,14 @@ column              meaning                                                     
 ``estimate_s``      the user's run-time estimate, seconds (> 0)                            ``duration_s``
 ``failed``          ``1`` (or ``true``) when the source recorded the job as failed         ``0``
 ``deadline_s``      absolute deadline, seconds, same origin as ``submit_s`` (> submit)      none
+``min_gpus``        fewest GPUs an elastic job may run on (1 to ``gpus``)                   ``gpus``
+``max_gpus``        most GPUs an elastic job may run on (``gpus`` or more)                  ``gpus``
+``scaling``         an elastic job's scaling curve (:data:`engine.sim.scaling.SCALING_CURVES`)  rigid
 ==================  =====================================================================  ===============
 
 :func:`write_csv` writes every column (``failed`` only when some job failed, ``deadline_s`` only when some job has
-a deadline), floats in their shortest exact form,
+a deadline, ``min_gpus``, ``max_gpus`` and ``scaling`` only when some job is elastic), floats in their shortest exact
+form,
 so reading the file back gives equal jobs.
 """
 
@@ -57,7 +61,12 @@ COLUMNS = (
     "estimate_s",
     "failed",
     "deadline_s",
+    "min_gpus",
+    "max_gpus",
+    "scaling",
 )
+#: The columns of elastic jobs (the vectorised path leaves files with them to the row path).
+ELASTIC_COLUMNS = ("min_gpus", "max_gpus", "scaling")
 #: What the ``failed`` column may hold, and what it means.
 FAILED_VALUES = {"": False, "0": False, "false": False, "1": True, "true": True}
 REQUIRED = ("submit_s", "duration_s")
@@ -94,6 +103,9 @@ def _row(ctx: ReadContext, f: dict[str, str]) -> None:
         name=f["name"] if "name" in f else get("job_id", ""),
         failed=to_failed(get("failed", "")),
         deadline_s=to_time(f["deadline_s"], "deadline_s") if get("deadline_s") else math.nan,
+        min_gpus=to_int(f["min_gpus"], "min_gpus") if get("min_gpus") else None,
+        max_gpus=to_int(f["max_gpus"], "max_gpus") if get("max_gpus") else None,
+        scaling=get("scaling", ""),
     )
 
 
@@ -113,6 +125,8 @@ def split_types(text: str) -> frozenset[str]:
 def fast(ctx: ReadContext) -> None:
     """The vectorised path (see :mod:`engine.traces.fast`)."""
     header, _ = read_header(ctx, COLUMNS, REQUIRED)
+    if set(ELASTIC_COLUMNS) & set(header):
+        raise Fallback  # elastic jobs: the row path reads them
     for chunk in read_chunks(ctx, expected=tuple(header)):
         n = len(chunk)
 
@@ -171,7 +185,8 @@ def write_csv(jobs: Iterable[Job], path: str | Path) -> Path:
     """
     # Every row is checked before the file is opened: a refused job leaves no half-written file behind.
     rows = []
-    for j in jobs:
+    jobs_written = list(jobs)
+    for j in jobs_written:
         types = "|".join(sorted(j.allowed_types))
         text = j.name + j.user + j.job_type + types
         if "\x00" in text:
@@ -204,12 +219,18 @@ def write_csv(jobs: Iterable[Job], path: str | Path) -> Path:
                     repr(float(j.estimate_s)),
                     int(j.failed),
                     repr(j.deadline_s) if j.has_deadline else "",
+                    j.min_gpus,
+                    j.max_gpus,
+                    j.scaling,
                 ),
             )
         )
-    # failed and deadline_s only when they say something: files of rigid jobs that never failed stay as they were
-    optional = len(COLUMNS) - 2
+    # failed, deadline_s and the elastic columns only when they say something: files of rigid jobs that never failed
+    # stay as they were
+    optional = COLUMNS.index("failed")
     kept = [*range(optional), *(k for k in (optional, optional + 1) if any(row[k] for _, row in rows))]
+    if any(j.elastic or j.scaling for j in jobs_written):
+        kept += [COLUMNS.index(c) for c in ELASTIC_COLUMNS]
     path = Path(path)
     with atomic_open(path, "w", encoding="utf-8", newline="") as f:
         plain = csv.writer(f, lineterminator="\n")

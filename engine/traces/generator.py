@@ -52,7 +52,10 @@ to ``1 / (k + 1) ** user_skew`` (Zipf; 1.2 with 15 users gives the largest 38 %)
 ``duration x exp(N(log overestimate, estimate_error))`` rounded up to a minute (0 error and
 ``overestimate=1`` give exact estimates, still rounded up). **Deadlines**: none by default; ``deadlines`` names
 a law of :mod:`engine.traces.deadlines` (``elasticflow``, ``gavel``) and ``best_effort`` the share of jobs left
-without one; they are drawn last, so the rest of the workload is the same with and without them.
+without one; they are drawn last, so the rest of the workload is the same with and without them. **Elastic
+jobs**: none by default; ``elastic`` is the share of jobs made elastic, drawn among the whole-GPU jobs (at most all
+of them) after the deadlines, so the rest is again the same; such a job may run on 1 to ``ELASTIC_GROWTH`` times its GPUs (at most the largest GPU
+type's count) with the scaling curve ``scaling`` (default :data:`DEFAULT_SCALING`).
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ import numpy as np
 from engine.errors import reject_unknown_keys
 from engine.sim.cluster import Cluster, parse_cluster
 from engine.sim.job import Job
+from engine.sim.scaling import scaling_curve
 from engine.traces.deadlines import NO_DEADLINES, check_law, draw_deadlines
 
 #: GPU fractions and per-GPU memory (GiB) the default job types use.
@@ -73,6 +77,11 @@ FRACTIONS = (0.1, 0.25, 0.5, 0.75, 1.0)
 VRAM_GIB = (0.0, 8.0, 16.0, 24.0, 32.0, 40.0, 80.0)
 ARRIVALS = ("poisson", "bursty", "diurnal")
 MIN_DURATION_S, MAX_DURATION_S = 30.0, 7 * 86400.0
+#: The curve of generated elastic jobs unless one is named: ElasticFlow's measured ResNet-50 on A100.
+DEFAULT_SCALING = "resnet50-a100"
+#: A generated elastic job may grow to this many times its requested GPUs and shrink to 1: an estimate (ElasticFlow
+#: scales jobs from 1 GPU up to what their throughput tables cover; REFERENCES.md, "Elastic jobs").
+ELASTIC_GROWTH = 4
 DAY_S, PEAK_S = 86400.0, 14 * 3600.0
 
 
@@ -180,6 +189,8 @@ def generate(
     allowed_share: float = 0.0,
     deadlines: str = NO_DEADLINES,
     best_effort: float = 0.0,
+    elastic: float = 0.0,
+    scaling: str = "",
 ) -> tuple[Job, ...]:
     """Draw ``n_jobs`` jobs for ``cluster`` at offered load ``load`` (see the module docstring).
 
@@ -198,6 +209,8 @@ def generate(
         allowed_share: share of jobs pinned to one GPU type of the cluster (a type their memory fits).
         deadlines, best_effort: the deadline law (:data:`~engine.traces.deadlines.DEADLINE_LAWS` or ``none``)
             and the share of jobs it leaves without a deadline.
+        elastic, scaling: the share of jobs made elastic (whole-GPU ones), in [0, 1], and their curve (a name in
+            :data:`~engine.sim.scaling.SCALING_CURVES`; ``""``: :data:`DEFAULT_SCALING`).
 
     Returns:
         Jobs numbered ``0..n-1`` in submit order, the first submitted at 0.
@@ -217,6 +230,9 @@ def generate(
         allowed_share,
     )
     check_law(deadlines, best_effort)
+    if not (isinstance(elastic, (int, float)) and 0 <= elastic <= 1):
+        raise ValueError(f"elastic must be a share in [0, 1], got {elastic!r}")
+    curve = scaling_curve(scaling or DEFAULT_SCALING).name
     spec_by_type = job_types(types)
     mix = dict(DEFAULT_MIX if mix is None else mix)
     unknown = set(mix) - set(spec_by_type)
@@ -265,11 +281,18 @@ def generate(
     rate = load * cluster.n_gpus / float(gpu_s.mean())
     submit = _arrivals(rng, n_jobs, rate, arrival, burst_factor, burst_share, diurnal_amplitude)
     due = draw_deadlines(deadlines, submit, dur, best_effort, rng)  # last: the draws above do not depend on it
+    # elastic after the deadlines, nothing drawn without: a rigid workload is the same as before
+    whole = frac == 1.0
+    chance = min(1.0, elastic * n_jobs / max(int(whole.sum()), 1))  # of whole-GPU jobs: ``elastic`` of all jobs
+    flex = (rng.random(n_jobs) < chance) & whole if elastic > 0 else np.zeros(n_jobs, dtype=bool)
+    most = np.where(flex, np.minimum(ELASTIC_GROWTH * gpus, max_gpus), gpus)
+    least = np.where(flex, 1, gpus)
+    flex = flex & (least < most)
 
     names = [str(n) for n in type_names]
     return tuple(
-        Job(i, s, d, g, f, v, f"user{u}", names[k], p, a, e, f"{names[k]}-{i}", False, dl)
-        for i, (s, d, g, f, v, u, k, p, a, e, dl) in enumerate(
+        Job(i, s, d, g, f, v, f"user{u}", names[k], p, a, e, f"{names[k]}-{i}", False, dl, lo, hi, curve if x else "")
+        for i, (s, d, g, f, v, u, k, p, a, e, dl, lo, hi, x) in enumerate(
             zip(
                 submit.tolist(),
                 dur.tolist(),
@@ -282,6 +305,9 @@ def generate(
                 allowed,
                 estimate.tolist(),
                 due.tolist(),
+                np.where(flex, least, gpus).tolist(),
+                np.where(flex, most, gpus).tolist(),
+                flex.tolist(),
             )
         )
     )

@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 
 from engine import Job, Preempt, PreemptionModel, RunOptions, Simulation, Start, make_scheduler, parse_cluster, simulate
 from engine.analysis.deadlines import DeadlineSummary
+from engine.analysis.elastic import ElasticSummary
 from engine.analysis.energy import EnergySummary
 from engine.analysis.metrics import (
     ALL_METRICS,
     DEADLINE_METRICS,
+    ELASTIC_METRICS,
     ENERGY_METRICS,
     METRICS,
     RELIABILITY_METRICS,
@@ -203,10 +205,11 @@ def test_gini_and_jain_of_nothing_are_undefined():
 
 
 def test_registry_matches_summary_fields():
-    assert [f.name for f in dataclasses.fields(Summary)] == [*METRICS, "energy", "reliability", "deadlines"]
+    assert [f.name for f in dataclasses.fields(Summary)] == [*METRICS, "energy", "reliability", "deadlines", "elastic"]
     assert [f.name for f in dataclasses.fields(EnergySummary)] == list(ENERGY_METRICS)
     assert [f.name for f in dataclasses.fields(ReliabilitySummary)] == list(RELIABILITY_METRICS)
     assert [f.name for f in dataclasses.fields(DeadlineSummary)] == list(DEADLINE_METRICS)
+    assert [f.name for f in dataclasses.fields(ElasticSummary)] == list(ELASTIC_METRICS)
     for key, m in ALL_METRICS.items():
         assert m.better in ("lower", "higher", None), key
         assert m.label and m.doc and m.unit in ("s", "GPU-h", "jobs", "count", "ratio", "kWh", "USD", "USD/h", "kg"), (

@@ -42,6 +42,10 @@ EXPECTED = {
     # No job has a deadline: edf and least-slack walk the queue in arrival order (tests/schedulers/test_deadline.py).
     "edf": PACKED,
     "least-slack": PACKED,
+    # Rigid jobs without deadlines: the elastic schedulers start them in arrival order, best-fit
+    # (tests/schedulers/test_elastic.py).
+    "optimus": PACKED,
+    "elasticflow": PACKED,
     # Most free memory first: jobs 0 and 2 go to the BIG GPUs, so job 1 waits until job 0 ends.
     "least-loaded": ((0.0, 100.0, 2.0), ((4,), (4, 5, 6, 7), (5,))),
     # Teachers (tests/schedulers/test_teachers.py): job 0 ties on every key but the type slot, so it takes the

@@ -1,0 +1,303 @@
+"""Elastic schedulers: ``optimus`` and ``elasticflow`` size elastic jobs and hand spare GPUs out by marginal gain.
+
+Both work the same way at each decision point, and differ in order and size (:class:`ElasticGreedy`):
+
+1. **Start.** Waiting jobs in order get their *base* size: rigid (and fractional) jobs their requested GPUs (placed
+   best-fit); elastic jobs a count of whole GPUs of one type, reserved from the idle GPUs of that type (placement
+   spans nodes where it must; the cluster's communication factor applies). A job that does not fit is skipped; for
+   the first one (elasticflow: the first that can still meet its deadline), running elastic jobs grown past their
+   base size are first shrunk back to it (a ``Resize``) where that frees GPUs of a type the job may use.
+2. **Spare GPUs.** While idle GPUs are left, the next one goes to the elastic job (just started or running, not
+   shrunk now) whose remaining time it cuts the most: ``W x (1 / r(k) - 1 / r(k + 1))``, ``W`` its remaining
+   reference work (its estimate, less what its estimated end says is done) and ``r(k)`` its curve's speed-up on
+   ``k`` GPUs over its requested size; a running job is resized only if what it saves beats twice the rescale cost
+   (it stalls that long on its new GPUs).
+3. **Wake-up.** While an elastic job runs below its maximum and nobody waits, the scheduler asks to be woken at the
+   next estimated end of a running job (GPUs a completion frees go out even then).
+
+``optimus`` (Optimus, EuroSys'18, as Pollux's simulator re-implements it: ``optimus.py``; REFERENCES.md): queue
+order, base size ``min_gpus``. ``elasticflow`` (ElasticFlow, ASPLOS'23, ``scheduler.py``): earliest deadline first
+among jobs that can still meet theirs, base size the fewest GPUs that meet the deadline at the fastest allowed GPU
+type, started now; then jobs without a deadline or that cannot meet it, in queue order at ``min_gpus``. It declines
+nothing itself: pair it with ``--admission feasible`` for ElasticFlow's admission control.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Iterator, KeysView
+
+import numpy as np
+
+from engine.schedulers.placement import best_fit
+from engine.schedulers.registry import SchedulerSpec, register
+from engine.sim.admission import best_speed
+from engine.sim.elastic import speedup_ratio
+from engine.sim.job import Job
+from engine.sim.state import FRACTION_EPS, ClusterState, Decision, Resize, Start, Wake
+
+
+class ElasticGreedy:
+    """The two schedulers of the module docstring: ``deadlines`` selects ElasticFlow's order and base size."""
+
+    def __init__(self, name: str, *, deadlines: bool) -> None:
+        self.name = name
+        self.deadlines = deadlines
+        self._base: dict[int, int] = {}  # job -> the size it started at (what a shrink returns it to)
+        self._below_max = False
+        self._mine: set[int] = set()  # elastic jobs this scheduler started (some may have ended since)
+        self._speed: dict[tuple[str, frozenset[str]], float] = {}  # best_speed by (job type, allowed types)
+
+    def reset(self, state: ClusterState) -> None:
+        self._base, self._mine, self._speed = {}, set(), {}
+
+    # ------------------------------------------------------------------ the decision point
+    def decide(self, state: ClusterState) -> Iterator[Decision]:
+        pool = self._idle_by_type(state)
+        planned: dict[int, list[int]] = {}  # elastic job -> [GPU type, size] to start at
+        shrunk: set[int] = set()
+        order, pressing = self._order(state)
+        for j in order:
+            job = state.jobs[j]
+            if job.elastic:
+                base = self._base_size(state, job)
+                fit = self._fit(state, job, base, pool)
+                if fit is None and not shrunk and j in pressing:
+                    yield from self._shrink(state, job, base, pool, shrunk)  # applied before the next line runs
+                    fit = self._fit(state, job, base, pool)
+                if fit is not None:
+                    pool[fit] -= base
+                    planned[j] = [fit, base]
+                    self._base[j] = base
+                continue
+            gpus = _rigid(state, job, pool)
+            if gpus is None and not shrunk and not job.fractional and j in pressing:
+                yield from self._shrink(state, job, job.gpus, pool, shrunk)
+                gpus = _rigid(state, job, pool)
+            if gpus is not None:
+                yield Start(j, gpus)
+        grown = self._grow(state, planned, shrunk, pool)
+        for j, (t, k) in planned.items():
+            gpus = _take(state, state.jobs[j], k, t, ())
+            if gpus is not None:
+                self._mine.add(j)
+                yield Start(j, gpus)
+        for j, k in grown.items():
+            held = state.running[j].gpu_ids
+            gpus = _take(state, state.jobs[j], k, state.running[j].gpu_type, held)
+            if gpus is not None:
+                yield Resize(j, gpus)
+        wake = self._wake_s(state, planned)
+        if wake is not None:
+            yield Wake(wake)
+
+    # ------------------------------------------------------------------ order and size
+    def _order(self, state: ClusterState) -> tuple[list[int], set[int] | KeysView[int]]:
+        """Waiting jobs in the order they get GPUs, and those for which grown jobs shrink (all for optimus; for
+        elasticflow those that can still meet their deadline)."""
+        queue = list(state.queue)
+        if not self.deadlines:
+            return queue, state.queue
+        jobs = state.jobs
+        urgent = [j for j in queue if jobs[j].has_deadline and self._meets(state, jobs[j], jobs[j].max_gpus)]
+        urgent.sort(key=lambda j: jobs[j].deadline_s)  # stable: ties in queue order
+        chosen = set(urgent)
+        return urgent + [j for j in queue if j not in chosen], chosen
+
+    def _base_size(self, state: ClusterState, job: Job) -> int:
+        """GPUs the job starts on: its request when rigid; else ``min_gpus`` (optimus) or the fewest that meet its
+        deadline (elasticflow; ``min_gpus`` for a job without one or that cannot meet it)."""
+        if not job.elastic:
+            return job.gpus
+        if self.deadlines and job.has_deadline:
+            for k in range(job.min_gpus, job.max_gpus + 1):
+                if self._meets(state, job, k):
+                    return k
+        return job.min_gpus
+
+    def _meets(self, state: ClusterState, job: Job, k: int) -> bool:
+        """Whether ``job``, started now on ``k`` GPUs of its fastest allowed type, ends by its deadline (by its
+        estimate)."""
+        key = (job.job_type, job.allowed_types)
+        speed = self._speed.get(key)
+        if speed is None:
+            speed = self._speed[key] = best_speed(state.cluster, job)
+        rate = speed * (speedup_ratio(job, k) if job.elastic else 1.0)
+        return state.now_s + job.estimate_s / rate <= job.deadline_s
+
+    # ------------------------------------------------------------------ GPUs
+    @staticmethod
+    def _idle_by_type(state: ClusterState) -> list[int]:
+        """Idle whole GPUs of each type."""
+        lay = state.layout
+        idle = state.gpu_free >= 1.0 - FRACTION_EPS
+        return np.bincount(lay.gpu_type[idle], minlength=len(lay.type_names)).tolist()
+
+    @staticmethod
+    def _fit(state: ClusterState, job: Job, k: int, pool: list[int]) -> int | None:
+        """The GPU type elastic ``job`` would start on with ``k`` idle GPUs left in ``pool`` (the fastest such
+        type), or None."""
+        best, speed = None, 0.0
+        for t, ok in enumerate(state.eligible_types(job).tolist()):
+            if ok and pool[t] >= k:
+                s = state.cluster.speed(job.job_type, state.layout.type_names[t])
+                if s > speed:
+                    best, speed = t, s
+        return best
+
+    def _shrink(self, state: ClusterState, job: Job, k: int, pool: list[int], shrunk: set[int]) -> Iterator[Decision]:
+        """Shrink running elastic jobs grown past their base (down to it at most), least loss first, on types
+        ``job`` may use, until ``k`` GPUs of one type are idle."""
+        types = state.eligible_types(job)
+        running = state.running
+        grown = [
+            (self._loss(state, j), j)
+            for j in self._mine
+            if j in running
+            and types[running[j].gpu_type]
+            and len(running[j].gpu_ids) > self._base.get(j, running[j].job.min_gpus)
+        ]
+        for _, j in sorted(grown):
+            if any(types[t] and pool[t] >= k for t in range(len(pool))):
+                return
+            r = state.running[j]
+            held, t = len(r.gpu_ids), r.gpu_type
+            give = min(held - self._base.get(j, r.job.min_gpus), k - pool[t])  # no more than the job needs
+            keep = _keep(state, r.gpu_ids, held - give)
+            pool[t] += give
+            shrunk.add(j)
+            yield Resize(j, keep)
+
+    def _loss(self, state: ClusterState, j: int) -> float:
+        """Seconds job ``j`` loses per GPU taken back down to its base."""
+        r = state.running[j]
+        base, k = self._base.get(j, r.job.min_gpus), len(r.gpu_ids)
+        work = _work_left(state, j)
+        return work * (1.0 / speedup_ratio(r.job, base) - 1.0 / speedup_ratio(r.job, k)) / (k - base)
+
+    def _grow(
+        self, state: ClusterState, planned: dict[int, list[int]], shrunk: set[int], pool: list[int]
+    ) -> dict[int, int]:
+        """Hand idle GPUs out by marginal gain (module docstring); ``planned`` sizes grow in place; returns the new
+        size of each running job worth a resize."""
+        sizes: dict[int, int] = {j: k for j, (_, k) in planned.items()}
+        kinds: dict[int, int] = {j: t for j, (t, _) in planned.items()}
+        work = {j: state.jobs[j].estimate_s for j in planned}
+        idle = any(pool)
+        self._below_max = False  # some running elastic job could use more GPUs (then _wake_s asks for a wake-up)
+        running = state.running
+        self._mine = {j for j in self._mine if j in running}
+        for j in self._mine:
+            r = running[j]
+            if len(r.gpu_ids) < r.job.max_gpus:
+                self._below_max = True
+                if not idle:
+                    break
+                if pool[r.gpu_type] > 0 and j not in shrunk:
+                    sizes[j], kinds[j], work[j] = len(r.gpu_ids), r.gpu_type, _work_left(state, j)
+        heap = [(-_gain(state.jobs[j], k, work[j]), j) for j, k in sizes.items() if k < state.jobs[j].max_gpus]
+        heapq.heapify(heap)
+        left = sum(pool)
+        while heap and left > 0:
+            neg, j = heapq.heappop(heap)
+            if -neg <= 0.0:
+                break
+            if pool[kinds[j]] <= 0:
+                continue
+            pool[kinds[j]] -= 1
+            left -= 1
+            sizes[j] += 1
+            if j in planned:
+                planned[j][1] = sizes[j]
+            if sizes[j] < state.jobs[j].max_gpus:
+                heapq.heappush(heap, (-_gain(state.jobs[j], sizes[j], work[j]), j))
+        out = {}
+        for j, k in sizes.items():
+            now_on = state.running.get(j)
+            if now_on is None or k == len(now_on.gpu_ids):
+                continue
+            saved = work[j] * (
+                1.0 / speedup_ratio(now_on.job, len(now_on.gpu_ids)) - 1.0 / speedup_ratio(now_on.job, k)
+            )
+            if saved > 2.0 * state.rescale_s:
+                out[j] = k
+        return out
+
+    def _wake_s(self, state: ClusterState, planned: dict[int, list[int]]) -> float | None:
+        """The next estimated end of a running job while an elastic job runs below its maximum and nobody waits
+        (else None: a job that waits makes the next completion a decision point anyway)."""
+        if state.queue or not (self._below_max or any(k < state.jobs[j].max_gpus for j, (_, k) in planned.items())):
+            return None
+        now = state.now_s
+        return min((r.est_end_s for r in state.running.values() if r.est_end_s > now), default=None)
+
+
+def _rigid(state: ClusterState, job: Job, pool: list[int]) -> tuple[int, ...] | None:
+    """Best-fit GPUs for rigid ``job`` that leave the idle GPUs ``pool`` reserves for elastic starts (taken from it),
+    or None."""
+    gpus = best_fit(state, job)
+    if gpus is None:
+        return None
+    t = state.layout.gpu_type[gpus[0]]
+    need = len(gpus) if not job.fractional else int(state.gpu_tenants[gpus[0]] == 0)
+    if pool[t] < need:
+        return None
+    pool[t] -= need
+    return gpus
+
+
+def _gain(job: Job, k: int, work_s: float) -> float:
+    """Seconds of remaining time one more GPU saves ``job`` on ``k`` GPUs with ``work_s`` of reference work left."""
+    return work_s * (1.0 / speedup_ratio(job, k) - 1.0 / speedup_ratio(job, k + 1))
+
+
+def _work_left(state: ClusterState, j: int) -> float:
+    """Running job ``j``'s estimated reference work left at its requested size."""
+    r = state.running[j]
+    return max(r.est_end_s - state.now_s, 0.0) * speedup_ratio(r.job, len(r.gpu_ids))
+
+
+def _take(state: ClusterState, job: Job, k: int, t: int, held: tuple[int, ...]) -> tuple[int, ...] | None:
+    """``k`` GPUs of type ``t`` for ``job``: those of ``held`` first, then idle ones on the nodes with the most idle
+    GPUs of that type (fewest nodes); None if there are not enough."""
+    lay = state.layout
+    idle = np.flatnonzero(state.can_host(job) & (lay.gpu_type == t))
+    extra = k - len(held)
+    if extra <= 0:
+        return _keep(state, held, k)
+    if len(idle) < extra:
+        return None
+    nodes = lay.gpu_node[idle]
+    per_node = np.bincount(nodes, minlength=lay.n_nodes)
+    mine = np.zeros(lay.n_nodes, dtype=bool)
+    if held:
+        mine[lay.gpu_node[list(held)]] = True
+    order = np.lexsort((idle, -per_node[nodes], ~mine[nodes]))
+    return tuple(held) + tuple(int(g) for g in idle[order[:extra]])
+
+
+def _keep(state: ClusterState, held: tuple[int, ...], k: int) -> tuple[int, ...]:
+    """``k`` of ``held``: those on the nodes holding most of them."""
+    nodes = state.layout.gpu_node[list(held)]
+    counts = np.bincount(nodes)
+    order = sorted(range(len(held)), key=lambda i: (-counts[nodes[i]], held[i]))
+    return tuple(sorted(held[i] for i in order[:k]))
+
+
+register(
+    SchedulerSpec(
+        "optimus",
+        lambda: ElasticGreedy("optimus", deadlines=False),
+        "Optimus-style greedy for elastic jobs: jobs start in arrival order on their fewest GPUs, then each spare "
+        "GPU goes to the elastic job whose remaining time it cuts the most (rigid jobs run as requested).",
+    )
+)
+register(
+    SchedulerSpec(
+        "elasticflow",
+        lambda: ElasticGreedy("elasticflow", deadlines=True),
+        "ElasticFlow-like: jobs that can still meet their deadline start first, earliest deadline first, on the "
+        "fewest GPUs that meet it; spare GPUs go where they cut remaining time the most. Pair it with "
+        "admission control (feasible) to decline what cannot be met.",
+    )
+)
