@@ -409,8 +409,11 @@ RESIZE_COLOUR = "#6a3d9a"
 
 def _add_resizes(c: _Canvas, r: Result, col: int, name: str) -> None:
     """A triangle where a scheduler resized an elastic job (:func:`resize_points`), pointing up when it grew and
-    down when it shrank, hover naming the GPU counts; one legend entry for all runs."""
+    down when it shrank, hover naming the GPU counts; one legend entry for all runs (a run without resizes adds
+    no trace: Plotly leaves an empty trace out of the legend)."""
     points = resize_points(r)
+    if points.empty:
+        return
     label = "elastic job resized"
     grew = points["to_gpus"].to_numpy() > points["from_gpus"].to_numpy()
     c.fig.add_trace(
