@@ -384,6 +384,8 @@ def _add_deadlines(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str
     points = deadline_points(seg, r)
     for met, colour in DEADLINE_COLOURS.items():
         part = points[points["met"] == met]
+        if part.empty:  # Plotly leaves an empty trace out of the legend: the entry goes to a run that has ticks
+            continue
         label = "deadline met" if met else "deadline missed"
         c.fig.add_trace(
             go.Scatter(

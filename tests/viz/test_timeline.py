@@ -184,6 +184,14 @@ def test_each_jobs_deadline_is_a_tick_green_if_met_red_if_missed():
     assert not any(t.name in ("deadline met", "deadline missed") for t in plain.data)
 
 
+def test_the_deadline_missed_entry_is_in_the_legend_when_only_a_later_run_misses_one():
+    met_only = simulate(parse_cluster("1x1:V100-32"), [Job(0, 0.0, 100.0, deadline_s=150.0)], make_scheduler("fifo"))
+    late = simulate(parse_cluster("1x1:V100-32"), [Job(0, 0.0, 100.0, deadline_s=50.0)], make_scheduler("fifo"))
+    fig = timeline.timeline_figure({"a": met_only, "b": late}, animate=False)
+    (missed,) = [t for t in fig.data if t.name == "deadline missed"]
+    assert missed.showlegend and list(missed.customdata) == [0] and missed.xaxis == "x2"  # drawn in b's column
+
+
 def test_each_resize_of_an_elastic_job_is_a_triangle_and_its_bars_show_each_size():
     from engine import Resize, Start, Wake
     from tests.sim.test_elastic import CLUSTER, Script, elastic_job
