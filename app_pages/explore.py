@@ -47,7 +47,7 @@ judged = [k for k, m in METRICS.items() if m.better is not None]
 targets = (
     judged
     + [k for k, m in RELIABILITY_METRICS.items() if m.better is not None and sc.options.failures.active]
-    + ([k for k, m in DEADLINE_METRICS.items() if m.better is not None] if w.deadlines != "none" else [])
+    + [k for k, m in DEADLINE_METRICS.items() if m.better is not None and w.deadlines != "none"]
 )
 
 

@@ -6,10 +6,10 @@ and plans in money (:func:`plan_mix`): the cheapest mix of several node shapes t
     answer[["scheduler", "nodes", "gpus"]]        # one row per scheduler; attrs["probes"]: every run made
 
 **Target.** ``METRIC<=VALUE`` or ``METRIC>=VALUE`` over a metric of :data:`TARGET_METRICS`: any of ``compare
---json``'s; for runs whose options model failures, the reliability metrics (``ettr>=0.95``,
-``failure_lost_gpu_h<=50``, ``failed_job_gpu_h<=10``, ...: a plan whose target holds under failures); for jobs with
-deadlines, the deadline metrics (``deadline_ratio>=0.95``). A run *meets* it when no job is unschedulable (a
-cluster too small for some job does not count as meeting a wait target) and the
+--json``'s, and, for runs whose options model failures, the reliability metrics (``ettr>=0.95``,
+``failure_lost_gpu_h<=50``, ``failed_job_gpu_h<=10``, ...: a plan whose target holds under failures), and, for jobs
+with deadlines, the deadline metrics (``deadline_ratio>=0.95``). A run *meets*
+it when no job is unschedulable (a cluster too small for some job does not count as meeting a wait target) and the
 metric is defined and on the right side of the value.
 
 **Clusters.** ``node`` is a shape ``GPUS:TYPE`` (e.g. ``8:A100-80``); the cluster with ``n`` nodes is ``n``
@@ -47,7 +47,8 @@ from engine.sim.state import Scheduler
 #: Largest node count a plan may probe.
 MAX_NODES = 4096
 #: What a target may name: every metric of ``compare --json``, then the reliability metrics (only for runs whose
-#: options model failures: :meth:`Target.check_options`), then the deadline metrics (runs whose jobs have deadlines).
+#: options model failures: :meth:`Target.check_options`), then the deadline metrics (only for jobs with deadlines:
+#: :func:`_plan_jobs`).
 TARGET_METRICS: dict[str, Metric] = {**METRICS, **RELIABILITY_METRICS, **DEADLINE_METRICS}
 _TARGET = re.compile(r"^\s*([a-z0-9_]+)\s*(<=|>=)\s*(\S+)\s*$")
 

@@ -751,11 +751,10 @@ def run_sweep(
         cancel: once set, the sweep stops: pending cells are cancelled and :class:`RunStopped` raised.
 
     Returns:
-        Columns :data:`CELL_COLUMNS`, then one per option axis (its path: the cell's value), then every key of
-        :data:`~engine.analysis.metrics.METRICS` (then of ``ENERGY_METRICS`` with ``energy``, then of
-        ``RELIABILITY_METRICS`` when a cell's options model failures, then of ``DEADLINE_METRICS`` when its jobs
-        have deadlines: a deadline law or a trace with some; undefined values NaN). ``attrs["failures"]``: one dict
-        per failed
+        Columns :data:`CELL_COLUMNS`, then one per option axis (its path: the cell's value), then every key of :data:`~engine.analysis.metrics.METRICS` (then of
+        ``ENERGY_METRICS`` with ``energy``, then of ``RELIABILITY_METRICS`` when a cell's options model failures,
+        then of ``DEADLINE_METRICS`` when its jobs have deadlines: a deadline law or a trace with some; undefined
+        values NaN). ``attrs["failures"]``: one dict per failed
         cell (its parameters and ``error``); ``attrs["meta"]``: ``backend``, ``address``, ``cpus``, ``cells``, ``completed``, ``failed``, ``wall_s``, ``ray_init_s`` and
         the ``spec``.
     """
