@@ -13,7 +13,8 @@ Both work the same way at each decision point, and differ in order and size (:cl
    ``k`` GPUs over its requested size; a running job is resized only if what it saves beats twice the rescale cost
    (it stalls that long on its new GPUs).
 3. **Wake-up.** While an elastic job runs below its maximum and nobody waits, the scheduler asks to be woken at the
-   next estimated end of a running job (GPUs a completion frees go out even then).
+   next estimated end of a running job (GPUs a completion frees go out even then). Running jobs are offered spare
+   GPUs at most every :data:`REALLOCATE_S` (Pollux's interval); a hand-out due sooner waits for it (a wake-up).
 
 ``optimus`` (Optimus, EuroSys'18, as Pollux's simulator re-implements it: ``optimus.py``; REFERENCES.md): queue
 order, base size ``min_gpus``. ``elasticflow`` (ElasticFlow, ASPLOS'23, ``scheduler.py``): earliest deadline first
@@ -25,6 +26,7 @@ nothing itself: pair it with ``--admission feasible`` for ElasticFlow's admissio
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Iterator, KeysView
 
 import numpy as np
@@ -36,6 +38,10 @@ from engine.sim.elastic import speedup_ratio
 from engine.sim.job import Job
 from engine.sim.state import FRACTION_EPS, ClusterState, Decision, Resize, Start, Wake
 
+#: Running jobs are offered spare GPUs at most this often, seconds: Pollux's simulator reschedules every 60 s
+#: (petuum/adaptdl, osdi21-artifact; REFERENCES.md, "Elastic jobs"). Jobs starting now are sized at once.
+REALLOCATE_S = 60.0
+
 
 class ElasticGreedy:
     """The two schedulers of the module docstring: ``deadlines`` selects ElasticFlow's order and base size."""
@@ -45,11 +51,14 @@ class ElasticGreedy:
         self.deadlines = deadlines
         self._base: dict[int, int] = {}  # job -> the size it started at (what a shrink returns it to)
         self._below_max = False
+        self._seen_stops = -1  # state.stops at the end of the last decision point
+        self._grown_s = -math.inf  # when running jobs were last offered spare GPUs
+        self._deferred = False  # a hand-out is due at _grown_s + REALLOCATE_S
         self._mine: set[int] = set()  # elastic jobs this scheduler started (some may have ended since)
         self._speed: dict[tuple[str, frozenset[str]], float] = {}  # best_speed by (job type, allowed types)
 
     def reset(self, state: ClusterState) -> None:
-        self._base, self._mine, self._speed = {}, set(), {}
+        self._base, self._mine, self._speed, self._seen_stops, self._grown_s = {}, set(), {}, -1, -math.inf
 
     # ------------------------------------------------------------------ the decision point
     def decide(self, state: ClusterState) -> Iterator[Decision]:
@@ -87,6 +96,8 @@ class ElasticGreedy:
             gpus = _take(state, state.jobs[j], k, state.running[j].gpu_type, held)
             if gpus is not None:
                 yield Resize(j, gpus)
+        if not self._deferred:  # (every decision above is applied by now)
+            self._seen_stops = state.stops
         wake = self._wake_s(state, planned)
         if wake is not None:
             yield Wake(wake)
@@ -175,26 +186,48 @@ class ElasticGreedy:
         work = _work_left(state, j)
         return work * (1.0 / speedup_ratio(r.job, base) - 1.0 / speedup_ratio(r.job, k)) / (k - base)
 
+    def _offer_running(
+        self,
+        state: ClusterState,
+        pool: list[int],
+        shrunk: set[int],
+        sizes: dict[int, int],
+        kinds: dict[int, int],
+        work: dict[int, float],
+    ) -> None:
+        """Add the running elastic jobs that could take an idle GPU of their type to the hand-out (their size, GPU
+        type and work left); note whether any runs below its maximum and forget the jobs that ended."""
+        idle = any(pool)
+        self._below_max = False  # some running elastic job could use more GPUs (then _wake_s asks for a wake-up)
+        running, ended = state.running, []
+        for j in self._mine:
+            r = running.get(j)
+            if r is None:
+                ended.append(j)
+            elif len(r.gpu_ids) < r.job.max_gpus:
+                self._below_max = True
+                if idle and pool[r.gpu_type] > 0 and j not in shrunk:
+                    sizes[j], kinds[j], work[j] = len(r.gpu_ids), r.gpu_type, _work_left(state, j)
+        self._mine.difference_update(ended)
+
     def _grow(
         self, state: ClusterState, planned: dict[int, list[int]], shrunk: set[int], pool: list[int]
     ) -> dict[int, int]:
         """Hand idle GPUs out by marginal gain (module docstring); ``planned`` sizes grow in place; returns the new
         size of each running job worth a resize."""
+        # Running jobs are offered GPUs when some were freed since the last offer (else nothing is new), at most
+        # every REALLOCATE_S (an offer due sooner is deferred: _wake_s asks for it); jobs starting now always are.
+        freed = state.stops != self._seen_stops
+        offer = freed and state.now_s >= self._grown_s + REALLOCATE_S
+        self._deferred = freed and not offer
+        if not (planned or offer):
+            return {}
         sizes: dict[int, int] = {j: k for j, (_, k) in planned.items()}
         kinds: dict[int, int] = {j: t for j, (t, _) in planned.items()}
         work = {j: state.jobs[j].estimate_s for j in planned}
-        idle = any(pool)
-        self._below_max = False  # some running elastic job could use more GPUs (then _wake_s asks for a wake-up)
-        running = state.running
-        self._mine = {j for j in self._mine if j in running}
-        for j in self._mine:
-            r = running[j]
-            if len(r.gpu_ids) < r.job.max_gpus:
-                self._below_max = True
-                if not idle:
-                    break
-                if pool[r.gpu_type] > 0 and j not in shrunk:
-                    sizes[j], kinds[j], work[j] = len(r.gpu_ids), r.gpu_type, _work_left(state, j)
+        if offer:
+            self._grown_s = state.now_s
+            self._offer_running(state, pool, shrunk, sizes, kinds, work)
         heap = [(-_gain(state.jobs[j], k, work[j]), j) for j, k in sizes.items() if k < state.jobs[j].max_gpus]
         heapq.heapify(heap)
         left = sum(pool)
@@ -224,8 +257,11 @@ class ElasticGreedy:
         return out
 
     def _wake_s(self, state: ClusterState, planned: dict[int, list[int]]) -> float | None:
-        """The next estimated end of a running job while an elastic job runs below its maximum and nobody waits
-        (else None: a job that waits makes the next completion a decision point anyway)."""
+        """When to be woken: at the next hand-out when one was deferred; else at the next estimated end of a running
+        job while an elastic job runs below its maximum and nobody waits (else None: a job that waits makes the
+        next completion a decision point anyway)."""
+        if self._deferred:
+            return self._grown_s + REALLOCATE_S
         if state.queue or not (self._below_max or any(k < state.jobs[j].max_gpus for j, (_, k) in planned.items())):
             return None
         now = state.now_s

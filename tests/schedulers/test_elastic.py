@@ -23,9 +23,10 @@ def test_optimus_hands_spare_gpus_to_the_job_that_gains_most_at_start():
 def test_optimus_grows_a_running_job_when_gpus_free_up_and_it_pays_the_rescale():
     jobs = [Job(0, 0.0, 50.0, gpus=2), elastic(1, 0.0, 1000.0)]
     r = simulate(NODE, jobs, make_scheduler("optimus"))
-    # 0-50 s: job 1 on 2 GPUs (rate 2) does 100 s of work; at 50 s it grows to 4: 900 s left plus 30 s x rate 4
-    # of rescale = 1020 s of work at rate 4 = 255 s: it ends at 305 s.
-    assert r.end_s.tolist() == [50.0, pytest.approx(305.0)] and r.rescales.tolist() == [0, 1]
+    # 0-60 s: job 1 on 2 GPUs (rate 2) does 120 s of work; job 0 ends at 50 s but running jobs are offered spare
+    # GPUs every 60 s: at 60 s job 1 grows to 4: 880 s left plus 30 s x rate 4 of rescale = 1000 s of work at rate 4
+    # = 250 s: it ends at 310 s.
+    assert r.end_s.tolist() == [50.0, pytest.approx(310.0)] and r.rescales.tolist() == [0, 1]
 
 
 def test_optimus_shrinks_a_grown_job_as_far_as_a_waiting_job_needs_then_grows_it_again():
