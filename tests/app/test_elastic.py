@@ -50,3 +50,16 @@ def test_the_default_curve_and_a_workload_without_elastic_jobs_stay_out_of_the_l
     compare.button(key="compare_run").click().run()
     kpi = compare.dataframe[0].value
     assert not set(metric_name(k) for k in ELASTIC_METRICS) & set(kpi["metric"])
+
+
+def test_several_workload_seeds_judge_the_elastic_and_deadline_rows_too():
+    query = {**QUERY, "w.deadlines": "elasticflow", "w.elastic": "0.5", "w.n_jobs": "30"}
+    compare = app("app_pages/compare.py", query=query)
+    compare.number_input(key="compare_seeds").set_value(2)
+    compare.button(key="compare_run").click().run()
+    assert not compare.exception and not errors(compare), errors(compare)
+    table = compare.dataframe[1].value  # the several-seeds table, under the key metrics
+    assert table["elasticflow"].str.contains("±").any()
+    shown = set(table["metric"])
+    assert {metric_name("deadline_ratio"), metric_name("elastic_gpu_efficiency")} <= shown
+    assert metric_name("rescales") not in shown  # a count with no better side: not judged
