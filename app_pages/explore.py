@@ -139,6 +139,13 @@ with sweep_tab:
             key="sweep_clusters",
             help="The current scenario's cluster is always in the grid.",
         )
+        mtbf_text = st.text_input(
+            "Node MTBFs to compare, hours (empty: the scenario's failures)",
+            "",
+            key="sweep_mtbf",
+            help="Comma-separated, e.g. 100,1000,10000: the grid runs once per value, the scenario's other failure "
+            "settings kept (repairs, lemons, job crashes, checkpoints); each curve is one scheduler at one MTBF.",
+        )
         both = st.checkbox(
             "Also every cell without failures",
             key="sweep_no_failures",
@@ -154,15 +161,19 @@ with sweep_tab:
             more = [parse_shorthand(line).to_shorthand() for line in extra.splitlines() if line.strip()]
             for shorthand in more:  # each within the scenario's limits on nodes and GPUs, as the sidebar's cluster
                 common.cluster_of(replace(sc, cluster=shorthand))
+            mtbfs = parse_numbers(mtbf_text, "node MTBFs") if mtbf_text.strip() else ()
             spec = SweepSpec(
                 base=replace(sc, schedulers=tuple(chosen)),
                 clusters=(sc.cluster, *(m for m in more if m != sc.cluster)),
                 loads=parse_numbers(loads_text, load_label),
                 seeds=int(seeds),
+                axes=((reliability.MTBF_AXIS, mtbfs),) if mtbfs else (),
             )
             trace_jobs = common.loaded_trace(sc).jobs if is_trace else None
-            copies = 2 if both and sc.options.failures.active else 1  # the grid again without failures
-            cells = copies * spec.cells
+            # The grid again without failures (and without the MTBF axis: nodes never fail there).
+            off = replace(spec, axes=(), base=replace(spec.base, options=reliability.without_failures(sc.options)))
+            copies = 2 if both and sc.options.failures.active else 1
+            cells = spec.cells + (off.cells if copies == 2 else 0)
             runs = cells * (len(trace_jobs) if is_trace else w.n_jobs)
             max_cells = workers.max_sweep_cells()
             if cells > max_cells or runs > MAX_JOB_RUNS:
@@ -175,14 +186,16 @@ with sweep_tab:
             with_energy = energy.energy_of(sc) is not None
 
             def sweep_of(grid: SweepSpec) -> pd.DataFrame:
-                """The grid's frame: one piece of this session's work, each cell within the bounds per run."""
+                """The grid's frame: one piece of this session's work, each cell within the bounds per run, all
+                cancelled when this run of the page is told to stop."""
                 with workers.session_slot("the sweep"):
-                    guard = workers.cell_guard()
-                    return run_sweep(grid, trace_jobs=trace_jobs, on_progress=update, energy=with_energy, guard=guard)
+                    bounds = {"guard": workers.cell_guard(), "cancel": workers.run_stopped()}
+                    return run_sweep(grid, trace_jobs=trace_jobs, on_progress=update, energy=with_energy, **bounds)
 
             frame = sweep_of(spec)
+            if mtbfs:
+                frame = reliability.by_mtbf(frame)
             if copies == 2:
-                off = replace(spec, base=replace(spec.base, options=reliability.without_failures(sc.options)))
                 frame = reliability.beside_no_failures(frame, sweep_of(off))
             bar.empty()
             st.session_state[_SWEEP] = {"spec": spec, "frame": frame, "workload": common.run_key(sc)}
@@ -309,6 +322,7 @@ with plan_tab:
                     options=sc.options,
                     on_progress=update,
                     guard=workers.cell_guard(),
+                    cancel=workers.run_stopped(),
                 )
             bar.empty()
             st.session_state[_PLAN] = {"answer": answer, "target": goal, "workload": common.run_key(sc)}
@@ -430,6 +444,7 @@ def cheapest_cluster(sc, schedulers: list[str]) -> None:
                     options=sc.options,
                     on_progress=update,
                     guard=workers.cell_guard(),
+                    cancel=workers.run_stopped(),
                 )
             bar.empty()
             st.session_state[_MIX] = {"answer": answer, "workload": common.run_key(sc)}

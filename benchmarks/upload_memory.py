@@ -20,17 +20,31 @@ from pathlib import Path
 from benchmarks.app_compare import CHROMIUM, CHROMIUM_ARGS, serve_app, wait_idle
 
 
-def server_rss_mib(port: str) -> float:
-    """RSS of the streamlit process serving ``port`` (found by its command line)."""
+def server_pid(port: str) -> int:
+    """The streamlit process serving ``port`` (found by its command line)."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"streamlit" in b" ".join(cmd) and port.encode() in cmd:
-                status = Path(f"/proc/{pid}/status").read_text()
-                return int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024
         except OSError:
             continue
+        if b"streamlit" in b" ".join(cmd) and port.encode() in cmd:
+            return int(pid)
     raise RuntimeError(f"no streamlit process on port {port}")
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of process ``pid``, MiB (0 once it has ended)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    found = re.search(r"VmRSS:\s+(\d+)", status)
+    return int(found.group(1)) / 1024 if found else 0.0
+
+
+def server_rss_mib(port: str) -> float:
+    """RSS of the streamlit process serving ``port``."""
+    return rss_mib(server_pid(port))
 
 
 def main(argv=None) -> int:

@@ -108,6 +108,19 @@ def without_failures(options: RunOptions) -> RunOptions:
     return replace(options, failures=replace(options.failures, mtbf_h=None, job_failure_rate=0.0))
 
 
+#: The sweep axis of node MTBFs (hours) Explore offers: a run option path (:mod:`engine.analysis.sweep`).
+MTBF_AXIS = "failures.mtbf_h"
+
+
+def by_mtbf(frame: pd.DataFrame) -> pd.DataFrame:
+    """A sweep frame over node MTBFs (:data:`MTBF_AXIS`) with each scheduler named by its MTBF too (``fifo · MTBF
+    100 h``), so that every curve, heatmap and row is one scheduler at one MTBF; the column stays."""
+    named = [f"{s} · MTBF {v:g} h" for s, v in zip(frame["scheduler"], frame[MTBF_AXIS])]
+    out = frame.assign(scheduler=named)
+    out.attrs = frame.attrs
+    return out
+
+
 def beside_no_failures(with_failures: pd.DataFrame, without: pd.DataFrame) -> pd.DataFrame:
     """One sweep frame of two runs of a grid (:func:`~engine.analysis.sweep.run_sweep`), with the scenario's
     failures and :func:`without_failures`: the second's schedulers renamed ``NAME`` + :data:`NO_FAILURES`, so that

@@ -8,6 +8,8 @@ when the session that started it ends. Whoever hosts the app sets the bounds by 
 
 * ``PLAYGROUND_TRAIN_MAX_STEPS`` (``train_max_steps``): environment steps one training may ask for (default 100,000);
 * ``PLAYGROUND_TRAININGS`` (``trainings``): trainings at once on the whole server (default 2);
+* ``PLAYGROUND_SESSION_TRAININGS`` (``session_trainings``): trainings at once of one browser session (default 1),
+  so that one visitor cannot hold every training the server allows;
 * ``PLAYGROUND_TRAIN_TIMEOUT_S`` (``train_timeout_s``): seconds one training may run (default 1,800);
 * ``PLAYGROUND_TRAIN_MEMORY_MB`` (``train_memory_mb``): address space of one training, MiB (default 16,384).
 """
@@ -28,7 +30,16 @@ import streamlit as st
 from app_pages.lib.uploads import host_setting
 from engine.runner.workers import RunLimitError
 
-__all__ = ["GRACE_S", "default_name", "max_running", "max_steps", "memory_mb", "start", "timeout_s"]
+__all__ = [
+    "GRACE_S",
+    "default_name",
+    "max_per_session",
+    "max_running",
+    "max_steps",
+    "memory_mb",
+    "start",
+    "timeout_s",
+]
 #: Seconds between asking a training to stop (past its time) and killing it.
 GRACE_S = 60
 _SESSION_KEY = "_trainings"
@@ -42,6 +53,10 @@ def max_steps() -> int:
 
 def max_running() -> int:
     return host_setting("PLAYGROUND_TRAININGS", "trainings", 2)
+
+
+def max_per_session() -> int:
+    return host_setting("PLAYGROUND_SESSION_TRAININGS", "session_trainings", 1)
 
 
 def timeout_s() -> int:
@@ -76,15 +91,23 @@ class _SessionTrainings:
 
 def start(launch: Callable[[], subprocess.Popen], request_stop: Callable[[], None]) -> subprocess.Popen:
     """``launch()`` within this server's bounds (see the module); :class:`RunLimitError` when the server already
-    runs :func:`max_running` trainings. ``request_stop()`` asks the training to stop and export."""
+    runs :func:`max_running` trainings or this session :func:`max_per_session`. ``request_stop()`` asks the
+    training to stop and export."""
+    mine = st.session_state.setdefault(_SESSION_KEY, _SessionTrainings())
     with _lock:
         _running[:] = [p for p in _running if p.poll() is None]
         if len(_running) >= max_running():
             raise RunLimitError(
                 f"this server runs at most {max_running()} trainings at once; start yours when one has ended"
             )
+        if sum(p.poll() is None for p in mine.procs) >= max_per_session():
+            raise RunLimitError(
+                f"a session runs at most {max_per_session()} training(s) at once on this server; start another "
+                "when yours has ended"
+            )
         proc = launch()
         _running.append(proc)
+        mine.procs.append(proc)
     limit = memory_mb() * 2**20
     try:
         resource.prlimit(proc.pid, resource.RLIMIT_AS, (limit, limit))
@@ -94,6 +117,4 @@ def start(launch: Callable[[], subprocess.Popen], request_stop: Callable[[], Non
         timer = threading.Timer(delay_s, lambda act=action: proc.poll() is None and act())
         timer.daemon = True
         timer.start()
-    mine = st.session_state.setdefault(_SESSION_KEY, _SessionTrainings())
-    mine.procs.append(proc)
     return proc

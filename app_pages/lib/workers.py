@@ -21,6 +21,11 @@ Whoever hosts the app sets the bounds by environment variable (or ``.streamlit/s
   hold every worker of the server (a run stopped in the browser goes on in its worker until it ends, and a
   session's fragments may run in parallel).
 
+A call is also stopped (its process killed, :class:`~engine.runner.workers.RunCancelled` raised) once the script
+run that asked for it is told to stop: the session ended, its visitor pressed Stop, or a newer run of the page
+replaced it (Streamlit's fast reruns), so no worker goes on for an answer nobody will read; the Explore page's
+sweeps and plans are cancelled the same way (:func:`run_stopped`).
+
 An :class:`~engine.errors.EngineError` raised in the worker (bad input) comes back as an ``EngineError``
 with the same message. The process machinery is :mod:`engine.runner.workers` (the HTTP API uses it too).
 """
@@ -34,6 +39,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
 
 from app_pages.lib.uploads import host_setting
 from engine import make_scheduler, simulate
@@ -51,6 +57,7 @@ __all__ = [
     "memory_mb",
     "session_slot",
     "simulate_named",
+    "run_stopped",
     "timeout_s",
 ]
 workers.add_preload("app_pages.lib.workers")
@@ -110,6 +117,24 @@ def session_slot(what: str) -> Iterator[None]:
                 del _session_work[session]
 
 
+class _RunStopped:
+    """An event-like flag (``is_set``) that is set once the script run it was made in is told to stop."""
+
+    def __init__(self, requests) -> None:
+        self._requests = requests
+
+    def is_set(self) -> bool:
+        # Streamlit keeps the request in a private field; a STOP is final for that run.
+        return getattr(self._requests, "_state", None) == ScriptRequestType.STOP
+
+
+def run_stopped() -> Any:
+    """The calling script run's :class:`_RunStopped`, or ``None`` outside a script run."""
+    ctx = get_script_run_ctx(suppress_warning=True)
+    requests = getattr(ctx, "script_requests", None)
+    return None if requests is None else _RunStopped(requests)
+
+
 def _semaphore() -> threading.BoundedSemaphore:
     global _slots
     with _slots_lock:
@@ -120,9 +145,18 @@ def _semaphore() -> threading.BoundedSemaphore:
 
 def call(fn: Callable, *args: Any, what: str) -> Any:
     """``fn(*args)`` in a worker process within this server's bounds (:func:`engine.runner.workers.call`) and
-    the calling session's (:func:`session_slot`); ``what`` names the work in messages."""
+    the calling session's (:func:`session_slot`), stopped when the script run that asked for it is (see the
+    module); ``what`` names the work in messages."""
     with session_slot(what):
-        return workers.call(fn, *args, what=what, limit_s=timeout_s(), memory_mb=memory_mb(), slots=_semaphore())
+        return workers.call(
+            fn,
+            *args,
+            what=what,
+            limit_s=timeout_s(),
+            memory_mb=memory_mb(),
+            slots=_semaphore(),
+            cancel=run_stopped(),
+        )
 
 
 def cell_guard() -> Callable[..., Any]:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import threading
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
@@ -203,7 +202,7 @@ def plan(
     plugins: Sequence[str] = (),
     options: RunOptions | None = None,
     guard: Callable[..., dict[str, Any]] | None = None,
-    cancel: threading.Event | None = None,
+    cancel: Any = None,
 ):
     """The fewest nodes of shape ``node`` for which each scheduler's run on ``trace`` meets ``target``.
 
@@ -217,8 +216,8 @@ def plan(
         seed: the simulation seed of every run.
         options: the run options of every run (default ``RunOptions()``).
         probes_per_round: runs per scheduler per round (default: the CPUs of the Ray cluster, at least 2).
-        backend, address, num_cpus, factories, plugins, guard, cancel: as in :func:`engine.analysis.sweep.run_sweep` (a
-            run past the guard's bounds is that scheduler's ``error``).
+        backend, address, num_cpus, factories, plugins, guard, cancel: as in
+            :func:`engine.analysis.sweep.run_sweep` (a run past the guard's bounds is that scheduler's ``error``).
         on_progress: called with ``(runs done, runs submitted so far)``.
 
     Returns:
@@ -444,7 +443,7 @@ def plan_mix(
     factories: Mapping[str, Callable[[], Scheduler]] | None = None,
     plugins: Sequence[str] = (),
     guard: Callable[..., dict[str, Any]] | None = None,
-    cancel: threading.Event | None = None,
+    cancel: Any = None,
 ):
     """The cheapest cluster built from node shapes ``nodes`` (any number of nodes of each, at most ``max_nodes``)
     on which each scheduler's run of ``trace`` meets ``target``, with the runner-up.
@@ -462,7 +461,7 @@ def plan_mix(
     single-shape answer, say), or below :data:`RUNNER_UP_WITHIN` times the answer's price while there is none;
     ``None`` when none is found there.
 
-    ``guard`` bounds every run as in :func:`plan` (a run past its bounds is that scheduler's ``error``).
+    ``guard`` bounds every run and ``cancel`` stops the plan as in :func:`plan`.
 
     Returns:
         A pandas frame, one row per scheduler: ``scheduler``, ``cluster`` (shorthand, ``None`` when no mix meets
@@ -602,7 +601,7 @@ class PlanSpec:
             raise PlanError("plan base must be a scenario")
         if not self.base.schedulers:
             raise PlanError("plan base: scenario.schedulers is empty: name at least one scheduler")
-        if isinstance(self.nodes, str) or not all(isinstance(n, str) for n in self.nodes):
+        if not isinstance(self.nodes, tuple) or not all(isinstance(n, str) for n in self.nodes):
             raise PlanError('plan nodes: expected a list of GPUS:TYPE shapes, e.g. ["8:A100-80"]')
         if not 1 <= len(self.nodes) <= MAX_SHAPES or len(set(self.nodes)) != len(self.nodes):
             raise PlanError(f"plan nodes: expected 1 to {MAX_SHAPES} distinct shapes, got {len(self.nodes)}")
@@ -655,7 +654,7 @@ class PlanSpec:
             raise PlanError(f"plan base: {exc}") from None
         return cls(
             base=base,
-            nodes=(nodes,) if isinstance(nodes, str) else tuple(nodes) if isinstance(nodes, list) else nodes,
+            nodes=(nodes,) if isinstance(nodes, str) else tuple(nodes) if isinstance(nodes, list) else (None,),
             target=data["target"],
             max_nodes=data.get("max_nodes", 0),
             grow=data.get("grow", False),

@@ -13,7 +13,8 @@ Each preset is one JSON file in ``presets/`` at the repository root::
       "lesson": "what the comparison teaches",
       "expect": {"metric": "mean_wait_s", "winners": ["first-fit"], "loser": "least-loaded",
                  "factor": 2.0, "exclude_users": []},
-      "options": {"energy": {"pue": 1.2}}               # optional run options (engine.sim.options.RunOptions)
+      "options": {"energy": {"pue": 1.2}},              # optional run options (engine.sim.options.RunOptions)
+      "variants": {"NAME": {"preemption": {...}}, ...}  # optional: compare run options instead of schedulers
     }
 
 ``cluster``, ``workload``, ``schedulers``, ``seed`` and ``options`` are the preset's
@@ -24,14 +25,20 @@ the loser's by at least ``factor`` (``loser >= factor x winner`` for lower-is-be
 ``winner >= factor x loser`` for higher-is-better ones; any metric of :data:`engine.analysis.metrics.ALL_METRICS`
 with a direction: an energy, cost or carbon metric is measured under the preset's ``options.energy``). With
 ``exclude_users``, the metric (``mean_wait_s`` or ``mean_jct_s``) is computed over the jobs of the other
-users only, e.g. the light users a heavy one crowds out. A test checks every preset on three seeds.
+users only, e.g. the light users a heavy one crowds out. ``loser`` may be a list: each of them is beaten by every
+winner (a lesson with two sides, e.g. an interval too short and one too long).
+
+**Variants.** A preset with ``variants`` compares named variants of its run options instead of schedulers: each
+variant is a change to ``options`` (per model, the keys it gives replace the preset's), ``schedulers`` names the
+one scheduler every variant runs, and ``expect`` names variants (e.g. checkpoint intervals under failures). Its
+scenario (what Compare opens and the model cards evaluate) is the preset with its own ``options``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -40,6 +47,7 @@ from engine.analysis.scenario import PRESET_DIR, Scenario, ScenarioError, preset
 from engine.errors import EngineError, UnknownNameError, reject_unknown_keys
 from engine.sim.cluster import Cluster
 from engine.sim.job import Job
+from engine.sim.options import RunOptions
 
 #: Metrics an ``exclude_users`` expectation can use, with the per-job column they average.
 USER_SCOPED_METRICS = {"mean_wait_s": "wait_s", "mean_jct_s": "jct_s"}
@@ -55,7 +63,7 @@ class Expectation:
 
     metric: str
     winners: tuple[str, ...]
-    loser: str
+    losers: tuple[str, ...]
     factor: float = 1.0
     exclude_users: tuple[str, ...] = ()
 
@@ -73,11 +81,12 @@ class Lesson:
 @dataclass(frozen=True)
 class Preset:
     """A teaching scenario: a :class:`~engine.analysis.scenario.Scenario` and a :class:`Lesson` (``name`` is the
-    file's stem)."""
+    file's stem), and the variants of its run options it compares, if any (name -> options)."""
 
     name: str
     scenario: Scenario
     teaches: Lesson
+    variants: Mapping[str, RunOptions] = field(default_factory=dict)
 
     title = property(lambda self: self.teaches.title)
     look_at = property(lambda self: self.teaches.look_at)
@@ -85,6 +94,11 @@ class Preset:
     expect = property(lambda self: self.teaches.expect)
     schedulers = property(lambda self: self.scenario.schedulers)
     seed = property(lambda self: self.scenario.seed)
+
+    @property
+    def compared(self) -> tuple[str, ...]:
+        """What the lesson compares: the variants' names, or else the schedulers."""
+        return tuple(self.variants) or self.schedulers
 
     def build_cluster(self) -> Cluster:
         return self.scenario.build_cluster()
@@ -94,9 +108,15 @@ class Preset:
         return self.scenario.workload.build_jobs(self.build_cluster(), seed)
 
     def run(self, seed: int | None = None) -> dict[str, Any]:
-        """Simulate every scheduler of the preset on its workload (``seed``: workload and simulation seed,
-        default the preset's): ``{scheduler: Result}``."""
-        return (self.scenario if seed is None else self.scenario.with_seed(seed)).run()
+        """Simulate what the preset compares on its workload (``seed``: workload and simulation seed, default the
+        preset's): ``{scheduler: Result}``, or with variants ``{variant: Result}`` (its scheduler under each)."""
+        sc = self.scenario if seed is None else self.scenario.with_seed(seed)
+        if not self.variants:
+            return sc.run()
+        cluster = sc.build_cluster()
+        jobs = sc.build_jobs(cluster)
+        scheduler = sc.schedulers[0]
+        return {name: replace(sc, options=o).run(cluster, jobs)[scheduler] for name, o in self.variants.items()}
 
     def measure(self, results: Mapping[str, Any]) -> dict[str, float]:
         """The expectation's metric for each scheduler's result (an energy metric under the preset's energy
@@ -116,18 +136,21 @@ class Preset:
     def lesson_holds(self, values: Mapping[str, float]) -> bool:
         """Whether measured ``values`` (from :meth:`measure`) show the expected lesson."""
         exp = self.expect
-        loser = values[exp.loser]
-        for w in exp.winners:
-            win = values[w]
-            if not (math.isfinite(win) and math.isfinite(loser)):
-                return False
-            ok = loser >= exp.factor * win if ALL_METRICS[exp.metric].better == "lower" else win >= exp.factor * loser
-            if not ok or win == loser:
-                return False
+        for loser in (values[name] for name in exp.losers):
+            for w in exp.winners:
+                win = values[w]
+                if not (math.isfinite(win) and math.isfinite(loser)):
+                    return False
+                lower = ALL_METRICS[exp.metric].better == "lower"
+                ok = loser >= exp.factor * win if lower else win >= exp.factor * loser
+                if not ok or win == loser:
+                    return False
         return True
 
 
-_KEYS = {"title", "cluster", "workload", "schedulers", "look_at", "lesson", "expect", "seed", "options"}
+_KEYS = {"title", "cluster", "workload", "schedulers", "look_at", "lesson", "expect", "seed", "options", "variants"}
+#: Most variants one preset compares.
+MAX_VARIANTS = 8
 
 
 def preset_from_dict(name: str, data: Mapping[str, Any], where: str = "preset") -> Preset:
@@ -139,32 +162,64 @@ def preset_from_dict(name: str, data: Mapping[str, Any], where: str = "preset") 
         raise PresetError(f"{where}: missing key {missing[0]!r}")
     reject_unknown_keys(data, _KEYS, where, PresetError)
     schedulers = data["schedulers"]
-    if not isinstance(schedulers, list) or len(schedulers) < 2:
+    if "variants" in data:
+        if not isinstance(schedulers, list) or len(schedulers) != 1:
+            raise PresetError(f"{where}: a preset with 'variants' lists the one scheduler they run in 'schedulers'")
+    elif not isinstance(schedulers, list) or len(schedulers) < 2:
         raise PresetError(f"{where}: 'schedulers' must list at least two scheduler names")
     try:
         scenario = preset_scenario_from_dict(name, data, where)
     except ScenarioError as exc:
         raise PresetError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
+    variants = _variants(data.get("variants"), scenario.options, where) if "variants" in data else {}
+    compared = tuple(variants) or tuple(schedulers)
     e = data["expect"]
     try:
+        losers = e["loser"]
         expect = Expectation(
             metric=str(e["metric"]),
             winners=tuple(e["winners"]),
-            loser=str(e["loser"]),
+            losers=tuple(str(x) for x in losers) if isinstance(losers, list) else (str(losers),),
             factor=float(e.get("factor", 1.0)),
             exclude_users=tuple(e.get("exclude_users", ())),
         )
     except (KeyError, TypeError, ValueError) as exc:
-        raise PresetError(f"{where}: 'expect' needs metric, winners (list) and loser ({exc})") from None
+        raise PresetError(
+            f"{where}: 'expect' needs metric, winners (list) and loser (a name or a list) ({exc})"
+        ) from None
     if expect.metric not in ALL_METRICS or ALL_METRICS[expect.metric].better is None:
         raise PresetError(f"{where}: expect.metric {expect.metric!r} is not a metric with a direction")
     if expect.exclude_users and expect.metric not in USER_SCOPED_METRICS:
         raise PresetError(f"{where}: exclude_users works with {', '.join(USER_SCOPED_METRICS)} only")
-    for s in (*expect.winners, expect.loser):
-        if s not in schedulers:
-            raise PresetError(f"{where}: expect names {s!r}, which is not in 'schedulers'")
+    for s in (*expect.winners, *expect.losers):
+        if s not in compared:
+            raise PresetError(
+                f"{where}: expect names {s!r}, which is not in '{'variants' if variants else 'schedulers'}'"
+            )
     lesson = Lesson(title=str(data["title"]), look_at=str(data["look_at"]), lesson=str(data["lesson"]), expect=expect)
-    return Preset(name=name, scenario=scenario, teaches=lesson)
+    return Preset(name=name, scenario=scenario, teaches=lesson, variants=variants)
+
+
+def _variants(data: Any, options: RunOptions, where: str) -> dict[str, RunOptions]:
+    """The run options of each variant of ``data`` (``{name: {model: {key: value}}}``): ``options`` with the keys
+    each variant gives replaced, model by model; a bad one raises :class:`PresetError` naming it."""
+    if not isinstance(data, Mapping) or not 2 <= len(data) <= MAX_VARIANTS:
+        raise PresetError(f"{where}: 'variants' must be an object of 2 to {MAX_VARIANTS} named run-option changes")
+    base = options.to_dict()
+    out: dict[str, RunOptions] = {}
+    for name, change in data.items():
+        if not (isinstance(name, str) and 0 < len(name) <= 40) or not isinstance(change, Mapping):
+            raise PresetError(
+                f"{where}: variants.{str(name)[:40]}: expected a name of 1 to 40 characters and an object"
+            )
+        merged = {
+            k: {**v, **change[k]} if isinstance(change.get(k), Mapping) else change.get(k, v) for k, v in base.items()
+        }
+        try:
+            out[name] = RunOptions.from_dict({**change, **merged}, f"variants.{name}")
+        except EngineError as exc:
+            raise PresetError(f"{where}: {exc}") from None
+    return out
 
 
 def read_preset(path: str | Path) -> Preset:

@@ -428,7 +428,7 @@ def _check_workload(w: WorkloadSpec, where: str) -> None:
             )
     if w.mix and not sum(v for _, v in w.mix) > 0:
         raise ScenarioError(f"{where}.mix needs at least one weight above 0")
-    if w.trace_format and w.trace_format not in TRACE_FORMATS:
+    if w.trace_format and (not isinstance(w.trace_format, str) or w.trace_format not in TRACE_FORMATS):
         raise ScenarioError(
             f"{where}.trace_format {quote(w.trace_format)}: expected one of "
             f"{', '.join(TRACE_FORMATS)} (or empty to auto-detect)"

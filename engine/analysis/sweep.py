@@ -440,7 +440,7 @@ def curve_stats(frame, metric: str):
 
     by = ["cluster", "load", *axis_columns(frame), "scheduler"]
     rows = []
-    for values, group in frame.groupby(by, sort=False):
+    for values, group in frame.groupby(by, sort=False, dropna=False):  # (a grid run again without an axis: NaN)
         mean, half = mean_ci(group[metric].tolist())
         rows.append({**dict(zip(by, values)), "mean": mean, "ci95": half, "seeds": len(group)})
     return pd.DataFrame(rows, columns=[*by, "mean", "ci95", "seeds"])
@@ -504,11 +504,11 @@ class Runner:
         keep_ray: bool = True,
         plugins: Sequence[str] = (),
         guard: Callable[..., dict[str, Any]] | None = None,
-        cancel: threading.Event | None = None,
+        cancel: Any = None,
     ) -> None:
         if backend not in BACKENDS:
             raise EngineError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")
-        self.backend, self.keep_ray, self.guard = backend, keep_ray, guard
+        self.backend, self.keep_ray, self.guard, self.cancel = backend, keep_ray, guard, cancel
         # A plug-in file is named by its absolute path: workers on this machine find it wherever they run.
         self.plugins = tuple(str(Path(p).resolve()) if p.endswith(".py") else p for p in plugins)
         self.requested_address = address or os.environ.get("RAY_ADDRESS") or None
@@ -528,6 +528,14 @@ class Runner:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Cancel the cells still pending (left by an error, e.g. a page's run stopped through its progress
+        callback: they would go on holding Ray's CPUs for nobody), then shut a Ray started here down unless kept."""
+        if self.backend == "ray" and self._pending:
+            import ray
+
+            for ref in self._pending:
+                ray.cancel(ref, force=True)
+            self._pending = {}
         if self.started_ray and not self.keep_ray:
             import ray
 
@@ -543,7 +551,10 @@ class Runner:
         if not ray.is_initialized():
             quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
             if self.requested_address is None:
-                _start_local_ray(num_cpus=self.num_cpus, include_dashboard=False, **quiet)
+                try:
+                    _start_local_ray(num_cpus=self.num_cpus, include_dashboard=False, **quiet)
+                except Exception as exc:  # Ray's start fails with errors of many types; each is one line here
+                    raise EngineError(f"could not start a local Ray on this machine: {one_line(exc)}") from None
             else:
                 join_cluster(self.requested_address, **quiet)  # one line within seconds when it cannot
             self.started_ray = True
@@ -581,9 +592,10 @@ class Runner:
         the Ray head stops answering (:data:`HEAD_CHECK_S`), Ray is disconnected and every cell still pending
         comes at once with a :class:`~engine.analysis.ray_join.RayJoinError`."""
         if self.backend == "serial":
-            pending, self._pending = self._pending, {}
-            for key, args in pending.items():
+            while self._pending:
                 self._stop_if_cancelled()
+                key = next(iter(self._pending))
+                args = self._pending.pop(key)
                 try:
                     yield key, run_guarded(*args)
                 except Exception as exc:  # a failed cell is reported; the others go on
@@ -721,7 +733,7 @@ def run_sweep(
     kept: Mapping[tuple, Mapping[str, Any]] | None = None,
     on_cell: Callable[[tuple, dict[str, Any]], None] | None = None,
     guard: Callable[..., dict[str, Any]] | None = None,
-    cancel: threading.Event | None = None,
+    cancel: Any = None,
 ):
     """Simulate every cell of ``spec`` and return a pandas frame, one row per completed cell in grid order.
 
@@ -748,7 +760,8 @@ def run_sweep(
         guard: each cell runs as ``guard(run_cell, *args)`` on its worker (:func:`run_guarded`), e.g.
             ``functools.partial(engine.runner.workers.call, what=..., limit_s=..., memory_mb=...)``: a cell past
             its time or memory bound is stopped and is a failed cell with that one-line reason.
-        cancel: once set, the sweep stops: pending cells are cancelled and :class:`RunStopped` raised.
+        cancel: anything with ``is_set()`` (a :class:`threading.Event`): once set, the pending cells are cancelled
+            and :class:`RunStopped` is raised (looked at every 0.2 s, and between cells in serial).
 
     Returns:
         Columns :data:`CELL_COLUMNS`, then one per option axis (its path: the cell's value), then every key of :data:`~engine.analysis.metrics.METRICS` (then of

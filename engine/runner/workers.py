@@ -1,7 +1,9 @@
 """Heavy work in a bounded worker process: one fresh process per call, stopped when it passes its bounds.
 
 :func:`call` runs ``fn(*args)`` in a new process (forked from a forkserver that has the engine imported, so a
-start costs milliseconds) with an address-space limit (``RLIMIT_AS``) and a wall-clock limit; the caller's
+start costs milliseconds; and one process is kept started ahead, waiting for its work on a pipe, so a call
+usually pays no start at all: each process still runs one call only) with an address-space limit (``RLIMIT_AS``)
+and a wall-clock limit; the caller's
 thread only waits for the answer, and a run that passes a bound is killed and answered with a one-line
 :class:`RunLimitError` instead of taking the server down. A call may also report progress (the work gets an
 ``on_progress(done, total)`` callback whose calls cross back to the caller) and be cancelled (a
@@ -36,6 +38,11 @@ _PRELOAD = [
 _CONTEXT.set_forkserver_preload(_PRELOAD)
 _PREPARATION = spawn.get_preparation_data
 _start_lock = threading.Lock()
+#: The worker started ahead for the next call (``(process, work sender, answer receiver)``), and whether one is
+#: being started.
+_spare: tuple[Any, Any, Any] | None = None
+_refilling = False
+_spare_lock = threading.Lock()
 #: How often a waiting call looks at its cancel event, seconds.
 _CANCEL_POLL_S = 0.05
 
@@ -128,12 +135,7 @@ def _run(
 ) -> tuple[str, Any]:
     """Start the worker and wait for its answer, passing progress on. A worker that answered is left to exit on
     its own (a thread reaps it: its exit takes milliseconds the caller need not wait); any other is killed."""
-    receive, send = _CONTEXT.Pipe(duplex=False)
-    proc = _CONTEXT.Process(
-        target=_work, args=(send, memory_mb * 2**20, fn, args, on_progress is not None), daemon=True
-    )
-    _start(proc)
-    send.close()
+    proc, receive = _hand_over((memory_mb * 2**20, fn, args, on_progress is not None))
     deadline = time.monotonic() + limit_s
     answered = False
     try:
@@ -166,6 +168,87 @@ def _run(
             threading.Thread(target=_reap, args=(proc,), daemon=True).start()
         else:
             _reap(proc, wait_s=0)
+
+
+def _new_worker() -> tuple[Any, Any, Any]:
+    """A worker process started now that waits for its work on a pipe: ``(process, work sender, answer
+    receiver)``."""
+    work_receive, work_send = _CONTEXT.Pipe(duplex=False)
+    receive, send = _CONTEXT.Pipe(duplex=False)
+    proc = _CONTEXT.Process(target=_serve_one, args=(work_receive, send), daemon=True)
+    _start(proc)
+    work_receive.close()
+    send.close()
+    return proc, work_send, receive
+
+
+def _take_worker() -> tuple[Any, Any, Any]:
+    """The spare worker when there is a live one (a new one is started in the background for the next call),
+    else a worker started now."""
+    global _spare, _refilling
+    with _spare_lock:
+        spare, _spare = _spare, None
+        refill = not _refilling
+        _refilling = True
+    if refill:
+        threading.Thread(target=_refill, name="spare-worker", daemon=True).start()
+    if spare is not None and spare[0].is_alive():
+        return spare
+    if spare is not None:
+        _discard(spare)
+    return _new_worker()
+
+
+def _refill() -> None:
+    """Start the next spare worker (a failed start leaves none: calls then start their own)."""
+    global _spare, _refilling
+    try:
+        worker = _new_worker()
+    except Exception:  # noqa: BLE001 -- no spare this time; the next call starts its own worker
+        worker = None
+    with _spare_lock:
+        _refilling = False
+        if _spare is None:
+            _spare, worker = worker, None
+    if worker is not None:
+        _discard(worker)
+
+
+def _discard(worker: tuple[Any, Any, Any]) -> None:
+    proc, work_send, receive = worker
+    work_send.close()
+    receive.close()
+    _reap(proc, wait_s=0)
+
+
+def _hand_over(work: tuple) -> tuple[Any, Any]:
+    """Send ``work`` (``memory_bytes, fn, args, progress``) to a worker: ``(its process, its answer receiver)``.
+    A spare that died meanwhile is replaced by a worker started now."""
+    for attempt in range(2):
+        worker = _take_worker() if attempt == 0 else _new_worker()
+        proc, work_send, receive = worker
+        try:
+            work_send.send(work)
+        except (BrokenPipeError, ConnectionResetError):
+            _discard(worker)
+            continue
+        except BaseException:  # the work does not pickle: the worker goes, the error stays the caller's
+            _discard(worker)
+            raise
+        work_send.close()
+        return proc, receive
+    raise RuntimeError("no worker process could be started")
+
+
+def _serve_one(work_receive, send) -> None:
+    """A worker process: wait for one piece of work, then run it (:func:`_work`); a closed pipe ends it."""
+    try:
+        memory_bytes, fn, args, progress = work_receive.recv()
+    except EOFError:
+        return
+    finally:
+        work_receive.close()
+    _work(send, memory_bytes, fn, args, progress)
 
 
 def _reap(proc, wait_s: float = 5.0) -> None:

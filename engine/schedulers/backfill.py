@@ -172,16 +172,32 @@ class EasyBackfill:
         self._taken_at = len(state.occupancy.taken)
 
     def _flush(self, state: ClusterState, sid: int) -> None:
-        """Enter the jobs of shape ``sid`` that arrived since its lists were last used and still wait."""
+        """Enter the jobs of shape ``sid`` that arrived since its lists were last used and still wait (each once).
+        A job that re-entered the queue (a node failure or a crash stopped it) is older than the shape's latest:
+        the lists, which must stay in arrival order, are then rebuilt (:meth:`_rebuild`)."""
         arrived = self._arrived[sid]
         if arrived:
             ranks, tree, pos, job_of, jobs = self._ranks[sid], self._trees[sid], self._pos, self._job_of, state.jobs
+            late = False
             for r in arrived:
                 j = job_of[r]
-                if state.is_waiting(j):
+                if pos[r] < 0 and state.is_waiting(j):
+                    if ranks and r < ranks[len(ranks) - 1]:
+                        late = True
                     ranks.append(r)
                     pos[r] = tree.append(jobs[j].estimate_s)
             arrived.clear()
+            if late:
+                self._rebuild(state, sid)
+
+    def _rebuild(self, state: ClusterState, sid: int) -> None:
+        """Shape ``sid``'s lists anew from its waiting jobs, in arrival order (the started ones dropped)."""
+        pos, job_of, jobs = self._pos, self._job_of, state.jobs
+        waiting = sorted({r for r in self._ranks[sid] if pos[r] >= 0})
+        tree = MinTree()
+        for r in waiting:
+            pos[r] = tree.append(jobs[job_of[r]].estimate_s)
+        self._ranks[sid], self._trees[sid], self._front[sid] = waiting, tree, 0
 
     def _next(self, sid: int, lo: int, limit: float) -> int:
         """Rank of the first job of shape ``sid`` at position ``>= lo`` with estimate ``<= limit``, or -1."""

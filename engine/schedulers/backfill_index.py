@@ -111,7 +111,9 @@ class ReleaseBook:
             jobs = on_gpu.get(g)
             if jobs is None:
                 continue
-            jobs = [j for j in jobs if j in running]
+            # Its tenants still there, each once (a job stopped by a node failure may run elsewhere since, or
+            # here again).
+            jobs = [j for j in dict.fromkeys(jobs) if j in running and running[j].gpu_ids[0] == g]
             if jobs:  # the last of its tenants to end
                 on_gpu[g] = jobs
                 self._list(g, max([running[j].est_end_s for j in jobs]))

@@ -31,10 +31,21 @@ from __future__ import annotations
 import csv
 import io
 import math
+import zlib
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from engine.traces.base import MAX_TIME_S, BadField, Columns, ReadContext, read_header, read_rows, to_float, to_int
+from engine.traces.base import (
+    GZIP_MAGIC,
+    MAX_TIME_S,
+    BadField,
+    Columns,
+    ReadContext,
+    read_header,
+    read_rows,
+    to_float,
+    to_int,
+)
 from engine.traces.csv import split_types
 from engine.traces.options import DEFAULT_TIME_UNIT, TIME_UNITS, seconds_per
 from engine.traces.philly import parse_timestamp
@@ -274,11 +285,21 @@ def guess_map(header: Sequence[str]) -> dict[str, str]:
     return out
 
 
+#: Text a preview reads from the start of a file (after un-gzipping): the header, the rows shown and a sample.
+PREVIEW_BYTES = 4_000_000
+
+
 def preview(data: bytes, preview_rows: int = 5, sample_rows: int = 2_000) -> CsvPreview:
-    """Header, first rows and guessed map of the CSV ``data`` (``TraceError`` when it is not CSV text)."""
+    """Header, first rows and guessed map of the CSV ``data``, un-gzipped when it is gzip (``TraceError`` when it
+    is not CSV text). Reads at most :data:`PREVIEW_BYTES` of text."""
     from engine.errors import TraceError
 
-    text = data[:4_000_000].decode("utf-8-sig", errors="replace")
+    if data[:2] == GZIP_MAGIC:  # what the loader reads: the un-gzipped text (its first PREVIEW_BYTES only)
+        try:
+            data = zlib.decompressobj(wbits=31).decompress(data, PREVIEW_BYTES)
+        except zlib.error as exc:
+            raise TraceError(f"not a valid gzip file ({exc})") from None
+    text = data[:PREVIEW_BYTES].decode("utf-8-sig", errors="replace")
     try:
         reader = csv.reader(io.StringIO(text, newline=""))
         lines = [r for r, _ in zip((r for r in reader if any(f.strip() for f in r)), range(sample_rows + 1))]

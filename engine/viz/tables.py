@@ -8,7 +8,7 @@ import pandas as pd
 
 from engine.analysis.energy import per_unit
 from engine.analysis.metrics import ALL_METRICS, metric_name
-from engine.analysis.sweep import CELL_COLUMNS
+from engine.analysis.sweep import CELL_COLUMNS, axis_columns
 from engine.sim.job import Job
 from engine.units import human_seconds, human_value
 from engine.viz.explore import cluster_label
@@ -109,6 +109,7 @@ def sweep_table(frame: pd.DataFrame, load_label: str = "load") -> pd.DataFrame:
             load_label: frame["load"],
             "seed": frame["seed"],
             "scheduler": frame["scheduler"],
+            **{c: frame[c] for c in axis_columns(frame)},  # a run option the grid varies, by its path
         }
     )
     for key in (k for k in ALL_METRICS if k in frame.columns):

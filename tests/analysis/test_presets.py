@@ -17,6 +17,7 @@ EXPECTED = {
     "heavy-user",
     "topology-packing",
     "cheap-gpu-slow-jobs",
+    "checkpoint-interval",
 }
 
 
@@ -194,3 +195,56 @@ def test_the_cheap_gpu_preset_carries_its_energy_model_into_the_app_scenario():
 
     sc = scenario_from_preset("cheap-gpu-slow-jobs")
     assert sets_energy(sc.options) and sc.options.energy.pue == 1.2
+
+
+VARIANTS = {
+    **GOOD,
+    "schedulers": ["fifo"],
+    "options": {"preemption": {"checkpoint_interval_s": 600.0, "restart_overhead_s": 60.0}},
+    "variants": {"short": {"preemption": {"checkpoint_interval_s": 60.0}}, "as-is": {}},
+    "expect": {"metric": "mean_wait_s", "winners": ["as-is"], "loser": ["short"]},
+}
+
+
+def test_a_preset_may_compare_variants_of_its_run_options(tmp_path):
+    # Issue 34: a lesson over checkpoint intervals compares run options, not schedulers. Each variant changes only
+    # the keys it gives; the run is the preset's one scheduler under each variant's options.
+    from engine import make_scheduler, simulate
+
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(VARIANTS))
+    preset = read_preset(path)
+    assert preset.compared == ("short", "as-is") and preset.expect.losers == ("short",)
+    short = preset.variants["short"].preemption
+    assert (short.checkpoint_interval_s, short.restart_overhead_s) == (60.0, 60.0)  # the overhead is the preset's
+    assert preset.variants["as-is"] == preset.scenario.options
+    results = preset.run(1)
+    cluster, jobs = preset.build_cluster(), preset.build_jobs(1)
+    for name, options in preset.variants.items():
+        direct = simulate(cluster, jobs, make_scheduler("fifo"), seed=1, options=options)
+        assert (results[name].end_s == direct.end_s).all()
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"schedulers": ["fifo", "sjf"]}, "lists the one scheduler they run"),
+        ({"variants": {"only": {}}}, "2 to 8 named run-option changes"),
+        ({"variants": {"a": {}, "b": {"preemption": {"checkpoint_interval_s": -1}}}}, "variants.b.preemption"),
+        ({"variants": {"a": {}, "b": {"colour": {}}}}, r"variants.b: unknown keys \['colour'\]"),
+        ({"expect": {"metric": "mean_wait_s", "winners": ["as-is"], "loser": ["fifo"]}}, "not in 'variants'"),
+    ],
+)
+def test_bad_variants_are_refused_naming_them(tmp_path, change, match):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({**VARIANTS, **change}))
+    with pytest.raises(PresetError, match=match):
+        read_preset(path)
+
+
+def test_the_checkpoint_lesson_loses_on_both_sides_of_young_daly():
+    preset = load_preset("checkpoint-interval")
+    assert preset.expect.winners == ("every-hour",) and set(preset.expect.losers) == {"every-10-min", "every-2-days"}
+    values = preset.measure(preset.run(0))
+    assert not preset.lesson_holds({**values, "every-2-days": values["every-hour"]})  # each side is checked
+    assert not preset.lesson_holds({**values, "every-10-min": values["every-hour"]})

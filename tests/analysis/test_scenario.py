@@ -172,6 +172,7 @@ def test_untrusted_scenarios_name_no_trace_file():
         ({"mix": {"gaming": 1.0}}, "scenario.workload.mix: unknown job type 'gaming'"),
         ({"deadlines": "tomorrow"}, "scenario.workload.deadlines 'tomorrow': expected one of none, elasticflow, gavel"),
         ({"best_effort": 1.5}, "scenario.workload.best_effort must be a number in [0, 1], got 1.5"),
+        ({"trace_format": ["csv"]}, "scenario.workload.trace_format ['csv']: expected one of"),
     ],
 )
 def test_every_bound_is_checked_in_one_place_and_names_the_key(workload, message):

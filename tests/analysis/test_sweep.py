@@ -6,8 +6,10 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import pytest
 
 from engine.analysis.metrics import ENERGY_METRICS, METRICS
 from engine.analysis.scenario import scale_submits
-from engine.analysis.sweep import CELL_COLUMNS, SweepError, SweepSpec, run_sweep
+from engine.analysis.sweep import CELL_COLUMNS, RunStopped, SweepError, SweepSpec, run_sweep
 from engine.cli import main
 from engine.errors import UnknownNameError
 from engine.runner.workers import call
@@ -207,6 +209,75 @@ def test_a_guarded_cell_past_its_time_or_memory_is_a_failed_cell_and_the_others_
     assert frame[frame.scheduler == "fifo"].iloc[0].mean_wait_s == plain.iloc[0].mean_wait_s
 
 
+class _Stopped(Exception):
+    """What a page's progress callback raises when its run is told to stop."""
+
+
+class _SlowTelling(_Slow):
+    """:class:`_Slow` that, where it is slow, writes the id of the process it runs in to ``folder`` at its start."""
+
+    def __init__(self, folder: str):
+        super().__init__()
+        self.folder = folder
+
+    def reset(self, state):
+        if state.n_gpus > 8:
+            (Path(self.folder) / str(os.getpid())).touch()
+        super().reset(state)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def test_cells_left_pending_by_an_error_are_cancelled_with_their_worker_processes(ray_local, tmp_path):
+    import ray
+
+    spec = SweepSpec.grid(clusters=("2x4:V100-32", "2x8:V100-32"), schedulers=("fifo", "slow"), jobs=30, loads=(0.9,))
+
+    def stop_once_the_slow_cell_runs(done: int, total: int) -> None:
+        deadline = time.monotonic() + 60
+        while not any(tmp_path.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        raise _Stopped
+
+    guard = functools.partial(call, what="this cell", limit_s=300, memory_mb=2048)
+    slow = functools.partial(_SlowTelling, str(tmp_path))
+    with pytest.raises(_Stopped):
+        run_sweep(spec, factories={"slow": slow}, guard=guard, on_progress=stop_once_the_slow_cell_runs)
+    started = [int(p.name) for p in tmp_path.iterdir()]
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (ray.available_resources().get("CPU", 0) < 2 or any(map(_alive, started))):
+        time.sleep(0.2)
+    assert ray.available_resources().get("CPU", 0) == 2  # the slow cell no longer holds a CPU of Ray's
+    assert started and not any(map(_alive, started))  # nor its worker process a core: it would think for minutes
+
+
+def test_a_cancelled_sweep_stops_at_once_and_frees_rays_cpus(ray_local, tmp_path):
+    import ray
+
+    spec = SweepSpec.grid(clusters=("2x8:V100-32",), schedulers=("slow",), jobs=30, loads=(0.9,))
+    cancel = threading.Event()
+
+    def cancel_once_the_slow_cell_runs() -> None:
+        while not any(tmp_path.iterdir()):
+            time.sleep(0.1)
+        cancel.set()  # the page's run was told to stop: its session ended, say
+
+    threading.Thread(target=cancel_once_the_slow_cell_runs, daemon=True).start()
+    start = time.monotonic()
+    with pytest.raises(RunStopped, match="stopped with"):
+        run_sweep(spec, factories={"slow": functools.partial(_SlowTelling, str(tmp_path))}, cancel=cancel)
+    assert time.monotonic() - start < 60  # the cell alone thinks a minute per decision
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and ray.available_resources().get("CPU", 0) < 2:
+        time.sleep(0.2)
+    assert ray.available_resources().get("CPU", 0) == 2
+
+
 def test_spec_round_trips_through_json_and_refuses_bad_input():
     spec = SweepSpec.grid(
         clusters=("4x8:A100-80",),
@@ -365,3 +436,17 @@ def test_a_bad_option_axis_is_refused_naming_it(axes, message):
     with pytest.raises(SweepError, match="^sweep axes: .*") as info:
         SweepSpec.from_dict({**data, "axes": axes})
     assert message in str(info.value)
+
+
+def test_a_cancel_stops_a_sweep_between_cells():
+    spec = SweepSpec.grid(["1x4:V100-32"], ["fifo", "sjf"], jobs=20, loads=[0.8, 1.2], seeds=2)  # 8 cells
+    cancel, done = threading.Event(), []
+
+    def on_progress(finished: int, total: int) -> None:
+        done.append(finished)
+        if finished == 3:
+            cancel.set()
+
+    with pytest.raises(RunStopped, match="stopped with 5 cells pending"):
+        run_sweep(spec, backend="serial", on_progress=on_progress, cancel=cancel)
+    assert done == [1, 2, 3]

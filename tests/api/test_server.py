@@ -92,7 +92,8 @@ def test_the_lists_and_the_schema(client):
     assert all(Scenario.from_dict(p["scenario"]) for p in presets)  # each a runnable, untrusted scenario
     assert "V100-32" in {t["name"] for t in client.get("/v1/gpu-types").json()["gpu_types"]}
     paths = client.get("/openapi.json").json()["paths"]
-    assert {"/v1/runs", "/v1/runs/{run_id}/results", "/v1/traces", "/v1/simulate"} <= set(paths)
+    routes = {"/v1/runs", "/v1/runs/{run_id}/results", "/v1/traces", "/v1/simulate", "/v1/sweeps", "/v1/plans"}
+    assert routes <= set(paths)
     assert client.get("/docs").status_code == 200
 
 
@@ -172,6 +173,38 @@ def test_results_wait_for_the_run_whose_events_show_progress_and_a_cancel_kills_
     while client.get("/v1/health").json()["runs_in_flight"] and time.monotonic() < deadline:
         time.sleep(0.1)
     assert client.get("/v1/health").json()["runs_in_flight"] == 0  # the worker is gone
+
+
+def test_a_scenario_file_the_app_wrote_before_run_options_runs_like_the_cli(client, tmp_path):
+    # A literal copy of an early "Scenario (JSON)" download (no options, no cuts; tests/analysis/test_scenario.py).
+    old = {
+        "cluster": "2x4:V100-32",
+        "name": "",
+        "schedulers": ["fifo", "sjf"],
+        "seed": 0,
+        "workload": {
+            "arrival": "poisson",
+            "column_map": {},
+            "first": 0,
+            "load": 1.2,
+            "mix": {"training": 1.0},
+            "n_jobs": 40,
+            "preset": "",
+            "seed": 3,
+            "skip_bad": False,
+            "source": "generate",
+            "time_unit": "",
+            "trace_format": "",
+            "trace_name": "",
+            "trace_sha256": "",
+            "users": 6,
+        },
+    }
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    run_id = post_run(client, path.read_text())
+    assert wait_state(client, run_id, ("done", "failed"))["state"] == "done"
+    assert client.get(f"/v1/runs/{run_id}/results").json() == cli_json(tmp_path, path)
 
 
 def test_a_failed_run_answers_410_with_its_one_line_error(client):

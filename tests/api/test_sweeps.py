@@ -16,6 +16,7 @@ from engine.analysis.plan import PlanSpec, plan_json, run_plan_spec
 from engine.analysis.results import sweep_json
 from engine.analysis.scenario import Scenario, WorkloadSpec
 from engine.analysis.sweep import SweepSpec, run_sweep
+from engine.runner.store import RunStore
 from tests.api.live_server import start_server
 from tests.api.test_server import assert_one_line_error, events, wait_state
 
@@ -76,6 +77,18 @@ def test_a_posted_plan_runs_on_ray_and_answers_what_plan_json_writes(client):
     assert table[["scheduler", "nodes", "gpus"]].values.tolist() == [["fifo", 2, 8]]
 
 
+def test_an_interrupted_sweep_restarts_as_a_sweep(client, server):
+    # As a server killed mid-sweep leaves it (tests/api/test_server.py kills one for a scenario run).
+    store = RunStore(server.store, runs=False)
+    run_id = store.create_run(SWEEP.to_json(), kind="sweep").id
+    assert store.set_state(run_id, "interrupted")
+    restarted = client.post(f"/v1/runs/{run_id}/restart")
+    assert restarted.status_code == 202 and restarted.headers["Location"] == f"/v1/runs/{run_id}"
+    assert wait_state(client, run_id, ("done", "failed"), timeout_s=120)["state"] == "done"
+    rows = client.get(f"/v1/runs/{run_id}/results").json()["rows"]
+    assert rows == sweep_json(run_sweep(SWEEP, backend="serial"))["rows"]
+
+
 def test_a_cancelled_sweep_stops_its_cells(client):
     run_id = post(client, "/v1/sweeps", LONG_SWEEP.to_json())
     wait_state(client, run_id, ("running",))
@@ -106,6 +119,8 @@ def test_a_cancelled_sweep_stops_its_cells(client):
         ("/v1/plans", '{"base": {}, "nodes": "8:A100-80", "target": "wait<5"}', "expected METRIC<=VALUE"),
         ("/v1/plans", '{"base": {}, "nodes": ["8:Z999"], "target": "p95_wait_s<=60"}', "node shape '8:Z999'"),
         ("/v1/plans", '{"base": {}, "nodes": [], "target": "p95_wait_s<=60"}', "1 to 8 distinct shapes"),
+        ("/v1/plans", '{"base": {}, "nodes": null, "target": "p95_wait_s<=60"}', "expected a list of GPUS:TYPE"),
+        ("/v1/plans", '{"base": {}, "nodes": 1.5, "target": "p95_wait_s<=60"}', "expected a list of GPUS:TYPE"),
         (
             "/v1/plans",
             '{"base": {}, "nodes": ["8:A100-80"], "target": "p95_wait_s<=60", "max_nodes": 1e9}',

@@ -155,6 +155,32 @@ def test_trainings_are_capped_per_server_bounded_in_memory_and_time_and_end_with
     assert late.wait(timeout=10) == -9
 
 
+def _a_session_starting_two_trainings():
+    import subprocess
+
+    import streamlit as st
+
+    from app_pages.lib import trainings
+
+    first = trainings.start(lambda: subprocess.Popen(["sleep", "60"], start_new_session=True), lambda: None)
+    try:
+        trainings.start(lambda: subprocess.Popen(["sleep", "60"], start_new_session=True), lambda: None)
+        st.session_state["second"] = "started"
+    except trainings.RunLimitError as exc:
+        st.session_state["second"] = str(exc)
+    finally:
+        first.kill()
+
+
+def test_one_session_runs_at_most_the_hosts_trainings_per_session(monkeypatch):
+    monkeypatch.setenv("PLAYGROUND_TRAININGS", "4")  # the server would run four
+    at = AppTest.from_function(_a_session_starting_two_trainings, default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["second"] == (
+        "a session runs at most 1 training(s) at once on this server; start another when yours has ended"
+    )
+
+
 def test_visitors_train_at_most_the_hosts_steps_and_sessions_get_their_own_default_model_names(monkeypatch):
     monkeypatch.setenv("PLAYGROUND_TRAIN_MAX_STEPS", "5000")
     names = []
@@ -290,3 +316,43 @@ def test_one_session_has_at_most_the_hosts_pieces_of_work_at_once_and_others_sti
     assert waited_s < 0.5  # refused at once, not queued behind the two
     assert at.session_state["other"] is None  # another session's run went on meanwhile
     assert at.session_state["after"] == 7
+
+
+def _a_run_told_to_stop_while_its_call_works():
+    """A script run (in a thread, as a run replaced by a newer one goes on in its own) asks for a minute's work,
+    then is told to stop (the session ended, Stop was pressed or a rerun replaced it)."""
+    import dataclasses
+    import threading
+    import time
+
+    import streamlit as st
+    from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+    from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequests
+
+    from app_pages.lib import workers
+    from engine.runner.workers import RunCancelled
+
+    requests = ScriptRequests()
+    outcome = []
+
+    def run() -> None:
+        start = time.monotonic()
+        try:
+            workers.call(time.sleep, 60, what="a long run")
+        except RunCancelled as exc:
+            outcome.append((str(exc), time.monotonic() - start))
+
+    thread = threading.Thread(target=run)
+    add_script_run_ctx(thread, dataclasses.replace(get_script_run_ctx(), script_requests=requests))
+    thread.start()
+    time.sleep(1)
+    requests.request_stop()
+    thread.join(30)
+    st.session_state["outcome"] = outcome
+
+
+def test_a_call_stops_when_the_script_run_that_asked_for_it_is_told_to_stop():
+    at = AppTest.from_function(_a_run_told_to_stop_while_its_call_works, default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    [(message, took_s)] = at.session_state["outcome"]
+    assert message == "a long run was cancelled" and took_s < 10  # not the minute it asked for

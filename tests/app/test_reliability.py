@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -234,3 +235,37 @@ def test_a_sweep_can_run_every_cell_again_without_failures_beside_them(ray_local
     assert any({"fifo", off} <= n for n in names), names  # the curves: each scheduler beside itself without
     plain = explore({k: v for k, v in FAILING.items() if not k.startswith("o.")})
     assert plain.checkbox(key="sweep_no_failures").disabled  # a scenario without failures cannot ask for it
+
+
+@pytest.mark.timeout(300)
+def test_a_sweep_compares_node_mtbfs_each_scheduler_at_each(ray_local):
+    # Issue 34: MTBF as a sweep axis in Explore. Each row is the scenario run at that MTBF (its other failure
+    # settings kept), each curve one scheduler at one MTBF, beside the grid without failures when asked.
+    from engine.analysis.metrics import summarize
+    from engine.analysis.scenario import Scenario
+    from tests.app.test_explore import explore
+
+    at = explore({**FAILING, "sched": "fifo"})
+    at.text_input(key="sweep_loads").set_value("1.0")
+    at.number_input(key="sweep_seeds").set_value(1)
+    at.text_input(key="sweep_mtbf").set_value("5, 500")
+    at.checkbox(key="sweep_no_failures").check()
+    at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    saved = at.session_state["explore_sweep"]
+    frame = saved["frame"]
+    off = f"fifo{reliability.NO_FAILURES}"
+    assert list(frame["scheduler"]) == ["fifo · MTBF 5 h", "fifo · MTBF 500 h", off]
+    assert saved["spec"].axes == (("failures.mtbf_h", (5.0, 500.0)),)
+    sc = Scenario.from_query({**FAILING, "sched": "fifo"})
+    for _, row in frame.iloc[:2].iterrows():  # the scenario at load 1 with that MTBF, its other settings kept
+        failures = replace(sc.options.failures, mtbf_h=row["failures.mtbf_h"])
+        run = replace(sc, workload=replace(sc.workload, load=1.0), options=replace(sc.options, failures=failures))
+        direct = summarize(run.with_seed(0).run()["fifo"])
+        assert row.mean_wait_s == direct.mean_wait_s and row.node_failures == direct.reliability.node_failures
+    assert frame["node_failures"].iloc[0] > frame["node_failures"].iloc[1]
+    names = [{t.get("name") for t in json.loads(c.proto.spec)["data"]} for c in at.get("plotly_chart")]
+    assert any({"fifo · MTBF 5 h", "fifo · MTBF 500 h", off} <= n for n in names), names
+    at.text_input(key="sweep_mtbf").set_value("5, 0")
+    at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
+    assert any("node MTBFs '5, 0': expected comma-separated numbers > 0" in e for e in errors(at)), errors(at)

@@ -1,6 +1,7 @@
 """Input that used to hang the command line or print a traceback (issue 32): a FIFO named as a file, a spec
-without end, a plug-in whose decide() fails, a message that said "at least inf". Each runs as a real process
-with a timeout, and gives one line on stderr and exit status 2 within seconds."""
+without end, a plug-in whose decide() fails, a message that said "at least inf", a local Ray that fails to start.
+Each runs as a real process with a timeout (the Ray one in this process, its start made to fail), and gives one
+line on stderr and exit status 2 within seconds."""
 
 from __future__ import annotations
 
@@ -124,3 +125,26 @@ def test_a_fifo_given_as_the_carbon_csv_is_refused(tmp_path):
     )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "not a regular file" in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["plan", "sweep"])
+def test_a_ray_that_fails_to_start_is_one_line(command, tmp_path, monkeypatch, capsys):
+    ray = pytest.importorskip("ray")
+    from engine.cli import main
+
+    def broken_start(*args, **kwargs):
+        raise RuntimeError("Failed to start the GCS server.\nSee /tmp/ray/session_latest/logs for details.")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", broken_start)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    argv = {
+        "plan": ["--trace", TRACE, "--node", "8:A100-80", "--scheduler", "fifo", "--target", "p95_wait_s<=1800"],
+        "sweep": [*GRID, "--out", str(tmp_path / "cells.csv")],
+    }[command]
+    assert main([command, *argv, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err == "error: could not start a local Ray on this machine: RuntimeError: Failed to start the GCS server. "
+        "See /tmp/ray/session_latest/logs for details.\n"
+    )

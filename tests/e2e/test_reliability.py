@@ -117,3 +117,16 @@ def test_a_sweep_draws_each_scheduler_beside_itself_without_failures(page: Page,
     page.get_by_role("button", name="Run sweep").click()
     expect(page.get_by_text("4 of 4 cells completed on Ray")).to_be_visible(timeout=240_000)
     expect(page.locator(".js-plotly-plot").first).to_contain_text("fifo · no failures", timeout=SLOW_MS)
+
+
+def test_a_sweep_draws_each_scheduler_at_each_node_mtbf(page: Page, app_url: str):
+    page.goto(f"{app_url}/explore?{urlencode({**FAILING, 'sched': 'fifo'})}")
+    expect(page.get_by_role("heading", name="Explore", exact=True)).to_be_visible(timeout=SLOW_MS)
+    page.get_by_role("textbox", name="Offered loads").fill("0.5,1")
+    page.get_by_role("spinbutton", name="Seeds").fill("1")
+    page.get_by_role("textbox", name="Node MTBFs to compare, hours (empty: the scenario's failures)").fill("5,500")
+    page.get_by_role("button", name="Run sweep").click()
+    expect(page.get_by_text("4 of 4 cells completed on Ray")).to_be_visible(timeout=240_000)
+    curves = page.locator(".js-plotly-plot").first
+    expect(curves).to_contain_text("fifo · MTBF 5 h", timeout=SLOW_MS)
+    expect(curves).to_contain_text("fifo · MTBF 500 h")

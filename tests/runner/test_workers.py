@@ -46,3 +46,20 @@ def test_bounds_and_bad_input_are_one_line_errors():
     slots.acquire()
     with pytest.raises(RunLimitError, match="every worker of this server stayed busy"):
         call(time.sleep, 0, what="sleeping", limit_s=0.2, memory_mb=1024, slots=slots)
+
+
+def test_every_call_runs_in_a_process_of_its_own_started_before_the_call():
+    import os
+
+    from engine.runner import workers
+
+    first = call(os.getpid, what="pid", limit_s=60, memory_mb=1024)
+    deadline = time.monotonic() + 30
+    while workers._spare is None and time.monotonic() < deadline:  # started in the background after a call
+        time.sleep(0.01)
+    spare_pid = workers._spare[0].pid
+    second = call(os.getpid, what="pid", limit_s=60, memory_mb=1024)
+    assert second == spare_pid and second != first != os.getpid()  # the spare, which ran this call only
+    with pytest.raises(TypeError):  # work that does not pickle is the caller's error, and no worker waits for it
+        call(os.getpid, threading.Lock(), what="pid", limit_s=60, memory_mb=1024)
+    assert call(os.getpid, what="pid", limit_s=60, memory_mb=1024) not in (first, second)

@@ -296,3 +296,39 @@ def test_a_head_that_no_type_can_hold_while_nodes_are_down_waits_for_a_repair(ru
     options = RunOptions(failures=FailureModel(mtbf_h=0.5, repair_h=5.0))
     res = run("2x4:A100-80", jobs, "easy-backfill", options=options, seed=3)
     assert res.outage_node.size > 0 and (res.status == COMPLETED).all()
+
+
+# Issue 34: easy-backfill under node failures. A job a failure stops re-enters the queue older than the jobs that
+# arrived since, and may restart elsewhere: both broke easy-backfill's indexes (an InvalidDecision starting a job
+# that was running, a KeyError in the reservation), found by benchmarks.failure_speed.
+@pytest.mark.parametrize(("nodes", "n_jobs", "mtbf_h", "seed"), [(2, 300, 5.0, 0), (2, 300, 2.0, 4), (4, 500, 5.0, 4)])
+def test_easy_backfill_runs_under_node_failures_that_requeue_jobs(nodes, n_jobs, mtbf_h, seed):
+    from engine import make_scheduler, simulate
+    from engine.sim.options import FailureModel, RunOptions
+    from engine.sim.simulator import COMPLETED
+    from engine.traces.generator import generate
+
+    cluster = parse_cluster(f"{nodes}x8:generic")
+    jobs = generate(cluster, n_jobs, load=0.9, seed=seed)
+    options = RunOptions(failures=FailureModel(mtbf_h=mtbf_h, repair_h=1.0))
+    result = simulate(cluster, jobs, make_scheduler("easy-backfill"), seed=seed, options=options)
+    assert result.interruptions.sum() > 0 and (result.status == COMPLETED).all()
+
+
+def test_the_release_book_forgets_a_gpu_a_stopped_job_left_when_it_restarts_elsewhere():
+    from types import SimpleNamespace
+
+    from engine.schedulers.backfill_index import ReleaseBook
+
+    job = Job(7, 0.0, 100.0, gpu_fraction=0.5)
+    occupancy = SimpleNamespace(released=[])
+    state = SimpleNamespace(occupancy=occupancy, running={7: SimpleNamespace(job=job, gpu_ids=(0,), est_end_s=100.0)})
+    book = ReleaseBook([0, 0], 1)
+    book.started(7)
+    book.refresh(state)
+    assert book.on_gpu == {0: [7]} and book.by_type == [[100.0]]
+    occupancy.released.append(0)  # a node failure stops it: it leaves GPU 0 ...
+    state.running = {7: SimpleNamespace(job=job, gpu_ids=(1,), est_end_s=250.0)}  # ... and restarts on GPU 1
+    book.started(7)
+    book.refresh(state)
+    assert book.on_gpu == {1: [7]} and book.by_type == [[250.0]] and not book.listed[0]
