@@ -254,9 +254,21 @@ elif mode == "heatmap":
         "A large run: each timeline is shown as a GPU × time heatmap of the busy share "
         f"(at most {HEATMAP_ROWS} rows of GPUs and {HEATMAP_BINS} time bins)."
     )
+ran_jobs = next(iter(results.values())).jobs
 st.caption(
     "One row per GPU, one bar per job; press ▶ play or drag the slider to move the cursor through time. "
     "The small chart under each timeline is its queue length."
+    + (
+        " A tick marks where each job that ran was due: green if it met its deadline, red if it missed it."
+        if any(j.has_deadline for j in ran_jobs)
+        else ""
+    )
+    + (
+        " A triangle marks each resize of an elastic job (up: it grew, down: it shrank); its bar goes on at the"
+        " new size."
+        if any(j.elastic for j in ran_jobs)
+        else ""
+    )
 )
 common.quiet_animation_interrupts()
 common.plot(timeline, "timeline_chart")

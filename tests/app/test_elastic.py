@@ -38,6 +38,8 @@ def test_workload_page_sets_the_elastic_share_curve_and_rescale_cost_and_compare
     assert results["elasticflow"].rescales.sum() > 0 == results["edf"].rescales.sum()  # edf never resizes
     assert len(resize_points(results["elasticflow"])) == results["elasticflow"].rescales.sum()
     assert any("elastic job resized" in chart.proto.spec for chart in compare.get("plotly_chart"))  # the timeline
+    caption = next(c.value for c in compare.caption if c.value.startswith("One row per GPU"))
+    assert "green if it met its deadline, red if it missed it" in caption and "each resize of an elastic job" in caption
 
 
 def test_the_default_curve_and_a_workload_without_elastic_jobs_stay_out_of_the_link():
@@ -50,6 +52,8 @@ def test_the_default_curve_and_a_workload_without_elastic_jobs_stay_out_of_the_l
     compare.button(key="compare_run").click().run()
     kpi = compare.dataframe[0].value
     assert not set(metric_name(k) for k in ELASTIC_METRICS) & set(kpi["metric"])
+    caption = next(c.value for c in compare.caption if c.value.startswith("One row per GPU"))
+    assert "tick" not in caption and "triangle" not in caption  # today's timeline, told as before
 
 
 def test_several_workload_seeds_judge_the_elastic_and_deadline_rows_too():
