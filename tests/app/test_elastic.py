@@ -6,6 +6,7 @@ from __future__ import annotations
 from engine.analysis.metrics import ELASTIC_METRICS, metric_name, summarize
 from engine.units import human_value
 from engine.viz.timeline import resize_points
+from tests.app.test_links import warning_of
 from tests.app.test_pages import app, errors
 
 QUERY = {"cluster": "2x4:V100-32", "sched": "elasticflow,edf", "w.n_jobs": "60", "w.load": "1.2"}
@@ -67,3 +68,12 @@ def test_several_workload_seeds_judge_the_elastic_and_deadline_rows_too():
     shown = set(table["metric"])
     assert {metric_name("deadline_ratio"), metric_name("elastic_gpu_efficiency")} <= shown
     assert metric_name("rescales") not in shown  # a count with no better side: not judged
+
+
+def test_a_link_with_a_bad_rescale_cost_or_curve_is_one_line_naming_it():
+    for key, value, words in (
+        ("o.elastic.rescale_s", "-1", "options.elastic.rescale_s must be"),
+        ("w.scaling", "magic", "workload.scaling 'magic': expected one of"),
+    ):
+        warning = warning_of(app(query={**QUERY, "w.elastic": "0.5", key: value}))
+        assert words in warning and "\n" not in warning
