@@ -11,7 +11,14 @@ from app_pages.lib.text import as_text
 from engine import SCHEDULERS
 from engine.analysis import never_ran, seeds
 from engine.analysis.job_story import job_story
-from engine.analysis.metrics import DEADLINE_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS, summarize
+from engine.analysis.metrics import (
+    DEADLINE_METRICS,
+    ELASTIC_METRICS,
+    ENERGY_METRICS,
+    METRICS,
+    RELIABILITY_METRICS,
+    summarize,
+)
 from engine.analysis.presets import PRESETS
 from engine.viz import tables
 from engine.viz.timeline import HEATMAP_BINS, HEATMAP_GPUS, HEATMAP_ROWS, WEBGL_BARS, WEBGL_JOBS, raster_bins
@@ -87,6 +94,8 @@ if run:
             judged += [k for k in RELIABILITY_METRICS if RELIABILITY_METRICS[k].better is not None]
         if any(j.has_deadline for j in jobs):
             judged += [k for k in DEADLINE_METRICS if DEADLINE_METRICS[k].better is not None]
+        if any(j.elastic for j in jobs):
+            judged += [k for k in ELASTIC_METRICS if ELASTIC_METRICS[k].better is not None]
         st.session_state[_SEEDS] = (common.run_key(sc), tuple(chosen), len(variants), seeds.ci_frame(per_seed, judged))
     bar.empty()
     common.save_results(sc, results)
@@ -144,6 +153,8 @@ if failing:
     rows += list(RELIABILITY_METRICS)
 if DEADLINE_METRICS.keys() <= set(table.index):  # some job has a deadline (set on the Workload page)
     rows += list(DEADLINE_METRICS)
+if ELASTIC_METRICS.keys() <= set(table.index):  # some job is elastic (set on the Workload page)
+    rows += list(ELASTIC_METRICS)
 shown = tables.metrics_table(table, rows)
 best = tables.best_shown(table, rows)
 
@@ -243,9 +254,21 @@ elif mode == "heatmap":
         "A large run: each timeline is shown as a GPU × time heatmap of the busy share "
         f"(at most {HEATMAP_ROWS} rows of GPUs and {HEATMAP_BINS} time bins)."
     )
+ran_jobs = next(iter(results.values())).jobs
 st.caption(
     "One row per GPU, one bar per job; press ▶ play or drag the slider to move the cursor through time. "
     "The small chart under each timeline is its queue length."
+    + (
+        " A tick marks where each job that ran was due: green if it met its deadline, red if it missed it."
+        if any(j.has_deadline for j in ran_jobs)
+        else ""
+    )
+    + (
+        " A triangle marks each resize of an elastic job (up: it grew, down: it shrank); its bar goes on at the"
+        " new size."
+        if any(j.elastic for j in ran_jobs)
+        else ""
+    )
 )
 common.quiet_animation_interrupts()
 common.plot(timeline, "timeline_chart")

@@ -5,7 +5,7 @@ import streamlit as st
 
 from app_pages.lib import common
 from engine import SCHEDULERS, make_scheduler, simulate
-from engine.analysis.metrics import METRICS, compare
+from engine.analysis.metrics import ALL_METRICS, compare
 from engine.analysis.scenario import worked_example
 from engine.units import plural
 from engine.viz import tables
@@ -93,12 +93,13 @@ st.table(
                 "better": {"lower": "lower ↓", "higher": "higher ↑"}.get(m.better, "—"),
                 "definition": m.doc,
             }
-            for k, m in METRICS.items()
+            for k, m in ALL_METRICS.items()
         ]
     ).set_index("metric")
 )
 st.caption(
     "Formulas in full: engine/analysis/metrics.py. Wait counts all time queued; JCT = end − submit; bounded "
     "slowdown = max(1, JCT / max(run time, 10 s)). GPU utilisation also rises when jobs run longer on slower "
-    "GPUs, so it is better only next to the waits."
+    "GPUs, so it is better only next to the waits. Compare shows the energy, reliability, deadline and elastic "
+    "rows only when the scenario has them: an energy model, a failure model, jobs with deadlines, elastic jobs."
 )

@@ -12,12 +12,13 @@ from engine import EngineError
 from engine.analysis import never_ran
 from engine.analysis.scenario import ARRIVALS, MAX_FIRST, MAX_JOBS, MAX_MIX_WEIGHT, MAX_SEED, MAX_USERS, WorkloadSpec
 from engine.errors import TraceError
-from engine.sim.options import ADMISSION_POLICIES, AdmissionModel
+from engine.sim.options import ADMISSION_POLICIES, MAX_RESCALE_S, AdmissionModel, ElasticModel
+from engine.sim.scaling import SCALING_CURVES
 from engine.traces import TRACE_FORMATS, mapped
 from engine.traces.base import DROP_REASONS
 from engine.traces.deadlines import DEADLINE_LAWS, NO_DEADLINES
 from engine.traces.detect import UNKNOWN_FORMAT
-from engine.traces.generator import DEFAULT_MIX
+from engine.traces.generator import DEFAULT_MIX, DEFAULT_SCALING
 from engine.traces.load import gpu_hours, offered_load, offered_load_series
 from engine.traces.options import TIME_UNITS
 from engine.units import plural
@@ -220,6 +221,25 @@ with gen_tab:
             key="gen_best_effort",
             help="Share of the jobs left without a deadline.",
         )
+        elastic = c[2].number_input(
+            "Elastic share",
+            0.0,
+            1.0,
+            float(w.elastic),
+            0.05,
+            key="gen_elastic",
+            help="Share of the jobs (among whole-GPU ones) that may run on 1 to 4x their GPUs; schedulers such as "
+            "optimus and elasticflow resize them, the others run them at their requested size.",
+        )
+        curves = list(SCALING_CURVES)
+        scaling = st.columns(3)[0].selectbox(
+            "Scaling curve of elastic jobs",
+            curves,
+            index=curves.index(w.scaling or DEFAULT_SCALING),
+            key="gen_scaling",
+            help="Their speed-up by GPU count: "
+            + "; ".join(f"{k}: {getattr(v, 'source', '') or 'by definition'}" for k, v in SCALING_CURVES.items()),
+        )
         st.markdown("**Job mix** (relative weights)")
         mix_now = dict(w.mix) or DEFAULT_MIX
         c = st.columns(len(DEFAULT_MIX))
@@ -242,6 +262,9 @@ with gen_tab:
                     mix=() if mix == DEFAULT_MIX else tuple(mix.items()),
                     deadlines=deadlines,
                     best_effort=float(best_effort),
+                    elastic=float(elastic),
+                    # the default curve is left out of the scenario and the link, as is any curve without elastic jobs
+                    scaling="" if scaling == DEFAULT_SCALING or not elastic else scaling,
                     what="workload",
                 )
                 if spec is not None:
@@ -269,7 +292,29 @@ def admission_control(sc) -> None:
         st.rerun()
 
 
-admission_control(sc)
+def rescale_cost(sc) -> None:
+    """The scenario's rescale cost (``options.elastic.rescale_s``): what each resize of an elastic job costs."""
+    current = sc.options.elastic.rescale_s
+    rescale_s = st.number_input(
+        "Rescale cost (s)",
+        0.0,
+        MAX_RESCALE_S,
+        float(current),
+        5.0,
+        key=f"wl_rescale_{current}",  # a new widget when the scenario's cost changes (a link, a preset)
+        help="Seconds an elastic job makes no progress each time a scheduler changes its GPUs (checkpoint and "
+        "restart on the new ones; 30 s by default, as in Pollux). Rigid jobs never pay it.",
+    )
+    if rescale_s != current:
+        common.set_scenario(replace(sc, options=replace(sc.options, elastic=ElasticModel(float(rescale_s)))))
+        st.rerun()
+
+
+run_cols = st.columns(2)
+with run_cols[0]:
+    admission_control(sc)
+with run_cols[1]:
+    rescale_cost(sc)
 
 # ---------------------------------------------------------------- upload
 MAPPED = "mapped"

@@ -26,6 +26,7 @@ from engine.analysis.scenario import Scenario
 from engine.rl.agent import MODELS_DIR, user_models_dir  # trained agents: <name>.json model cards (rl:<name>)
 from engine.sim.cluster import Cluster
 from engine.sim.options import EnergyModel, RunOptions
+from engine.traces.generator import DEFAULT_SCALING
 from engine.units import human_seconds, plural
 from engine.viz.distributions import cdf_figure
 from engine.viz.series import series_figure
@@ -413,6 +414,11 @@ def sidebar() -> None:
         side.markdown(f"**Deadlines** · {w.deadlines}{share}; admission {sc.options.admission.policy}")
     elif sc.options.admission.active:
         side.markdown(f"**Admission** · {sc.options.admission.policy}")
+    if w.elastic:
+        curve = w.scaling or DEFAULT_SCALING
+        side.markdown(
+            f"**Elastic** · {w.elastic:.0%} of the jobs, {curve}; rescale cost {sc.options.elastic.rescale_s:g} s"
+        )
     if st.session_state.get(FAILED_UPLOAD):
         side.warning(as_text(f"{st.session_state[FAILED_UPLOAD]} did not load; the workload above is still in use."))
     side.markdown("**Schedulers** · " + (as_text(", ".join(sc.schedulers)) or "none"))

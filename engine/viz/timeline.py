@@ -4,7 +4,9 @@
 * :func:`timeline_figure`: one column per run, a play button and a time slider moving a cursor, each run's queue
   length underneath; with failures modelled, a red band over each node while it is down and a cross where a node
   failure stopped a job (:func:`interrupted_points`); with deadlines, a tick where each job that ran was due, green
-  when it met its deadline, red when it missed it (:func:`deadline_points`; up to ``WEBGL_JOBS`` jobs a run). Large runs switch to a raster of GPU x time cells or to a busy-share heatmap of GPU bands
+  when it met its deadline, red when it missed it (:func:`deadline_points`; up to ``WEBGL_JOBS`` jobs a run); with
+  elastic jobs, a triangle where a scheduler resized one (:func:`resize_points`: its bar continues on the new GPUs,
+  one bar per size). Large runs switch to a raster of GPU x time cells or to a busy-share heatmap of GPU bands
   (:func:`timeline_mode` decides; the figure's ``meta`` says which).
 """
 
@@ -20,6 +22,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from engine.analysis.deadlines import has_deadlines, job_deadlines
+from engine.analysis.elastic import has_elastic
 from engine.sim.cluster import Cluster
 from engine.sim.simulator import Result
 from engine.units import human_seconds
@@ -97,6 +100,32 @@ def deadline_points(seg: pd.DataFrame, result: Result) -> pd.DataFrame:
     ids = rows["job_id"].to_numpy()
     rows = rows.assign(t_s=due["deadline_s"][ids], met=due["deadline_met"][ids])
     return rows[np.isfinite(rows["t_s"].to_numpy())].reset_index(drop=True)
+
+
+def resize_points(result: Result) -> pd.DataFrame:
+    """Where schedulers resized elastic jobs: one row per resize, ``job_id, gpu, t_s, from_gpus, to_gpus`` (the
+    first GPU of the segment it starts, the time, the GPU counts before and after). A resize ends a job's run
+    segment and starts the next at the same instant (:mod:`engine.sim.elastic`); only jobs with rescales count."""
+    job = np.asarray(result.seg_job, dtype=np.int64)
+    start = np.asarray(result.seg_start_s, dtype=float)
+    end = np.asarray(result.seg_end_s, dtype=float)
+    ptr = np.asarray(result.seg_gpu_ptr, dtype=np.int64)
+    size = np.diff(ptr)
+    rescaled = np.asarray(result.rescales)[job] > 0 if len(job) else np.zeros(0, dtype=bool)
+    order = np.lexsort((start, job))  # each job's segments in time order
+    prev, nxt = order[:-1], order[1:]
+    hit = (job[prev] == job[nxt]) & (end[prev] == start[nxt]) & rescaled[nxt]
+    prev, nxt = prev[hit], nxt[hit]
+    gpu_ids = np.asarray(result.seg_gpu_ids, dtype=np.int64)
+    return pd.DataFrame(
+        {
+            "job_id": job[nxt],
+            "gpu": gpu_ids[ptr[nxt]] if len(nxt) else np.zeros(0, dtype=np.int64),
+            "t_s": start[nxt],
+            "from_gpus": size[prev],
+            "to_gpus": size[nxt],
+        }
+    )
 
 
 #: Down nodes are shaded for at most this many outages per run (each is a shape the browser lays out): the first.
@@ -304,6 +333,8 @@ def _add_column(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, b
         _add_interruptions(c, seg, r, col, name)
     if c.mode != "heatmap" and has_deadlines(r) and r.n_jobs <= WEBGL_JOBS:  # a raster's many jobs: no ticks
         _add_deadlines(c, seg, r, col, name)
+    if c.mode != "heatmap" and has_elastic(r) and r.n_jobs <= WEBGL_JOBS:
+        _add_resizes(c, r, col, name)
     tq, q = binned_series(r.series_t, r.series_queue, c.t_end_s, how="max")
     c.fig.add_trace(
         go.Scatter(
@@ -353,6 +384,8 @@ def _add_deadlines(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str
     points = deadline_points(seg, r)
     for met, colour in DEADLINE_COLOURS.items():
         part = points[points["met"] == met]
+        if part.empty:  # Plotly leaves an empty trace out of the legend: the entry goes to a run that has ticks
+            continue
         label = "deadline met" if met else "deadline missed"
         c.fig.add_trace(
             go.Scatter(
@@ -370,6 +403,43 @@ def _add_deadlines(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str
             col=col,
         )
         c.legend_done.add(label)
+
+
+#: The resize markers' colour.
+RESIZE_COLOUR = "#6a3d9a"
+
+
+def _add_resizes(c: _Canvas, r: Result, col: int, name: str) -> None:
+    """A triangle where a scheduler resized an elastic job (:func:`resize_points`), pointing up when it grew and
+    down when it shrank, hover naming the GPU counts; one legend entry for all runs (a run without resizes adds
+    no trace: Plotly leaves an empty trace out of the legend)."""
+    points = resize_points(r)
+    if points.empty:
+        return
+    label = "elastic job resized"
+    grew = points["to_gpus"].to_numpy() > points["from_gpus"].to_numpy()
+    c.fig.add_trace(
+        go.Scatter(
+            x=points["t_s"] / c.div,
+            y=points["gpu"],
+            mode="markers",
+            name=label,
+            legendgroup=label,
+            showlegend=label not in c.legend_done,
+            customdata=points[["job_id", "from_gpus", "to_gpus"]].to_numpy(),
+            marker=dict(
+                symbol=np.where(grew, "triangle-up", "triangle-down"),
+                size=10,
+                color=RESIZE_COLOUR,
+                line=dict(width=1, color="#fff"),
+            ),
+            hovertemplate="job %{customdata[0]} resized from %{customdata[1]} to %{customdata[2]} GPUs<br>"
+            f"GPU %{{y}} · t=%{{x:.2f}} {c.unit}<extra>{name}</extra>",
+        ),
+        row=1,
+        col=col,
+    )
+    c.legend_done.add(label)
 
 
 def _outage_shapes(c: _Canvas, r: Result, col: int) -> list[dict]:

@@ -182,3 +182,33 @@ def test_each_jobs_deadline_is_a_tick_green_if_met_red_if_missed():
     alone = simulate(parse_cluster("1x1:V100-32"), [Job(0, 0.0, 10.0)], make_scheduler("fifo"))
     plain = timeline.timeline_figure({"fifo": alone}, animate=False)
     assert not any(t.name in ("deadline met", "deadline missed") for t in plain.data)
+
+
+def test_the_deadline_missed_entry_is_in_the_legend_when_only_a_later_run_misses_one():
+    met_only = simulate(parse_cluster("1x1:V100-32"), [Job(0, 0.0, 100.0, deadline_s=150.0)], make_scheduler("fifo"))
+    late = simulate(parse_cluster("1x1:V100-32"), [Job(0, 0.0, 100.0, deadline_s=50.0)], make_scheduler("fifo"))
+    fig = timeline.timeline_figure({"a": met_only, "b": late}, animate=False)
+    (missed,) = [t for t in fig.data if t.name == "deadline missed"]
+    assert missed.showlegend and list(missed.customdata) == [0] and missed.xaxis == "x2"  # drawn in b's column
+
+
+def test_each_resize_of_an_elastic_job_is_a_triangle_and_its_bars_show_each_size():
+    from engine import Resize, Start, Wake
+    from tests.sim.test_elastic import CLUSTER, Script, elastic_job
+
+    # Job 0 starts on 2 GPUs, grows to 4 at t=40 s, shrinks to 1 at t=60 s; job 1 is rigid.
+    script = Script(
+        [Start(0, (0, 1)), Start(1, (4,)), Wake(40.0)], [Resize(0, (0, 1, 2, 3)), Wake(60.0)], [Resize(0, (2,))]
+    )
+    result = simulate(CLUSTER, [elastic_job(), Job(1, 0.0, 10.0)], script)
+    points = timeline.resize_points(result)
+    assert points.values.tolist() == [[0, 0, 40.0, 2, 4], [0, 2, 60.0, 4, 1]]
+    seg = timeline.segments_frame(result)
+    assert seg[seg["job_id"] == 0].groupby("start_s")["gpu"].count().tolist() == [2, 4, 1]  # a bar per size
+    fig = timeline.timeline_figure({"script": result}, animate=False)
+    (marks,) = [t for t in fig.data if t.name == "elastic job resized"]
+    assert list(marks.x) == [40.0 / 60, 1.0] and list(marks.marker.symbol) == ["triangle-up", "triangle-down"]
+    assert "resized from %{customdata[1]} to %{customdata[2]} GPUs" in marks.hovertemplate
+    rigid = simulate(CLUSTER, [Job(0, 0.0, 100.0, gpus=2)], make_scheduler("fifo"))
+    assert timeline.resize_points(rigid).empty
+    assert not any(t.name == "elastic job resized" for t in timeline.timeline_figure({"fifo": rigid}).data)

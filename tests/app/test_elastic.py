@@ -1,0 +1,79 @@
+"""Elastic jobs in the app: the Workload page's Generate form makes a share of the jobs elastic with a scaling
+curve, the rescale cost is a run option in the link, and Compare shows the elastic rows and the resizes."""
+
+from __future__ import annotations
+
+from engine.analysis.metrics import ELASTIC_METRICS, metric_name, summarize
+from engine.units import human_value
+from engine.viz.timeline import resize_points
+from tests.app.test_links import warning_of
+from tests.app.test_pages import app, errors
+
+QUERY = {"cluster": "2x4:V100-32", "sched": "elasticflow,edf", "w.n_jobs": "60", "w.load": "1.2"}
+
+
+def test_workload_page_sets_the_elastic_share_curve_and_rescale_cost_and_compare_shows_the_elastic_rows():
+    at = app("app_pages/workload.py", query={**QUERY, "w.deadlines": "elasticflow"})
+    at.number_input(key="gen_elastic").set_value(0.5)
+    at.selectbox(key="gen_scaling").select("linear")
+    at.button(key="FormSubmitter:generate_form-Generate").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    w = at.session_state["scenario"].workload
+    assert (w.elastic, w.scaling) == (0.5, "linear")
+    assert at.query_params["w.elastic"] == "0.5" and at.query_params["w.scaling"] == "linear"
+    at.number_input(key="wl_rescale_30.0").set_value(60.0).run()
+    assert not at.exception and not errors(at), errors(at)
+    assert at.session_state["scenario"].options.elastic.rescale_s == 60.0
+    assert at.query_params["o.elastic.rescale_s"] == "60.0"
+    assert "**Elastic** · 50% of the jobs, linear; rescale cost 60 s" in [m.value for m in at.sidebar.markdown]
+
+    compare = app("app_pages/compare.py", query=dict(at.query_params))  # the link the page wrote
+    compare.button(key="compare_run").click().run()
+    assert not compare.exception and not errors(compare), errors(compare)
+    results = compare.session_state["results"]["results"]
+    kpi = compare.dataframe[0].value.set_index("metric")
+    for name, result in results.items():
+        summary = summarize(result)
+        for key, metric in ELASTIC_METRICS.items():
+            assert kpi.loc[metric_name(key), name] == human_value(summary.value(key), metric.unit)
+    assert results["elasticflow"].rescales.sum() > 0 == results["edf"].rescales.sum()  # edf never resizes
+    assert len(resize_points(results["elasticflow"])) == results["elasticflow"].rescales.sum()
+    assert any("elastic job resized" in chart.proto.spec for chart in compare.get("plotly_chart"))  # the timeline
+    caption = next(c.value for c in compare.caption if c.value.startswith("One row per GPU"))
+    assert "green if it met its deadline, red if it missed it" in caption and "each resize of an elastic job" in caption
+
+
+def test_the_default_curve_and_a_workload_without_elastic_jobs_stay_out_of_the_link():
+    at = app("app_pages/workload.py", query=QUERY)
+    at.button(key="FormSubmitter:generate_form-Generate").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    assert "w.elastic" not in at.query_params and "w.scaling" not in at.query_params
+    assert not any(m.value.startswith("**Elastic**") for m in at.sidebar.markdown)
+    compare = app("app_pages/compare.py", query=dict(at.query_params))
+    compare.button(key="compare_run").click().run()
+    kpi = compare.dataframe[0].value
+    assert not set(metric_name(k) for k in ELASTIC_METRICS) & set(kpi["metric"])
+    caption = next(c.value for c in compare.caption if c.value.startswith("One row per GPU"))
+    assert "tick" not in caption and "triangle" not in caption  # today's timeline, told as before
+
+
+def test_several_workload_seeds_judge_the_elastic_and_deadline_rows_too():
+    query = {**QUERY, "w.deadlines": "elasticflow", "w.elastic": "0.5", "w.n_jobs": "30"}
+    compare = app("app_pages/compare.py", query=query)
+    compare.number_input(key="compare_seeds").set_value(2)
+    compare.button(key="compare_run").click().run()
+    assert not compare.exception and not errors(compare), errors(compare)
+    table = compare.dataframe[1].value  # the several-seeds table, under the key metrics
+    assert table["elasticflow"].str.contains("±").any()
+    shown = set(table["metric"])
+    assert {metric_name("deadline_ratio"), metric_name("elastic_gpu_efficiency")} <= shown
+    assert metric_name("rescales") not in shown  # a count with no better side: not judged
+
+
+def test_a_link_with_a_bad_rescale_cost_or_curve_is_one_line_naming_it():
+    for key, value, words in (
+        ("o.elastic.rescale_s", "-1", "options.elastic.rescale_s must be"),
+        ("w.scaling", "magic", "workload.scaling 'magic': expected one of"),
+    ):
+        warning = warning_of(app(query={**QUERY, "w.elastic": "0.5", key: value}))
+        assert words in warning and "\n" not in warning
