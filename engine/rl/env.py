@@ -12,13 +12,14 @@ Action space
     that type, latest estimated end first, to make room), or *wait* (the last action). See
     :mod:`engine.rl.encoding`.
 Observation space
-    ``Dict(jobs=Box(0, 4, (window, 12 + k * max_types)), groups=Box(0, 4, (max_types, 10 + h)),
+    ``Dict(jobs=Box(0, 4, (window, 12 + k * max_types + d)), groups=Box(0, 4, (max_types, 10 + h)),
     global=Box(0, 4, (8,)), action_mask=MultiBinary(n_actions))``: 12 features per job plus k = 4 per (job, GPU
     type slot) (its speed, expected run time, can start now, can start now on one node of that type), k = 6 with
     ``"evict"`` (can start by evicting, the victims' remaining work), k = 7 with ``evict_cost`` too (the work
     evicting would cost the victims under the episode's preemption model); h = 0, or 3 with ``node_health``
-    (per GPU type: nodes down, time since repair, failures so far); every feature is documented in
-    :mod:`engine.rl.encoding`.
+    (per GPU type: nodes down, time since repair, failures so far); d = 0, or 5 with ``deadlines`` (per job:
+    has a deadline, slack, lateness at best speed, how far it can shrink and grow); every feature is documented
+    in :mod:`engine.rl.encoding`.
 Transitions
     A step applies one action: a start (after its preemptions, for ``"evict"``) or *wait*. If another start is still feasible at the same simulated time, the next
     observation is at that same time; otherwise (and after *wait*) the simulation runs to the next decision

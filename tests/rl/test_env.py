@@ -580,3 +580,36 @@ def test_env_failures_round_trip_and_older_configs_keep_their_form():
         EnvConfig.from_dict({"failures": {"mtbf_h": -1}})
     with pytest.raises(EngineError, match="checkpoint_cost_s needs options.preemption.checkpoint_interval_s"):
         EnvConfig(failures=FailureModel(checkpoint_cost_s=5.0))
+
+
+def test_deadline_inputs_are_off_by_default_and_by_hand_give_slack_lateness_and_elasticity():
+    from engine.rl.encoding import JOB_BASE_FEATURES
+    from engine.sim.simulator import Simulation
+
+    assert "deadlines" not in EncodingConfig().to_dict()
+    enc = EncodingConfig(window=4, max_types=2, deadlines=True)
+    assert EncodingConfig.from_dict(enc.to_dict()) == enc
+    assert enc.job_features == EncodingConfig(window=4, max_types=2).job_features + 5
+    cluster = parse_cluster("1x4:V100-32,1x4:A100-80")
+    a100 = cluster.speed("batch", "A100-80")
+    jobs = (
+        # Elastic from 1 to 8 GPUs, asks 2; fastest on the A100s: slack 3000 - 1100 / a100 seconds.
+        Job(0, 0.0, 1100.0, gpus=2, estimate_s=1100.0, deadline_s=3000.0, min_gpus=1, max_gpus=8, scaling="linear"),
+        # V100s only (speed 1): 600 s of work, due at 100 s, so 500 s late even if it starts now.
+        Job(1, 0.0, 600.0, estimate_s=600.0, deadline_s=100.0, allowed_types=("V100-32",)),
+        Job(2, 0.0, 50.0, estimate_s=50.0),  # best effort, rigid: all zeros
+    )
+    state = Simulation(cluster, jobs).reset()
+    obs = encode(state, enc)
+    got = obs["jobs"][:, -5:]
+    expected = [
+        (1.0, np.log1p((3000.0 - 1100.0 / a100) / 60.0) / 10.0, 0.0, 1 / 6, 2 / 6),
+        (1.0, 0.0, np.log1p(500.0 / 60.0) / 10.0, 0.0, 0.0),
+        (0.0, 0.0, 0.0, 0.0, 0.0),
+        (0.0, 0.0, 0.0, 0.0, 0.0),  # empty slot
+    ]
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+    # The features before them are those of the encoding without deadlines.
+    plain = encode(state, EncodingConfig(window=4, max_types=2))
+    np.testing.assert_array_equal(obs["jobs"][:, :-5], plain["jobs"])
+    assert JOB_BASE_FEATURES + enc.type_features * 2 + 5 == obs["jobs"].shape[1]
