@@ -31,7 +31,8 @@ Job window
 
 Observation (a dict of float32 arrays, all features roughly in [0, 1]; :func:`encode`)
     ``jobs`` (window x :attr:`EncodingConfig.job_features`): per job slot, :func:`job_features`, then for each GPU
-    type slot in turn :func:`job_type_features` (zeros for empty slots and absent types).
+    type slot in turn :func:`job_type_features` (zeros for empty slots and absent types), then with ``deadlines``
+    :func:`deadline_features`.
     ``groups`` (max_types x :attr:`EncodingConfig.group_features`): :func:`group_features` per GPU type slot, then
     with ``node_health`` :func:`node_health_features` (zeros for absent types).
     ``global`` (8): :func:`global_features`.
@@ -61,6 +62,8 @@ JOB_TYPE_FEATURES = 4
 GROUP_FEATURES = 10
 #: More per GPU type slot with ``node_health``: nodes down, time since repair, failures so far.
 NODE_HEALTH_FEATURES = 3
+#: More per job slot with ``deadlines``: has a deadline, slack, lateness, can shrink, can grow.
+DEADLINE_FEATURES = 5
 GLOBAL_FEATURES = 8
 WINDOW_ORDERS = ("arrival", "mixed")
 #: Per (job, GPU type) slot, when the encoding offers ``"evict"``: can evict-start there, victims' remaining work.
@@ -98,6 +101,10 @@ class EncodingConfig:
         node_health: :data:`NODE_HEALTH_FEATURES` more features per GPU type slot (:func:`node_health_features`:
             its nodes down now, time since their repair, failures so far), for runs under a failure model. Off
             by default, so encodings written before it (and the shipped agents) keep their layout.
+        deadlines: :data:`DEADLINE_FEATURES` more features per job slot (:func:`deadline_features`: has a
+            deadline, its slack, how late it is sure to be, how far it can shrink and grow), for workloads with
+            deadlines or elastic jobs. Off by default, so encodings written before it (and the shipped agents)
+            keep their layout.
     """
 
     window: int = 8
@@ -109,6 +116,7 @@ class EncodingConfig:
     evict_scope: str = "type"
     whole_node: bool = False
     node_health: bool = False
+    deadlines: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.window, bool) or not (isinstance(self.window, int) and 1 <= self.window <= 256):
@@ -133,7 +141,7 @@ class EncodingConfig:
             raise EngineError(f"encoding.evict_scope {self.evict_scope!r}: expected one of {list(EVICT_SCOPES)}")
         if self.evict_scope != "type" and not self.evicts:
             raise EngineError('encoding.evict_scope needs the "evict" rule in encoding.rules')
-        for name in ("whole_node", "node_health"):
+        for name in ("whole_node", "node_health", "deadlines"):
             if not isinstance(getattr(self, name), bool):
                 raise EngineError(f"encoding.{name} must be true or false, got {getattr(self, name)!r}")
 
@@ -151,8 +159,9 @@ class EncodingConfig:
 
     @property
     def job_features(self) -> int:
-        """Features per job slot: the base ones plus :attr:`type_features` for each GPU type slot."""
-        return JOB_BASE_FEATURES + self.type_features * self.max_types
+        """Features per job slot: the base ones plus :attr:`type_features` for each GPU type slot, plus
+        :data:`DEADLINE_FEATURES` with ``deadlines``."""
+        return JOB_BASE_FEATURES + self.type_features * self.max_types + (DEADLINE_FEATURES if self.deadlines else 0)
 
     @property
     def group_features(self) -> int:
@@ -194,6 +203,8 @@ class EncodingConfig:
             out["whole_node"] = True
         if self.node_health:
             out["node_health"] = True
+        if self.deadlines:
+            out["deadlines"] = True
         return out
 
     @classmethod
@@ -208,6 +219,7 @@ class EncodingConfig:
             "evict_scope",
             "whole_node",
             "node_health",
+            "deadlines",
         }
         reject_unknown_keys(data, known, "encoding")
         rules = data.get("rules", cls.rules)
@@ -469,7 +481,10 @@ def encode(
     n = len(snap.window)
     if n:
         jf[:n, :JOB_BASE_FEATURES] = job_features(state, snap)
-        jf[:n, JOB_BASE_FEATURES:] = job_type_features(state, snap, cfg, tab, block_t).reshape(n, -1)
+        end = JOB_BASE_FEATURES + cfg.type_features * cfg.max_types
+        jf[:n, JOB_BASE_FEATURES:end] = job_type_features(state, snap, cfg, tab, block_t).reshape(n, -1)
+        if cfg.deadlines:
+            jf[:n, end:] = deadline_features(state, snap, tab)
     gf = np.zeros((cfg.max_types, cfg.group_features), dtype=np.float32)
     gf[: tab.n_types, :GROUP_FEATURES] = group_features(state, tab, block_t)
     if cfg.node_health:
@@ -558,6 +573,30 @@ def job_type_features(
     for (slot, t), cost_gpu_s in snap.victim_cost_gpu_s.items():
         per_type[slot, t, JOB_TYPE_FEATURES + EVICT_FEATURES] = math.log1p(cost_gpu_s / 60.0) / 12.0
     return per_type
+
+
+def deadline_features(state: ClusterState, snap: Snapshot, tab: _TypeTables) -> np.ndarray:
+    """The :data:`DEADLINE_FEATURES` features of each window job (window jobs x 5), with ``deadlines``, in order:
+
+    has a deadline (1/0); its slack, ``deadline_s - now - estimate / best speed`` (the best speed being that of
+    its fastest eligible GPU type at its requested size; a job sent back to the queue is counted from its whole
+    estimate), as log1p(max(slack, 0) / 60 s)/10, and its lateness, the same of ``max(-slack, 0)`` (how late it
+    will end even if it starts now on its fastest type); both 0 without a deadline. Then how far it can shrink,
+    log2(gpus / min_gpus)/6, and grow, log2(max_gpus / gpus)/6 (both 0 for a rigid job).
+    """
+    jobs, now, log1p, log2 = state.jobs, state.now_s, math.log1p, math.log2
+    out = np.zeros((len(snap.window), DEADLINE_FEATURES))
+    for slot, j in enumerate(snap.window):
+        job = jobs[j]
+        out[slot, 3] = log2(job.gpus / job.min_gpus) / 6.0
+        out[slot, 4] = log2(job.max_gpus / job.gpus) / 6.0
+        if not job.has_deadline:
+            continue
+        speeds = tab.job_speeds(job.job_type)[state.eligible_types(job)]
+        best = float(speeds.max()) if speeds.size else 1.0
+        slack_s = job.deadline_s - now - job.estimate_s / best
+        out[slot, :3] = (1.0, log1p(max(slack_s, 0.0) / 60.0) / 10.0, log1p(max(-slack_s, 0.0) / 60.0) / 10.0)
+    return out
 
 
 def group_features(state: ClusterState, tab: _TypeTables, block_t: np.ndarray) -> np.ndarray:

@@ -12,13 +12,14 @@ Action space
     that type, latest estimated end first, to make room), or *wait* (the last action). See
     :mod:`engine.rl.encoding`.
 Observation space
-    ``Dict(jobs=Box(0, 4, (window, 12 + k * max_types)), groups=Box(0, 4, (max_types, 10 + h)),
+    ``Dict(jobs=Box(0, 4, (window, 12 + k * max_types + d)), groups=Box(0, 4, (max_types, 10 + h)),
     global=Box(0, 4, (8,)), action_mask=MultiBinary(n_actions))``: 12 features per job plus k = 4 per (job, GPU
     type slot) (its speed, expected run time, can start now, can start now on one node of that type), k = 6 with
     ``"evict"`` (can start by evicting, the victims' remaining work), k = 7 with ``evict_cost`` too (the work
     evicting would cost the victims under the episode's preemption model); h = 0, or 3 with ``node_health``
-    (per GPU type: nodes down, time since repair, failures so far); every feature is documented in
-    :mod:`engine.rl.encoding`.
+    (per GPU type: nodes down, time since repair, failures so far); d = 0, or 5 with ``deadlines`` (per job:
+    has a deadline, slack, lateness at best speed, how far it can shrink and grow); every feature is documented
+    in :mod:`engine.rl.encoding`.
 Transitions
     A step applies one action: a start (after its preemptions, for ``"evict"``) or *wait*. If another start is still feasible at the same simulated time, the next
     observation is at that same time; otherwise (and after *wait*) the simulation runs to the next decision
@@ -29,7 +30,8 @@ Masks
     by the first allowed action) and reported as ``info["invalid_action"] = True``.
 Reward
     ``-objective(result, reward_weights)`` of :mod:`engine.rl.reward`, paid as the wait and JCT that accrued
-    during each step (dense) plus the remaining terms at the last step; the episode return equals the objective.
+    during each step (dense), the deadline share of each job whose deadline passed during the step without it
+    completing, and the remaining terms at the last step; the episode return equals the objective.
 Episode end
     ``terminated`` when every job has finished (or can never run on the cluster). Episodes always end: each
     step starts a job or moves time to the next event, the workload is finite, and ``"evict"`` never preempts a
@@ -48,7 +50,8 @@ Reset
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+import math
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import gymnasium as gym
@@ -162,7 +165,7 @@ class EnvConfig:
             "n_jobs": self.n_jobs,
             "workload": dict(self.workload),
             "encoding": self.encoding.to_dict(),
-            "reward": asdict(self.reward),
+            "reward": self.reward.to_dict(),
             "preemptions": [p.to_dict() for p in self.preemptions],
         }
         if self.workloads:
@@ -317,6 +320,10 @@ class GpuSchedulingEnv(gym.Env):
             n_ok += bool(elig.any() and job.gpus <= type_total[elig].max())
         self._n_schedulable = max(n_ok, 1)
         self._potential = 0.0
+        self._ended_s: dict[int, float] = {}  # jobs seen ended: job -> end time
+        self._deadlines = sorted((job.deadline_s, job.job_id) for job in jobs if job.has_deadline)
+        self._deadlines_seen = 0  # how many of them have passed (and were booked if missed)
+        self._deadline_paid = 0.0
         self._run_to_choice()
         self._terminal_paid = False
         return self._obs(), self._info(False)
@@ -358,12 +365,30 @@ class GpuSchedulingEnv(gym.Env):
         end) and whether the episode ended."""
         sim, w = self._sim, self.config.reward
         self._potential = self._cost_potential()
-        reward = -(self._potential - before) / (self._n_schedulable * w.wait_scale_s)
+        reward = -(self._potential - before) / (self._n_schedulable * w.wait_scale_s) - self._book_deadlines()
         terminated = sim.done
         if terminated:
             self._result = sim.result()
-            reward -= terminal_cost(self._result, w)
+            reward -= terminal_cost(self._result, w) - self._deadline_paid
         return float(reward), terminated
+
+    def _book_deadlines(self) -> float:
+        """The deadline cost of the jobs whose deadline passed since the last step (strictly before now) that
+        had not completed by it: each its ``reward.deadline`` share of the jobs with a deadline. The terminal cost
+        pays the rest (:mod:`engine.rl.reward`)."""
+        deadlines, now, ended = self._deadlines, self._sim.now_s, self._ended_s
+        first = i = self._deadlines_seen
+        missed = 0
+        while i < len(deadlines) and deadlines[i][0] < now:
+            deadline_s, j = deadlines[i]
+            missed += not ended.get(j, math.inf) <= deadline_s
+            i += 1
+        self._deadlines_seen = i
+        if i == first or not self.config.reward.deadline:
+            return 0.0
+        cost = self.config.reward.deadline * missed / len(deadlines)
+        self._deadline_paid += cost
+        return cost
 
     def action_masks(self) -> np.ndarray:
         """The exact mask of feasible actions (sb3-contrib's MaskablePPO calls this)."""
@@ -449,6 +474,8 @@ class GpuSchedulingEnv(gym.Env):
             if state.is_waiting(j):
                 self._queued_since[j] = start_s + total_s - before_s
                 self._preempted_run_s[j] = total_s
+            else:
+                self._ended_s[j] = start_s + total_s - before_s
 
     def _obs(self) -> dict[str, np.ndarray]:
         if self._sim.done:

@@ -25,6 +25,11 @@ and the shipped agents' evaluations are what they were.
   waiting); paid at the end.
 * ``comm``: communication overhead, GPU-hours per job lost to placements spread over nodes or racks
   (``Result.comm_overhead_gpu_s``); paid at the end.
+* ``deadline``: the share of the jobs with a deadline that missed it, ``1 - deadline_ratio`` of
+  :mod:`engine.analysis.deadlines` (over every job with a deadline: one declined, never run or ended failed
+  counts as missed; 0 when no job has a deadline). The environment pays a job's share at the first step after
+  its deadline passed with the job not completed by then (still queued or running, or ended late), and the rest
+  (a job that ended failed before its deadline, say) at the end.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from engine.analysis.deadlines import deadline_met
 from engine.analysis.metrics import gini
 from engine.errors import EngineError, reject_unknown_keys
 from engine.sim.simulator import COMPLETED, FAILED, Result
@@ -51,6 +57,7 @@ class RewardWeights:
         utilization_band: weight of the mean distance of utilisation from the target band.
         fairness: weight of the Gini coefficient of per-user mean waits.
         comm: weight of the communication overhead in GPU-hours per job.
+        deadline: weight of the share of jobs with a deadline that missed it.
         wait_scale_s: seconds that count as one unit of wait (and of JCT).
         bsld_tau_s: run time floor of the bounded slowdown, seconds.
         band_low, band_high: the target utilisation band, as shares of the cluster's GPUs.
@@ -62,6 +69,7 @@ class RewardWeights:
     utilization_band: float = 0.0
     fairness: float = 0.0
     comm: float = 0.0
+    deadline: float = 0.0
     wait_scale_s: float = 3600.0
     bsld_tau_s: float = 10.0
     band_low: float = 0.6
@@ -76,6 +84,13 @@ class RewardWeights:
         if not self.band_low <= self.band_high <= 1:
             raise EngineError(f"reward band [{self.band_low}, {self.band_high}] must satisfy low <= high <= 1")
 
+    def to_dict(self) -> dict[str, float]:
+        """Every weight; ``deadline`` only when set, so configs and cards written before it stay as they were."""
+        out = asdict(self)
+        if not self.deadline:
+            del out["deadline"]
+        return out
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RewardWeights:
         valid = set(cls.__dataclass_fields__)
@@ -87,8 +102,9 @@ def objective_terms(result: Result, weights: RewardWeights = RewardWeights()) ->
     """The unweighted terms of the objective for one run (``wait`` in seconds); ``weights`` supplies only the
     slowdown floor and the utilisation band."""
     done = (result.status == COMPLETED) | (result.status == FAILED)  # ended (module docstring)
+    missed = {"deadline": missed_deadline_share(result)}
     if not done.any():
-        return dict.fromkeys(("wait", "jct", "bounded_slowdown", "utilization_band", "fairness", "comm"), 0.0)
+        return dict.fromkeys(("wait", "jct", "bounded_slowdown", "utilization_band", "fairness", "comm"), 0.0) | missed
     submit = np.array([j.submit_s for j in result.jobs])[done]
     wait = np.maximum(result.end_s[done] - submit - result.run_s[done], 0.0)
     return {
@@ -98,7 +114,7 @@ def objective_terms(result: Result, weights: RewardWeights = RewardWeights()) ->
         "utilization_band": _band_distance(result, done, weights.band_low, weights.band_high),
         "fairness": gini(_user_means(result, done, wait)),
         "comm": float(result.comm_overhead_gpu_s[done].sum() / 3600.0 / done.sum()),
-    }
+    } | missed
 
 
 def objective(result: Result, weights: RewardWeights) -> float:
@@ -114,7 +130,15 @@ def weighted(t: Mapping[str, float], weights: RewardWeights) -> float:
         + weights.utilization_band * t["utilization_band"]
         + weights.fairness * t["fairness"]
         + weights.comm * t["comm"]
+        + (weights.deadline * t["deadline"] if weights.deadline else 0.0)  # term tables written before it lack it
     )
+
+
+def missed_deadline_share(result: Result) -> float:
+    """``1 - deadline_ratio`` (:mod:`engine.analysis.deadlines`): the share of the jobs with a deadline that did
+    not complete by it; 0 when no job has one."""
+    timed = sum(j.has_deadline for j in result.jobs)
+    return 1.0 - float(deadline_met(result).sum()) / timed if timed else 0.0
 
 
 def terminal_cost(result: Result, weights: RewardWeights) -> float:

@@ -418,3 +418,16 @@ def test_shipped_agents_schedule_as_before_node_health_inputs_existed(name):
         res = simulate(cluster, jobs, make_scheduler(f"rl:{name}"), options=options)
         scores.append((summarize(res).mean_wait_s, hashlib.sha256(res.end_s.tobytes()).hexdigest()[:16]))
     assert tuple(scores) == SHIPPED_SCORES[name]
+
+
+@pytest.mark.parametrize("name", model_names())
+def test_shipped_agents_keep_their_observation_shapes_with_deadline_inputs_in_the_engine(name):
+    from engine.rl.encoding import JOB_BASE_FEATURES
+    from engine.rl.env import observation_space
+
+    card = json.loads((MODELS_DIR / f"{name}.json").read_text())
+    assert "deadlines" not in card["encoding"]
+    enc = load_agent(name).encoding  # loading checks every weight's shape against the encoding's layout
+    assert not enc.deadlines and enc.to_dict() == card["encoding"]
+    obs, _ = observation_space(enc)
+    assert obs["jobs"].shape == (enc.window, JOB_BASE_FEATURES + enc.type_features * enc.max_types)

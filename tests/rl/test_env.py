@@ -125,10 +125,13 @@ def test_env_driven_by_fifo_choices_equals_simulate_fifo(cluster, load, seed):
         RewardWeights(wait=0.0, fairness=1.0, band_low=0.7, band_high=0.9, bsld_tau_s=60.0, bounded_slowdown=1.0),
         RewardWeights(wait=1.0, jct=0.5, comm=1.0),
         RewardWeights(wait=0.0, jct=1.0, wait_scale_s=60.0),
+        RewardWeights(wait=1.0, deadline=2.0),
+        RewardWeights(wait=0.0, jct=1.0, fairness=0.5, deadline=1.0),
     ],
 )
 def test_episode_return_equals_the_objective(weights):
-    env = _env(reward=weights)
+    # With a deadline weight, on a workload with ElasticFlow deadlines (a third best effort).
+    env = _env(reward=weights, workload=DEADLINE_WORKLOAD if weights.deadline else {})
     env.reset(seed=11)
     rng = np.random.default_rng(11)
     total, done = 0.0, False
@@ -136,6 +139,36 @@ def test_episode_return_equals_the_objective(weights):
         _, r, done, _, _ = env.step(rng.choice(np.flatnonzero(env.action_masks())))
         total += r
     assert total == pytest.approx(-objective(env.result, weights), rel=1e-9, abs=1e-12)
+
+
+DEADLINE_WORKLOAD = {"deadlines": "elasticflow", "best_effort": 0.3}
+
+
+def test_deadline_term_is_the_missed_share_and_is_paid_as_deadlines_pass():
+    from engine.analysis.deadlines import summarize_deadlines
+
+    weights = RewardWeights(wait=0.0, deadline=1.0)
+    env = _env(reward=weights, workload=DEADLINE_WORKLOAD)
+    env.reset(seed=5)
+    rng = np.random.default_rng(5)
+    rewards, done = [], False
+    while not done:
+        _, r, done, _, _ = env.step(rng.choice(np.flatnonzero(env.action_masks())))
+        rewards.append(r)
+    summary = summarize_deadlines(env.result)
+    assert 0 < summary.deadline_missed < summary.deadline_jobs < len(env.result.jobs)
+    assert objective_terms(env.result)["deadline"] == pytest.approx(1.0 - summary.deadline_ratio)
+    assert sum(rewards) == pytest.approx(summary.deadline_ratio - 1.0, rel=1e-9)
+    # Misses are booked when they happen, in steps of 1 / (jobs with a deadline), not all at the end.
+    early = -np.array(rewards[:-1]) * summary.deadline_jobs
+    assert early.sum() >= 1 and np.allclose(early, np.round(early)) and (early >= 0).all()
+
+
+def test_reward_weights_leave_deadline_out_of_their_dict_when_off():
+    assert "deadline" not in RewardWeights().to_dict()
+    assert RewardWeights.from_dict(RewardWeights(deadline=2.0).to_dict()) == RewardWeights(deadline=2.0)
+    with pytest.raises(EngineError, match="reward.deadline must be a number >= 0"):
+        RewardWeights(deadline=-1.0)
 
 
 def test_objective_terms_by_hand():
@@ -524,11 +557,15 @@ def test_env_under_failures_driven_by_an_agent_equals_simulate_of_that_agent():
     np.testing.assert_array_equal(env.result.interruptions, ref.interruptions)
 
 
-@pytest.mark.parametrize("weights", [RewardWeights(), RewardWeights(wait=0.5, jct=1.0, fairness=1.0)])
+@pytest.mark.parametrize(
+    "weights",
+    [RewardWeights(), RewardWeights(wait=0.5, jct=1.0, fairness=1.0), RewardWeights(wait=1.0, deadline=1.0)],
+)
 def test_episode_return_equals_the_objective_under_failures(weights):
     # A job a node failure (or a retried crash) sends back to the queue waits again: the dense wait must charge
-    # that stay from when its run stopped, not from its submission.
-    env = _env(reward=weights, preemptions=(CHECKPOINTS,), failures=FAILING)
+    # that stay from when its run stopped, not from its submission. A job that ends failed misses its deadline.
+    workload = DEADLINE_WORKLOAD if weights.deadline else {}
+    env = _env(reward=weights, preemptions=(CHECKPOINTS,), failures=FAILING, workload=workload)
     env.reset(seed=11)
     rng = np.random.default_rng(11)
     total, done = 0.0, False
@@ -580,3 +617,36 @@ def test_env_failures_round_trip_and_older_configs_keep_their_form():
         EnvConfig.from_dict({"failures": {"mtbf_h": -1}})
     with pytest.raises(EngineError, match="checkpoint_cost_s needs options.preemption.checkpoint_interval_s"):
         EnvConfig(failures=FailureModel(checkpoint_cost_s=5.0))
+
+
+def test_deadline_inputs_are_off_by_default_and_by_hand_give_slack_lateness_and_elasticity():
+    from engine.rl.encoding import JOB_BASE_FEATURES
+    from engine.sim.simulator import Simulation
+
+    assert "deadlines" not in EncodingConfig().to_dict()
+    enc = EncodingConfig(window=4, max_types=2, deadlines=True)
+    assert EncodingConfig.from_dict(enc.to_dict()) == enc
+    assert enc.job_features == EncodingConfig(window=4, max_types=2).job_features + 5
+    cluster = parse_cluster("1x4:V100-32,1x4:A100-80")
+    a100 = cluster.speed("batch", "A100-80")
+    jobs = (
+        # Elastic from 1 to 8 GPUs, asks 2; fastest on the A100s: slack 3000 - 1100 / a100 seconds.
+        Job(0, 0.0, 1100.0, gpus=2, estimate_s=1100.0, deadline_s=3000.0, min_gpus=1, max_gpus=8, scaling="linear"),
+        # V100s only (speed 1): 600 s of work, due at 100 s, so 500 s late even if it starts now.
+        Job(1, 0.0, 600.0, estimate_s=600.0, deadline_s=100.0, allowed_types=("V100-32",)),
+        Job(2, 0.0, 50.0, estimate_s=50.0),  # best effort, rigid: all zeros
+    )
+    state = Simulation(cluster, jobs).reset()
+    obs = encode(state, enc)
+    got = obs["jobs"][:, -5:]
+    expected = [
+        (1.0, np.log1p((3000.0 - 1100.0 / a100) / 60.0) / 10.0, 0.0, 1 / 6, 2 / 6),
+        (1.0, 0.0, np.log1p(500.0 / 60.0) / 10.0, 0.0, 0.0),
+        (0.0, 0.0, 0.0, 0.0, 0.0),
+        (0.0, 0.0, 0.0, 0.0, 0.0),  # empty slot
+    ]
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+    # The features before them are those of the encoding without deadlines.
+    plain = encode(state, EncodingConfig(window=4, max_types=2))
+    np.testing.assert_array_equal(obs["jobs"][:, :-5], plain["jobs"])
+    assert JOB_BASE_FEATURES + enc.type_features * 2 + 5 == obs["jobs"].shape[1]

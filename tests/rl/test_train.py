@@ -294,3 +294,24 @@ def test_an_export_killed_at_any_step_leaves_the_old_pair_or_the_new_one(kill, t
         assert sha == old["sha256"]
     again = agent.export_model(models, "tiny-mlp", new_bytes, old)  # a later export tidies up
     assert sorted(p.name for p in models.iterdir()) == sorted(["tiny-mlp.json", again["weights"]])
+
+
+def test_deadline_config_trains_on_deadline_workloads_with_the_deadline_inputs_and_term():
+    from engine.analysis.deadlines import has_deadlines
+    from engine.rl.env import GpuSchedulingEnv
+    from engine.rl.reward import objective
+
+    cfg = load_config("deadline-mlp")
+    enc, weights = cfg.env.encoding, cfg.env.reward
+    assert enc.deadlines and weights.deadline > 0
+    assert all(w["deadlines"] == "elasticflow" for w in cfg.env.workloads)
+    env = GpuSchedulingEnv(cfg.env)
+    obs, _ = env.reset(seed=3, options={"n_jobs": 30})
+    rng = np.random.default_rng(3)
+    total, done, flagged = 0.0, False, 0.0
+    while not done:
+        flagged += obs["jobs"][:, -5].sum()  # the has-deadline input
+        obs, r, done, _, _ = env.step(rng.choice(np.flatnonzero(env.action_masks())))
+        total += r
+    assert has_deadlines(env.result) and flagged > 0
+    assert total == pytest.approx(-objective(env.result, weights), rel=1e-9, abs=1e-12)
