@@ -46,3 +46,16 @@ def test_bounds_and_bad_input_are_one_line_errors():
     slots.acquire()
     with pytest.raises(RunLimitError, match="every worker of this server stayed busy"):
         call(time.sleep, 0, what="sleeping", limit_s=0.2, memory_mb=1024, slots=slots)
+
+
+def test_a_cancel_ends_the_wait_for_a_busy_server_at_once():
+    # A run its session stopped while it waited for a worker held its session's place for the whole wait
+    # (the soak benchmark: Run pressed three times, the third refused as the session's third piece of work).
+    slots = threading.BoundedSemaphore(1)
+    slots.acquire()
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    start = time.monotonic()
+    with pytest.raises(RunCancelled, match="sleeping was cancelled"):
+        call(time.sleep, 0, what="sleeping", limit_s=60, memory_mb=1024, slots=slots, cancel=cancel)
+    assert time.monotonic() - start < 5
