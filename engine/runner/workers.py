@@ -98,12 +98,13 @@ def call(
     """``fn(*args)`` in a worker process of at most ``memory_mb`` MiB that may take ``limit_s`` seconds; ``what``
     names the work in messages. With ``slots``, the call first takes one (waiting at most ``limit_s``). With
     ``on_progress``, the work is called as ``fn(*args, on_progress=callback)`` and each ``callback(done, total)``
-    in the worker calls ``on_progress(done, total)`` here. A set ``cancel`` event stops the work.
+    in the worker calls ``on_progress(done, total)`` here. A set ``cancel`` event stops the work, or the wait for a
+    slot.
 
     Raises :class:`RunLimitError` when the call passes a bound or waits too long for a slot,
     :class:`RunCancelled`, and the ``EngineError`` the work raised (as :class:`WorkerError`, same message)."""
-    if slots is not None and not slots.acquire(timeout=limit_s):
-        raise RunLimitError(f"{what}: every worker of this server stayed busy for {limit_s:g} s; try again later")
+    if slots is not None:
+        _take_slot(slots, what, limit_s, cancel)
     try:
         kind, value = _run(fn, args, what, limit_s, memory_mb, on_progress, cancel)
     finally:
@@ -122,6 +123,17 @@ def call(
         reason, path, line, column = value
         raise TraceError(reason, path=path, line=line, column=column)
     raise RuntimeError(f"{what} failed in its worker process: {value}")
+
+
+def _take_slot(slots: threading.BoundedSemaphore, what: str, limit_s: float, cancel: Any) -> None:
+    """Take one of ``slots``, waiting at most ``limit_s``; a set ``cancel`` ends the wait (a call stopped while it
+    waits must not hold its caller's place: the session's next call would find it taken)."""
+    deadline = time.monotonic() + limit_s
+    while not slots.acquire(timeout=max(0.0, min(_CANCEL_POLL_S, deadline - time.monotonic()))):
+        if cancel is not None and cancel.is_set():
+            raise RunCancelled(f"{what} was cancelled")
+        if time.monotonic() >= deadline:
+            raise RunLimitError(f"{what}: every worker of this server stayed busy for {limit_s:g} s; try again later")
 
 
 def _run(

@@ -63,3 +63,16 @@ def test_every_call_runs_in_a_process_of_its_own_started_before_the_call():
     with pytest.raises(TypeError):  # work that does not pickle is the caller's error, and no worker waits for it
         call(os.getpid, threading.Lock(), what="pid", limit_s=60, memory_mb=1024)
     assert call(os.getpid, what="pid", limit_s=60, memory_mb=1024) not in (first, second)
+
+
+def test_a_cancel_ends_the_wait_for_a_busy_server_at_once():
+    # A run its session stopped while it waited for a worker held its session's place for the whole wait
+    # (the soak benchmark: Run pressed three times, the third refused as the session's third piece of work).
+    slots = threading.BoundedSemaphore(1)
+    slots.acquire()
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    start = time.monotonic()
+    with pytest.raises(RunCancelled, match="sleeping was cancelled"):
+        call(time.sleep, 0, what="sleeping", limit_s=60, memory_mb=1024, slots=slots, cancel=cancel)
+    assert time.monotonic() - start < 5
