@@ -414,7 +414,7 @@ def _provenance(card: dict[str, Any]) -> list[str]:
     """How the weights came to be: one fresh run, or a run continued from another model's weights."""
     tr = card["training"]
     parent = tr.get("init_from")
-    lines = []
+    lines = _selector_lines(card)
     if tr.get("clone"):
         c, last = tr["clone"], tr["clone"]["rounds"][-1]
         expert = c["config"].get("expert")
@@ -451,6 +451,40 @@ def _provenance(card: dict[str, Any]) -> list[str]:
         "`training.init_from.training.config` (the parent's) in the JSON card; reproduce by training the "
         "parent's config, then this one",
     ]
+
+
+def _selector_lines(card: dict[str, Any]) -> list[str]:
+    """A selector's card lines (:mod:`engine.rl.selector`): its policies, the prior, the cores and the
+    validation curve."""
+    tr, lines = card["training"], []
+    if card.get("selector"):
+        lines.append(
+            "- a selector: at each decision point the network chooses which of "
+            + ", ".join(f"`{n}`" for n in card["selector"])
+            + " makes the decision (`engine/rl/selector.py`)"
+        )
+    prior = tr.get("selector_prior")
+    if prior:
+        means = ", ".join(f"`{n}` {r:.4f}" for n, r in prior["validation_mean_return"].items())
+        lines.append(
+            f"- prior: each policy alone on the validation episodes (mean return: {means}); the action bias of "
+            f"the best, `{prior['best']}`, was raised by {prior['bias']:g}, so training started from it"
+        )
+    if tr.get("cores"):
+        cfg = tr.get("config") or {}
+        lines.append(
+            f"- machine: {tr['cores']} cores, {cfg.get('n_envs', '?')} environments "
+            f"({'one process each' if cfg.get('vec_env') == 'subproc' else 'in one process'})"
+        )
+    curve = tr.get("validation_curve") or []
+    if curve:
+        step = max(len(curve) // 12, 1)
+        shown = curve[::step] + ([curve[-1]] if (len(curve) - 1) % step else [])
+        lines.append(
+            "- validation curve (steps: mean return on the fixed validation episodes): "
+            + ", ".join(f"{int(t):,}: {r:.4f}" for t, r in shown)
+        )
+    return lines
 
 
 def _deployed(config: dict) -> list[str]:

@@ -403,3 +403,38 @@ def test_kept_baseline_runs_are_reused_so_a_retrained_model_runs_alone(monkeypat
     assert again.runs == first.runs and set(again.runs) == {"rl:m", *cards.baselines()}
     other = cards.evaluate_model("m", "v100-32", 3, "free")  # another setting is not the kept one
     assert calls[-2:] == [cards.baselines(), ["rl:m"]] and set(other.runs) == set(first.runs)
+
+
+def test_a_selector_card_names_its_policies_prior_cores_and_validation_curve():
+    training = {
+        "timesteps": 40_000,
+        "wall_time_s": 100.0,
+        "machine": "x",
+        "kept": "best evaluation",
+        "libraries": {"torch": "1"},
+        "config": {
+            "env": {"clusters": [], "loads": [], "n_jobs": 1},
+            "curriculum": [],
+            "n_envs": 2,
+            "vec_env": "subproc",
+        },
+        "cores": 2,
+        "validation_curve": [[8192, -0.61], [16384, -0.55], [24576, -0.58]],
+        "selector_prior": {"validation_mean_return": {"sjf": -0.7, "fgd": -0.6}, "best": "fgd", "bias": 2.0},
+    }
+    card = {
+        "name": "s",
+        "description": "d",
+        "weights": "s.npz",
+        "sha256": "0" * 64,
+        "policy": {"kind": "mlp"},
+        "encoding": {},
+        "reward": {"wait": 1.0, "wait_scale_s": 3600.0},
+        "selector": ["sjf", "fgd"],
+        "training": training,
+    }
+    text = cards.render_markdown(card)
+    assert "which of `sjf`, `fgd` makes the decision" in text
+    assert "`sjf` -0.7000, `fgd` -0.6000" in text and "the best, `fgd`, was raised by 2" in text
+    assert "2 cores, 2 environments (one process each)" in text
+    assert "8,192: -0.6100, 16,384: -0.5500, 24,576: -0.5800" in text
