@@ -532,6 +532,11 @@ def _selector_lines(card: dict[str, Any]) -> list[str]:
             f"- prior: each policy alone on the validation episodes (mean return: {means}); the action bias of "
             f"the best, `{prior['best']}`, was raised by {prior['bias']:g}, so training started from it"
         )
+        if prior["bias"] > 0 and tr.get("best_eval_mean_return") == prior["validation_mean_return"][prior["best"]]:
+            lines.append(
+                f"- no PPO evaluation beat the prior's validation return: the shipped weights are the prior's, "
+                f"which choose `{prior['best']}` at every decision point"
+            )
     if tr.get("cores"):
         cfg = tr.get("config") or {}
         lines.append(

@@ -438,6 +438,11 @@ def test_a_selector_card_names_its_policies_prior_cores_and_validation_curve():
     assert "`sjf` -0.7000, `fgd` -0.6000" in text and "the best, `fgd`, was raised by 2" in text
     assert "2 cores, 2 environments (one process each)" in text
     assert "8,192: -0.6100, 16,384: -0.5500, 24,576: -0.5800" in text
+    assert "no PPO evaluation beat" not in text
+    training["best_eval_mean_return"] = -0.6  # the prior's: PPO never beat it
+    assert "the shipped weights are the prior's, which choose `fgd` at every decision point" in cards.render_markdown(
+        card
+    )
 
 
 def test_baselines_from_another_card_run_only_the_agent_and_stay_paired(monkeypatch):
