@@ -104,8 +104,11 @@ def agent_table(models_dir: Path = REPO / "models") -> str:
         card = json.loads(path.read_text())
         config = card["training"]["config"]
         name, md = card["name"], path.with_suffix(".md").relative_to(REPO).as_posix()
+        policy = POLICIES.get(card["policy"]["kind"], card["policy"]["kind"])
+        if card.get("selector"):  # engine/rl/selector.py: the action is which hand-written policy decides
+            policy = f"{policy} selector over {len(card['selector'])} hand-written policies"
         rows.append(
-            f"| `rl:{name}` | {POLICIES.get(card['policy']['kind'], card['policy']['kind'])} | {objective(card['reward'])} "
+            f"| `rl:{name}` | {policy} | {objective(card['reward'])} "
             f"| {trained_on(config['env'], config.get('curriculum') or [])} | {where(card, 'better')} "
             f"| {where(card, 'worse')} | [{md}]({md}) |"
         )

@@ -56,6 +56,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--philly", default="philly-64", metavar="SCENARIO", help="with --train: a Philly-trace scenario"
     )
+    parser.add_argument(
+        "--baselines-from",
+        metavar="MODEL",
+        help="take the hand-written policies' numbers from MODEL's card where it evaluated the same workloads "
+        "with the same reward weights (only the agents run; each table says so)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if args.cache is not None:
         args.cache.mkdir(parents=True, exist_ok=True)
     for name, card in write_cards(
-        plans, args.seeds, args.general_seeds, args.workers, args.cache, args.cached_only, only
+        plans, args.seeds, args.general_seeds, args.workers, args.cache, args.cached_only, only, args.baselines_from
     ).items():
         print(name, card["verdict"])
     return 0

@@ -137,8 +137,9 @@ def _objective(row: dict[str, Any], w: RewardWeights) -> float:
 
 
 _BASELINE_RUNS: dict[tuple[str, int, str], Evaluation] = {}
-#: ``{"dir": folder}`` while the tasks of a ``--cache`` folder run in this process: baseline runs are kept there.
-_BASELINE_CACHE: dict[str, Path] = {}
+#: While tasks run in this process: ``"dir"``, the ``--cache`` folder where baseline runs are kept; ``"from"``, the
+#: model whose card's baseline tables are taken (``--baselines-from``, :func:`donor_table`).
+_BASELINE_CACHE: dict[str, Any] = {}
 
 
 def evaluate_model(name: str, scenario: str, seeds: int, setting: str = "free") -> Evaluation:
@@ -164,12 +165,56 @@ def evaluate_model(name: str, scenario: str, seeds: int, setting: str = "free") 
             data = {"key": list(key), "schedulers": ev.schedulers, "seeds": list(ev.seeds), "runs": ev.runs}
             atomic_write_json(_baseline_file(cache_dir, key), data, indent=None, allow_nan=True)
     base = _BASELINE_RUNS[key]
-    agent = evaluate(
-        [f"rl:{name}"], scenario, seeds, extra=_term_metrics(), options=RunOptions(preemption=PREEMPTION[setting])
-    )
-    runs = {f"rl:{name}": agent.runs[f"rl:{name}"], **base.runs}
+    runs = {**agent_runs(name, scenario, seeds, setting).runs, **base.runs}
     runs = {s: [{**row, "objective": _objective(row, weights)} for row in rows] for s, rows in runs.items()}
     return Evaluation(base.scenario, base.seeds, runs, "first-fit")
+
+
+def agent_runs(name: str, scenario: str, seeds: int, setting: str) -> Evaluation:
+    """``rl:name`` alone on ``scenario``, seeds ``0..seeds-1``, under ``setting``; every run carries the model's
+    ``objective``."""
+    weights = RewardWeights.from_dict(read_card(name)["reward"])
+    ev = evaluate(
+        [f"rl:{name}"], scenario, seeds, extra=_term_metrics(), options=RunOptions(preemption=PREEMPTION[setting])
+    )
+    runs = {s: [{**row, "objective": _objective(row, weights)} for row in rows] for s, rows in ev.runs.items()}
+    return Evaluation(ev.scenario, ev.seeds, runs, f"rl:{name}")
+
+
+def donor_table(donor: str, name: str, scenario: str, seeds: int, setting: str) -> dict[str, Any] | None:
+    """The table of (``scenario``, ``setting``) in model ``donor``'s card, if its hand-written policies' numbers
+    are exactly what model ``name``'s card would compute: the same reward weights (else ``EngineError``), the same
+    scenario and seeds ``0..seeds-1``, and every scheduler registered now; ``None`` otherwise (run them)."""
+    card, mine = read_card(donor), read_card(name)
+    if card["reward"] != mine["reward"]:
+        raise EngineError(
+            f"--baselines-from {donor}: its reward weights differ from {name}'s; its numbers do not apply"
+        )
+    t = card.get("evaluation", {}).get("scenarios", {}).get(scenario, {}).get(setting)
+    if not isinstance(t, dict) or "error" in t or t.get("seeds") != list(range(seeds)):
+        return None
+    if scenario_from_dict(t["scenario"]) != parse_scenario(scenario) or not set(baselines()) <= set(t["mean_ci95"]):
+        return None
+    return t
+
+
+def merged_table(me: str, agent: Evaluation, donor: str, taken: dict[str, Any]) -> dict[str, Any]:
+    """A card table of the agent's runs ``agent`` and the hand-written policies' numbers of another card's table
+    ``taken`` (:func:`donor_table`; the same workloads, so the per-seed differences stay paired)."""
+    stats, keep = agent.stats(), set(baselines())
+    mean = {me: {m: [_clean(stats[m][me][0]), _clean(stats[m][me][1])] for m in SHOWN}}
+    mean |= {s: v for s, v in taken["mean_ci95"].items() if s in keep}
+    objectives = {me: agent.values(me, "objective")}
+    objectives |= {s: v for s, v in taken["objective_runs"].items() if s in keep}
+    return {
+        "scenario": taken["scenario"],
+        "seeds": list(agent.seeds),
+        "oracles": [s for s in taken["oracles"] if s in keep],
+        "mean_ci95": mean,
+        "objective_runs": objectives,
+        **compare_runs(me, objectives),
+        "baselines_from": donor,
+    }
 
 
 def _baseline_file(cache_dir: Path, key: tuple[str, int, str]) -> Path:
@@ -235,8 +280,13 @@ def _scenario_tables(task: tuple[str, int, str, tuple[str, ...]]) -> dict[str, A
     """Tables of one (scenario, seeds, setting) for each model in ``names`` (baseline runs shared)."""
     sc, n, setting, names = task
     out: dict[str, Any] = {}
+    donor = _BASELINE_CACHE.get("from")
     for name in names:
         try:
+            taken = donor_table(donor, name, sc, n, setting) if donor else None
+            if taken is not None:
+                out[name] = merged_table(f"rl:{name}", agent_runs(name, sc, n, setting), donor, taken)
+                continue
             out[name] = scenario_table(f"rl:{name}", evaluate_model(name, sc, n, setting))
         except Exception as exc:  # e.g. the Philly trace is absent on this machine: say so in the card
             out[name] = {"error": str(exc)}
@@ -264,12 +314,13 @@ def _cache_file(cache_dir: Path, task: tuple[str, int, str, tuple[str, ...]]) ->
     return cache_dir / f"{sc}-{n}-{setting}-{'+'.join(names)}.json"
 
 
-def _run_and_keep(args: tuple[tuple[str, int, str, tuple[str, ...]], str | None]) -> dict[str, Any]:
-    task, cache_dir = args
-    if cache_dir is None:
-        _BASELINE_CACHE.clear()
-    else:
+def _run_and_keep(args: tuple[tuple[str, int, str, tuple[str, ...]], str | None, str | None]) -> dict[str, Any]:
+    task, cache_dir, donor = args
+    _BASELINE_CACHE.clear()
+    if cache_dir is not None:
         _BASELINE_CACHE["dir"] = Path(cache_dir)
+    if donor is not None:
+        _BASELINE_CACHE["from"] = donor
     out = _scenario_tables(task)
     if cache_dir is not None:  # kept as soon as done: an interrupted evaluation resumes where it stopped
         atomic_write_json(_cache_file(Path(cache_dir), task), out, indent=None, allow_nan=True)
@@ -294,12 +345,15 @@ def evaluate_cards(
     cache_dir: Path | None = None,
     cached_only: bool = False,
     kept: dict[str, dict[str, Any]] | None = None,
+    baselines_from: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The ``evaluation`` section of each model's card (model -> section), the (scenario, setting) tasks run by
     ``workers`` processes, training scenarios first. With ``cache_dir``, each task's tables are kept there when
     done and reused by a later call; with ``cached_only``, tasks not there are reported as not run. With
     ``kept`` (model -> scenario -> its stored tables), those scenarios are not run again: their tables are
-    taken as they are."""
+    taken as they are. With ``baselines_from`` (a model name), the hand-written policies' numbers of each
+    table that model's card holds for the same workloads and reward are taken from it (:func:`donor_table`)
+    and only the agents run."""
     kept = kept or {}
     only = None
     if kept:  # run the scenarios some model has no kept tables for
@@ -317,7 +371,7 @@ def evaluate_cards(
             done[t[:3]] = {n: {"error": "not run: the evaluation stopped before this scenario"} for n in t[3]}
         else:
             todo.append(t)
-    args = [(t, None if cache_dir is None else str(cache_dir)) for t in todo]
+    args = [(t, None if cache_dir is None else str(cache_dir), baselines_from) for t in todo]
     if workers > 1 and len(todo) > 1:
         from multiprocessing import get_context
 
@@ -414,7 +468,15 @@ def _provenance(card: dict[str, Any]) -> list[str]:
     """How the weights came to be: one fresh run, or a run continued from another model's weights."""
     tr = card["training"]
     parent = tr.get("init_from")
-    lines = []
+    lines = _selector_lines(card)
+    tables = [t for by in card.get("evaluation", {}).get("scenarios", {}).values() for t in by.values()]
+    donors = sorted({t["baselines_from"] for t in tables if isinstance(t, dict) and t.get("baselines_from")})
+    if donors:
+        lines.append(
+            "- the hand-written policies' numbers are those of the card of "
+            + ", ".join(f"`rl:{d}`" for d in donors)
+            + " (the same workloads, seeds and reward weights: `cards --baselines-from`); only this agent ran"
+        )
     if tr.get("clone"):
         c, last = tr["clone"], tr["clone"]["rounds"][-1]
         expert = c["config"].get("expert")
@@ -451,6 +513,45 @@ def _provenance(card: dict[str, Any]) -> list[str]:
         "`training.init_from.training.config` (the parent's) in the JSON card; reproduce by training the "
         "parent's config, then this one",
     ]
+
+
+def _selector_lines(card: dict[str, Any]) -> list[str]:
+    """A selector's card lines (:mod:`engine.rl.selector`): its policies, the prior, the cores and the
+    validation curve."""
+    tr, lines = card["training"], []
+    if card.get("selector"):
+        lines.append(
+            "- a selector: at each decision point the network chooses which of "
+            + ", ".join(f"`{n}`" for n in card["selector"])
+            + " makes the decision (`engine/rl/selector.py`)"
+        )
+    prior = tr.get("selector_prior")
+    if prior:
+        means = ", ".join(f"`{n}` {r:.4f}" for n, r in prior["validation_mean_return"].items())
+        lines.append(
+            f"- prior: each policy alone on the validation episodes (mean return: {means}); the action bias of "
+            f"the best, `{prior['best']}`, was raised by {prior['bias']:g}, so training started from it"
+        )
+        if prior["bias"] > 0 and tr.get("best_eval_mean_return") == prior["validation_mean_return"][prior["best"]]:
+            lines.append(
+                f"- no PPO evaluation beat the prior's validation return: the shipped weights are the prior's, "
+                f"which choose `{prior['best']}` at every decision point"
+            )
+    if tr.get("cores"):
+        cfg = tr.get("config") or {}
+        lines.append(
+            f"- machine: {tr['cores']} cores, {cfg.get('n_envs', '?')} environments "
+            f"({'one process each' if cfg.get('vec_env') == 'subproc' else 'in one process'})"
+        )
+    curve = tr.get("validation_curve") or []
+    if curve:
+        step = max(len(curve) // 12, 1)
+        shown = curve[::step] + ([curve[-1]] if (len(curve) - 1) % step else [])
+        lines.append(
+            "- validation curve (steps: mean return on the fixed validation episodes): "
+            + ", ".join(f"{int(t):,}: {r:.4f}" for t, r in shown)
+        )
+    return lines
 
 
 def _deployed(config: dict) -> list[str]:
@@ -646,6 +747,7 @@ def write_cards(
     cache_dir: Path | None = None,
     cached_only: bool = False,
     only: frozenset[str] | None = None,
+    baselines_from: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Evaluate the models of ``plans`` (model -> plan, as in :data:`PLANS`) and rewrite their cards (see
     :func:`evaluate_cards`); with ``only`` (scenarios of the plans), just those scenarios run and the card's other
@@ -654,7 +756,7 @@ def write_cards(
     if unplanned:
         raise EngineError(f"only: not in the models' plans: {', '.join(unplanned)}")
     kept = None if only is None else {n: kept_tables(n, only, seeds, general_seeds) for n in plans}
-    sections = evaluate_cards(plans, seeds, general_seeds, workers, cache_dir, cached_only, kept)
+    sections = evaluate_cards(plans, seeds, general_seeds, workers, cache_dir, cached_only, kept, baselines_from)
     out = {}
     for name, section in sections.items():
         card = json.loads((MODELS_DIR / f"{name}.json").read_text())

@@ -486,6 +486,14 @@ class GpuSchedulingEnv(gym.Env):
         return {"now_s": float(self._sim.now_s), "invalid_action": invalid}
 
 
+def selector_spaces(enc: EncodingConfig, n_policies: int) -> tuple[spaces.Dict, spaces.Discrete]:
+    """The (observation, action) spaces of a selector over ``n_policies`` policies (:mod:`engine.rl.selector`)."""
+    parts = dict(observation_space(enc)[0].spaces)
+    del parts["action_mask"]
+    parts["select"] = spaces.Box(0.0, 4.0, shape=(SELECT_BASE_FEATURES + n_policies,), dtype=np.float32)
+    return spaces.Dict(parts), spaces.Discrete(n_policies)
+
+
 class SelectorEnv(GpuSchedulingEnv):
     """The selector mode (``EnvConfig.selector``): each step picks the hand-written policy that makes this
     decision point's ``decide`` call, then time runs to the next decision point (:mod:`engine.rl.selector`).
@@ -496,11 +504,7 @@ class SelectorEnv(GpuSchedulingEnv):
         if not self.config.selector:
             raise EngineError("SelectorEnv needs env.selector: the hand-written policies it chooses from")
         self._switch = PolicySwitch(self.config.selector)
-        k = len(self.config.selector)
-        spaces_ = dict(self.observation_space.spaces)
-        del spaces_["action_mask"]
-        spaces_["select"] = spaces.Box(0.0, 4.0, shape=(SELECT_BASE_FEATURES + k,), dtype=np.float32)
-        self.observation_space, self.action_space = spaces.Dict(spaces_), spaces.Discrete(k)
+        self.observation_space, self.action_space = selector_spaces(self.config.encoding, len(self.config.selector))
 
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
         self._switch.reset()

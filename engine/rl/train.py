@@ -460,7 +460,7 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
             "config": cfg.to_dict(),
             "timesteps": prior_steps + steps,
             "wall_time_s": round(prior_wall_s + wall_s, 1),
-            "kept": _kept(chosen == best_path, cloned, evaluator.best_mean_reward),
+            "kept": _kept(chosen == best_path, cloned, evaluator.best_mean_reward, priors),
             "best_eval_mean_return": float(evaluator.best_mean_reward) if best_path.exists() else None,
             "libraries": library_versions(),
             "machine": f"{platform.machine()} CPU, torch threads {cfg.torch_threads}",
@@ -518,11 +518,13 @@ def _selector_prior(model, env: EnvConfig, cfg: TrainConfig) -> dict[str, Any]:
     return {"validation_mean_return": returns, "best": best, "bias": cfg.selector_prior}
 
 
-def _kept(best: bool, cloned: dict[str, Any] | None, best_return: float) -> str:
+def _kept(best: bool, cloned: dict[str, Any] | None, best_return: float, priors: dict[str, Any] | None = None) -> str:
     if not best:
         return "final"
     if cloned is not None and best_return == cloned["eval_mean_return"]:
         return "the cloned policy (no PPO evaluation beat its validation return)"
+    if priors is not None and priors["bias"] > 0 and best_return == priors["validation_mean_return"][priors["best"]]:
+        return f"the prior policy, always {priors['best']} (no PPO evaluation beat its validation return)"
     return "best evaluation"
 
 

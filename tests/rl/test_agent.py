@@ -23,6 +23,7 @@ from engine.rl.agent import MAX_CARD_BYTES, MODELS_DIR, ModelError, RLScheduler,
 from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
 from engine.rl.inference import PolicySpec, param_shapes
+from engine.rl.selector import SelectorScheduler
 from engine.rl.train import sha256_file
 
 from .conftest import SMALL
@@ -325,7 +326,12 @@ def _torch_twin(name: str, models: Path):
 
     card = read_card(name, models)
     spec, enc, shapes = model_spec(name, card)
-    policy = build_policy(spec, *observation_space(enc))
+    if "selector" in card:  # engine/rl/selector.py: its own observation and actions
+        from engine.rl.env import selector_spaces
+
+        policy = build_policy(spec, *selector_spaces(enc, len(card["selector"])))
+    else:
+        policy = build_policy(spec, *observation_space(enc))
     weights = load_model_weights(name, card, models, shapes)
     policy.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in weights.items()})
     policy.eval()
@@ -349,7 +355,11 @@ def test_numpy_policy_takes_the_torch_policys_action_at_every_decision(tiny_mode
 
     agent.policy = type("Both", (), {"act": staticmethod(both)})()
     with_numpy = simulate(cluster, jobs, agent)
-    torch_run = simulate(cluster, jobs, RLScheduler(name, agent.card, twin, agent.encoding))
+    if "selector" in agent.card:
+        twin_agent = SelectorScheduler(name, agent.card, twin, agent.encoding, agent.card["selector"])
+    else:
+        twin_agent = RLScheduler(name, agent.card, twin, agent.encoding)
+    torch_run = simulate(cluster, jobs, twin_agent)
     assert len(seen) >= 80 and all(a == b for a, b in seen)
     np.testing.assert_array_equal(with_numpy.first_start_s, torch_run.first_start_s)
     assert with_numpy.gpu_ids == torch_run.gpu_ids
@@ -363,6 +373,16 @@ def test_param_shapes_are_the_torch_policys_state_dict():
     for spec in (PolicySpec("mlp", (7, 5)), PolicySpec("attention", (6,), d_model=8, n_heads=2, n_layers=2)):
         state = build_policy(spec, *observation_space(enc)).state_dict()
         assert {k: tuple(v.shape) for k, v in state.items()} == param_shapes(spec, enc)
+
+
+def test_selector_param_shapes_are_the_torch_policys_state_dict():
+    from engine.rl.env import selector_spaces
+    from engine.rl.policies import build_policy
+    from engine.rl.selector import selector_input_dim
+
+    enc, spec = EncodingConfig(window=5, max_types=3), PolicySpec("mlp", (7, 5))
+    state = build_policy(spec, *selector_spaces(enc, 6)).state_dict()
+    assert {k: tuple(v.shape) for k, v in state.items()} == param_shapes(spec, enc, selector_input_dim(enc, 6), 6)
 
 
 def test_one_loaded_policy_serves_concurrent_runs_identically():

@@ -441,3 +441,87 @@ def test_kept_baseline_runs_are_reused_so_a_retrained_model_runs_alone(monkeypat
     assert again.runs == first.runs and set(again.runs) == {"rl:m", *cards.baselines()}
     other = cards.evaluate_model("m", "v100-32", 3, "free")  # another setting is not the kept one
     assert calls[-2:] == [cards.baselines(), ["rl:m"]] and set(other.runs) == set(first.runs)
+
+
+def test_a_selector_card_names_its_policies_prior_cores_and_validation_curve():
+    training = {
+        "timesteps": 40_000,
+        "wall_time_s": 100.0,
+        "machine": "x",
+        "kept": "best evaluation",
+        "libraries": {"torch": "1"},
+        "config": {
+            "env": {"clusters": [], "loads": [], "n_jobs": 1},
+            "curriculum": [],
+            "n_envs": 2,
+            "vec_env": "subproc",
+        },
+        "cores": 2,
+        "validation_curve": [[8192, -0.61], [16384, -0.55], [24576, -0.58]],
+        "selector_prior": {"validation_mean_return": {"sjf": -0.7, "fgd": -0.6}, "best": "fgd", "bias": 2.0},
+    }
+    card = {
+        "name": "s",
+        "description": "d",
+        "weights": "s.npz",
+        "sha256": "0" * 64,
+        "policy": {"kind": "mlp"},
+        "encoding": {},
+        "reward": {"wait": 1.0, "wait_scale_s": 3600.0},
+        "selector": ["sjf", "fgd"],
+        "training": training,
+    }
+    text = cards.render_markdown(card)
+    assert "which of `sjf`, `fgd` makes the decision" in text
+    assert "`sjf` -0.7000, `fgd` -0.6000" in text and "the best, `fgd`, was raised by 2" in text
+    assert "2 cores, 2 environments (one process each)" in text
+    assert "8,192: -0.6100, 16,384: -0.5500, 24,576: -0.5800" in text
+    assert "no PPO evaluation beat" not in text
+    training["best_eval_mean_return"] = -0.6  # the prior's: PPO never beat it
+    assert "the shipped weights are the prior's, which choose `fgd` at every decision point" in cards.render_markdown(
+        card
+    )
+
+
+def test_baselines_from_another_card_run_only_the_agent_and_stay_paired(monkeypatch):
+    """--baselines-from: where another card evaluated the same workloads with the same reward, its hand-written
+    policies' numbers are taken and only the agent runs; anything else runs as usual."""
+    reward = {"wait": 1.0, "wait_scale_s": 3600.0}
+    row = {**{f"term_{k}": 0.5 for k in cards.TERMS}, **{m: 1.0 for m in METRICS}}
+    donor_runs = {s: [0.2, 0.3, 0.4] for s in cards.baselines()}
+    donor = {
+        "reward": reward,
+        "evaluation": {
+            "scenarios": {
+                "v100-32": {
+                    "costly": {
+                        "scenario": SCENARIOS["v100-32"].to_dict(),
+                        "seeds": [0, 1, 2],
+                        "oracles": ["sjf-oracle"],
+                        "mean_ci95": {"rl:d": {}, **{s: {"objective": [0.3, 0.1]} for s in cards.baselines()}},
+                        "objective_runs": {"rl:d": [9.0, 9.0, 9.0], **donor_runs},
+                    }
+                }
+            }
+        },
+    }
+    calls = []
+
+    def fake_evaluate(names, scenario, seeds, **kw):
+        calls.append(list(names))
+        return Evaluation(SCENARIOS[scenario], tuple(range(seeds)), {n: [row] * seeds for n in names}, "first-fit")
+
+    cards_by_name = {"d": donor, "m": {"reward": reward}}
+    monkeypatch.setattr(cards, "read_card", lambda name: cards_by_name[name])
+    monkeypatch.setattr(cards, "evaluate", fake_evaluate)
+    monkeypatch.setattr(cards, "_BASELINE_RUNS", {})
+    out = cards._run_and_keep((("v100-32", 3, "costly", ("m",)), None, "d"))["m"]
+    assert "error" not in out, out
+    assert calls == [["rl:m"]] and out["baselines_from"] == "d"
+    assert "rl:d" not in out["objective_runs"] and out["objective_runs"]["first-fit"] == [0.2, 0.3, 0.4]
+    assert out["vs"]["first-fit"]["diff"] == pytest.approx(0.5 / 3600 - 0.3)  # wait 0.5 s: objective 0.5 / 3600
+    out = cards._run_and_keep((("v100-32", 4, "costly", ("m",)), None, "d"))["m"]  # other seeds: run them all
+    assert calls[-2:] == [cards.baselines(), ["rl:m"]] and "baselines_from" not in out
+    cards_by_name["m"] = {"reward": {"wait": 0.5, "wait_scale_s": 3600.0}}
+    out = cards._run_and_keep((("v100-32", 3, "costly", ("m",)), None, "d"))["m"]
+    assert "reward weights differ" in out["error"]

@@ -183,3 +183,14 @@ def test_a_stopped_run_resumes_from_its_checkpoint_and_counts_its_steps(tiny_sel
     assert card["training"]["timesteps"] == 256
     assert card["training"]["validation_curve"][0][0] > 128
     assert "selector_prior" not in card["training"]  # the resumed weights are kept as they were
+
+
+def test_the_card_says_when_no_ppo_evaluation_beat_the_prior():
+    from engine.rl.train import _kept
+
+    priors = {"validation_mean_return": {"sjf": -0.7, "fgd": -0.6}, "best": "fgd", "bias": 2.0}
+    assert (
+        _kept(True, None, -0.6, priors) == "the prior policy, always fgd (no PPO evaluation beat its validation return)"
+    )
+    assert _kept(True, None, -0.5, priors) == "best evaluation"
+    assert _kept(False, None, -0.6, priors) == "final"
