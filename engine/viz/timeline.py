@@ -351,10 +351,9 @@ def _add_column(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str, b
     )
 
 
-def _add_interruptions(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str) -> None:
-    """A cross where a node failure stopped a job (:func:`interrupted_points`), one legend entry for all runs."""
-    points = interrupted_points(seg, r)
-    label = "stopped by a node failure"
+def _add_markers(c: _Canvas, col: int, label: str, points: pd.DataFrame, customdata, marker: dict, hover: str) -> None:
+    """One marker trace of ``points`` (columns ``t_s`` and ``gpu``) named ``label``, whose legend entry shows once for
+    all runs."""
     c.fig.add_trace(
         go.Scatter(
             x=points["t_s"] / c.div,
@@ -363,15 +362,22 @@ def _add_interruptions(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name:
             name=label,
             legendgroup=label,
             showlegend=label not in c.legend_done,
-            customdata=points["job_id"],
-            marker=dict(symbol="x", size=9, color="#d62728", line=dict(width=1, color="#fff")),
-            hovertemplate=f"job %{{customdata}} stopped by a node failure<br>GPU %{{y}} · t=%{{x:.2f}} {c.unit}"
-            f"<extra>{name}</extra>",
+            customdata=customdata,
+            marker=marker,
+            hovertemplate=hover,
         ),
         row=1,
         col=col,
     )
     c.legend_done.add(label)
+
+
+def _add_interruptions(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str) -> None:
+    """A cross where a node failure stopped a job (:func:`interrupted_points`), one legend entry for all runs."""
+    points = interrupted_points(seg, r)
+    marker = dict(symbol="x", size=9, color="#d62728", line=dict(width=1, color="#fff"))
+    hover = f"job %{{customdata}} stopped by a node failure<br>GPU %{{y}} · t=%{{x:.2f}} {c.unit}<extra>{name}</extra>"
+    _add_markers(c, col, "stopped by a node failure", points, points["job_id"], marker, hover)
 
 
 #: The deadline ticks' colours: met, missed.
@@ -387,22 +393,9 @@ def _add_deadlines(c: _Canvas, seg: pd.DataFrame, r: Result, col: int, name: str
         if part.empty:  # Plotly leaves an empty trace out of the legend: the entry goes to a run that has ticks
             continue
         label = "deadline met" if met else "deadline missed"
-        c.fig.add_trace(
-            go.Scatter(
-                x=part["t_s"] / c.div,
-                y=part["gpu"],
-                mode="markers",
-                name=label,
-                legendgroup=label,
-                showlegend=label not in c.legend_done,
-                customdata=part["job_id"],
-                marker=dict(symbol="line-ns", size=12, line=dict(width=2, color=colour)),
-                hovertemplate=f"job %{{customdata}}: {label}<br>due t=%{{x:.2f}} {c.unit}<extra>{name}</extra>",
-            ),
-            row=1,
-            col=col,
-        )
-        c.legend_done.add(label)
+        marker = dict(symbol="line-ns", size=12, line=dict(width=2, color=colour))
+        hover = f"job %{{customdata}}: {label}<br>due t=%{{x:.2f}} {c.unit}<extra>{name}</extra>"
+        _add_markers(c, col, label, part, part["job_id"], marker, hover)
 
 
 #: The resize markers' colour.
@@ -416,30 +409,20 @@ def _add_resizes(c: _Canvas, r: Result, col: int, name: str) -> None:
     points = resize_points(r)
     if points.empty:
         return
-    label = "elastic job resized"
     grew = points["to_gpus"].to_numpy() > points["from_gpus"].to_numpy()
-    c.fig.add_trace(
-        go.Scatter(
-            x=points["t_s"] / c.div,
-            y=points["gpu"],
-            mode="markers",
-            name=label,
-            legendgroup=label,
-            showlegend=label not in c.legend_done,
-            customdata=points[["job_id", "from_gpus", "to_gpus"]].to_numpy(),
-            marker=dict(
-                symbol=np.where(grew, "triangle-up", "triangle-down"),
-                size=10,
-                color=RESIZE_COLOUR,
-                line=dict(width=1, color="#fff"),
-            ),
-            hovertemplate="job %{customdata[0]} resized from %{customdata[1]} to %{customdata[2]} GPUs<br>"
-            f"GPU %{{y}} · t=%{{x:.2f}} {c.unit}<extra>{name}</extra>",
-        ),
-        row=1,
-        col=col,
+    marker = dict(
+        symbol=np.where(grew, "triangle-up", "triangle-down"),
+        size=10,
+        color=RESIZE_COLOUR,
+        line=dict(width=1, color="#fff"),
     )
-    c.legend_done.add(label)
+    hover = (
+        "job %{customdata[0]} resized from %{customdata[1]} to %{customdata[2]} GPUs<br>"
+        f"GPU %{{y}} · t=%{{x:.2f}} {c.unit}<extra>{name}</extra>"
+    )
+    _add_markers(
+        c, col, "elastic job resized", points, points[["job_id", "from_gpus", "to_gpus"]].to_numpy(), marker, hover
+    )
 
 
 def _outage_shapes(c: _Canvas, r: Result, col: int) -> list[dict]:
