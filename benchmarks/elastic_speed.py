@@ -13,6 +13,7 @@ Usage::
     .venv/bin/python -m benchmarks.elastic_speed                    # 100,000 jobs on 1,024 GPUs, elasticflow
     .venv/bin/python -m benchmarks.elastic_speed --quick            # 10,000 jobs on 256 GPUs
     .venv/bin/python -m benchmarks.elastic_speed --scheduler edf --elastic 0.5
+    .venv/bin/python -m benchmarks.elastic_speed --scheduler edf --elastic 0     # deadlines and admission alone
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{args.scheduler}, {len(rigid):,} jobs on {cluster.n_gpus:,} GPUs ({engine} engine)")
     print(f"  rigid, no deadlines:      {rigid_s:8.1f} s CPU")
     print(
-        f"  deadlines + elastic:      {timed_s:8.1f} s CPU ({summary['elastic_jobs']:,} elastic jobs, "
-        f"{summary['rescales']:,} rescales, deadline ratio {summary['deadline_ratio']:.3f}, "
+        f"  deadlines + elastic:      {timed_s:8.1f} s CPU ({summary.get('elastic_jobs', 0):,} elastic jobs, "
+        f"{summary.get('rescales', 0):,} rescales, deadline ratio {summary['deadline_ratio']:.3f}, "
         f"{summary['declined']:,} declined)"
     )
     print(f"  ratio: {timed_s / rigid_s:.2f}x (target <= 2x)")
