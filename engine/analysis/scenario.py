@@ -682,10 +682,13 @@ class Scenario:
                 wl[f.name] = text
         data["workload"] = wl
         options: dict[str, Any] = {}
-        for key, _ in _flat(RunOptions().to_dict(), "o."):
+        for key, default in _flat(RunOptions().to_dict(), "o."):
             if key in params:
                 outer, inner = key[2:].split(".", 1)
-                options.setdefault(outer, {})[inner] = _json_param(_one(params[key]), key)
+                text = _one(params[key])
+                # A text option may be typed bare (o.admission.policy=feasible); links the app writes quote it.
+                bare = isinstance(default, str) and not text.startswith('"')
+                options.setdefault(outer, {})[inner] = text if bare else _json_param(text, key)
         if options:
             data["options"] = options
         return cls.from_dict(data)

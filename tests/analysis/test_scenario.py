@@ -85,6 +85,20 @@ def test_bad_query_and_json():
         Scenario.from_json("{nope")
 
 
+def test_a_text_option_may_be_typed_bare_in_a_link():
+    # Found by hand: o.admission.policy=feasible was "not valid JSON" (the app writes "feasible", quoted).
+    typed = Scenario.from_query(
+        {"cluster": "1x4:T4", "o.admission.policy": "feasible", "o.energy.price_list": "on-demand"}
+    )
+    quoted = Scenario.from_query({"cluster": "1x4:T4", "o.admission.policy": '"feasible"'})
+    assert typed.options.admission.policy == quoted.options.admission.policy == "feasible"
+    assert typed.options.energy.price_list == "on-demand"
+    with pytest.raises(ScenarioError, match="admission"):
+        Scenario.from_query({"cluster": "1x4:T4", "o.admission.policy": "maybe"})
+    with pytest.raises(ScenarioError, match="not valid JSON"):  # numbers stay JSON
+        Scenario.from_query({"cluster": "1x4:T4", "o.energy.pue": "high"})
+
+
 def test_trace_bytes_must_match_the_hash():
     cluster = TRACE.build_cluster()
     with pytest.raises(ScenarioError, match="upload it again"):
