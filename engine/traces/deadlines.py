@@ -20,7 +20,7 @@ source meant them for elastic jobs that can grow; admission control declines the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -93,22 +93,4 @@ def with_deadlines(jobs: tuple[Job, ...], law: str, *, best_effort: float = 0.0,
     submit = np.array([j.submit_s for j in jobs], dtype=np.float64)
     duration = np.array([j.duration_s for j in jobs], dtype=np.float64)
     deadlines = draw_deadlines(law, submit, duration, best_effort, np.random.default_rng(seed))
-    return tuple(
-        Job(
-            j.job_id,
-            j.submit_s,
-            j.duration_s,
-            j.gpus,
-            j.gpu_fraction,
-            j.vram_gib,
-            j.user,
-            j.job_type,
-            j.priority,
-            j.allowed_types,
-            j.estimate_s,
-            j.name,
-            j.failed,
-            d,
-        )
-        for j, d in zip(jobs, deadlines.tolist())
-    )
+    return tuple(replace(j, deadline_s=d) for j, d in zip(jobs, deadlines.tolist()))

@@ -55,6 +55,13 @@ def test_with_deadlines_sets_and_clears_them_on_any_workload():
     assert with_deadlines(timed, "none") == jobs
 
 
+def test_with_deadlines_keeps_an_elastic_jobs_range_and_curve():
+    # Found rereading the change: it rebuilt each Job from its fields up to deadline_s, dropping the elastic ones.
+    jobs = (Job(0, 0.0, 100.0, gpus=2, min_gpus=1, max_gpus=8, scaling="linear"),)
+    (timed,) = with_deadlines(jobs, "gavel", seed=5)
+    assert (timed.min_gpus, timed.max_gpus, timed.scaling) == (1, 8, "linear") and timed.has_deadline
+
+
 def test_a_deadline_stays_after_its_submit_time_when_the_slack_rounds_away():
     due = draw_deadlines("elasticflow", np.array([1e12]), np.array([1e-6]), 0.0, np.random.default_rng(0))
     assert due[0] > 1e12 and math.isfinite(due[0])
