@@ -19,7 +19,7 @@ KEY_GAP_MS = 150
 
 def test_quick_edits_in_the_node_table_all_reach_the_scenario(page: Page, app_url: str, shot):
     page.goto(f"{app_url}/cluster?cluster=2x4%3AT4%2C1x8%3AA100-80")
-    expect(page.get_by_role("heading", name="Node groups")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_role("heading", name="Node groups", exact=True)).to_be_visible(timeout=SLOW_MS)
     wait_idle(page)
     grid = page.locator('[data-testid="stDataFrame"]').first.bounding_box()
 
@@ -45,6 +45,6 @@ def test_quick_edits_in_the_node_table_all_reach_the_scenario(page: Page, app_ur
     page.get_by_role("link", name="Workload").click()
     expect(page.get_by_role("heading", name="Workload", exact=True)).to_be_visible(timeout=SLOW_MS)
     page.get_by_role("link", name="Cluster").click()
-    expect(page.get_by_role("heading", name="Node groups")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_role("heading", name="Node groups", exact=True)).to_be_visible(timeout=SLOW_MS)
     expect(page).to_have_url(re.compile(r"cluster=3x4%3AT4%2C5x8%3AA100-80(&|$)"))
     expect(page.get_by_text("8 nodes, 52 GPUs")).to_be_visible()

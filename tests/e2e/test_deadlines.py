@@ -25,7 +25,7 @@ def pick(page: Page, label: str, text: str) -> None:
 
 def test_deadlines_and_admission_from_the_workload_page_to_compare(page: Page, app_url: str, shot):
     page.goto(f"{app_url}/workload?{urlencode({'cluster': '2x4:V100-32', 'sched': 'fifo,edf', 'w.n_jobs': 60})}")
-    expect(page.get_by_role("heading", name="Workload")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_role("heading", name="Workload", exact=True)).to_be_visible(timeout=SLOW_MS)
     wait_idle(page)
     pick(page, "Deadlines", "elasticflow")
     page.get_by_role("spinbutton", name="Best-effort share").fill("0.2")
@@ -41,9 +41,9 @@ def test_deadlines_and_admission_from_the_workload_page_to_compare(page: Page, a
     shot(page, "workload")
 
     page.goto(page.url.replace("/workload?", "/compare?"))
-    expect(page.get_by_role("heading", name="Compare schedulers")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_role("heading", name="Compare schedulers", exact=True)).to_be_visible(timeout=SLOW_MS)
     page.get_by_role("button", name="Run comparison").click()
-    expect(page.get_by_role("heading", name="Key metrics")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_role("heading", name="Key metrics", exact=True)).to_be_visible(timeout=SLOW_MS)
     wait_idle(page)
     kpi = page.locator('[data-testid="stDataFrame"]').first
     for row in ("Deadlines met", "Deadlines missed", "Declined", "Mean tardiness", "p95 tardiness"):

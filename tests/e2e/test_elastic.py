@@ -32,7 +32,7 @@ COUNTS = "(el, name) => el.querySelector('.js-plotly-plot')._fullData.filter(t =
 
 def test_deadlines_admission_and_elastic_jobs_from_a_link_to_compare(page: Page, app_url: str, shot):
     page.goto(f"{app_url}/workload?{urlencode(LINK)}")
-    expect(page.get_by_role("heading", name="Workload")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_role("heading", name="Workload", exact=True)).to_be_visible(timeout=SLOW_MS)
     wait_idle(page)
     page.get_by_role("spinbutton", name="Elastic share").fill("0.5")
     pick(page, "Scaling curve of elastic jobs", "linear")
@@ -50,9 +50,9 @@ def test_deadlines_admission_and_elastic_jobs_from_a_link_to_compare(page: Page,
     shot(page, "workload")
 
     page.goto(page.url.replace("/workload?", "/compare?"))
-    expect(page.get_by_role("heading", name="Compare schedulers")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_role("heading", name="Compare schedulers", exact=True)).to_be_visible(timeout=SLOW_MS)
     page.get_by_role("button", name="Run comparison").click()
-    expect(page.get_by_role("heading", name="Key metrics")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_role("heading", name="Key metrics", exact=True)).to_be_visible(timeout=SLOW_MS)
     wait_idle(page)
     kpi = page.locator('[data-testid="stDataFrame"]').first
     for row in ("Deadlines met", "Declined", "Mean tardiness", "p95 tardiness", "Rescales", "Elastic GPU efficiency"):

@@ -22,7 +22,7 @@ ENERGY = {"cluster": "1x4:A100-80,2x4:T4", "sched": "first-fit,cost-aware", "w.n
 
 def test_cluster_page_sets_pue_and_a_carbon_csv_into_the_link(page: Page, app_url: str, shot):
     page.goto(f"{app_url}/cluster?cluster=2x4%3AT4")
-    expect(page.get_by_role("heading", name="Energy and cost")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_role("heading", name="Energy and cost", exact=True)).to_be_visible(timeout=SLOW_MS)
     wait_idle(page)
     page.get_by_role("spinbutton", name="PUE (facility power ÷ IT power)").fill("1.3")
     page.get_by_text("hourly CSV").click()
@@ -38,7 +38,7 @@ def test_cluster_page_sets_pue_and_a_carbon_csv_into_the_link(page: Page, app_ur
 
 def test_compare_shows_energy_rows_and_the_power_panel_and_exports_them(page: Page, app_url: str, tmp_path: Path):
     page.goto(f"{app_url}/compare?{urlencode(ENERGY)}")
-    expect(page.get_by_role("heading", name="Compare schedulers")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_role("heading", name="Compare schedulers", exact=True)).to_be_visible(timeout=SLOW_MS)
     page.get_by_role("button", name="Run comparison").click()
     expect(page.get_by_role("heading", name="Queue, utilisation and power over time")).to_be_visible(timeout=SLOW_MS)
     page.wait_for_function(CHARTS_DRAWN, arg=2, timeout=SLOW_MS)
@@ -77,7 +77,7 @@ def test_explore_draws_wait_against_cost_and_finds_the_cheapest_cluster(page: Pa
 
 def test_the_count_switch_and_power_down_travel_in_the_link_to_compare(page: Page, app_url: str):
     page.goto(f"{app_url}/cluster?cluster=2x4%3AT4&sched=first-fit&w.n_jobs=30")
-    expect(page.get_by_role("heading", name="Energy and cost")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_role("heading", name="Energy and cost", exact=True)).to_be_visible(timeout=SLOW_MS)
     wait_idle(page)
     page.get_by_text("Count energy, cost and carbon").click()
     expect(page).to_have_url(re.compile(r"o\.energy\.count=true"), timeout=SLOW_MS)
@@ -87,7 +87,7 @@ def test_the_count_switch_and_power_down_travel_in_the_link_to_compare(page: Pag
     page.get_by_role("button", name="Apply energy and cost").click()
     expect(page).to_have_url(re.compile(r"o\.power_down\.idle_timeout_s=900"), timeout=SLOW_MS)
     page.goto(page.url.replace("/cluster?", "/compare?"))
-    expect(page.get_by_role("heading", name="Compare schedulers")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_role("heading", name="Compare schedulers", exact=True)).to_be_visible(timeout=SLOW_MS)
     page.get_by_role("button", name="Run comparison").click()
     kpi = page.locator('[data-testid="stDataFrame"]').first
     expect(kpi).to_contain_text("Energy per completed job", timeout=SLOW_MS)

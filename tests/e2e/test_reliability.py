@@ -18,7 +18,7 @@ OUTAGE_FILL = "fill: rgb(214, 39, 40)"  # the down nodes' bands (engine.viz.time
 
 def test_cluster_page_sets_a_failure_preset_and_knobs_into_the_link(page: Page, app_url: str, shot):
     page.goto(f"{app_url}/cluster?cluster=2x4%3AT4")
-    expect(page.get_by_role("heading", name="Reliability")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_role("heading", name="Reliability", exact=True)).to_be_visible(timeout=SLOW_MS)
     wait_idle(page)
     box = page.get_by_role("combobox", name="Failure preset")
     box.click()
@@ -55,9 +55,9 @@ FAILING = {
 
 def test_compare_shows_the_reliability_rows_when_failures_are_modelled(page: Page, app_url: str):
     page.goto(f"{app_url}/compare?{urlencode(FAILING)}")
-    expect(page.get_by_role("heading", name="Compare schedulers")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_role("heading", name="Compare schedulers", exact=True)).to_be_visible(timeout=SLOW_MS)
     page.get_by_role("button", name="Run comparison").click()
-    expect(page.get_by_role("heading", name="Key metrics")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_role("heading", name="Key metrics", exact=True)).to_be_visible(timeout=SLOW_MS)
     wait_idle(page)
     kpi = page.locator('[data-testid="stDataFrame"]').first
     for row in (
