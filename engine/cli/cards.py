@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int_in(1, 10_000),
         default=30,
         metavar="K",
-        help="seeds on the larger cluster, the Philly window and the teaching presets",
+        help="seeds on the larger cluster, the Philly window, the held-out heterogeneous workloads and the teaching presets",
     )
     parser.add_argument(
         "--workers", type=int_in(1, 1_024), default=1, metavar="N", help="processes running (scenario, setting) tasks"

@@ -42,13 +42,19 @@ from engine.sim.options import PreemptionModel, RunOptions
 #: The teaching presets (``presets/``): every agent is evaluated on each of them, none of which it trained on.
 TEACHING: tuple[str, ...] = tuple(sorted(PRESETS))
 
+#: The held-out heterogeneous workloads issue 38's verdict is taken on (A100, V100 and T4 nodes, 1,500 jobs at
+#: load 0.85): no training config draws this cluster, and every card evaluates it.
+HELD_OUT = "hetero-1500"
+
 #: Evaluation scenarios of the shipped models: those of their training distribution, one on a cluster at
-#: least twice as large as any in training, a window of the real Philly trace and the teaching presets.
+#: least twice as large as any in training, a window of the real Philly trace, the held-out heterogeneous
+#: workloads and the teaching presets.
 PLANS: dict[str, dict[str, Any]] = {
     "wait-mlp": {
         "train": ["v100-32", "mixed-32", "v100-64"],
         "larger": "v100-128",
         "philly": "philly-64",
+        "held_out": HELD_OUT,
         "presets": list(TEACHING),
         "compare": "wait-attn",
     },
@@ -56,6 +62,7 @@ PLANS: dict[str, dict[str, Any]] = {
         "train": ["v100-32", "mixed-32", "v100-64"],
         "larger": "v100-128",
         "philly": "philly-64",
+        "held_out": HELD_OUT,
         "presets": list(TEACHING),
         "compare": "wait-mlp",
     },
@@ -63,20 +70,24 @@ PLANS: dict[str, dict[str, Any]] = {
         "train": ["mixed-32", "v100-32", "v100-64"],
         "larger": "mixed-128",
         "philly": "philly-64",
+        "held_out": HELD_OUT,
         "presets": list(TEACHING),
     },
     "hpc-backfill": {
         "train": ["hpc-64", "hpc-32"],
         "larger": "hpc-128",
         "philly": "philly-64",
+        "held_out": HELD_OUT,
         "presets": list(TEACHING),
     },
 }
 
 
 def plan_scenarios(plan: dict[str, Any]) -> list[str]:
-    """A plan's scenarios in card order: training ones, the larger cluster, the Philly window, the teaching presets."""
-    return [*plan["train"], plan["larger"], plan["philly"], *plan.get("presets", ())]
+    """A plan's scenarios in card order: training ones, the larger cluster, the Philly window, the held-out
+    heterogeneous workloads (plans written before them have none) and the teaching presets."""
+    held_out = [plan["held_out"]] if plan.get("held_out") else []
+    return [*plan["train"], plan["larger"], plan["philly"], *held_out, *plan.get("presets", ())]
 
 
 def plan_of(
@@ -86,7 +97,13 @@ def plan_of(
     ``philly`` and the teaching presets; otherwise its plan in :data:`PLANS`. Every scenario is checked to be one
     :func:`~engine.analysis.evaluate.parse_scenario` knows; a model without a plan is an ``EngineError``."""
     if train:
-        plan = {"train": list(train), "larger": larger, "philly": philly, "presets": list(TEACHING)}
+        plan = {
+            "train": list(train),
+            "larger": larger,
+            "philly": philly,
+            "held_out": HELD_OUT,
+            "presets": list(TEACHING),
+        }
     elif name in PLANS:
         plan = PLANS[name]
     else:
@@ -627,8 +644,8 @@ def render_markdown(card: dict[str, Any]) -> str:
             "## Evaluation against every hand-written policy",
             "",
             f"Workload seeds {seeds['train']} on the training scenarios, {seeds['general']} on the "
-            "larger cluster, the Philly window and the teaching presets (`presets/`, where a preset's "
-            f"workload is generated with each seed; {seeds['note']}). Each scenario runs twice: "
+            "larger cluster, the Philly window, the held-out heterogeneous workloads and the teaching presets "
+            f"(`presets/`, where a preset's workload is generated with each seed; {seeds['note']}). Each scenario runs twice: "
             f"{PREEMPTION_TEXT['free']} and {PREEMPTION_TEXT['costly']}. Mean over seeds; objective = this "
             "model's objective; the last column is the agent's paired difference in objective (agent minus "
             "that policy on the same workloads, mean and 95 % CI; negative: the agent is better). Oracles read "

@@ -139,8 +139,11 @@ def test_a_plan_is_the_shipped_one_or_built_from_the_training_scenarios():
         "train": ["v100-32", "mixed-32"],
         "larger": "v100-64",
         "philly": "philly-64",
+        "held_out": "hetero-1500",
         "presets": list(cards.TEACHING),
     }
+    assert all(p["held_out"] == "hetero-1500" for p in cards.PLANS.values())  # issue 38's verdict, on every card
+    assert cards.plan_scenarios(plan).index("hetero-1500") == 4  # after the Philly window, before the presets
     with pytest.raises(EngineError, match="no evaluation plan for 'mine'"):
         cards.plan_of("mine")
     with pytest.raises(EngineError, match="nope"):
