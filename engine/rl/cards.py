@@ -34,9 +34,12 @@ from engine.analysis.presets import PRESETS
 from engine.errors import EngineError
 from engine.io import atomic_write_json, atomic_write_text
 from engine.rl.agent import MODELS_DIR, read_card
-from engine.rl.encoding import EVICT
+from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.reward import RewardWeights, objective_terms, weighted
+from engine.rl.teacher import REGISTERED_RULE, TeacherScheduler
 from engine.schedulers import SCHEDULERS
+from engine.schedulers.elastic import ElasticGreedy
+from engine.schedulers.placement import PLACEMENTS
 from engine.sim.options import PreemptionModel, RunOptions
 
 #: The teaching presets (``presets/``): every agent is evaluated on each of them, none of which it trained on.
@@ -636,9 +639,9 @@ def render_markdown(card: dict[str, Any]) -> str:
         f"{_training_preemption(tr['config']['env'])}",
         *_provenance(card),
         "",
+        *why_not_better(card),
     ]
     if ev:
-        evicts = EVICT in card["encoding"].get("rules", ())
         seeds = ev["seeds"]
         lines += [
             "## Evaluation against every hand-written policy",
@@ -649,12 +652,7 @@ def render_markdown(card: dict[str, Any]) -> str:
             f"{PREEMPTION_TEXT['free']} and {PREEMPTION_TEXT['costly']}. Mean over seeds; objective = this "
             "model's objective; the last column is the agent's paired difference in objective (agent minus "
             "that policy on the same workloads, mean and 95 % CI; negative: the agent is better). Oracles read "
-            "true durations, are marked and never count as the best hand-written policy. "
-            + (
-                "The agent preempts only through its `evict` rule; `preemptions` counts preemptions per run."
-                if evicts
-                else "The agent never preempts."
-            ),
+            "true durations, are marked and never count as the best hand-written policy. " + _preempts_text(card),
             "",
         ]
         for sc, by in ev["scenarios"].items():
@@ -701,6 +699,190 @@ def render_markdown(card: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _preempts_text(card: dict[str, Any]) -> str:
+    """How the agent can preempt: a selector through the preemptive policies it may pick, any other agent
+    through its ``evict`` rule, or not at all."""
+    pool = [n for n in card.get("selector") or () if n in SCHEDULERS and SCHEDULERS[n].preemptive]
+    if card.get("selector"):
+        if not pool:
+            return "The agent never preempts: none of its policies does."
+        return (
+            "The agent preempts only when it picks a preemptive policy ("
+            + ", ".join(f"`{n}`" for n in pool)
+            + "); `preemptions` counts preemptions per run."
+        )
+    if EVICT in card["encoding"].get("rules", ()):
+        return "The agent preempts only through its `evict` rule; `preemptions` counts preemptions per run."
+    return "The agent never preempts."
+
+
+#: What a winning policy may do that an agent cannot (:func:`_reasons`), in the order a card lists them.
+REASONS = ("pool", "preempts", "resizes", "placement")
+
+#: Environment steps a shipped agent should train (issue 38, "Real scale": at least 1M steps per shipped agent).
+TARGET_STEPS = 1_000_000
+
+
+def why_not_better(card: dict[str, Any]) -> list[str]:
+    """The card section that says, from the card's own measurements, why the agent does not beat the best
+    hand-written policy: its training compute against :data:`TARGET_STEPS`, whether its validation return was
+    still rising when training stopped, and, for each setting where it is significantly worse, what the winning
+    policy does there that the agent cannot (:func:`_reasons`). Empty for a card without an evaluation and for
+    one whose agent beats the best policy."""
+    s = (card.get("evaluation") or {}).get("summary")
+    if not s or s["beats_best_baseline"]:
+        return []
+    tr = card["training"]
+    return ["## Why it does not beat the best policy", "", _compute_line(tr), _curve_line(tr), *_worse_lines(card), ""]
+
+
+def _compute_line(tr: dict[str, Any]) -> str:
+    """Steps trained against :data:`TARGET_STEPS`, wall time, machine and the PPO steps per second."""
+    steps, wall_s = tr["timesteps"], tr["wall_time_s"]
+    clone_s = (tr.get("clone") or {}).get("wall_time_s", 0.0)
+    cfg = tr.get("config") or {}
+    cores = f"{tr['cores']} cores" if tr.get("cores") else "cores not recorded"
+    envs = f", {cfg['n_envs']} environments" if cfg.get("n_envs") else ""
+    text = (
+        f"- training compute: {steps:,} environment steps, {100 * steps / TARGET_STEPS:.1f} % of the {TARGET_STEPS:,} "
+        f"steps issue 38 asks of each shipped agent; {wall_s:,.0f} s wall time"
+        + (f" ({clone_s:,.0f} s of it behaviour cloning)" if clone_s else "")
+        + f" on {tr['machine']} ({cores}{envs})"
+    )
+    if wall_s > clone_s and steps:
+        rate = steps / (wall_s - clone_s)
+        text += f": {rate:,.0f} steps/s; at that rate {TARGET_STEPS:,} steps take {TARGET_STEPS / rate / 3600:,.1f} h"
+    if tr.get("stopped_at") is not None and cfg.get("total_timesteps"):
+        text += f"; stopped on request at {tr['stopped_at']:,} of the {cfg['total_timesteps']:,} steps configured"
+    return text
+
+
+def _curve_line(tr: dict[str, Any]) -> str:
+    """Whether the validation return was still rising when training stopped: the best of the last quarter of
+    the evaluations against the best before them (higher is better); without a curve, what the card has."""
+    curve = tr.get("validation_curve") or []
+    if len(curve) >= 2:
+        q = max(len(curve) // 4, 1)
+        before, last = max(r for _, r in curve[:-q]), max(r for _, r in curve[-q:])
+        return (
+            f"- validation return {'still improving' if last > before else 'flat'} when training stopped: best "
+            f"{last:.4f} in the last quarter of its {len(curve)} evaluations (from {int(curve[-q][0]):,} steps), "
+            f"{before:.4f} before them (mean return on the fixed validation episodes; higher is better)"
+        )
+    clone, best = tr.get("clone"), tr.get("best_eval_mean_return")
+    if clone and best is not None:
+        cloned = clone["eval_mean_return"]
+        return (
+            f"- no validation curve recorded; validation return {cloned:.4f} after behaviour cloning, {best:.4f} at "
+            f"the best PPO evaluation ({best - cloned:+.4f}; higher is better)"
+        )
+    return "- no validation curve recorded"
+
+
+def _worse_lines(card: dict[str, Any]) -> list[str]:
+    """The settings where the agent is significantly worse than the best policy, grouped by what the winner does
+    there that the agent cannot (:func:`_reasons`), and those where the card shows no such reason."""
+    tables = [(sc, st, t) for (sc, st), t in _settings(card).items() if "error" not in t]
+    worse = [(sc, st, t) for sc, st, t in tables if t["vs_best"]["verdict"] == "worse"]
+    if not worse:
+        return [f"- significantly worse than the best hand-written policy on none of its {len(tables)} settings"]
+    groups: dict[str, list[tuple[str, str, str, float]]] = {kind: [] for kind in REASONS}
+    unexplained = []
+    for sc, st, t in worse:
+        found = _reasons(card, t)
+        for kind, label, value in found:
+            groups.setdefault(kind, []).append((label, sc, st, value))
+        if not found:
+            unexplained.append((f"`{t['best_baseline']}`", sc, st, 0.0))
+    lines = [
+        f"- significantly worse than the best hand-written policy on {len(worse)} of {len(tables)} settings; "
+        "what the winner does there that this agent cannot (a setting may count under more than one):"
+    ]
+    lines += [
+        f"  - {_reason_text(card, kind, items)}, {len(items)}: {_where(items)}"
+        for kind, items in groups.items()
+        if items
+    ]
+    if unexplained:
+        none = (
+            "the winner is one of the policies it picks from (no reason in its action space)"
+            if card.get("selector")
+            else "no such reason in the card's measurements"
+        )
+        lines.append(f"  - {none}, {len(unexplained)}: {_where(unexplained)}")
+    return lines
+
+
+def _reason_text(card: dict[str, Any], kind: str, items: list[tuple[str, str, str, float]]) -> str:
+    """The sentence for one kind of :data:`REASONS`, with the range of its values over ``items``."""
+    lo, hi = min(v for *_, v in items), max(v for *_, v in items)
+    if kind == "preempts":
+        span = f"{lo:,.1f}" if lo == hi else f"{lo:,.1f}-{hi:,.1f}"
+        return f"the winner preempts ({span} preemptions per run) and this agent, without an `evict` rule, never does"
+    if kind == "resizes":
+        span = f"{100 * lo:.0f} %" if lo == hi else f"{100 * lo:.0f}-{100 * hi:.0f} %"
+        return f"the winner resizes elastic jobs ({span} of the jobs elastic) and this agent cannot resize a job"
+    if kind == "placement":
+        rules = EncodingConfig.from_dict(card["encoding"]).rules
+        return f"the winner places with a rule not among this agent's rules ({', '.join(rules)})"
+    return "the winner is not among the policies this selector picks from"
+
+
+def _where(items: list[tuple[str, str, str, float]]) -> str:
+    """``winner on scenario (settings), ...; ...``: the settings of ``items`` grouped by winner, then scenario."""
+    by: dict[str, dict[str, list[str]]] = {}
+    for label, sc, st, _ in items:
+        by.setdefault(label, {}).setdefault(sc, []).append(st)
+    return "; ".join(
+        f"{label} on " + ", ".join(f"{sc} ({', '.join(sts)})" for sc, sts in scs.items()) for label, scs in by.items()
+    )
+
+
+def _reasons(card: dict[str, Any], t: dict[str, Any]) -> list[tuple[str, str, float]]:
+    """What the winner of table ``t`` (its best hand-written policy) does that the card's agent cannot, as
+    ``(kind, winner, value)``: for a selector, ``pool`` (the winner is not one of its policies); otherwise
+    ``preempts`` (the winner preempted, its mean preemptions per run, and the agent has no ``evict`` rule),
+    ``resizes`` (the winner is an elastic scheduler and the workload's share of elastic jobs is above 0: no agent
+    resizes) and ``placement`` (the winner's placement rule, :func:`placement_rule`, is not among the agent's)."""
+    winner = t["best_baseline"]
+    pool = card.get("selector")
+    if pool:
+        return [] if winner in pool else [("pool", f"`{winner}`", 0.0)]
+    rules = EncodingConfig.from_dict(card["encoding"]).rules
+    out = []
+    preemptions = t["mean_ci95"][winner]["preemptions"][0] or 0.0
+    if preemptions > 0 and EVICT not in rules:
+        out.append(("preempts", f"`{winner}`", preemptions))
+    if winner not in SCHEDULERS:  # a policy no longer registered: nothing more is known of it
+        return out
+    scheduler = SCHEDULERS[winner].factory()
+    share = scenario_from_dict(t["scenario"]).workload.elastic if isinstance(scheduler, ElasticGreedy) else 0.0
+    if share > 0:
+        out.append(("resizes", f"`{winner}`", share))
+    rule = placement_rule(winner, scheduler)
+    if rule is not None and rule not in rules:
+        out.append(("placement", f"`{winner}`" + ("" if rule == winner else f" ({rule})"), 0.0))
+    return out
+
+
+def placement_rule(name: str, scheduler: Any) -> str | None:
+    """The placement rule registered scheduler ``name`` (built: ``scheduler``) places with, named as encodings
+    name rules: a rule of :data:`~engine.schedulers.placement.PLACEMENTS` by its name, a registered teacher's
+    :data:`~engine.rl.teacher.REGISTERED_RULE`, a placement of its own (fgd's, topo-pack's) by the scheduler's
+    name; ``None`` where the scheduler does not expose one (easy-backfill, tiresias, the elastic ones)."""
+    if isinstance(scheduler, TeacherScheduler):
+        return REGISTERED_RULE
+    placement = getattr(scheduler, "placement", None)
+    if placement is None:
+        return None
+    for rule, make in PLACEMENTS.items():
+        made = make()
+        # Rules that are functions are one object; a rule class makes a new instance each time (same class).
+        if made is placement or (type(made) is type(placement) and type(made).__module__.startswith("engine.")):
+            return rule
+    return name
 
 
 def _settings(card: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:

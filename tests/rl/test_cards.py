@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -189,6 +190,9 @@ def test_shipped_cards_state_whether_they_beat_the_best_hand_written_policy(name
     summary = card["evaluation"]["summary"]
     assert card["beats_best_baseline"] is summary["beats_best_baseline"]
     assert card["verdict"] == summary["verdict"] and card["verdict"] in (MODELS_DIR / f"{name}.md").read_text()
+    # The Markdown is the card rendered now (cards rerender NAME), and it says why the agent loses if it does.
+    assert (MODELS_DIR / f"{name}.md").read_text() == cards.render_markdown(card)
+    assert ("## Why it does not beat the best policy" in cards.render_markdown(card)) is not card["beats_best_baseline"]
     # The verdict follows the stored per-seed objectives, recomputed here.
     assert cards.summary(f"rl:{name}", card["evaluation"]["scenarios"]) == summary
     for by in card["evaluation"]["scenarios"].values():
@@ -528,3 +532,99 @@ def test_baselines_from_another_card_run_only_the_agent_and_stay_paired(monkeypa
     cards_by_name["m"] = {"reward": {"wait": 0.5, "wait_scale_s": 3600.0}}
     out = cards._run_and_keep((("v100-32", 3, "costly", ("m",)), None, "d"))["m"]
     assert "reward weights differ" in out["error"]
+
+
+def _losing_card(monkeypatch, rules: list[str], **extra) -> dict:
+    """A card of agent ``m`` whose best fair policy, short-fast (a teacher placing with best-fit, preempting
+    1.0 times per run in these tables), beats it on both settings of scenario b and loses to it on a."""
+    monkeypatch.setattr(cards, "evaluate_model", _fake)
+    ev = cards.card_evaluation("m", {"train": ["a"], "larger": "b", "philly": "philly"}, 4, 4)
+    return {**_card(ev), "encoding": {"rules": rules}, **extra}
+
+
+WHY = "## Why it does not beat the best policy"
+
+
+def test_a_card_says_why_the_winner_beats_an_agent_that_cannot_preempt(monkeypatch):
+    text = cards.render_markdown(_losing_card(monkeypatch, ["best-fit"]))
+    assert WHY in text
+    assert "significantly worse than the best hand-written policy on 2 of 4 settings" in text
+    assert (
+        "  - the winner preempts (1.0 preemptions per run) and this agent, without an `evict` rule, never does, "
+        "2: `short-fast` on b (free, costly)\n" in text
+    )
+    assert "no such reason" not in text and "The agent never preempts." in text
+    # With an evict rule the agent could preempt too: the card finds no reason and says so.
+    text = cards.render_markdown(_losing_card(monkeypatch, ["best-fit", "evict"]))
+    assert "the winner preempts" not in text
+    assert "  - no such reason in the card's measurements, 2: `short-fast` on b (free, costly)" in text
+
+
+def test_a_selector_card_names_the_winners_outside_its_policies(monkeypatch):
+    card = _losing_card(monkeypatch, ["best-fit"], selector=["sjf", "fgd"])
+    text = cards.render_markdown(card)
+    assert (
+        "  - the winner is not among the policies this selector picks from, 2: `short-fast` on b (free, costly)" in text
+    )
+    assert "the winner preempts" not in text  # a selector's actions are its policies, not the encoding's rules
+    assert "The agent never preempts: none of its policies does." in text
+    card["selector"] = ["sjf", "short-fast", "tiresias"]
+    text = cards.render_markdown(card)
+    assert "not among the policies" not in text
+    assert (
+        "  - the winner is one of the policies it picks from (no reason in its action space), 2: `short-fast`" in text
+    )
+    # It preempts through tiresias, which preempts (the old card said it never preempted).
+    assert "The agent preempts only when it picks a preemptive policy (`tiresias`)" in text
+
+
+def test_a_winner_placing_or_resizing_outside_the_agents_action_space_is_named():
+    elastic = dataclasses.replace(
+        SCENARIOS["v100-32"], workload=dataclasses.replace(SCENARIOS["v100-32"].workload, elastic=0.5)
+    )
+    card = {"encoding": {"rules": ["best-fit", "evict"]}}
+    table = {
+        "best_baseline": "optimus",
+        "scenario": elastic.to_dict(),
+        "mean_ci95": {"optimus": {"preemptions": [0.0, 0.0]}},
+    }
+    assert cards._reasons(card, table) == [("resizes", "`optimus`", 0.5)]
+    table["scenario"] = SCENARIOS["v100-32"].to_dict()  # no elastic job: nothing to resize
+    assert cards._reasons(card, table) == []
+    for winner, label in (("fgd", "`fgd`"), ("topo-pack", "`topo-pack`"), ("fifo", "`fifo` (first-fit)")):
+        table = {**table, "best_baseline": winner, "mean_ci95": {winner: {"preemptions": [0.0, 0.0]}}}
+        assert cards._reasons(card, table) == [("placement", label, 0.0)]
+    card["encoding"]["rules"] = ["first-fit", "best-fit"]
+    assert cards._reasons(card, table) == []  # fifo places with first-fit, now one of the agent's rules
+
+
+def test_a_card_says_whether_its_validation_curve_was_still_improving(monkeypatch):
+    card = _losing_card(monkeypatch, ["best-fit"])
+    card["training"] = {**card["training"], "validation_curve": [[1, -0.6], [2, -0.5], [3, -0.55], [4, -0.45]]}
+    text = cards.render_markdown(card)
+    assert (
+        "- validation return still improving when training stopped: best -0.4500 in the last quarter of its 4" in text
+    )
+    assert "(from 4 steps), -0.5000 before them" in text
+    card["training"]["validation_curve"][-1] = [4, -0.5]
+    assert "- validation return flat when training stopped: best -0.5000" in cards.render_markdown(card)
+    training = {**card["training"], "timesteps": 250_000, "wall_time_s": 2_600.0, "cores": 16}
+    training |= {"clone": {"wall_time_s": 100.0}, "config": {**training["config"], "n_envs": 16}}
+    assert cards._compute_line(training) == (
+        "- training compute: 250,000 environment steps, 25.0 % of the 1,000,000 steps issue 38 asks of each shipped "
+        "agent; 2,600 s wall time (100 s of it behaviour cloning) on x (16 cores, 16 environments): 100 steps/s; "
+        "at that rate 1,000,000 steps take 2.8 h"
+    )
+
+
+def test_a_card_without_a_significantly_worse_setting_lists_no_reasons(monkeypatch):
+    monkeypatch.setattr(cards, "evaluate_model", _fake)
+    better = cards.card_evaluation("m", {"train": ["a"], "larger": "a", "philly": "philly"}, 4, 4)
+    assert WHY not in cards.render_markdown(_card(better))  # it beats the best policy: nothing to explain
+    close = _ev({"rl:m": [1.0, 1.2, 0.8, 1.0], "first-fit": [2.0, 2.2, 1.9, 2.1], "short-fast": [1.1, 1.0, 0.9, 1.0]})
+    monkeypatch.setattr(cards, "evaluate_model", lambda name, scenario, seeds, setting="free": close)
+    even = cards.card_evaluation("m", {"train": ["a"], "larger": "a", "philly": "a"}, 4, 4)
+    assert even["summary"]["beats_best_baseline"] is False and even["summary"]["worse"] == 0
+    text = cards.render_markdown(_card(even))
+    assert "- significantly worse than the best hand-written policy on none of its 2 settings" in text
+    assert "the winner" not in text and "no such reason" not in text
