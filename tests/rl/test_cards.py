@@ -355,7 +355,12 @@ def test_the_training_config_older_cards_hold_still_loads():
         ],
     }
     cfg = EnvConfig.from_dict(old)
-    assert cfg.to_dict() == old
+    # It reads as the run options it meant, written back whole (the cards keep their old form: nothing rewrites them).
+    same = {k: v for k, v in old.items() if k != "preemptions"} | {
+        "options": [{"preemption": p} for p in old["preemptions"]]
+    }
+    assert cfg == EnvConfig.from_dict(same) == EnvConfig.from_dict(cfg.to_dict())
+    assert cfg.to_dict() == same | {"options": [o.to_dict() for o in cfg.options]}
     jobs = cfg.workload_spec(1.3, 2**20 + 7).build_jobs(parse_cluster("8x8:V100-32"))
     assert jobs == generate("8x8:V100-32", 200, 1.3, 2**20 + 7, **old["workload"])
     with pytest.raises(EngineError, match="env.workload.users must be an integer"):
