@@ -262,11 +262,22 @@ def test_card_says_which_preemption_model_training_used():
         "work, 60 s restart)"
     ) in text and "free preemption (a preempted job lost" not in text
     both = {**env, "preemptions": [costly["preemption"], {"checkpoint_interval_s": None, "restart_overhead_s": 0.0}]}
-    card["training"] = {**base, "config": {"env": both, "curriculum": []}}
-    assert (
-        "trained with, drawn per episode, costly preemption (a preempted job kept its work up to a checkpoint "
-        "every 1800 s of work, 60 s restart) or free preemption (a preempted job lost nothing)"
-        in cards.render_markdown(card)
+    # Configs written since read the preemption models of their run options, each model once.
+    options = {**env, "options": [{"preemption": costly["preemption"]}, {"failures": "stress"}]}
+    failing = {
+        **env,
+        "options": [{"preemption": costly["preemption"]}, {**options["options"][0], "failures": "stress"}],
+    }
+    for config in (both, options):
+        card["training"] = {**base, "config": {"env": config, "curriculum": []}}
+        assert (
+            "trained with, drawn per episode, costly preemption (a preempted job kept its work up to a checkpoint "
+            "every 1800 s of work, 60 s restart) or free preemption (a preempted job lost nothing)"
+            in cards.render_markdown(card)
+        )
+    card["training"] = {**base, "config": {"env": failing, "curriculum": []}}
+    assert "trained with costly preemption (a preempted job kept its work up to a checkpoint" in cards.render_markdown(
+        card
     )
 
 
