@@ -16,6 +16,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from engine.rl.env import env_options_from_dict  # noqa: E402
+
 README = REPO / "README.md"
 BEGIN, END = "<!-- agents:begin -->", "<!-- agents:end -->"
 
@@ -54,8 +58,8 @@ def trained_on(env: dict, curriculum: list) -> str:
     loads = [x for s in stages for x in s.get("loads") or ()]
     jobs = [s["n_jobs"] for s in stages if s.get("n_jobs")]
     costly = [
-        "costly" if p.get("checkpoint_interval_s") is not None or p.get("restart_overhead_s") else "free"
-        for p in env.get("preemptions") or [env.get("preemption") or {}]
+        "costly" if o.preemption.checkpoint_interval_s is not None or o.preemption.restart_overhead_s else "free"
+        for o in env_options_from_dict(env)
     ]
     return (
         f"{len(clusters)} cluster{'s' * (len(clusters) > 1)} ({', '.join(families)}), load {_span(loads)}, "

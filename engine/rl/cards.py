@@ -35,6 +35,7 @@ from engine.errors import EngineError
 from engine.io import atomic_write_json, atomic_write_text
 from engine.rl.agent import MODELS_DIR, read_card
 from engine.rl.encoding import EVICT, EncodingConfig
+from engine.rl.env import env_options_from_dict
 from engine.rl.reward import RewardWeights, objective_terms, weighted
 from engine.rl.teacher import REGISTERED_RULE, TeacherScheduler
 from engine.schedulers import SCHEDULERS
@@ -587,11 +588,11 @@ def _deployed(config: dict) -> list[str]:
 
 
 def _training_preemption(env: dict[str, Any]) -> str:
-    """How the card's training episodes treated preemption (configs without either key trained with it free)."""
-    models = env.get("preemptions") or [env.get("preemption") or {}]
+    """How the card's training episodes treated preemption: the preemption models of their run options (each
+    once, in order; configs of every age: :func:`~engine.rl.env.env_options_from_dict`)."""
     texts = []
-    for p in models:
-        interval, restart = p.get("checkpoint_interval_s"), p.get("restart_overhead_s") or 0.0
+    for p in dict.fromkeys(o.preemption for o in env_options_from_dict(env)):
+        interval, restart = p.checkpoint_interval_s, p.restart_overhead_s
         if interval is None and not restart:
             texts.append("free preemption (a preempted job lost nothing)")
             continue

@@ -36,16 +36,16 @@ Episode end
     ``terminated`` when every job has finished (or can never run on the cluster). Episodes always end: each
     step starts a job or moves time to the next event, the workload is finite, and ``"evict"`` never preempts a
     job that started at the current time. Never truncated.
-Failures
-    Episodes run under the config's ``failures`` (:class:`~engine.sim.options.FailureModel`; default: nothing
-    fails), drawn from the episode's seed as in any run. A job a node failure stops returns to the queue and
-    waits again; its new wait is charged like any other.
+Run options
+    Each episode runs under run options (:class:`~engine.sim.options.RunOptions`: preemption model, failures,
+    admission, ...) drawn from the config's ``options``, as any run would; failures are drawn from the episode's
+    seed. A job a node failure stops returns to the queue and waits again; its new wait is charged like any other.
 Reset
-    ``reset(seed=...)`` draws a preemption model, a cluster, a load and a workload seed from the sampling lists
+    ``reset(seed=...)`` draws run options, a cluster, a load and a workload seed from the sampling lists
     (:class:`EnvConfig`; workload seeds are drawn at or above ``TRAIN_SEED_MIN`` = 2**20, so evaluations on
     seeds below it never meet a training workload); ``options={"cluster": ..., "jobs": [...]}`` runs a given workload instead, and
     ``options={"cluster": ..., "load": ..., "n_jobs": ..., "workload_seed": ...}`` a given generated one, and
-    ``options={"preemption": PreemptionModel(...)}`` a given preemption model.
+    ``options={"run_options": RunOptions(...)}`` given run options.
 """
 
 from __future__ import annotations
@@ -78,6 +78,9 @@ from engine.sim.state import Decision, Preempt
 
 ENV_ID = "engine/GpuScheduling-v0"
 
+#: The keys configs written before ``options`` gave their run options with (:func:`_older_options`).
+_OLDER_OPTION_KEYS = ("preemptions", "preemption", "failures")
+
 
 @dataclass(frozen=True)
 class EnvConfig:
@@ -85,7 +88,7 @@ class EnvConfig:
 
     An episode's scenario is a cluster of ``clusters``, the generated workload (:meth:`workload_spec`) of
     ``n_jobs`` jobs with the generator arguments ``workload`` at a load of ``loads`` with a training seed, and
-    run options with a preemption model of ``preemptions``, each drawn uniformly.
+    run options of ``options``, each drawn uniformly.
 
     Attributes:
         clusters: cluster specs (shorthand, JSON path) an episode draws from, uniformly.
@@ -95,12 +98,14 @@ class EnvConfig:
             :meth:`engine.analysis.scenario.WorkloadSpec.from_generator_args`, whose bounds they meet).
         encoding: observation/action layout.
         reward: objective weights.
-        preemptions: what a preempted job loses (the engine's :class:`~engine.sim.simulator.PreemptionModel`);
-            an episode draws one, uniformly. The default is free preemption only. Train with the models the
-            scheduler will meet: under free preemption alone an agent learns that evicting costs nothing; with
-            both, and ``encoding.evict_cost``, it sees what each eviction costs and can learn when one pays.
-        failures: nodes that break and jobs that crash in every episode (default: none); with
-            ``encoding.node_health`` the agent sees each GPU type's node health.
+        options: run options (:class:`~engine.sim.options.RunOptions`: what a preempted job loses, nodes that
+            break and jobs that crash, admission, ...); an episode draws one, uniformly. The default is
+            ``RunOptions()`` only: free preemption, nothing fails. Train with the options the scheduler will meet:
+            under free preemption alone an agent learns that evicting costs nothing; with both free and costly
+            preemption, and ``encoding.evict_cost``, it sees what each eviction costs and can learn when one pays;
+            with failures and ``encoding.node_health`` it sees each GPU type's node health. Configs written before
+            this field give ``preemptions`` (or one ``preemption``) and ``failures``: :meth:`from_dict` reads them
+            as each preemption model with the failures.
     """
 
     clusters: tuple[str, ...] = ("4x8:V100-32",)
@@ -109,8 +114,7 @@ class EnvConfig:
     workload: Mapping[str, Any] = field(default_factory=dict)
     encoding: EncodingConfig = field(default_factory=EncodingConfig)
     reward: RewardWeights = field(default_factory=RewardWeights)
-    preemptions: tuple[PreemptionModel, ...] = (PreemptionModel(),)
-    failures: FailureModel = FailureModel()
+    options: tuple[RunOptions, ...] = (RunOptions(),)
     workloads: tuple[Mapping[str, Any], ...] = ()
     selector: tuple[str, ...] = ()
 
@@ -131,13 +135,9 @@ class EnvConfig:
                 self.workload_spec(load, 0, kind=kind)
         if self.selector:
             object.__setattr__(self, "selector", check_policies(self.selector, "env.selector"))
-        object.__setattr__(self, "preemptions", tuple(self.preemptions))
-        if not self.preemptions or not all(isinstance(p, PreemptionModel) for p in self.preemptions):
-            raise EngineError("env preemptions must be one or more PreemptionModels")
-        if not isinstance(self.failures, FailureModel):
-            raise EngineError("env failures must be a FailureModel")
-        for p in self.preemptions:  # e.g. a checkpoint cost needs every preemption model's interval
-            self.run_options(p)
+        object.__setattr__(self, "options", tuple(self.options))
+        if not self.options or not all(isinstance(o, RunOptions) for o in self.options):
+            raise EngineError("env options must be one or more RunOptions")
 
     def workload_spec(self, load: float, seed: int, n_jobs: int | None = None, kind: int = 0) -> WorkloadSpec:
         """The generated workload of an episode at ``load`` with workload seed ``seed`` (``n_jobs`` replaces
@@ -151,13 +151,6 @@ class EnvConfig:
             where = f"env.workloads[{kind}]" if self.workloads else "env.workload"
             raise EngineError(str(exc).replace("scenario.workload", where)) from None
 
-    def run_options(self, preemption: PreemptionModel) -> RunOptions:
-        """The run options of an episode with ``preemption``: it and the config's failures."""
-        try:
-            return RunOptions(preemption=preemption, failures=self.failures)
-        except OptionsError as exc:
-            raise EngineError(f"env: {exc}") from None
-
     def to_dict(self) -> dict[str, Any]:
         out = {
             "clusters": list(self.clusters),
@@ -166,14 +159,12 @@ class EnvConfig:
             "workload": dict(self.workload),
             "encoding": self.encoding.to_dict(),
             "reward": self.reward.to_dict(),
-            "preemptions": [p.to_dict() for p in self.preemptions],
+            "options": [o.to_dict() for o in self.options],
         }
         if self.workloads:
             out["workloads"] = [dict(w) for w in self.workloads]
         if self.selector:
             out["selector"] = list(self.selector)
-        if self.failures != FailureModel():  # configs (and cards) written before failures stay as they were
-            out["failures"] = self.failures.to_dict()
         return out
 
     @classmethod
@@ -187,13 +178,10 @@ class EnvConfig:
             "selector",
             "encoding",
             "reward",
-            "preemptions",
-            "preemption",
-            "failures",
+            "options",
+            *_OLDER_OPTION_KEYS,
         }
         reject_unknown_keys(data, known, "env")
-        if "preemption" in data and "preemptions" in data:
-            raise EngineError("env: give preemptions (a list) or the older preemption (one object), not both")
         kw: dict[str, Any] = {
             k: data[k] for k in ("clusters", "loads", "n_jobs", "workload", "workloads", "selector") if k in data
         }
@@ -204,18 +192,43 @@ class EnvConfig:
             kw["encoding"] = EncodingConfig.from_dict(data["encoding"])
         if "reward" in data:
             kw["reward"] = RewardWeights.from_dict(data["reward"])
-        # Configs written before ``preemptions`` name one model as ``preemption``; older ones had neither and
-        # trained with free preemption, the default.
-        if "preemption" in data:
-            kw["preemptions"] = (PreemptionModel.from_dict(data["preemption"], "env.preemption"),)
-        if "preemptions" in data:
-            ps = data["preemptions"]
-            if not isinstance(ps, list) or not ps:
-                raise EngineError("env.preemptions must be a non-empty list of preemption models")
-            kw["preemptions"] = tuple(PreemptionModel.from_dict(p, f"env.preemptions[{i}]") for i, p in enumerate(ps))
-        if "failures" in data:
-            kw["failures"] = FailureModel.from_dict(data["failures"], "env.failures")
+        kw["options"] = env_options_from_dict(data)
         return cls(**kw)
+
+
+def env_options_from_dict(data: Mapping[str, Any]) -> tuple[RunOptions, ...]:
+    """The run options of env config JSON ``data`` (what :meth:`EnvConfig.from_dict` reads): its ``options``,
+    else those of a config written before them, else ``(RunOptions(),)``; ``EngineError`` naming the key."""
+    older = [k for k in _OLDER_OPTION_KEYS if k in data]
+    if "options" in data and older:
+        raise EngineError(f"env: give options or the older {' and '.join(older)}, not both")
+    if older:
+        return _older_options(data)
+    opts = data.get("options", [{}])
+    if not isinstance(opts, list) or not opts:
+        raise EngineError("env.options must be a non-empty list of run options")
+    return tuple(RunOptions.from_dict(o, f"env.options[{i}]") for i, o in enumerate(opts))
+
+
+def _older_options(data: Mapping[str, Any]) -> tuple[RunOptions, ...]:
+    """The run options of a config written before ``options``: each preemption model of ``preemptions`` (or
+    the one of ``preemption``, older still; neither: free preemption) with the failures of ``failures`` (none
+    when absent), in that order, so that an episode draws the options it drew the model of before."""
+    if "preemption" in data and "preemptions" in data:
+        raise EngineError("env: give preemptions (a list) or the older preemption (one object), not both")
+    models = [PreemptionModel()]
+    if "preemption" in data:
+        models = [PreemptionModel.from_dict(data["preemption"], "env.preemption")]
+    if "preemptions" in data:
+        ps = data["preemptions"]
+        if not isinstance(ps, list) or not ps:
+            raise EngineError("env.preemptions must be a non-empty list of preemption models")
+        models = [PreemptionModel.from_dict(p, f"env.preemptions[{i}]") for i, p in enumerate(ps)]
+    failures = FailureModel.from_dict(data["failures"], "env.failures") if "failures" in data else FailureModel()
+    try:  # e.g. a checkpoint cost needs every preemption model's interval
+        return tuple(RunOptions(preemption=p, failures=failures) for p in models)
+    except OptionsError as exc:
+        raise EngineError(f"env: {exc}") from None
 
 
 def observation_space(enc: EncodingConfig) -> tuple[spaces.Dict, spaces.Discrete]:
@@ -273,35 +286,35 @@ class GpuSchedulingEnv(gym.Env):
                     f"encoding.max_types is {self.config.encoding.max_types}"
                 )
 
-    def _episode(self, options: Mapping[str, Any]) -> tuple[Cluster, tuple[Job, ...], PreemptionModel]:
+    def _episode(self, options: Mapping[str, Any]) -> tuple[Cluster, tuple[Job, ...], RunOptions]:
         rng = self.np_random
-        models = self.config.preemptions
-        # Drawn first, and only when there is a choice: configs with one model keep their episodes.
-        preemption = models[int(rng.integers(len(models)))] if len(models) > 1 else models[0]
-        preemption = options.get("preemption", preemption)
-        if not isinstance(preemption, PreemptionModel):
-            raise EngineError("reset option preemption must be a PreemptionModel")
+        choices = self.config.options
+        # Drawn first, and only when there is a choice: configs with one choice keep their episodes.
+        run_options = choices[int(rng.integers(len(choices)))] if len(choices) > 1 else choices[0]
+        run_options = options.get("run_options", run_options)
+        if not isinstance(run_options, RunOptions):
+            raise EngineError("reset option run_options must be RunOptions")
         if "cluster" in options:
             cluster = parse_cluster(options["cluster"])
         else:
             cluster = self._clusters[int(rng.integers(len(self._clusters)))]
         if "jobs" in options:
-            return cluster, tuple(options["jobs"]), preemption
+            return cluster, tuple(options["jobs"]), run_options
         load = float(options.get("load", self.config.loads[int(rng.integers(len(self.config.loads)))]))
         n_jobs = int(options.get("n_jobs", self.config.n_jobs))
         seed = int(options.get("workload_seed", rng.integers(TRAIN_SEED_MIN, 2**31 - 1)))
         kinds = len(self.config.workloads)
         kind = int(rng.integers(kinds)) if kinds > 1 else 0  # drawn only when there is a choice (as above)
-        return cluster, self.config.workload_spec(load, seed, n_jobs, kind).build_jobs(cluster), preemption
+        return cluster, self.config.workload_spec(load, seed, n_jobs, kind).build_jobs(cluster), run_options
 
     # ----------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
         super().reset(seed=seed)
-        cluster, jobs, preemption = self._episode(options or {})
+        cluster, jobs, run_options = self._episode(options or {})
         sim = Simulation(
             cluster,
             jobs,
-            options=self.config.run_options(preemption),
+            options=run_options,
             seed=0 if seed is None else seed,
             scheduler_name="rl-env",
         )

@@ -269,11 +269,22 @@ def test_card_says_which_preemption_model_training_used():
         "work, 60 s restart)"
     ) in text and "free preemption (a preempted job lost" not in text
     both = {**env, "preemptions": [costly["preemption"], {"checkpoint_interval_s": None, "restart_overhead_s": 0.0}]}
-    card["training"] = {**base, "config": {"env": both, "curriculum": []}}
-    assert (
-        "trained with, drawn per episode, costly preemption (a preempted job kept its work up to a checkpoint "
-        "every 1800 s of work, 60 s restart) or free preemption (a preempted job lost nothing)"
-        in cards.render_markdown(card)
+    # Configs written since read the preemption models of their run options, each model once.
+    options = {**env, "options": [{"preemption": costly["preemption"]}, {"failures": "stress"}]}
+    failing = {
+        **env,
+        "options": [{"preemption": costly["preemption"]}, {**options["options"][0], "failures": "stress"}],
+    }
+    for config in (both, options):
+        card["training"] = {**base, "config": {"env": config, "curriculum": []}}
+        assert (
+            "trained with, drawn per episode, costly preemption (a preempted job kept its work up to a checkpoint "
+            "every 1800 s of work, 60 s restart) or free preemption (a preempted job lost nothing)"
+            in cards.render_markdown(card)
+        )
+    card["training"] = {**base, "config": {"env": failing, "curriculum": []}}
+    assert "trained with costly preemption (a preempted job kept its work up to a checkpoint" in cards.render_markdown(
+        card
     )
 
 
@@ -362,7 +373,12 @@ def test_the_training_config_older_cards_hold_still_loads():
         ],
     }
     cfg = EnvConfig.from_dict(old)
-    assert cfg.to_dict() == old
+    # It reads as the run options it meant, written back whole (the cards keep their old form: nothing rewrites them).
+    same = {k: v for k, v in old.items() if k != "preemptions"} | {
+        "options": [{"preemption": p} for p in old["preemptions"]]
+    }
+    assert cfg == EnvConfig.from_dict(same) == EnvConfig.from_dict(cfg.to_dict())
+    assert cfg.to_dict() == same | {"options": [o.to_dict() for o in cfg.options]}
     jobs = cfg.workload_spec(1.3, 2**20 + 7).build_jobs(parse_cluster("8x8:V100-32"))
     assert jobs == generate("8x8:V100-32", 200, 1.3, 2**20 + 7, **old["workload"])
     with pytest.raises(EngineError, match="env.workload.users must be an integer"):

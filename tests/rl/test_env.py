@@ -261,7 +261,7 @@ def test_random_play_with_evictions_keeps_every_constraint_and_returns_the_objec
         reward=weights,
         loads=(2.0,),
         clusters=("1x4:A100-80,2x2:V100-32,1x2:T4",),
-        preemptions=(preemption,),
+        options=(RunOptions(preemption=preemption),),
     )
     env.reset(seed=seed)
     rng = np.random.default_rng(seed)
@@ -298,42 +298,53 @@ def test_random_play_with_evictions_keeps_every_constraint_and_returns_the_objec
     assert (res.lost_gpu_s.sum() > 0) == (preemption == COSTLY)
 
 
-def test_env_config_preemptions_round_trip_and_reject_bad_ones():
-    cfg = EnvConfig(preemptions=(COSTLY, PreemptionModel()))
+def test_env_config_options_round_trip_and_reject_bad_ones():
+    cfg = EnvConfig(options=(RunOptions(preemption=COSTLY), RunOptions()))
     d = cfg.to_dict()
-    assert d["preemptions"] == [
-        {"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0},
-        {"checkpoint_interval_s": None, "restart_overhead_s": 0.0},
-    ]
+    assert d["options"] == [RunOptions(preemption=COSTLY).to_dict(), RunOptions().to_dict()]
     assert EnvConfig.from_dict(d) == cfg
-    rest = {k: v for k, v in d.items() if k != "preemptions"}
-    assert EnvConfig.from_dict(rest).preemptions == (PreemptionModel(),)  # a config from before either key
-    # A config written while the key named one model.
-    assert EnvConfig.from_dict({**rest, "preemption": d["preemptions"][0]}).preemptions == (COSTLY,)
+    rest = {k: v for k, v in d.items() if k != "options"}
+    assert EnvConfig.from_dict(rest).options == (RunOptions(),)  # a config from before any run option key
+    assert EnvConfig.from_dict({**rest, "options": [{"preemption": COSTLY.to_dict()}, {}]}) == cfg  # defaults
     for bad, match in [
+        ({"options": [{"preemption": {"restart_s": 60}}]}, "restart_s"),
+        (
+            {"options": [{"preemption": {"checkpoint_interval_s": -1}}]},
+            r"options\[0\]\.preemption\.checkpoint_interval_s",
+        ),
+        ({"options": [{}, {"power": 1}]}, r"options\[1\]: unknown keys"),
+        ({"options": []}, "non-empty list"),
+        ({"options": {"preemption": {}}}, "non-empty list"),
+        ({"options": [{}], "preemptions": [{}]}, "^env: give options or the older preemptions, not both$"),
+        ({"options": [{}], "failures": "stress"}, "older failures, not both"),
         ({"preemptions": [{"restart_s": 60}]}, "restart_s"),
         ({"preemptions": [{"checkpoint_interval_s": -1}]}, r"preemptions\[0\].*checkpoint_interval_s"),
         ({"preemptions": []}, "non-empty list"),
         ({"preemption": {"restart_s": 60}}, "restart_s"),
-        ({"preemptions": d["preemptions"], "preemption": d["preemptions"][0]}, "not both"),
+        ({"preemptions": d["options"][0]["preemption"], "preemption": {}}, "not both"),
     ]:
         with pytest.raises(EngineError, match=match):
             EnvConfig.from_dict({**rest, **bad})
 
 
-def test_episodes_draw_every_preemption_model_and_a_reset_option_picks_one():
-    env = _env(encoding=EVICT_ENC, preemptions=(COSTLY, PreemptionModel()))
+def test_episodes_draw_every_run_options_and_a_reset_option_gives_them():
+    from engine.sim.options import AdmissionModel
+
+    costly, feasible = RunOptions(preemption=COSTLY), RunOptions(admission=AdmissionModel("feasible"))
+    env = _env(encoding=EVICT_ENC, options=(costly, RunOptions(), feasible))
     seen = set()
     for s in range(16):
         env.reset(seed=s)
-        seen.add(env.simulation.preemption)
-    assert seen == {COSTLY, PreemptionModel()}
-    env.reset(seed=0, options={"preemption": COSTLY})
-    assert env.simulation.preemption == COSTLY
-    # With one model the draw is skipped, so a config's episodes are those it had before the list existed.
+        seen.add(env.simulation.options)
+    assert seen == {costly, RunOptions(), feasible}  # whole options: any run option, not only preemption
+    env.reset(seed=0, options={"run_options": costly})
+    assert env.simulation.options == costly
+    with pytest.raises(EngineError, match="run_options must be RunOptions"):
+        env.reset(seed=0, options={"run_options": COSTLY})
+    # With one choice the draw is skipped, so a config's episodes are those it had before the list existed.
     one = _env(encoding=EVICT_ENC)
     one.reset(seed=5)
-    assert one.simulation.preemption == PreemptionModel()
+    assert one.simulation.options == RunOptions()
 
 
 @pytest.mark.parametrize("preemption", [PreemptionModel(), COSTLY], ids=["free", "costly"])
@@ -341,7 +352,12 @@ def test_evict_cost_feature_is_what_the_victims_would_lose(preemption):
     cost_enc = EncodingConfig(window=6, max_types=3, rules=("first-fit", "best-fit", "evict"), evict_cost=True)
     assert cost_enc.type_features == EVICT_ENC.type_features + 1
     assert EncodingConfig.from_dict(cost_enc.to_dict()) == cost_enc and "evict_cost" not in EVICT_ENC.to_dict()
-    env = _env(encoding=cost_enc, loads=(2.0,), clusters=("1x4:A100-80,2x2:V100-32,1x2:T4",), preemptions=(preemption,))
+    env = _env(
+        encoding=cost_enc,
+        loads=(2.0,),
+        clusters=("1x4:A100-80,2x2:V100-32,1x2:T4",),
+        options=(RunOptions(preemption=preemption),),
+    )
     env.reset(seed=1)
     rng = np.random.default_rng(1)
     state, done, seen = env.simulation.state, False, []
@@ -545,9 +561,7 @@ def test_env_under_failures_driven_by_an_agent_equals_simulate_of_that_agent():
     options = RunOptions(preemption=CHECKPOINTS, failures=FAILING)
     ref = simulate(c, jobs, agent, seed=4, options=options)
     assert ref.outage_node.size > 0 and ref.interruptions.sum() > 0 and (ref.status == FAILED).any()
-    env = GpuSchedulingEnv(
-        EnvConfig(clusters=(MIXED,), encoding=agent.encoding, preemptions=(CHECKPOINTS,), failures=FAILING)
-    )
+    env = GpuSchedulingEnv(EnvConfig(clusters=(MIXED,), encoding=agent.encoding, options=(options,)))
     obs, _ = env.reset(seed=4, options={"cluster": c, "jobs": jobs})
     done = False
     while not done:
@@ -565,7 +579,7 @@ def test_episode_return_equals_the_objective_under_failures(weights):
     # A job a node failure (or a retried crash) sends back to the queue waits again: the dense wait must charge
     # that stay from when its run stopped, not from its submission. A job that ends failed misses its deadline.
     workload = DEADLINE_WORKLOAD if weights.deadline else {}
-    env = _env(reward=weights, preemptions=(CHECKPOINTS,), failures=FAILING, workload=workload)
+    env = _env(reward=weights, options=(RunOptions(preemption=CHECKPOINTS, failures=FAILING),), workload=workload)
     env.reset(seed=11)
     rng = np.random.default_rng(11)
     total, done = 0.0, False
@@ -580,7 +594,7 @@ def test_node_health_inputs_are_off_by_default_and_say_which_nodes_are_down():
     assert EncodingConfig().group_features == 10 and "node_health" not in EncodingConfig().to_dict()
     enc = EncodingConfig(node_health=True)
     assert EncodingConfig.from_dict(enc.to_dict()) == enc and enc.group_features == 13
-    env = _env(encoding=enc, preemptions=(CHECKPOINTS,), failures=FAILING)
+    env = _env(encoding=enc, options=(RunOptions(preemption=CHECKPOINTS, failures=FAILING),))
     assert env.observation_space["groups"].shape == (enc.max_types, 13)
     obs, _ = env.reset(seed=2)
     assert not obs["groups"][:, 10].any() and not obs["groups"][:, 12].any()  # nothing has failed yet
@@ -608,15 +622,55 @@ def test_node_health_inputs_are_off_by_default_and_say_which_nodes_are_down():
     assert seen_down and seen_repaired
 
 
-def test_env_failures_round_trip_and_older_configs_keep_their_form():
-    cfg = EnvConfig(preemptions=(CHECKPOINTS,), failures=FAILING)
-    assert EnvConfig.from_dict(cfg.to_dict()) == cfg
-    assert "failures" not in EnvConfig().to_dict()  # configs and cards written before failures read the same
-    assert EnvConfig.from_dict({"failures": "stress"}).failures.mtbf_h == 200.0
+#: An env config as written before ``options``: three preemption models and failures.
+OLDER_CONFIG = {
+    "clusters": [MIXED, "4x8:V100-32"],
+    "loads": [1.2, 1.8],
+    "n_jobs": 30,
+    "encoding": {"window": 6, "max_types": 3, "rules": ["first-fit", "best-fit", "evict"], "evict_cost": True},
+    "preemptions": [COSTLY.to_dict(), PreemptionModel().to_dict(), CHECKPOINTS.to_dict()],
+    "failures": FAILING.to_dict(),
+}
+
+
+def _first_steps_digest(env: GpuSchedulingEnv) -> str:
+    """A digest of 12 episodes' drawn options and first observations and rewards (the last-but-one allowed
+    action each step)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for s in range(12):
+        obs, _ = env.reset(seed=s)
+        h.update(repr(env.simulation.options.preemption).encode() + repr(env.simulation.options.failures).encode())
+        for _ in range(12):
+            h.update(obs["jobs"].tobytes() + obs["groups"].tobytes() + obs["global"].tobytes())
+            if env.simulation.done:
+                break
+            allowed = np.flatnonzero(env.action_masks())
+            obs, r, *_ = env.step(int(allowed[-2 if allowed.size > 1 else -1]))
+            h.update(repr(r).encode())
+    return h.hexdigest()[:16]
+
+
+def test_older_configs_read_as_the_options_they_meant_with_the_episodes_they_had():
+    new = {k: v for k, v in OLDER_CONFIG.items() if k not in ("preemptions", "failures")}
+    new["options"] = [{"preemption": p, "failures": OLDER_CONFIG["failures"]} for p in OLDER_CONFIG["preemptions"]]
+    cfg = EnvConfig.from_dict(OLDER_CONFIG)
+    assert cfg == EnvConfig.from_dict(new) and EnvConfig.from_dict(cfg.to_dict()) == cfg
+    assert cfg.options == tuple(
+        RunOptions(preemption=p, failures=FAILING) for p in (COSTLY, PreemptionModel(), CHECKPOINTS)
+    )
+    # The same seeds draw the same options and give the same first steps as before options existed (the digest
+    # was taken with the code that read preemptions and failures).
+    assert _first_steps_digest(GpuSchedulingEnv(OLDER_CONFIG)) == _first_steps_digest(GpuSchedulingEnv(new))
+    assert _first_steps_digest(GpuSchedulingEnv(new)) == "a454f502dbc1065b"
+    # One model in the older single key, a failure preset by name, and a checkpoint cost that needs an interval.
+    assert EnvConfig.from_dict({"preemption": COSTLY.to_dict()}).options == (RunOptions(preemption=COSTLY),)
+    assert EnvConfig.from_dict({"failures": "stress"}).options[0].failures.mtbf_h == 200.0
     with pytest.raises(EngineError, match="env.failures.mtbf_h must be a number of hours > 0"):
         EnvConfig.from_dict({"failures": {"mtbf_h": -1}})
-    with pytest.raises(EngineError, match="checkpoint_cost_s needs options.preemption.checkpoint_interval_s"):
-        EnvConfig(failures=FailureModel(checkpoint_cost_s=5.0))
+    with pytest.raises(EngineError, match="^env: .*checkpoint_cost_s needs options.preemption.checkpoint_interval_s"):
+        EnvConfig.from_dict({"failures": {"checkpoint_cost_s": 5.0}})
 
 
 def test_deadline_inputs_are_off_by_default_and_by_hand_give_slack_lateness_and_elasticity():

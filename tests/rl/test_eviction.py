@@ -8,7 +8,7 @@ from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
 from engine.rl.eviction import evictable, eviction_cost_gpu_s, find_victims
 from engine.sim.job import Job
-from engine.sim.simulator import PreemptionModel
+from engine.sim.options import PreemptionModel, RunOptions
 
 FREE = PreemptionModel()
 COSTLY = PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0)
@@ -27,7 +27,9 @@ def _state_at_10(preemption: PreemptionModel = FREE):
         Job(5, 10.0, 100.0, gpus=4, estimate_s=100.0),
     )
     enc = EncodingConfig(window=4, max_types=1, rules=("first-fit", "evict"))
-    env = GpuSchedulingEnv(EnvConfig(clusters=("1x8:V100-32",), encoding=enc, preemptions=(preemption,)))
+    env = GpuSchedulingEnv(
+        EnvConfig(clusters=("1x8:V100-32",), encoding=enc, options=(RunOptions(preemption=preemption),))
+    )
     env.reset(seed=0, options={"cluster": "1x8:V100-32", "jobs": jobs})
     for _ in range(5):  # jobs 0-3 at t=0, job 4 at t=10
         env.step(enc.action(0, 0, 0))

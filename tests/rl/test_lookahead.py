@@ -109,7 +109,9 @@ def test_the_expert_cuts_wait_against_its_teachers_under_costly_preemption():
 
 
 def test_cloning_labels_with_the_expert():
-    env_cfg = EnvConfig(clusters=("4x8:V100-32",), loads=(1.8,), n_jobs=80, encoding=ENC, preemptions=(COSTLY,))
+    env_cfg = EnvConfig(
+        clusters=("4x8:V100-32",), loads=(1.8,), n_jobs=80, encoding=ENC, options=(RunOptions(preemption=COSTLY),)
+    )
     expert = LookaheadConfig(candidates=CANDIDATES)
     cfg = CloneConfig(teacher=CANDIDATES[0], expert=expert, episodes=1, rounds=1)
     data = collect(GpuSchedulingEnv(env_cfg), cfg, 0.99, range(2))
@@ -156,7 +158,7 @@ def test_a_model_cloned_from_the_expert_says_so_and_its_expert_runs_as_a_schedul
     cfg = replace(
         base,
         total_timesteps=128,
-        env=replace(base.env, encoding=enc, preemptions=(COSTLY,)),
+        env=replace(base.env, encoding=enc, options=(RunOptions(preemption=COSTLY),)),
         clone=CloneConfig(
             teacher="short-spare-evict-est", expert=expert, episodes=2, rounds=1, epochs=1, batch_size=64
         ),

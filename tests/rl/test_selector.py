@@ -32,7 +32,7 @@ def _config(**kw) -> EnvConfig:
         n_jobs=60,
         selector=MENU,
         encoding=EncodingConfig(window=4, max_types=4),
-        preemptions=(COSTLY,),
+        options=(RunOptions(preemption=COSTLY),),
         workload={"users": 4, "user_skew": 2.0},
     )
     return EnvConfig(**(base | kw))

@@ -57,8 +57,8 @@ def test_select_wait_trains_on_the_issue_s_distribution():
     types = {t.split("-")[0] for c in clusters for t in c.layout.type_names}
     assert {"T4", "A10", "V100", "A100", "H100"} <= types
     assert min(env.loads) == 0.6 and max(env.loads) == 1.8
-    assert any(p.checkpoint_interval_s is None and p.restart_overhead_s == 0 for p in env.preemptions)
-    assert any(p.checkpoint_interval_s is not None for p in env.preemptions)
+    assert any(o.preemption.checkpoint_interval_s is None and o.preemption.restart_overhead_s == 0 for o in env.options)
+    assert any(o.preemption.checkpoint_interval_s is not None for o in env.options)
     kinds = env.workloads
     assert any(any("fraction" in t for t in w.get("types", {}).values()) for w in kinds)  # fractional inference
     assert any(w.get("user_skew", 0) >= 2 for w in kinds)  # a heavy user
