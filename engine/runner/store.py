@@ -166,13 +166,13 @@ class RunStore:
         return ids
 
     # ------------------------------------------------------------------ runs
-    def create_run(self, scenario_json: str, kind: str = "scenario") -> RunRecord:
+    def create_run(self, scenario_json: str, kind: str = "scenario", run_id: str = "") -> RunRecord:
         """A new queued run of ``scenario_json`` (the scenario as JSON text; a sweep's or plan's spec by
-        ``kind``)."""
+        ``kind``), with id ``run_id`` (32 hex digits; by default a new one)."""
         if kind not in KINDS:
             raise ValueError(f"unknown run kind {kind!r}")
         now = time.time()
-        run_id = uuid.uuid4().hex
+        run_id = run_id or uuid.uuid4().hex
         with self._transaction() as db:
             db.execute(
                 "INSERT INTO runs (id, scenario, state, created_s, updated_s, kind) VALUES (?, ?, 'queued', ?, ?, ?)",
