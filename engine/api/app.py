@@ -24,7 +24,9 @@ behind a reverse proxy all clients are the proxy) may have at most ``PLAYGROUND_
 sweeps and plans queued or running (50) and ``PLAYGROUND_API_SYNC_PER_CLIENT`` synchronous requests (simulate,
 uploads) at once (1), and the server at most ``PLAYGROUND_API_MAX_QUEUED`` runs waiting (1,000). Past a cap the
 answer is 429 with a ``Retry-After`` header and the error naming the cap's setting; nothing is stored or started,
-and the client's earlier runs go on (a cancelled or finished run no longer counts).
+and the client's earlier runs go on (a cancelled or finished run no longer counts). The store keeps
+``PLAYGROUND_API_TRACE_STORE_MB_PER_CLIENT`` of one client's uploads (128 MiB of ``PLAYGROUND_API_TRACE_STORE_MB``'s
+512): past it, that client's own least recently used uploads are evicted (named in the upload's answer).
 """
 
 from __future__ import annotations
@@ -460,7 +462,7 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
         check_trace_size(data, name, settings.max_jobs)
         report = await asyncio.to_thread(runs.import_report, data, workload, _client(request))
         check_job_limit(report["jobs"], name, settings.max_jobs, "the query parameter first (workload.first)")
-        digest, evicted = await asyncio.to_thread(runs.store.put_trace, data, name, report)
+        digest, evicted = await asyncio.to_thread(runs.store.put_trace, data, name, report, _client(request))
         answer = {
             "sha256": digest,
             "name": name,
@@ -471,7 +473,9 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
         if evicted:
             answer["message"] = (
                 f"to keep this upload, the server evicted {len(evicted)} older upload(s) used least "
-                f"recently ({', '.join(t.name for t in evicted)}): upload them again to run them"
+                f"recently ({', '.join(t.name for t in evicted)}): it keeps {settings.trace_store_mb:,} MiB of "
+                f"uploads, {settings.trace_store_mb_per_client:,} MiB of one client's (PLAYGROUND_API_TRACE_STORE_MB, "
+                "PLAYGROUND_API_TRACE_STORE_MB_PER_CLIENT); upload them again to run them"
             )
         return answer
 

@@ -63,6 +63,9 @@ class ApiSettings:
         max_jobs: jobs of an uploaded trace one run may simulate (``PLAYGROUND_MAX_JOBS``, default 100,000).
         upload_limit_mb: largest trace upload, MiB (``PLAYGROUND_API_UPLOAD_MB``, default 128).
         trace_store_mb: uploaded traces the store keeps, MiB (``PLAYGROUND_API_TRACE_STORE_MB``, default 512).
+        trace_store_mb_per_client: uploaded traces the store keeps of one client (the last to upload a trace owns
+            it; a client is as for ``max_runs_per_client``), MiB (``PLAYGROUND_API_TRACE_STORE_MB_PER_CLIENT``,
+            default 128): past it, the client's own least recently used uploads are evicted, not the others'.
         sync_max_job_runs: jobs x schedulers ``POST /v1/simulate`` answers synchronously (default 20,000).
         sync_timeout_s: seconds a synchronous run may take (``PLAYGROUND_API_SYNC_TIMEOUT_S``, default 30).
         max_queued: runs that may wait for a worker (``PLAYGROUND_API_MAX_QUEUED``, default 1,000).
@@ -85,6 +88,9 @@ class ApiSettings:
     max_jobs: int = DEFAULT_MAX_JOBS
     upload_limit_mb: int = 128
     trace_store_mb: int = 512
+    #: 128: the largest upload (``upload_limit_mb``) fits, and one client never evicts more than a quarter of the
+    #: store's 512 MiB of others' uploads.
+    trace_store_mb_per_client: int = 128
     sync_max_job_runs: int = 20_000
     sync_timeout_s: int = 30
     max_queued: int = 1000
@@ -109,6 +115,9 @@ class ApiSettings:
             max_jobs=host_setting("PLAYGROUND_MAX_JOBS", d.max_jobs),
             upload_limit_mb=host_setting("PLAYGROUND_API_UPLOAD_MB", d.upload_limit_mb),
             trace_store_mb=host_setting("PLAYGROUND_API_TRACE_STORE_MB", d.trace_store_mb),
+            trace_store_mb_per_client=host_setting(
+                "PLAYGROUND_API_TRACE_STORE_MB_PER_CLIENT", d.trace_store_mb_per_client
+            ),
             sync_max_job_runs=host_setting("PLAYGROUND_API_SYNC_MAX_JOB_RUNS", d.sync_max_job_runs),
             sync_timeout_s=host_setting("PLAYGROUND_API_SYNC_TIMEOUT_S", d.sync_timeout_s),
             max_queued=host_setting("PLAYGROUND_API_MAX_QUEUED", d.max_queued),
@@ -131,7 +140,11 @@ class RunManager:
     def __init__(self, settings: ApiSettings) -> None:
         workers.add_preload(__name__)  # the worker sides of simulate() and of an upload live here
         self.settings = settings
-        self.store = RunStore(settings.store_path, trace_limit_bytes=settings.trace_store_mb * 2**20)
+        self.store = RunStore(
+            settings.store_path,
+            trace_limit_bytes=settings.trace_store_mb * 2**20,
+            client_trace_limit_bytes=settings.trace_store_mb_per_client * 2**20,
+        )
         self._pool = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="run")
         self._sync = threading.BoundedSemaphore(settings.workers)
         self._cancels: dict[str, threading.Event] = {}

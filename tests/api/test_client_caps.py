@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from engine.analysis.plan import PlanSpec
+from engine.analysis.scenario import WorkloadSpec
 from engine.analysis.sweep import SweepSpec
 from tests.api.live_server import client_from, start_server
 from tests.api.test_server import CANONICAL, LONG, SMALL, assert_one_line_error, post_run, wait_state
@@ -32,9 +33,32 @@ def server(tmp_path_factory):
         PLAYGROUND_API_MAX_RUNS_PER_CLIENT=str(CAP),
         PLAYGROUND_API_SYNC_TIMEOUT_S=str(SYNC_TIMEOUT_S),
         PLAYGROUND_API_SYNC_MAX_JOB_RUNS=str(LONG.workload.n_jobs),  # SLOW may be posted to /v1/simulate
+        PLAYGROUND_API_TRACE_STORE_MB_PER_CLIENT="1",  # two uploads of big_trace()
     )
     yield srv
     srv.stop()
+
+
+def big_trace(tag: str) -> bytes:
+    """A trace of 0.6 MiB: the canonical sample 16 times over, its job names tagged (each tag other bytes)."""
+    header, *rows = CANONICAL.read_text().splitlines()
+    out = [header]
+    for k in range(16):
+        for row in rows:
+            job_id, name, rest = row.split(",", 2)
+            out.append(f"{k * len(rows) + int(job_id)},{tag}-{name},{rest}")
+    return ("\n".join(out) + "\n").encode()
+
+
+def upload(client, data: bytes, name: str) -> dict:
+    answer = client.post("/v1/traces", params={"name": name}, content=data)
+    assert answer.status_code == 201, answer.text
+    return answer.json()
+
+
+def simulate_on(client, upload: dict):
+    workload = WorkloadSpec(source="trace", trace_sha256=upload["sha256"], trace_name=upload["name"], first=50)
+    return client.post("/v1/simulate", content=replace(SMALL, workload=workload).to_json())
 
 
 def assert_refused(answer, setting: str) -> None:
@@ -93,3 +117,15 @@ def test_a_client_has_one_synchronous_request_at_once_while_another_client_is_an
         slow.join()
     assert "stopped after" in assert_one_line_error(answers["slow"], 422)  # the synchronous time limit
     assert client.post("/v1/simulate", content=SMALL.to_json()).status_code == 200
+
+
+def test_a_client_past_its_share_of_uploads_evicts_its_own_not_another_clients(client, server):
+    with client_from(server, "127.0.0.4") as other:
+        theirs = upload(other, big_trace("theirs"), "theirs.csv")
+        first = upload(client, big_trace("first"), "first.csv")
+        second = upload(client, big_trace("second"), "second.csv")  # 1.2 MiB of this client's: past its 1 MiB
+        assert [t["name"] for t in second["evicted"]] == ["first.csv"]  # its own, though theirs.csv is older
+        assert "PLAYGROUND_API_TRACE_STORE_MB_PER_CLIENT" in second["message"]
+        assert simulate_on(other, theirs).status_code == 200
+    assert simulate_on(client, second).status_code == 200
+    assert "not on this server" in assert_one_line_error(simulate_on(client, first), 422)

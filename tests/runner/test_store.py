@@ -86,6 +86,19 @@ def test_traces_are_content_addressed_and_the_least_recently_used_go_first(tmp_p
         store.put_trace(b"x" * 26, "big.csv", {})
 
 
+def test_a_client_past_its_share_of_traces_evicts_its_own_least_recently_used_not_the_others(tmp_path):
+    store = RunStore(tmp_path / "s.sqlite", trace_limit_bytes=100, client_trace_limit_bytes=25)
+    theirs, _ = store.put_trace(b"o" * 10, "theirs.csv", {}, client="10.0.0.2")
+    app, _ = store.put_trace(b"p" * 10, "app.csv", {})  # the app's: no share per client
+    store.put_trace(b"a" * 10, "a.csv", {}, client="10.0.0.1")
+    mine, _ = store.put_trace(b"b" * 10, "b.csv", {}, client="10.0.0.1")
+    _, evicted = store.put_trace(b"c" * 10, "c.csv", {}, client="10.0.0.1")
+    assert [t.name for t in evicted] == ["a.csv"]  # not theirs.csv nor app.csv, used less recently
+    assert all(store.trace_info(sha) for sha in (theirs, app, mine))
+    with pytest.raises(StoreError, match="at most 0 MiB of one client's uploaded traces"):
+        store.put_trace(b"x" * 26, "big.csv", {}, client="10.0.0.1")
+
+
 def test_many_threads_write_without_losing_a_run(tmp_path):
     store = RunStore(tmp_path / "s.sqlite")
     ids: list[str] = []
@@ -122,3 +135,17 @@ def test_a_store_written_before_sweeps_opens_with_its_runs_as_scenario_runs(tmp_
     assert [r.kind for r in store.list_runs()] == ["sweep", "scenario"]
     with pytest.raises(ValueError, match="unknown run kind"):
         store.create_run("{}", kind="nope")
+
+
+def test_a_store_written_before_shares_per_client_keeps_its_traces(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:  # the traces of the first API version: no client column
+        db.executescript(
+            "CREATE TABLE traces (sha256 TEXT PRIMARY KEY, name TEXT NOT NULL, data BLOB NOT NULL, size_bytes INTEGER "
+            "NOT NULL, report TEXT NOT NULL, created_s REAL NOT NULL, used_s REAL NOT NULL);"
+            "INSERT INTO traces VALUES ('" + "b" * 64 + "', 'old.csv', X'6f6c64', 3, '{}', 1, 1);"
+        )
+    store = RunStore(path, trace_limit_bytes=100, client_trace_limit_bytes=3)
+    assert store.get_trace("b" * 64) == b"old"
+    _, evicted = store.put_trace(b"new", "new.csv", {}, client="10.0.0.1")
+    assert evicted == [] and store.get_trace("b" * 64) == b"old"  # an old upload is no client's
