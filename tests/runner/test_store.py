@@ -119,15 +119,20 @@ def test_many_threads_write_without_losing_a_run(tmp_path):
     assert {r.state for r in store.list_runs(limit=1000)} == {"done"}
 
 
-def test_a_store_written_before_sweeps_opens_with_its_runs_as_scenario_runs(tmp_path):
+def test_a_store_written_before_sweeps_opens_with_its_runs_as_scenario_runs_and_its_traces_no_clients(tmp_path):
     path = tmp_path / "old.sqlite"
-    with sqlite3.connect(path) as db:  # the schema of the first API version: no kind column
+    with sqlite3.connect(path) as db:  # the schema of the first API version: no kind column, no traces' client
         db.executescript(
             "CREATE TABLE runs (id TEXT PRIMARY KEY, scenario TEXT NOT NULL, state TEXT NOT NULL, progress REAL NOT "
             "NULL DEFAULT 0, error TEXT NOT NULL DEFAULT '', created_s REAL NOT NULL, updated_s REAL NOT NULL);"
             "INSERT INTO runs VALUES ('" + "a" * 32 + "', '{}', 'done', 1, '', 1, 1);"
+            "CREATE TABLE traces (sha256 TEXT PRIMARY KEY, name TEXT NOT NULL, data BLOB NOT NULL, size_bytes INTEGER "
+            "NOT NULL, report TEXT NOT NULL, created_s REAL NOT NULL, used_s REAL NOT NULL);"
+            "INSERT INTO traces VALUES ('" + "b" * 64 + "', 'old.csv', X'6f6c64', 3, '{}', 1, 1);"
         )
-    store = RunStore(path)
+    store = RunStore(path, client_trace_limit_bytes=3)
+    _, evicted = store.put_trace(b"new", "new.csv", {}, client="10.0.0.1")
+    assert evicted == [] and store.get_trace("b" * 64) == b"old"  # an old upload is no client's
     old = store.get_run("a" * 32)
     assert (old.kind, old.state) == ("scenario", "done")
     sweep = store.create_run('{"base": {}}', kind="sweep")
@@ -135,17 +140,3 @@ def test_a_store_written_before_sweeps_opens_with_its_runs_as_scenario_runs(tmp_
     assert [r.kind for r in store.list_runs()] == ["sweep", "scenario"]
     with pytest.raises(ValueError, match="unknown run kind"):
         store.create_run("{}", kind="nope")
-
-
-def test_a_store_written_before_shares_per_client_keeps_its_traces(tmp_path):
-    path = tmp_path / "old.sqlite"
-    with sqlite3.connect(path) as db:  # the traces of the first API version: no client column
-        db.executescript(
-            "CREATE TABLE traces (sha256 TEXT PRIMARY KEY, name TEXT NOT NULL, data BLOB NOT NULL, size_bytes INTEGER "
-            "NOT NULL, report TEXT NOT NULL, created_s REAL NOT NULL, used_s REAL NOT NULL);"
-            "INSERT INTO traces VALUES ('" + "b" * 64 + "', 'old.csv', X'6f6c64', 3, '{}', 1, 1);"
-        )
-    store = RunStore(path, trace_limit_bytes=100, client_trace_limit_bytes=3)
-    assert store.get_trace("b" * 64) == b"old"
-    _, evicted = store.put_trace(b"new", "new.csv", {}, client="10.0.0.1")
-    assert evicted == [] and store.get_trace("b" * 64) == b"old"  # an old upload is no client's
