@@ -172,10 +172,13 @@ class RunManager:
     def restart(self, run_id: str, work: Work, client: str) -> bool:
         """Queue interrupted run ``run_id`` of ``work`` again; whether it was interrupted. :class:`BusyError` (the
         run stays interrupted) when the server or ``client`` has as many runs as it may."""
-        self._reserve(run_id, client)
         if not self.store.requeue(run_id):
-            self._release(run_id)
             return False
+        try:
+            self._reserve(run_id, client)
+        except BusyError:
+            self.store.set_state(run_id, "interrupted", only_from=("queued",))
+            raise
         self._pool.submit(self._execute, run_id, work)
         return True
 

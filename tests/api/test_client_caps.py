@@ -5,6 +5,7 @@ no longer counts. A client is its connecting address: ``X-Forwarded-For`` does n
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from dataclasses import replace
@@ -129,3 +130,25 @@ def test_a_client_past_its_share_of_uploads_evicts_its_own_not_another_clients(c
         assert simulate_on(other, theirs).status_code == 200
     assert simulate_on(client, second).status_code == 200
     assert "not on this server" in assert_one_line_error(simulate_on(client, first), 422)
+
+
+def test_a_restart_over_the_cap_is_refused_and_the_run_stays_interrupted(tmp_path):
+    store = tmp_path / "store.sqlite"
+    first = start_server(store)
+    try:
+        with client_from(first, "127.0.0.1") as c:
+            interrupted = post_run(c, LONG)
+            wait_state(c, interrupted, ("running",))
+    finally:
+        first.stop(signal.SIGKILL)
+    second = start_server(store, PLAYGROUND_API_MAX_RUNS_PER_CLIENT="1")
+    try:
+        with client_from(second, "127.0.0.1") as c:
+            running = post_run(c, LONG)
+            assert_refused(c.post(f"/v1/runs/{interrupted}/restart"), "PLAYGROUND_API_MAX_RUNS_PER_CLIENT")
+            assert c.get(f"/v1/runs/{interrupted}").json()["state"] == "interrupted"  # still restartable
+            c.delete(f"/v1/runs/{running}")
+            assert c.post(f"/v1/runs/{interrupted}/restart").status_code == 202
+            c.delete(f"/v1/runs/{interrupted}")
+    finally:
+        second.stop()
