@@ -18,6 +18,15 @@ Every input is data from a stranger: bodies are bounded (413 names the limit), a
 path), and every error is ``{"error": "<one line>"}`` with a 4xx status (422 for invalid input): the message the
 command line prints for the same input. With a token set (``PLAYGROUND_API_TOKEN``), every request but the health
 check needs ``Authorization: Bearer <token>`` (compared in constant time).
+
+No client can take the whole server: a client (the address that connects; ``X-Forwarded-For`` is not trusted, so
+behind a reverse proxy all clients are the proxy) may have at most ``PLAYGROUND_API_MAX_RUNS_PER_CLIENT`` runs,
+sweeps and plans queued or running (50) and ``PLAYGROUND_API_SYNC_PER_CLIENT`` synchronous requests (simulate,
+uploads) at once (1), and the server at most ``PLAYGROUND_API_MAX_QUEUED`` runs waiting (1,000). Past a cap the
+answer is 429 with a ``Retry-After`` header and the error naming the cap's setting; nothing is stored or started,
+and the client's earlier runs go on (a cancelled or finished run no longer counts). The store keeps
+``PLAYGROUND_API_TRACE_STORE_MB_PER_CLIENT`` of one client's uploads (128 MiB of ``PLAYGROUND_API_TRACE_STORE_MB``'s
+512): past it, that client's own least recently used uploads are evicted (named in the upload's answer).
 """
 
 from __future__ import annotations
@@ -62,6 +71,9 @@ EVENT_KEEPALIVE_S = 15.0
 #: An upload's query parameters by the workload keys they set (the others have the same name).
 _UPLOAD_PARAMETERS = {"trace_name": "name", "trace_format": "format"}
 _TABLE_TYPES = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
+#: Seconds a client refused by a cap is told to wait (``Retry-After``); an estimate: a small run ends within it,
+#: and a client that waits so long between tries costs the server one refused request per 10 s.
+RETRY_AFTER_S = 10
 
 
 #: The request bodies, for the OpenAPI schema (the routes read them raw: bounded, and parsed by the engine).
@@ -164,6 +176,12 @@ def _install_error_handlers(app: FastAPI) -> None:
         where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "path", "body"))
         return JSONResponse({"error": f"{where}: {first.get('msg', 'invalid input')}"}, status_code=422)
 
+    @app.exception_handler(BusyError)
+    async def busy(_request: Request, exc: BusyError) -> JSONResponse:
+        return JSONResponse(
+            {"error": " ".join(str(exc).split())}, status_code=429, headers={"Retry-After": str(RETRY_AFTER_S)}
+        )
+
     @app.exception_handler(EngineError)
     async def engine_error(_request: Request, exc: EngineError) -> JSONResponse:
         status = 413 if isinstance(exc, (UploadLimitError, StoreError)) else 422
@@ -211,6 +229,11 @@ async def _read_body(request: Request, limit: int, what: str) -> bytes:
 
 def _runs(request: Request) -> RunManager:
     return request.app.state.runs
+
+
+def _client(request: Request) -> str:
+    """Who asks, for the caps per client: the address that connects (``serve`` ignores ``X-Forwarded-For``)."""
+    return request.client.host if request.client else ""
 
 
 def _record(runs: RunManager, run_id: str) -> RunRecord:
@@ -366,12 +389,9 @@ def _scenario_run(runs: RunManager, run_id: str, part: str) -> RunRecord:
 
 
 async def _queue(request: Request, runs: RunManager, work: Work, kind: str) -> JSONResponse:
-    """Store a new run of ``work`` and queue it: 202 with its id and ``Location`` (429 when the queue is full)."""
-    record = await asyncio.to_thread(runs.store.create_run, work.to_json(), kind)
-    try:
-        runs.submit(record.id, work)
-    except BusyError as exc:
-        raise ApiError(429, str(exc)) from None
+    """Store a new run of ``work`` and queue it: 202 with its id and ``Location`` (429 when the queue, or the
+    client's share of it, is full)."""
+    record = await asyncio.to_thread(runs.submit, work, kind, _client(request))
     return JSONResponse(
         {"id": record.id, "kind": kind, "state": record.state, "links": _links(record.id)},
         status_code=202,
@@ -440,9 +460,9 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
                 message = message.replace(f"scenario.workload.{key}", _UPLOAD_PARAMETERS.get(key, key))
             raise ApiError(422, message) from None
         check_trace_size(data, name, settings.max_jobs)
-        report = await asyncio.to_thread(runs.import_report, data, workload)
+        report = await asyncio.to_thread(runs.import_report, data, workload, _client(request))
         check_job_limit(report["jobs"], name, settings.max_jobs, "the query parameter first (workload.first)")
-        digest, evicted = await asyncio.to_thread(runs.store.put_trace, data, name, report)
+        digest, evicted = await asyncio.to_thread(runs.store.put_trace, data, name, report, _client(request))
         answer = {
             "sha256": digest,
             "name": name,
@@ -453,7 +473,9 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
         if evicted:
             answer["message"] = (
                 f"to keep this upload, the server evicted {len(evicted)} older upload(s) used least "
-                f"recently ({', '.join(t.name for t in evicted)}): upload them again to run them"
+                f"recently ({', '.join(t.name for t in evicted)}): it keeps {settings.trace_store_mb:,} MiB of "
+                f"uploads, {settings.trace_store_mb_per_client:,} MiB of one client's (PLAYGROUND_API_TRACE_STORE_MB, "
+                "PLAYGROUND_API_TRACE_STORE_MB_PER_CLIENT); upload them again to run them"
             )
         return answer
 
@@ -504,12 +526,8 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
     def restart_run(request: Request, run_id: str) -> JSONResponse:
         runs = _runs(request)
         record = _record(runs, run_id)
-        if not runs.store.requeue(run_id):
+        if not runs.restart(run_id, _work_of(record), _client(request)):
             raise ApiError(409, f"the run is {record.state}: only an interrupted run can be restarted")
-        try:
-            runs.submit(run_id, _work_of(record))
-        except BusyError as exc:
-            raise ApiError(429, str(exc)) from None
         return JSONResponse(
             {"id": run_id, "state": "queued", "links": _links(run_id)},
             status_code=202,
@@ -545,7 +563,7 @@ def _add_routes(app: FastAPI, settings: ApiSettings) -> None:
                 f"this scenario has {job_runs:,}: POST it to /v1/runs instead",
             )
         try:
-            return await asyncio.to_thread(runs.simulate, sc)
+            return await asyncio.to_thread(runs.simulate, sc, _client(request))
         except RunLimitError as exc:
             raise ApiError(422, f"{exc} (or POST it to /v1/runs)") from None
 

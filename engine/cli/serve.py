@@ -52,6 +52,14 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     # Open event streams would hold a graceful stop forever: they get a few seconds, then the runs in flight are
-    # marked interrupted (restartable).
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5)
+    # marked interrupted (restartable). The caps per client count by the connecting address: uvicorn's proxy
+    # headers are off, or any local client could name itself anew in X-Forwarded-For and pass its cap.
+    uvicorn.run(
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        timeout_graceful_shutdown=5,
+        proxy_headers=False,
+    )
     return 0

@@ -7,7 +7,9 @@ marks them so when it opens the file) and can be queued again (:meth:`RunStore.r
 run is never ``done`` without its results, kept as the JSON texts the worker wrote (a large run's per-job records
 are never parsed by the server unless asked for as a table); a sweep's or plan's results are one JSON text (kept as
 its ``metrics``; it has no per-job records or timeline). Uploaded traces are kept by the SHA-256 of their bytes, at most
-``trace_limit_bytes`` in all; the least recently used go first, and :meth:`RunStore.put_trace` names them.
+``trace_limit_bytes`` in all and ``client_trace_limit_bytes`` of one client's (the API's; its last uploader owns a
+trace); the least recently used go first (a client's own, when it is past its share), and
+:meth:`RunStore.put_trace` names them.
 
 Every write is one transaction (SQLite's WAL journal: readers never wait for a writer, a killed process loses at
 most the transaction it had not committed). One server per store file: opening it marks every unfinished run
@@ -68,9 +70,12 @@ CREATE TABLE IF NOT EXISTS traces (
     size_bytes INTEGER NOT NULL,
     report TEXT NOT NULL,
     created_s REAL NOT NULL,
-    used_s REAL NOT NULL
+    used_s REAL NOT NULL,
+    client TEXT NOT NULL DEFAULT ''
 );
 """
+#: Columns added since the first API version: a store written before them gets them when it opens.
+_ADDED_COLUMNS = {"runs": "kind TEXT NOT NULL DEFAULT 'scenario'", "traces": "client TEXT NOT NULL DEFAULT ''"}
 
 
 _RUN_COLUMNS = "id, scenario, state, progress, error, created_s, updated_s, kind"
@@ -122,17 +127,24 @@ class RunStore:
     opens it for its traces only, leaving the runs of the server that runs them as they are."""
 
     def __init__(
-        self, path: str | Path = DEFAULT_STORE, *, trace_limit_bytes: int = DEFAULT_TRACE_LIMIT_BYTES, runs: bool = True
+        self,
+        path: str | Path = DEFAULT_STORE,
+        *,
+        trace_limit_bytes: int = DEFAULT_TRACE_LIMIT_BYTES,
+        client_trace_limit_bytes: int = DEFAULT_TRACE_LIMIT_BYTES,
+        runs: bool = True,
     ) -> None:
         self.path = Path(path)
         self.trace_limit_bytes = trace_limit_bytes
+        self.client_trace_limit_bytes = client_trace_limit_bytes
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         db = self._db()
         db.execute("PRAGMA journal_mode=WAL")
         db.executescript(_SCHEMA)
-        if "kind" not in {row[1] for row in db.execute("PRAGMA table_info(runs)")}:  # a store older than sweeps
-            db.execute("ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'scenario'")
+        for table, column in _ADDED_COLUMNS.items():
+            if column.split()[0] not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
         self.interrupted = self._mark_interrupted() if runs else []
 
     @contextmanager
@@ -166,13 +178,13 @@ class RunStore:
         return ids
 
     # ------------------------------------------------------------------ runs
-    def create_run(self, scenario_json: str, kind: str = "scenario") -> RunRecord:
+    def create_run(self, scenario_json: str, kind: str = "scenario", run_id: str = "") -> RunRecord:
         """A new queued run of ``scenario_json`` (the scenario as JSON text; a sweep's or plan's spec by
-        ``kind``)."""
+        ``kind``), with id ``run_id`` (32 hex digits; by default a new one)."""
         if kind not in KINDS:
             raise ValueError(f"unknown run kind {kind!r}")
         now = time.time()
-        run_id = uuid.uuid4().hex
+        run_id = run_id or uuid.uuid4().hex
         with self._transaction() as db:
             db.execute(
                 "INSERT INTO runs (id, scenario, state, created_s, updated_s, kind) VALUES (?, ?, 'queued', ?, ?, ?)",
@@ -262,33 +274,42 @@ class RunStore:
         return None if text is None else json.loads(text)
 
     # ------------------------------------------------------------------ traces
-    def put_trace(self, data: bytes, name: str, report: dict[str, Any]) -> tuple[str, list[TraceRecord]]:
-        """Keep an uploaded trace (its bytes, file name and import report); returns its SHA-256 and the traces
-        evicted (least recently used first) to make room. :class:`StoreError` when ``data`` alone is larger
-        than the store keeps."""
-        if len(data) > self.trace_limit_bytes:
-            raise StoreError(
-                f"the file is {len(data) / 2**20:.1f} MiB; this server keeps at most "
-                f"{self.trace_limit_bytes / 2**20:.0f} MiB of uploaded traces"
+    def put_trace(
+        self, data: bytes, name: str, report: dict[str, Any], client: str | None = None
+    ) -> tuple[str, list[TraceRecord]]:
+        """Keep an uploaded trace (its bytes, file name and import report) for ``client`` (the API's caller; ``None``:
+        no share per client, the app's); returns its SHA-256 and the traces evicted (least recently used first) to
+        make room: the client's own past its share, then anyone's past the store's limit. :class:`StoreError` when
+        ``data`` alone is larger than the store, or one client's share, keeps."""
+        shares: list[tuple[int, str, str, tuple[str, ...]]] = [(self.trace_limit_bytes, "uploaded traces", "", ())]
+        if client is not None:
+            shares.insert(
+                0, (self.client_trace_limit_bytes, "one client's uploaded traces", "WHERE client=?", (client,))
             )
+        for limit, what, _, _ in shares:
+            if len(data) > limit:
+                raise StoreError(
+                    f"the file is {len(data) / 2**20:.1f} MiB; this server keeps at most {limit / 2**20:.0f} MiB of {what}"
+                )
         digest = hashlib.sha256(data).hexdigest()
         now = time.time()
         evicted = []
         with self._transaction() as db:
             db.execute("DELETE FROM traces WHERE sha256=?", (digest,))
-            total = db.execute("SELECT COALESCE(SUM(size_bytes), 0) FROM traces").fetchone()[0]
-            for sha, old_name, size, old_report in db.execute(
-                "SELECT sha256, name, size_bytes, report FROM traces ORDER BY used_s, rowid"
-            ).fetchall():
-                if total + len(data) <= self.trace_limit_bytes:
-                    break
-                db.execute("DELETE FROM traces WHERE sha256=?", (sha,))
-                total -= size
-                evicted.append(TraceRecord(sha, old_name, size, json.loads(old_report)))
+            for limit, _, where, args in shares:
+                total = db.execute(f"SELECT COALESCE(SUM(size_bytes), 0) FROM traces {where}", args).fetchone()[0]
+                for sha, old_name, size, old_report in db.execute(
+                    f"SELECT sha256, name, size_bytes, report FROM traces {where} ORDER BY used_s, rowid", args
+                ).fetchall():
+                    if total + len(data) <= limit:
+                        break
+                    db.execute("DELETE FROM traces WHERE sha256=?", (sha,))
+                    total -= size
+                    evicted.append(TraceRecord(sha, old_name, size, json.loads(old_report)))
             db.execute(
-                "INSERT INTO traces (sha256, name, data, size_bytes, report, created_s, used_s) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (digest, name, data, len(data), json.dumps(report), now, now),
+                "INSERT INTO traces (sha256, name, data, size_bytes, report, created_s, used_s, client) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (digest, name, data, len(data), json.dumps(report), now, now, client or ""),
             )
         return digest, evicted
 

@@ -45,6 +45,12 @@ class Server:
             pass
 
 
+def client_from(server: Server, address: str, timeout_s: float = 60) -> httpx.Client:
+    """A client of ``server`` that connects from local ``address`` (any of 127.0.0.0/8): another client to the
+    server's caps per client."""
+    return httpx.Client(base_url=server.url, timeout=timeout_s, transport=httpx.HTTPTransport(local_address=address))
+
+
 def start_server(store: Path, **env: str) -> Server:
     """Start a server on ``store`` (``env``: extra environment variables) and wait until it answers."""
     port = free_port()

@@ -20,7 +20,7 @@ import pytest
 
 from engine.analysis.scenario import Scenario, WorkloadSpec
 from engine.cli import main
-from tests.api.live_server import REPO, start_server
+from tests.api.live_server import REPO, client_from, start_server
 
 pytestmark = pytest.mark.timeout(300)
 SMALL = Scenario(
@@ -281,7 +281,7 @@ def test_bad_input_is_a_4xx_with_one_line(client, method, path, body, status, sa
 
 def test_20_clients_at_once_all_get_their_results(client, server):
     def one(seed: int, out: dict) -> None:
-        with httpx.Client(base_url=server.url, timeout=120) as c:
+        with client_from(server, f"127.0.0.{seed + 2}", timeout_s=120) as c:  # twenty clients: twenty addresses
             sc = Scenario(cluster="1x4:V100-32", workload=WorkloadSpec(n_jobs=25, seed=seed), schedulers=("fifo",))
             run_id = post_run(c, sc)
             wait_state(c, run_id, ("done", "failed"), timeout_s=120)

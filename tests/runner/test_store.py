@@ -86,6 +86,19 @@ def test_traces_are_content_addressed_and_the_least_recently_used_go_first(tmp_p
         store.put_trace(b"x" * 26, "big.csv", {})
 
 
+def test_a_client_past_its_share_of_traces_evicts_its_own_least_recently_used_not_the_others(tmp_path):
+    store = RunStore(tmp_path / "s.sqlite", trace_limit_bytes=100, client_trace_limit_bytes=25)
+    theirs, _ = store.put_trace(b"o" * 10, "theirs.csv", {}, client="10.0.0.2")
+    app, _ = store.put_trace(b"p" * 10, "app.csv", {})  # the app's: no share per client
+    store.put_trace(b"a" * 10, "a.csv", {}, client="10.0.0.1")
+    mine, _ = store.put_trace(b"b" * 10, "b.csv", {}, client="10.0.0.1")
+    _, evicted = store.put_trace(b"c" * 10, "c.csv", {}, client="10.0.0.1")
+    assert [t.name for t in evicted] == ["a.csv"]  # not theirs.csv nor app.csv, used less recently
+    assert all(store.trace_info(sha) for sha in (theirs, app, mine))
+    with pytest.raises(StoreError, match="at most 0 MiB of one client's uploaded traces"):
+        store.put_trace(b"x" * 26, "big.csv", {}, client="10.0.0.1")
+
+
 def test_many_threads_write_without_losing_a_run(tmp_path):
     store = RunStore(tmp_path / "s.sqlite")
     ids: list[str] = []
@@ -106,15 +119,20 @@ def test_many_threads_write_without_losing_a_run(tmp_path):
     assert {r.state for r in store.list_runs(limit=1000)} == {"done"}
 
 
-def test_a_store_written_before_sweeps_opens_with_its_runs_as_scenario_runs(tmp_path):
+def test_a_store_written_before_sweeps_opens_with_its_runs_as_scenario_runs_and_its_traces_no_clients(tmp_path):
     path = tmp_path / "old.sqlite"
-    with sqlite3.connect(path) as db:  # the schema of the first API version: no kind column
+    with sqlite3.connect(path) as db:  # the schema of the first API version: no kind column, no traces' client
         db.executescript(
             "CREATE TABLE runs (id TEXT PRIMARY KEY, scenario TEXT NOT NULL, state TEXT NOT NULL, progress REAL NOT "
             "NULL DEFAULT 0, error TEXT NOT NULL DEFAULT '', created_s REAL NOT NULL, updated_s REAL NOT NULL);"
             "INSERT INTO runs VALUES ('" + "a" * 32 + "', '{}', 'done', 1, '', 1, 1);"
+            "CREATE TABLE traces (sha256 TEXT PRIMARY KEY, name TEXT NOT NULL, data BLOB NOT NULL, size_bytes INTEGER "
+            "NOT NULL, report TEXT NOT NULL, created_s REAL NOT NULL, used_s REAL NOT NULL);"
+            "INSERT INTO traces VALUES ('" + "b" * 64 + "', 'old.csv', X'6f6c64', 3, '{}', 1, 1);"
         )
-    store = RunStore(path)
+    store = RunStore(path, client_trace_limit_bytes=3)
+    _, evicted = store.put_trace(b"new", "new.csv", {}, client="10.0.0.1")
+    assert evicted == [] and store.get_trace("b" * 64) == b"old"  # an old upload is no client's
     old = store.get_run("a" * 32)
     assert (old.kind, old.state) == ("scenario", "done")
     sweep = store.create_run('{"base": {}}', kind="sweep")
