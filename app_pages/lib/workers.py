@@ -21,7 +21,7 @@ Whoever hosts the app sets the bounds by environment variable (or ``.streamlit/s
   hold every worker of the server (a run stopped in the browser goes on in its worker until it ends, and a
   session's fragments may run in parallel).
 
-A call is also stopped (its process killed, :class:`~engine.runner.workers.RunCancelled` raised) once the script
+A call is also stopped (its process killed, :class:`~engine.errors.RunCancelled` raised) once the script
 run that asked for it is told to stop: the session ended, its visitor pressed Stop, or a newer run of the page
 replaced it (Streamlit's fast reruns), so no worker goes on for an answer nobody will read; the Explore page's
 sweeps and plans are cancelled the same way (:func:`run_stopped`).
