@@ -189,7 +189,7 @@ with sweep_tab:
                 """The grid's frame: one piece of this session's work, each cell within the bounds per run, all
                 cancelled when this run of the page is told to stop."""
                 with workers.session_slot("the sweep"):
-                    bounds = {"guard": workers.cell_guard(), "cancel": workers.run_stopped()}
+                    bounds = workers.cell_bounds()
                     return run_sweep(grid, trace_jobs=trace_jobs, on_progress=update, energy=with_energy, **bounds)
 
             frame = sweep_of(spec)
@@ -321,8 +321,7 @@ with plan_tab:
                     seed=sc.seed,
                     options=sc.options,
                     on_progress=update,
-                    guard=workers.cell_guard(),
-                    cancel=workers.run_stopped(),
+                    **workers.cell_bounds(),
                 )
             bar.empty()
             st.session_state[_PLAN] = {"answer": answer, "target": goal, "workload": common.run_key(sc)}
@@ -443,8 +442,7 @@ def cheapest_cluster(sc, schedulers: list[str]) -> None:
                     seed=sc.seed,
                     options=sc.options,
                     on_progress=update,
-                    guard=workers.cell_guard(),
-                    cancel=workers.run_stopped(),
+                    **workers.cell_bounds(),
                 )
             bar.empty()
             st.session_state[_MIX] = {"answer": answer, "workload": common.run_key(sc)}

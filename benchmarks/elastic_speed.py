@@ -19,22 +19,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import time
 
-from engine import make_scheduler, parse_cluster, simulate
+from benchmarks._common import SEED, timed_run
+from engine import parse_cluster
 from engine._native import compiled_modules
 from engine.analysis.metrics import summarize
 from engine.sim.options import AdmissionModel, RunOptions
 from engine.traces.generator import generate
-
-SEED = 1
-
-
-def timed_run(cluster, jobs, scheduler: str, options: RunOptions):
-    """``(CPU seconds, result)`` of one ``simulate``."""
-    t0 = time.process_time()
-    result = simulate(cluster, jobs, make_scheduler(scheduler), seed=SEED, options=options)
-    return time.process_time() - t0, result
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,24 +17,16 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import time
 from dataclasses import replace
 
-from engine import make_scheduler, parse_cluster, simulate
+from benchmarks._common import SEED, timed_run
+from engine import parse_cluster
 from engine._native import compiled_modules
 from engine.sim.options import FAILURE_PRESETS, PreemptionModel, RunOptions
 from engine.traces.generator import generate
 
-SEED = 1
 CHECKPOINT_INTERVAL_S = 3600.0
 CHECKPOINT_COST_S = 60.0
-
-
-def timed_run(cluster, jobs, scheduler: str, options: RunOptions):
-    """``(CPU seconds, result)`` of one ``simulate``."""
-    t0 = time.process_time()
-    result = simulate(cluster, jobs, make_scheduler(scheduler), seed=SEED, options=options)
-    return time.process_time() - t0, result
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -22,15 +22,14 @@ to fifo much less so.
 from __future__ import annotations
 
 import argparse
-import time
 
-from engine import make_scheduler, parse_cluster, simulate
+from benchmarks._common import SEED, timed_run
+from engine import parse_cluster
 from engine.rl.teacher import TEACHERS
 from engine.sim.job import Job
 from engine.traces.generator import generate
 
 CLUSTER = "2x8:A100-80,4x4:V100-32"
-SEED = 1
 
 
 def queued_at_once(n_jobs: int) -> tuple[Job, ...]:
@@ -57,10 +56,7 @@ def queued_at_once(n_jobs: int) -> tuple[Job, ...]:
 
 def cpu_s(scheduler: str, jobs: tuple[Job, ...]) -> float:
     """CPU seconds of one ``simulate`` of ``scheduler`` on ``jobs`` over :data:`CLUSTER`."""
-    cluster = parse_cluster(CLUSTER)
-    t0 = time.process_time()
-    result = simulate(cluster, jobs, make_scheduler(scheduler), seed=SEED)
-    took = time.process_time() - t0
+    took, result = timed_run(parse_cluster(CLUSTER), jobs, scheduler)
     assert (result.status == 0).all(), f"{scheduler}: not every job completed"
     return took
 

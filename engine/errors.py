@@ -58,6 +58,11 @@ class StallError(EngineError):
     """Jobs are waiting, nothing runs, nothing can start and no event is pending: the run cannot progress."""
 
 
+class RunCancelled(EngineError):
+    """The user stopped this work while it ran (its ``cancel`` event was set): a worker call's process was killed,
+    or a sweep's or plan's pending cells were cancelled."""
+
+
 class UnknownNameError(EngineError, KeyError):
     """A registry lookup failed; the message lists the valid names."""
 

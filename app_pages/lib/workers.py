@@ -21,7 +21,7 @@ Whoever hosts the app sets the bounds by environment variable (or ``.streamlit/s
   hold every worker of the server (a run stopped in the browser goes on in its worker until it ends, and a
   session's fragments may run in parallel).
 
-A call is also stopped (its process killed, :class:`~engine.runner.workers.RunCancelled` raised) once the script
+A call is also stopped (its process killed, :class:`~engine.errors.RunCancelled` raised) once the script
 run that asked for it is told to stop: the session ended, its visitor pressed Stop, or a newer run of the page
 replaced it (Streamlit's fast reruns), so no worker goes on for an answer nobody will read; the Explore page's
 sweeps and plans are cancelled the same way (:func:`run_stopped`).
@@ -50,7 +50,7 @@ __all__ = [
     "RunLimitError",
     "WorkerError",
     "call",
-    "cell_guard",
+    "cell_bounds",
     "max_per_session",
     "max_sweep_cells",
     "max_workers",
@@ -159,11 +159,13 @@ def call(fn: Callable, *args: Any, what: str) -> Any:
         )
 
 
-def cell_guard() -> Callable[..., Any]:
-    """The guard of every cell of an Explore sweep or plan (``run_sweep``'s ``guard``): each cell runs in a
-    worker process of its Ray worker within this server's bounds per run (:func:`timeout_s`, :func:`memory_mb`),
-    so a cell past them is a failed cell with one line saying which bound it passed."""
-    return functools.partial(workers.call, what="this cell", limit_s=timeout_s(), memory_mb=memory_mb())
+def cell_bounds() -> dict[str, Any]:
+    """The ``guard`` and ``cancel`` keywords of an Explore sweep or plan (``run_sweep``'s, ``plan``'s): each cell
+    runs in a worker process of its Ray worker within this server's bounds per run (:func:`timeout_s`,
+    :func:`memory_mb`), so a cell past them is a failed cell with one line saying which bound it passed; and all
+    are cancelled when the calling script run is told to stop (:func:`run_stopped`)."""
+    guard = functools.partial(workers.call, what="this cell", limit_s=timeout_s(), memory_mb=memory_mb())
+    return {"guard": guard, "cancel": run_stopped()}
 
 
 def simulate_named(cluster, jobs, scheduler: str, seed: int, user_models: str, options=None):

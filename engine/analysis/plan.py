@@ -32,7 +32,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypedDict, Unpack
 
 from engine.analysis.metrics import DEADLINE_METRICS, METRICS, RELIABILITY_METRICS, Metric
 from engine.analysis.scenario import Scenario
@@ -183,6 +183,89 @@ def _plan_jobs(trace: Any, trace_options: Mapping[str, Any] | None, goal: Target
     return jobs
 
 
+class PlanRunner(TypedDict, total=False):
+    """How a plan's runs are made: the keyword arguments :func:`plan` and :func:`plan_mix` share.
+
+    Attributes:
+        probes_per_round: runs per scheduler per round (default: the CPUs of the Ray cluster, at least 2).
+        backend, address, num_cpus, factories, plugins, guard, cancel: as in
+            :func:`engine.analysis.sweep.run_sweep` (default backend ``"ray"``; a run past the guard's bounds is
+            that scheduler's ``error``).
+        on_progress: called with ``(runs done, runs submitted so far)``.
+    """
+
+    probes_per_round: int | None
+    backend: str
+    address: str | None
+    num_cpus: int | None
+    on_progress: Callable[[int, int], None] | None
+    factories: Mapping[str, Callable[[], Scheduler]] | None
+    plugins: Sequence[str]
+    guard: Callable[..., dict[str, Any]] | None
+    cancel: Any
+
+
+def _goal(target: str | Target, options: RunOptions | None) -> Target:
+    """``target`` parsed, and checked against the runs' ``options``."""
+    goal = target if isinstance(target, Target) else parse_target(target)
+    goal.check_options(options)
+    return goal
+
+
+def _checked_names(schedulers: str | Sequence[str], max_nodes: int, runner: PlanRunner) -> list[str]:
+    """The plan's scheduler names, checked (distinct, known), once ``max_nodes`` and the keywords in ``runner``
+    are checked too (a misspelt keyword is a ``TypeError``, as for any function)."""
+    unknown = sorted(set(runner) - PlanRunner.__optional_keys__)
+    if unknown:
+        raise TypeError(f"plan got unexpected keyword arguments {', '.join(unknown)}")
+    names = [schedulers] if isinstance(schedulers, str) else list(schedulers)
+    if not names or len(set(names)) != len(names):
+        raise PlanError(f"plan schedulers: expected distinct names, got {names}")
+    check_schedulers(names, runner.get("factories"))
+    if not (isinstance(max_nodes, int) and 1 <= max_nodes <= MAX_NODES):
+        raise PlanError(f"max_nodes must be an integer from 1 to {MAX_NODES}, got {max_nodes!r}")
+    return names
+
+
+def _run_rounds(
+    jobs: tuple[Job, ...],
+    next_batch: Callable[[int], list[tuple[str, Any]]],
+    cluster_of: Callable[[Any], Cluster],
+    record: Callable[[str, Any, Any], None],
+    seed: int,
+    options: RunOptions | None,
+    runner: PlanRunner,
+) -> tuple[dict[str, Any], int]:
+    """Run a plan's probes in rounds of parallel runs on a :class:`~engine.analysis.sweep.Runner` made as
+    ``runner`` says, while ``next_batch(k)`` (``k``: runs per scheduler per round) gives ``(scheduler, probe)``
+    pairs, each on ``cluster_of(probe)``; ``record(scheduler, probe, summary or exception)`` as runs finish.
+    Returns where they ran (``meta``'s ``backend``, ``address`` and ``cpus``) and the number of rounds."""
+    backend, on_progress = runner.get("backend", "ray"), runner.get("on_progress")
+    factories = dict(runner.get("factories") or {})
+    rounds = submitted = finished = 0
+    with Runner(
+        backend,
+        runner.get("address"),
+        num_cpus=runner.get("num_cpus"),
+        plugins=runner.get("plugins", ()),
+        guard=runner.get("guard"),
+        cancel=runner.get("cancel"),
+    ) as pool:
+        ref = pool.put(jobs)
+        k = runner.get("probes_per_round") or max(2, pool.cpus)
+        while batch := next_batch(k):
+            rounds += 1
+            for s, probe in batch:
+                pool.submit((s, probe), cluster_of(probe), ref, s, seed, factories.get(s), options)
+                submitted += 1
+            for (s, probe), outcome in pool.completed():
+                finished += 1
+                if on_progress is not None:
+                    on_progress(finished, submitted)
+                record(s, probe, outcome)
+    return {"backend": backend, "address": pool.address, "cpus": pool.cpus}, rounds
+
+
 def plan(
     trace: str | Sequence[Job],
     node: str,
@@ -193,16 +276,8 @@ def plan(
     max_nodes: int = 1024,
     seed: int = 0,
     trace_options: Mapping[str, Any] | None = None,
-    probes_per_round: int | None = None,
-    backend: str = "ray",
-    address: str | None = None,
-    num_cpus: int | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
-    factories: Mapping[str, Callable[[], Scheduler]] | None = None,
-    plugins: Sequence[str] = (),
     options: RunOptions | None = None,
-    guard: Callable[..., dict[str, Any]] | None = None,
-    cancel: Any = None,
+    **runner: Unpack[PlanRunner],
 ):
     """The fewest nodes of shape ``node`` for which each scheduler's run on ``trace`` meets ``target``.
 
@@ -215,10 +290,7 @@ def plan(
         max_nodes: the most nodes tried (at most :data:`MAX_NODES`).
         seed: the simulation seed of every run.
         options: the run options of every run (default ``RunOptions()``).
-        probes_per_round: runs per scheduler per round (default: the CPUs of the Ray cluster, at least 2).
-        backend, address, num_cpus, factories, plugins, guard, cancel: as in
-            :func:`engine.analysis.sweep.run_sweep` (a run past the guard's bounds is that scheduler's ``error``).
-        on_progress: called with ``(runs done, runs submitted so far)``.
+        runner: how the runs are made (:class:`PlanRunner`: ``backend``, ``address``, ``cancel``, ...).
 
     Returns:
         A pandas frame, one row per scheduler: ``scheduler``, ``nodes`` (``None`` when even ``max_nodes`` fails),
@@ -229,48 +301,36 @@ def plan(
     """
     import pandas as pd
 
-    goal = target if isinstance(target, Target) else parse_target(target)
-    goal.check_options(options)
+    goal = _goal(target, options)
     shape = parse_node(node)
-    names = [schedulers] if isinstance(schedulers, str) else list(schedulers)
-    if not names or len(set(names)) != len(names):
-        raise PlanError(f"plan schedulers: expected distinct names, got {names}")
-    check_schedulers(names, factories)
-    if not (isinstance(max_nodes, int) and 1 <= max_nodes <= MAX_NODES):
-        raise PlanError(f"max_nodes must be an integer from 1 to {MAX_NODES}, got {max_nodes!r}")
+    names = _checked_names(schedulers, max_nodes, runner)
     base = None if cluster is None else parse_cluster(cluster)
     jobs = _plan_jobs(trace, trace_options, goal)
-    factories = dict(factories or {})
     searches = {s: _Search(max_nodes) for s in names}
     probes: dict[tuple[str, int], dict[str, Any]] = {}
-    rounds = submitted = finished = 0
+
+    def next_batch(k: int) -> list[tuple[str, int]]:
+        return [(s, n) for s, search in searches.items() if not search.done for n in search.next_counts(k)]
+
+    def record(s: str, n: int, outcome: Any) -> None:
+        if isinstance(outcome, BaseException):
+            searches[s].error = f"{n} nodes: {one_line(outcome)}"
+            return
+        ok = goal.met_by(outcome)
+        searches[s].meets[n] = ok
+        probes[(s, n)] = {
+            "scheduler": s,
+            "nodes": n,
+            "gpus": grown_cluster(shape, n, base).n_gpus,
+            "value": _value(outcome, goal.metric),
+            "meets": ok,
+            "unschedulable": outcome["unschedulable"],
+        }
+
     t0 = time.perf_counter()
-    with Runner(backend, address, num_cpus=num_cpus, plugins=plugins, guard=guard, cancel=cancel) as runner:
-        ref = runner.put(jobs)
-        k = probes_per_round or max(2, runner.cpus)
-        while active := [s for s, search in searches.items() if not search.done]:
-            rounds += 1
-            for s in active:
-                for n in searches[s].next_counts(k):
-                    runner.submit((s, n), grown_cluster(shape, n, base), ref, s, seed, factories.get(s), options)
-                    submitted += 1
-            for (s, n), outcome in runner.completed():
-                finished += 1
-                if on_progress is not None:
-                    on_progress(finished, submitted)
-                if isinstance(outcome, BaseException):
-                    searches[s].error = f"{n} nodes: {one_line(outcome)}"
-                    continue
-                ok = goal.met_by(outcome)
-                searches[s].meets[n] = ok
-                probes[(s, n)] = {
-                    "scheduler": s,
-                    "nodes": n,
-                    "gpus": grown_cluster(shape, n, base).n_gpus,
-                    "value": _value(outcome, goal.metric),
-                    "meets": ok,
-                    "unschedulable": outcome["unschedulable"],
-                }
+    where, rounds = _run_rounds(
+        jobs, next_batch, lambda n: grown_cluster(shape, n, base), record, seed, options, runner
+    )
     rows = []
     for s, search in searches.items():
         n = search.hi if search.error is None else None
@@ -291,9 +351,7 @@ def plan(
     met = [r for r in rows if r["gpus"] is not None]
     frame.attrs["probes"] = sorted(probes.values(), key=lambda p: (names.index(p["scheduler"]), p["nodes"]))
     frame.attrs["meta"] = {
-        "backend": backend,
-        "address": runner.address,
-        "cpus": runner.cpus,
+        **where,
         "target": str(goal),
         "node": f"{shape[0]}:{shape[1]}",
         "cluster": None if base is None else base.to_shorthand(),
@@ -433,17 +491,9 @@ def plan_mix(
     minimize: str = "cluster_price_per_h",
     max_nodes: int = 64,
     seed: int = 0,
-    options: RunOptions | None = None,
     trace_options: Mapping[str, Any] | None = None,
-    probes_per_round: int | None = None,
-    backend: str = "ray",
-    address: str | None = None,
-    num_cpus: int | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
-    factories: Mapping[str, Callable[[], Scheduler]] | None = None,
-    plugins: Sequence[str] = (),
-    guard: Callable[..., dict[str, Any]] | None = None,
-    cancel: Any = None,
+    options: RunOptions | None = None,
+    **runner: Unpack[PlanRunner],
 ):
     """The cheapest cluster built from node shapes ``nodes`` (any number of nodes of each, at most ``max_nodes``)
     on which each scheduler's run of ``trace`` meets ``target``, with the runner-up.
@@ -461,7 +511,8 @@ def plan_mix(
     single-shape answer, say), or below :data:`RUNNER_UP_WITHIN` times the answer's price while there is none;
     ``None`` when none is found there.
 
-    ``guard`` bounds every run and ``cancel`` stops the plan as in :func:`plan`.
+    ``trace``, ``seed``, ``trace_options``, ``options`` and ``runner`` (how the runs are made) are as in
+    :func:`plan`.
 
     Returns:
         A pandas frame, one row per scheduler: ``scheduler``, ``cluster`` (shorthand, ``None`` when no mix meets
@@ -477,53 +528,40 @@ def plan_mix(
 
     if minimize not in OBJECTIVES:
         raise PlanError(f"minimize {minimize!r}: expected one of {', '.join(OBJECTIVES)}")
-    goal = target if isinstance(target, Target) else parse_target(target)
-    goal.check_options(options)
+    goal = _goal(target, options)
     shapes = [parse_node(n) for n in nodes]
     if not shapes or len(set(shapes)) != len(shapes):
         raise PlanError(f"plan node shapes: expected distinct GPUS:TYPE shapes, got {list(nodes)}")
-    names = [schedulers] if isinstance(schedulers, str) else list(schedulers)
-    if not names or len(set(names)) != len(names):
-        raise PlanError(f"plan schedulers: expected distinct names, got {names}")
-    check_schedulers(names, factories)
-    if not (isinstance(max_nodes, int) and 1 <= max_nodes <= MAX_NODES):
-        raise PlanError(f"max_nodes must be an integer from 1 to {MAX_NODES}, got {max_nodes!r}")
+    names = _checked_names(schedulers, max_nodes, runner)
     options = options or RunOptions()
     price_list = options.energy.price_list
     node_price = [cluster_price_per_h(mix_cluster([s], (1,)), price_list) for s in shapes]
     if not all(p > 0 for p in node_price):
         raise PlanError(f"every node shape needs a price > 0 under price list {price_list!r} to be minimised")
     jobs = _plan_jobs(trace, trace_options, goal)
-    factories = dict(factories or {})
     searches = {s: _MixSearch(node_price, max_nodes) for s in names}
     probes: dict[tuple[str, Mix], dict[str, Any]] = {}
-    rounds = submitted = finished = 0
+
+    def next_batch(k: int) -> list[tuple[str, Mix]]:
+        return [(s, m) for s, search in searches.items() for m in search.next_mixes(k)]
+
+    def record(s: str, m: Mix, outcome: Any) -> None:
+        if isinstance(outcome, BaseException):
+            searches[s].error = f"{mix_cluster(shapes, m).to_shorthand()}: {one_line(outcome)}"
+            return
+        ok = goal.met_by(outcome)
+        searches[s].record(m, ok)
+        probes[(s, m)] = {
+            "scheduler": s,
+            "cluster": mix_cluster(shapes, m).to_shorthand(),
+            "nodes": list(m),
+            "cluster_price_per_h": cluster_price_per_h(mix_cluster(shapes, m), price_list),
+            "value": _value(outcome, goal.metric),
+            "meets": ok,
+        }
+
     t0 = time.perf_counter()
-    with Runner(backend, address, num_cpus=num_cpus, plugins=plugins, guard=guard, cancel=cancel) as runner:
-        ref = runner.put(jobs)
-        k = probes_per_round or max(2, runner.cpus)
-        while batch := [(s, m) for s, search in searches.items() for m in search.next_mixes(k)]:
-            rounds += 1
-            for s, m in batch:
-                runner.submit((s, m), mix_cluster(shapes, m), ref, s, seed, factories.get(s), options)
-                submitted += 1
-            for (s, m), outcome in runner.completed():
-                finished += 1
-                if on_progress is not None:
-                    on_progress(finished, submitted)
-                if isinstance(outcome, BaseException):
-                    searches[s].error = f"{mix_cluster(shapes, m).to_shorthand()}: {one_line(outcome)}"
-                    continue
-                ok = goal.met_by(outcome)
-                searches[s].record(m, ok)
-                probes[(s, m)] = {
-                    "scheduler": s,
-                    "cluster": mix_cluster(shapes, m).to_shorthand(),
-                    "nodes": list(m),
-                    "cluster_price_per_h": cluster_price_per_h(mix_cluster(shapes, m), price_list),
-                    "value": _value(outcome, goal.metric),
-                    "meets": ok,
-                }
+    where, rounds = _run_rounds(jobs, next_batch, lambda m: mix_cluster(shapes, m), record, seed, options, runner)
     rows = []
     for s, search in searches.items():
         best = search.answer if search.error is None else None
@@ -550,9 +588,7 @@ def plan_mix(
         probes.values(), key=lambda p: (names.index(p["scheduler"]), p["cluster_price_per_h"], p["nodes"])
     )
     frame.attrs["meta"] = {
-        "backend": backend,
-        "address": runner.address,
-        "cpus": runner.cpus,
+        **where,
         "target": str(goal),
         "minimize": minimize,
         "shapes": [f"{g}:{t}" for g, t in shapes],
@@ -669,7 +705,7 @@ class PlanSpec:
         return cls.from_dict(data, trusted=trusted)
 
 
-def run_plan_spec(spec: PlanSpec, jobs: Sequence[Job], **runner: Any):
+def run_plan_spec(spec: PlanSpec, jobs: Sequence[Job], **runner: Unpack[PlanRunner]):
     """:func:`plan` (one shape) or :func:`plan_mix` (several) of ``spec`` on ``jobs`` (the base's, built for its
     cluster); ``runner``: ``backend``, ``address``, ``num_cpus``, ``on_progress``, ``cancel``. Returns the frame."""
     base = spec.base

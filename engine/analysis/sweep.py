@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from engine.analysis.metrics import DEADLINE_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS, summarize
 from engine.analysis.ray_join import RayJoinError, head_answers, join_cluster
 from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec
-from engine.errors import EngineError, reject_unknown_keys
+from engine.errors import EngineError, RunCancelled, reject_unknown_keys
 from engine.io import atomic_write_text
 from engine.plugins import load_plugin
 from engine.schedulers import make_scheduler
@@ -77,10 +77,6 @@ LEGACY_KEYS = frozenset({"clusters", "schedulers", "seeds", "jobs", "loads", "ge
 
 class SweepError(EngineError, ValueError):
     """A sweep spec is invalid; the message names the field and what was expected."""
-
-
-class RunStopped(EngineError):
-    """A sweep or plan was stopped by its ``cancel`` event; its pending cells were cancelled."""
 
 
 def with_load(workload: WorkloadSpec, load: float) -> WorkloadSpec:
@@ -492,7 +488,7 @@ class Runner:
     ``put`` stores a workload once and returns what ``submit`` takes; ``completed`` yields ``(key, summary or
     exception)`` as cells finish. Use as a context manager: a Ray started here is shut down on exit only when
     ``keep_ray`` is false. A set ``cancel`` event stops ``completed`` within a fraction of a second: the cells
-    still pending are cancelled (a running Ray task's worker is killed) and :class:`RunStopped` is raised.
+    still pending are cancelled (a running Ray task's worker is killed) and :class:`RunCancelled` is raised.
     """
 
     def __init__(
@@ -623,7 +619,7 @@ class Runner:
                     yield key, getattr(exc, "cause", None) or exc
 
     def _stop_if_cancelled(self) -> None:
-        """Raise :class:`RunStopped` when the cancel event is set, cancelling every cell still pending first."""
+        """Raise :class:`RunCancelled` when the cancel event is set, cancelling every cell still pending first."""
         if self.cancel is None or not self.cancel.is_set():
             return
         pending, self._pending = self._pending, {}
@@ -632,7 +628,7 @@ class Runner:
 
             for ref in pending:
                 ray.cancel(ref, force=True)
-        raise RunStopped(f"stopped with {len(pending):,} cells pending")
+        raise RunCancelled(f"stopped with {len(pending):,} cells pending")
 
     def _lost(self) -> Iterator[tuple[Any, BaseException]]:
         """The cluster's head went away: disconnect now (Ray would end this process a minute later) and report
@@ -761,7 +757,7 @@ def run_sweep(
             ``functools.partial(engine.runner.workers.call, what=..., limit_s=..., memory_mb=...)``: a cell past
             its time or memory bound is stopped and is a failed cell with that one-line reason.
         cancel: anything with ``is_set()`` (a :class:`threading.Event`): once set, the pending cells are cancelled
-            and :class:`RunStopped` is raised (looked at every 0.2 s, and between cells in serial).
+            and :class:`RunCancelled` is raised (looked at every 0.2 s, and between cells in serial).
 
     Returns:
         Columns :data:`CELL_COLUMNS`, then one per option axis (its path: the cell's value), then every key of :data:`~engine.analysis.metrics.METRICS` (then of

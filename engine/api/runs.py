@@ -31,11 +31,11 @@ from engine.analysis.energy import sets_energy
 from engine.analysis.plan import PlanSpec, plan_json, run_plan_spec
 from engine.analysis.results import metrics_json, results_as_json, run_scenario, scenario_results, sweep_json
 from engine.analysis.scenario import Scenario, WorkloadSpec, load_trace_bytes
-from engine.analysis.sweep import RunStopped, SweepSpec, run_sweep
-from engine.errors import EngineError
+from engine.analysis.sweep import SweepSpec, run_sweep
+from engine.errors import EngineError, RunCancelled
 from engine.runner import workers
 from engine.runner.store import DEFAULT_STORE, RunRecord, RunStore
-from engine.runner.workers import RunCancelled, RunLimitError, call
+from engine.runner.workers import RunLimitError, call
 from engine.sim.job import Job
 from engine.traces.limits import DEFAULT_MAX_JOBS, host_setting
 
@@ -353,7 +353,7 @@ class RunManager:
             else:
                 jobs = bounded(_plan_jobs, spec.base, data)
                 answer = plan_json(run_plan_spec(spec, jobs, on_progress=on_progress, cancel=cancel))
-        except (RunStopped, RunCancelled):
+        except RunCancelled:
             if timed_out.is_set():
                 raise RunLimitError(
                     f"{what} stopped after {limit_s:g} s, this server's time limit per run: make it smaller "

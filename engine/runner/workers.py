@@ -23,7 +23,7 @@ import time
 from multiprocessing import spawn
 from typing import Any, Callable
 
-from engine.errors import EngineError, TraceError
+from engine.errors import EngineError, RunCancelled, TraceError
 
 _CONTEXT = multiprocessing.get_context("forkserver")
 # Children fork from a server with these imported: a worker starts in milliseconds, not seconds.
@@ -53,10 +53,6 @@ class RunLimitError(EngineError):
 
 class WorkerError(EngineError):
     """Bad input found by the work in the worker process (the message is the engine's own)."""
-
-
-class RunCancelled(EngineError):
-    """A call was cancelled while it ran; its process was killed."""
 
 
 def add_preload(*modules: str) -> None:

@@ -187,3 +187,31 @@ def test_a_deadline_ratio_target_gives_the_fewest_nodes_meeting_it_under_admissi
     assert nodes["edf"] < nodes["fifo"]  # measured: 2 nodes against 6
     with pytest.raises(PlanError, match="no job of the plan's trace has a deadline"):
         plan(generate("1x4:T4", 5, seed=1), "4:T4", "fifo", target, backend="serial")
+
+
+def test_plan_and_plan_mix_take_the_same_run_keywords_and_refuse_a_misspelt_one():
+    """Both share one keyword record (``PlanRunner``): its keywords (progress, rounds) work in each, and one it
+    does not have is a TypeError before any run, as a function's unknown keyword is."""
+    jobs = generate("1x4:V100-32", 12, load=1.0, seed=1)
+    seen = {"plan": [], "mix": []}
+    runs = {"backend": "serial", "probes_per_round": 3}
+    one = plan(
+        jobs,
+        "4:V100-32",
+        "fifo",
+        "mean_wait_s<=1e9",
+        max_nodes=4,
+        on_progress=lambda *a: seen["plan"].append(a),
+        **runs,
+    )
+    nodes = ["4:V100-32", "4:T4"]
+    mix = plan_mix(
+        jobs, nodes, "fifo", "mean_wait_s<=1e9", max_nodes=2, on_progress=lambda *a: seen["mix"].append(a), **runs
+    )
+    assert one.attrs["meta"]["backend"] == mix.attrs["meta"]["backend"] == "serial"
+    assert seen["plan"] and seen["mix"]
+    assert one.attrs["meta"]["runs"] == 3  # 1, 2 and 4 nodes: the first round, of three probes
+    for run in (plan, plan_mix):
+        node = "4:V100-32" if run is plan else ["4:V100-32"]
+        with pytest.raises(TypeError, match="backed"):
+            run(jobs, node, "fifo", "mean_wait_s<=1e9", backed="serial")

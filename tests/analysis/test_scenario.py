@@ -195,33 +195,37 @@ def test_every_bound_is_checked_in_one_place_and_names_the_key(workload, message
     assert message in str(err.value)
 
 
+#: A literal copy of an early "Scenario (JSON)" download of the app (no run options, no cuts): files like it must
+#: still load, and run as they did.
+EARLY_APP_SCENARIO = {
+    "cluster": "2x4:V100-32",
+    "name": "",
+    "schedulers": ["fifo", "sjf"],
+    "seed": 0,
+    "workload": {
+        "arrival": "poisson",
+        "column_map": {},
+        "first": 0,
+        "load": 1.2,
+        "mix": {"training": 1.0},
+        "n_jobs": 40,
+        "preset": "",
+        "seed": 3,
+        "skip_bad": False,
+        "source": "generate",
+        "time_unit": "",
+        "trace_format": "",
+        "trace_name": "",
+        "trace_sha256": "",
+        "users": 6,
+    },
+}
+
+
 def test_a_scenario_file_the_app_wrote_before_run_options_still_loads():
     from engine.traces.generator import generate
 
-    old = {
-        "cluster": "2x4:V100-32",
-        "name": "",
-        "schedulers": ["fifo", "sjf"],
-        "seed": 0,
-        "workload": {
-            "arrival": "poisson",
-            "column_map": {},
-            "first": 0,
-            "load": 1.2,
-            "mix": {"training": 1.0},
-            "n_jobs": 40,
-            "preset": "",
-            "seed": 3,
-            "skip_bad": False,
-            "source": "generate",
-            "time_unit": "",
-            "trace_format": "",
-            "trace_name": "",
-            "trace_sha256": "",
-            "users": 6,
-        },
-    }
-    sc = Scenario.from_json(json.dumps(old))
+    sc = Scenario.from_json(json.dumps(EARLY_APP_SCENARIO))
     cluster = sc.build_cluster()
     assert sc.build_jobs(cluster) == generate(cluster, 40, 1.2, 3, mix={"training": 1.0}, users=6)
 

@@ -18,9 +18,9 @@ import pytest
 
 from engine.analysis.metrics import ENERGY_METRICS, METRICS
 from engine.analysis.scenario import scale_submits
-from engine.analysis.sweep import CELL_COLUMNS, RunStopped, SweepError, SweepSpec, run_sweep
+from engine.analysis.sweep import CELL_COLUMNS, SweepError, SweepSpec, run_sweep
 from engine.cli import main
-from engine.errors import UnknownNameError
+from engine.errors import RunCancelled, UnknownNameError
 from engine.runner.workers import call
 from engine.schedulers import make_scheduler
 from engine.sim.options import EnergyModel, RunOptions
@@ -269,7 +269,7 @@ def test_a_cancelled_sweep_stops_at_once_and_frees_rays_cpus(ray_local, tmp_path
 
     threading.Thread(target=cancel_once_the_slow_cell_runs, daemon=True).start()
     start = time.monotonic()
-    with pytest.raises(RunStopped, match="stopped with"):
+    with pytest.raises(RunCancelled, match="stopped with"):
         run_sweep(spec, factories={"slow": functools.partial(_SlowTelling, str(tmp_path))}, cancel=cancel)
     assert time.monotonic() - start < 60  # the cell alone thinks a minute per decision
     deadline = time.monotonic() + 20
@@ -447,6 +447,6 @@ def test_a_cancel_stops_a_sweep_between_cells():
         if finished == 3:
             cancel.set()
 
-    with pytest.raises(RunStopped, match="stopped with 5 cells pending"):
+    with pytest.raises(RunCancelled, match="stopped with 5 cells pending"):
         run_sweep(spec, backend="serial", on_progress=on_progress, cancel=cancel)
     assert done == [1, 2, 3]

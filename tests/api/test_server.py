@@ -20,6 +20,7 @@ import pytest
 
 from engine.analysis.scenario import Scenario, WorkloadSpec
 from engine.cli import main
+from tests.analysis.test_scenario import EARLY_APP_SCENARIO
 from tests.api.live_server import REPO, client_from, start_server
 
 pytestmark = pytest.mark.timeout(300)
@@ -176,32 +177,8 @@ def test_results_wait_for_the_run_whose_events_show_progress_and_a_cancel_kills_
 
 
 def test_a_scenario_file_the_app_wrote_before_run_options_runs_like_the_cli(client, tmp_path):
-    # A literal copy of an early "Scenario (JSON)" download (no options, no cuts; tests/analysis/test_scenario.py).
-    old = {
-        "cluster": "2x4:V100-32",
-        "name": "",
-        "schedulers": ["fifo", "sjf"],
-        "seed": 0,
-        "workload": {
-            "arrival": "poisson",
-            "column_map": {},
-            "first": 0,
-            "load": 1.2,
-            "mix": {"training": 1.0},
-            "n_jobs": 40,
-            "preset": "",
-            "seed": 3,
-            "skip_bad": False,
-            "source": "generate",
-            "time_unit": "",
-            "trace_format": "",
-            "trace_name": "",
-            "trace_sha256": "",
-            "users": 6,
-        },
-    }
     path = tmp_path / "old.json"
-    path.write_text(json.dumps(old))
+    path.write_text(json.dumps(EARLY_APP_SCENARIO))  # tests/analysis/test_scenario.py: it still loads
     run_id = post_run(client, path.read_text())
     assert wait_state(client, run_id, ("done", "failed"))["state"] == "done"
     assert client.get(f"/v1/runs/{run_id}/results").json() == cli_json(tmp_path, path)

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.analysis.metrics import DEADLINE_METRICS, metric_name, summarize
-from engine.units import human_value
-from tests.app.test_pages import app, errors
+from engine.analysis.metrics import DEADLINE_METRICS, summarize
+from tests.app.test_pages import app, assert_kpi_rows, errors, run_compare
 
 QUERY = {"cluster": "2x4:V100-32", "sched": "fifo,edf", "w.n_jobs": "60", "w.load": "1.2"}
 
@@ -26,17 +25,8 @@ def test_workload_page_sets_deadlines_and_admission_and_compare_shows_the_deadli
     assert at.session_state["scenario"].options.admission.policy == "feasible"
     assert at.query_params["o.admission.policy"] == '"feasible"'
 
-    query = dict(at.query_params)  # the link the page wrote
-    compare = app("app_pages/compare.py", query=query)
-    compare.button(key="compare_run").click().run()
-    assert not compare.exception and not errors(compare), errors(compare)
-    results = compare.session_state["results"]["results"]
-    kpi = compare.dataframe[0].value.set_index("metric")
-    for name, result in results.items():
-        summary = summarize(result)
-        assert summary.deadlines is not None and summary.deadlines.declined > 0  # admission ran
-        for key, metric in DEADLINE_METRICS.items():
-            assert kpi.loc[metric_name(key), name] == human_value(summary.value(key), metric.unit)
+    summaries = assert_kpi_rows(run_compare(dict(at.query_params)), DEADLINE_METRICS)  # the link the page wrote
+    assert all(s.deadlines is not None and s.deadlines.declined > 0 for s in summaries.values())  # admission ran
 
 
 def test_the_sidebar_names_the_deadline_law_and_the_admission_policy():
@@ -49,17 +39,11 @@ def test_explore_plans_for_a_deadline_ratio_and_sweeps_carry_the_deadline_column
     from engine import make_scheduler, simulate
     from engine.analysis.plan import grown_cluster
     from engine.analysis.scenario import Scenario
-    from tests.app.test_explore import explore
+    from tests.app.test_explore import explore, find_fewest_nodes
 
     query = {**QUERY, "sched": "edf", "w.deadlines": "gavel", "o.admission.policy": '"feasible"'}
     at = explore(query)
-    at.text_input(key="plan_node").set_value("4:V100-32")
-    at.selectbox(key="plan_metric").select("deadline_ratio")
-    at.radio(key="plan_op").set_value(">=")
-    at.number_input(key="plan_max_nodes").set_value(6)
-    at.text_input(key="plan_value").set_value("0.9")
-    at.button(key="FormSubmitter:plan_form-▶ Find the fewest nodes").click().run()
-    assert not at.exception and not errors(at), errors(at)
+    find_fewest_nodes(at, "4:V100-32", "deadline_ratio", "0.9", op=">=", max_nodes=6)
     answer = at.session_state["explore_plan"]["answer"]
     sc = Scenario.from_query(query)
     n = int(answer.nodes[0])

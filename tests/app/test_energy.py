@@ -17,7 +17,7 @@ from engine.errors import ClusterSpecError
 from engine.sim.options import CarbonSeries, EnergyModel, PowerDownModel
 from engine.units import human_value
 from tests.app.test_explore import explore
-from tests.app.test_pages import REPO, app, errors
+from tests.app.test_pages import REPO, app, assert_kpi_rows, errors, run_compare
 
 APPLY_ENERGY = "FormSubmitter:cluster_energy_form-Apply energy and cost"
 DAILY = (REPO / "sample_traces" / "carbon" / "daily.csv").read_bytes()
@@ -88,10 +88,7 @@ def test_the_count_switch_counts_the_default_model_in_the_link_and_on_compare():
     assert not at.exception and not errors(at), errors(at)
     assert at.session_state["scenario"].options.energy == EnergyModel(count=True)
     assert at.query_params["o.energy.count"] == "true"
-    query = dict(at.query_params)
-    compare = app("app_pages/compare.py", query=query)  # the link alone carries the switch
-    compare.button(key="compare_run").click().run()
-    assert not compare.exception and not errors(compare), errors(compare)
+    compare = run_compare(dict(at.query_params))  # the link alone carries the switch
     kpi = compare.dataframe[0].value.set_index("metric")
     assert kpi.loc[metric_name("energy_kwh")].str.endswith("kWh").all()  # the default model, counted
     assert kpi.loc[metric_name("cost_per_job_usd")].str.startswith("$").all()
@@ -138,16 +135,11 @@ def downloaded(filename: str) -> bytes:
 
 
 def test_compare_shows_energy_rows_per_user_power_and_exports_them_when_the_scenario_sets_a_model():
-    at = app("app_pages/compare.py", query=ENERGY_QUERY)
-    at.button(key="compare_run").click().run()
-    assert not at.exception and not errors(at), errors(at)
-    kpi = at.dataframe[0].value.set_index("metric")
+    at = run_compare(ENERGY_QUERY)
     model = Scenario.from_query(ENERGY_QUERY).options.energy
+    assert_kpi_rows(at, ENERGY_METRICS, energy=model)  # every energy row is the run's own figure, in its human unit
     results = at.session_state["results"]["results"]
-    for name, result in results.items():  # every energy row is the run's own figure, in its human unit
-        expected = summarize(result, energy=model)
-        for key, metric in ENERGY_METRICS.items():
-            assert kpi.loc[metric_name(key), name] == human_value(expected.value(key), metric.unit)
+    kpi = at.dataframe[0].value.set_index("metric")
     assert kpi.loc[metric_name("cost_usd"), "first-fit"].startswith("$")
     assert kpi.loc[metric_name("co2_kg"), "first-fit"].endswith(" kg CO2")
     per_user = next(d.value for d in at.dataframe if "Carbon" in getattr(d.value, "columns", []))

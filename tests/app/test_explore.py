@@ -28,6 +28,20 @@ def explore(query: dict | None = None) -> AppTest:
     return at
 
 
+def find_fewest_nodes(at: AppTest, node: str, metric: str, value: str, *, op: str = "", max_nodes: int = 0) -> None:
+    """Fill the capacity plan form (``op`` and ``max_nodes`` left as they are unless given), press its button
+    and check that the page shows no exception and no error."""
+    at.text_input(key="plan_node").set_value(node)
+    at.selectbox(key="plan_metric").select(metric)
+    if op:
+        at.radio(key="plan_op").set_value(op)
+    if max_nodes:
+        at.number_input(key="plan_max_nodes").set_value(max_nodes)
+    at.text_input(key="plan_value").set_value(value)
+    at.button(key="FormSubmitter:plan_form-▶ Find the fewest nodes").click().run()
+    assert not at.exception and not errors(at), errors(at)
+
+
 def charts(at: AppTest) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
@@ -68,12 +82,8 @@ def test_a_sweep_shows_curves_with_bands_a_heatmap_and_the_rows(ray_local):
 
 def test_a_capacity_plan_shows_the_fewest_nodes_and_its_curve(ray_local):
     at = explore()
-    at.text_input(key="plan_node").set_value("4:V100-32")
-    at.selectbox(key="plan_metric").select("mean_wait_s")
     assert at.checkbox(key="plan_grow").value  # by default a plan grows the cluster the user built
-    at.text_input(key="plan_value").set_value("15 min")
-    at.button(key="FormSubmitter:plan_form-▶ Find the fewest nodes").click().run()
-    assert not at.exception and not errors(at), errors(at)
+    find_fewest_nodes(at, "4:V100-32", "mean_wait_s", "15 min")
     answer = at.session_state["explore_plan"]["answer"]
     assert at.session_state["explore_plan"]["target"].value == 900.0
     shown = {m.label: (m.value, m.proto.delta) for m in at.metric}

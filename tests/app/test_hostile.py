@@ -330,7 +330,7 @@ def _a_run_told_to_stop_while_its_call_works():
     from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequests
 
     from app_pages.lib import workers
-    from engine.runner.workers import RunCancelled
+    from engine.errors import RunCancelled
 
     requests = ScriptRequests()
     outcome = []

@@ -7,16 +7,20 @@ import re
 import shutil
 import time
 from pathlib import Path
+from typing import Mapping
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import app_pages.lib.common as common
 from app_pages.lib import workers
+from engine.analysis.metrics import Metric, metric_name, summarize
 from engine.analysis.scenario import content_hash
 from engine.rl import launch
+from engine.sim.options import EnergyModel
 from engine.traces import write_csv
 from engine.traces.generator import generate
+from engine.units import human_value
 
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
@@ -46,6 +50,26 @@ def app(page_path: str | None = None, query: dict | None = None) -> AppTest:
 def errors(at: AppTest) -> list[str]:
     """The page's error lines as a reader sees them (user text in them is Markdown-escaped)."""
     return [re.sub(r"\\(.)", r"\1", e.value) for e in at.error]
+
+
+def run_compare(query: dict) -> AppTest:
+    """The Compare page of the link ``query`` after its Run button, checked to show no exception and no error."""
+    compare = app("app_pages/compare.py", query=query)
+    compare.button(key="compare_run").click().run()
+    assert not compare.exception and not errors(compare), errors(compare)
+    return compare
+
+
+def assert_kpi_rows(compare: AppTest, metrics: Mapping[str, Metric], energy: EnergyModel | None = None) -> dict:
+    """Check that each row of ``metrics`` in Compare's key-metrics table is every run's own figure (summarised
+    under ``energy``) in its human unit; the runs' summaries by scheduler."""
+    kpi = compare.dataframe[0].value.set_index("metric")
+    summaries = {}
+    for name, result in compare.session_state["results"]["results"].items():
+        summaries[name] = summary = summarize(result, energy=energy)
+        for key, m in metrics.items():
+            assert kpi.loc[metric_name(key), name] == human_value(summary.value(key), m.unit), (name, key)
+    return summaries
 
 
 def metric(at: AppTest, label: str) -> str:

@@ -167,17 +167,12 @@ def test_the_capacity_plan_runs_under_the_scenarios_failures(ray_local):
     from engine.analysis.metrics import summarize
     from engine.analysis.plan import grown_cluster
     from engine.analysis.scenario import Scenario
-    from tests.app.test_explore import explore
+    from tests.app.test_explore import explore, find_fewest_nodes
 
     query = {**FAILING, "sched": "fifo", "o.failures.job_failure_rate": "0.0"}
     at = explore(query)
     assert any("Every run of the plan meets the scenario's failures" in c.value for c in at.caption)
-    at.text_input(key="plan_node").set_value("4:T4")
-    at.selectbox(key="plan_metric").select("mean_wait_s")
-    at.number_input(key="plan_max_nodes").set_value(6)
-    at.text_input(key="plan_value").set_value("2 h")
-    at.button(key="FormSubmitter:plan_form-▶ Find the fewest nodes").click().run()
-    assert not at.exception and not errors(at), errors(at)
+    find_fewest_nodes(at, "4:T4", "mean_wait_s", "2 h", max_nodes=6)
     probe = at.session_state["explore_plan"]["answer"].attrs["probes"][0]
     sc = Scenario.from_query(query)
     cluster = grown_cluster((4, "T4"), probe["nodes"], sc.build_cluster())

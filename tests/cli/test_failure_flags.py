@@ -5,30 +5,23 @@ a real ``python -m engine`` process."""
 
 from __future__ import annotations
 
-import argparse
 import json
-import subprocess
-import sys
 from dataclasses import replace
-from pathlib import Path
+from functools import partial
 
 import pytest
 
 from engine.analysis.metrics import METRICS, RELIABILITY_METRICS
 from engine.analysis.sweep import SweepSpec, run_sweep
-from engine.cli.common import add_run_option_arguments, run_options_from
+from engine.cli.common import run_options_from
 from engine.errors import EngineError
 from engine.sim.options import FAILURE_PRESETS, FailureModel, PreemptionModel, RunOptions
+from tests.cli import engine_process
+from tests.cli.engine_process import REPO, run_option_args
 
-REPO = Path(__file__).resolve().parents[2]
 CLUSTER = "16x8:A100-80"
 FAILURE_FLAGS = ("--failures", "--node-mtbf-h", "--repair-h", "--checkpoint-cost", "--job-failures")
-
-
-def engine(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "engine", *argv], cwd=REPO, capture_output=True, text=True, timeout=300
-    )
+engine = partial(engine_process.engine, timeout_s=300)  # runs of 3,000 jobs, interpreted in a checkout
 
 
 @pytest.fixture(scope="module")
@@ -166,28 +159,24 @@ def test_a_serial_sweep_of_failing_runs_has_the_reliability_columns():
     assert not set(RELIABILITY_METRICS) & set(plain.columns)
 
 
-def _parse(*flags: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    add_run_option_arguments(parser)
-    return parser.parse_args(list(flags))
-
-
 def test_the_flags_change_a_preset_and_keep_a_scenarios_other_values():
     base = RunOptions(preemption=PreemptionModel(600.0), failures=FailureModel(job_failure_rate=0.1))
-    assert run_options_from(_parse(), base) == base
+    assert run_options_from(run_option_args(), base) == base
     got = run_options_from(
-        _parse("--failures", "llama3", "--node-mtbf-h", "100", "--job-failures", "helios", "--checkpoint-cost", "30"),
+        run_option_args(
+            "--failures", "llama3", "--node-mtbf-h", "100", "--job-failures", "helios", "--checkpoint-cost", "30"
+        ),
         base,
     ).failures
     llama3 = FAILURE_PRESETS["llama3"]
     assert (got.mtbf_h, got.mtbf_per, got.job_failure_rate, got.checkpoint_cost_s) == (100.0, "node", 0.155, 30.0)
     assert got.manual_repair_share == llama3.manual_repair_share  # the preset's repairs stay
-    assert run_options_from(_parse("--repair-h", "0"), base).failures.job_failure_rate == 0.1
+    assert run_options_from(run_option_args("--repair-h", "0"), base).failures.job_failure_rate == 0.1
 
 
 def test_a_checkpoint_cost_without_an_interval_names_both_flags():
     with pytest.raises(EngineError, match="--checkpoint-cost needs --checkpoint-interval"):
-        run_options_from(_parse("--checkpoint-cost", "30"), RunOptions())
+        run_options_from(run_option_args("--checkpoint-cost", "30"), RunOptions())
 
 
 @pytest.mark.parametrize(

@@ -7,21 +7,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.cli.engine_process import REPO, engine
+
 TRACE = str(REPO / "sample_traces" / "canonical.csv")
 GRID = ["--cluster", "1x4:T4", "--jobs", "5", "--load", "0.5", "--schedulers", "fifo"]
-
-
-def engine(*argv: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
-    """``python -m engine ARGV`` in a process of its own; a hang fails the test (TimeoutExpired)."""
-    return subprocess.run(
-        [sys.executable, "-m", "engine", *argv], cwd=REPO, capture_output=True, text=True, timeout=timeout_s
-    )
 
 
 def one_line_error(proc: subprocess.CompletedProcess, words: str) -> None:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,8 +14,7 @@ from engine.analysis.metrics import METRICS
 from engine.cli import COMMANDS, Command, _resolve, main
 from engine.cli.common import format_table, format_value, progress
 from engine.traces import TRACE_FORMATS, write_csv
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.cli.engine_process import engine
 
 # The keys issue 2 requires in every scheduler's entry of `compare --json`.
 REQUIRED_KEYS = {
@@ -310,27 +307,15 @@ def test_a_command_that_cannot_load_is_one_line(capsys, monkeypatch):
     assert code == 1 and len(err.splitlines()) == 1 and "no_such_module" in err and "Traceback" not in err
 
 
-def python_m_engine(*argv, code=None):
-    return subprocess.run(
-        [sys.executable, *(["-c", code] if code else ["-m", "engine"]), *argv],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_subprocess_compare_and_error(trace, tmp_path):
     js = tmp_path / "c.json"
-    ok = python_m_engine(
+    ok = engine(
         "compare", "--cluster", CLUSTER, "--trace", trace, "--schedulers", "fifo,first-fit,sjf", "--json", str(js)
     )
     assert ok.returncode == 0, ok.stderr
     assert "33.0*" in ok.stdout
     assert set(json.loads(js.read_text())) == {"fifo", "first-fit", "sjf"}
-    bad = python_m_engine(
-        "simulate", "--cluster", CLUSTER, "--trace", str(tmp_path / "nope.csv"), "--scheduler", "fifo"
-    )
+    bad = engine("simulate", "--cluster", CLUSTER, "--trace", str(tmp_path / "nope.csv"), "--scheduler", "fifo")
     assert bad.returncode == 2
     assert bad.stdout == "" and len(bad.stderr.splitlines()) == 1 and "nope.csv" in bad.stderr
 
@@ -346,7 +331,7 @@ def test_list_imports_no_heavy_framework():
         "heavy = sorted(m for m in ('torch', 'gymnasium', 'streamlit', 'stable_baselines3') if m in sys.modules)\n"
         "print('HEAVY', heavy)\n"
     )
-    proc = python_m_engine(code=code)
+    proc = engine(code=code)
     assert proc.returncode == 0, proc.stderr
     assert "HEAVY []" in proc.stdout
 

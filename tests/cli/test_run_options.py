@@ -21,6 +21,7 @@ from engine.sim.options import EnergyModel, PowerDownModel, PreemptionModel, Run
 from engine.sim.simulator import simulate
 from engine.traces import load_trace, write_csv
 from engine.traces.carbon import load_carbon_csv
+from tests.cli.engine_process import run_option_args
 
 CLUSTER = "1x2:A100-80"
 SIMULATING = ("simulate", "compare", "evaluate", "sweep", "plan")
@@ -55,11 +56,9 @@ def test_every_simulating_command_takes_the_same_run_option_flags():
 
 
 def test_flags_not_given_keep_the_base_values():
-    parser = argparse.ArgumentParser()
-    add_run_option_arguments(parser)
     base = RunOptions(preemption=PreemptionModel(600.0, 120.0), energy=EnergyModel(pue=1.2, price_list="on-demand"))
-    assert run_options_from(parser.parse_args([]), base) == base
-    got = run_options_from(parser.parse_args(["--checkpoint-interval", "60", "--carbon", "10"]), base)
+    assert run_options_from(run_option_args(), base) == base
+    got = run_options_from(run_option_args("--checkpoint-interval", "60", "--carbon", "10"), base)
     assert got == RunOptions(
         preemption=PreemptionModel(60.0, 120.0),
         energy=EnergyModel(pue=1.2, carbon_g_per_kwh=10.0, price_list="on-demand"),
@@ -259,7 +258,5 @@ def test_power_down_and_count_energy_flags_add_energy_and_the_power_down_saves_i
     assert list(counted) == [*METRICS, *ENERGY_METRICS]  # the default model, counted
     assert down["energy_kwh"] < counted["energy_kwh"]  # the node was down from 1600 s to 8200 s
     assert down["mean_wait_s"] == pytest.approx(counted["mean_wait_s"] + 90.0 / 2)  # job 1 waited for the wake
-    parser = argparse.ArgumentParser()
-    add_run_option_arguments(parser)
-    got = run_options_from(parser.parse_args(["--power-down-after", "600", "--sleep-w", "5"]), RunOptions())
+    got = run_options_from(run_option_args("--power-down-after", "600", "--sleep-w", "5"), RunOptions())
     assert got.power_down == PowerDownModel(idle_timeout_s=600.0, sleep_w=5.0)

@@ -8,7 +8,7 @@ import re
 from urllib.parse import urlencode
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from benchmarks.app_compare import CHARTS_DRAWN, wait_idle
 
@@ -21,6 +21,18 @@ def pick(page: Page, label: str, text: str) -> None:
     box.click()
     box.press_sequentially(text)
     page.keyboard.press("Enter")
+
+
+def compare_the_link(page: Page) -> Locator:
+    """Open Compare with the link the Workload page wrote, run it and wait until its key metrics and its timeline
+    are drawn; the key-metrics table."""
+    page.goto(page.url.replace("/workload?", "/compare?"))
+    expect(page.get_by_role("heading", name="Compare schedulers", exact=True)).to_be_visible(timeout=SLOW_MS)
+    page.get_by_role("button", name="Run comparison").click()
+    expect(page.get_by_role("heading", name="Key metrics", exact=True)).to_be_visible(timeout=SLOW_MS)
+    wait_idle(page)
+    page.wait_for_function(CHARTS_DRAWN, arg=1, timeout=SLOW_MS)
+    return page.locator('[data-testid="stDataFrame"]').first
 
 
 def test_deadlines_and_admission_from_the_workload_page_to_compare(page: Page, app_url: str, shot):
@@ -40,15 +52,9 @@ def test_deadlines_and_admission_from_the_workload_page_to_compare(page: Page, a
     expect(page.get_by_text("Deadlines · elasticflow, 20% best effort; admission feasible")).to_be_visible()
     shot(page, "workload")
 
-    page.goto(page.url.replace("/workload?", "/compare?"))
-    expect(page.get_by_role("heading", name="Compare schedulers", exact=True)).to_be_visible(timeout=SLOW_MS)
-    page.get_by_role("button", name="Run comparison").click()
-    expect(page.get_by_role("heading", name="Key metrics", exact=True)).to_be_visible(timeout=SLOW_MS)
-    wait_idle(page)
-    kpi = page.locator('[data-testid="stDataFrame"]').first
+    kpi = compare_the_link(page)
     for row in ("Deadlines met", "Deadlines missed", "Declined", "Mean tardiness", "p95 tardiness"):
         expect(kpi).to_contain_text(row)
-    page.wait_for_function(CHARTS_DRAWN, arg=1, timeout=SLOW_MS)
     expect(page.get_by_text("deadline met").first).to_be_visible(timeout=SLOW_MS)
     expect(page.get_by_text("deadline missed").first).to_be_visible(timeout=SLOW_MS)
     shot(page, "compare")

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from benchmarks.app_compare import CHARTS_DRAWN, wait_idle
+from benchmarks.app_compare import wait_idle
 from engine.analysis.scenario import Scenario
 from engine.viz.timeline import deadline_points, resize_points, segments_frame
-from tests.e2e.test_deadlines import SLOW_MS, pick
+from tests.e2e.test_deadlines import SLOW_MS, compare_the_link, pick
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 LINK = {
@@ -49,15 +49,9 @@ def test_deadlines_admission_and_elastic_jobs_from_a_link_to_compare(page: Page,
     expect(page.get_by_text("Elastic · 50% of the jobs, linear; rescale cost 60 s")).to_be_visible()
     shot(page, "workload")
 
-    page.goto(page.url.replace("/workload?", "/compare?"))
-    expect(page.get_by_role("heading", name="Compare schedulers", exact=True)).to_be_visible(timeout=SLOW_MS)
-    page.get_by_role("button", name="Run comparison").click()
-    expect(page.get_by_role("heading", name="Key metrics", exact=True)).to_be_visible(timeout=SLOW_MS)
-    wait_idle(page)
-    kpi = page.locator('[data-testid="stDataFrame"]').first
+    kpi = compare_the_link(page)
     for row in ("Deadlines met", "Declined", "Mean tardiness", "p95 tardiness", "Rescales", "Elastic GPU efficiency"):
         expect(kpi).to_contain_text(row)
-    page.wait_for_function(CHARTS_DRAWN, arg=1, timeout=SLOW_MS)
     for legend in ("deadline met", "deadline missed", "elastic job resized"):
         expect(page.get_by_text(legend).first).to_be_visible(timeout=SLOW_MS)
     shot(page, "compare")

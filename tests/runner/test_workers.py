@@ -9,7 +9,8 @@ import pytest
 
 from engine.analysis.results import scenario_results
 from engine.analysis.scenario import Scenario, WorkloadSpec
-from engine.runner.workers import RunCancelled, RunLimitError, WorkerError, call
+from engine.errors import RunCancelled
+from engine.runner.workers import RunLimitError, WorkerError, call
 
 SCENARIO = Scenario(cluster="1x4:V100-32", workload=WorkloadSpec(n_jobs=200, load=1.2), schedulers=("fifo", "sjf"))
 
