@@ -421,19 +421,29 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
             write_weights(state_arrays(model.policy), best_path)
     cloned = None
     if cfg.clone is not None:
-        from sb3_contrib.common.maskable.evaluation import evaluate_policy
-
         from engine.rl.clone import clone
 
         cloned = clone(model.policy, final_env, cfg.clone, cfg.gamma, cfg.seed)
-        # The cloned policy is the first candidate: PPO's checkpoints are kept only if they beat it.
+        write_weights(state_arrays(model.policy), run_dir / "cloned_policy.npz")
+    start = None  # (what PPO starts from, its validation return) when that is a trained policy
+    if cloned is not None or parent is not None or cfg.resume_from:
+        from sb3_contrib.common.maskable.evaluation import evaluate_policy
+
+        # The policy PPO starts from is the first candidate: PPO's evaluations are kept only if they beat it, so
+        # a cloned, continued or resumed run never ships a policy worse on validation than where it started.
         returns, _ = evaluate_policy(
             model, eval_env, n_eval_episodes=cfg.eval_episodes, deterministic=True, return_episode_rewards=True
         )
-        cloned["eval_mean_return"] = float(sum(returns) / len(returns))
-        evaluator.best_mean_reward = cloned["eval_mean_return"]
+        what = (
+            "the cloned policy"
+            if cloned is not None
+            else f"the policy it started from ({cfg.init_from or cfg.resume_from})"
+        )
+        start = (what, float(sum(returns) / len(returns)))
+        evaluator.best_mean_reward = start[1]
         write_weights(state_arrays(model.policy), best_path)
-        write_weights(state_arrays(model.policy), run_dir / "cloned_policy.npz")
+        if cloned is not None:
+            cloned["eval_mean_return"] = start[1]
     model.learn(
         total_timesteps=max(cfg.total_timesteps - resumed_steps, 1),
         callback=callbacks,
@@ -460,7 +470,7 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
             "config": cfg.to_dict(),
             "timesteps": prior_steps + steps,
             "wall_time_s": round(prior_wall_s + wall_s, 1),
-            "kept": _kept(chosen == best_path, cloned, evaluator.best_mean_reward, priors),
+            "kept": _kept(chosen == best_path, start, evaluator.best_mean_reward, priors),
             "best_eval_mean_return": float(evaluator.best_mean_reward) if best_path.exists() else None,
             "libraries": library_versions(),
             "machine": f"{platform.machine()} CPU, torch threads {cfg.torch_threads}",
@@ -518,11 +528,11 @@ def _selector_prior(model, env: EnvConfig, cfg: TrainConfig) -> dict[str, Any]:
     return {"validation_mean_return": returns, "best": best, "bias": cfg.selector_prior}
 
 
-def _kept(best: bool, cloned: dict[str, Any] | None, best_return: float, priors: dict[str, Any] | None = None) -> str:
+def _kept(best: bool, start: tuple[str, float] | None, best_return: float, priors: dict[str, Any] | None = None) -> str:
     if not best:
         return "final"
-    if cloned is not None and best_return == cloned["eval_mean_return"]:
-        return "the cloned policy (no PPO evaluation beat its validation return)"
+    if start is not None and best_return == start[1]:
+        return f"{start[0]} (no PPO evaluation beat its validation return)"
     if priors is not None and priors["bias"] > 0 and best_return == priors["validation_mean_return"][priors["best"]]:
         return f"the prior policy, always {priors['best']} (no PPO evaluation beat its validation return)"
     return "best evaluation"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from engine.errors import EngineError
-from engine.rl.agent import load_weights, model_spec
+from engine.rl.agent import load_weights, model_spec, read_card
 from engine.rl.train import TrainConfig, config_names, load_config, sha256_file
 
 
@@ -121,6 +121,8 @@ def test_init_from_continues_the_parent_and_counts_its_steps(tiny_models, tmp_pa
     assert tr["timesteps"] == parent["training"]["timesteps"] + 128
     assert tr["wall_time_s"] >= parent["training"]["wall_time_s"]
     assert tr["init_from"]["sha256"] == parent["sha256"] and tr["config"]["init_from"] == "tiny-mlp"
+    # No PPO evaluation beat the parent on validation (its weights did not move): the parent is what ships.
+    assert tr["kept"] == "the policy it started from (tiny-mlp) (no PPO evaluation beat its validation return)"
     shapes = model_spec("tiny-mlp", parent)[2]
     start = load_weights(tiny_models / parent["weights"], parent["sha256"], shapes)
     final = tmp_path / "runs" / "tiny-mlp-cont" / "final_policy.npz"
@@ -219,7 +221,7 @@ def _copy_model(src, dst, name: str) -> dict:
 
 def _pair(models, name: str) -> tuple[str, dict]:
     """The model's card SHA-256 and its weights, loaded and checked as an agent loads them."""
-    from engine.rl.agent import load_model_weights, read_card
+    from engine.rl.agent import load_model_weights
 
     card = read_card(name, models)
     return card["sha256"], load_model_weights(name, card, models, model_spec(name, card)[2])
@@ -251,8 +253,10 @@ def test_a_resume_killed_before_its_card_is_written_keeps_the_previous_model(tin
         train_mod.train(cfg, models_dir=models)
     monkeypatch.setattr(json, "dumps", real_dumps)
     assert _pair(models, "tiny-mlp")[0] == old["sha256"]  # the old card, and the weights it names
-    card = train_mod.train(cfg, models_dir=models)  # not killed: the new pair, and the old weights are gone
-    assert _pair(models, "tiny-mlp")[0] == card["sha256"] != old["sha256"]
+    card = train_mod.train(cfg, models_dir=models)  # not killed: the new pair, and no other weights are left
+    # (no PPO evaluation ran, so the parent's weights are the kept ones: the new card counts the new steps)
+    assert _pair(models, "tiny-mlp")[0] == card["sha256"]
+    assert read_card("tiny-mlp", models)["training"]["timesteps"] == old["training"]["timesteps"] + 128
     assert sorted(p.name for p in models.iterdir()) == sorted(["tiny-mlp.json", card["weights"]])
 
 
