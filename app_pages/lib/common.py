@@ -22,7 +22,8 @@ from app_pages.lib.results import ResultCache
 from app_pages.lib.text import as_text
 from engine import EngineError, Job, Result
 from engine.analysis.metrics import Summary, compare, job_frame, summarize
-from engine.analysis.scenario import Scenario
+from engine.analysis.scenario import Scenario, unknown_link_keys
+from engine.errors import quote
 from engine.rl.agent import MODELS_DIR, user_models_dir  # trained agents: <name>.json model cards (rl:<name>)
 from engine.sim.cluster import Cluster
 from engine.sim.options import EnergyModel, RunOptions
@@ -67,18 +68,31 @@ def engine_call(fn: Callable, *args, what: str = "", **kwargs):
 
 # ----------------------------------------------------------------------------- scenario
 def scenario() -> Scenario:
-    """The current scenario: from the session, else from the link's query parameters, else the default."""
+    """The current scenario: from the session, else from the link's query parameters, else the default. A link
+    without ``cluster=`` is applied on the default cluster; a parameter the link reader does not know gets one
+    warning line naming it (it is dropped from the address bar)."""
     sc = st.session_state.get(_SCENARIO)
     if sc is None:
         sc = Scenario()
         params = st.query_params.to_dict()
-        if "cluster" in params:
+        unknown = unknown_link_keys(params)
+        if unknown:
+            st.warning(as_text(_ignored(unknown)))
+        if len(unknown) < len(params):
             try:
-                sc = Scenario.from_query(params)
+                sc = Scenario.from_query(params, cluster=sc.cluster)
             except EngineError as exc:
                 st.warning(as_text(f"The link's scenario could not be read ({exc}); using the default."))
         st.session_state[_SCENARIO] = sc
     return sc
+
+
+def _ignored(keys: list[str]) -> str:
+    """One line naming a link's parameters that no setting reads (at most 5 named, each cut to 40 characters)."""
+    names = ", ".join(quote(k, 40) for k in keys[:5]) + (f" and {len(keys) - 5} more" if keys[5:] else "")
+    if len(keys) == 1:
+        return f"The link's parameter {names} is not a setting of the playground; it was ignored."
+    return f"The link's parameters {names} are not settings of the playground; they were ignored."
 
 
 def set_scenario(sc: Scenario) -> None:
