@@ -394,6 +394,18 @@ def plot(fig, key: str, where=st) -> None:
     where.plotly_chart(fig, width="stretch", key=key, theme=None, config={"displaylogo": False})
 
 
+def elastic_words(sc: Scenario) -> str:
+    """How many jobs of a generated workload are elastic: the share is of all jobs but drawn among the whole-GPU
+    ones (a fractional job cannot resize; :func:`~engine.traces.generator.generate`), so say both."""
+    asked = f"{sc.workload.elastic:.0%} of the jobs asked"
+    try:
+        jobs = jobs_of(sc)
+    except EngineError:  # the cluster or workload is invalid: the page says why
+        return f"{asked}, drawn among whole-GPU jobs only"
+    elastic, whole = sum(j.elastic for j in jobs), sum(j.gpu_fraction == 1.0 for j in jobs)
+    return f"{elastic:,} of {plural(len(jobs), 'job')} ({asked}, drawn among the {whole:,} whole-GPU jobs)"
+
+
 # ----------------------------------------------------------------------------- sidebar
 def sidebar() -> None:
     """The current scenario, in a few lines, with its JSON and a way to load one."""
@@ -430,9 +442,7 @@ def sidebar() -> None:
         side.markdown(f"**Admission** · {sc.options.admission.policy}")
     if w.elastic:
         curve = w.scaling or DEFAULT_SCALING
-        side.markdown(
-            f"**Elastic** · {w.elastic:.0%} of the jobs, {curve}; rescale cost {sc.options.elastic.rescale_s:g} s"
-        )
+        side.markdown(f"**Elastic** · {elastic_words(sc)}; {curve}, rescale cost {sc.options.elastic.rescale_s:g} s")
     if st.session_state.get(FAILED_UPLOAD):
         side.warning(as_text(f"{st.session_state[FAILED_UPLOAD]} did not load; the workload above is still in use."))
     side.markdown("**Schedulers** · " + (as_text(", ".join(sc.schedulers)) or "none"))
