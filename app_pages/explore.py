@@ -11,7 +11,14 @@ import streamlit as st
 
 from app_pages.lib import common, energy, reliability, workers
 from engine import SCHEDULERS, EngineError
-from engine.analysis.metrics import ALL_METRICS, DEADLINE_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS
+from engine.analysis.metrics import (
+    ALL_METRICS,
+    DEADLINE_METRICS,
+    ELASTIC_METRICS,
+    ENERGY_METRICS,
+    METRICS,
+    RELIABILITY_METRICS,
+)
 from engine.analysis.plan import TARGET_METRICS, Target, plan, plan_mix
 from engine.analysis.sweep import SweepSpec, parse_numbers, run_sweep
 from engine.sim.cluster import parse_shorthand
@@ -220,7 +227,9 @@ with sweep_tab:
             )
         if not frame.empty:
             shown = judged + [
-                k for k in (*ENERGY_METRICS, *RELIABILITY_METRICS, *DEADLINE_METRICS) if k in frame.columns
+                k
+                for k in (*ENERGY_METRICS, *RELIABILITY_METRICS, *DEADLINE_METRICS, *ELASTIC_METRICS)
+                if k in frame.columns
             ]
             metric = st.selectbox(
                 "Metric",
