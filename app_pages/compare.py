@@ -190,6 +190,12 @@ st.caption(
         if failing
         else " Node failures, interruptions and lost work: set a failure model on the Cluster page (Reliability)."
     )
+    + (
+        f" No scheduler here resizes elastic jobs, so each ran at its requested GPUs: {common.resizers()} do."
+        if ELASTIC_METRICS.keys() <= set(table.index)
+        and not any(n in SCHEDULERS and SCHEDULERS[n].resizes for n in results)
+        else ""
+    )
 )
 
 

@@ -230,7 +230,7 @@ with gen_tab:
             key="gen_elastic",
             help=f"Share of all the jobs made elastic: each may run on 1 to {ELASTIC_GROWTH}x its GPUs. They are "
             "drawn among the whole-GPU jobs only (a fractional job cannot resize), so at most all of those are. "
-            "Schedulers such as optimus and elasticflow resize them, the others run them at their requested size.",
+            f"{common.resizers()} resize them, the other schedulers run them at their requested size.",
         )
         curves = list(SCALING_CURVES)
         scaling = st.columns(3)[0].selectbox(

@@ -20,7 +20,7 @@ import streamlit as st
 from app_pages.lib import results, uploads, workers
 from app_pages.lib.results import ResultCache
 from app_pages.lib.text import as_text
-from engine import EngineError, Job, Result
+from engine import SCHEDULERS, EngineError, Job, Result
 from engine.analysis.metrics import Summary, compare, job_frame, summarize
 from engine.analysis.scenario import Scenario, unknown_link_keys
 from engine.errors import quote
@@ -404,6 +404,12 @@ def elastic_words(sc: Scenario) -> str:
         return f"{asked}, drawn among whole-GPU jobs only"
     elastic, whole = sum(j.elastic for j in jobs), sum(j.gpu_fraction == 1.0 for j in jobs)
     return f"{elastic:,} of {plural(len(jobs), 'job')} ({asked}, drawn among the {whole:,} whole-GPU jobs)"
+
+
+def resizers() -> str:
+    """The schedulers that resize elastic jobs (``SchedulerSpec.resizes``), in words: ``optimus and elasticflow``."""
+    names = [name for name, spec in SCHEDULERS.items() if spec.resizes]
+    return f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else "".join(names)
 
 
 # ----------------------------------------------------------------------------- sidebar

@@ -56,6 +56,21 @@ def test_the_elastic_share_is_told_as_what_it_is_a_share_of_all_jobs_drawn_among
     assert f"Elastic: {line}. A fractional job cannot resize." in [c.value for c in at.caption]
 
 
+def test_compare_says_when_no_scheduler_of_it_resizes_the_elastic_jobs():
+    """Found using the app as a stranger: elastic jobs compared under the default schedulers showed Rescales 0
+    everywhere with no word on why; the Learn page's table had no column saying which schedulers resize."""
+    hint = "No scheduler here resizes elastic jobs, so each ran at its requested GPUs: optimus and elasticflow do."
+    for sched, shown in (("fifo,edf", True), ("fifo,optimus", False)):
+        compare = app("app_pages/compare.py", query={**QUERY, "sched": sched, "w.elastic": "0.5"})
+        compare.button(key="compare_run").click().run()
+        assert not compare.exception and not errors(compare), errors(compare)
+        caption = next(c.value for c in compare.caption if c.value.startswith("Best value per metric"))
+        assert (hint in caption) == shown, (sched, caption)
+    learn = app("app_pages/learn.py", query=QUERY)
+    table = learn.table[0].value
+    assert set(table.index[table["resizes elastic jobs"] == "yes"]) == {"optimus", "elasticflow"}
+
+
 def test_the_default_curve_and_a_workload_without_elastic_jobs_stay_out_of_the_link():
     at = app("app_pages/workload.py", query=QUERY)
     at.button(key="FormSubmitter:generate_form-Generate").click().run()
