@@ -30,9 +30,8 @@ if sc.workload.source == "preset" and sc.workload.preset in PRESETS:
     preset = PRESETS[sc.workload.preset]
     st.info(f"**{preset.title}**  \nWhat to look at: {preset.look_at}")
 
-heuristics = sorted(SCHEDULERS)
-agents = common.trained_agents()
-options = heuristics + agents
+options = common.scheduler_choices()
+agents = [o for o in options if o not in SCHEDULERS]
 chosen = st.multiselect(
     "Schedulers (heuristics and trained agents)",
     options,

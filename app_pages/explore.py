@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.lib import common, energy, reliability, workers
-from engine import SCHEDULERS, EngineError
+from engine import EngineError
 from engine.analysis.metrics import (
     ALL_METRICS,
     DEADLINE_METRICS,
@@ -47,7 +47,7 @@ if w.source == "preset":
     st.stop()
 is_trace = w.source == "trace"
 load_label = "load scale" if is_trace else "offered load"
-schedulers = sorted(SCHEDULERS) + common.trained_agents()
+schedulers = common.scheduler_choices()
 judged = [k for k, m in METRICS.items() if m.better is not None]
 #: A plan's target metrics: the reliability ones too when the scenario's runs meet failures, the deadline ones
 #: when a deadline law draws the jobs' deadlines (set on the Workload page).

@@ -68,31 +68,49 @@ def engine_call(fn: Callable, *args, what: str = "", **kwargs):
 
 # ----------------------------------------------------------------------------- scenario
 def scenario() -> Scenario:
-    """The current scenario: from the session, else from the link's query parameters, else the default. A link
-    without ``cluster=`` is applied on the default cluster; a parameter the link reader does not know gets one
-    warning line naming it (it is dropped from the address bar)."""
+    """The current scenario: from the session, else from the link's query parameters (:func:`_from_link`), else
+    the default."""
     sc = st.session_state.get(_SCENARIO)
     if sc is None:
-        sc = Scenario()
-        params = st.query_params.to_dict()
-        unknown = unknown_link_keys(params)
-        if unknown:
-            st.warning(as_text(_ignored(unknown)))
-        if len(unknown) < len(params):
-            try:
-                sc = Scenario.from_query(params, cluster=sc.cluster)
-            except EngineError as exc:
-                st.warning(as_text(f"The link's scenario could not be read ({exc}); using the default."))
+        sc = _from_link(st.query_params.to_dict())
         st.session_state[_SCENARIO] = sc
     return sc
 
 
-def _ignored(keys: list[str]) -> str:
-    """One line naming a link's parameters that no setting reads (at most 5 named, each cut to 40 characters)."""
-    names = ", ".join(quote(k, 40) for k in keys[:5]) + (f" and {len(keys) - 5} more" if keys[5:] else "")
-    if len(keys) == 1:
-        return f"The link's parameter {names} is not a setting of the playground; it was ignored."
-    return f"The link's parameters {names} are not settings of the playground; they were ignored."
+def _from_link(params: dict[str, str]) -> Scenario:
+    """The link's scenario, each part it gives applied on the default one (a link without ``cluster=`` uses the
+    default cluster). What cannot be applied gets one warning line: parameters no setting reads and schedulers
+    the playground does not have are named and left out; a value the scenario refuses leaves the default."""
+    default = Scenario()
+    unknown = unknown_link_keys(params)
+    if unknown:
+        st.warning(as_text(_left_out(unknown, "parameter", "is not a setting", "are not settings")))
+    if len(unknown) == len(params):
+        return default
+    try:
+        sc = Scenario.from_query(params, cluster=default.cluster)
+    except EngineError as exc:
+        st.warning(as_text(f"The link's scenario could not be read ({exc}); using the default."))
+        return default
+    strangers = [name for name in sc.schedulers if name not in scheduler_choices()]
+    if strangers:
+        st.warning(as_text(_left_out(strangers, "scheduler", "is not a scheduler", "are not schedulers")))
+        sc = sc.with_schedulers(name for name in sc.schedulers if name not in strangers)
+    return sc
+
+
+def _left_out(names: list[str], what: str, is_not: str, are_not: str) -> str:
+    """One line naming what a link gave that the playground left out (at most 5 named, each cut to 40
+    characters): ``The link's parameter 'x' is not a setting of the playground; it was left out.``"""
+    listed = ", ".join(quote(k, 40) for k in names[:5]) + (f" and {len(names) - 5} more" if names[5:] else "")
+    if len(names) == 1:
+        return f"The link's {what} {listed} {is_not} of the playground; it was left out."
+    return f"The link's {what}s {listed} {are_not} of the playground; they were left out."
+
+
+def scheduler_choices() -> list[str]:
+    """What the pages offer to run: the registered schedulers, then the trained agents (:func:`trained_agents`)."""
+    return sorted(SCHEDULERS) + trained_agents()
 
 
 def set_scenario(sc: Scenario) -> None:

@@ -229,12 +229,26 @@ def test_parameters_no_setting_reads_get_one_line_naming_them_and_the_rest_appli
     at = open_link({"cluster": "2x4:T4", "w.njobs": "60", link: "1", "sched": "fifo"})
     warnings = [re.sub(r"\\(.)", r"\1", w.value) for w in at.warning]
     assert len(warnings) == 1 and "'w.njobs', '[click me](https:evil.example)'" in warnings[0], warnings
-    assert "are not settings of the playground" in warnings[0] and "](http" not in at.warning[0].value
+    assert "are not settings of the playground; they were left out" in warnings[0]
+    assert "](http" not in at.warning[0].value
     sc = at.session_state["scenario"]
     assert sc.cluster == "2x4:T4" and sc.schedulers == ("fifo",) and sc.workload.n_jobs == 300
     assert "w.njobs" not in at.query_params
     many = open_link({f"x{i}": "1" for i in range(8)})
     assert [re.sub(r"\\(.)", r"\1", w.value) for w in many.warning] == [
         "The link's parameters 'x0', 'x1', 'x2', 'x3', 'x4' and 3 more are not settings of the playground; they "
-        "were ignored."
+        "were left out."
     ]
+
+
+def test_a_scheduler_the_playground_does_not_have_gets_one_line_naming_it_and_the_others_run():
+    """Found using the app as a stranger: /compare?sched=fifo,nonesuch showed fifo alone, 'nonesuch' dropped
+    without a word (the sidebar still listed it)."""
+    at = open_link({"sched": "fifo,nonesuch,edf,rl:no-such-model"})
+    assert [re.sub(r"\\(.)", r"\1", w.value) for w in at.warning] == [
+        "The link's schedulers 'nonesuch', 'rl:no-such-model' are not schedulers of the playground; they were left out."
+    ]
+    assert at.session_state["scenario"].schedulers == ("fifo", "edf") and at.query_params["sched"] == "fifo,edf"
+    assert "**Schedulers** · fifo\\, edf" in [m.value for m in at.sidebar.markdown]
+    at.switch_page("app_pages/compare.py").run()
+    assert at.multiselect(key="compare_schedulers").value == ["fifo", "edf"]
