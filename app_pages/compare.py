@@ -30,9 +30,8 @@ if sc.workload.source == "preset" and sc.workload.preset in PRESETS:
     preset = PRESETS[sc.workload.preset]
     st.info(f"**{preset.title}**  \nWhat to look at: {preset.look_at}")
 
-heuristics = sorted(SCHEDULERS)
-agents = common.trained_agents()
-options = heuristics + agents
+options = common.scheduler_choices()
+agents = [o for o in options if o not in SCHEDULERS]
 chosen = st.multiselect(
     "Schedulers (heuristics and trained agents)",
     options,
@@ -189,6 +188,12 @@ st.caption(
         ""
         if failing
         else " Node failures, interruptions and lost work: set a failure model on the Cluster page (Reliability)."
+    )
+    + (
+        f" No scheduler here resizes elastic jobs, so each ran at its requested GPUs: {common.resizers()} do."
+        if ELASTIC_METRICS.keys() <= set(table.index)
+        and not any(n in SCHEDULERS and SCHEDULERS[n].resizes for n in results)
+        else ""
     )
 )
 

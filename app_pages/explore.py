@@ -10,8 +10,15 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.lib import common, energy, reliability, workers
-from engine import SCHEDULERS, EngineError
-from engine.analysis.metrics import ALL_METRICS, DEADLINE_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS
+from engine import EngineError
+from engine.analysis.metrics import (
+    ALL_METRICS,
+    DEADLINE_METRICS,
+    ELASTIC_METRICS,
+    ENERGY_METRICS,
+    METRICS,
+    RELIABILITY_METRICS,
+)
 from engine.analysis.plan import TARGET_METRICS, Target, plan, plan_mix
 from engine.analysis.sweep import SweepSpec, parse_numbers, run_sweep
 from engine.sim.cluster import parse_shorthand
@@ -40,7 +47,7 @@ if w.source == "preset":
     st.stop()
 is_trace = w.source == "trace"
 load_label = "load scale" if is_trace else "offered load"
-schedulers = sorted(SCHEDULERS) + common.trained_agents()
+schedulers = common.scheduler_choices()
 judged = [k for k, m in METRICS.items() if m.better is not None]
 #: A plan's target metrics: the reliability ones too when the scenario's runs meet failures, the deadline ones
 #: when a deadline law draws the jobs' deadlines (set on the Workload page).
@@ -220,7 +227,9 @@ with sweep_tab:
             )
         if not frame.empty:
             shown = judged + [
-                k for k in (*ENERGY_METRICS, *RELIABILITY_METRICS, *DEADLINE_METRICS) if k in frame.columns
+                k
+                for k in (*ENERGY_METRICS, *RELIABILITY_METRICS, *DEADLINE_METRICS, *ELASTIC_METRICS)
+                if k in frame.columns
             ]
             metric = st.selectbox(
                 "Metric",

@@ -30,6 +30,7 @@ st.table(
                 "how it works": s.summary,
                 "preempts": "yes" if s.preemptive else "no",
                 "reads true durations": "yes" if s.oracle else "no",
+                "resizes elastic jobs": "yes" if s.resizes else "no",
             }
             for s in SCHEDULERS.values()
         ]

@@ -18,7 +18,7 @@ from engine.traces import TRACE_FORMATS, mapped
 from engine.traces.base import DROP_REASONS
 from engine.traces.deadlines import DEADLINE_LAWS, NO_DEADLINES
 from engine.traces.detect import UNKNOWN_FORMAT
-from engine.traces.generator import DEFAULT_MIX, DEFAULT_SCALING
+from engine.traces.generator import DEFAULT_MIX, DEFAULT_SCALING, ELASTIC_GROWTH
 from engine.traces.load import gpu_hours, offered_load, offered_load_series
 from engine.traces.options import TIME_UNITS
 from engine.units import plural
@@ -228,8 +228,9 @@ with gen_tab:
             float(w.elastic),
             0.05,
             key="gen_elastic",
-            help="Share of the jobs (among whole-GPU ones) that may run on 1 to 4x their GPUs; schedulers such as "
-            "optimus and elasticflow resize them, the others run them at their requested size.",
+            help=f"Share of all the jobs made elastic: each may run on 1 to {ELASTIC_GROWTH}x its GPUs. They are "
+            "drawn among the whole-GPU jobs only (a fractional job cannot resize), so at most all of those are. "
+            f"{common.resizers()} resize them, the other schedulers run them at their requested size.",
         )
         curves = list(SCALING_CURVES)
         scaling = st.columns(3)[0].selectbox(
@@ -432,6 +433,8 @@ m[0].metric("Jobs", f"{len(frame):,}")
 m[1].metric("Users", frame["user"].nunique())
 m[2].metric("GPU-hours asked", f"{gpu_hours(jobs):,.0f}")
 m[3].metric(f"Offered load on {plural(cluster.n_gpus, 'GPU')}", f"{offered_load(jobs, cluster.n_gpus):.2f}")
+if w.elastic:
+    st.caption(f"Elastic: {common.elastic_words(sc)}. A fractional job cannot resize.")
 c1, c2 = st.columns(2)
 common.plot(arrivals_figure(frame), "wl_arrivals", c1)
 common.plot(offered_load_figure(*offered_load_series(jobs, cluster.n_gpus), cluster.n_gpus), "wl_load", c2)

@@ -20,9 +20,10 @@ import streamlit as st
 from app_pages.lib import results, uploads, workers
 from app_pages.lib.results import ResultCache
 from app_pages.lib.text import as_text
-from engine import EngineError, Job, Result
+from engine import SCHEDULERS, EngineError, Job, Result
 from engine.analysis.metrics import Summary, compare, job_frame, summarize
-from engine.analysis.scenario import Scenario
+from engine.analysis.scenario import Scenario, unknown_link_keys
+from engine.errors import quote
 from engine.rl.agent import MODELS_DIR, user_models_dir  # trained agents: <name>.json model cards (rl:<name>)
 from engine.sim.cluster import Cluster
 from engine.sim.options import EnergyModel, RunOptions
@@ -67,18 +68,49 @@ def engine_call(fn: Callable, *args, what: str = "", **kwargs):
 
 # ----------------------------------------------------------------------------- scenario
 def scenario() -> Scenario:
-    """The current scenario: from the session, else from the link's query parameters, else the default."""
+    """The current scenario: from the session, else from the link's query parameters (:func:`_from_link`), else
+    the default."""
     sc = st.session_state.get(_SCENARIO)
     if sc is None:
-        sc = Scenario()
-        params = st.query_params.to_dict()
-        if "cluster" in params:
-            try:
-                sc = Scenario.from_query(params)
-            except EngineError as exc:
-                st.warning(as_text(f"The link's scenario could not be read ({exc}); using the default."))
+        sc = _from_link(st.query_params.to_dict())
         st.session_state[_SCENARIO] = sc
     return sc
+
+
+def _from_link(params: dict[str, str]) -> Scenario:
+    """The link's scenario, each part it gives applied on the default one (a link without ``cluster=`` uses the
+    default cluster). What cannot be applied gets one warning line: parameters no setting reads and schedulers
+    the playground does not have are named and left out; a value the scenario refuses leaves the default."""
+    default = Scenario()
+    unknown = unknown_link_keys(params)
+    if unknown:
+        st.warning(as_text(_left_out(unknown, "parameter", "is not a setting", "are not settings")))
+    if len(unknown) == len(params):
+        return default
+    try:
+        sc = Scenario.from_query(params, cluster=default.cluster)
+    except EngineError as exc:
+        st.warning(as_text(f"The link's scenario could not be read ({exc}); using the default."))
+        return default
+    strangers = [name for name in sc.schedulers if name not in scheduler_choices()]
+    if strangers:
+        st.warning(as_text(_left_out(strangers, "scheduler", "is not a scheduler", "are not schedulers")))
+        sc = sc.with_schedulers(name for name in sc.schedulers if name not in strangers)
+    return sc
+
+
+def _left_out(names: list[str], what: str, is_not: str, are_not: str) -> str:
+    """One line naming what a link gave that the playground left out (at most 5 named, each cut to 40
+    characters): ``The link's parameter 'x' is not a setting of the playground; it was left out.``"""
+    listed = ", ".join(quote(k, 40) for k in names[:5]) + (f" and {len(names) - 5} more" if names[5:] else "")
+    if len(names) == 1:
+        return f"The link's {what} {listed} {is_not} of the playground; it was left out."
+    return f"The link's {what}s {listed} {are_not} of the playground; they were left out."
+
+
+def scheduler_choices() -> list[str]:
+    """What the pages offer to run: the registered schedulers, then the trained agents (:func:`trained_agents`)."""
+    return sorted(SCHEDULERS) + trained_agents()
 
 
 def set_scenario(sc: Scenario) -> None:
@@ -380,6 +412,24 @@ def plot(fig, key: str, where=st) -> None:
     where.plotly_chart(fig, width="stretch", key=key, theme=None, config={"displaylogo": False})
 
 
+def elastic_words(sc: Scenario) -> str:
+    """How many jobs of a generated workload are elastic: the share is of all jobs but drawn among the whole-GPU
+    ones (a fractional job cannot resize; :func:`~engine.traces.generator.generate`), so say both."""
+    asked = f"{sc.workload.elastic:.0%} of the jobs asked"
+    try:
+        jobs = jobs_of(sc)
+    except EngineError:  # the cluster or workload is invalid: the page says why
+        return f"{asked}, drawn among whole-GPU jobs only"
+    elastic, whole = sum(j.elastic for j in jobs), sum(j.gpu_fraction == 1.0 for j in jobs)
+    return f"{elastic:,} of {plural(len(jobs), 'job')} ({asked}, drawn among the {whole:,} whole-GPU jobs)"
+
+
+def resizers() -> str:
+    """The schedulers that resize elastic jobs (``SchedulerSpec.resizes``), in words: ``optimus and elasticflow``."""
+    names = [name for name, spec in SCHEDULERS.items() if spec.resizes]
+    return f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else "".join(names)
+
+
 # ----------------------------------------------------------------------------- sidebar
 def sidebar() -> None:
     """The current scenario, in a few lines, with its JSON and a way to load one."""
@@ -416,9 +466,7 @@ def sidebar() -> None:
         side.markdown(f"**Admission** · {sc.options.admission.policy}")
     if w.elastic:
         curve = w.scaling or DEFAULT_SCALING
-        side.markdown(
-            f"**Elastic** · {w.elastic:.0%} of the jobs, {curve}; rescale cost {sc.options.elastic.rescale_s:g} s"
-        )
+        side.markdown(f"**Elastic** · {elastic_words(sc)}; {curve}, rescale cost {sc.options.elastic.rescale_s:g} s")
     if st.session_state.get(FAILED_UPLOAD):
         side.warning(as_text(f"{st.session_state[FAILED_UPLOAD]} did not load; the workload above is still in use."))
     side.markdown("**Schedulers** · " + (as_text(", ".join(sc.schedulers)) or "none"))

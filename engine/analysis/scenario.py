@@ -643,9 +643,11 @@ class Scenario:
         return out
 
     @classmethod
-    def from_query(cls, params: Mapping[str, Any]) -> Scenario:
-        """Inverse of :meth:`to_query` (untrusted); unknown parameters are ignored (links may carry others)."""
-        if "cluster" not in params:
+    def from_query(cls, params: Mapping[str, Any], *, cluster: str = "") -> Scenario:
+        """Inverse of :meth:`to_query` (untrusted). A link without a ``cluster`` parameter gets ``cluster`` (the
+        app's current one; refused when ``""``). Parameters it does not know are ignored (links may carry others;
+        :func:`unknown_link_keys` names them)."""
+        if "cluster" not in params and not cluster:
             raise ScenarioError("the link has no 'cluster' parameter")
         for key, value in params.items():
             limit = MAX_CLUSTER_CHARS if key in _LONG_PARAMS else MAX_NAME_CHARS * 8
@@ -653,7 +655,7 @@ class Scenario:
                 raise ScenarioError(
                     f"link parameter {quote(key)} has {len(_one(value)):,} characters; the limit is {limit:,}"
                 )
-        data: dict[str, Any] = {"cluster": _one(params["cluster"])}
+        data: dict[str, Any] = {"cluster": _one(params["cluster"]) if "cluster" in params else cluster}
         if "sched" in params:
             data["schedulers"] = [s for s in _one(params["sched"]).split(",") if s]
         if "seed" in params:
@@ -677,7 +679,9 @@ class Scenario:
             elif f.name in ("types", "window"):
                 wl[f.name] = _json_param(text, key)
             elif f.name == "skip_bad":
-                wl[f.name] = text == "True"
+                if text.lower() not in ("true", "false"):
+                    raise ScenarioError(f"link parameter {key} must be True or False, got {quote(text)}")
+                wl[f.name] = text.lower() == "true"
             else:
                 wl[f.name] = text
         data["workload"] = wl
@@ -692,6 +696,17 @@ class Scenario:
         if options:
             data["options"] = options
         return cls.from_dict(data)
+
+
+def unknown_link_keys(params: Mapping[str, Any]) -> list[str]:
+    """The parameters of a link that :meth:`Scenario.from_query` does not read (a typo, another site's), in order."""
+    return [key for key in params if key not in _link_keys()]
+
+
+@cache
+def _link_keys() -> frozenset[str]:
+    workload = (f"w.{f.name}" for f in fields(WorkloadSpec))
+    return frozenset(("cluster", "sched", "seed", "name", *workload, *dict(_flat(RunOptions().to_dict(), "o."))))
 
 
 # ---------------------------------------------------------------------------------------------- presets

@@ -42,7 +42,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from engine.analysis.metrics import DEADLINE_METRICS, ENERGY_METRICS, METRICS, RELIABILITY_METRICS, summarize
+from engine.analysis.metrics import (
+    DEADLINE_METRICS,
+    ELASTIC_METRICS,
+    ENERGY_METRICS,
+    METRICS,
+    RELIABILITY_METRICS,
+    summarize,
+)
 from engine.analysis.ray_join import RayJoinError, head_answers, join_cluster
 from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec
 from engine.errors import EngineError, RunCancelled, reject_unknown_keys
@@ -760,12 +767,13 @@ def run_sweep(
             and :class:`RunCancelled` is raised (looked at every 0.2 s, and between cells in serial).
 
     Returns:
-        Columns :data:`CELL_COLUMNS`, then one per option axis (its path: the cell's value), then every key of :data:`~engine.analysis.metrics.METRICS` (then of
-        ``ENERGY_METRICS`` with ``energy``, then of ``RELIABILITY_METRICS`` when a cell's options model failures,
-        then of ``DEADLINE_METRICS`` when its jobs have deadlines: a deadline law or a trace with some; undefined
-        values NaN). ``attrs["failures"]``: one dict per failed
-        cell (its parameters and ``error``); ``attrs["meta"]``: ``backend``, ``address``, ``cpus``, ``cells``, ``completed``, ``failed``, ``wall_s``, ``ray_init_s`` and
-        the ``spec``.
+        Columns :data:`CELL_COLUMNS`, then one per option axis (its path: the cell's value), then every key of
+        :data:`~engine.analysis.metrics.METRICS` (then of ``ENERGY_METRICS`` with ``energy``, then of
+        ``RELIABILITY_METRICS`` when a cell's options model failures, then of ``DEADLINE_METRICS`` when its jobs have
+        deadlines: a deadline law or a trace with some, then of ``ELASTIC_METRICS`` when the generator makes a share
+        of the jobs elastic; a cell with no such job counts 0 of them; undefined values NaN). ``attrs["failures"]``:
+        one dict per failed cell (its parameters and ``error``); ``attrs["meta"]``: ``backend``, ``address``,
+        ``cpus``, ``cells``, ``completed``, ``failed``, ``wall_s``, ``ray_init_s`` and the ``spec``.
     """
     import pandas as pd
 
@@ -824,8 +832,12 @@ def run_sweep(
         **(ENERGY_METRICS if energy else {}),
         **(RELIABILITY_METRICS if any(o.failures.active for o in options.values()) else {}),
         **(DEADLINE_METRICS if _has_deadlines(spec, base) else {}),
+        **(ELASTIC_METRICS if spec.base.workload.elastic else {}),
     }
     frame = pd.DataFrame([rows[k] for k in order if k in rows], columns=[*spec.columns, *metrics])
+    # A cell whose jobs drew no deadline or no elastic job (a small workload, best_effort 1) has no such part: 0 of them
+    parts = {**DEADLINE_METRICS, **ELASTIC_METRICS}
+    frame = frame.fillna({k: 0 for k, m in parts.items() if k in metrics and m.unit in ("jobs", "count")})
     frame = frame.astype({k: "int64" if m.unit in ("jobs", "count") else "float64" for k, m in metrics.items()})
     frame.attrs["failures"] = [failures[k].to_dict() for k in order if k in failures]
     frame.attrs["meta"] = {

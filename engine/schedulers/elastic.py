@@ -320,6 +320,7 @@ register(
         lambda: ElasticGreedy("optimus", deadlines=False),
         "Optimus-style greedy for elastic jobs: jobs start in arrival order on their fewest GPUs, then each spare "
         "GPU goes to the elastic job whose remaining time it cuts the most (rigid jobs run as requested).",
+        resizes=True,
     )
 )
 register(
@@ -329,5 +330,6 @@ register(
         "ElasticFlow-like: jobs that can still meet their deadline start first, earliest deadline first, on the "
         "fewest GPUs that meet it; spare GPUs go where they cut remaining time the most. Pair it with "
         "admission control (feasible) to decline what cannot be met.",
+        resizes=True,
     )
 )

@@ -30,6 +30,7 @@ class SchedulerSpec:
         summary: two sentences that explain the scheduler to a student.
         preemptive: whether it may preempt running jobs.
         oracle: whether it reads true durations (never true for a fair comparison).
+        resizes: whether it changes the GPUs of elastic jobs (the others run them at their requested size).
     """
 
     name: str
@@ -37,6 +38,7 @@ class SchedulerSpec:
     summary: str
     preemptive: bool = False
     oracle: bool = False
+    resizes: bool = False
 
 
 SCHEDULERS: dict[str, SchedulerSpec] = {}

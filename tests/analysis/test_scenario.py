@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec, content_hash
+from engine.analysis.scenario import Scenario, ScenarioError, WorkloadSpec, content_hash, unknown_link_keys
 from engine.errors import EngineError
 
 TRACE = Scenario(
@@ -79,6 +79,14 @@ def test_bad_scenarios_name_the_field(data, words):
 def test_bad_query_and_json():
     with pytest.raises(ScenarioError, match="no 'cluster'"):
         Scenario.from_query({"sched": "fifo"})
+    assert Scenario.from_query({"sched": "fifo"}, cluster="1x4:T4") == Scenario(cluster="1x4:T4", schedulers=("fifo",))
+    assert Scenario.from_query({"cluster": "1x1:T4"}, cluster="1x4:T4").cluster == "1x1:T4"  # the link's own wins
+    with pytest.raises(ScenarioError, match="w.skip_bad must be True or False, got 'yes'"):  # was False, silently
+        Scenario.from_query({"cluster": "1x1:T4", "w.skip_bad": "yes"})
+    assert unknown_link_keys({"cluster": "", "w.njobs": "1", "o.energy.pue": "1", "o.energy.pues": "1"}) == [
+        "w.njobs",
+        "o.energy.pues",
+    ]
     with pytest.raises(ScenarioError, match="NAME:VALUE"):
         Scenario.from_query({"cluster": "1x1:T4", "w.mix": "training"})
     with pytest.raises(ScenarioError, match="not valid JSON"):

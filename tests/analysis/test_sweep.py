@@ -11,13 +11,14 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from engine.analysis.metrics import ENERGY_METRICS, METRICS
-from engine.analysis.scenario import scale_submits
+from engine.analysis.metrics import DEADLINE_METRICS, ELASTIC_METRICS, ENERGY_METRICS, METRICS, summarize
+from engine.analysis.scenario import Scenario, WorkloadSpec, scale_submits
 from engine.analysis.sweep import CELL_COLUMNS, SweepError, SweepSpec, run_sweep
 from engine.cli import main
 from engine.errors import RunCancelled, UnknownNameError
@@ -450,3 +451,23 @@ def test_a_cancel_stops_a_sweep_between_cells():
     with pytest.raises(RunCancelled, match="stopped with 5 cells pending"):
         run_sweep(spec, backend="serial", on_progress=on_progress, cancel=cancel)
     assert done == [1, 2, 3]
+
+
+def test_a_sweep_of_elastic_jobs_has_the_elastic_columns_and_a_cell_without_any_counts_zero():
+    """Found using the app as a stranger: the Explore page could not plot rescales or elastic GPU efficiency (the
+    sweep dropped them), and a cell whose few jobs drew no deadline (or no elastic job) stopped the whole sweep
+    with pandas' "Cannot convert non-finite values" instead of counting 0 of them."""
+    base = Scenario(cluster="1x4:T4", workload=WorkloadSpec(n_jobs=30, elastic=0.5), schedulers=("fifo", "optimus"))
+    frame = run_sweep(SweepSpec(base=base, clusters=(base.cluster,), loads=(1.2,)), backend="serial")
+    assert list(frame.columns) == [*CELL_COLUMNS, *METRICS, *ELASTIC_METRICS]
+    sc = base.with_seed(0)
+    sc = replace(sc, workload=replace(sc.workload, load=1.2))
+    for name, result in sc.run().items():
+        row = frame[frame.scheduler == name].iloc[0]
+        assert {k: row[k] for k in ELASTIC_METRICS} == {k: summarize(result).value(k) for k in ELASTIC_METRICS}
+    assert frame.rescales.iloc[1] > 0 == frame.rescales.iloc[0]
+    for workload in (WorkloadSpec(n_jobs=4, elastic=0.05), WorkloadSpec(n_jobs=4, deadlines="gavel", best_effort=1.0)):
+        spec = SweepSpec(base=replace(base, workload=workload), clusters=(base.cluster,), loads=(0.8, 1.2), seeds=2)
+        frame = run_sweep(spec, backend="serial")
+        counts = [k for k, m in {**DEADLINE_METRICS, **ELASTIC_METRICS}.items() if m.unit in ("jobs", "count")]
+        assert (frame[[k for k in counts if k in frame]] == 0).all().all() and len(frame) == 8

@@ -4,11 +4,18 @@ curve, the rescale cost is a run option in the link, and Compare shows the elast
 from __future__ import annotations
 
 from engine.analysis.metrics import ELASTIC_METRICS, metric_name
+from engine.analysis.scenario import Scenario
 from engine.viz.timeline import resize_points
 from tests.app.test_links import warning_of
 from tests.app.test_pages import app, assert_kpi_rows, errors, run_compare
 
 QUERY = {"cluster": "2x4:V100-32", "sched": "elasticflow,edf", "w.n_jobs": "60", "w.load": "1.2"}
+
+
+def elastic_and_whole(sc: Scenario) -> tuple[int, int]:
+    """How many of the scenario's jobs are elastic, and how many use whole GPUs."""
+    jobs = sc.build_jobs(sc.build_cluster())
+    return sum(j.elastic for j in jobs), sum(j.gpu_fraction == 1.0 for j in jobs)
 
 
 def test_workload_page_sets_the_elastic_share_curve_and_rescale_cost_and_compare_shows_the_elastic_rows():
@@ -24,7 +31,9 @@ def test_workload_page_sets_the_elastic_share_curve_and_rescale_cost_and_compare
     assert not at.exception and not errors(at), errors(at)
     assert at.session_state["scenario"].options.elastic.rescale_s == 60.0
     assert at.query_params["o.elastic.rescale_s"] == "60.0"
-    assert "**Elastic** · 50% of the jobs, linear; rescale cost 60 s" in [m.value for m in at.sidebar.markdown]
+    n, whole = elastic_and_whole(at.session_state["scenario"])
+    line = f"{n} of 60 jobs (50% of the jobs asked, drawn among the {whole} whole-GPU jobs)"
+    assert f"**Elastic** · {line}; linear, rescale cost 60 s" in [m.value for m in at.sidebar.markdown]
 
     compare = run_compare(dict(at.query_params))  # the link the page wrote
     assert_kpi_rows(compare, ELASTIC_METRICS)
@@ -34,6 +43,32 @@ def test_workload_page_sets_the_elastic_share_curve_and_rescale_cost_and_compare
     assert any("elastic job resized" in chart.proto.spec for chart in compare.get("plotly_chart"))  # the timeline
     caption = next(c.value for c in compare.caption if c.value.startswith("One row per GPU"))
     assert "green if it met its deadline, red if it missed it" in caption and "each resize of an elastic job" in caption
+
+
+def test_the_elastic_share_is_told_as_what_it_is_a_share_of_all_jobs_drawn_among_whole_gpu_ones():
+    """An elastic share of 1 read "100% of the jobs" although a fractional job is never elastic: the sidebar and
+    the Workload page say how many jobs are elastic, of how many, and among how many whole-GPU jobs."""
+    at = app("app_pages/workload.py", query={**QUERY, "w.elastic": "1"})
+    n, whole = elastic_and_whole(at.session_state["scenario"])
+    assert n == whole < 60  # some jobs are fractional: "100% of the jobs" was wrong
+    line = f"{n} of 60 jobs (100% of the jobs asked, drawn among the {whole} whole-GPU jobs)"
+    assert any(m.value.startswith(f"**Elastic** · {line}") for m in at.sidebar.markdown)
+    assert f"Elastic: {line}. A fractional job cannot resize." in [c.value for c in at.caption]
+
+
+def test_compare_says_when_no_scheduler_of_it_resizes_the_elastic_jobs():
+    """Found using the app as a stranger: elastic jobs compared under the default schedulers showed Rescales 0
+    everywhere with no word on why; the Learn page's table had no column saying which schedulers resize."""
+    hint = "No scheduler here resizes elastic jobs, so each ran at its requested GPUs: optimus and elasticflow do."
+    for sched, shown in (("fifo,edf", True), ("fifo,optimus", False)):
+        compare = app("app_pages/compare.py", query={**QUERY, "sched": sched, "w.elastic": "0.5"})
+        compare.button(key="compare_run").click().run()
+        assert not compare.exception and not errors(compare), errors(compare)
+        caption = next(c.value for c in compare.caption if c.value.startswith("Best value per metric"))
+        assert (hint in caption) == shown, (sched, caption)
+    learn = app("app_pages/learn.py", query=QUERY)
+    table = learn.table[0].value
+    assert set(table.index[table["resizes elastic jobs"] == "yes"]) == {"optimus", "elasticflow"}
 
 
 def test_the_default_curve_and_a_workload_without_elastic_jobs_stay_out_of_the_link():

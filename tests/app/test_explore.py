@@ -80,6 +80,19 @@ def test_a_sweep_shows_curves_with_bands_a_heatmap_and_the_rows(ray_local):
     assert SweepSpec.from_json(spec.to_json()) == spec and spec.base.workload.users == 6
 
 
+def test_a_sweep_of_elastic_jobs_offers_the_elastic_metrics(ray_local):
+    """Found using the app as a stranger: with elastic jobs (Workload page) the sweep's metric list had no
+    rescales or elastic GPU efficiency, although Compare shows them."""
+    at = explore({**QUERY, "sched": "fifo,optimus", "w.elastic": "0.5", "w.n_jobs": "30"})
+    at.text_input(key="sweep_loads").set_value("1.2")
+    at.number_input(key="sweep_seeds").set_value(1)
+    at.button(key="FormSubmitter:sweep_form-▶ Run sweep").click().run()
+    assert not at.exception and not errors(at), errors(at)
+    assert {"Rescales", "Elastic GPU efficiency"} <= set(at.selectbox(key="sweep_metric").options)
+    at.selectbox(key="sweep_metric").select("elastic_gpu_efficiency").run()
+    assert charts(at)[0]["layout"]["title"]["text"].startswith("Elastic GPU efficiency")
+
+
 def test_a_capacity_plan_shows_the_fewest_nodes_and_its_curve(ray_local):
     at = explore()
     assert at.checkbox(key="plan_grow").value  # by default a plan grows the cluster the user built

@@ -211,3 +211,44 @@ def test_a_model_name_never_becomes_a_path(tmp_path):
     at.button(key="train_start").click().run()
     assert not at.exception and any("A model name is 1 to 64 letters" in e.value for e in at.error)
     assert not list(tmp_path.iterdir()) and "training_job" not in at.session_state
+
+
+def test_a_link_without_a_cluster_is_applied_on_the_default_cluster():
+    """Found using the app as a stranger: /compare?sched=fifo,edf&w.n_jobs=60 opened the default scenario, the
+    link's schedulers and workload silently dropped."""
+    at = open_link({"sched": "fifo,edf", "w.n_jobs": "60", "w.deadlines": "gavel"}, "app_pages/compare.py")
+    assert not at.warning, [w.value for w in at.warning]  # everything in it applies: nothing to warn about
+    sc = at.session_state["scenario"]
+    assert sc.schedulers == ("fifo", "edf") and (sc.workload.n_jobs, sc.workload.deadlines) == (60, "gavel")
+    assert sc.cluster == scenario_mod.Scenario().cluster and DEFAULT_TOTALS in shown_text(at)
+    assert at.query_params["cluster"] == sc.cluster  # the address bar now holds the whole scenario
+
+
+def test_parameters_no_setting_reads_get_one_line_naming_them_and_the_rest_applies():
+    link = "[click me](https:evil.example)"
+    at = open_link({"cluster": "2x4:T4", "w.njobs": "60", link: "1", "sched": "fifo"})
+    warnings = [re.sub(r"\\(.)", r"\1", w.value) for w in at.warning]
+    assert len(warnings) == 1 and "'w.njobs', '[click me](https:evil.example)'" in warnings[0], warnings
+    assert "are not settings of the playground; they were left out" in warnings[0]
+    assert "](http" not in at.warning[0].value
+    sc = at.session_state["scenario"]
+    assert sc.cluster == "2x4:T4" and sc.schedulers == ("fifo",) and sc.workload.n_jobs == 300
+    assert "w.njobs" not in at.query_params
+    many = open_link({f"x{i}": "1" for i in range(8)})
+    assert [re.sub(r"\\(.)", r"\1", w.value) for w in many.warning] == [
+        "The link's parameters 'x0', 'x1', 'x2', 'x3', 'x4' and 3 more are not settings of the playground; they "
+        "were left out."
+    ]
+
+
+def test_a_scheduler_the_playground_does_not_have_gets_one_line_naming_it_and_the_others_run():
+    """Found using the app as a stranger: /compare?sched=fifo,nonesuch showed fifo alone, 'nonesuch' dropped
+    without a word (the sidebar still listed it)."""
+    at = open_link({"sched": "fifo,nonesuch,edf,rl:no-such-model"})
+    assert [re.sub(r"\\(.)", r"\1", w.value) for w in at.warning] == [
+        "The link's schedulers 'nonesuch', 'rl:no-such-model' are not schedulers of the playground; they were left out."
+    ]
+    assert at.session_state["scenario"].schedulers == ("fifo", "edf") and at.query_params["sched"] == "fifo,edf"
+    assert "**Schedulers** · fifo\\, edf" in [m.value for m in at.sidebar.markdown]
+    at.switch_page("app_pages/compare.py").run()
+    assert at.multiselect(key="compare_schedulers").value == ["fifo", "edf"]

@@ -46,7 +46,11 @@ def test_deadlines_admission_and_elastic_jobs_from_a_link_to_compare(page: Page,
     rescale.press("Enter")
     expect(page).to_have_url(re.compile(r"o\.elastic\.rescale_s=60\.0"), timeout=SLOW_MS)
     wait_idle(page)
-    expect(page.get_by_text("Elastic · 50% of the jobs, linear; rescale cost 60 s")).to_be_visible()
+    sc = Scenario.from_query(dict(parse_qsl(urlparse(page.url).query)))
+    jobs = sc.build_jobs(sc.build_cluster())
+    n, whole = sum(j.elastic for j in jobs), sum(j.gpu_fraction == 1.0 for j in jobs)
+    line = f"{n} of 60 jobs (50% of the jobs asked, drawn among the {whole} whole-GPU jobs)"
+    expect(page.get_by_text(f"Elastic · {line}; linear, rescale cost 60 s")).to_be_visible()
     shot(page, "workload")
 
     kpi = compare_the_link(page)

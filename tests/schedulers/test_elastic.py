@@ -55,3 +55,18 @@ def test_elasticflow_puts_earliest_deadline_first():
     jobs = [Job(0, 0.0, 100.0, gpus=4, deadline_s=500.0), Job(1, 0.0, 100.0, gpus=4, deadline_s=150.0)]
     r = simulate(NODE, jobs, make_scheduler("elasticflow"))
     assert r.end_s.tolist() == [200.0, 100.0]
+
+
+def test_the_registry_says_which_schedulers_resize_elastic_jobs():
+    """``SchedulerSpec.resizes`` (the app names these schedulers when none of a comparison's does): exactly the
+    schedulers that ran an elastic job on other than its requested GPUs, on a workload where that pays."""
+    from engine.analysis.scenario import Scenario, WorkloadSpec
+    from engine.schedulers import SCHEDULERS
+
+    sc = Scenario(cluster="2x4:V100-32", workload=WorkloadSpec(n_jobs=60, load=1.2, elastic=0.5, deadlines="gavel"))
+    cluster = sc.build_cluster()
+    jobs = sc.build_jobs(cluster)
+    for name, spec in SCHEDULERS.items():
+        r = simulate(cluster, jobs, make_scheduler(name))
+        resized = any(len(r.segment_gpus(i)) != jobs[r.seg_job[i]].gpus for i in range(len(r.seg_job)))
+        assert spec.resizes == resized, name
