@@ -11,8 +11,10 @@ Both work the same way at each decision point, and differ in order and size (:cl
 2. **Spare GPUs.** While idle GPUs are left, the next one goes to the elastic job (just started or running, not
    shrunk now) whose remaining time it cuts the most: ``W x (1 / r(k) - 1 / r(k + 1))``, ``W`` its remaining
    reference work (its estimate, less what its estimated end says is done) and ``r(k)`` its curve's speed-up on
-   ``k`` GPUs over its requested size; a running job is resized only if what it saves beats twice the rescale cost
-   (it stalls that long on its new GPUs).
+   ``k`` GPUs over its requested size. Running jobs are offered GPUs only while no other job waits (a waiting job
+   would take them back), and a running job grows only if that pays: what it saves over its remaining work beats
+   twice the rescale cost (it stalls that long on its new GPUs), and its faster progress makes up for the stall
+   within :data:`PAYBACK_S` (grown GPUs are soon taken back by jobs that arrive).
 3. **Wake-up.** While an elastic job runs below its maximum and nobody waits, the scheduler asks to be woken at the
    next estimated end of a running job (GPUs a completion frees go out even then). Running jobs are offered spare
    GPUs at most every :data:`REALLOCATE_S` (Pollux's interval); a hand-out due sooner waits for it (a wake-up).
@@ -42,6 +44,11 @@ from engine.sim.state import FRACTION_EPS, ClusterState, Decision, Resize, Start
 #: Running jobs are offered spare GPUs at most this often, seconds: Pollux's simulator reschedules every 60 s
 #: (petuum/adaptdl, osdi21-artifact; REFERENCES.md, "Elastic jobs"). Jobs starting now are sized at once.
 REALLOCATE_S = 60.0
+#: A running job grows only if its speed-up makes up for the rescale stall within this many seconds. Estimate: in
+#: benchmarks/elastic_speed.py (100,000 jobs at load 0.8), a grown job gave GPUs back to a job that arrived a median
+#: 191 s after it grew; a grow paying back slower mostly lost time (deadline ratio 0.518 with every such grow,
+#: 0.575 with this rule).
+PAYBACK_S = 2 * REALLOCATE_S
 
 
 class ElasticGreedy:
@@ -55,6 +62,7 @@ class ElasticGreedy:
         self._seen_stops = -1  # state.stops at the end of the last decision point
         self._grown_s = -math.inf  # when running jobs were last offered spare GPUs
         self._deferred = False  # a hand-out is due at _grown_s + REALLOCATE_S
+        self._pending = False  # GPUs were freed since the last hand-out to running jobs
         self._mine: set[int] = set()  # elastic jobs this scheduler started (some may have ended since)
         self._speed: dict[tuple[str, frozenset[str]], float] = {}  # best_speed by (job type, allowed types)
 
@@ -97,7 +105,7 @@ class ElasticGreedy:
             gpus = _take(state, state.jobs[j], k, state.running[j].gpu_type, held)
             if gpus is not None:
                 yield Resize(j, gpus)
-        if not self._deferred:  # (every decision above is applied by now)
+        if not self._pending:  # (every decision above is applied by now)
             self._seen_stops = state.stops
         wake = self._wake_s(state, planned)
         if wake is not None:
@@ -192,16 +200,18 @@ class ElasticGreedy:
         """Add the running elastic jobs that could take an idle GPU of their type to the hand-out (their size, GPU
         type and work left); note whether any runs below its maximum and forget the jobs that ended."""
         idle = any(pool)
-        self._below_max = False  # some running elastic job could use more GPUs (then _wake_s asks for a wake-up)
+        self._below_max = False  # some running elastic job could gain from more GPUs (then _wake_s asks for a wake-up)
         running, ended = state.running, []
         for j in self._mine:
             r = running.get(j)
             if r is None:
                 ended.append(j)
-            elif len(r.gpu_ids) < r.job.max_gpus:
-                self._below_max = True
+                continue
+            k = len(r.gpu_ids)
+            if k < r.job.max_gpus and _pays(r.job, k, r.job.max_gpus, w := _work_left(state, j), state.rescale_s):
+                self._below_max = True  # (a grow that does not pay at its maximum pays at no size)
                 if idle and pool[r.gpu_type] > 0 and j not in shrunk:
-                    sizes[j], kinds[j], work[j] = len(r.gpu_ids), r.gpu_type, _work_left(state, j)
+                    sizes[j], kinds[j], work[j] = k, r.gpu_type, w
         self._mine.difference_update(ended)
 
     def _grow(
@@ -212,8 +222,10 @@ class ElasticGreedy:
         # Running jobs are offered GPUs when some were freed since the last offer (else nothing is new), at most
         # every REALLOCATE_S (an offer due sooner is deferred: _wake_s asks for it); jobs starting now always are.
         freed = state.stops != self._seen_stops
-        offer = freed and state.now_s >= self._grown_s + REALLOCATE_S
-        self._deferred = freed and not offer
+        due = state.now_s >= self._grown_s + REALLOCATE_S
+        offer = freed and due and len(state.queue) == len(planned)  # nobody waits but the jobs starting now
+        self._deferred = freed and not due
+        self._pending = freed and not offer  # the GPUs freed are offered at a later decision point
         if not (planned or offer):
             return {}
         sizes: dict[int, int] = {j: k for j, (_, k) in planned.items()}
@@ -243,10 +255,7 @@ class ElasticGreedy:
             now_on = state.running.get(j)
             if now_on is None or k == len(now_on.gpu_ids):
                 continue
-            saved = work[j] * (
-                1.0 / speedup_ratio(now_on.job, len(now_on.gpu_ids)) - 1.0 / speedup_ratio(now_on.job, k)
-            )
-            if saved > 2.0 * state.rescale_s:
+            if _pays(now_on.job, len(now_on.gpu_ids), k, work[j], state.rescale_s):
                 out[j] = k
         return out
 
@@ -279,6 +288,13 @@ def _rigid(state: ClusterState, job: Job, pool: list[int]) -> tuple[int, ...] | 
 def _gain(job: Job, k: int, work_s: float) -> float:
     """Seconds of remaining time one more GPU saves ``job`` on ``k`` GPUs with ``work_s`` of reference work left."""
     return work_s * (1.0 / speedup_ratio(job, k) - 1.0 / speedup_ratio(job, k + 1))
+
+
+def _pays(job: Job, held: int, k: int, work_s: float, rescale_s: float) -> bool:
+    """Whether growing running ``job`` from ``held`` to ``k`` GPUs pays (module docstring, step 2)."""
+    slow, fast = speedup_ratio(job, held), speedup_ratio(job, k)
+    saved = work_s * (1.0 / slow - 1.0 / fast)
+    return saved > 2.0 * rescale_s and (fast - slow) * PAYBACK_S > rescale_s * fast
 
 
 def _work_left(state: ClusterState, j: int) -> float:
