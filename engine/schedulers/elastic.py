@@ -64,10 +64,12 @@ class ElasticGreedy:
         self._deferred = False  # a hand-out is due at _grown_s + REALLOCATE_S
         self._pending = False  # GPUs were freed since the last hand-out to running jobs
         self._mine: set[int] = set()  # elastic jobs this scheduler started (some may have ended since)
+        self._growable: set[int] = set()  # those of them a grow to their maximum would pay back (see _sized)
         self._speed: dict[tuple[str, frozenset[str]], float] = {}  # best_speed by (job type, allowed types)
 
     def reset(self, state: ClusterState) -> None:
         self._base, self._mine, self._speed, self._seen_stops, self._grown_s = {}, set(), {}, -1, -math.inf
+        self._growable = set()
 
     # ------------------------------------------------------------------ the decision point
     def decide(self, state: ClusterState) -> Iterator[Decision]:
@@ -100,11 +102,13 @@ class ElasticGreedy:
             if gpus is not None:
                 self._mine.add(j)
                 yield Start(j, gpus)
+                self._sized(state, j, k)
         for j, k in grown.items():
             held = state.running[j].gpu_ids
             gpus = _take(state, state.jobs[j], k, state.running[j].gpu_type, held)
             if gpus is not None:
                 yield Resize(j, gpus)
+                self._sized(state, j, k)
         if not self._pending:  # (every decision above is applied by now)
             self._seen_stops = state.stops
         wake = self._wake_s(state, planned)
@@ -170,13 +174,16 @@ class ElasticGreedy:
         ``k`` GPUs of one type are idle: the largest surplus first, so that the fewest jobs pay a rescale."""
         types = state.eligible_types(job)
         running = state.running
-        grown = []
+        grown, ended = [], []
         for j in self._mine:
             r = running.get(j)
-            if r is not None and types[r.gpu_type]:
+            if r is None:
+                ended.append(j)
+            elif types[r.gpu_type]:
                 surplus = len(r.gpu_ids) - self._base.get(j, r.job.min_gpus)
                 if surplus > 0:
                     grown.append((-surplus, j))
+        self._mine.difference_update(ended)
         for _, j in sorted(grown):
             if any(types[t] and pool[t] >= k for t in range(len(pool))):
                 return
@@ -187,6 +194,16 @@ class ElasticGreedy:
             pool[t] += give
             shrunk.add(j)
             yield Resize(j, keep)
+            self._sized(state, j, held - give)
+
+    def _sized(self, state: ClusterState, j: int, k: int) -> None:
+        """Note that elastic job ``j`` now runs on ``k`` GPUs: it is offered spare GPUs (:meth:`_offer_running`) only
+        while a grow to its maximum could make up for the rescale stall (if that one does not, no smaller one does)."""
+        job = state.jobs[j]
+        if k < job.max_gpus and _pays_back(job, k, job.max_gpus, state.rescale_s):
+            self._growable.add(j)
+        else:
+            self._growable.discard(j)
 
     def _offer_running(
         self,
@@ -198,21 +215,21 @@ class ElasticGreedy:
         work: dict[int, float],
     ) -> None:
         """Add the running elastic jobs that could take an idle GPU of their type to the hand-out (their size, GPU
-        type and work left); note whether any runs below its maximum and forget the jobs that ended."""
+        type and work left); note whether any could gain from more GPUs and forget the jobs that ended."""
         idle = any(pool)
         self._below_max = False  # some running elastic job could gain from more GPUs (then _wake_s asks for a wake-up)
         running, ended = state.running, []
-        for j in self._mine:
+        for j in self._growable:
             r = running.get(j)
             if r is None:
                 ended.append(j)
                 continue
             k = len(r.gpu_ids)
-            if k < r.job.max_gpus and _pays(r.job, k, r.job.max_gpus, w := _work_left(state, j), state.rescale_s):
-                self._below_max = True  # (a grow that does not pay at its maximum pays at no size)
+            if _pays(r.job, k, r.job.max_gpus, w := _work_left(state, j), state.rescale_s):
+                self._below_max = True
                 if idle and pool[r.gpu_type] > 0 and j not in shrunk:
                     sizes[j], kinds[j], work[j] = k, r.gpu_type, w
-        self._mine.difference_update(ended)
+        self._growable.difference_update(ended)
 
     def _grow(
         self, state: ClusterState, planned: dict[int, list[int]], shrunk: set[int], pool: list[int]
@@ -292,9 +309,14 @@ def _gain(job: Job, k: int, work_s: float) -> float:
 
 def _pays(job: Job, held: int, k: int, work_s: float, rescale_s: float) -> bool:
     """Whether growing running ``job`` from ``held`` to ``k`` GPUs pays (module docstring, step 2)."""
+    saved = work_s * (1.0 / speedup_ratio(job, held) - 1.0 / speedup_ratio(job, k))
+    return saved > 2.0 * rescale_s and _pays_back(job, held, k, rescale_s)
+
+
+def _pays_back(job: Job, held: int, k: int, rescale_s: float) -> bool:
+    """Whether ``job``, grown from ``held`` to ``k`` GPUs, makes up for its rescale stall within PAYBACK_S."""
     slow, fast = speedup_ratio(job, held), speedup_ratio(job, k)
-    saved = work_s * (1.0 / slow - 1.0 / fast)
-    return saved > 2.0 * rescale_s and (fast - slow) * PAYBACK_S > rescale_s * fast
+    return (fast - slow) * PAYBACK_S > rescale_s * fast
 
 
 def _work_left(state: ClusterState, j: int) -> float:
