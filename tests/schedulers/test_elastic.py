@@ -29,6 +29,16 @@ def test_optimus_grows_a_running_job_when_gpus_free_up_and_it_pays_the_rescale()
     assert r.end_s.tolist() == [50.0, pytest.approx(310.0)] and r.rescales.tolist() == [0, 1]
 
 
+def test_a_running_job_does_not_grow_when_its_speed_up_makes_up_for_the_rescale_stall_too_late():
+    jobs = [elastic(0, 0.0, 1000.0), Job(1, 0.0, 50.0)]
+    r = simulate(NODE, jobs, make_scheduler("optimus"))
+    # Job 0 starts on 3 GPUs (job 1 holds the 4th, until 50 s). On 4 it would run 4/3 as fast: its 30 s stall at rate
+    # 4 (120 s of work) takes the extra rate 1 120 s to make up, not less than PAYBACK_S; so it stays on 3 GPUs and
+    # ends at 1000 / 3 s. (The grow saves 68 s over its 820 s of work left at 60 s, more than twice the stall: before
+    # PAYBACK_S it grew then and ended at 295 s.)
+    assert r.end_s.tolist() == [pytest.approx(1000 / 3), 50.0] and r.rescales.tolist() == [0, 0]
+
+
 def test_optimus_shrinks_a_grown_job_as_far_as_a_waiting_job_needs_then_grows_it_again():
     jobs = [elastic(0, 0.0, 1000.0), Job(1, 100.0, 100.0, gpus=2)]
     r = simulate(NODE, jobs, make_scheduler("optimus"))
