@@ -892,6 +892,15 @@ def _settings(card: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(sc, st): t for sc, by in scenarios.items() for st, t in by.items() if isinstance(t, dict)}
 
 
+def _teacher(training: dict[str, Any]) -> str:
+    """The teacher a model's warm start cloned: its own run's, or for a continued run its parent's."""
+    clone = training["config"].get("clone")
+    if clone:
+        return str(clone.get("teacher", "none"))
+    parent = training.get("init_from")
+    return _teacher(parent["training"]) if parent else "none"
+
+
 def _comparison(card: dict[str, Any], other: dict[str, Any]) -> list[str]:
     """A table comparing two models trained on the same episodes with different networks."""
     lines = [
@@ -904,8 +913,7 @@ def _comparison(card: dict[str, Any], other: dict[str, Any]) -> list[str]:
     speed = [f"{c['training']['timesteps'] / c['training']['wall_time_s']:.0f} steps/s" for c in (card, other)]
     lines.append(f"| network | {card['policy']['kind']}, {size[0]} | {other['policy']['kind']}, {size[1]} |")
     window = [
-        f"{c['encoding']['window']} jobs ({c['encoding']['window_order']}), teacher "
-        f"{(c['training']['config'].get('clone') or {}).get('teacher', 'none')}"
+        f"{c['encoding']['window']} jobs ({c['encoding']['window_order']}), teacher {_teacher(c['training'])}"
         for c in (card, other)
     ]
     lines.append(f"| window, teacher | {window[0]} | {window[1]} |")
