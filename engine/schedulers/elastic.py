@@ -30,16 +30,16 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from typing import Iterator, KeysView
-
-import numpy as np
 
 from engine.schedulers.placement import best_fit
 from engine.schedulers.registry import SchedulerSpec, register
 from engine.sim.admission import best_speed
 from engine.sim.elastic import speedup_ratio
 from engine.sim.job import Job
-from engine.sim.state import FRACTION_EPS, ClusterState, Decision, Resize, Start, Wake
+from engine.sim.occupancy import bits
+from engine.sim.state import ClusterState, Decision, Resize, Start, Wake
 
 #: Running jobs are offered spare GPUs at most this often, seconds: Pollux's simulator reschedules every 60 s
 #: (petuum/adaptdl, osdi21-artifact; REFERENCES.md, "Elastic jobs"). Jobs starting now are sized at once.
@@ -62,17 +62,17 @@ class ElasticGreedy:
         self._seen_stops = -1  # state.stops at the end of the last decision point
         self._grown_s = -math.inf  # when running jobs were last offered spare GPUs
         self._deferred = False  # a hand-out is due at _grown_s + REALLOCATE_S
-        self._mine: set[int] = set()  # elastic jobs this scheduler started (some may have ended since)
+        self._grown: set[int] = set()  # elastic jobs it last sized above their base (some may have ended since)
         self._growable: set[int] = set()  # those of them a grow to their maximum would pay back (see _sized)
         self._speed: dict[tuple[str, frozenset[str]], float] = {}  # best_speed by (job type, allowed types)
 
     def reset(self, state: ClusterState) -> None:
-        self._base, self._mine, self._speed, self._seen_stops, self._grown_s = {}, set(), {}, -1, -math.inf
-        self._growable = set()
+        self._base, self._speed, self._seen_stops, self._grown_s = {}, {}, -1, -math.inf
+        self._grown, self._growable = set(), set()
 
     # ------------------------------------------------------------------ the decision point
     def decide(self, state: ClusterState) -> Iterator[Decision]:
-        pool = self._idle_by_type(state)
+        pool = list(state.occupancy.type_idle)  # idle whole GPUs of each type
         planned: dict[int, list[int]] = {}  # elastic job -> [GPU type, size] to start at
         shrunk: set[int] = set()
         order, pressing = self._order(state)
@@ -97,14 +97,13 @@ class ElasticGreedy:
                 yield Start(j, gpus)
         grown = self._grow(state, planned, shrunk, pool)
         for j, (t, k) in planned.items():
-            gpus = _take(state, state.jobs[j], k, t, ())
+            gpus = _take(state, k, t, ())
             if gpus is not None:
-                self._mine.add(j)
                 yield Start(j, gpus)
                 self._sized(state, j, k)
         for j, k in grown.items():
             held = state.running[j].gpu_ids
-            gpus = _take(state, state.jobs[j], k, state.running[j].gpu_type, held)
+            gpus = _take(state, k, state.running[j].gpu_type, held)
             if gpus is not None:
                 yield Resize(j, gpus)
                 self._sized(state, j, k)
@@ -150,13 +149,6 @@ class ElasticGreedy:
 
     # ------------------------------------------------------------------ GPUs
     @staticmethod
-    def _idle_by_type(state: ClusterState) -> list[int]:
-        """Idle whole GPUs of each type."""
-        lay = state.layout
-        idle = state.gpu_free >= 1.0 - FRACTION_EPS
-        return np.bincount(lay.gpu_type[idle], minlength=len(lay.type_names)).tolist()
-
-    @staticmethod
     def _fit(state: ClusterState, job: Job, k: int, pool: list[int]) -> int | None:
         """The GPU type elastic ``job`` would start on with ``k`` idle GPUs left in ``pool`` (the fastest such
         type), or None."""
@@ -171,24 +163,22 @@ class ElasticGreedy:
     def _shrink(self, state: ClusterState, job: Job, k: int, pool: list[int], shrunk: set[int]) -> Iterator[Decision]:
         """Shrink running elastic jobs grown past their base (down to it at most), on types ``job`` may use, until
         ``k`` GPUs of one type are idle: the largest surplus first, so that the fewest jobs pay a rescale."""
-        types = state.eligible_types(job)
+        types = state.eligible_types(job).tolist()
         running = state.running
         grown, ended = [], []
-        for j in self._mine:
+        for j in self._grown:
             r = running.get(j)
             if r is None:
                 ended.append(j)
             elif types[r.gpu_type]:
-                surplus = len(r.gpu_ids) - self._base.get(j, r.job.min_gpus)
-                if surplus > 0:
-                    grown.append((-surplus, j))
-        self._mine.difference_update(ended)
+                grown.append((self._base[j] - len(r.gpu_ids), j))  # minus the surplus
+        self._grown.difference_update(ended)
         for _, j in sorted(grown):
-            if any(types[t] and pool[t] >= k for t in range(len(pool))):
+            if any(ok and idle >= k for ok, idle in zip(types, pool)):
                 return
             r = running[j]
             held, t = len(r.gpu_ids), r.gpu_type
-            give = min(held - self._base.get(j, r.job.min_gpus), k - pool[t])  # no more than the job needs
+            give = min(held - self._base[j], k - pool[t])  # no more than the job needs
             keep = _keep(state, r.gpu_ids, held - give)
             pool[t] += give
             shrunk.add(j)
@@ -196,9 +186,14 @@ class ElasticGreedy:
             self._sized(state, j, held - give)
 
     def _sized(self, state: ClusterState, j: int, k: int) -> None:
-        """Note that elastic job ``j`` now runs on ``k`` GPUs: it is offered spare GPUs (:meth:`_offer_running`) only
-        while a grow to its maximum could make up for the rescale stall (if that one does not, no smaller one does)."""
+        """Note that elastic job ``j`` now runs on ``k`` GPUs: it may be shrunk (:meth:`_shrink`) while above its
+        base size, and is offered spare GPUs (:meth:`_offer_running`) only while a grow to its maximum could make
+        up for the rescale stall (if that one does not, no smaller one does)."""
         job = state.jobs[j]
+        if k > self._base[j]:
+            self._grown.add(j)
+        else:
+            self._grown.discard(j)
         if k < job.max_gpus and _pays_back(job, k, job.max_gpus, state.rescale_s):
             self._growable.add(j)
         else:
@@ -322,31 +317,32 @@ def _work_left(state: ClusterState, j: int) -> float:
     return max(r.est_end_s - state.now_s, 0.0) * speedup_ratio(r.job, len(r.gpu_ids))
 
 
-def _take(state: ClusterState, job: Job, k: int, t: int, held: tuple[int, ...]) -> tuple[int, ...] | None:
-    """``k`` GPUs of type ``t`` for ``job``: those of ``held`` first, then idle ones on the nodes with the most idle
-    GPUs of that type (fewest nodes); None if there are not enough."""
-    lay = state.layout
-    idle = np.flatnonzero(state.can_host(job) & (lay.gpu_type == t))
-    extra = k - len(held)
-    if extra <= 0:
-        return _keep(state, held, k)
-    if len(idle) < extra:
+def _take(state: ClusterState, k: int, t: int, held: tuple[int, ...]) -> tuple[int, ...] | None:
+    """``k`` GPUs of type ``t``, more than ``held``: those of ``held``, then idle ones node by node, the nodes of
+    ``held`` first, each group by idle GPUs, most first (fewest nodes), ties by id; None if there are not enough.
+    Answered from the occupancy indexes, as :func:`engine.schedulers.placement._indexed_spread` does."""
+    occ = state.occupancy
+    if occ.type_idle[t] < k - len(held):
         return None
-    nodes = lay.gpu_node[idle]
-    per_node = np.bincount(nodes, minlength=lay.n_nodes)
-    mine = np.zeros(lay.n_nodes, dtype=bool)
-    if held:
-        mine[lay.gpu_node[list(held)]] = True
-    order = np.lexsort((idle, -per_node[nodes], ~mine[nodes]))
-    return tuple(held) + tuple(int(g) for g in idle[order[:extra]])
+    mine = 0
+    for g in held:
+        mine |= 1 << occ.gpu_node[g]
+    typed, nodes_with = occ.type_nodes[t], occ.nodes_with
+    by_idle = [(nodes_with[c] ^ nodes_with[c + 1]) & typed for c in range(occ.max_node_gpus, 0, -1)]
+    out = list(held)
+    for group in [nodes & mine for nodes in by_idle] + [nodes & ~mine for nodes in by_idle]:
+        for n in bits(group):
+            out.extend(occ.idle_of_node(n, k - len(out)))
+            if len(out) == k:
+                return tuple(out)
+    return None  # not reached: type t has enough idle GPUs on its nodes
 
 
 def _keep(state: ClusterState, held: tuple[int, ...], k: int) -> tuple[int, ...]:
     """``k`` of ``held``: those on the nodes holding most of them."""
-    nodes = state.layout.gpu_node[list(held)]
-    counts = np.bincount(nodes)
-    order = sorted(range(len(held)), key=lambda i: (-counts[nodes[i]], held[i]))
-    return tuple(sorted(held[i] for i in order[:k]))
+    node = state.occupancy.gpu_node
+    counts = Counter(node[g] for g in held)
+    return tuple(sorted(sorted(held, key=lambda g: (-counts[node[g]], g))[:k]))
 
 
 register(
