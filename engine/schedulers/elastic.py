@@ -62,13 +62,13 @@ class ElasticGreedy:
         self._seen_stops = -1  # state.stops at the end of the last decision point
         self._grown_s = -math.inf  # when running jobs were last offered spare GPUs
         self._deferred = False  # a hand-out is due at _grown_s + REALLOCATE_S
-        self._grown: set[int] = set()  # elastic jobs it last sized above their base (some may have ended since)
+        self._surplus: dict[int, int] = {}  # job sized above its base -> GPUs above it (some may have ended since)
         self._growable: set[int] = set()  # those of them a grow to their maximum would pay back (see _sized)
         self._speed: dict[tuple[str, frozenset[str]], float] = {}  # best_speed by (job type, allowed types)
 
     def reset(self, state: ClusterState) -> None:
         self._base, self._speed, self._seen_stops, self._grown_s = {}, {}, -1, -math.inf
-        self._grown, self._growable = set(), set()
+        self._surplus, self._growable = {}, set()
 
     # ------------------------------------------------------------------ the decision point
     def decide(self, state: ClusterState) -> Iterator[Decision]:
@@ -164,21 +164,17 @@ class ElasticGreedy:
         """Shrink running elastic jobs grown past their base (down to it at most), on types ``job`` may use, until
         ``k`` GPUs of one type are idle: the largest surplus first, so that the fewest jobs pay a rescale."""
         types = state.eligible_types(job).tolist()
-        running = state.running
-        grown, ended = [], []
-        for j in self._grown:
-            r = running.get(j)
-            if r is None:
-                ended.append(j)
-            elif types[r.gpu_type]:
-                grown.append((self._base[j] - len(r.gpu_ids), j))  # minus the surplus
-        self._grown.difference_update(ended)
-        for _, j in sorted(grown):
+        running, surplus = state.running, self._surplus
+        for j in [j for j in surplus if j not in running]:
+            del surplus[j]
+        for j in sorted(surplus, key=lambda j: (-surplus[j], j)):
             if any(ok and idle >= k for ok, idle in zip(types, pool)):
                 return
             r = running[j]
             held, t = len(r.gpu_ids), r.gpu_type
-            give = min(held - self._base[j], k - pool[t])  # no more than the job needs
+            if not types[t]:
+                continue
+            give = min(surplus[j], k - pool[t])  # no more than the job needs
             keep = _keep(state, r.gpu_ids, held - give)
             pool[t] += give
             shrunk.add(j)
@@ -191,9 +187,9 @@ class ElasticGreedy:
         up for the rescale stall (if that one does not, no smaller one does)."""
         job = state.jobs[j]
         if k > self._base[j]:
-            self._grown.add(j)
+            self._surplus[j] = k - self._base[j]
         else:
-            self._grown.discard(j)
+            self._surplus.pop(j, None)
         if k < job.max_gpus and _pays_back(job, k, job.max_gpus, state.rescale_s):
             self._growable.add(j)
         else:
@@ -286,8 +282,9 @@ def _rigid(state: ClusterState, job: Job, pool: list[int]) -> tuple[int, ...] | 
     gpus = best_fit(state, job)
     if gpus is None:
         return None
-    t = state.layout.gpu_type[gpus[0]]
-    need = len(gpus) if not job.fractional else int(state.gpu_tenants[gpus[0]] == 0)
+    occ = state.occupancy
+    t = occ.gpu_type[gpus[0]]
+    need = len(gpus) if not job.fractional else int(occ.tenants[gpus[0]] == 0)
     if pool[t] < need:
         return None
     pool[t] -= need
