@@ -16,8 +16,9 @@ Both work the same way at each decision point, and differ in order and size (:cl
    stall within :data:`PAYBACK_S` (grown GPUs are soon taken back by jobs that arrive).
 3. **Wake-up.** While a running elastic job could grow (a grow to its maximum would pay) and nobody waits, the
    scheduler asks to be woken at the next estimated end of a running job (GPUs a completion frees go out even
-   then). Running jobs are offered spare
-   GPUs at most every :data:`REALLOCATE_S` (Pollux's interval); a hand-out due sooner waits for it (a wake-up).
+   then). Running jobs are offered spare GPUs at most every :data:`REALLOCATE_S` (Pollux's interval); a hand-out
+   due sooner waits for it (a wake-up), unless no running job could grow (then there is nothing to hand out, and
+   a run of rigid jobs gets no wake-ups at all).
 
 ``optimus`` (Optimus, EuroSys'18, as Pollux's simulator re-implements it: ``optimus.py``; REFERENCES.md): queue
 order, base size ``min_gpus``. ``elasticflow`` (ElasticFlow, ASPLOS'23, ``scheduler.py``): earliest deadline first
@@ -227,10 +228,11 @@ class ElasticGreedy:
         """Hand idle GPUs out by marginal gain (module docstring); ``planned`` sizes grow in place; returns the new
         size of each running job worth a resize."""
         # Running jobs are offered GPUs when some were freed since the last offer (else nothing is new), at most
-        # every REALLOCATE_S (an offer due sooner is deferred: _wake_s asks for it); jobs starting now always are.
+        # every REALLOCATE_S (an offer due sooner is deferred, if some job could take it: _wake_s asks for it); jobs
+        # starting now always are.
         freed = state.stops != self._seen_stops
         offer = freed and state.now_s >= self._grown_s + REALLOCATE_S
-        self._deferred = freed and not offer
+        self._deferred = freed and not offer and bool(self._growable)
         if not (planned or offer):
             return {}
         sizes: dict[int, int] = {j: k for j, (_, k) in planned.items()}

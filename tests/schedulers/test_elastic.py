@@ -80,3 +80,20 @@ def test_the_registry_says_which_schedulers_resize_elastic_jobs():
         r = simulate(cluster, jobs, make_scheduler(name))
         resized = any(len(r.segment_gpus(i)) != jobs[r.seg_job[i]].gpus for i in range(len(r.seg_job)))
         assert spec.resizes == resized, name
+
+
+@pytest.mark.parametrize("name", ["optimus", "elasticflow"])
+def test_a_run_of_rigid_jobs_asks_for_no_wake_up(name):
+    # Job 0's end at 10 s frees a GPU (for job 4) within REALLOCATE_S of the first hand-out, at 0 s: the scheduler
+    # used to defer a hand-out to running jobs to 60 s and ask to be woken then, with nobody to hand GPUs to.
+    scheduler = make_scheduler(name)
+    decide, kinds = scheduler.decide, []
+
+    def recording(state):
+        for decision in decide(state):
+            kinds.append(type(decision).__name__)
+            yield decision
+
+    scheduler.decide = recording
+    r = simulate(NODE, [Job(j, 0.0, 100.0 if j else 10.0) for j in range(5)], scheduler)
+    assert r.end_s.tolist() == [10.0, 100.0, 100.0, 100.0, 110.0] and kinds == ["Start"] * 5
