@@ -323,17 +323,17 @@ def _take(state: ClusterState, k: int, t: int, held: tuple[int, ...]) -> tuple[i
     occ = state.occupancy
     if occ.type_idle[t] < k - len(held):
         return None
-    mine = 0
+    mine = 0  # the nodes of held (all of type t)
     for g in held:
         mine |= 1 << occ.gpu_node[g]
     typed, nodes_with = occ.type_nodes[t], occ.nodes_with
-    by_idle = [(nodes_with[c] ^ nodes_with[c + 1]) & typed for c in range(occ.max_node_gpus, 0, -1)]
     out = list(held)
-    for group in [nodes & mine for nodes in by_idle] + [nodes & ~mine for nodes in by_idle]:
-        for n in bits(group):
-            out.extend(occ.idle_of_node(n, k - len(out)))
-            if len(out) == k:
-                return tuple(out)
+    for among in (mine, typed & ~mine) if held else (typed,):
+        for c in range(occ.max_node_gpus, 0, -1):  # the nodes with exactly c idle GPUs
+            for n in bits((nodes_with[c] ^ nodes_with[c + 1]) & among):
+                out.extend(occ.idle_of_node(n, k - len(out)))
+                if len(out) == k:
+                    return tuple(out)
     return None  # not reached: type t has enough idle GPUs on its nodes
 
 
