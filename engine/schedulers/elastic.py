@@ -66,10 +66,14 @@ class ElasticGreedy:
         self._surplus: dict[int, int] = {}  # job sized above its base -> GPUs above it (some may have ended since)
         self._growable: set[int] = set()  # those of them a grow to their maximum would pay back (see _sized)
         self._speed: dict[tuple[str, frozenset[str]], float] = {}  # best_speed by (job type, allowed types)
+        # Estimated ends, for _next_end_s: a heap of (est_end_s, job) of the whole-GPU jobs started or resized here
+        # (stale once the job stops or is resized again), and the fractional jobs started here (some may have ended).
+        self._ends: list[tuple[float, int]] = []
+        self._shared: set[int] = set()
 
     def reset(self, state: ClusterState) -> None:
         self._base, self._speed, self._seen_stops, self._grown_s = {}, {}, -1, -math.inf
-        self._surplus, self._growable = {}, set()
+        self._surplus, self._growable, self._ends, self._shared = {}, set(), [], set()
 
     # ------------------------------------------------------------------ the decision point
     def decide(self, state: ClusterState) -> Iterator[Decision]:
@@ -96,6 +100,7 @@ class ElasticGreedy:
                 gpus = _rigid(state, job, pool)
             if gpus is not None:
                 yield Start(j, gpus)
+                self._track(state, j)
         grown = self._grow(state, planned, shrunk, pool)
         for j, (t, k) in planned.items():
             gpus = _take(state, k, t, ())
@@ -186,6 +191,7 @@ class ElasticGreedy:
         """Note that elastic job ``j`` now runs on ``k`` GPUs: it may be shrunk (:meth:`_shrink`) while above its
         base size, and is offered spare GPUs (:meth:`_offer_running`) only while a grow to its maximum could make
         up for the rescale stall (if that one does not, no smaller one does)."""
+        self._track(state, j)
         job = state.jobs[j]
         if k > self._base[j]:
             self._surplus[j] = k - self._base[j]
@@ -195,6 +201,31 @@ class ElasticGreedy:
             self._growable.add(j)
         else:
             self._growable.discard(j)
+
+    def _track(self, state: ClusterState, j: int) -> None:
+        """Note the estimated end of job ``j``, just started or resized (:meth:`_next_end_s`)."""
+        r = state.running[j]
+        if r.job.fractional:
+            self._shared.add(j)
+        else:
+            heapq.heappush(self._ends, (r.est_end_s, j))
+
+    def _next_end_s(self, state: ClusterState) -> float | None:
+        """The next estimated end of a running job after now (None if none). A whole-GPU job's estimated end stays
+        put while it runs, so the heap's first entry that is still its job's and after now is theirs (entries before
+        it never will be again); fractional jobs are re-timed as their co-tenants come and go, so they are read."""
+        now, running, ends = state.now_s, state.running, self._ends
+        while ends:
+            end_s, j = ends[0]
+            r = running.get(j)
+            if end_s > now and r is not None and r.est_end_s == end_s:
+                break
+            heapq.heappop(ends)
+        self._shared.intersection_update(running)
+        soonest = [e for j in self._shared if (e := running[j].est_end_s) > now]
+        if ends:
+            soonest.append(ends[0][0])
+        return min(soonest, default=None)
 
     def _offer_running(
         self,
@@ -274,8 +305,7 @@ class ElasticGreedy:
             return self._grown_s + REALLOCATE_S
         if state.queue or not (self._below_max or any(k < state.jobs[j].max_gpus for j, (_, k) in planned.items())):
             return None
-        now = state.now_s
-        return min((r.est_end_s for r in state.running.values() if r.est_end_s > now), default=None)
+        return self._next_end_s(state)
 
 
 def _rigid(state: ClusterState, job: Job, pool: list[int]) -> tuple[int, ...] | None:
