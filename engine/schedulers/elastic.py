@@ -64,7 +64,7 @@ class ElasticGreedy:
         self._grown_s = -math.inf  # when running jobs were last offered spare GPUs
         self._deferred = False  # a hand-out is due at _grown_s + REALLOCATE_S
         self._surplus: dict[int, int] = {}  # job sized above its base -> GPUs above it (some may have ended since)
-        self._growable: set[int] = set()  # those of them a grow to their maximum would pay back (see _sized)
+        self._growable: set[int] = set()  # elastic jobs a grow to their maximum would pay back (see _sized)
         self._speed: dict[tuple[str, frozenset[str]], float] = {}  # best_speed by (job type, allowed types)
         # Estimated ends, for _next_end_s: a heap of (est_end_s, job) of the whole-GPU jobs started or resized here
         # (stale once the job stops or is resized again), and the fractional jobs started here (some may have ended).
@@ -212,8 +212,9 @@ class ElasticGreedy:
 
     def _next_end_s(self, state: ClusterState) -> float | None:
         """The next estimated end of a running job after now (None if none). A whole-GPU job's estimated end stays
-        put while it runs, so the heap's first entry that is still its job's and after now is theirs (entries before
-        it never will be again); fractional jobs are re-timed as their co-tenants come and go, so they are read."""
+        put while it runs, so the heap's first entry that is still its job's and after now is the soonest of theirs
+        (entries before it never will be again); fractional jobs are re-timed as their co-tenants come and go, so
+        they are read."""
         now, running, ends = state.now_s, state.running, self._ends
         while ends:
             end_s, j = ends[0]
