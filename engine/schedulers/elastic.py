@@ -16,8 +16,9 @@ Both work the same way at each decision point, and differ in order and size (:cl
    stall within :data:`PAYBACK_S` (grown GPUs are soon taken back by jobs that arrive).
 3. **Wake-up.** While a running elastic job could grow (a grow to its maximum would pay) and nobody waits, the
    scheduler asks to be woken at the next estimated end of a running job (GPUs a completion frees go out even
-   then). Running jobs are offered spare
-   GPUs at most every :data:`REALLOCATE_S` (Pollux's interval); a hand-out due sooner waits for it (a wake-up).
+   then). Running jobs are offered spare GPUs at most every :data:`REALLOCATE_S` (Pollux's interval); a hand-out
+   due sooner waits for it (a wake-up), unless no running job could grow (then there is nothing to hand out, and
+   a run of rigid jobs gets no wake-ups at all).
 
 ``optimus`` (Optimus, EuroSys'18, as Pollux's simulator re-implements it: ``optimus.py``; REFERENCES.md): queue
 order, base size ``min_gpus``. ``elasticflow`` (ElasticFlow, ASPLOS'23, ``scheduler.py``): earliest deadline first
@@ -30,16 +31,16 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from typing import Iterator, KeysView
-
-import numpy as np
 
 from engine.schedulers.placement import best_fit
 from engine.schedulers.registry import SchedulerSpec, register
 from engine.sim.admission import best_speed
 from engine.sim.elastic import speedup_ratio
 from engine.sim.job import Job
-from engine.sim.state import FRACTION_EPS, ClusterState, Decision, Resize, Start, Wake
+from engine.sim.occupancy import bits
+from engine.sim.state import ClusterState, Decision, Resize, Start, Wake
 
 #: Running jobs are offered spare GPUs at most this often, seconds: Pollux's simulator reschedules every 60 s
 #: (petuum/adaptdl, osdi21-artifact; REFERENCES.md, "Elastic jobs"). Jobs starting now are sized at once.
@@ -62,17 +63,21 @@ class ElasticGreedy:
         self._seen_stops = -1  # state.stops at the end of the last decision point
         self._grown_s = -math.inf  # when running jobs were last offered spare GPUs
         self._deferred = False  # a hand-out is due at _grown_s + REALLOCATE_S
-        self._mine: set[int] = set()  # elastic jobs this scheduler started (some may have ended since)
-        self._growable: set[int] = set()  # those of them a grow to their maximum would pay back (see _sized)
+        self._surplus: dict[int, int] = {}  # job sized above its base -> GPUs above it (some may have ended since)
+        self._growable: set[int] = set()  # elastic jobs a grow to their maximum would pay back (see _sized)
         self._speed: dict[tuple[str, frozenset[str]], float] = {}  # best_speed by (job type, allowed types)
+        # Estimated ends, for _next_end_s: a heap of (est_end_s, job) of the whole-GPU jobs started or resized here
+        # (stale once the job stops or is resized again), and the fractional jobs started here (some may have ended).
+        self._ends: list[tuple[float, int]] = []
+        self._shared: set[int] = set()
 
     def reset(self, state: ClusterState) -> None:
-        self._base, self._mine, self._speed, self._seen_stops, self._grown_s = {}, set(), {}, -1, -math.inf
-        self._growable = set()
+        self._base, self._speed, self._seen_stops, self._grown_s = {}, {}, -1, -math.inf
+        self._surplus, self._growable, self._ends, self._shared = {}, set(), [], set()
 
     # ------------------------------------------------------------------ the decision point
     def decide(self, state: ClusterState) -> Iterator[Decision]:
-        pool = self._idle_by_type(state)
+        pool = list(state.occupancy.type_idle)  # idle whole GPUs of each type
         planned: dict[int, list[int]] = {}  # elastic job -> [GPU type, size] to start at
         shrunk: set[int] = set()
         order, pressing = self._order(state)
@@ -95,16 +100,16 @@ class ElasticGreedy:
                 gpus = _rigid(state, job, pool)
             if gpus is not None:
                 yield Start(j, gpus)
+                self._track(state, j)
         grown = self._grow(state, planned, shrunk, pool)
         for j, (t, k) in planned.items():
-            gpus = _take(state, state.jobs[j], k, t, ())
+            gpus = _take(state, k, t, ())
             if gpus is not None:
-                self._mine.add(j)
                 yield Start(j, gpus)
                 self._sized(state, j, k)
         for j, k in grown.items():
             held = state.running[j].gpu_ids
-            gpus = _take(state, state.jobs[j], k, state.running[j].gpu_type, held)
+            gpus = _take(state, k, state.running[j].gpu_type, held)
             if gpus is not None:
                 yield Resize(j, gpus)
                 self._sized(state, j, k)
@@ -150,13 +155,6 @@ class ElasticGreedy:
 
     # ------------------------------------------------------------------ GPUs
     @staticmethod
-    def _idle_by_type(state: ClusterState) -> list[int]:
-        """Idle whole GPUs of each type."""
-        lay = state.layout
-        idle = state.gpu_free >= 1.0 - FRACTION_EPS
-        return np.bincount(lay.gpu_type[idle], minlength=len(lay.type_names)).tolist()
-
-    @staticmethod
     def _fit(state: ClusterState, job: Job, k: int, pool: list[int]) -> int | None:
         """The GPU type elastic ``job`` would start on with ``k`` idle GPUs left in ``pool`` (the fastest such
         type), or None."""
@@ -171,24 +169,18 @@ class ElasticGreedy:
     def _shrink(self, state: ClusterState, job: Job, k: int, pool: list[int], shrunk: set[int]) -> Iterator[Decision]:
         """Shrink running elastic jobs grown past their base (down to it at most), on types ``job`` may use, until
         ``k`` GPUs of one type are idle: the largest surplus first, so that the fewest jobs pay a rescale."""
-        types = state.eligible_types(job)
-        running = state.running
-        grown, ended = [], []
-        for j in self._mine:
-            r = running.get(j)
-            if r is None:
-                ended.append(j)
-            elif types[r.gpu_type]:
-                surplus = len(r.gpu_ids) - self._base.get(j, r.job.min_gpus)
-                if surplus > 0:
-                    grown.append((-surplus, j))
-        self._mine.difference_update(ended)
-        for _, j in sorted(grown):
-            if any(types[t] and pool[t] >= k for t in range(len(pool))):
+        types = state.eligible_types(job).tolist()
+        running, surplus = state.running, self._surplus
+        for j in [j for j in surplus if j not in running]:
+            del surplus[j]
+        for j in sorted(surplus, key=lambda j: (-surplus[j], j)):
+            if any(ok and idle >= k for ok, idle in zip(types, pool)):
                 return
             r = running[j]
             held, t = len(r.gpu_ids), r.gpu_type
-            give = min(held - self._base.get(j, r.job.min_gpus), k - pool[t])  # no more than the job needs
+            if not types[t]:
+                continue
+            give = min(surplus[j], k - pool[t])  # no more than the job needs
             keep = _keep(state, r.gpu_ids, held - give)
             pool[t] += give
             shrunk.add(j)
@@ -196,13 +188,45 @@ class ElasticGreedy:
             self._sized(state, j, held - give)
 
     def _sized(self, state: ClusterState, j: int, k: int) -> None:
-        """Note that elastic job ``j`` now runs on ``k`` GPUs: it is offered spare GPUs (:meth:`_offer_running`) only
-        while a grow to its maximum could make up for the rescale stall (if that one does not, no smaller one does)."""
+        """Note that elastic job ``j`` now runs on ``k`` GPUs: it may be shrunk (:meth:`_shrink`) while above its
+        base size, and is offered spare GPUs (:meth:`_offer_running`) only while a grow to its maximum could make
+        up for the rescale stall (if that one does not, no smaller one does)."""
+        self._track(state, j)
         job = state.jobs[j]
+        if k > self._base[j]:
+            self._surplus[j] = k - self._base[j]
+        else:
+            self._surplus.pop(j, None)
         if k < job.max_gpus and _pays_back(job, k, job.max_gpus, state.rescale_s):
             self._growable.add(j)
         else:
             self._growable.discard(j)
+
+    def _track(self, state: ClusterState, j: int) -> None:
+        """Note the estimated end of job ``j``, just started or resized (:meth:`_next_end_s`)."""
+        r = state.running[j]
+        if r.job.fractional:
+            self._shared.add(j)
+        else:
+            heapq.heappush(self._ends, (r.est_end_s, j))
+
+    def _next_end_s(self, state: ClusterState) -> float | None:
+        """The next estimated end of a running job after now (None if none). A whole-GPU job's estimated end stays
+        put while it runs, so the heap's first entry that is still its job's and after now is the soonest of theirs
+        (entries before it never will be again); fractional jobs are re-timed as their co-tenants come and go, so
+        they are read."""
+        now, running, ends = state.now_s, state.running, self._ends
+        while ends:
+            end_s, j = ends[0]
+            r = running.get(j)
+            if end_s > now and r is not None and r.est_end_s == end_s:
+                break
+            heapq.heappop(ends)
+        self._shared.intersection_update(running)
+        soonest = [e for j in self._shared if (e := running[j].est_end_s) > now]
+        if ends:
+            soonest.append(ends[0][0])
+        return min(soonest, default=None)
 
     def _offer_running(
         self,
@@ -236,10 +260,11 @@ class ElasticGreedy:
         """Hand idle GPUs out by marginal gain (module docstring); ``planned`` sizes grow in place; returns the new
         size of each running job worth a resize."""
         # Running jobs are offered GPUs when some were freed since the last offer (else nothing is new), at most
-        # every REALLOCATE_S (an offer due sooner is deferred: _wake_s asks for it); jobs starting now always are.
+        # every REALLOCATE_S (an offer due sooner is deferred, if some job could take it: _wake_s asks for it); jobs
+        # starting now always are.
         freed = state.stops != self._seen_stops
         offer = freed and state.now_s >= self._grown_s + REALLOCATE_S
-        self._deferred = freed and not offer
+        self._deferred = freed and not offer and bool(self._growable)
         if not (planned or offer):
             return {}
         sizes: dict[int, int] = {j: k for j, (_, k) in planned.items()}
@@ -281,8 +306,7 @@ class ElasticGreedy:
             return self._grown_s + REALLOCATE_S
         if state.queue or not (self._below_max or any(k < state.jobs[j].max_gpus for j, (_, k) in planned.items())):
             return None
-        now = state.now_s
-        return min((r.est_end_s for r in state.running.values() if r.est_end_s > now), default=None)
+        return self._next_end_s(state)
 
 
 def _rigid(state: ClusterState, job: Job, pool: list[int]) -> tuple[int, ...] | None:
@@ -291,8 +315,9 @@ def _rigid(state: ClusterState, job: Job, pool: list[int]) -> tuple[int, ...] | 
     gpus = best_fit(state, job)
     if gpus is None:
         return None
-    t = state.layout.gpu_type[gpus[0]]
-    need = len(gpus) if not job.fractional else int(state.gpu_tenants[gpus[0]] == 0)
+    occ = state.occupancy
+    t = occ.gpu_type[gpus[0]]
+    need = len(gpus) if not job.fractional else int(occ.tenants[gpus[0]] == 0)
     if pool[t] < need:
         return None
     pool[t] -= need
@@ -322,31 +347,32 @@ def _work_left(state: ClusterState, j: int) -> float:
     return max(r.est_end_s - state.now_s, 0.0) * speedup_ratio(r.job, len(r.gpu_ids))
 
 
-def _take(state: ClusterState, job: Job, k: int, t: int, held: tuple[int, ...]) -> tuple[int, ...] | None:
-    """``k`` GPUs of type ``t`` for ``job``: those of ``held`` first, then idle ones on the nodes with the most idle
-    GPUs of that type (fewest nodes); None if there are not enough."""
-    lay = state.layout
-    idle = np.flatnonzero(state.can_host(job) & (lay.gpu_type == t))
-    extra = k - len(held)
-    if extra <= 0:
-        return _keep(state, held, k)
-    if len(idle) < extra:
+def _take(state: ClusterState, k: int, t: int, held: tuple[int, ...]) -> tuple[int, ...] | None:
+    """``k`` GPUs of type ``t``, more than ``held``: those of ``held``, then idle ones node by node, the nodes of
+    ``held`` first, each group by idle GPUs, most first (fewest nodes), ties by id; None if there are not enough.
+    Answered from the occupancy indexes, as :func:`engine.schedulers.placement._indexed_spread` does."""
+    occ = state.occupancy
+    if occ.type_idle[t] < k - len(held):
         return None
-    nodes = lay.gpu_node[idle]
-    per_node = np.bincount(nodes, minlength=lay.n_nodes)
-    mine = np.zeros(lay.n_nodes, dtype=bool)
-    if held:
-        mine[lay.gpu_node[list(held)]] = True
-    order = np.lexsort((idle, -per_node[nodes], ~mine[nodes]))
-    return tuple(held) + tuple(int(g) for g in idle[order[:extra]])
+    mine = 0  # the nodes of held (all of type t)
+    for g in held:
+        mine |= 1 << occ.gpu_node[g]
+    typed, nodes_with = occ.type_nodes[t], occ.nodes_with
+    out = list(held)
+    for among in (mine, typed & ~mine) if held else (typed,):
+        for c in range(occ.max_node_gpus, 0, -1):  # the nodes with exactly c idle GPUs
+            for n in bits((nodes_with[c] ^ nodes_with[c + 1]) & among):
+                out.extend(occ.idle_of_node(n, k - len(out)))
+                if len(out) == k:
+                    return tuple(out)
+    return None  # not reached: type t has enough idle GPUs on its nodes
 
 
 def _keep(state: ClusterState, held: tuple[int, ...], k: int) -> tuple[int, ...]:
     """``k`` of ``held``: those on the nodes holding most of them."""
-    nodes = state.layout.gpu_node[list(held)]
-    counts = np.bincount(nodes)
-    order = sorted(range(len(held)), key=lambda i: (-counts[nodes[i]], held[i]))
-    return tuple(sorted(held[i] for i in order[:k]))
+    node = state.occupancy.gpu_node
+    counts = Counter(node[g] for g in held)
+    return tuple(sorted(sorted(held, key=lambda g: (-counts[node[g]], g))[:k]))
 
 
 register(

@@ -40,18 +40,20 @@ class Admission:
     def __init__(self, cluster: Cluster, jobs: Sequence[Job]) -> None:
         self._cluster = cluster
         self._jobs = jobs
-        self._best: dict[tuple[str, frozenset[str]], float] = {}  # (job type, allowed types) -> best speed
+        # what best_speed depends on -> its value: few distinct keys (job types, curves, sizes) in a workload
+        self._best: dict[tuple[str, frozenset[str], str, int, int, int], float] = {}
 
     def best_speed(self, job: Job) -> float:
         """The largest speed of ``job``'s type over the cluster's GPU types it is allowed on (times its best
         speed-up over its requested size, elastic)."""
-        key = (job.job_type, job.allowed_types)
+        key = (job.job_type, job.allowed_types, job.scaling, job.gpus, job.min_gpus, job.max_gpus)
         speed = self._best.get(key)
         if speed is None:
-            speed = self._best[key] = best_speed(self._cluster, job)
-        if job.elastic:
-            most = min(job.max_gpus, self._cluster.layout.n_gpus)
-            speed *= max(speedup_ratio(job, k) for k in range(job.min_gpus, max(most, job.min_gpus) + 1))
+            speed = best_speed(self._cluster, job)
+            if job.elastic:
+                most = min(job.max_gpus, self._cluster.layout.n_gpus)
+                speed *= max(speedup_ratio(job, k) for k in range(job.min_gpus, max(most, job.min_gpus) + 1))
+            self._best[key] = speed
         return speed
 
     def decline(self, j: int, now_s: float, work_s: float) -> str | None:

@@ -80,3 +80,46 @@ def test_the_registry_says_which_schedulers_resize_elastic_jobs():
         r = simulate(cluster, jobs, make_scheduler(name))
         resized = any(len(r.segment_gpus(i)) != jobs[r.seg_job[i]].gpus for i in range(len(r.seg_job)))
         assert spec.resizes == resized, name
+
+
+@pytest.mark.parametrize("name", ["optimus", "elasticflow"])
+def test_a_run_of_rigid_jobs_asks_for_no_wake_up(name):
+    # Job 0's end at 10 s frees a GPU (for job 4) within REALLOCATE_S of the first hand-out, at 0 s: the scheduler
+    # used to defer a hand-out to running jobs to 60 s and ask to be woken then, with nobody to hand GPUs to.
+    scheduler = make_scheduler(name)
+    decide, kinds = scheduler.decide, []
+
+    def recording(state):
+        for decision in decide(state):
+            kinds.append(type(decision).__name__)
+            yield decision
+
+    scheduler.decide = recording
+    r = simulate(NODE, [Job(j, 0.0, 100.0 if j else 10.0) for j in range(5)], scheduler)
+    assert r.end_s.tolist() == [10.0, 100.0, 100.0, 100.0, 110.0] and kinds == ["Start"] * 5
+
+
+@pytest.mark.parametrize("name", ["optimus", "elasticflow"])
+def test_the_next_estimated_end_is_that_of_a_scan_of_the_running_jobs(name):
+    """The scheduler keeps estimated ends (a heap of whole-GPU jobs, fractional ones read) rather than scan every
+    running job for its wake-up: at each decision point its answer is the scan's, with fractional tenants re-timed
+    and nodes failing (jobs stop and restart) on the way."""
+    from engine.sim.options import FailureModel, RunOptions
+    from engine.traces.generator import generate
+
+    cluster = parse_cluster("2x4:A100-80,2x4:V100-32")
+    jobs = generate(cluster, 300, load=1.0, seed=3, elastic=0.4, deadlines="elasticflow")
+    assert any(j.fractional for j in jobs) and any(j.elastic for j in jobs)
+    options = RunOptions(failures=FailureModel(mtbf_h=2.0))
+    scheduler = make_scheduler(name)
+    decide, checked = scheduler.decide, []
+
+    def checking(state):
+        yield from decide(state)
+        now = state.now_s
+        scan = min((r.est_end_s for r in state.running.values() if r.est_end_s > now), default=None)
+        checked.append(scheduler._next_end_s(state) == scan)
+
+    scheduler.decide = checking
+    r = simulate(cluster, jobs, scheduler, options=options)
+    assert len(checked) > 300 and all(checked) and r.rescales.sum() > 0 and r.interruptions.sum() > 0
