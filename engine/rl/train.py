@@ -545,7 +545,8 @@ def _parent(cfg: TrainConfig, models_dir: Path | None) -> tuple[dict[str, Any], 
 
     home = Path(models_dir) if models_dir and (Path(models_dir) / f"{cfg.init_from}.json").is_file() else MODELS_DIR
     card = read_card(cfg.init_from, home)
-    for key, mine in (("policy", cfg.policy.to_dict()), ("encoding", cfg.env.encoding.to_dict())):
+    # A card holds the encoding its agent is deployed with (a shield such as whole_node included).
+    for key, mine in (("policy", cfg.policy.to_dict()), ("encoding", cfg.deployed_encoding().to_dict())):
         if card[key] != mine:
             raise ModelError(
                 f"train config {cfg.name}: init_from model {cfg.init_from!r} has {key} "

@@ -181,6 +181,9 @@ def test_deploy_encoding_shields_the_exported_agent_only(tmp_path):
     held = [ids for job, ids in zip(jobs, res.gpu_ids) if 1 < job.gpus <= 4]
     assert len(held) >= 5
     assert all(len(set(node[list(ids)].tolist())) == 1 for ids in held)
+    # The shielded agent's training continues (its card holds the deployed encoding, its config the trained one).
+    child = train(replace(cfg, init_from="tiny-shield", total_timesteps=64), models_dir=tmp_path / "out")
+    assert child["training"]["init_from"]["sha256"] == card["sha256"] and child["encoding"]["whole_node"] is True
 
 
 @pytest.mark.parametrize("deploy,match", [({"window": 8}, "deploy_encoding"), ({"whole_node": 1}, "whole_node")])
