@@ -10,7 +10,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from engine.errors import ClusterSpecError, EngineError, TraceError, quote
 from engine.io import atomic_write_json
@@ -284,9 +284,10 @@ class RunOptionFlags:
     apply: Callable[[argparse.Namespace, Any], Any]
 
 
-def _given(args: argparse.Namespace, keys: Sequence[str]) -> dict[str, Any]:
-    """``{key: value}`` of the flags among ``keys`` (argparse dests) that were given."""
-    return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+def _given(args: argparse.Namespace, fields: Mapping[str, str]) -> dict[str, Any]:
+    """``{field: value}`` of the flags among ``fields`` (argparse dest -> the option record's field) that were
+    given."""
+    return {f: getattr(args, k) for k, f in fields.items() if getattr(args, k, None) is not None}
 
 
 def _add_preemption_flags(group: Any) -> None:
@@ -306,8 +307,8 @@ def _add_preemption_flags(group: Any) -> None:
 
 
 def _apply_preemption_flags(args: argparse.Namespace, model):
-    given = _given(args, ("checkpoint_interval", "restart_overhead"))
-    return replace(model, **{f"{k}_s": v for k, v in given.items()})
+    given = _given(args, {"checkpoint_interval": "checkpoint_interval_s", "restart_overhead": "restart_overhead_s"})
+    return replace(model, **given)
 
 
 def _add_energy_flags(group: Any) -> None:
@@ -342,12 +343,8 @@ def _add_energy_flags(group: Any) -> None:
 
 
 def _apply_energy_flags(args: argparse.Namespace, model):
-    given = _given(args, ("pue", "carbon", "price_list", "count_energy"))
-    if "carbon" in given:
-        given["carbon_g_per_kwh"] = given.pop("carbon")
-    if "count_energy" in given:
-        given["count"] = given.pop("count_energy")
-    return replace(model, **given)
+    fields = {"pue": "pue", "carbon": "carbon_g_per_kwh", "price_list": "price_list", "count_energy": "count"}
+    return replace(model, **_given(args, fields))
 
 
 def _add_power_down_flags(group: Any) -> None:
@@ -375,15 +372,9 @@ def _add_power_down_flags(group: Any) -> None:
 
 
 def _apply_power_down_flags(args: argparse.Namespace, model):
-    given = _given(args, ("power_down_after", "wake_delay", "sleep_w"))
-    if not given:
-        return model
-    if "power_down_after" in given:
-        given["idle_timeout_s"] = given.pop("power_down_after")
-    elif not model.active:
+    given = _given(args, {"power_down_after": "idle_timeout_s", "wake_delay": "wake_s", "sleep_w": "sleep_w"})
+    if given and "idle_timeout_s" not in given and not model.active:
         raise EngineError("--wake-delay and --sleep-w need --power-down-after S (nodes never power down without it)")
-    if "wake_delay" in given:
-        given["wake_s"] = given.pop("wake_delay")
     return replace(model, **given)
 
 
@@ -452,15 +443,14 @@ def _add_failure_flags(group: Any) -> None:
 def _apply_failure_flags(args: argparse.Namespace, model):
     from engine.sim.options import failure_preset
 
-    given = _given(args, ("failures", "node_mtbf_h", "repair_h", "checkpoint_cost", "job_failures"))
+    names = ("failures", "node_mtbf_h", "repair_h", "job_failures")
+    given = _given(args, {**{k: k for k in names}, "checkpoint_cost": "checkpoint_cost_s"})
     if "failures" in given:
         model = failure_preset(given.pop("failures"), "--failures")
     if "job_failures" in given:
         model = model.with_job_failures(given.pop("job_failures"), "--job-failures")
     if "node_mtbf_h" in given:  # per node, whatever the preset counted it by
         model = replace(model, mtbf_h=given.pop("node_mtbf_h"), mtbf_per="node")
-    if "checkpoint_cost" in given:
-        given["checkpoint_cost_s"] = given.pop("checkpoint_cost")
     return replace(model, **given)
 
 
@@ -476,8 +466,7 @@ def _add_admission_flags(group: Any) -> None:
 
 
 def _apply_admission_flags(args: argparse.Namespace, model):
-    given = _given(args, ("admission",))
-    return replace(model, policy=given["admission"]) if given else model
+    return replace(model, **_given(args, {"admission": "policy"}))
 
 
 def _add_elastic_flags(group: Any) -> None:
@@ -493,7 +482,7 @@ def _add_elastic_flags(group: Any) -> None:
 
 
 def _apply_elastic_flags(args: argparse.Namespace, model):
-    return replace(model, **_given(args, ("rescale_s",)))
+    return replace(model, **_given(args, {"rescale_s": "rescale_s"}))
 
 
 #: The flags of every field of :class:`~engine.sim.options.RunOptions`, by field name: every command that runs
