@@ -37,6 +37,18 @@ def test_passes_sb3_checker():
     check_env(_env(n_jobs=20), warn=True)
 
 
+def _random_rewards(env: GpuSchedulingEnv, seed: int) -> list[float]:
+    """The rewards of one episode of ``env`` from ``reset(seed=seed)``, each action drawn uniformly among the valid
+    ones by a generator of the same seed."""
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    rewards, done = [], False
+    while not done:
+        _, r, done, _, _ = env.step(rng.choice(np.flatnonzero(env.action_masks())))
+        rewards.append(r)
+    return rewards
+
+
 def test_seeded_episodes_repeat_bit_for_bit():
     def run(seed):
         env = _env()
@@ -132,12 +144,7 @@ def test_env_driven_by_fifo_choices_equals_simulate_fifo(cluster, load, seed):
 def test_episode_return_equals_the_objective(weights):
     # With a deadline weight, on a workload with ElasticFlow deadlines (a third best effort).
     env = _env(reward=weights, workload=DEADLINE_WORKLOAD if weights.deadline else {})
-    env.reset(seed=11)
-    rng = np.random.default_rng(11)
-    total, done = 0.0, False
-    while not done:
-        _, r, done, _, _ = env.step(rng.choice(np.flatnonzero(env.action_masks())))
-        total += r
+    total = sum(_random_rewards(env, 11))
     assert total == pytest.approx(-objective(env.result, weights), rel=1e-9, abs=1e-12)
 
 
@@ -149,12 +156,7 @@ def test_deadline_term_is_the_missed_share_and_is_paid_as_deadlines_pass():
 
     weights = RewardWeights(wait=0.0, deadline=1.0)
     env = _env(reward=weights, workload=DEADLINE_WORKLOAD)
-    env.reset(seed=5)
-    rng = np.random.default_rng(5)
-    rewards, done = [], False
-    while not done:
-        _, r, done, _, _ = env.step(rng.choice(np.flatnonzero(env.action_masks())))
-        rewards.append(r)
+    rewards = _random_rewards(env, 5)
     summary = summarize_deadlines(env.result)
     assert 0 < summary.deadline_missed < summary.deadline_jobs < len(env.result.jobs)
     assert objective_terms(env.result)["deadline"] == pytest.approx(1.0 - summary.deadline_ratio)
@@ -580,12 +582,7 @@ def test_episode_return_equals_the_objective_under_failures(weights):
     # that stay from when its run stopped, not from its submission. A job that ends failed misses its deadline.
     workload = DEADLINE_WORKLOAD if weights.deadline else {}
     env = _env(reward=weights, options=(RunOptions(preemption=CHECKPOINTS, failures=FAILING),), workload=workload)
-    env.reset(seed=11)
-    rng = np.random.default_rng(11)
-    total, done = 0.0, False
-    while not done:
-        _, r, done, _, _ = env.step(rng.choice(np.flatnonzero(env.action_masks())))
-        total += r
+    total = sum(_random_rewards(env, 11))
     assert env.result.interruptions.sum() > 0
     assert total == pytest.approx(-objective(env.result, weights), rel=1e-9, abs=1e-12)
 
