@@ -20,6 +20,8 @@ from engine.rl.train import TrainConfig, train
 from engine.sim.options import PreemptionModel, RunOptions
 from engine.sim.simulator import COMPLETED
 
+from .conftest import tiny_config
+
 MIXED = "2x8:A100-80,2x4:V100-32,1x4:T4"
 COSTLY = PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0)
 MENU = ("sjf", "easy-backfill", "fgd", "topo-pack", "drf", "tiresias", "short-spare-evict-est", "best-fit")
@@ -115,21 +117,14 @@ def test_selector_configs_refuse_unknown_oracle_or_repeated_policies():
 @pytest.fixture(scope="module")
 def tiny_selector(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("sel")
-    cfg = TrainConfig(
-        name="tiny-select",
+    cfg = replace(
+        tiny_config(tmp, "tiny-select", "mlp"),
         env=_config(n_jobs=25, workloads=({}, {"users": 2})),
         policy=PolicySpec(net_arch=(16,)),
         total_timesteps=128,
-        n_envs=2,
-        n_steps=64,
-        batch_size=64,
-        n_epochs=1,
         eval_freq=64,
-        eval_episodes=1,
         checkpoint_freq=64,
         selector_prior=2.0,
-        progress_bar=False,
-        runs_dir=str(tmp / "runs"),
     )
     card = train(cfg, models_dir=tmp / "models")
     return tmp / "models", card, cfg
