@@ -54,25 +54,34 @@ def _fake(name, scenario, seeds, setting="free"):
     return TABLES[scenario]
 
 
-def _card(ev: dict) -> dict:
-    return {
-        "name": "m",
+#: A card's training section, as little of it as the renderer reads.
+TRAINING = {
+    "timesteps": 10,
+    "wall_time_s": 1.0,
+    "machine": "x",
+    "kept": "final",
+    "libraries": {"torch": "1"},
+    "config": {"env": {"clusters": [], "loads": [], "n_jobs": 1}, "curriculum": []},
+}
+
+
+def _card(ev: dict | None = None, name: str = "m", training: dict | None = None, **extra) -> dict:
+    """A card of model ``name`` with the evaluation ``ev`` (none if ``None``), ``training`` (default
+    :data:`TRAINING`) and the ``extra`` keys."""
+    card = {
+        "name": name,
         "description": "d",
-        "weights": "m.npz",
+        "weights": f"{name}.npz",
         "sha256": "0" * 64,
         "policy": {"kind": "mlp"},
         "encoding": {},
         "reward": {"wait": 1.0, "wait_scale_s": 3600.0},
-        "training": {
-            "timesteps": 10,
-            "wall_time_s": 1.0,
-            "machine": "x",
-            "kept": "final",
-            "libraries": {"torch": "1"},
-            "config": {"env": {"clusters": [], "loads": [], "n_jobs": 1}, "curriculum": []},
-        },
-        "evaluation": ev,
+        "training": dict(training or TRAINING),
+        **extra,
     }
+    if ev is not None:
+        card["evaluation"] = ev
+    return card
 
 
 def test_card_compares_with_the_best_fair_policy_and_says_so_plainly(monkeypatch):
@@ -208,24 +217,8 @@ def test_shipped_cards_state_whether_they_beat_the_best_hand_written_policy(name
 
 
 def test_continued_card_says_where_its_weights_started():
-    base = {
-        "timesteps": 10,
-        "wall_time_s": 1.0,
-        "machine": "x",
-        "kept": "final",
-        "libraries": {"torch": "1"},
-        "config": {"env": {"clusters": [], "loads": [], "n_jobs": 1}, "curriculum": []},
-    }
-    card = {
-        "name": "m",
-        "description": "d",
-        "weights": "m.npz",
-        "sha256": "0" * 64,
-        "policy": {"kind": "mlp"},
-        "encoding": {},
-        "reward": {"wait": 1.0, "wait_scale_s": 3600.0},
-        "training": dict(base),
-    }
+    base = TRAINING
+    card = _card()
     assert "retrain with `python -m engine train --config m`" in cards.render_markdown(card)
     card["training"] = {
         **base,
@@ -250,16 +243,7 @@ def test_card_says_which_preemption_model_training_used():
         "libraries": {"torch": "1"},
         "config": {"env": env, "curriculum": []},
     }
-    card = {
-        "name": "m",
-        "description": "d",
-        "weights": "m.npz",
-        "sha256": "0" * 64,
-        "policy": {"kind": "mlp"},
-        "encoding": {},
-        "reward": {"wait": 1.0, "wait_scale_s": 3600.0},
-        "training": base,
-    }
+    card = _card(training=base)
     assert "trained with free preemption" in cards.render_markdown(card)  # a config from before the key
     costly = {**env, "preemption": {"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0}}
     card["training"] = {**base, "config": {"env": costly, "curriculum": []}}
@@ -483,24 +467,14 @@ def test_a_selector_card_names_its_policies_prior_cores_and_validation_curve():
         "validation_curve": [[8192, -0.61], [16384, -0.55], [24576, -0.58]],
         "selector_prior": {"validation_mean_return": {"sjf": -0.7, "fgd": -0.6}, "best": "fgd", "bias": 2.0},
     }
-    card = {
-        "name": "s",
-        "description": "d",
-        "weights": "s.npz",
-        "sha256": "0" * 64,
-        "policy": {"kind": "mlp"},
-        "encoding": {},
-        "reward": {"wait": 1.0, "wait_scale_s": 3600.0},
-        "selector": ["sjf", "fgd"],
-        "training": training,
-    }
+    card = _card(name="s", training=training, selector=["sjf", "fgd"])
     text = cards.render_markdown(card)
     assert "which of `sjf`, `fgd` makes the decision" in text
     assert "`sjf` -0.7000, `fgd` -0.6000" in text and "the best, `fgd`, was raised by 2" in text
     assert "2 cores, 2 environments (one process each)" in text
     assert "8,192: -0.6100, 16,384: -0.5500, 24,576: -0.5800" in text
     assert "no PPO evaluation beat" not in text
-    training["best_eval_mean_return"] = -0.6  # the prior's: PPO never beat it
+    card["training"]["best_eval_mean_return"] = -0.6  # the prior's: PPO never beat it
     assert "the shipped weights are the prior's, which choose `fgd` at every decision point" in cards.render_markdown(
         card
     )
