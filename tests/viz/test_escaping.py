@@ -9,10 +9,12 @@ import json
 import pandas as pd
 import pytest
 
-from engine import Job, make_scheduler, parse_cluster, simulate
+from engine import make_scheduler, parse_cluster, simulate
 from engine.analysis.metrics import job_frame
 from engine.viz import cluster, distributions, explore, series, timeline, users, workload
 from engine.viz.style import plain
+
+from .conftest import chart_jobs
 
 #: Markup, a link, a hover-template field and an entity: each would render as something else than typed.
 HOSTILE = '<b>x</b><a href="https://evil.example/">click</a>%{meta}&amp;'
@@ -47,17 +49,7 @@ def assert_escaped(fig) -> None:
 def hostile_runs():
     racks = {"groups": [{"gpu_type": "A100-80", "nodes": 2, "gpus_per_node": 4, "rack": HOSTILE}]}
     where = parse_cluster(racks)
-    jobs = tuple(
-        Job(
-            i,
-            submit_s=30.0 * i,
-            duration_s=400.0 + 50 * (i % 5),
-            gpus=(1, 2, 4)[i % 3],
-            user=f"{HOSTILE}{i % 3}",
-            job_type=(HOSTILE, "inference")[i % 2],
-        )
-        for i in range(24)
-    )
+    jobs = chart_jobs(user=HOSTILE, job_type=HOSTILE)
     return {HOSTILE: simulate(where, jobs, make_scheduler("fifo")), "sjf": simulate(where, jobs, make_scheduler("sjf"))}
 
 
