@@ -14,6 +14,8 @@ from engine.sim.cluster import CATALOG_PRICES, CLUSTER_SOURCES, DEFAULT_CATALOG,
 from engine.sim.options import (
     FAILURE_PRESETS,
     JOB_FAILURE_PRESETS,
+    MAX_G_PER_KWH,
+    MAX_PUE,
     CarbonSeries,
     EnergyModel,
     FailureModel,
@@ -149,8 +151,6 @@ st.dataframe(catalog, hide_index=True, width="stretch", key="gpu_catalog")
 
 
 # ---------------------------------------------------------------- energy and cost
-#: The widgets' bounds (a scenario may hold more; the widget then starts at its bound).
-MAX_PUE, MAX_G_PER_KWH = 10.0, 5_000.0
 
 
 def _price_list_label(name: str) -> str:

@@ -259,6 +259,10 @@ DEFAULT_PUE = 1.58
 #: Grid carbon intensity by default, gCO2 per kWh: about the world average of electricity generation in 2023
 #: (Ember, Global Electricity Review 2024: about 480; secondary, an estimate).
 DEFAULT_CARBON_G_PER_KWH = 480.0
+#: Bounds of the energy model's numbers: no facility reports a PUE near 10 (the survey above: 1.58 on average, the
+#: least efficient a few above 2; estimate), and no grid emits near 5,000 gCO2/kWh (coal generation is about 820 to
+#: 1,000 over its life cycle, IPCC AR5 WG3 Annex III; estimate): past them a number is a typo.
+MAX_PUE, MAX_G_PER_KWH = 10.0, 5_000.0
 #: Most rows a carbon series may have (ten years of hourly values fit).
 MAX_CARBON_ROWS = 100_000
 
@@ -266,9 +270,11 @@ _CARBON_SERIES_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "step_s": (lambda v: _is_number(v) and v > 0, "a number > 0"),
     "g_per_kwh": (
         lambda v: (
-            isinstance(v, (list, tuple)) and 0 < len(v) <= MAX_CARBON_ROWS and all(_is_number(x) and x >= 0 for x in v)
+            isinstance(v, (list, tuple))
+            and 0 < len(v) <= MAX_CARBON_ROWS
+            and all(_is_number(x) and 0 <= x <= MAX_G_PER_KWH for x in v)
         ),
-        f"a list of 1 to {MAX_CARBON_ROWS:,} numbers >= 0",
+        f"a list of 1 to {MAX_CARBON_ROWS:,} numbers from 0 to {MAX_G_PER_KWH:,g}",
     ),
     "start": (lambda v: isinstance(v, str) and len(v) <= 64, "a text of at most 64 characters"),
 }
@@ -325,10 +331,10 @@ def carbon_integral(carbon: float | CarbonSeries, t_s: np.ndarray) -> np.ndarray
 
 _PRICE_LIST_NAMES = (CATALOG_PRICES, *PRICE_LISTS)
 _ENERGY_BOUNDS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "pue": (lambda v: _is_number(v) and v >= 1, "a number >= 1"),
+    "pue": (lambda v: _is_number(v) and 1 <= v <= MAX_PUE, f"a number from 1 to {MAX_PUE:g}"),
     "carbon_g_per_kwh": (
-        lambda v: isinstance(v, CarbonSeries) or (_is_number(v) and v >= 0),
-        "a number >= 0 (gCO2/kWh) or a carbon series",
+        lambda v: isinstance(v, CarbonSeries) or (_is_number(v) and 0 <= v <= MAX_G_PER_KWH),
+        f"a number from 0 to {MAX_G_PER_KWH:,g} (gCO2/kWh) or a carbon series",
     ),
     "price_list": (lambda v: v in _PRICE_LIST_NAMES, f"one of {', '.join(_PRICE_LIST_NAMES)}"),
     "count": (lambda v: v is True or v is False, "true or false"),

@@ -75,7 +75,7 @@ GOOD = {
             {"expect": {"metric": "utilization", "winners": ["sjf"], "loser": "fifo", "exclude_users": ["a"]}},
             "exclude_users",
         ),
-        ({"options": {"energy": {"pue": 0.5}}}, r"p.json: options.energy.pue must be a number >= 1, got 0.5"),
+        ({"options": {"energy": {"pue": 0.5}}}, r"p.json: options.energy.pue must be a number from 1 to 10, got 0.5"),
         ({"options": {"colour": 1}}, r"unknown keys \['colour'\]"),
     ],
 )

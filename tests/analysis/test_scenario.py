@@ -170,7 +170,7 @@ def test_an_energy_model_with_a_carbon_series_travels_in_a_link_whole_and_bounde
     long = {**query, "o.energy.carbon_g_per_kwh": json.dumps({"step_s": 1, "g_per_kwh": [1.0] * 20_000})}
     with pytest.raises(ScenarioError, match="link parameter 'o.energy.carbon_g_per_kwh' has 100,"):
         Scenario.from_query(long)
-    with pytest.raises(ScenarioError, match="scenario.options.energy.pue must be a number >= 1, got 0.5"):
+    with pytest.raises(ScenarioError, match="scenario.options.energy.pue must be a number from 1 to 10, got 0.5"):
         Scenario.from_query({**query, "o.energy.pue": "0.5"})
 
 

@@ -113,9 +113,14 @@ def test_missing_keys_take_their_defaults():
             {"preemption": {"checkpoint_interval_s": float("inf")}},
             "options.preemption.checkpoint_interval_s must be a number > 0 or null, got inf",
         ),
-        ({"energy": {"pue": 0.9}}, "options.energy.pue must be a number >= 1, got 0.9"),
-        ({"energy": {"pue": float("nan")}}, "options.energy.pue must be a number >= 1, got nan"),
-        ({"energy": {"carbon_g_per_kwh": -5}}, "options.energy.carbon_g_per_kwh must be a number >= 0 (gCO2/kWh)"),
+        ({"energy": {"pue": 0.9}}, "options.energy.pue must be a number from 1 to 10, got 0.9"),
+        ({"energy": {"pue": float("nan")}}, "options.energy.pue must be a number from 1 to 10, got nan"),
+        ({"energy": {"pue": 99}}, "options.energy.pue must be a number from 1 to 10, got 99"),
+        ({"energy": {"carbon_g_per_kwh": 1e6}}, "options.energy.carbon_g_per_kwh must be a number from 0 to 5,000"),
+        (
+            {"energy": {"carbon_g_per_kwh": -5}},
+            "options.energy.carbon_g_per_kwh must be a number from 0 to 5,000 (gCO2/kWh)",
+        ),
         ({"energy": {"price_list": "aws"}}, "options.energy.price_list must be one of catalog, on-demand, "),
         ({"energy": {"watts": 1}}, "options.energy: unknown keys ['watts']"),
         ({"energy": {"count": "yes"}}, "options.energy.count must be true or false, got 'yes'"),
@@ -125,7 +130,7 @@ def test_missing_keys_take_their_defaults():
         ),
         (
             {"energy": {"carbon_g_per_kwh": {"step_s": 60, "g_per_kwh": [1, None]}}},
-            "options.energy.carbon_g_per_kwh.g_per_kwh must be a list of 1 to 100,000 numbers >= 0",
+            "options.energy.carbon_g_per_kwh.g_per_kwh must be a list of 1 to 100,000 numbers from 0 to 5,000",
         ),
         ({"energy": {"carbon_g_per_kwh": {"g_per_kwh": [1]}}}, "options.energy.carbon_g_per_kwh.step_s is missing"),
     ],
@@ -145,9 +150,11 @@ def test_the_constructor_checks_the_same_bounds():
 
 
 def test_the_energy_model_constructor_checks_the_same_bounds():
-    with pytest.raises(ValueError, match=r"^energy.pue must be a number >= 1, got 0.5$"):
+    with pytest.raises(ValueError, match=r"^energy.pue must be a number from 1 to 10, got 0.5$"):
         EnergyModel(pue=0.5)
-    with pytest.raises(ValueError, match=r"^carbon series.g_per_kwh must be a list of 1 to 100,000 numbers >= 0"):
+    with pytest.raises(
+        ValueError, match=r"^carbon series.g_per_kwh must be a list of 1 to 100,000 numbers from 0 to 5,000"
+    ):
         CarbonSeries(3600.0, ())
 
 
