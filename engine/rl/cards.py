@@ -186,8 +186,8 @@ def evaluate_model(name: str, scenario: str, seeds: int, setting: str = "free") 
             data = {"key": list(key), "schedulers": ev.schedulers, "seeds": list(ev.seeds), "runs": ev.runs}
             atomic_write_json(_baseline_file(cache_dir, key), data, indent=None, allow_nan=True)
     base = _BASELINE_RUNS[key]
-    runs = {**agent_runs(name, scenario, seeds, setting).runs, **base.runs}
-    runs = {s: [{**row, "objective": _objective(row, weights)} for row in rows] for s, rows in runs.items()}
+    scored = {s: [{**row, "objective": _objective(row, weights)} for row in rows] for s, rows in base.runs.items()}
+    runs = {**agent_runs(name, scenario, seeds, setting).runs, **scored}  # the agent's runs carry theirs
     return Evaluation(base.scenario, base.seeds, runs, "first-fit")
 
 
@@ -214,7 +214,7 @@ def donor_table(donor: str, name: str, scenario: str, seeds: int, setting: str) 
     t = card.get("evaluation", {}).get("scenarios", {}).get(scenario, {}).get(setting)
     if not isinstance(t, dict) or "error" in t or t.get("seeds") != list(range(seeds)):
         return None
-    if scenario_from_dict(t["scenario"]) != parse_scenario(scenario) or not set(baselines()) <= set(t["mean_ci95"]):
+    if scenario_from_dict(t["scenario"]) != parse_scenario(scenario) or missing_baselines(t):
         return None
     return t
 
@@ -223,7 +223,7 @@ def merged_table(me: str, agent: Evaluation, donor: str, taken: dict[str, Any]) 
     """A card table of the agent's runs ``agent`` and the hand-written policies' numbers of another card's table
     ``taken`` (:func:`donor_table`; the same workloads, so the per-seed differences stay paired)."""
     stats, keep = agent.stats(), set(baselines())
-    mean = {me: {m: [_clean(stats[m][me][0]), _clean(stats[m][me][1])] for m in SHOWN}}
+    mean = {me: _means(stats, me)}
     mean |= {s: v for s, v in taken["mean_ci95"].items() if s in keep}
     objectives = {me: agent.values(me, "objective")}
     objectives |= {s: v for s, v in taken["objective_runs"].items() if s in keep}
@@ -283,6 +283,11 @@ def compare_runs(me: str, objectives: dict[str, list[float]]) -> dict[str, Any]:
     return {"vs": vs, "best_baseline": best, "vs_best": vs[best]}
 
 
+def _means(stats: dict[str, Any], s: str) -> dict[str, list[float | None]]:
+    """Scheduler ``s``'s mean and 95 % CI half-width of each shown metric, as a card stores them."""
+    return {m: [_clean(stats[m][s][0]), _clean(stats[m][s][1])] for m in SHOWN}
+
+
 def scenario_table(me: str, ev: Evaluation) -> dict[str, Any]:
     """One (scenario, preemption setting) of a card: means, CIs, per-seed objectives, paired comparisons."""
     stats = ev.stats()
@@ -291,7 +296,7 @@ def scenario_table(me: str, ev: Evaluation) -> dict[str, Any]:
         "scenario": ev.scenario.to_dict(),
         "seeds": list(ev.seeds),
         "oracles": [s for s in ev.schedulers if s in SCHEDULERS and SCHEDULERS[s].oracle],
-        "mean_ci95": {s: {m: [_clean(stats[m][s][0]), _clean(stats[m][s][1])] for m in SHOWN} for s in ev.schedulers},
+        "mean_ci95": {s: _means(stats, s) for s in ev.schedulers},
         "objective_runs": objectives,
         **compare_runs(me, objectives),
     }
@@ -1018,7 +1023,7 @@ def add_runs(me: str, table: dict[str, Any], rows: dict[str, list[dict[str, Any]
     ev = Evaluation(scenario_from_dict(table["scenario"]), tuple(table["seeds"]), runs, next(iter(runs)))
     stats = ev.stats()
     for s in runs:
-        table["mean_ci95"][s] = {m: [_clean(stats[m][s][0]), _clean(stats[m][s][1])] for m in SHOWN}
+        table["mean_ci95"][s] = _means(stats, s)
         table["objective_runs"][s] = ev.values(s, "objective")
     table["oracles"] += [s for s in runs if SCHEDULERS[s].oracle]
     table.update(compare_runs(me, table["objective_runs"]))
