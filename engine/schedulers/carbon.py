@@ -65,10 +65,12 @@ class CarbonDefer:
     def __init__(self) -> None:
         self._held_until: dict[int, float] = {}  # job -> the start it waits for
         self._wakes: set[float] = set()  # wake-ups asked for
+        self._run_s: dict[int, float] = {}  # run_bound_s by job: it depends on the job and the cluster alone
 
     def reset(self, state: ClusterState) -> None:
         self._held_until = {}
         self._wakes = set()
+        self._run_s = {}
 
     def _held(self, state: ClusterState, j: int, job: Job) -> float:
         """When job ``j`` should start, now or later (``state.now_s`` when it need not wait)."""
@@ -78,7 +80,9 @@ class CarbonDefer:
             return until
         if not isinstance(carbon, CarbonSeries) or not math.isfinite(job.deadline_s):
             return now
-        run_s = run_bound_s(state, job)
+        run_s = self._run_s.get(j)
+        if run_s is None:
+            run_s = self._run_s[j] = run_bound_s(state, job)
         until = best_start_s(carbon, now, job.deadline_s - run_s, run_s)
         self._held_until[j] = until
         return until

@@ -305,8 +305,8 @@ def generate(
                 allowed,
                 estimate.tolist(),
                 due.tolist(),
-                np.where(flex, least, gpus).tolist(),
-                np.where(flex, most, gpus).tolist(),
+                least.tolist(),  # a job's own size where it is not elastic (see above)
+                most.tolist(),
                 flex.tolist(),
             )
         )
