@@ -92,7 +92,8 @@ def _from_link(params: dict[str, str]) -> Scenario:
     except EngineError as exc:
         st.warning(as_text(f"The link's scenario could not be read ({exc}); using the default."))
         return default
-    strangers = [name for name in sc.schedulers if name not in scheduler_choices()]
+    known = set(scheduler_choices())  # (reads the models folders: once, not per name)
+    strangers = [name for name in sc.schedulers if name not in known]
     if strangers:
         st.warning(as_text(_left_out(strangers, "scheduler", "is not a scheduler", "are not schedulers")))
         sc = sc.with_schedulers(name for name in sc.schedulers if name not in strangers)
