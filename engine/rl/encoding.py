@@ -52,7 +52,7 @@ import numpy as np
 
 from engine.errors import EngineError, reject_unknown_keys
 from engine.rl.eviction import EVICT_PLACEMENT, EVICT_SCOPES, eviction_cost_gpu_s, find_victims
-from engine.schedulers.placement import PLACEMENTS
+from engine.schedulers import PLACEMENTS  # the package: importing it registers fgd and topo-pack
 from engine.sim.job import Job
 from engine.sim.state import ClusterState, Decision, Preempt, Start
 
@@ -72,9 +72,12 @@ EVICT_FEATURES = 2
 EVICT_COST_FEATURES = 1
 #: The rule that makes room by preempting (:mod:`engine.rl.eviction`).
 EVICT = "evict"
-#: Rules an encoding may use: packing rules that take only idle GPUs of one type (the mask relies on it), and
-#: ``"evict"``.
-RULES = ("first-fit", "best-fit", "least-loaded", EVICT)
+#: Rules an encoding may use: packing rules that start a job wherever the mask says it fits a type (a whole-GPU job
+#: on idle GPUs, spread over nodes if need be; a fractional one on a GPU that can host it; the mask relies on it),
+#: and ``"evict"``. ``fgd`` and ``topo-pack`` are the placements of the schedulers of those names: where the
+#: fragmentation of the cluster grows least (:mod:`engine.schedulers.fgd`), on the fewest nodes and racks
+#: (:mod:`engine.schedulers.topo`).
+RULES = ("first-fit", "best-fit", "least-loaded", "fgd", "topo-pack", EVICT)
 
 
 @dataclass(frozen=True)
@@ -712,6 +715,8 @@ def _decisions(state: ClusterState, job: Job, t: int, rule: str, victims: tuple[
     for v in victims:
         yield Preempt(v)
     placement = EVICT_PLACEMENT if rule == EVICT else rule
+    # A fresh rule per start: what a stateful one keeps (fgd's profile of the shapes submitted so far) follows from
+    # the state, so it decides as one kept for the whole run would.
     gpus = PLACEMENTS[placement]()(state.of_type(t), job)
     # The mask promised a fit of this type: anything else means a placement rule escaped the type view.
     if gpus is None or any(int(state.layout.gpu_type[g]) != t for g in gpus):

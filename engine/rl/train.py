@@ -30,7 +30,7 @@ import numpy as np
 from engine.errors import EngineError, reject_unknown_keys
 from engine.rl.agent import MODELS_DIR, WEIGHTS_FORMAT, export_model, write_weights
 from engine.rl.clone import CloneConfig
-from engine.rl.encoding import EncodingConfig
+from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv, SelectorEnv
 from engine.rl.policies import PolicySpec, policy_kwargs, state_arrays
 
@@ -496,6 +496,8 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
             "sha256": parent["sha256"],
             "training": parent["training"],
         }
+        if parent["encoding"]["rules"] != list(cfg.deployed_encoding().rules):
+            card["training"]["init_from"]["rules"] = parent["encoding"]["rules"]  # widened: _widened
     if export:
         out = Path(models_dir or MODELS_DIR)
         out.mkdir(parents=True, exist_ok=True)
@@ -546,15 +548,59 @@ def _parent(cfg: TrainConfig, models_dir: Path | None) -> tuple[dict[str, Any], 
     home = Path(models_dir) if models_dir and (Path(models_dir) / f"{cfg.init_from}.json").is_file() else MODELS_DIR
     card = read_card(cfg.init_from, home)
     # A card holds the encoding its agent is deployed with (a shield such as whole_node included).
-    for key, mine in (("policy", cfg.policy.to_dict()), ("encoding", cfg.deployed_encoding().to_dict())):
-        if card[key] != mine:
+    enc = cfg.deployed_encoding()
+    _, parent_enc, shapes = model_spec(cfg.init_from, card)
+    widens = _widens(parent_enc, enc)
+    mine = enc.to_dict() | ({"rules": list(parent_enc.rules)} if widens else {})
+    for key, want in (("policy", cfg.policy.to_dict()), ("encoding", mine)):
+        if card[key] != want:
             raise ModelError(
                 f"train config {cfg.name}: init_from model {cfg.init_from!r} has {key} "
-                f"{json.dumps(card[key])}, this config {json.dumps(mine)}; they must be equal"
+                f"{json.dumps(card[key])}, this config {json.dumps(want)}; they must be equal (the config's "
+                "encoding may add packing rules)"
             )
     if "training" not in card:
         raise ModelError(f"model card {cfg.init_from}: missing key 'training' (needed to count its steps)")
-    return card, load_model_weights(cfg.init_from, card, home, model_spec(cfg.init_from, card)[2])
+    weights = load_model_weights(cfg.init_from, card, home, shapes)
+    return card, _widened(weights, parent_enc, enc, cfg.policy) if widens else weights
+
+
+def _widens(parent: EncodingConfig, enc: EncodingConfig) -> bool:
+    """Whether ``enc`` offers every rule of ``parent`` and packing rules more (the observation stays the same but
+    for the mask: only ``"evict"`` adds inputs, so it is never one of the added rules)."""
+    added = set(enc.rules) - set(parent.rules)
+    return bool(added) and set(parent.rules) < set(enc.rules) and EVICT not in added and parent.rules != (EVICT,)
+
+
+#: How much less likely (in logits) an added rule starts than the parent's first packing rule it copies: a lower
+#: logit never wins the argmax, so the widened policy decides as its parent did, while sampling still tries it.
+NEW_RULE_LOGIT_GAP = 1.0
+
+
+def _widened(
+    weights: Mapping[str, np.ndarray], parent: EncodingConfig, enc: EncodingConfig, spec: PolicySpec
+) -> dict[str, np.ndarray]:
+    """The parent's weights for ``enc``, which adds packing rules (:func:`_widens`): every action the parent had keeps
+    its row of the action head and, for an MLP, its column of the mask input; an added rule's action copies the row
+    of the parent's first packing rule at the same job and type slot, its bias lower by ``NEW_RULE_LOGIT_GAP``, and
+    reads nothing from its mask input. Deterministic decisions stay the parent's."""
+    stand_in = next(i for i, r in enumerate(parent.rules) if r != EVICT)
+    src = np.full(enc.n_actions, parent.wait_action)
+    added = np.zeros(enc.n_actions, dtype=bool)
+    for a in range(enc.wait_action):
+        slot, t, r = enc.unpack(a)
+        added[a] = enc.rules[r] not in parent.rules
+        src[a] = parent.action(slot, t, stand_in if added[a] else parent.rules.index(enc.rules[r]))
+    out = dict(weights)
+    bias = weights["action_net.bias"]
+    out["action_net.weight"] = weights["action_net.weight"][src]
+    out["action_net.bias"] = (bias[src] - NEW_RULE_LOGIT_GAP * added).astype(bias.dtype)
+    if spec.kind == "mlp":  # the flattened observation starts with the mask (its keys in sorted order)
+        for net in ("policy_net", "value_net"):
+            w = weights[f"mlp_extractor.{net}.0.weight"]
+            mask_in = np.where(added, 0.0, w[:, src]).astype(w.dtype)
+            out[f"mlp_extractor.{net}.0.weight"] = np.concatenate([mask_in, w[:, parent.n_actions :]], axis=1)
+    return out
 
 
 def _stage_env(cfg: TrainConfig) -> EnvConfig:

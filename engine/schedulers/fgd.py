@@ -47,8 +47,7 @@ class FgdPlacement:
         self._top_rows: tuple = ()
 
     def reset(self, state: ClusterState) -> None:
-        jobs = state.jobs
-        self._arrival = sorted(range(len(jobs)), key=lambda j: (jobs[j].submit_s, j))
+        self._arrival = list(state.arrival_order)  # submit time, then job id
         self._seen = 0
         self._counts = {}
         self._rows = {}

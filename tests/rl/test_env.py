@@ -9,15 +9,24 @@ import pytest
 from engine import Start, make_scheduler, parse_cluster, simulate
 from engine.analysis.workload import make_jobs
 from engine.errors import EngineError
-from engine.rl.encoding import EncodingConfig, decode, encode, snapshot
+from engine.rl.encoding import EVICT, RULES, EncodingConfig, decode, encode, snapshot
 from engine.rl.env import ENV_ID, EnvConfig, GpuSchedulingEnv
 from engine.rl.reward import RewardWeights, objective, objective_terms
+from engine.schedulers.fgd import FgdPlacement
 from engine.schedulers.placement import first_fit
 from engine.sim.job import Job
 from engine.sim.options import FailureModel, PreemptionModel, RunOptions
 from engine.sim.simulator import COMPLETED, FAILED
 
 MIXED = "2x4:A100-80,3x4:V100-32,2x2:T4"
+#: Shared inference GPUs beside whole-GPU training jobs of 1-4 GPUs (the kind of workload fgd is for).
+FRACTIONAL = {
+    "mix": {"inference": 0.6, "training": 0.4},
+    "types": {
+        "inference": {"fraction": {"0.25": 0.5, "0.5": 0.5}, "vram_gib": {"0": 1.0}, "median_s": 1800, "sigma": 1.0},
+        "training": {"gpus": {"1": 0.5, "2": 0.3, "4": 0.2}, "vram_gib": {"16": 1.0}, "median_s": 3600, "sigma": 0.7},
+    },
+}
 
 
 def _env(**kw) -> GpuSchedulingEnv:
@@ -64,11 +73,13 @@ def test_seeded_episodes_repeat_bit_for_bit():
     assert run(3) != run(4)
 
 
+@pytest.mark.parametrize("whole_node", [False, True])
 @pytest.mark.parametrize("window_order", ["arrival", "mixed"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_random_masked_play_keeps_every_constraint_and_ends(seed, window_order):
-    rules = ("first-fit", "best-fit", "least-loaded")
-    env = _env(encoding=EncodingConfig(window=6, max_types=3, rules=rules, window_order=window_order))
+def test_random_masked_play_keeps_every_constraint_and_ends(seed, window_order, whole_node):
+    rules = tuple(r for r in RULES if r != EVICT)  # every packing rule
+    enc = EncodingConfig(window=6, max_types=3, rules=rules, window_order=window_order, whole_node=whole_node)
+    env = _env(encoding=enc)
     env.reset(seed=seed)
     rng = np.random.default_rng(seed)
     state, steps, done = env.simulation.state, 0, False
@@ -86,6 +97,28 @@ def test_random_masked_play_keeps_every_constraint_and_ends(seed, window_order):
         assert steps < 10 * env.config.n_jobs
     res = env.result
     assert (res.status == 0).all() and np.isfinite(res.end_s).all()
+
+
+def test_fgd_rule_places_as_an_fgd_placement_kept_for_the_whole_run():
+    # The rule builds a fresh FgdPlacement per start; its profile of the submitted shapes follows from the state,
+    # so every start it makes is the one a placement kept (and reset) for the whole run would make.
+    enc = EncodingConfig(window=4, max_types=1, rules=("fgd", "topo-pack"))
+    env = GpuSchedulingEnv(
+        EnvConfig(clusters=("6x4:A10",), loads=(1.5,), n_jobs=60, encoding=enc, workloads=(FRACTIONAL,))
+    )
+    env.reset(seed=0)
+    kept = FgdPlacement()
+    kept.reset(env.simulation.state)
+    rng, done, compared = np.random.default_rng(0), False, set()
+    while not done:
+        state, mask = env.simulation.state, env.action_masks()
+        for slot, j in enumerate(env.snapshot.window):
+            if mask[enc.action(slot, 0, 0)]:
+                (d,) = decode(state, enc.action(slot, 0, 0), enc, env.snapshot)
+                assert d.gpu_ids == kept(state.of_type(0), state.jobs[j])
+                compared.add(state.jobs[j].gpu_fraction < 1.0)
+        _, _, done, _, _ = env.step(int(rng.choice(np.flatnonzero(mask))))
+    assert compared == {True, False}  # fractional and whole-GPU starts were both compared
 
 
 def test_masked_out_action_becomes_wait_and_is_reported():

@@ -131,6 +131,41 @@ def test_init_from_continues_the_parent_and_counts_its_steps(tiny_models, tmp_pa
     assert all(np.allclose(start[k], end[k], atol=1e-6) for k in start)
 
 
+@pytest.mark.parametrize("name,kind", [("tiny-mlp", "mlp"), ("tiny-attn", "attention")])
+def test_init_from_may_add_packing_rules_and_starts_deciding_as_the_parent(
+    name, kind, tiny_models, tmp_path, monkeypatch
+):
+    # Widening the action space (issue 38: fgd and topo-pack as choices beside best-fit) keeps what the parent
+    # learned: the child starts from the parent's weights, an added rule a little less likely than the rule it
+    # copies, so until PPO moves it the child makes every decision the parent makes.
+    from dataclasses import replace
+
+    from engine import parse_cluster, simulate
+    from engine.analysis.workload import make_jobs
+    from engine.rl import train as train_mod
+    from engine.rl.agent import load_agent
+
+    from .conftest import SMALL, tiny_config
+
+    monkeypatch.setattr(train_mod, "MODELS_DIR", tiny_models)
+    base = tiny_config(tmp_path, f"{name}-wide", kind)
+    wide = replace(base.env.encoding, rules=("first-fit", "best-fit", "fgd", "topo-pack"))
+    cfg = replace(base, env=replace(base.env, encoding=wide), init_from=name, total_timesteps=128, learning_rate=1e-12)
+    card = train_mod.train(cfg, models_dir=tmp_path / "out")
+    assert card["training"]["init_from"]["rules"] == ["first-fit", "best-fit"]
+    assert card["training"]["kept"].startswith(f"the policy it started from ({name})")
+    parent, child = load_agent(name, tiny_models), load_agent(f"{name}-wide", tmp_path / "out")
+    assert child.encoding.n_actions == 2 * parent.encoding.n_actions - 1
+    cluster = parse_cluster(SMALL)
+    jobs = make_jobs(cluster, 60, 1.5, 3)
+    a, b = simulate(cluster, jobs, parent), simulate(cluster, jobs, child)
+    assert a.gpu_ids == b.gpu_ids and np.array_equal(a.first_start_s, b.first_start_s)
+    # "evict" adds inputs, so it is no rule a child may add.
+    evicting = replace(cfg, env=replace(cfg.env, encoding=replace(wide, rules=("first-fit", "best-fit", "evict"))))
+    with pytest.raises(EngineError, match="encoding .* must be equal"):
+        train_mod.train(replace(evicting, name=f"{name}-evict"), models_dir=tmp_path / "out")
+
+
 @pytest.mark.parametrize(
     "parent,kind,match",
     [
