@@ -36,7 +36,7 @@ from engine.io import atomic_write_json, atomic_write_text
 from engine.rl.agent import MODELS_DIR, read_card
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import env_options_from_dict
-from engine.rl.reward import RewardWeights, objective_terms, weighted
+from engine.rl.reward import TERMS, RewardWeights, objective_terms, weighted
 from engine.rl.teacher import REGISTERED_RULE, TeacherScheduler
 from engine.schedulers import SCHEDULERS
 from engine.schedulers.elastic import ElasticGreedy
@@ -136,7 +136,6 @@ SHOWN = (
     "preemptions",
     "objective",
 )
-TERMS = ("wait", "jct", "bounded_slowdown", "utilization_band", "fairness", "comm")
 
 
 def baselines() -> list[str]:
@@ -154,7 +153,7 @@ def _term_metrics() -> dict[str, Any]:
 
 
 def _objective(row: dict[str, Any], w: RewardWeights) -> float:
-    return weighted({k: row[f"term_{k}"] for k in TERMS}, w)
+    return weighted({k: row[f"term_{k}"] for k in TERMS if f"term_{k}" in row}, w)  # rows cached before "deadline"
 
 
 _BASELINE_RUNS: dict[tuple[str, int, str], Evaluation] = {}

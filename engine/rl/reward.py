@@ -98,13 +98,17 @@ class RewardWeights:
         return cls(**data)
 
 
+#: The objective's terms, in the order cards show them (:func:`objective_terms` returns each).
+TERMS = ("wait", "jct", "bounded_slowdown", "utilization_band", "fairness", "comm", "deadline")
+
+
 def objective_terms(result: Result, weights: RewardWeights = RewardWeights()) -> dict[str, float]:
     """The unweighted terms of the objective for one run (``wait`` in seconds); ``weights`` supplies only the
     slowdown floor and the utilisation band."""
     done = (result.status == COMPLETED) | (result.status == FAILED)  # ended (module docstring)
     missed = {"deadline": missed_deadline_share(result)}
     if not done.any():
-        return dict.fromkeys(("wait", "jct", "bounded_slowdown", "utilization_band", "fairness", "comm"), 0.0) | missed
+        return dict.fromkeys(TERMS, 0.0) | missed
     submit = np.array([j.submit_s for j in result.jobs])[done]
     wait = np.maximum(result.end_s[done] - submit - result.run_s[done], 0.0)
     return {

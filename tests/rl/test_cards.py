@@ -618,3 +618,18 @@ def test_a_card_without_a_significantly_worse_setting_lists_no_reasons(monkeypat
     text = cards.render_markdown(_card(even))
     assert "- significantly worse than the best hand-written policy on none of its 2 settings" in text
     assert "the winner" not in text and "no such reason" not in text
+
+
+def test_a_deadline_objective_is_scored_from_each_runs_missed_share():
+    # A deadline agent's card scores every run by its own objective; the cards' terms lacked "deadline", so carding
+    # one raised KeyError. Two 1-GPU jobs on one GPU, both due at 150 s: the second, queued, misses.
+    from engine import make_scheduler, simulate
+    from engine.rl.reward import RewardWeights
+    from engine.sim.job import Job
+
+    cluster = parse_cluster("1x1:V100-32")
+    jobs = (Job(0, 0.0, 100.0, deadline_s=150.0), Job(1, 0.0, 100.0, deadline_s=150.0))
+    res = simulate(cluster, jobs, make_scheduler("fifo"))
+    row = {k: f(res) for k, f in cards._term_metrics().items()}
+    assert row["term_deadline"] == 0.5
+    assert cards._objective(row, RewardWeights(wait=0.0, deadline=2.0)) == 1.0
