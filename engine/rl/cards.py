@@ -550,7 +550,7 @@ def _selector_lines(card: dict[str, Any]) -> list[str]:
             + ", ".join(f"`{n}`" for n in card["selector"])
             + " makes the decision (`engine/rl/selector.py`)"
         )
-    prior = tr.get("selector_prior")
+    prior = tr.get("selector_prior") or (tr.get("init_from") or {}).get("training", {}).get("selector_prior")
     if prior:
         means = ", ".join(f"`{n}` {r:.4f}" for n, r in prior["validation_mean_return"].items())
         lines.append(

@@ -180,10 +180,8 @@ class TrainConfig:
             raise EngineError(
                 f"train config: selector_prior must be a number from 0 to 20, got {self.selector_prior!r}"
             )
-        if self.env.selector and (self.policy.kind != "mlp" or self.clone is not None or self.init_from):
-            raise EngineError(
-                "train config: a selector (env.selector) trains an mlp policy, without clone or init_from"
-            )
+        if self.env.selector and (self.policy.kind != "mlp" or self.clone is not None):
+            raise EngineError("train config: a selector (env.selector) trains an mlp policy, without clone")
         if self.resume_from and not RESUME_NAME.match(self.resume_from):
             raise EngineError(
                 f"train config: resume_from {self.resume_from[:100]!r} must be a checkpoint_<step>.npz of runs/<name>/"
@@ -413,7 +411,7 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
 
     t0 = time.perf_counter()
     priors = None
-    if cfg.env.selector and not cfg.resume_from:
+    if cfg.env.selector and not cfg.resume_from and parent is None:  # a trained selector has learned its own
         priors = _selector_prior(model, final_env, cfg)
         write_weights(state_arrays(model.policy), run_dir / "prior_policy.npz")
         if cfg.selector_prior > 0:  # the prior policy picks the best one alone: the first kept candidate

@@ -172,6 +172,29 @@ def test_selector_training_refuses_attention_or_cloning():
         replace(base, resume_from="../../etc/passwd")
 
 
+def test_a_selector_continues_from_its_shipped_weights_without_a_second_prior(tiny_selector, tmp_path):
+    # Continuing a selector (init_from) starts from what it learned: its prior is not raised again, and with a
+    # learning rate too small to move it the child decides exactly as the parent and counts the parent's steps.
+    from engine.rl.cards import _selector_lines
+
+    models, _, cfg = tiny_selector
+    parent = json.loads((models / "tiny-select.json").read_text())
+    child_cfg = replace(cfg, name="tiny-select-cont", init_from="tiny-select", learning_rate=1e-12, seed=5)
+    card = train(child_cfg, models_dir=models)
+    tr = card["training"]
+    assert tr["init_from"]["sha256"] == parent["sha256"] and "selector_prior" not in tr
+    assert tr["timesteps"] == parent["training"]["timesteps"] + tr["this_run"]["timesteps"]
+    assert tr["kept"].startswith("the policy it started from (tiny-select)")
+    # The card shows the prior the parent started from (a resumed parent has none of its own).
+    shown = any(line.startswith("- prior: each policy alone") for line in _selector_lines(card))
+    assert shown == ("selector_prior" in parent["training"])
+    c = parse_cluster(MIXED)
+    jobs = make_jobs(c, 60, 1.5, 4)
+    a = simulate(c, jobs, load_agent("tiny-select", models))
+    b = simulate(c, jobs, load_agent("tiny-select-cont", models))
+    np.testing.assert_array_equal(a.end_s, b.end_s)
+
+
 def test_a_stopped_run_resumes_from_its_checkpoint_and_counts_its_steps(tiny_selector):
     models, _, cfg = tiny_selector
     card = train(replace(cfg, resume_from="checkpoint_128.npz", total_timesteps=256), models_dir=models)
