@@ -39,7 +39,7 @@ import numpy as np
 
 from engine.errors import EngineError
 from engine.io import atomic_write_bytes, atomic_write_json
-from engine.rl.encoding import EncodingConfig, decode, encode, snapshot
+from engine.rl.encoding import EncodingConfig, RulePlacements, decode, encode, snapshot
 from engine.rl.inference import NumpyPolicy, PolicySpec, param_shapes
 from engine.rl.selector import SelectorScheduler, check_policies, selector_input_dim
 from engine.sim.state import ClusterState, Decision
@@ -247,9 +247,11 @@ class RLScheduler:
         self.card = card
         self.policy = policy
         self.encoding = encoding
+        self._placements = RulePlacements()
 
     def reset(self, state: ClusterState) -> None:
-        """Nothing to clear: the policy is a function of the current state."""
+        """The policy is a function of the current state; only the placement rules start anew."""
+        self._placements = RulePlacements()
 
     def act(self, obs: Mapping[str, np.ndarray], mask: np.ndarray) -> int:
         """The most likely allowed action for one observation."""
@@ -264,7 +266,7 @@ class RLScheduler:
             action = self.act(encode(state, enc, snap), snap.mask)
             if action == enc.wait_action:
                 return
-            yield from decode(state, action, enc, snap)
+            yield from decode(state, action, enc, snap, self._placements)
 
 
 def model_spec(name: str, card: Mapping[str, Any]) -> tuple[PolicySpec, EncodingConfig, dict[str, tuple[int, ...]]]:

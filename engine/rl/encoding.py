@@ -52,7 +52,7 @@ import numpy as np
 
 from engine.errors import EngineError, reject_unknown_keys
 from engine.rl.eviction import EVICT_PLACEMENT, EVICT_SCOPES, eviction_cost_gpu_s, find_victims
-from engine.schedulers import PLACEMENTS  # the package: importing it registers fgd and topo-pack
+from engine.schedulers import PLACEMENTS, Placement  # the package: importing it registers fgd and topo-pack
 from engine.sim.job import Job
 from engine.sim.state import ClusterState, Decision, Preempt, Start
 
@@ -688,15 +688,35 @@ def action_mask(
     return (snap or snapshot(state, cfg)).mask
 
 
+class RulePlacements:
+    """The placement rules of one run, one per (rule, GPU type slot), kept for the whole run: a stateful rule (fgd's
+    profile of the shapes submitted so far) then follows the run instead of being rebuilt from its whole past at
+    every start, and places exactly as a fresh one would. Make a new one for each run."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[str, int], Placement] = {}
+
+    def place(self, state: ClusterState, rule: str, t: int, job: Job) -> tuple[int, ...] | None:
+        """GPUs of type slot ``t`` for ``job`` by placement rule ``rule`` (``None`` if it finds none)."""
+        made = self._made.get((rule, t))
+        if made is None:
+            made = self._made[rule, t] = PLACEMENTS[rule]()
+        return made(state.of_type(t), job)
+
+
 def decode(
-    state: ClusterState, action: int, cfg: EncodingConfig = EncodingConfig(), snap: Snapshot | None = None
+    state: ClusterState,
+    action: int,
+    cfg: EncodingConfig = EncodingConfig(),
+    snap: Snapshot | None = None,
+    placements: RulePlacements | None = None,
 ) -> Iterator[Decision]:
     """The decisions ``action`` stands for, to be applied in order: nothing for *wait*, one ``Start`` on
     concrete GPUs, or for ``"evict"`` the ``Preempt`` of each victim and then the ``Start``.
 
     The ``Start`` is placed when the iterator reaches it, on the state the preemptions left (the engine applies
-    a scheduler's decisions one by one as it yields them). Raises ``EngineError`` at once if the action is
-    masked out (not feasible now).
+    a scheduler's decisions one by one as it yields them), by ``placements`` (the run's, if the caller keeps one;
+    else fresh rules). Raises ``EngineError`` at once if the action is masked out (not feasible now).
     """
     snap = snap or snapshot(state, cfg)
     action = int(action)
@@ -708,16 +728,16 @@ def decode(
         return iter(())
     slot, t, rule = cfg.unpack(action)
     victims = snap.victims.get((slot, t), ()) if cfg.rules[rule] == EVICT else ()
-    return _decisions(state, state.jobs[snap.window[slot]], t, cfg.rules[rule], victims)
+    job = state.jobs[snap.window[slot]]
+    return _decisions(state, job, t, cfg.rules[rule], victims, placements or RulePlacements())
 
 
-def _decisions(state: ClusterState, job: Job, t: int, rule: str, victims: tuple[int, ...]) -> Iterator[Decision]:
+def _decisions(
+    state: ClusterState, job: Job, t: int, rule: str, victims: tuple[int, ...], placements: RulePlacements
+) -> Iterator[Decision]:
     for v in victims:
         yield Preempt(v)
-    placement = EVICT_PLACEMENT if rule == EVICT else rule
-    # A fresh rule per start: what a stateful one keeps (fgd's profile of the shapes submitted so far) follows from
-    # the state, so it decides as one kept for the whole run would.
-    gpus = PLACEMENTS[placement]()(state.of_type(t), job)
+    gpus = placements.place(state, EVICT_PLACEMENT if rule == EVICT else rule, t, job)
     # The mask promised a fit of this type: anything else means a placement rule escaped the type view.
     if gpus is None or any(int(state.layout.gpu_type[g]) != t for g in gpus):
         raise EngineError(

@@ -61,7 +61,7 @@ from gymnasium import spaces
 from engine.analysis.scenario import ScenarioError, WorkloadSpec
 from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError, reject_unknown_keys
-from engine.rl.encoding import GLOBAL_FEATURES, EncodingConfig, Snapshot, decode, encode, snapshot
+from engine.rl.encoding import GLOBAL_FEATURES, EncodingConfig, RulePlacements, Snapshot, decode, encode, snapshot
 from engine.rl.reward import RewardWeights, terminal_cost
 from engine.rl.selector import (
     SELECT_BASE_FEATURES,
@@ -262,6 +262,7 @@ class GpuSchedulingEnv(gym.Env):
         self._check_types(self._clusters)
         self.observation_space, self.action_space = observation_space(enc)
         self._sim: Simulation | None = None
+        self._placements = RulePlacements()  # the episode's placement rules (encoding.RulePlacements)
         self._snap: Snapshot | None = None
         self._result: Result | None = None
 
@@ -320,6 +321,7 @@ class GpuSchedulingEnv(gym.Env):
         )
         self._sim = sim
         self._result = None
+        self._placements = RulePlacements()
         state = sim.reset()
         self._started_wait_s = 0.0  # waits of queue stays that have ended
         self._queued_since: dict[int, float] = {}  # preempted jobs: job -> when they re-entered the queue
@@ -360,7 +362,7 @@ class GpuSchedulingEnv(gym.Env):
                 yield d
 
         before = self._potential
-        sim.apply(recorded(decode(sim.state, action, cfg.encoding, snap)))
+        sim.apply(recorded(decode(sim.state, action, cfg.encoding, snap, self._placements)))
         started = self._account(applied)
         if started is None:
             if sim.advance():

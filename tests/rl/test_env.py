@@ -9,7 +9,7 @@ import pytest
 from engine import Start, make_scheduler, parse_cluster, simulate
 from engine.analysis.workload import make_jobs
 from engine.errors import EngineError
-from engine.rl.encoding import EVICT, RULES, EncodingConfig, decode, encode, snapshot
+from engine.rl.encoding import EVICT, RULES, EncodingConfig, RulePlacements, decode, encode, snapshot
 from engine.rl.env import ENV_ID, EnvConfig, GpuSchedulingEnv
 from engine.rl.reward import RewardWeights, objective, objective_terms
 from engine.schedulers.fgd import FgdPlacement
@@ -100,8 +100,9 @@ def test_random_masked_play_keeps_every_constraint_and_ends(seed, window_order, 
 
 
 def test_fgd_rule_places_as_an_fgd_placement_kept_for_the_whole_run():
-    # The rule builds a fresh FgdPlacement per start; its profile of the submitted shapes follows from the state,
-    # so every start it makes is the one a placement kept (and reset) for the whole run would make.
+    # Without the run's RulePlacements the rule builds a fresh FgdPlacement per start; its profile of the submitted
+    # shapes follows from the state, so fresh, kept by RulePlacements or kept (and reset) by hand, each start is
+    # the same.
     enc = EncodingConfig(window=4, max_types=1, rules=("fgd", "topo-pack"))
     env = GpuSchedulingEnv(
         EnvConfig(clusters=("6x4:A10",), loads=(1.5,), n_jobs=60, encoding=enc, workloads=(FRACTIONAL,))
@@ -109,13 +110,15 @@ def test_fgd_rule_places_as_an_fgd_placement_kept_for_the_whole_run():
     env.reset(seed=0)
     kept = FgdPlacement()
     kept.reset(env.simulation.state)
+    run_rules = RulePlacements()  # what the env and the rl: scheduler keep per run
     rng, done, compared = np.random.default_rng(0), False, set()
     while not done:
         state, mask = env.simulation.state, env.action_masks()
         for slot, j in enumerate(env.snapshot.window):
             if mask[enc.action(slot, 0, 0)]:
                 (d,) = decode(state, enc.action(slot, 0, 0), enc, env.snapshot)
-                assert d.gpu_ids == kept(state.of_type(0), state.jobs[j])
+                (e,) = decode(state, enc.action(slot, 0, 0), enc, env.snapshot, run_rules)
+                assert d.gpu_ids == e.gpu_ids == kept(state.of_type(0), state.jobs[j])
                 compared.add(state.jobs[j].gpu_fraction < 1.0)
         _, _, done, _, _ = env.step(int(rng.choice(np.flatnonzero(mask))))
     assert compared == {True, False}  # fractional and whole-GPU starts were both compared
