@@ -534,9 +534,28 @@ def _provenance(card: dict[str, Any]) -> list[str]:
         f"- continued training: this run {run['timesteps']:,} steps in {run['wall_time_s']:,.0f} s, started from "
         f"the weights of `rl:{parent['model']}` (SHA-256 `{parent['sha256'][:16]}...`), which had trained "
         f"{ptr['timesteps']:,} steps in {ptr['wall_time_s']:,.0f} s; the totals above count both",
+        *_widened_lines(parent, card),
         "- the exact configs are `training.config` (this run; `init_from` names the parent) and "
         "`training.init_from.training.config` (the parent's) in the JSON card; reproduce by training the "
         "parent's config, then this one",
+    ]
+
+
+def _workload_kinds(env: dict[str, Any]) -> str:
+    """ ", N kinds of workload drawn per episode (...)" for a config with ``env.workloads``, else nothing."""
+    kinds = env.get("workloads") or []
+    return f", {len(kinds)} kinds of workload drawn per episode (`training.config.env.workloads`)" if kinds else ""
+
+
+def _widened_lines(parent: dict[str, Any], card: dict[str, Any]) -> list[str]:
+    """A line saying which packing rules a continued run added to its parent's (``training.init_from.rules``)."""
+    if "rules" not in parent:
+        return []
+    added = [r for r in card["encoding"]["rules"] if r not in parent["rules"]]
+    return [
+        f"- the parent placed with {', '.join(f'`{r}`' for r in parent['rules'])}; this run added "
+        f"{', '.join(f'`{r}`' for r in added)}, each starting as a copy of the parent's first packing rule "
+        "a little less likely (`engine/rl/train.py`, `_widened`), so it started out deciding as the parent"
     ]
 
 
@@ -640,7 +659,8 @@ def render_markdown(card: dict[str, Any]) -> str:
         f"kept: {tr['kept']}",
         f"- libraries: {', '.join(f'{k} {v}' for k, v in tr['libraries'].items())}",
         f"- episodes: clusters {tr['config']['env']['clusters']}, loads {tr['config']['env']['loads']}, "
-        f"{tr['config']['env']['n_jobs']} jobs; curriculum {json.dumps(tr['config']['curriculum'])}; "
+        f"{tr['config']['env']['n_jobs']} jobs{_workload_kinds(tr['config']['env'])}; "
+        f"curriculum {json.dumps(tr['config']['curriculum'])}; "
         f"{_training_preemption(tr['config']['env'])}",
         *_provenance(card),
         "",

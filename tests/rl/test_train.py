@@ -144,6 +144,7 @@ def test_init_from_may_add_packing_rules_and_starts_deciding_as_the_parent(
     from engine.analysis.workload import make_jobs
     from engine.rl import train as train_mod
     from engine.rl.agent import load_agent
+    from engine.rl.cards import render_markdown
 
     from .conftest import SMALL, tiny_config
 
@@ -153,6 +154,7 @@ def test_init_from_may_add_packing_rules_and_starts_deciding_as_the_parent(
     cfg = replace(base, env=replace(base.env, encoding=wide), init_from=name, total_timesteps=128, learning_rate=1e-12)
     card = train_mod.train(cfg, models_dir=tmp_path / "out")
     assert card["training"]["init_from"]["rules"] == ["first-fit", "best-fit"]
+    assert "this run added `fgd`, `topo-pack`, each starting as a copy" in render_markdown(card)
     assert card["training"]["kept"].startswith(f"the policy it started from ({name})")
     parent, child = load_agent(name, tiny_models), load_agent(f"{name}-wide", tmp_path / "out")
     assert child.encoding.n_actions == 2 * parent.encoding.n_actions - 1
