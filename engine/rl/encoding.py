@@ -1,7 +1,8 @@
 """What a learned scheduler sees and how its choice becomes a decision: ``encode``, ``action_mask``, ``decode``.
 
-These three pure functions are shared by the Gymnasium environment (:mod:`engine.rl.env`) and by the ``rl:<name>``
-scheduler at inference, so training and deployment cannot drift apart. They import numpy only.
+These three functions are shared by the Gymnasium environment (:mod:`engine.rl.env`) and by the ``rl:<name>``
+scheduler at inference, so training and deployment cannot drift apart. They read the state and change nothing but
+the run's :class:`RulePlacements` a caller hands ``decode``. They import numpy only (and the engine).
 
 Action space (``Discrete(window * max_types * len(rules) + 1)``)
     Action ``a < n - 1`` means: take the job in window slot ``a // (max_types * len(rules))``, put it on GPU type

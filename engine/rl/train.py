@@ -554,8 +554,8 @@ def _parent(cfg: TrainConfig, models_dir: Path | None) -> tuple[dict[str, Any], 
         if card[key] != want:
             raise ModelError(
                 f"train config {cfg.name}: init_from model {cfg.init_from!r} has {key} "
-                f"{json.dumps(card[key])}, this config {json.dumps(want)}; they must be equal (the config's "
-                "encoding may add packing rules)"
+                f"{json.dumps(card[key])}, this config {json.dumps(want)}; they must be equal"
+                + (" (the config's encoding may add packing rules)" if key == "encoding" else "")
             )
     if "training" not in card:
         raise ModelError(f"model card {cfg.init_from}: missing key 'training' (needed to count its steps)")
