@@ -234,15 +234,8 @@ def test_continued_card_says_where_its_weights_started():
 
 
 def test_card_says_which_preemption_model_training_used():
-    env = {"clusters": [], "loads": [], "n_jobs": 1}
-    base = {
-        "timesteps": 10,
-        "wall_time_s": 1.0,
-        "machine": "x",
-        "kept": "final",
-        "libraries": {"torch": "1"},
-        "config": {"env": env, "curriculum": []},
-    }
+    base = TRAINING
+    env = base["config"]["env"]
     card = _card(training=base)
     assert "trained with free preemption" in cards.render_markdown(card)  # a config from before the key
     costly = {**env, "preemption": {"checkpoint_interval_s": 1800.0, "restart_overhead_s": 60.0}}
