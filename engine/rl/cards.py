@@ -34,6 +34,7 @@ from engine.analysis.presets import PRESETS
 from engine.errors import EngineError
 from engine.io import atomic_write_json, atomic_write_text
 from engine.rl.agent import MODELS_DIR, read_card
+from engine.rl.clone import BEST_ALONE
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import env_options_from_dict
 from engine.rl.reward import TERMS, RewardWeights, objective_terms, weighted
@@ -514,9 +515,11 @@ def _provenance(card: dict[str, Any]) -> list[str]:
             + (f"`{expert['rollout']}`" if expert.get("rollout") else "the teachers that proposed it")
             + "; expert iteration)"
         )
+        who += f" (placing with `{c['config']['rule']}`, `engine/rl/teacher.py`)"
+        if c["config"]["teacher"] == BEST_ALONE:
+            who = "the best of its policies alone on each episode (`best_alone`, `engine/rl/clone.py`)"
         lines.append(
-            f"- warm start: behaviour cloning of {who} (placing with "
-            f"`{c['config']['rule']}`, `engine/rl/teacher.py`) over {len(c['rounds'])} rounds "
+            f"- warm start: behaviour cloning of {who} over {len(c['rounds'])} rounds "
             f"({c['config']['episodes']} episodes each, DAgger after the first), {c['samples']:,} labelled "
             f"decisions, {c['wall_time_s']:,.0f} s (counted in the wall time); accuracy on those decisions "
             f"{last['accuracy']:.1%}; validation return of the cloned policy {c['eval_mean_return']:.4f}, "

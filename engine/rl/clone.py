@@ -13,6 +13,11 @@ already knows (shortest jobs first, fast GPUs for the jobs that gain). Cloning s
 3. fit the policy by cross-entropy of its masked action distribution against the teacher's actions, and its
    value head to the returns (so PPO's first advantages are not noise), with Adam.
 
+A selector (``env.selector``, :mod:`engine.rl.selector`) clones :data:`BEST_ALONE` instead of a teacher: every
+state of an episode is labelled with the policy that, deciding alone, has the lowest objective on that episode
+(its own run, the same as the selector's when it always picks it), so the selector first learns which policy suits
+which cluster and workload, and PPO then learns where switching pays.
+
 The config (:class:`CloneConfig`) is part of the training config, so it travels with the model card.
 """
 
@@ -26,10 +31,17 @@ import numpy as np
 
 from engine.errors import EngineError, reject_unknown_keys
 from engine.rl.encoding import Snapshot
-from engine.rl.env import EnvConfig, GpuSchedulingEnv
+from engine.rl.env import EnvConfig, GpuSchedulingEnv, make_env
 from engine.rl.lookahead import Lookahead, LookaheadConfig
+from engine.rl.reward import objective
 from engine.rl.teacher import TEACHERS, teacher_action
+from engine.schedulers.registry import make_scheduler
+from engine.sim.simulator import simulate
 from engine.sim.state import ClusterState
+
+#: ``clone.teacher`` of a selector: each episode's states are labelled with the selector's policy that alone has
+#: the lowest objective on that episode (:func:`best_alone`).
+BEST_ALONE = "best-alone"
 
 
 @dataclass(frozen=True)
@@ -37,8 +49,8 @@ class CloneConfig:
     """How to clone a teacher before PPO.
 
     Attributes:
-        teacher: a name from :data:`engine.rl.teacher.TEACHERS`.
-        rule: the packing rule the teacher places with (one of the encoding's rules).
+        teacher: a name from :data:`engine.rl.teacher.TEACHERS`; for a selector :data:`BEST_ALONE`.
+        rule: the packing rule the teacher places with (one of the encoding's rules; a selector ignores it).
         episodes: episodes per round.
         rounds: rounds of data collection: the first rolls out the teacher, later ones the student (DAgger).
         epochs: passes over all samples collected so far, after each round.
@@ -60,8 +72,8 @@ class CloneConfig:
     expert: LookaheadConfig | None = None
 
     def __post_init__(self) -> None:
-        if self.teacher not in TEACHERS:
-            raise EngineError(f"clone.teacher {self.teacher!r}: expected one of {list(TEACHERS)}")
+        if self.teacher not in TEACHERS and self.teacher != BEST_ALONE:
+            raise EngineError(f"clone.teacher {self.teacher!r}: expected one of {[*TEACHERS, BEST_ALONE]}")
         for k in ("episodes", "rounds", "epochs", "batch_size"):
             v = getattr(self, k)
             if not (isinstance(v, int) and v >= 1):
@@ -69,6 +81,8 @@ class CloneConfig:
         if not (self.learning_rate > 0 and self.value_coef >= 0):
             raise EngineError("clone.learning_rate must be > 0 and clone.value_coef >= 0")
 
+        if self.expert is not None and self.teacher == BEST_ALONE:
+            raise EngineError(f"clone.expert cannot label for {BEST_ALONE!r}, a selector's teacher")
         if self.expert is not None and self.expert.candidates[0] != self.teacher:
             raise EngineError(f"clone.expert.candidates must start with clone.teacher {self.teacher!r}")
 
@@ -87,7 +101,10 @@ class CloneConfig:
         return cls(**kw)
 
     def labeller(self, env_cfg: EnvConfig) -> Callable[[ClusterState, Snapshot], int]:
-        """What labels a state of ``env_cfg``'s episodes: the teacher, or the lookahead expert."""
+        """What labels a state of ``env_cfg``'s episodes: the teacher, or the lookahead expert (not for
+        :data:`BEST_ALONE`, whose label is the episode's: :func:`best_alone`)."""
+        if self.teacher == BEST_ALONE:
+            raise EngineError(f"clone.teacher {BEST_ALONE!r} labels whole episodes of a selector, not states")
         enc = env_cfg.encoding
         if self.rule not in enc.rules:
             raise EngineError(f"clone.rule {self.rule!r} is not one of the encoding's rules {list(enc.rules)}")
@@ -105,16 +122,17 @@ def collect(
     ``student`` (a callable ``(obs, mask) -> action``) drives the episodes when given; the labeller (teacher
     or expert, :meth:`CloneConfig.labeller`) drives them otherwise. It labels every state either way.
     """
-    label_of = cfg.labeller(env.config)
+    label_of = None if cfg.teacher == BEST_ALONE else cfg.labeller(env.config)
     obs_parts: dict[str, list[np.ndarray]] = {}
     masks, actions, returns = [], [], []
     for seed in seeds:
         obs, _ = env.reset(seed=seed)
+        episode_best = best_alone(env) if label_of is None else -1
         rewards: list[float] = []
         done = False
         while not done:
             mask = env.action_masks()
-            label = label_of(env.simulation.state, env.snapshot)
+            label = episode_best if label_of is None else label_of(env.simulation.state, env.snapshot)
             for k, v in obs.items():
                 obs_parts.setdefault(k, []).append(v)
             masks.append(mask)
@@ -133,6 +151,19 @@ def collect(
         "action": np.array(actions, dtype=np.int64),
         "return": np.array(returns, dtype=np.float32),
     }
+
+
+def best_alone(env: GpuSchedulingEnv) -> int:
+    """Index of the selector policy (``env.config.selector``) that, run alone on the episode ``env`` was just reset
+    to, has the lowest objective (the first of equals)."""
+    sim, cfg = env.simulation, env.config
+    if sim is None or not cfg.selector:
+        raise EngineError(f"{BEST_ALONE!r} labels an episode of a selector environment that has been reset")
+    costs = [
+        objective(simulate(sim.cluster, sim.jobs, make_scheduler(n), seed=sim.seed, options=sim.options), cfg.reward)
+        for n in cfg.selector
+    ]
+    return int(np.argmin(costs))
 
 
 def _concat(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
@@ -190,7 +221,7 @@ def clone(policy: Any, env_cfg: EnvConfig, cfg: CloneConfig, gamma: float, seed:
     import torch
 
     t0 = time.perf_counter()
-    env = GpuSchedulingEnv(env_cfg)
+    env = make_env(env_cfg)
     rng = np.random.default_rng(seed)
 
     def student(obs: dict[str, np.ndarray], mask: np.ndarray) -> int:

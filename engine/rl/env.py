@@ -570,5 +570,11 @@ class SelectorEnv(GpuSchedulingEnv):
         return selector_obs(self._sim.state, self.config.encoding, len(sw.names), sw.current)
 
 
+def make_env(config: EnvConfig) -> GpuSchedulingEnv:
+    """The environment ``config`` describes: a :class:`SelectorEnv` with ``selector``, else a
+    :class:`GpuSchedulingEnv`."""
+    return SelectorEnv(config) if config.selector else GpuSchedulingEnv(config)
+
+
 if ENV_ID not in gym.registry:
     gym.register(id=ENV_ID, entry_point="engine.rl.env:GpuSchedulingEnv")

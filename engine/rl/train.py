@@ -29,9 +29,9 @@ import numpy as np
 
 from engine.errors import EngineError, reject_unknown_keys
 from engine.rl.agent import MODELS_DIR, WEIGHTS_FORMAT, export_model, write_weights
-from engine.rl.clone import CloneConfig
+from engine.rl.clone import BEST_ALONE, CloneConfig
 from engine.rl.encoding import EVICT, EncodingConfig
-from engine.rl.env import EnvConfig, GpuSchedulingEnv, SelectorEnv
+from engine.rl.env import EnvConfig, SelectorEnv, make_env
 from engine.rl.policies import PolicySpec, policy_kwargs, state_arrays
 
 #: The shipped training configs, one ``<name>.json`` each (``--config NAME``).
@@ -180,8 +180,12 @@ class TrainConfig:
             raise EngineError(
                 f"train config: selector_prior must be a number from 0 to 20, got {self.selector_prior!r}"
             )
-        if self.env.selector and (self.policy.kind != "mlp" or self.clone is not None):
-            raise EngineError("train config: a selector (env.selector) trains an mlp policy, without clone")
+        if self.env.selector and self.policy.kind != "mlp":
+            raise EngineError("train config: a selector (env.selector) trains an mlp policy")
+        if self.clone is not None and (self.clone.teacher == BEST_ALONE) != bool(self.env.selector):
+            raise EngineError(
+                f"train config: a selector (env.selector) clones clone.teacher {BEST_ALONE!r}, and only a selector does"
+            )
         if self.resume_from and not RESUME_NAME.match(self.resume_from):
             raise EngineError(
                 f"train config: resume_from {self.resume_from[:100]!r} must be a checkpoint_<step>.npz of runs/<name>/"
@@ -298,7 +302,7 @@ def _make_env(cfg: EnvConfig, seed: int, validation_episodes: int = 0):
             return self.env.reset(seed=ws, options={"workload_seed": ws})
 
     def thunk():
-        env = SelectorEnv(cfg) if cfg.selector else GpuSchedulingEnv(cfg)
+        env = make_env(cfg)
         if validation_episodes:
             env = FixedEpisodes(env, validation_episodes)
         env = Monitor(env)

@@ -10,19 +10,34 @@ import pytest
 
 from engine.errors import EngineError
 from engine.rl import cards
-from engine.rl.clone import CloneConfig, clone, collect
-from engine.rl.env import EnvConfig, GpuSchedulingEnv, observation_space
+from engine.rl.clone import BEST_ALONE, CloneConfig, best_alone, clone, collect
+from engine.rl.encoding import EncodingConfig
+from engine.rl.env import EnvConfig, GpuSchedulingEnv, SelectorEnv, observation_space, selector_spaces
 from engine.rl.policies import PolicySpec, build_policy
 from engine.rl.train import TrainConfig, train
 
 from .conftest import SMALL, tiny_config
+
+#: A selector's episodes where different policies win: fractional inference on some, a skewed user on others.
+SELECTOR = EnvConfig(
+    clusters=("1x8:A100-80,2x4:V100-32", "4x4:V100-32"),
+    loads=(1.8,),
+    n_jobs=60,
+    workloads=(
+        {"mix": {"inference": 0.8, "batch": 0.2}, "types": {"inference": {"fraction": {"0.25": 0.5, "0.5": 0.5}}}},
+        {"users": 4, "user_skew": 3.0},
+    ),
+    selector=("short-whole", "fgd", "sjf", "topo-pack"),
+    encoding=EncodingConfig(window=4, max_types=2),
+)
 
 
 def _agreement(policy, env_cfg: EnvConfig, cfg: CloneConfig, seeds: range) -> float:
     """Share of the teacher's decisions the policy's most likely allowed action matches, on teacher episodes."""
     import torch
 
-    data = collect(GpuSchedulingEnv(env_cfg), cfg, 0.99, seeds)
+    env = SelectorEnv(env_cfg) if env_cfg.selector else GpuSchedulingEnv(env_cfg)
+    data = collect(env, cfg, 0.99, seeds)
     with torch.no_grad():
         obs = {k: torch.as_tensor(v) for k, v in data["obs"].items()}
         greedy = policy.get_distribution(obs, action_masks=torch.as_tensor(data["mask"])).mode().numpy()
@@ -63,6 +78,64 @@ def test_training_with_cloning_records_it_in_the_card(tmp_path):
     assert (tmp_path / "runs" / "tiny-clone" / "cloned_policy.npz").is_file()
     text = cards.render_markdown(json.loads((tmp_path / "models" / "tiny-clone.json").read_text()))
     assert "behaviour cloning of the teacher `sjf-fast`" in text
+
+
+@pytest.mark.parametrize("seed", [1, 7])
+def test_best_alone_is_the_policy_whose_episode_return_is_highest(seed):
+    """The label is found by plain runs of each policy; the selector env, driven with one policy throughout,
+    must agree that no other policy alone returns more on that episode."""
+    env = SelectorEnv(SELECTOR)
+    returns = []
+    for k in range(len(SELECTOR.selector)):
+        env.reset(seed=seed)
+        done, total = False, 0.0
+        while not done:
+            _, r, done, _, _ = env.step(k)
+            total += r
+        returns.append(total)
+    env.reset(seed=seed)
+    best = best_alone(env)
+    assert returns[best] == pytest.approx(max(returns), abs=1e-9)
+    assert len({round(r, 9) for r in returns}) > 1  # the episode tells the policies apart
+
+
+def test_a_selector_clones_the_best_policy_of_each_episode(tmp_path):
+    import torch
+
+    torch.manual_seed(0)
+    policy = build_policy(PolicySpec(net_arch=(32,)), *selector_spaces(SELECTOR.encoding, len(SELECTOR.selector)))
+    cfg = CloneConfig(teacher=BEST_ALONE, episodes=12, rounds=2, epochs=8, batch_size=64)
+    labels = collect(SelectorEnv(SELECTOR), cfg, 0.99, range(100, 112))["action"]
+    assert len(set(labels.tolist())) > 1  # different episodes have different best policies
+    held_out = range(9_000, 9_006)
+    before = _agreement(policy, SELECTOR, cfg, held_out)
+    record = clone(policy, SELECTOR, cfg, gamma=0.99, seed=0)
+    after = _agreement(policy, SELECTOR, cfg, held_out)
+    assert after > before + 0.2 and record["rounds"][-1]["accuracy"] >= 0.7
+
+
+def test_a_selector_trained_with_cloning_says_so_in_its_card(tmp_path):
+    cfg = replace(
+        tiny_config(tmp_path, "tiny-select-clone", "mlp"),
+        env=SELECTOR,
+        total_timesteps=128,
+        clone=CloneConfig(teacher=BEST_ALONE, episodes=2, rounds=1, epochs=2, batch_size=64),
+    )
+    card = train(cfg, models_dir=tmp_path / "models")
+    assert card["training"]["clone"]["config"]["teacher"] == BEST_ALONE
+    text = cards.render_markdown(json.loads((tmp_path / "models" / "tiny-select-clone.json").read_text()))
+    assert "behaviour cloning of the best of its policies alone on each episode" in text
+    assert "placing with" not in text  # a selector's policies place as they do themselves
+
+
+def test_only_a_selector_clones_best_alone():
+    plain = EnvConfig(clusters=(SMALL,), n_jobs=5)
+    with pytest.raises(EngineError, match="only a selector"):
+        TrainConfig(name="x", env=plain, clone=CloneConfig(teacher=BEST_ALONE))
+    with pytest.raises(EngineError, match="a selector"):
+        TrainConfig(name="x", env=SELECTOR, clone=CloneConfig(teacher="short-spare"))
+    with pytest.raises(EngineError, match="episode of a selector environment"):
+        collect(GpuSchedulingEnv(plain), CloneConfig(teacher=BEST_ALONE), 0.99, range(1))
 
 
 @pytest.mark.parametrize(
