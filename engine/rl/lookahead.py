@@ -24,11 +24,12 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterator, Mapping
 
 from engine.errors import EngineError, reject_unknown_keys
-from engine.rl.encoding import EVICT, EncodingConfig, Snapshot, snapshot
+from engine.rl.encoding import EVICT, EncodingConfig, Snapshot, decode, snapshot
 from engine.rl.eviction import EVICT_PLACEMENT
 from engine.rl.reward import RewardWeights, objective
 from engine.rl.teacher import TEACHERS, teacher_action
 from engine.schedulers.placement import PLACEMENTS
+from engine.schedulers.registry import make_scheduler
 from engine.sim.job import Job
 from engine.sim.options import RunOptions
 from engine.sim.simulator import simulate
@@ -88,10 +89,7 @@ class Lookahead:
     model of the run it decides in."""
 
     def __init__(self, cfg: LookaheadConfig, enc: EncodingConfig, reward: RewardWeights, rule: int = 0) -> None:
-        from engine.schedulers.registry import make_scheduler
-
         self.cfg, self.enc, self.reward, self.rule = cfg, enc, reward, rule
-        self._make = make_scheduler
         if cfg.rollout is not None:
             make_scheduler(cfg.rollout)  # an unknown name fails here, with the registry's list of names
         self.rollouts = 0  # believed runs simulated so far (what the expert cost)
@@ -147,7 +145,7 @@ class Lookahead:
             r = state.running[v]
             add(r.job, max(r.est_end_s - now, OVERDUE_S) * r.rate + state.preemption_cost_s(v))
         self.rollouts += 1
-        sched = _Forced(placed, first, self._make(finisher))
+        sched = _Forced(placed, first, make_scheduler(finisher))
         result = simulate(state.cluster, jobs, sched, options=RunOptions(preemption=state.preemption))
         return objective(result, self.reward)
 
@@ -197,8 +195,6 @@ class LookaheadScheduler:
         pass
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
-        from engine.rl.encoding import decode
-
         enc = self.expert.enc
         while True:
             snap = snapshot(state, enc)

@@ -28,8 +28,17 @@ from typing import Any, Mapping
 import numpy as np
 
 from engine.errors import EngineError, reject_unknown_keys
-from engine.rl.agent import MODELS_DIR, WEIGHTS_FORMAT, export_model, write_weights
-from engine.rl.clone import BEST_ALONE, CloneConfig
+from engine.rl.agent import (
+    MODELS_DIR,
+    WEIGHTS_FORMAT,
+    ModelError,
+    export_model,
+    load_model_weights,
+    model_spec,
+    read_card,
+    write_weights,
+)
+from engine.rl.clone import BEST_ALONE, CloneConfig, clone
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import EnvConfig, SelectorEnv, make_env
 from engine.rl.policies import PolicySpec, policy_kwargs, state_arrays
@@ -423,8 +432,6 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
             write_weights(state_arrays(model.policy), best_path)
     cloned = None
     if cfg.clone is not None:
-        from engine.rl.clone import clone
-
         cloned = clone(model.policy, final_env, cfg.clone, cfg.gamma, cfg.seed)
         write_weights(state_arrays(model.policy), run_dir / "cloned_policy.npz")
     start = None  # (what PPO starts from, its validation return) when that is a trained policy
@@ -545,8 +552,6 @@ def _kept(best: bool, start: tuple[str, float] | None, best_return: float, prior
 def _parent(cfg: TrainConfig, models_dir: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Card and SHA-256-checked plain weights of model ``cfg.init_from`` in ``models_dir`` (where this run
     exports: a stopped run resumes from there), else in ``models/``; same network required."""
-    from engine.rl.agent import ModelError, load_model_weights, model_spec, read_card
-
     home = Path(models_dir) if models_dir and (Path(models_dir) / f"{cfg.init_from}.json").is_file() else MODELS_DIR
     card = read_card(cfg.init_from, home)
     # A card holds the encoding its agent is deployed with (a shield such as whole_node included).
