@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from engine.schedulers.ordering import ORDERS, StaticKeyOrder
 from engine.schedulers.registry import SchedulerSpec, list_scheduler, register
-from engine.sim.admission import best_speed
+from engine.sim.admission import BestSpeeds
 from engine.sim.job import Job
 from engine.sim.state import ClusterState
 
@@ -31,15 +31,10 @@ class LeastSlackOrder(StaticKeyOrder):
     """Waiting jobs by ``deadline_s - estimate_s / best speed`` (module docstring), ties in arrival order."""
 
     def reset(self, state: ClusterState) -> None:
-        cluster = state.cluster
-        speeds: dict[tuple[str, frozenset[str]], float] = {}  # (job type, allowed types) -> best speed
+        speed = BestSpeeds(state.cluster)
 
         def key(job: Job) -> float:
-            kind = (job.job_type, job.allowed_types)
-            speed = speeds.get(kind)
-            if speed is None:
-                speed = speeds[kind] = best_speed(cluster, job)
-            return job.deadline_s - job.estimate_s / speed
+            return job.deadline_s - job.estimate_s / speed(job)
 
         self.key = key
         super().reset(state)

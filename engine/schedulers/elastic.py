@@ -36,7 +36,7 @@ from typing import Iterator, KeysView
 
 from engine.schedulers.placement import best_fit
 from engine.schedulers.registry import SchedulerSpec, register
-from engine.sim.admission import best_speed
+from engine.sim.admission import BestSpeeds
 from engine.sim.elastic import speedup_ratio
 from engine.sim.job import Job
 from engine.sim.occupancy import bits
@@ -65,14 +65,14 @@ class ElasticGreedy:
         self._deferred = False  # a hand-out is due at _grown_s + REALLOCATE_S
         self._surplus: dict[int, int] = {}  # job sized above its base -> GPUs above it (some may have ended since)
         self._growable: set[int] = set()  # elastic jobs a grow to their maximum would pay back (see _sized)
-        self._speed: dict[tuple[str, frozenset[str]], float] = {}  # best_speed by (job type, allowed types)
+        self._speed: BestSpeeds  # the run's cluster's best speeds, set by reset
         # Estimated ends, for _next_end_s: a heap of (est_end_s, job) of the whole-GPU jobs started or resized here
         # (stale once the job stops or is resized again), and the fractional jobs started here (some may have ended).
         self._ends: list[tuple[float, int]] = []
         self._shared: set[int] = set()
 
     def reset(self, state: ClusterState) -> None:
-        self._base, self._speed, self._seen_stops, self._grown_s = {}, {}, -1, -math.inf
+        self._base, self._speed, self._seen_stops, self._grown_s = {}, BestSpeeds(state.cluster), -1, -math.inf
         self._surplus, self._growable, self._ends, self._shared = {}, set(), [], set()
 
     # ------------------------------------------------------------------ the decision point
@@ -146,11 +146,7 @@ class ElasticGreedy:
     def _meets(self, state: ClusterState, job: Job, k: int) -> bool:
         """Whether ``job``, started now on ``k`` GPUs of its fastest allowed type, ends by its deadline (by its
         estimate)."""
-        key = (job.job_type, job.allowed_types)
-        speed = self._speed.get(key)
-        if speed is None:
-            speed = self._speed[key] = best_speed(state.cluster, job)
-        rate = speed * (speedup_ratio(job, k) if job.elastic else 1.0)
+        rate = self._speed(job) * (speedup_ratio(job, k) if job.elastic else 1.0)
         return state.now_s + job.estimate_s / rate <= job.deadline_s
 
     # ------------------------------------------------------------------ GPUs

@@ -34,6 +34,21 @@ def best_speed(cluster: Cluster, job: Job) -> float:
     return max(cluster.speed(job.job_type, t) for t in allowed)
 
 
+class BestSpeeds:
+    """:func:`best_speed` on one cluster, remembered per (job type, allowed types): a workload has few such pairs."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self._cluster = cluster
+        self._known: dict[tuple[str, frozenset[str]], float] = {}
+
+    def __call__(self, job: Job) -> float:
+        key = (job.job_type, job.allowed_types)
+        speed = self._known.get(key)
+        if speed is None:
+            speed = self._known[key] = best_speed(self._cluster, job)
+        return speed
+
+
 class Admission:
     """The ``feasible`` policy for one run (module docstring)."""
 
