@@ -17,6 +17,10 @@ starts spread over nodes (a spread job is slowed by communication): on each elig
 victims are taken latest estimated end first, under the same rules, until the node has ``gpus`` idle GPUs, and the
 node whose victims have the least estimated work left wins (ties: lower node id). A victim spread over several
 nodes counts only its GPUs on that node. Bigger jobs evict as with scope ``"type"``.
+
+A victim frees, and its work left is counted on, the GPUs it holds: an elastic job that a resizing scheduler
+(optimus, elasticflow) runs on more or fewer GPUs than it asked for, when a learned selector switches from that
+scheduler to an evicting one, holds other than ``job.gpus``.
 """
 
 from __future__ import annotations
@@ -83,7 +87,7 @@ def find_victims(
                         work[slot, t], victims[slot, t] = found
                     continue
             need = job.gpus - int(idle_t[t])
-            taken, freed, left_gpu_s = _take(((r, r.job.gpus) for r in by_type.get(t, ())), need, own_s, now)
+            taken, freed, left_gpu_s = _take(((r, len(r.gpu_ids)) for r in by_type.get(t, ())), need, own_s, now)
             if freed >= need:
                 victims[slot, t] = taken
                 work[slot, t] = left_gpu_s
@@ -110,7 +114,8 @@ def evictable(state: ClusterState, max_evictions: int | None) -> dict[int, list[
 def eviction_cost_gpu_s(state: ClusterState, victims: Victims) -> BySlotType:
     """Per (slot, type) of ``victims``: the GPU-seconds of work evicting them costs (work since their last checkpoint
     plus the restart overhead, as the run's preemption model says; 0 under free preemption)."""
-    return {k: sum(state.preemption_cost_s(v) * state.jobs[v].gpus for v in vs) for k, vs in victims.items()}
+    running = state.running
+    return {k: sum(state.preemption_cost_s(v) * len(running[v].gpu_ids) for v in vs) for k, vs in victims.items()}
 
 
 def _take(
@@ -125,7 +130,7 @@ def _take(
             break
         taken.append(r.job.job_id)
         freed += k
-        left_gpu_s += r.job.gpus * max(r.est_end_s - now, 0.0)
+        left_gpu_s += len(r.gpu_ids) * max(r.est_end_s - now, 0.0)
     return tuple(taken), freed, left_gpu_s
 
 

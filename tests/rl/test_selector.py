@@ -18,7 +18,7 @@ from engine.rl.policies import PolicySpec
 from engine.rl.selector import SelectorScheduler
 from engine.rl.train import TrainConfig, train
 from engine.sim.options import PreemptionModel, RunOptions
-from engine.sim.simulator import COMPLETED
+from engine.sim.simulator import COMPLETED, UNSCHEDULABLE
 
 from .conftest import tiny_config
 
@@ -81,6 +81,28 @@ def test_switching_policies_at_random_keeps_every_constraint_and_ends(seed):
     from engine.rl.reward import objective
 
     assert ret == pytest.approx(-objective(env.result, env.config.reward), rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_evicting_policy_after_a_resizing_one_frees_the_gpus_its_victims_hold(seed):
+    """optimus runs elastic jobs on more or fewer GPUs than they asked for; an evicting teacher that takes over must
+    count what its victims hold, or it offers evictions that do not make room (the engine's error)."""
+    cfg = _config(
+        clusters=("3x8:T4,2x4:A100-80",),
+        loads=(1.5,),
+        n_jobs=150,
+        selector=("optimus", "short-spare-evict-est", "short-whole-evict"),
+        workload={"users": 6, "deadlines": "elasticflow", "elastic": 1.0},
+    )
+    env = SelectorEnv(cfg)
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    done, steps = False, 0
+    while not done:
+        _, _, done, _, _ = env.step(int(rng.integers(3)))
+        steps += 1
+    # every job ends, but those no GPU type of the cluster can ever hold (the engine's verdict, for any policy)
+    assert set(np.unique(env.result.status).tolist()) <= {COMPLETED, UNSCHEDULABLE} and steps >= 140
 
 
 def test_drf_reset_mid_run_counts_the_running_jobs():
