@@ -120,7 +120,8 @@ def collect(
     """Samples from one episode per seed: observations, masks, teacher actions and discounted returns.
 
     ``student`` (a callable ``(obs, mask) -> action``) drives the episodes when given; the labeller (teacher
-    or expert, :meth:`CloneConfig.labeller`) drives them otherwise. It labels every state either way.
+    or expert, :meth:`CloneConfig.labeller`; for a selector the episode's :func:`best_alone` policy) drives them
+    otherwise. It labels every state either way.
     """
     label_of = None if cfg.teacher == BEST_ALONE else cfg.labeller(env.config)
     obs_parts: dict[str, list[np.ndarray]] = {}
