@@ -575,10 +575,12 @@ def _selector_lines(card: dict[str, Any]) -> list[str]:
     prior = tr.get("selector_prior") or (tr.get("init_from") or {}).get("training", {}).get("selector_prior")
     if prior:
         means = ", ".join(f"`{n}` {r:.4f}" for n, r in prior["validation_mean_return"].items())
-        lines.append(
-            f"- prior: each policy alone on the validation episodes (mean return: {means}); the action bias of "
-            f"the best, `{prior['best']}`, was raised by {prior['bias']:g}, so training started from it"
+        start = (
+            f"the action bias of the best, `{prior['best']}`, was raised by {prior['bias']:g}, so training started from it"
+            if prior["bias"] > 0
+            else f"the best alone: `{prior['best']}` (no action bias raised)"
         )
+        lines.append(f"- prior: each policy alone on the validation episodes (mean return: {means}); {start}")
         if prior["bias"] > 0 and tr.get("best_eval_mean_return") == prior["validation_mean_return"][prior["best"]]:
             lines.append(
                 f"- no PPO evaluation beat the prior's validation return: the shipped weights are the prior's, "

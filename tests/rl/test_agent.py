@@ -443,12 +443,13 @@ def test_shipped_agents_schedule_as_before_node_health_inputs_existed(name):
 
 @pytest.mark.parametrize("name", model_names())
 def test_shipped_agents_keep_their_observation_shapes_with_deadline_inputs_in_the_engine(name):
-    from engine.rl.encoding import JOB_BASE_FEATURES
+    from engine.rl.encoding import DEADLINE_FEATURES, JOB_BASE_FEATURES
     from engine.rl.env import observation_space
 
     card = json.loads((MODELS_DIR / f"{name}.json").read_text())
-    assert "deadlines" not in card["encoding"]
     enc = load_agent(name).encoding  # loading checks every weight's shape against the encoding's layout
-    assert not enc.deadlines and enc.to_dict() == card["encoding"]
+    # only a card that asks for the deadline inputs gets them; one written before they existed never does
+    assert enc.deadlines == card["encoding"].get("deadlines", False) and enc.to_dict() == card["encoding"]
     obs, _ = observation_space(enc)
-    assert obs["jobs"].shape == (enc.window, JOB_BASE_FEATURES + enc.type_features * enc.max_types)
+    per_job = JOB_BASE_FEATURES + enc.type_features * enc.max_types + (DEADLINE_FEATURES if enc.deadlines else 0)
+    assert obs["jobs"].shape == (enc.window, per_job)

@@ -126,6 +126,8 @@ def test_a_selector_trained_with_cloning_says_so_in_its_card(tmp_path):
     text = cards.render_markdown(json.loads((tmp_path / "models" / "tiny-select-clone.json").read_text()))
     assert "behaviour cloning of the best of its policies alone on each episode" in text
     assert "placing with" not in text  # a selector's policies place as they do themselves
+    best = card["training"]["selector_prior"]["best"]
+    assert f"the best alone: `{best}` (no action bias raised)" in text and "was raised by" not in text
 
 
 def test_only_a_selector_clones_best_alone():

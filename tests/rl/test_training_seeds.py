@@ -47,7 +47,7 @@ def test_training_episodes_draw_workload_seeds_above_every_test_and_validation_s
 
 def test_select_wait_trains_on_the_issue_s_distribution():
     """Heterogeneous clusters of 2-16 nodes with T4, A10, V100, A100 and H100, loads 0.6-1.8, the presets' kinds
-    of workload and both free and costly preemption."""
+    of workload (elastic jobs with deadlines among them) and both free and costly preemption."""
     from engine.sim.cluster import parse_cluster
 
     env = load_config("select-wait").env
@@ -63,4 +63,5 @@ def test_select_wait_trains_on_the_issue_s_distribution():
     assert any(any("fraction" in t for t in w.get("types", {}).values()) for w in kinds)  # fractional inference
     assert any(w.get("user_skew", 0) >= 2 for w in kinds)  # a heavy user
     assert any(max(map(int, t.get("gpus", {"1": 1}))) >= 16 for w in kinds for t in w.get("types", {}).values())
+    assert any(w.get("elastic") and w.get("deadlines") for w in kinds)  # elastic jobs with deadlines
     assert np.isfinite(env.reward.wait_scale_s)
