@@ -506,18 +506,19 @@ def _provenance(card: dict[str, Any]) -> list[str]:
     if tr.get("clone"):
         c, last = tr["clone"], tr["clone"]["rounds"][-1]
         expert = c["config"].get("expert")
-        who = (
-            f"the teacher `{c['config']['teacher']}`"
-            if not expert
-            else "the lookahead expert (`engine/rl/lookahead.py`: the proposals of "
-            f"{', '.join(f'`{n}`' for n in expert['candidates'])} compared by rollouts on estimates, each "
-            "finished by "
-            + (f"`{expert['rollout']}`" if expert.get("rollout") else "the teachers that proposed it")
-            + "; expert iteration)"
-        )
-        who += f" (placing with `{c['config']['rule']}`, `engine/rl/teacher.py`)"
+        placing = f" (placing with `{c['config']['rule']}`, `engine/rl/teacher.py`)"
         if c["config"]["teacher"] == BEST_ALONE:
             who = "the best of its policies alone on each episode (`best_alone`, `engine/rl/clone.py`)"
+        elif not expert:
+            who = f"the teacher `{c['config']['teacher']}`{placing}"
+        else:
+            who = (
+                "the lookahead expert (`engine/rl/lookahead.py`: the proposals of "
+                f"{', '.join(f'`{n}`' for n in expert['candidates'])} compared by rollouts on estimates, each "
+                "finished by "
+                + (f"`{expert['rollout']}`" if expert.get("rollout") else "the teachers that proposed it")
+                + f"; expert iteration){placing}"
+            )
         lines.append(
             f"- warm start: behaviour cloning of {who} over {len(c['rounds'])} rounds "
             f"({c['config']['episodes']} episodes each, DAgger after the first), {c['samples']:,} labelled "

@@ -18,9 +18,9 @@ victims are taken latest estimated end first, under the same rules, until the no
 node whose victims have the least estimated work left wins (ties: lower node id). A victim spread over several
 nodes counts only its GPUs on that node. Bigger jobs evict as with scope ``"type"``.
 
-A victim frees, and its work left is counted on, the GPUs it holds: an elastic job that a resizing scheduler
-(optimus, elasticflow) runs on more or fewer GPUs than it asked for, when a learned selector switches from that
-scheduler to an evicting one, holds other than ``job.gpus``.
+A victim frees the GPUs it holds, and its work left is counted on them: an elastic job that a resizing scheduler
+(optimus, elasticflow) ran on more or fewer GPUs than it asked for holds other than ``job.gpus`` when a learned
+selector hands the next decision to an evicting policy.
 """
 
 from __future__ import annotations
