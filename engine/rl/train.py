@@ -576,7 +576,7 @@ def _widens(parent: EncodingConfig, enc: EncodingConfig) -> bool:
     """Whether ``enc`` offers every rule of ``parent`` and packing rules more (the observation stays the same but
     for the mask: only ``"evict"`` adds inputs, so it is never one of the added rules)."""
     added = set(enc.rules) - set(parent.rules)
-    return bool(added) and set(parent.rules) < set(enc.rules) and EVICT not in added and parent.rules != (EVICT,)
+    return set(parent.rules) < set(enc.rules) and EVICT not in added and parent.rules != (EVICT,)
 
 
 #: How much less likely (in logits) an added rule starts than the parent's first packing rule it copies: a lower
