@@ -45,6 +45,8 @@ from engine.rl.policies import PolicySpec, policy_kwargs, state_arrays
 
 #: The shipped training configs, one ``<name>.json`` each (``--config NAME``).
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
+#: Most environment steps a config may ask for: weeks of training on a small machine (a bound, not a budget).
+MAX_TIMESTEPS = 10**9
 #: A file of this name in ``runs/<name>/`` asks a running training to stop and export what it has.
 STOP_FILE = "STOP"
 VEC_ENVS = ("dummy", "subproc")
@@ -174,6 +176,10 @@ class TrainConfig:
             v = getattr(self, k)
             if not (isinstance(v, int) and v >= 1):
                 raise EngineError(f"train config: {k} must be an integer >= 1, got {v!r}")
+        if self.total_timesteps > MAX_TIMESTEPS:
+            raise EngineError(
+                f"train config: total_timesteps must be at most {MAX_TIMESTEPS:,}, got {self.total_timesteps:,}"
+            )
         if not isinstance(self.deploy_encoding, Mapping) or set(self.deploy_encoding) - set(DEPLOY_OPTIONS):
             raise EngineError(
                 f"train config: deploy_encoding {self.deploy_encoding!r} must be an object with "

@@ -40,6 +40,7 @@ def test_shipped_configs_load(name):
     [
         ({"name": "x", "bogus": 1}, "unknown keys"),
         ({"name": "x", "n_envs": 0}, "n_envs must be an integer >= 1"),
+        ({"name": "x", "total_timesteps": 10**20}, "total_timesteps must be at most 1,000,000,000"),
         ({"name": "../x"}, "name"),
         ({"name": "x", "policy": {"kind": "rnn"}}, "policy.kind"),
         ({"name": "x", "env": {"encoding": {"rules": ["nope"]}}}, "encoding.rules"),
