@@ -51,7 +51,8 @@ def _span(values: list) -> str:
 
 
 def trained_on(env: dict, curriculum: list) -> str:
-    """The clusters (with their GPU families), loads, job counts and preemption of the training episodes."""
+    """The clusters (with their GPU families), loads, job counts and preemption of the training episodes, and the
+    teaching presets they drew (on training seeds)."""
     stages = [env, *curriculum]
     clusters = list(dict.fromkeys(c for s in stages for c in s.get("clusters") or ()))
     families = dict.fromkeys(part.split(":")[1].split("-")[0] for c in clusters for part in c.split(","))
@@ -64,6 +65,7 @@ def trained_on(env: dict, curriculum: list) -> str:
     return (
         f"{len(clusters)} cluster{'s' * (len(clusters) > 1)} ({', '.join(families)}), load {_span(loads)}, "
         f"{_span(jobs)} jobs, {' or '.join(dict.fromkeys(costly))} preemption"
+        + (f", and the {len(env['presets'])} teaching presets (other seeds)" if env.get("presets") else "")
     )
 
 

@@ -110,6 +110,11 @@ def test_agents_table_states_what_the_cards_say():
     }
     assert agent_table.where(card, "worse") == "2 of 4: a +20 to +57 % (vs `fgd`)"
     assert agent_table.where(card, "better") == "1 of 4: b free -10 % (vs `fgd`)"
+    env = {"clusters": ["2x8:T4,1x8:A10"], "loads": [0.6, 1.2], "n_jobs": 200}
+    assert agent_table.trained_on(env, []) == "1 cluster (T4, A10), load 0.6-1.2, 200 jobs, free preemption"
+    assert agent_table.trained_on({**env, "presets": ["heavy-user", "deadlines-edf"]}, []).endswith(
+        "free preemption, and the 2 teaching presets (other seeds)"
+    )
 
 
 def test_architecture_stays_short():

@@ -44,7 +44,8 @@ from engine.schedulers.elastic import ElasticGreedy
 from engine.schedulers.placement import PLACEMENTS
 from engine.sim.options import PreemptionModel, RunOptions
 
-#: The teaching presets (``presets/``): every agent is evaluated on each of them, none of which it trained on.
+#: The teaching presets (``presets/``): every agent is evaluated on each of them with seeds no training uses (a
+#: config's ``env.presets`` may train on a preset's cluster and workload, always with training seeds).
 TEACHING: tuple[str, ...] = tuple(sorted(PRESETS))
 
 #: The held-out heterogeneous workloads issue 38's verdict is taken on (A100, V100 and T4 nodes, 1,500 jobs at
@@ -546,9 +547,16 @@ def _provenance(card: dict[str, Any]) -> list[str]:
 
 
 def _workload_kinds(env: dict[str, Any]) -> str:
-    """ ", N kinds of workload drawn per episode (...)" for a config with ``env.workloads``, else nothing."""
-    kinds = env.get("workloads") or []
-    return f", {len(kinds)} kinds of workload drawn per episode (`training.config.env.workloads`)" if kinds else ""
+    """ ", N kinds of workload drawn per episode (...)" for a config with ``env.workloads`` and ", and the teaching
+    presets ..." for one with ``env.presets``; else nothing."""
+    kinds, presets = env.get("workloads") or [], env.get("presets") or []
+    text = f", {len(kinds)} kinds of workload drawn per episode (`training.config.env.workloads`)" if kinds else ""
+    if presets:
+        text += (
+            f", and the teaching presets {', '.join(f'`{p}`' for p in presets)} as further kinds (each preset's "
+            "cluster and workload, generated with training seeds, never those of the evaluation below)"
+        )
+    return text
 
 
 def _widened_lines(parent: dict[str, Any], card: dict[str, Any]) -> list[str]:

@@ -45,7 +45,9 @@ Reset
     (:class:`EnvConfig`; workload seeds are drawn at or above ``TRAIN_SEED_MIN`` = 2**20, so evaluations on
     seeds below it never meet a training workload); ``options={"cluster": ..., "jobs": [...]}`` runs a given workload instead, and
     ``options={"cluster": ..., "load": ..., "n_jobs": ..., "workload_seed": ...}`` a given generated one, and
-    ``options={"run_options": RunOptions(...)}`` given run options.
+    ``options={"run_options": RunOptions(...)}`` given run options. A config with ``presets`` also draws teaching
+    presets' episodes: the preset's cluster and its workload generated with a training seed (as above, so never a
+    seed the model cards evaluate it on), under the drawn run options, as the cards run it.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from engine.analysis.presets import PRESETS
 from engine.analysis.scenario import ScenarioError, WorkloadSpec
 from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError, reject_unknown_keys
@@ -88,7 +91,8 @@ class EnvConfig:
 
     An episode's scenario is a cluster of ``clusters``, the generated workload (:meth:`workload_spec`) of
     ``n_jobs`` jobs with the generator arguments ``workload`` at a load of ``loads`` with a training seed, and
-    run options of ``options``, each drawn uniformly.
+    run options of ``options``, each drawn uniformly; or, with ``presets``, a teaching preset's cluster and
+    workload (its kind drawn uniformly among the workload kinds and the presets).
 
     Attributes:
         clusters: cluster specs (shorthand, JSON path) an episode draws from, uniformly.
@@ -106,6 +110,10 @@ class EnvConfig:
             with failures and ``encoding.node_health`` it sees each GPU type's node health. Configs written before
             this field give ``preemptions`` (or one ``preemption``) and ``failures``: :meth:`from_dict` reads them
             as each preemption model with the failures.
+        workloads: kinds of workload, each generator arguments over ``workload``'s; an episode draws one.
+        selector: the hand-written policies a selector chooses among (:class:`SelectorEnv`); empty otherwise.
+        presets: teaching presets (names in ``presets/``), each a further kind an episode draws: the preset's own
+            cluster and workload, generated with the episode's training seed, under the drawn ``options``.
     """
 
     clusters: tuple[str, ...] = ("4x8:V100-32",)
@@ -117,6 +125,7 @@ class EnvConfig:
     options: tuple[RunOptions, ...] = (RunOptions(),)
     workloads: tuple[Mapping[str, Any], ...] = ()
     selector: tuple[str, ...] = ()
+    presets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "clusters", tuple(self.clusters))
@@ -131,13 +140,24 @@ class EnvConfig:
         if not all(isinstance(w, Mapping) for w in self.workloads):
             raise EngineError("env workloads must be a list of objects of generator arguments")
         for load in self.loads:  # every workload the distribution holds is a valid scenario workload
-            for kind in range(max(len(self.workloads), 1)):
+            for kind in range(self.generated_kinds):
                 self.workload_spec(load, 0, kind=kind)
         if self.selector:
             object.__setattr__(self, "selector", check_policies(self.selector, "env.selector"))
+        object.__setattr__(self, "presets", tuple(self.presets))
+        for name in self.presets:
+            if not isinstance(name, str) or name not in PRESETS:
+                raise EngineError(f"env.presets: unknown preset {str(name)[:60]!r}; valid: {', '.join(PRESETS)}")
+        if len(set(self.presets)) != len(self.presets):
+            raise EngineError("env.presets: each preset at most once")
         object.__setattr__(self, "options", tuple(self.options))
         if not self.options or not all(isinstance(o, RunOptions) for o in self.options):
             raise EngineError("env options must be one or more RunOptions")
+
+    @property
+    def generated_kinds(self) -> int:
+        """How many kinds of generated workload an episode draws from (``workloads``, or ``workload`` alone)."""
+        return max(len(self.workloads), 1)
 
     def workload_spec(self, load: float, seed: int, n_jobs: int | None = None, kind: int = 0) -> WorkloadSpec:
         """The generated workload of an episode at ``load`` with workload seed ``seed`` (``n_jobs`` replaces
@@ -165,6 +185,8 @@ class EnvConfig:
             out["workloads"] = [dict(w) for w in self.workloads]
         if self.selector:
             out["selector"] = list(self.selector)
+        if self.presets:
+            out["presets"] = list(self.presets)
         return out
 
     @classmethod
@@ -176,6 +198,7 @@ class EnvConfig:
             "workload",
             "workloads",
             "selector",
+            "presets",
             "encoding",
             "reward",
             "options",
@@ -183,9 +206,11 @@ class EnvConfig:
         }
         reject_unknown_keys(data, known, "env")
         kw: dict[str, Any] = {
-            k: data[k] for k in ("clusters", "loads", "n_jobs", "workload", "workloads", "selector") if k in data
+            k: data[k]
+            for k in ("clusters", "loads", "n_jobs", "workload", "workloads", "selector", "presets")
+            if k in data
         }
-        for k in ("workloads", "selector"):
+        for k in ("workloads", "selector", "presets"):
             if k in kw and not isinstance(kw[k], list):
                 raise EngineError(f"env.{k} must be a list")
         if "encoding" in data:
@@ -260,6 +285,8 @@ class GpuSchedulingEnv(gym.Env):
         enc = config.encoding
         self._clusters = [parse_cluster(c) for c in config.clusters]
         self._check_types(self._clusters)
+        self._presets = [(PRESETS[n].build_cluster(), PRESETS[n].scenario.workload) for n in config.presets]
+        self._check_types([c for c, _ in self._presets])
         self.observation_space, self.action_space = observation_space(enc)
         self._sim: Simulation | None = None
         self._placements = RulePlacements()  # the episode's placement rules (encoding.RulePlacements)
@@ -304,8 +331,14 @@ class GpuSchedulingEnv(gym.Env):
         load = float(options.get("load", self.config.loads[int(rng.integers(len(self.config.loads)))]))
         n_jobs = int(options.get("n_jobs", self.config.n_jobs))
         seed = int(options.get("workload_seed", rng.integers(TRAIN_SEED_MIN, 2**31 - 1)))
-        kinds = len(self.config.workloads)
+        generated = self.config.generated_kinds
+        # A given cluster, load or job count asks for a generated workload: presets bring their own.
+        asked = any(k in options for k in ("cluster", "load", "n_jobs"))
+        kinds = generated + (0 if asked else len(self._presets))
         kind = int(rng.integers(kinds)) if kinds > 1 else 0  # drawn only when there is a choice (as above)
+        if kind >= generated:
+            cluster, workload = self._presets[kind - generated]
+            return cluster, workload.build_jobs(cluster, seed), run_options
         return cluster, self.config.workload_spec(load, seed, n_jobs, kind).build_jobs(cluster), run_options
 
     # ----------------------------------------------------------------- gym API

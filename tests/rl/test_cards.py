@@ -265,6 +265,19 @@ def test_card_says_which_preemption_model_training_used():
     )
 
 
+def test_card_says_which_teaching_presets_training_drew_and_on_which_seeds():
+    env = {**TRAINING["config"]["env"], "workloads": [{}, {"users": 3}]}
+    card = _card(training={**TRAINING, "config": {"env": env, "curriculum": []}})
+    assert "2 kinds of workload drawn per episode" in cards.render_markdown(card)
+    assert "teaching presets `" not in cards.render_markdown(card)
+    env["presets"] = ["heavy-user", "topology-packing"]
+    assert (
+        "2 kinds of workload drawn per episode (`training.config.env.workloads`), and the teaching presets "
+        "`heavy-user`, `topology-packing` as further kinds (each preset's cluster and workload, generated with "
+        "training seeds, never those of the evaluation below)"
+    ) in cards.render_markdown(card)
+
+
 # Literal copies of the evaluated scenarios the shipped cards stored before named scenarios were Scenarios.
 OLD_CARD_SCENARIOS = [
     {

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from engine import Start, make_scheduler, parse_cluster, simulate
-from engine.analysis.workload import make_jobs
+from engine.analysis.presets import PRESETS
+from engine.analysis.workload import TRAIN_SEED_MIN, make_jobs
 from engine.errors import EngineError
 from engine.rl.encoding import EVICT, RULES, EncodingConfig, RulePlacements, decode, encode, snapshot
 from engine.rl.env import ENV_ID, EnvConfig, GpuSchedulingEnv
@@ -737,3 +738,57 @@ def test_deadline_inputs_are_off_by_default_and_by_hand_give_slack_lateness_and_
     plain = encode(state, EncodingConfig(window=4, max_types=2))
     np.testing.assert_array_equal(obs["jobs"][:, :-5], plain["jobs"])
     assert JOB_BASE_FEATURES + enc.type_features * 2 + 5 == obs["jobs"].shape[1]
+
+
+def test_presets_add_their_own_episodes_on_training_seeds():
+    """A config with ``presets`` draws, besides its generated kinds, each preset's cluster and its workload built
+    with the episode's training seed (never a preset's own seed or a test seed), under the drawn run options;
+    a given cluster, load or job count asks for a generated workload."""
+    names = ("fractional-fragmentation", "topology-packing")
+    costly = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0))
+    env = GpuSchedulingEnv(
+        EnvConfig(
+            clusters=("2x4:V100-32",),
+            loads=(0.9,),
+            n_jobs=20,
+            presets=names,
+            options=(RunOptions(), costly),
+            encoding=EncodingConfig(max_types=1),
+        )
+    )
+    preset_clusters = {PRESETS[n].build_cluster().to_shorthand(): n for n in names}
+    seen = set()
+    for i in range(30):
+        seed = TRAIN_SEED_MIN + i
+        env.reset(seed=i, options={"workload_seed": seed})
+        sim = env.simulation
+        name = preset_clusters.get(sim.cluster.to_shorthand())
+        seen.add(name or "generated")
+        if name is None:
+            assert len(sim.jobs) == 20
+            continue
+        workload = PRESETS[name].scenario.workload
+        assert sim.jobs == workload.build_jobs(sim.cluster, seed)
+        assert sim.jobs != workload.build_jobs(sim.cluster)  # not the preset's own workload
+        assert sim.options in (RunOptions(), costly)
+    assert set(seen) == {"generated", *names}
+    for i in range(20):
+        env.reset(seed=i, options={"load": 0.9})
+        assert env.simulation.cluster.to_shorthand() == "2x4:V100-32" and len(env.simulation.jobs) == 20
+
+
+def test_presets_config_round_trips_and_rejects_what_is_not_a_preset():
+    cfg = EnvConfig(presets=("heavy-user",))
+    assert EnvConfig.from_dict(cfg.to_dict()) == cfg
+    assert "presets" not in EnvConfig().to_dict()  # configs without presets are written as before
+    for bad, message in (
+        (("../../etc/passwd",), "unknown preset '../../etc/passwd'; valid: "),
+        (("heavy-user", "heavy-user"), "each preset at most once"),
+        ((3,), "unknown preset '3'"),
+    ):
+        with pytest.raises(EngineError, match=message.replace(".", "\\.")):
+            EnvConfig(presets=bad)
+    with pytest.raises(EngineError, match="env.presets must be a list"):
+        EnvConfig.from_dict({"presets": "heavy-user"})
+    with pytest.raises(EngineError, match="GPU types; encoding.max_types is 1"):
+        GpuSchedulingEnv(EnvConfig(presets=("least-loaded-collapse",), encoding=EncodingConfig(max_types=1)))
