@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from engine.analysis.evaluate import parse_scenario
+from engine.analysis.presets import PRESETS
+from engine.analysis.scenario import WorkloadSpec
 from engine.analysis.workload import TRAIN_SEED_MIN
+from engine.rl.cards import HELD_OUT
 from engine.rl.env import EnvConfig, GpuSchedulingEnv, SelectorEnv
 from engine.rl.train import VALIDATION_SEED_BASE, config_names, load_config
+from engine.sim.cluster import parse_cluster
 
 #: Seeds the tests use: cards' test seeds and ``evaluate --seeds`` (0..N-1, N at most 10,000; cards use 30),
 #: and the teaching presets' seeds 0-29 (the held-out workloads are evaluated on seeds from 0 too).
@@ -25,31 +32,39 @@ def test_validation_seeds_are_neither_test_nor_training_seeds(name):
 
 
 def test_training_episodes_draw_workload_seeds_above_every_test_and_validation_seed(monkeypatch):
-    """Resets of the select-wait training envs (every cluster, load, workload kind and preemption) build their
-    workloads only from seeds at or above TRAIN_SEED_MIN."""
+    """Resets of the select-wait training envs (every cluster, load, workload kind, teaching preset and
+    preemption) build their workloads only from seeds at or above TRAIN_SEED_MIN."""
     cfg, other = load_config("select-wait").env, load_config("wait-mlp").env
     seeds: list[int] = []
     kinds: set[int] = set()
-    real = EnvConfig.workload_spec
+    real_spec, real_build = EnvConfig.workload_spec, WorkloadSpec.build_jobs
 
-    def spy(self, load, seed, n_jobs=None, kind=0):
-        seeds.append(seed)
+    def spy_spec(self, load, seed, n_jobs=None, kind=0):
         kinds.add(kind)
-        return real(self, load, seed, 5, kind)  # 5 jobs: only the seed matters here
+        return real_spec(self, load, seed, n_jobs, kind)
 
-    monkeypatch.setattr(EnvConfig, "workload_spec", spy)
+    def spy_build(self, cluster, seed=None, trace_bytes=None):
+        seeds.append(self.seed if seed is None else seed)
+        return real_build(replace(self, n_jobs=5), cluster, seed)  # 5 jobs: only the seed matters here
+
+    monkeypatch.setattr(EnvConfig, "workload_spec", spy_spec)
+    monkeypatch.setattr(WorkloadSpec, "build_jobs", spy_build)
+    presets = {PRESETS[n].build_cluster().to_shorthand() for n in cfg.presets}
+    seen = set()
     for env in (SelectorEnv(cfg), GpuSchedulingEnv(other)):
-        for i in range(60):
+        for i in range(80):
             env.reset(seed=i)
+            seen.add(env.simulation.cluster.to_shorthand())
     assert min(seeds) >= TRAIN_SEED_MIN > VALIDATION_SEED_BASE + 1000
+    assert len(seeds) == 160
     assert kinds == set(range(len(cfg.workloads)))  # every workload kind is drawn
+    assert presets <= seen  # and the presets' clusters
 
 
 def test_select_wait_trains_on_the_issue_s_distribution():
     """Heterogeneous clusters of 2-16 nodes with T4, A10, V100, A100 and H100, loads 0.6-1.8, the presets' kinds
-    of workload (elastic jobs with deadlines among them) and both free and costly preemption."""
-    from engine.sim.cluster import parse_cluster
-
+    of workload (elastic jobs with deadlines among them), the teaching presets themselves (on training seeds) and
+    both free and costly preemption."""
     env = load_config("select-wait").env
     clusters = [parse_cluster(c) for c in env.clusters]
     nodes = [len(c.layout.node_gpus) for c in clusters]
@@ -64,4 +79,17 @@ def test_select_wait_trains_on_the_issue_s_distribution():
     assert any(w.get("user_skew", 0) >= 2 for w in kinds)  # a heavy user
     assert any(max(map(int, t.get("gpus", {"1": 1}))) >= 16 for w in kinds for t in w.get("types", {}).values())
     assert any(w.get("elastic") and w.get("deadlines") for w in kinds)  # elastic jobs with deadlines
+    assert set(env.presets) == set(PRESETS)  # and every teaching preset itself, on training seeds
     assert np.isfinite(env.reward.wait_scale_s)
+
+
+@pytest.mark.parametrize("name", config_names())
+def test_no_training_config_draws_the_held_out_cluster(name):
+    """The held-out heterogeneous workloads' cluster is in no episode a shipped config can draw: neither among its
+    clusters, its curriculum's, nor its presets'."""
+    held = parse_scenario(HELD_OUT).build_cluster().to_shorthand()
+    cfg = load_config(name)
+    specs = [*cfg.env.clusters, *(c for stage in cfg.curriculum for c in stage.clusters or ())]
+    drawn = {parse_cluster(c).to_shorthand() for c in specs}
+    drawn |= {PRESETS[p].build_cluster().to_shorthand() for p in cfg.env.presets}
+    assert held not in drawn and len(drawn) >= 1
