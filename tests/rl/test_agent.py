@@ -412,9 +412,9 @@ def test_importing_engine_and_heuristics_does_not_import_torch():
 #: Each shipped agent's mean wait and SHA-256 (first 16 hex digits) of its jobs' end times on one workload, without
 #: and with failures, as main scheduled them before the env had node-health inputs (issue 34): the option is off by
 #: default, so the agents' observations, and their decisions, are what they were. A retrained agent's entry is that of
-#: its new weights (wait-mlp: continued to 1,041,408 steps, issue 38).
+#: its new weights (wait-mlp: continued to 1,041,408 steps; fair-comm: retrained as a learned selector; issue 38).
 SHIPPED_SCORES = {
-    "fair-comm": ((26.39236111111104, "25466d423a85800d"), (26.39236111111104, "75fb7dc2e5d172c3")),
+    "fair-comm": ((27.53440235878367, "2c68abfaede7f395"), (46.273256886810984, "5720dfe244b5dde8")),
     "hpc-backfill": ((25.915594726703162, "1a8b884eef8a8039"), (59.05587184900228, "2233b7552bde084b")),
     "wait-attn": ((16.996527777777708, "caae81e7b27ccabd"), (16.996527777777708, "b75f7b9a0e8bd8ea")),
     "wait-mlp": ((0.0, "fe64b7d505524728"), (16.996527777777708, "b75f7b9a0e8bd8ea")),
