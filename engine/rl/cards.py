@@ -500,8 +500,8 @@ def _provenance(card: dict[str, Any]) -> list[str]:
     donors = sorted({t["baselines_from"] for t in tables if isinstance(t, dict) and t.get("baselines_from")})
     if donors:
         lines.append(
-            "- the hand-written policies' numbers are those of the card of "
-            + ", ".join(f"`rl:{d}`" for d in donors)
+            "- the hand-written policies' numbers are those of "
+            + ", ".join("its previous card" if d == card["name"] else f"the card of `rl:{d}`" for d in donors)
             + " (the same workloads, seeds and reward weights: `cards --baselines-from`); only this agent ran"
         )
     if tr.get("clone"):

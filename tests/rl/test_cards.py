@@ -639,3 +639,13 @@ def test_a_deadline_objective_is_scored_from_each_runs_missed_share():
     row = {k: f(res) for k, f in cards._term_metrics().items()}
     assert row["term_deadline"] == 0.5
     assert cards._objective(row, RewardWeights(wait=0.0, deadline=2.0)) == 1.0
+
+
+def test_card_says_whose_hand_written_policies_numbers_it_took():
+    """``cards --baselines-from``: the card names the donor card, or says it took its own previous card's."""
+    ev = {"scenarios": {"a": {"free": {"baselines_from": "wait-mlp"}, "costly": {"baselines_from": "m"}}}}
+    assert (
+        "- the hand-written policies' numbers are those of its previous card, the card of `rl:wait-mlp` (the same "
+        "workloads, seeds and reward weights: `cards --baselines-from`); only this agent ran"
+    ) in cards._provenance(_card(ev))
+    assert not any("hand-written policies' numbers" in line for line in cards._provenance(_card({"scenarios": {}})))
