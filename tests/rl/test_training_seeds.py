@@ -12,7 +12,7 @@ from engine.analysis.presets import PRESETS
 from engine.analysis.scenario import WorkloadSpec
 from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.rl.cards import HELD_OUT
-from engine.rl.env import EnvConfig, GpuSchedulingEnv, SelectorEnv
+from engine.rl.env import EnvConfig, make_env
 from engine.rl.train import VALIDATION_SEED_BASE, config_names, load_config
 from engine.sim.cluster import parse_cluster
 
@@ -31,10 +31,11 @@ def test_validation_seeds_are_neither_test_nor_training_seeds(name):
     assert validation.stop <= TRAIN_SEED_MIN
 
 
-def test_training_episodes_draw_workload_seeds_above_every_test_and_validation_seed(monkeypatch):
-    """Resets of the select-wait training envs (every cluster, load, workload kind, teaching preset and
+@pytest.mark.parametrize("name", config_names())
+def test_training_episodes_draw_workload_seeds_above_every_test_and_validation_seed(monkeypatch, name):
+    """Resets of every shipped config's training env (every cluster, load, workload kind, teaching preset and
     preemption) build their workloads only from seeds at or above TRAIN_SEED_MIN."""
-    cfg, other = load_config("select-wait").env, load_config("wait-mlp").env
+    cfg = load_config(name).env
     seeds: list[int] = []
     kinds: set[int] = set()
     real_spec, real_build = EnvConfig.workload_spec, WorkloadSpec.build_jobs
@@ -51,13 +52,13 @@ def test_training_episodes_draw_workload_seeds_above_every_test_and_validation_s
     monkeypatch.setattr(WorkloadSpec, "build_jobs", spy_build)
     presets = {PRESETS[n].build_cluster().to_shorthand() for n in cfg.presets}
     seen = set()
-    for env in (SelectorEnv(cfg), GpuSchedulingEnv(other)):
-        for i in range(80):
-            env.reset(seed=i)
-            seen.add(env.simulation.cluster.to_shorthand())
+    env = make_env(cfg)
+    for i in range(120):
+        env.reset(seed=i)
+        seen.add(env.simulation.cluster.to_shorthand())
     assert min(seeds) >= TRAIN_SEED_MIN > VALIDATION_SEED_BASE + 1000
-    assert len(seeds) == 160
-    assert kinds == set(range(len(cfg.workloads)))  # every workload kind is drawn
+    assert len(seeds) == 120
+    assert kinds == set(range(cfg.generated_kinds))  # every workload kind is drawn
     assert presets <= seen  # and the presets' clusters
 
 
