@@ -62,11 +62,12 @@ def test_training_episodes_draw_workload_seeds_above_every_test_and_validation_s
     assert presets <= seen  # and the presets' clusters
 
 
-def test_select_wait_trains_on_the_issue_s_distribution():
+@pytest.mark.parametrize("name", ["select-wait", "fair-comm"])
+def test_selectors_train_on_the_issue_s_distribution(name):
     """Heterogeneous clusters of 2-16 nodes with T4, A10, V100, A100 and H100, loads 0.6-1.8, the presets' kinds
     of workload (elastic jobs with deadlines among them), the teaching presets themselves (on training seeds) and
     both free and costly preemption."""
-    env = load_config("select-wait").env
+    env = load_config(name).env
     clusters = [parse_cluster(c) for c in env.clusters]
     nodes = [len(c.layout.node_gpus) for c in clusters]
     assert min(nodes) == 2 and max(nodes) == 16
