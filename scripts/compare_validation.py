@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if not 2 <= args.episodes <= MAX_EPISODES or not 0 <= args.start <= MAX_EPISODES:
         p.error(f"--episodes must be 2-{MAX_EPISODES} and --start 0-{MAX_EPISODES}")
+    if len(set(args.entries)) < len(args.entries):  # one row per entry: a repeated one would hide in it
+        p.error("each entry may be given once")
     try:
         runs = compare(args.config, args.entries, args.episodes, args.start)
     except EngineError as exc:

@@ -42,3 +42,5 @@ def test_bad_entries_and_counts_get_one_line_errors():
         assert out.returncode != 0 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
     out = _run("wait-mlp", "sjf", "--episodes", "100000")
     assert out.returncode == 2 and "--episodes must be 2-1000" in out.stderr
+    out = _run("wait-mlp", "sjf", "fifo", "sjf", "--episodes", "2")
+    assert out.returncode == 2 and "each entry may be given once" in out.stderr
