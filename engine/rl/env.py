@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -377,26 +377,15 @@ class GpuSchedulingEnv(gym.Env):
         return self._obs(), self._info(False)
 
     def step(self, action):
-        if self._sim is None:
-            raise EngineError("call reset() before step()")
-        if self._sim.done:
-            raise EngineError("the episode is over; call reset()")
+        self._check_running()
         sim, cfg, snap = self._sim, self.config, self._snap
         action = int(action)
         invalid = not (0 <= action < cfg.encoding.n_actions and snap.mask[action])
         if invalid:
             allowed = np.flatnonzero(snap.mask)
             action = cfg.encoding.wait_action if snap.mask[-1] else int(allowed[0])
-        applied: list[Decision] = []
-
-        def recorded(decisions):
-            for d in decisions:
-                applied.append(d)
-                yield d
-
         before = self._potential
-        sim.apply(recorded(decode(sim.state, action, cfg.encoding, snap, self._placements)))
-        started = self._account(applied)
+        started = self._account(self._apply(decode(sim.state, action, cfg.encoding, snap, self._placements)))
         if started is None:
             if sim.advance():
                 self._run_to_choice()
@@ -407,6 +396,27 @@ class GpuSchedulingEnv(gym.Env):
         if started is not None:
             info["started"] = started
         return self._obs(), reward, terminated, False, info
+
+    def _check_running(self) -> None:
+        """``EngineError`` unless an episode is under way (``step`` needs one)."""
+        if self._sim is None:
+            raise EngineError("call reset() before step()")
+        if self._sim.done:
+            raise EngineError("the episode is over; call reset()")
+
+    def _apply(self, decisions: Iterable[Decision], keep: Callable[[Decision], bool] | None = None) -> list[Decision]:
+        """Apply ``decisions`` to the simulation (it pulls them one by one: each sees the state the previous one
+        left); return the applied ones ``keep`` accepts (all without ``keep``), for :meth:`_account`."""
+        applied: list[Decision] = []
+
+        def recorded(decisions):
+            for d in decisions:
+                if keep is None or keep(d):
+                    applied.append(d)
+                yield d
+
+        self._sim.apply(recorded(decisions))
+        return applied
 
     def _settle(self, before: float) -> tuple[float, bool]:
         """The step's reward (the cost accrued since the potential was ``before``, and the remaining terms at the
@@ -559,10 +569,7 @@ class SelectorEnv(GpuSchedulingEnv):
         return super().reset(seed=seed, options=options)
 
     def step(self, action):
-        if self._sim is None:
-            raise EngineError("call reset() before step()")
-        if self._sim.done:
-            raise EngineError("the episode is over; call reset()")
+        self._check_running()
         k = int(action)
         invalid = not 0 <= k < len(self._switch.names)
         before = self._potential
@@ -578,16 +585,7 @@ class SelectorEnv(GpuSchedulingEnv):
 
     def _decide(self, k: int) -> None:
         """Apply policy ``k``'s decisions at this decision point and book the starts and preemptions."""
-        applied: list[Decision] = []
-
-        def recorded(decisions):
-            for d in decisions:
-                if is_job_decision(d):
-                    applied.append(d)
-                yield d
-
-        self._sim.apply(recorded(self._switch.decide(self._sim.state, k)))
-        self._account(applied)
+        self._account(self._apply(self._switch.decide(self._sim.state, k), keep=is_job_decision))
 
     def _run_to_choice(self) -> None:
         """Advance until a decision point with a waiting job (or the end); others go to the current policy."""
