@@ -86,6 +86,13 @@ PLANS: dict[str, dict[str, Any]] = {
         "held_out": HELD_OUT,
         "presets": list(TEACHING),
     },
+    "select-wait": {
+        "train": ["v100-32", "mixed-32", "v100-64"],
+        "larger": "v100-128",
+        "philly": "philly-64",
+        "held_out": HELD_OUT,
+        "presets": list(TEACHING),
+    },
 }
 
 

@@ -160,6 +160,15 @@ def test_a_plan_is_the_shipped_one_or_built_from_the_training_scenarios():
         cards.plan_of("mine", ["nope"])
 
 
+def test_every_shipped_card_was_evaluated_on_its_plan():
+    """So ``python -m engine cards NAME`` re-evaluates any shipped model on the settings its card shows."""
+    names = model_names()
+    assert names
+    for name in names:
+        card = json.loads((MODELS_DIR / f"{name}.json").read_text())
+        assert card["evaluation"]["plan"] == cards.plan_of(name), name
+
+
 @pytest.mark.parametrize(
     "argv,message",
     [
