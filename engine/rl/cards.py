@@ -33,7 +33,7 @@ from engine.analysis.evaluate import Evaluation, describe, evaluate, mean_ci, pa
 from engine.analysis.presets import PRESETS
 from engine.errors import EngineError
 from engine.io import atomic_write_json, atomic_write_text
-from engine.rl.agent import MODELS_DIR, read_card
+from engine.rl.agent import MODELS_DIR, ModelError, read_card
 from engine.rl.clone import BEST_ALONE
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import env_options_from_dict
@@ -781,7 +781,15 @@ def why_not_better(card: dict[str, Any]) -> list[str]:
     if not s or s["beats_best_baseline"]:
         return []
     tr = card["training"]
-    return ["## Why it does not beat the best policy", "", _compute_line(tr), _curve_line(tr), *_worse_lines(card), ""]
+    return [
+        "## Why it does not beat the best policy",
+        "",
+        _compute_line(tr),
+        _curve_line(tr),
+        *_tried_lines(card),
+        *_worse_lines(card),
+        "",
+    ]
 
 
 def _compute_line(tr: dict[str, Any]) -> str:
@@ -803,6 +811,40 @@ def _compute_line(tr: dict[str, Any]) -> str:
     if tr.get("stopped_at") is not None and cfg.get("total_timesteps"):
         text += f"; stopped on request at {tr['stopped_at']:,} of the {cfg['total_timesteps']:,} steps configured"
     return text
+
+
+#: Longest text of a ``tried`` entry's ``what`` and ``command`` (one line each).
+MAX_TRIED_TEXT = 400
+
+
+def _tried_lines(card: dict[str, Any]) -> list[str]:
+    """One line per run that tried to replace this agent and was not shipped (``card["tried"]``, kept from the
+    runs' own measurements): what it changed, its paired validation difference against this agent and its card's
+    counts of settings better and worse than the best policy beside this card's. A malformed entry is a
+    ``ModelError`` naming it (a card is data from a stranger)."""
+    s = card["evaluation"]["summary"]
+    lines = []
+    for i, t in enumerate(card.get("tried") or ()):
+        try:
+            what, command, v, c = t["what"], t["command"], t["validation"], t["card"]
+            texts_ok = all(
+                isinstance(x, str) and 0 < len(x) <= MAX_TRIED_TEXT and "\n" not in x for x in (what, command)
+            )
+            numbers = [v["candidate"], v["agent"], v["half_width"], v["episodes"], c["better"], c["worse"]]
+            if not texts_ok or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in numbers):
+                raise TypeError
+        except (TypeError, KeyError) as exc:
+            raise ModelError(
+                f"model card: tried[{i}] needs what and command (one line, 1-{MAX_TRIED_TEXT} characters), "
+                "validation {candidate, agent, half_width, episodes} and card {better, worse}, as numbers"
+            ) from exc
+        lines.append(
+            f"- tried and not shipped: {what}. On {v['episodes']} of this agent's validation episodes past those its "
+            f"training chose on: objective {v['candidate']:.3f} vs this agent's {v['agent']:.3f} (paired "
+            f"{v['candidate'] - v['agent']:+.3f} +- {v['half_width']:.3f}); its card: better than the best policy on "
+            f"{c['better']} and worse on {c['worse']} settings (this card: {s['better']} and {s['worse']}); `{command}`"
+        )
+    return lines
 
 
 def _curve_line(tr: dict[str, Any]) -> str:

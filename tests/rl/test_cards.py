@@ -12,7 +12,8 @@ from engine.analysis.evaluate import SCENARIOS, Evaluation, scenario_from_dict
 from engine.analysis.metrics import METRICS
 from engine.errors import EngineError
 from engine.rl import cards
-from engine.rl.agent import MODELS_DIR, model_names
+from engine.rl.agent import MODELS_DIR, ModelError, model_names
+from engine.rl.train import CONFIGS_DIR, load_config
 from engine.sim.cluster import parse_cluster
 
 SHOWN = cards.SHOWN
@@ -563,6 +564,37 @@ def test_a_card_says_why_the_winner_beats_an_agent_that_cannot_preempt(monkeypat
     text = cards.render_markdown(_losing_card(monkeypatch, ["best-fit", "evict"]))
     assert "the winner preempts" not in text
     assert "  - no such reason in the card's measurements, 2: `short-fast` on b (free, costly)" in text
+
+
+def test_a_card_names_the_runs_that_tried_to_replace_its_agent(monkeypatch):
+    tried = {
+        "what": "continued for 1,000,448 more steps",
+        "command": "python -m engine train --config m",
+        "validation": {"episodes": 48, "candidate": 1.25, "agent": 1.0, "half_width": 0.1},
+        "card": {"better": 0, "worse": 3},
+    }
+    text = cards.render_markdown(_losing_card(monkeypatch, ["best-fit"], tried=[tried]))
+    why = text[text.index(WHY) : text.index("## Evaluation")]
+    assert (
+        "- tried and not shipped: continued for 1,000,448 more steps. On 48 of this agent's validation episodes past "
+        "those its training chose on: objective 1.250 vs this agent's 1.000 (paired +0.250 +- 0.100); its card: better "
+        "than the best policy on 0 and worse on 3 settings (this card: 2 and 2); `python -m engine train --config m`\n"
+        in why
+    )
+    for bad in ({**tried, "what": "two\nlines"}, {**tried, "card": {"better": "many", "worse": 3}}, {"what": "x"}, "x"):
+        with pytest.raises(ModelError, match=r"tried\[0\] needs what and command"):
+            cards.render_markdown(_losing_card(monkeypatch, ["best-fit"], tried=[bad]))
+
+
+def test_each_tried_config_continues_a_shipped_agent_whose_card_names_it():
+    """``engine/rl/configs/tried/``: the runs the cards' "tried and not shipped" lines report, to rerun."""
+    tried = sorted((CONFIGS_DIR / "tried").glob("*.json"))
+    assert tried
+    for path in tried:
+        cfg = load_config(str(path))
+        assert cfg.name == path.stem and cfg.init_from in model_names(), path
+        card = json.loads((MODELS_DIR / f"{cfg.init_from}.json").read_text())
+        assert any(t["what"].startswith(f"{cfg.name} (engine/rl/configs/tried/)") for t in card["tried"]), path
 
 
 def test_a_selector_card_names_the_winners_outside_its_policies(monkeypatch):
