@@ -572,15 +572,33 @@ def user_frame(result: Result, energy: EnergyModel | None = None) -> pd.DataFram
     total = frame["gpu_h"].sum()
     frame.insert(len(frame.columns) - 1, "gpu_share", frame["gpu_h"] / total if total > 0 else 0.0)
     if energy is not None:
-        for column in ("energy_kwh", "cost_usd", "co2_kg"):
-            frame[column] = grouped[column].sum()
-        completed = frame["completed"].where(frame["completed"] > 0)
-        useful_gpu_h = (grouped["useful_gpu_s"].sum() / 3600.0).where(lambda h: h > 0)
-        frame["energy_per_job_kwh"] = frame["energy_kwh"] / completed
-        frame["cost_per_job_usd"] = frame["cost_usd"] / completed
-        frame["energy_per_useful_gpu_h_kwh"] = frame["energy_kwh"] / useful_gpu_h
-        frame["cost_per_useful_gpu_h_usd"] = frame["cost_usd"] / useful_gpu_h
+        frame = frame.join(user_energy(jobs))
     return frame.reset_index()
+
+
+#: :func:`user_energy`'s sums of the job frame's energy columns, then the per-unit columns it derives from them.
+USER_ENERGY_COLUMNS = ("energy_kwh", "cost_usd", "co2_kg")
+USER_PER_UNIT_COLUMNS = (
+    "energy_per_job_kwh",
+    "cost_per_job_usd",
+    "energy_per_useful_gpu_h_kwh",
+    "cost_per_useful_gpu_h_usd",
+)
+
+
+def user_energy(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Indexed by user (sorted), from a job frame with an energy model's columns (:func:`job_frame`): the sums of
+    the user's jobs' ``energy_kwh, cost_usd, co2_kg``, then those sums per completed job and per useful GPU-hour
+    (the ``useful_gpu_s`` sum / 3600), NaN where the divisor is 0."""
+    grouped = jobs.assign(done=jobs["status"] == "completed").groupby("user", sort=True)
+    frame = pd.DataFrame({column: grouped[column].sum() for column in USER_ENERGY_COLUMNS})
+    completed = grouped["done"].sum().where(lambda n: n > 0)
+    useful_gpu_h = (grouped["useful_gpu_s"].sum() / 3600.0).where(lambda h: h > 0)
+    frame["energy_per_job_kwh"] = frame["energy_kwh"] / completed
+    frame["cost_per_job_usd"] = frame["cost_usd"] / completed
+    frame["energy_per_useful_gpu_h_kwh"] = frame["energy_kwh"] / useful_gpu_h
+    frame["cost_per_useful_gpu_h_usd"] = frame["cost_usd"] / useful_gpu_h
+    return frame
 
 
 def compare(results: Mapping[str, Result | Summary]) -> pd.DataFrame:

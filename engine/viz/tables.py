@@ -6,8 +6,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from engine.analysis.energy import per_unit
-from engine.analysis.metrics import ALL_METRICS, metric_name
+from engine.analysis.metrics import ALL_METRICS, USER_ENERGY_COLUMNS, USER_PER_UNIT_COLUMNS, metric_name, user_energy
 from engine.analysis.sweep import CELL_COLUMNS, axis_columns
 from engine.sim.job import Job
 from engine.units import human_seconds, human_value
@@ -51,48 +50,20 @@ def best_shown(table: pd.DataFrame, keys: list[str]) -> dict[str, tuple[str, ...
     return out
 
 
-#: The per-job energy columns (:func:`engine.analysis.metrics.job_frame` with an energy model) a user's table sums.
-USER_ENERGY_COLUMNS = ("energy_kwh", "cost_usd", "co2_kg")
-#: The per-unit columns it then derives (:func:`engine.analysis.metrics.user_frame`'s, under the same formulas).
-USER_PER_UNIT_COLUMNS = (
-    "energy_per_job_kwh",
-    "cost_per_job_usd",
-    "energy_per_useful_gpu_h_kwh",
-    "cost_per_useful_gpu_h_usd",
-)
-
-
 def user_energy_table(job_frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Per user, then per scheduler: the jobs, the sums of their energy, cost and carbon, and those sums per
     completed job and per useful GPU-hour (``–`` where the user has none), from job frames with an energy model's
     columns (by scheduler), in human units under the metrics' names."""
     rows = []
     for name, frame in job_frames.items():
-        sums = (
-            frame.assign(done=frame["status"] == "completed")
-            .groupby("user", sort=True)
-            .agg(
-                jobs=("user", "size"),
-                completed=("done", "sum"),
-                useful_gpu_s=("useful_gpu_s", "sum"),
-                **{k: (k, "sum") for k in USER_ENERGY_COLUMNS},
-            )
-        )
-        for user, r in sums.iterrows():
-            useful_gpu_h = r["useful_gpu_s"] / 3600.0
-            ratios = {
-                "energy_per_job_kwh": per_unit(r["energy_kwh"], r["completed"]),
-                "cost_per_job_usd": per_unit(r["cost_usd"], r["completed"]),
-                "energy_per_useful_gpu_h_kwh": per_unit(r["energy_kwh"], useful_gpu_h),
-                "cost_per_useful_gpu_h_usd": per_unit(r["cost_usd"], useful_gpu_h),
-            }
-            values = {**{k: r[k] for k in USER_ENERGY_COLUMNS}, **ratios}
+        jobs = frame.groupby("user", sort=True).size()
+        for user, r in user_energy(frame).iterrows():
             rows.append(
                 {
                     "user": user,
                     "scheduler": name,
-                    "jobs": int(r["jobs"]),
-                    **{ALL_METRICS[k].label: human_value(v, ALL_METRICS[k].unit) for k, v in values.items()},
+                    "jobs": int(jobs[user]),
+                    **{ALL_METRICS[k].label: human_value(v, ALL_METRICS[k].unit) for k, v in r.items()},
                 }
             )
     keys = (*USER_ENERGY_COLUMNS, *USER_PER_UNIT_COLUMNS)
