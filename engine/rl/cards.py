@@ -793,9 +793,13 @@ def why_not_better(card: dict[str, Any]) -> list[str]:
 
 
 def _compute_line(tr: dict[str, Any]) -> str:
-    """Steps trained against :data:`TARGET_STEPS`, wall time, machine and the PPO steps per second."""
+    """Steps trained against :data:`TARGET_STEPS`, wall time, machine and the PPO steps per second (the wall time
+    less the behaviour cloning of this run and of the runs it continued)."""
     steps, wall_s = tr["timesteps"], tr["wall_time_s"]
-    clone_s = (tr.get("clone") or {}).get("wall_time_s", 0.0)
+    clone_s, run = 0.0, tr  # a continued run's wall time counts its parents', their behaviour cloning included
+    while run:
+        clone_s += (run.get("clone") or {}).get("wall_time_s", 0.0)
+        run = (run.get("init_from") or {}).get("training")
     cfg = tr.get("config") or {}
     cores = f"{tr['cores']} cores" if tr.get("cores") else "cores not recorded"
     envs = f", {cfg['n_envs']} environments" if cfg.get("n_envs") else ""

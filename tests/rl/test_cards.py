@@ -652,6 +652,9 @@ def test_a_card_says_whether_its_validation_curve_was_still_improving(monkeypatc
         "agent; 2,600 s wall time (100 s of it behaviour cloning) on x (16 cores, 16 environments): 100 steps/s; "
         "at that rate 1,000,000 steps take 2.8 h"
     )
+    # A continued run: its wall time and steps count its parent's, whose cloning is not PPO time either.
+    child = {**training, "clone": None, "init_from": {"model": "p", "training": {"clone": {"wall_time_s": 100.0}}}}
+    assert cards._compute_line(child) == cards._compute_line(training)
 
 
 def test_a_card_without_a_significantly_worse_setting_lists_no_reasons(monkeypatch):
