@@ -796,7 +796,8 @@ def _compute_line(tr: dict[str, Any]) -> str:
     """Steps trained against :data:`TARGET_STEPS`, wall time, machine and the PPO steps per second (the wall time
     less the behaviour cloning of this run and of the runs it continued)."""
     steps, wall_s = tr["timesteps"], tr["wall_time_s"]
-    clone_s, run = 0.0, tr  # a continued run's wall time counts its parents', their behaviour cloning included
+    clone_s = 0.0
+    run: dict[str, Any] | None = tr  # a continued run's wall time counts its parents', their cloning included
     while run:
         clone_s += (run.get("clone") or {}).get("wall_time_s", 0.0)
         run = (run.get("init_from") or {}).get("training")
