@@ -792,3 +792,48 @@ def test_presets_config_round_trips_and_rejects_what_is_not_a_preset():
         EnvConfig.from_dict({"presets": "heavy-user"})
     with pytest.raises(EngineError, match="GPU types; encoding.max_types is 1"):
         GpuSchedulingEnv(EnvConfig(presets=("least-loaded-collapse",), encoding=EncodingConfig(max_types=1)))
+
+
+@pytest.mark.parametrize(
+    "weights", [RewardWeights(), RewardWeights(wait=1.0, jct=0.5, comm=1.0), RewardWeights(wait=0.0, jct=1.0)]
+)
+def test_a_reference_pays_back_its_own_dense_cost(weights):
+    # The return is the reference run's wait and JCT cost minus the objective.
+    from engine.rl.env import ReferenceCost
+    from engine.schedulers.registry import make_scheduler
+    from engine.sim.simulator import simulate
+
+    plain, paired = _env(reward=weights), _env(reward=weights, reference="short-whole")
+    plain_rewards, paired_rewards = _random_rewards(plain, 3), _random_rewards(paired, 3)
+    assert len(plain_rewards) == len(paired_rewards)  # the reference changes no decision of the episode
+    ref = simulate(plain.result.cluster, plain.result.jobs, make_scheduler("short-whole"), seed=3)
+    ref_terms = objective_terms(ref, weights)
+    ref_dense = (weights.wait * ref_terms["wait"] + weights.jct * ref_terms["jct"]) / weights.wait_scale_s
+    assert ReferenceCost(ref, weights).total / weights.wait_scale_s / len(ref.jobs) == pytest.approx(ref_dense)
+    assert sum(paired_rewards) == pytest.approx(ref_dense - objective(paired.result, weights), rel=1e-9)
+
+
+def test_playing_the_reference_earns_nothing_at_any_step():
+    # A selector that always picks the reference is the reference (bit for bit): the waits it accrues in each
+    # step are the reference's own, so no step's reward moves, however the arrivals swing the plain rewards.
+    from engine.rl.env import SelectorEnv
+
+    rewards = {}
+    for reference in ("", "fifo"):
+        cfg = EnvConfig(clusters=(MIXED,), loads=(3.0,), n_jobs=100, selector=("fifo", "sjf"), reference=reference)
+        env = SelectorEnv(cfg)
+        env.reset(seed=4)
+        rewards[reference], done = [], False
+        while not done:
+            _, r, done, _, _ = env.step(0)
+            rewards[reference].append(r)
+    assert sum(rewards[""]) < -1.0 and min(rewards[""]) < -0.01
+    assert np.abs(rewards["fifo"]).max() < 1e-12
+
+
+def test_a_reference_must_be_a_registered_scheduler_and_travels_in_the_config():
+    with pytest.raises(EngineError, match="env.reference"):
+        EnvConfig(reference="no-such-policy")
+    cfg = EnvConfig(reference="short-whole")
+    assert cfg.to_dict()["reference"] == "short-whole" and EnvConfig.from_dict(cfg.to_dict()) == cfg
+    assert "reference" not in EnvConfig().to_dict()
