@@ -55,7 +55,7 @@ def check_policies(names: Sequence[str], where: str) -> tuple[str, ...]:
         if spec is None:
             raise EngineError(f"{where}: unknown scheduler {str(n)[:60]!r}; registered: {', '.join(SCHEDULERS)}")
         if spec.oracle:
-            raise EngineError(f"{where}: {n!r} reads true durations (an oracle); a selector may not use it")
+            raise EngineError(f"{where}: {n!r} reads true durations (an oracle); it may not be used here")
     return names
 
 

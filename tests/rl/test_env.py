@@ -834,6 +834,8 @@ def test_playing_the_reference_earns_nothing_at_any_step():
 def test_a_reference_must_be_a_registered_scheduler_and_travels_in_the_config():
     with pytest.raises(EngineError, match="env.reference"):
         EnvConfig(reference="no-such-policy")
+    with pytest.raises(EngineError, match="env.reference: 'sjf-oracle' reads true durations"):
+        EnvConfig(reference="sjf-oracle")
     cfg = EnvConfig(reference="short-whole")
     assert cfg.to_dict()["reference"] == "short-whole" and EnvConfig.from_dict(cfg.to_dict()) == cfg
     assert "reference" not in EnvConfig().to_dict()
