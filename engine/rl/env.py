@@ -122,7 +122,8 @@ class EnvConfig:
             arrivals, which costs every scheduler alike, no longer swings the rewards (a control variate for the
             noise the future workload puts in them: Mao et al., "Variance Reduction for Reinforcement Learning
             in Input-Driven Environments", ICLR 2019). The episode return becomes the reference's dense cost
-            minus the objective; the policy gradient is unchanged in expectation. Empty (the default): none.
+            minus the objective; the undiscounted policy gradient is unchanged in expectation (the reference's
+            run does not depend on the agent's actions). Empty (the default): none.
     """
 
     clusters: tuple[str, ...] = ("4x8:V100-32",)
