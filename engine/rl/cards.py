@@ -33,7 +33,7 @@ from engine.analysis.evaluate import Evaluation, describe, evaluate, mean_ci, pa
 from engine.analysis.presets import PRESETS
 from engine.errors import EngineError
 from engine.io import atomic_write_json, atomic_write_text
-from engine.rl.agent import MODELS_DIR, ModelError, read_card
+from engine.rl.agent import MODELS_DIR, ModelError, model_names, read_card
 from engine.rl.clone import BEST_ALONE
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import env_options_from_dict
@@ -734,8 +734,8 @@ def render_markdown(card: dict[str, Any]) -> str:
                     lines.append(f"| {label} | " + " | ".join(_fmt(vals[m][0], m) for m in SHOWN) + f" | {cmp} |")
                 lines.append("")
     other = ev.get("plan", {}).get("compare") if ev else None
-    if other and (MODELS_DIR / f"{other}.json").is_file():
-        lines += _comparison(card, json.loads((MODELS_DIR / f"{other}.json").read_text()))
+    if other in model_names(MODELS_DIR):
+        lines += _comparison(card, read_card(other, MODELS_DIR))
     scenario = ((ev or {}).get("plan", {}).get("train") or ["v100-32"])[0]  # one of its own training scenarios
     lines += [
         "## Use",
@@ -1030,7 +1030,7 @@ def _comparison(card: dict[str, Any], other: dict[str, Any]) -> list[str]:
 def kept_tables(name: str, only: frozenset[str], seeds: int, general_seeds: int) -> dict[str, Any]:
     """The tables of model ``name``'s card for every scenario not in ``only``, checked to be from the same
     weights and seeds as the run about to add the others (else an error says to evaluate them all again)."""
-    card = json.loads((MODELS_DIR / f"{name}.json").read_text())
+    card = read_card(name, MODELS_DIR)
     ev = card.get("evaluation") or {}
     if ev.get("sha256") != card["sha256"] or not ev.get("scenarios"):
         raise EngineError(f"{name}: the card's stored tables are not of its weights; evaluate every scenario")
@@ -1059,7 +1059,7 @@ def write_cards(
     sections = evaluate_cards(plans, seeds, general_seeds, workers, cache_dir, cached_only, kept, baselines_from)
     out = {}
     for name, section in sections.items():
-        card = json.loads((MODELS_DIR / f"{name}.json").read_text())
+        card = read_card(name, MODELS_DIR)
         section["sha256"] = card["sha256"]
         card["evaluation"] = section
         out[name] = _save(name, card)
@@ -1077,7 +1077,7 @@ def _save(name: str, card: dict[str, Any]) -> dict[str, Any]:
 
 def rerender(name: str) -> dict[str, Any]:
     """Recompute the summary from the card's stored tables and rewrite the card and its Markdown (no runs)."""
-    card = json.loads((MODELS_DIR / f"{name}.json").read_text())
+    card = read_card(name, MODELS_DIR)
     ev = card["evaluation"]
     ev["summary"] = summary(f"rl:{name}", ev["scenarios"])
     return _save(name, card)
@@ -1131,10 +1131,9 @@ def add_baselines(names: Sequence[str], workers: int = 1) -> dict[str, dict[str,
     (:func:`add_runs`), recompute the summary and verdict and rewrite the cards. Stored numbers are kept."""
     cards: dict[str, dict[str, Any]] = {}
     for name in names:
-        path = MODELS_DIR / f"{name}.json"
-        if not path.is_file():
+        if name not in model_names(MODELS_DIR):
             raise EngineError(f"no model card {name!r} in {MODELS_DIR.name}/")
-        cards[name] = json.loads(path.read_text())
+        cards[name] = read_card(name, MODELS_DIR)
         ev = cards[name].get("evaluation") or {}
         if ev.get("sha256") != cards[name]["sha256"] or not ev.get("scenarios"):
             raise EngineError(f"{name}: the card's stored tables are not of its weights; evaluate every scenario")
