@@ -18,6 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from engine.rl.cards import percent_change  # noqa: E402
 from engine.rl.env import env_options_from_dict  # noqa: E402
 
 README = REPO / "README.md"
@@ -69,15 +70,6 @@ def trained_on(env: dict, curriculum: list) -> str:
     )
 
 
-def _change(vs_best: dict) -> str:
-    """The paired difference to the best policy: in percent of its objective, or absolute where that is 0 (the
-    card then has no relative figure)."""
-    if vs_best["relative"] is None:
-        return f"{vs_best['diff']:+.2g} absolute"
-    pct = 100 * vs_best["relative"]
-    return f"{pct:+.0f} %" if abs(pct) >= 0.5 or pct == 0 else f"{pct:+.1f} %"
-
-
 def where(card: dict, verdict: str) -> str:
     """The settings where the card's agent is ``verdict`` ("better"/"worse") than the best hand-written policy:
     ``"3 of 18: hpc-64 -5 to -17 % (vs `short-whole-evict`); ..."``, or ``"nowhere"``."""
@@ -91,10 +83,11 @@ def where(card: dict, verdict: str) -> str:
         baselines = dict.fromkeys(t["best_baseline"] for _, t in hits)
         if len(baselines) > 1:  # a different best policy per setting: each its own number
             parts.append(
-                f"{sc} " + ", ".join(f"{st} {_change(t['vs_best'])} (vs `{t['best_baseline']}`)" for st, t in hits)
+                f"{sc} "
+                + ", ".join(f"{st} {percent_change(t['vs_best'])} (vs `{t['best_baseline']}`)" for st, t in hits)
             )
             continue
-        changes = sorted({_change(t["vs_best"]) for _, t in hits}, key=lambda c: abs(float(c.split()[0])))
+        changes = sorted({percent_change(t["vs_best"]) for _, t in hits}, key=lambda c: abs(float(c.split()[0])))
         label = sc if len(hits) == len(by) else f"{sc} {'/'.join(st for st, _ in hits)}"
         if all(c.endswith(" %") for c in changes):  # "-5 to -17 %"
             changes = [c.removesuffix(" %") for c in changes[:-1]] + changes[-1:]

@@ -27,7 +27,7 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from engine.analysis.evaluate import Evaluation, describe, evaluate, mean_ci, parse_scenario, scenario_from_dict
 from engine.analysis.presets import PRESETS
@@ -456,7 +456,7 @@ def summary(me: str, tables: dict[str, Any]) -> dict[str, Any]:
 
         def where(items):
             return "; ".join(
-                f"{sc} with {st} preemption vs {t['best_baseline']} ({_percent(t['vs_best']['relative'])})"
+                f"{sc} with {st} preemption vs {t['best_baseline']} ({percent_change(t['vs_best'])})"
                 for sc, st, t in items
             )
 
@@ -478,10 +478,14 @@ def summary(me: str, tables: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _percent(relative: float | None) -> str:
-    """A relative difference as a signed percentage, whole unless that would round a real difference to 0."""
-    pct = 100 * (relative or 0)
-    return f"{pct:+.0f} %" if abs(pct) >= 0.5 or pct == 0 else f"{pct:+.1f} %"
+def percent_change(vs_best: Mapping[str, Any], tenths: bool = False) -> str:
+    """A card's paired difference to the best policy (``vs_best``) in percent of that policy's objective, whole
+    (unless that would round a real difference to 0, or ``tenths``: always to 0.1 %); absolute where the best
+    policy's objective is 0 (no percent exists: a "+0 %" there would hide a real difference)."""
+    if vs_best["relative"] is None:
+        return f"{vs_best['diff']:+.2g} absolute"
+    pct = 100 * vs_best["relative"]
+    return f"{pct:+.0f} %" if not tenths and (abs(pct) >= 0.5 or pct == 0) else f"{pct:+.1f} %"
 
 
 def _clean(v: float) -> float | None:
@@ -713,7 +717,7 @@ def render_markdown(card: dict[str, Any]) -> str:
                     "",
                     f"Agent minus the best hand-written policy (`{t['best_baseline']}`): "
                     f"{_fmt(b['diff'], 'objective')} +- {_fmt(b['ci95'], 'objective')} "
-                    f"({100 * (b['relative'] or 0):+.1f} %): **{b['verdict']}**.",
+                    f"({percent_change(b, tenths=True)}): **{b['verdict']}**.",
                     "",
                     "| scheduler | " + " | ".join(SHOWN) + " | agent - this |",
                     "|---" * (len(SHOWN) + 2) + "|",

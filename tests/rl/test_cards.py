@@ -693,3 +693,11 @@ def test_card_says_whose_hand_written_policies_numbers_it_took():
         "workloads, seeds and reward weights: `cards --baselines-from`); only this agent ran"
     ) in cards._provenance(_card(ev))
     assert not any("hand-written policies' numbers" in line for line in cards._provenance(_card({"scenarios": {}})))
+
+
+def test_a_change_is_absolute_where_the_best_policy_scores_zero():
+    # A "+0 %" against a best objective of 0 hid a real difference (the agent waited where no policy did).
+    assert cards.percent_change({"relative": None, "diff": 0.00075}) == "+0.00075 absolute"
+    assert cards.percent_change({"relative": 0.25, "diff": 0.2}) == "+25 %"
+    assert cards.percent_change({"relative": 0.003, "diff": 0.1}) == "+0.3 %"
+    assert cards.percent_change({"relative": -0.1667, "diff": -0.2}, tenths=True) == "-16.7 %"
