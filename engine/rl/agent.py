@@ -41,7 +41,7 @@ from engine.errors import EngineError
 from engine.io import atomic_write_bytes, atomic_write_json
 from engine.rl.encoding import EncodingConfig, RulePlacements, decode, encode, snapshot
 from engine.rl.inference import NumpyPolicy, PolicySpec, param_shapes
-from engine.rl.selector import SelectorScheduler, check_policies, selector_input_dim
+from engine.rl.selector import SelectorScheduler, check_policies, check_vote, selector_input_dim
 from engine.sim.state import ClusterState, Decision
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
@@ -278,6 +278,7 @@ def model_spec(name: str, card: Mapping[str, Any]) -> tuple[PolicySpec, Encoding
         if "selector" not in card:
             return spec, enc, param_shapes(spec, enc)
         k = len(check_policies(card["selector"], "selector"))
+        check_vote(card.get("selector_vote", "step"), "selector_vote")
         if spec.kind != "mlp":
             raise EngineError(f"a selector's policy.kind must be 'mlp', got {spec.kind!r}")
         return spec, enc, param_shapes(spec, enc, selector_input_dim(enc, k), k)

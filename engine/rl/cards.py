@@ -591,6 +591,12 @@ def _selector_lines(card: dict[str, Any]) -> list[str]:
             "- a selector: at each decision point the network chooses which of "
             + ", ".join(f"`{n}`" for n in card["selector"])
             + " makes the decision (`engine/rl/selector.py`)"
+            + (
+                "; the policy that decides is the one the network has chosen most often in the run so far "
+                '(`"selector_vote": "run"`: it stops flickering between policies)'
+                if card.get("selector_vote") == "run"
+                else ""
+            )
         )
     prior = tr.get("selector_prior") or (tr.get("init_from") or {}).get("training", {}).get("selector_prior")
     if prior:

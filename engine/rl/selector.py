@@ -40,6 +40,10 @@ SELECT_BASE_FEATURES = 8
 SELECT_HEAD = 32
 #: Most policies a selector may choose from.
 MAX_POLICIES = 32
+#: How a trained selector turns its network's choices into the policy that decides (``selector_vote`` of its
+#: card): ``"step"``, the network's choice at this decision point; ``"run"``, the policy the network has chosen
+#: most often at this run's decision points so far, this one included (ties: the one it chose first).
+VOTES = ("step", "run")
 
 
 def check_policies(names: Sequence[str], where: str) -> tuple[str, ...]:
@@ -144,10 +148,24 @@ def selector_input_dim(enc: EncodingConfig, n_policies: int) -> int:
     )
 
 
+def check_vote(vote: Any, where: str) -> str:
+    """``vote`` if it is one of :data:`VOTES`; ``EngineError`` naming ``where`` otherwise."""
+    if vote not in VOTES:
+        raise EngineError(f"{where}: {str(vote)[:40]!r} is not one of {list(VOTES)}")
+    return str(vote)
+
+
 class SelectorScheduler:
     """A trained selector as a :class:`~engine.sim.state.Scheduler` (``rl:<name>`` for a card with a
     ``selector`` list): at each decision point with a waiting job the policy network picks the hand-written
-    policy that decides (deterministic: the most likely one)."""
+    policy that decides (deterministic: the most likely one), or, with the card's ``selector_vote`` ``"run"``
+    (:data:`VOTES`), the one it has picked most often in this run.
+
+    Why a vote: a selector is cloned from each episode's best policy alone (:mod:`engine.rl.clone`), a label of
+    the whole run; one decision point's observation often cannot tell the kinds of workload apart, so the
+    network's picks flicker between policies, and a switch costs (the policy taking over rebuilds its plan, an
+    evicting one preempts what a plain one started). The count over the run's decision points settles on the
+    policy the evidence favours and keeps it while the workload looks the same."""
 
     def __init__(self, name: str, card: Mapping[str, Any], policy: Any, encoding: EncodingConfig, names) -> None:
         self.name = f"rl:{name}"
@@ -155,10 +173,13 @@ class SelectorScheduler:
         self.policy = policy
         self.encoding = encoding
         self.switch = PolicySwitch(names)
+        self.vote = check_vote(card.get("selector_vote", "step"), "selector_vote")
         self._all = np.ones(len(self.switch.names), dtype=bool)
+        self._picks: dict[int, int] = {}  # the network's picks this run (dicts keep the order first chosen)
 
     def reset(self, state: ClusterState) -> None:
         self.switch.reset()
+        self._picks = {}
 
     def act(self, obs: Mapping[str, np.ndarray], mask: np.ndarray) -> int:
         """The most likely policy for one observation."""
@@ -169,7 +190,11 @@ class SelectorScheduler:
         if not state.queue:
             return self.switch.default()
         sw = self.switch
-        return self.act(selector_obs(state, self.encoding, len(sw.names), sw.current), self._all)
+        k = self.act(selector_obs(state, self.encoding, len(sw.names), sw.current), self._all)
+        if self.vote == "step":
+            return k
+        self._picks[k] = self._picks.get(k, 0) + 1
+        return max(self._picks, key=self._picks.__getitem__)
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
         yield from self.switch.decide(state, self.choose(state))

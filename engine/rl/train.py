@@ -42,6 +42,7 @@ from engine.rl.clone import BEST_ALONE, CloneConfig, clone
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import EnvConfig, SelectorEnv, make_env
 from engine.rl.policies import PolicySpec, policy_kwargs, state_arrays
+from engine.rl.selector import check_vote
 
 #: The shipped training configs, one ``<name>.json`` each (``--config NAME``).
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
@@ -118,6 +119,10 @@ class TrainConfig:
         selector_prior: with ``env.selector``, before training each policy is run alone on the validation
             episodes and the action bias of the best one is raised by this much, so the untrained selector
             already picks it (the first candidate the kept-policy evaluation sees); 0: no prior.
+        selector_vote: with ``env.selector``, how the exported ``rl:<name>`` turns the network's picks into the
+            policy that decides (:data:`engine.rl.selector.VOTES`): ``"step"``, its pick at each decision point;
+            ``"run"``, the policy it has picked most often in the run so far. Applied at inference only (training
+            and its evaluations take each step's pick); the card records it as ``selector_vote``.
         resume_from: a checkpoint of this run (``checkpoint_<step>.npz`` in ``runs/<name>/``, plain weights)
             whose weights start the run and whose steps count in the card's totals (the optimiser state is not
             kept); empty: start fresh.
@@ -157,6 +162,7 @@ class TrainConfig:
     deploy_encoding: Mapping[str, Any] = field(default_factory=dict)
     vec_env: str = "dummy"
     selector_prior: float = 0.0
+    selector_vote: str = "step"
     resume_from: str = ""
 
     def __post_init__(self) -> None:
@@ -195,6 +201,9 @@ class TrainConfig:
             raise EngineError(
                 f"train config: selector_prior must be a number from 0 to 20, got {self.selector_prior!r}"
             )
+        check_vote(self.selector_vote, "train config: selector_vote")
+        if self.selector_vote != "step" and not self.env.selector:
+            raise EngineError("train config: selector_vote applies to a selector (env.selector) only")
         if self.env.selector and self.policy.kind != "mlp":
             raise EngineError("train config: a selector (env.selector) trains an mlp policy")
         if self.clone is not None and (self.clone.teacher == BEST_ALONE) != bool(self.env.selector):
@@ -216,6 +225,8 @@ class TrainConfig:
         d["policy"] = self.policy.to_dict()
         d["clone"] = self.clone.to_dict() if self.clone else None
         d["deploy_encoding"] = dict(self.deploy_encoding)
+        if self.selector_vote == "step":  # the default is not written, so earlier cards' configs read the same
+            del d["selector_vote"]
         d["curriculum"] = [
             {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(s).items() if v is not None}
             for s in self.curriculum
@@ -498,6 +509,7 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     }
     if cfg.env.selector:
         card["selector"] = list(cfg.env.selector)
+        card["selector_vote"] = cfg.selector_vote
     if priors is not None:
         card["training"]["selector_prior"] = priors
     if stop_path.exists():

@@ -180,6 +180,56 @@ def test_a_selector_card_naming_other_policies_is_refused(tiny_selector, tmp_pat
             load_agent("tiny-select", tmp_path / "m")
 
 
+def test_a_run_vote_takes_the_policy_picked_most_often_so_far(tiny_selector):
+    # The network's picks 0, 1, 1, 2, 2, 2 decide 0, 0 (a tie: the first picked), 1, 1, 1 (a tie), 2; a new run
+    # counts afresh. With "step" each pick decides.
+    models, card, _ = tiny_selector
+    picks = [0, 1, 1, 2, 2, 2]
+    agent = load_agent("tiny-select", models)
+    agent.policy = type("Scripted", (), {"act": lambda self, obs, mask: picks[self.i % 6]})()
+    c = parse_cluster(MIXED)
+    jobs = make_jobs(c, 40, 1.5, 11)
+
+    def decided(vote: str, runs: int = 1) -> list[int]:
+        agent.vote, agent.policy.i, out = vote, 0, []
+        choose = SelectorScheduler.choose
+
+        def spy(self, state):
+            k = choose(self, state)
+            if state.queue:
+                out.append(k)
+                self.policy.i += 1
+            return k
+
+        agent.choose = spy.__get__(agent)
+        for _ in range(runs):
+            simulate(c, jobs, agent, options=RunOptions(preemption=COSTLY))
+            agent.policy.i = 0
+        return out
+
+    assert decided("step")[:6] == picks
+    assert decided("run")[:6] == [0, 0, 1, 1, 1, 2]
+    first = decided("run")
+    assert decided("run", runs=2) == first + first  # reset: the second run counts from nothing
+
+
+def test_a_selector_vote_that_is_not_step_or_run_is_refused(tiny_selector, tmp_path):
+    import shutil
+
+    models, card, cfg = tiny_selector
+    shutil.copytree(models, tmp_path / "m")
+    (tmp_path / "m" / "tiny-select.json").write_text(json.dumps(card | {"selector_vote": "often"}))
+    with pytest.raises(ModelError, match="selector_vote: 'often' is not one of \\['step', 'run'\\]"):
+        load_agent("tiny-select", tmp_path / "m")
+    assert card["selector_vote"] == "step" and "selector_vote" not in card["training"]["config"]
+    voting = replace(cfg, selector_vote="run")
+    assert voting.to_dict()["selector_vote"] == "run" and TrainConfig.from_dict(voting.to_dict()) == voting
+    with pytest.raises(EngineError, match="selector_vote"):
+        replace(cfg, selector_vote="often")
+    with pytest.raises(EngineError, match="selector_vote applies to a selector"):
+        replace(cfg, env=replace(cfg.env, selector=()), selector_vote="run")
+
+
 def test_selector_training_refuses_attention_or_cloning():
     from engine.rl.clone import CloneConfig
 
