@@ -414,7 +414,7 @@ def test_importing_engine_and_heuristics_does_not_import_torch():
 #: default, so the agents' observations, and their decisions, are what they were. A retrained agent's entry is that of
 #: its new weights (wait-mlp: continued to 1,041,408 steps; fair-comm: retrained as a learned selector; issue 38).
 SHIPPED_SCORES = {
-    "fair-comm": ((27.53440235878367, "2c68abfaede7f395"), (46.273256886810984, "5720dfe244b5dde8")),
+    "fair-comm": ((97.7205468742157, "f1f1b4ff45e85a6d"), (835.3905461038834, "74d2c53f50fa7b9f")),
     "hpc-backfill": ((25.915594726703162, "2602d283dd199753"), (59.05587184900228, "5dc6f4d144d97592")),
     "wait-attn": ((0.0, "fe64b7d505524728"), (16.996527777777708, "b75f7b9a0e8bd8ea")),
     "wait-mlp": ((0.0, "fe64b7d505524728"), (16.996527777777708, "b75f7b9a0e8bd8ea")),
