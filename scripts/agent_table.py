@@ -58,7 +58,9 @@ def trained_on(env: dict, curriculum: list) -> str:
     clusters = list(dict.fromkeys(c for s in stages for c in s.get("clusters") or ()))
     families = dict.fromkeys(part.split(":")[1].split("-")[0] for c in clusters for part in c.split(","))
     loads = [x for s in stages for x in s.get("loads") or ()]
-    jobs = [s["n_jobs"] for s in stages if s.get("n_jobs")]
+    jobs = [
+        n for s in stages if s.get("n_jobs") for n in (s["n_jobs"] if isinstance(s["n_jobs"], list) else [s["n_jobs"]])
+    ]
     costly = [
         "costly" if o.preemption.checkpoint_interval_s is not None or o.preemption.restart_overhead_s else "free"
         for o in env_options_from_dict(env)

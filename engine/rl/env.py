@@ -100,7 +100,8 @@ class EnvConfig:
     Attributes:
         clusters: cluster specs (shorthand, JSON path) an episode draws from, uniformly.
         loads: offered loads an episode draws from, uniformly.
-        n_jobs: jobs per generated episode.
+        n_jobs: jobs per generated episode, or a list of job counts an episode draws from, uniformly (short
+            episodes teach how a burst on an empty cluster is served; long ones, a cluster's steady queue).
         workload: extra keyword arguments of the workload generator (``mix``, ``users``, ``arrival``, ...; see
             :meth:`engine.analysis.scenario.WorkloadSpec.from_generator_args`, whose bounds they meet).
         encoding: observation/action layout.
@@ -128,7 +129,7 @@ class EnvConfig:
 
     clusters: tuple[str, ...] = ("4x8:V100-32",)
     loads: tuple[float, ...] = (0.9,)
-    n_jobs: int = 100
+    n_jobs: int | tuple[int, ...] = 100
     workload: Mapping[str, Any] = field(default_factory=dict)
     encoding: EncodingConfig = field(default_factory=EncodingConfig)
     reward: RewardWeights = field(default_factory=RewardWeights)
@@ -143,8 +144,10 @@ class EnvConfig:
         object.__setattr__(self, "loads", tuple(float(x) for x in self.loads))
         if not self.clusters or not self.loads:
             raise EngineError("env config needs at least one cluster and one load")
-        if not (isinstance(self.n_jobs, int) and self.n_jobs >= 1):
-            raise EngineError(f"env n_jobs must be an integer >= 1, got {self.n_jobs!r}")
+        if isinstance(self.n_jobs, (list, tuple)):
+            object.__setattr__(self, "n_jobs", tuple(self.n_jobs))
+        if not all(isinstance(n, int) and n >= 1 for n in self.job_counts) or not 1 <= len(self.job_counts) <= 16:
+            raise EngineError(f"env n_jobs must be an integer >= 1 or a list of 1 to 16, got {str(self.n_jobs)[:60]}")
         if not isinstance(self.workload, Mapping):
             raise EngineError("env workload must be an object of generator arguments")
         object.__setattr__(self, "workloads", tuple(self.workloads))
@@ -152,7 +155,8 @@ class EnvConfig:
             raise EngineError("env workloads must be a list of objects of generator arguments")
         for load in self.loads:  # every workload the distribution holds is a valid scenario workload
             for kind in range(self.generated_kinds):
-                self.workload_spec(load, 0, kind=kind)
+                for n in self.job_counts:
+                    self.workload_spec(load, 0, n, kind)
         if self.selector:
             object.__setattr__(self, "selector", check_policies(self.selector, "env.selector"))
         object.__setattr__(self, "presets", tuple(self.presets))
@@ -168,15 +172,20 @@ class EnvConfig:
             raise EngineError("env options must be one or more RunOptions")
 
     @property
+    def job_counts(self) -> tuple[int, ...]:
+        """The job counts a generated episode draws from (``n_jobs`` as a tuple)."""
+        return self.n_jobs if isinstance(self.n_jobs, tuple) else (self.n_jobs,)
+
+    @property
     def generated_kinds(self) -> int:
         """How many kinds of generated workload an episode draws from (``workloads``, or ``workload`` alone)."""
         return max(len(self.workloads), 1)
 
     def workload_spec(self, load: float, seed: int, n_jobs: int | None = None, kind: int = 0) -> WorkloadSpec:
         """The generated workload of an episode at ``load`` with workload seed ``seed`` (``n_jobs`` replaces
-        the config's), of workload kind ``kind`` (an index into ``workloads``, whose arguments go over
+        the config's first job count), of workload kind ``kind`` (an index into ``workloads``, whose arguments go over
         ``workload``'s); ``EngineError`` naming ``env.workload.KEY`` when an argument is out of bounds."""
-        n = self.n_jobs if n_jobs is None else n_jobs
+        n = self.job_counts[0] if n_jobs is None else n_jobs
         args = {**self.workload, **(self.workloads[kind] if self.workloads else {})}
         try:
             return WorkloadSpec.from_generator_args(n, load, seed, **args)
@@ -188,7 +197,7 @@ class EnvConfig:
         out = {
             "clusters": list(self.clusters),
             "loads": list(self.loads),
-            "n_jobs": self.n_jobs,
+            "n_jobs": list(self.n_jobs) if isinstance(self.n_jobs, tuple) else self.n_jobs,
             "workload": dict(self.workload),
             "encoding": self.encoding.to_dict(),
             "reward": self.reward.to_dict(),
@@ -345,7 +354,10 @@ class GpuSchedulingEnv(gym.Env):
         if "jobs" in options:
             return cluster, tuple(options["jobs"]), run_options
         load = float(options.get("load", self.config.loads[int(rng.integers(len(self.config.loads)))]))
-        n_jobs = int(options.get("n_jobs", self.config.n_jobs))
+        counts = self.config.job_counts
+        # Drawn only when there is a choice (as above): configs with one job count keep their episodes.
+        n_jobs = counts[int(rng.integers(len(counts)))] if len(counts) > 1 else counts[0]
+        n_jobs = int(options.get("n_jobs", n_jobs))
         seed = int(options.get("workload_seed", rng.integers(TRAIN_SEED_MIN, 2**31 - 1)))
         generated = self.config.generated_kinds
         # A given cluster, load or job count asks for a generated workload: presets bring their own.

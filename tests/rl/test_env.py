@@ -777,6 +777,28 @@ def test_presets_add_their_own_episodes_on_training_seeds():
         assert env.simulation.cluster.to_shorthand() == "2x4:V100-32" and len(env.simulation.jobs) == 20
 
 
+def test_a_list_of_job_counts_draws_each_and_one_count_keeps_the_episodes():
+    """``n_jobs`` as a list: each episode draws one count; a one-item list gives the very episodes of the plain
+    count (no draw is made), and the config round-trips as it was written."""
+    env = _env(n_jobs=(20, 50))
+    counts = set()
+    for i in range(20):
+        env.reset(seed=i)
+        counts.add(len(env.simulation.jobs))
+    assert counts == {20, 50}
+    one, plain = _env(n_jobs=[30]), _env(n_jobs=30)
+    for i in range(5):
+        one.reset(seed=i)
+        plain.reset(seed=i)
+        assert one.simulation.jobs == plain.simulation.jobs and len(plain.simulation.jobs) == 30
+    cfg = EnvConfig(n_jobs=(20, 50))
+    assert cfg.to_dict()["n_jobs"] == [20, 50] and EnvConfig.from_dict(cfg.to_dict()) == cfg
+    assert EnvConfig().to_dict()["n_jobs"] == 100  # a single count is written as before
+    for bad in ((), (20, 0), ("20",), tuple(range(1, 18)), 0):
+        with pytest.raises(EngineError, match="env n_jobs must be an integer >= 1 or a list of 1 to 16"):
+            EnvConfig(n_jobs=bad)
+
+
 def test_presets_config_round_trips_and_rejects_what_is_not_a_preset():
     cfg = EnvConfig(presets=("heavy-user",))
     assert EnvConfig.from_dict(cfg.to_dict()) == cfg
