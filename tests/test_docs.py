@@ -115,6 +115,7 @@ def test_agents_table_states_what_the_cards_say():
     assert agent_table.trained_on({**env, "presets": ["heavy-user", "deadlines-edf"]}, []).endswith(
         "free preemption, and the 2 teaching presets (other seeds)"
     )
+    assert "load 0.6-1.2, 200-600 jobs," in agent_table.trained_on({**env, "n_jobs": [200, 600]}, [])
 
 
 def test_architecture_stays_short():
