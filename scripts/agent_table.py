@@ -58,9 +58,8 @@ def trained_on(env: dict, curriculum: list) -> str:
     clusters = list(dict.fromkeys(c for s in stages for c in s.get("clusters") or ()))
     families = dict.fromkeys(part.split(":")[1].split("-")[0] for c in clusters for part in c.split(","))
     loads = [x for s in stages for x in s.get("loads") or ()]
-    jobs = [
-        n for s in stages if s.get("n_jobs") for n in (s["n_jobs"] if isinstance(s["n_jobs"], list) else [s["n_jobs"]])
-    ]
+    counts = [s.get("n_jobs") or [] for s in stages]  # a stage's count, or the list an episode draws from
+    jobs = [n for c in counts for n in (c if isinstance(c, list) else [c])]
     costly = [
         "costly" if o.preemption.checkpoint_interval_s is not None or o.preemption.restart_overhead_s else "free"
         for o in env_options_from_dict(env)

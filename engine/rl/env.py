@@ -342,8 +342,7 @@ class GpuSchedulingEnv(gym.Env):
     def _episode(self, options: Mapping[str, Any]) -> tuple[Cluster, tuple[Job, ...], RunOptions]:
         rng = self.np_random
         choices = self.config.options
-        # Drawn first, and only when there is a choice: configs with one choice keep their episodes.
-        run_options = choices[int(rng.integers(len(choices)))] if len(choices) > 1 else choices[0]
+        run_options = choices[_draw(rng, len(choices))]  # drawn first
         run_options = options.get("run_options", run_options)
         if not isinstance(run_options, RunOptions):
             raise EngineError("reset option run_options must be RunOptions")
@@ -355,15 +354,13 @@ class GpuSchedulingEnv(gym.Env):
             return cluster, tuple(options["jobs"]), run_options
         load = float(options.get("load", self.config.loads[int(rng.integers(len(self.config.loads)))]))
         counts = self.config.job_counts
-        # Drawn only when there is a choice (as above): configs with one job count keep their episodes.
-        n_jobs = counts[int(rng.integers(len(counts)))] if len(counts) > 1 else counts[0]
-        n_jobs = int(options.get("n_jobs", n_jobs))
+        n_jobs = int(options.get("n_jobs", counts[_draw(rng, len(counts))]))
         seed = int(options.get("workload_seed", rng.integers(TRAIN_SEED_MIN, 2**31 - 1)))
         generated = self.config.generated_kinds
         # A given cluster, load or job count asks for a generated workload: presets bring their own.
         asked = any(k in options for k in ("cluster", "load", "n_jobs"))
         kinds = generated + (0 if asked else len(self._presets))
-        kind = int(rng.integers(kinds)) if kinds > 1 else 0  # drawn only when there is a choice (as above)
+        kind = _draw(rng, kinds)
         if kind >= generated:
             cluster, workload = self._presets[kind - generated]
             return cluster, workload.build_jobs(cluster, seed), run_options
@@ -668,6 +665,12 @@ class SelectorEnv(GpuSchedulingEnv):
             return {k: np.zeros(s.shape, dtype=s.dtype) for k, s in self.observation_space.spaces.items()}
         sw = self._switch
         return selector_obs(self._sim.state, self.config.encoding, len(sw.names), sw.current)
+
+
+def _draw(rng: np.random.Generator, n: int) -> int:
+    """An index in ``0..n-1`` drawn from ``rng``, only when there is a choice (``n > 1``): a config that gives one
+    choice (one run option, job count or kind of workload) keeps the episodes it had before the choice existed."""
+    return int(rng.integers(n)) if n > 1 else 0
 
 
 def make_env(config: EnvConfig) -> GpuSchedulingEnv:
