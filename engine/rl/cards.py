@@ -520,7 +520,9 @@ def _provenance(card: dict[str, Any]) -> list[str]:
         expert = c["config"].get("expert")
         placing = f" (placing with `{c['config']['rule']}`, `engine/rl/teacher.py`)"
         if c["config"]["teacher"] == BEST_ALONE:
-            who = "the best of its policies alone on each episode (`best_alone`, `engine/rl/clone.py`)"
+            more = c["config"].get("label_seeds", 1) - 1
+            kind = f" and {more} more workloads of its kind (mean objective)" if more else ""
+            who = f"the best of its policies alone on each episode{kind} (`best_alone`, `engine/rl/clone.py`)"
         elif not expert:
             who = f"the teacher `{c['config']['teacher']}`{placing}"
         else:

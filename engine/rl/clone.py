@@ -29,6 +29,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError, reject_unknown_keys
 from engine.rl.encoding import Snapshot
 from engine.rl.env import EnvConfig, GpuSchedulingEnv, make_env
@@ -59,6 +60,9 @@ class CloneConfig:
         value_coef: weight of the value loss (mean squared error to the discounted return-to-go).
         expert: label with the lookahead expert (:class:`~engine.rl.lookahead.LookaheadConfig`) instead of
             ``teacher``; ``None``: the teacher labels.
+        label_seeds: for :data:`BEST_ALONE`, how many workloads of the episode's kind pick its label: the
+            episode's own and ``label_seeds - 1`` more generated with other training seeds
+            (:func:`best_alone`); 1: the episode alone.
     """
 
     teacher: str = "sjf-fast"
@@ -70,17 +74,20 @@ class CloneConfig:
     learning_rate: float = 1e-3
     value_coef: float = 0.5
     expert: LookaheadConfig | None = None
+    label_seeds: int = 1
 
     def __post_init__(self) -> None:
         if self.teacher not in TEACHERS and self.teacher != BEST_ALONE:
             raise EngineError(f"clone.teacher {self.teacher!r}: expected one of {[*TEACHERS, BEST_ALONE]}")
-        for k in ("episodes", "rounds", "epochs", "batch_size"):
+        for k in ("episodes", "rounds", "epochs", "batch_size", "label_seeds"):
             v = getattr(self, k)
             if not (isinstance(v, int) and v >= 1):
                 raise EngineError(f"clone.{k} must be an integer >= 1, got {v!r}")
         if not (self.learning_rate > 0 and self.value_coef >= 0):
             raise EngineError("clone.learning_rate must be > 0 and clone.value_coef >= 0")
 
+        if self.label_seeds > 1 and self.teacher != BEST_ALONE:
+            raise EngineError(f"clone.label_seeds > 1 needs clone.teacher {BEST_ALONE!r}: a teacher labels states")
         if self.expert is not None and self.teacher == BEST_ALONE:
             raise EngineError(f"clone.expert cannot label for {BEST_ALONE!r}, a selector's teacher")
         if self.expert is not None and self.expert.candidates[0] != self.teacher:
@@ -128,7 +135,7 @@ def collect(
     masks, actions, returns = [], [], []
     for seed in seeds:
         obs, _ = env.reset(seed=seed)
-        episode_best = best_alone(env) if label_of is None else -1
+        episode_best = best_alone(env, cfg.label_seeds) if label_of is None else -1
         rewards: list[float] = []
         done = False
         while not done:
@@ -154,14 +161,25 @@ def collect(
     }
 
 
-def best_alone(env: GpuSchedulingEnv) -> int:
+def best_alone(env: GpuSchedulingEnv, label_seeds: int = 1) -> int:
     """Index of the selector policy (``env.config.selector``) that, run alone on the episode ``env`` was just reset
-    to, has the lowest objective (the first of equals)."""
+    to, has the lowest objective (the first of equals); with ``label_seeds`` > 1, the lowest mean objective over
+    that episode and ``label_seeds - 1`` more workloads of its kind (:meth:`GpuSchedulingEnv.same_kind_jobs`,
+    training seeds drawn from the episode's seed), so that one lucky arrival order does not pick the label."""
     sim, cfg = env.simulation, env.config
     if sim is None or not cfg.selector:
         raise EngineError(f"{BEST_ALONE!r} labels an episode of a selector environment that has been reset")
+    more = np.random.default_rng(sim.seed).integers(TRAIN_SEED_MIN, 2**31 - 1, size=label_seeds - 1)
+    workloads = [sim.jobs, *(env.same_kind_jobs(int(s)) for s in more)]
     costs = [
-        objective(simulate(sim.cluster, sim.jobs, make_scheduler(n), seed=sim.seed, options=sim.options), cfg.reward)
+        np.mean(
+            [
+                objective(
+                    simulate(sim.cluster, jobs, make_scheduler(n), seed=sim.seed, options=sim.options), cfg.reward
+                )
+                for jobs in workloads
+            ]
+        )
         for n in cfg.selector
     ]
     return int(np.argmin(costs))

@@ -317,6 +317,8 @@ class GpuSchedulingEnv(gym.Env):
         self._placements = RulePlacements()  # the episode's placement rules (encoding.RulePlacements)
         self._snap: Snapshot | None = None
         self._result: Result | None = None
+        # The episode's kind (cluster, load, job count, workload kind or preset): jobs from another workload seed.
+        self._same_kind: Callable[[int], tuple[Job, ...]] | None = None
 
     # ----------------------------------------------------------------- sampling
     def set_sampling(
@@ -350,6 +352,7 @@ class GpuSchedulingEnv(gym.Env):
             cluster = parse_cluster(options["cluster"])
         else:
             cluster = self._clusters[int(rng.integers(len(self._clusters)))]
+        self._same_kind = None
         if "jobs" in options:
             return cluster, tuple(options["jobs"]), run_options
         load = float(options.get("load", self.config.loads[int(rng.integers(len(self.config.loads)))]))
@@ -363,8 +366,10 @@ class GpuSchedulingEnv(gym.Env):
         kind = _draw(rng, kinds)
         if kind >= generated:
             cluster, workload = self._presets[kind - generated]
-            return cluster, workload.build_jobs(cluster, seed), run_options
-        return cluster, self.config.workload_spec(load, seed, n_jobs, kind).build_jobs(cluster), run_options
+            self._same_kind = lambda s: workload.build_jobs(cluster, s)
+        else:
+            self._same_kind = lambda s: self.config.workload_spec(load, s, n_jobs, kind).build_jobs(cluster)
+        return cluster, self._same_kind(seed), run_options
 
     # ----------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
@@ -499,6 +504,13 @@ class GpuSchedulingEnv(gym.Env):
     def simulation(self) -> Simulation | None:
         """The engine's simulation this episode drives."""
         return self._sim
+
+    def same_kind_jobs(self, workload_seed: int) -> tuple[Job, ...]:
+        """The jobs of an episode of the current episode's kind (its cluster, load, job count and workload kind,
+        or its teaching preset) generated with ``workload_seed`` instead: for labels that hold for the kind."""
+        if self._same_kind is None:
+            raise EngineError("same_kind_jobs needs an episode reset with a generated workload, not given jobs")
+        return self._same_kind(workload_seed)
 
     @property
     def snapshot(self) -> Snapshot | None:

@@ -8,13 +8,17 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError
 from engine.rl import cards
 from engine.rl.clone import BEST_ALONE, CloneConfig, best_alone, clone, collect
 from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv, SelectorEnv, observation_space, selector_spaces
 from engine.rl.policies import PolicySpec, build_policy
+from engine.rl.reward import objective
 from engine.rl.train import TrainConfig, train
+from engine.schedulers.registry import make_scheduler
+from engine.sim.simulator import simulate
 
 from .conftest import SMALL, tiny_config
 
@@ -99,6 +103,38 @@ def test_best_alone_is_the_policy_whose_episode_return_is_highest(seed):
     assert len({round(r, 9) for r in returns}) > 1  # the episode tells the policies apart
 
 
+def test_best_alone_over_several_workloads_of_the_kind_takes_the_lowest_mean_objective():
+    """``label_seeds`` > 1 labels by the mean objective over the episode and more workloads of its kind, drawn
+    from the episode's seed (the same episode, the same label); with one seed it is the episode's own best."""
+    env = SelectorEnv(SELECTOR)
+    changed = 0
+    for seed in range(100, 106):
+        env.reset(seed=seed)
+        sim = env.simulation
+        more = np.random.default_rng(seed).integers(TRAIN_SEED_MIN, 2**31 - 1, size=2)
+        workloads = [sim.jobs, *(env.same_kind_jobs(int(s)) for s in more)]
+        assert all(len(w) == len(sim.jobs) for w in workloads) and workloads[1] != workloads[0]
+        costs = np.array(
+            [
+                [
+                    objective(
+                        simulate(sim.cluster, w, make_scheduler(n), seed=seed, options=sim.options), SELECTOR.reward
+                    )
+                    for w in workloads
+                ]
+                for n in SELECTOR.selector
+            ]
+        )
+        assert best_alone(env, label_seeds=3) == int(np.argmin(costs.mean(axis=1)))
+        assert best_alone(env) == int(np.argmin(costs[:, 0]))
+        changed += best_alone(env, label_seeds=3) != best_alone(env)
+    assert changed > 0  # the other workloads of a kind do change some labels
+    with pytest.raises(EngineError, match="label_seeds > 1 needs clone.teacher 'best-alone'"):
+        CloneConfig(teacher="sjf-fast", label_seeds=2)
+    with pytest.raises(EngineError, match="clone.label_seeds must be an integer >= 1"):
+        CloneConfig(teacher=BEST_ALONE, label_seeds=0)
+
+
 def test_a_selector_clones_the_best_policy_of_each_episode(tmp_path):
     import torch
 
@@ -119,12 +155,14 @@ def test_a_selector_trained_with_cloning_says_so_in_its_card(tmp_path):
         tiny_config(tmp_path, "tiny-select-clone", "mlp"),
         env=SELECTOR,
         total_timesteps=128,
-        clone=CloneConfig(teacher=BEST_ALONE, episodes=2, rounds=1, epochs=2, batch_size=64),
+        clone=CloneConfig(teacher=BEST_ALONE, episodes=2, rounds=1, epochs=2, batch_size=64, label_seeds=2),
     )
     card = train(cfg, models_dir=tmp_path / "models")
     assert card["training"]["clone"]["config"]["teacher"] == BEST_ALONE
     text = cards.render_markdown(json.loads((tmp_path / "models" / "tiny-select-clone.json").read_text()))
-    assert "behaviour cloning of the best of its policies alone on each episode" in text
+    assert (
+        "behaviour cloning of the best of its policies alone on each episode and 1 more workloads of its kind" in text
+    )
     assert "placing with" not in text  # a selector's policies place as they do themselves
     best = card["training"]["selector_prior"]["best"]
     assert f"the best alone: `{best}` (no action bias raised)" in text and "was raised by" not in text

@@ -764,17 +764,24 @@ def test_presets_add_their_own_episodes_on_training_seeds():
         sim = env.simulation
         name = preset_clusters.get(sim.cluster.to_shorthand())
         seen.add(name or "generated")
+        assert env.same_kind_jobs(seed) == sim.jobs  # the episode's kind, regenerated with its own seed
         if name is None:
             assert len(sim.jobs) == 20
+            other = env.same_kind_jobs(seed + 1)
+            assert len(other) == 20 and other != sim.jobs
             continue
         workload = PRESETS[name].scenario.workload
         assert sim.jobs == workload.build_jobs(sim.cluster, seed)
+        assert env.same_kind_jobs(seed + 1) == workload.build_jobs(sim.cluster, seed + 1)
         assert sim.jobs != workload.build_jobs(sim.cluster)  # not the preset's own workload
         assert sim.options in (RunOptions(), costly)
     assert set(seen) == {"generated", *names}
     for i in range(20):
         env.reset(seed=i, options={"load": 0.9})
         assert env.simulation.cluster.to_shorthand() == "2x4:V100-32" and len(env.simulation.jobs) == 20
+    env.reset(seed=0, options={"jobs": env.simulation.jobs})
+    with pytest.raises(EngineError, match="same_kind_jobs needs an episode reset with a generated workload"):
+        env.same_kind_jobs(TRAIN_SEED_MIN)
 
 
 def test_a_list_of_job_counts_draws_each_and_one_count_keeps_the_episodes():
