@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from engine.analysis.workload import TRAIN_SEED_MIN
-from engine.errors import EngineError, reject_unknown_keys
+from engine.errors import EngineError, quote, reject_unknown_keys
 from engine.rl.encoding import Snapshot
 from engine.rl.env import EnvConfig, GpuSchedulingEnv, make_env
 from engine.rl.lookahead import Lookahead, LookaheadConfig
@@ -43,6 +43,10 @@ from engine.sim.state import ClusterState
 #: ``clone.teacher`` of a selector: each episode's states are labelled with the selector's policy that alone has
 #: the lowest objective on that episode (:func:`best_alone`).
 BEST_ALONE = "best-alone"
+#: Bounds of the config's counts, so that a config from a stranger cannot ask for a run without end: episodes and
+#: rounds far above any training here (900 cloning episodes, 6 rounds), at most 16 workloads per selector label
+#: (each a run of every policy of the selector).
+LIMITS = {"episodes": 10_000, "rounds": 100, "epochs": 1_000, "batch_size": 1_000_000, "label_seeds": 16}
 
 
 @dataclass(frozen=True)
@@ -79,13 +83,12 @@ class CloneConfig:
     def __post_init__(self) -> None:
         if self.teacher not in TEACHERS and self.teacher != BEST_ALONE:
             raise EngineError(f"clone.teacher {self.teacher!r}: expected one of {[*TEACHERS, BEST_ALONE]}")
-        for k in ("episodes", "rounds", "epochs", "batch_size", "label_seeds"):
+        for k, most in LIMITS.items():
             v = getattr(self, k)
-            if not (isinstance(v, int) and v >= 1):
-                raise EngineError(f"clone.{k} must be an integer >= 1, got {v!r}")
+            if isinstance(v, bool) or not (isinstance(v, int) and 1 <= v <= most):
+                raise EngineError(f"clone.{k} must be an integer from 1 to {most:,}, got {quote(v)}")
         if not (self.learning_rate > 0 and self.value_coef >= 0):
             raise EngineError("clone.learning_rate must be > 0 and clone.value_coef >= 0")
-
         if self.label_seeds > 1 and self.teacher != BEST_ALONE:
             raise EngineError(f"clone.label_seeds > 1 needs clone.teacher {BEST_ALONE!r}: a teacher labels states")
         if self.expert is not None and self.teacher == BEST_ALONE:

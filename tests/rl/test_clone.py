@@ -131,8 +131,10 @@ def test_best_alone_over_several_workloads_of_the_kind_takes_the_lowest_mean_obj
     assert changed > 0  # the other workloads of a kind do change some labels
     with pytest.raises(EngineError, match="label_seeds > 1 needs clone.teacher 'best-alone'"):
         CloneConfig(teacher="sjf-fast", label_seeds=2)
-    with pytest.raises(EngineError, match="clone.label_seeds must be an integer >= 1"):
+    with pytest.raises(EngineError, match="clone.label_seeds must be an integer from 1 to 16, got 0"):
         CloneConfig(teacher=BEST_ALONE, label_seeds=0)
+    with pytest.raises(EngineError, match="clone.label_seeds must be an integer from 1 to 16, got 1000000000"):
+        CloneConfig(teacher=BEST_ALONE, label_seeds=10**9)
 
 
 def test_a_selector_clones_the_best_policy_of_each_episode(tmp_path):
@@ -183,6 +185,11 @@ def test_only_a_selector_clones_best_alone():
     [
         ({"teacher": "oracle"}, "clone.teacher"),
         ({"episodes": 0}, "clone.episodes"),
+        (
+            {"episodes": 10**12, "rounds": 10**9},
+            "clone.episodes must be an integer from 1 to 10,000, got 1000000000000",
+        ),
+        ({"rounds": True}, "clone.rounds must be an integer from 1 to 100, got True"),
         ({"learning_rate": 0}, "clone.learning_rate"),
         ({"bogus": 1}, "unknown keys"),
     ],
