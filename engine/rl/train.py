@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from engine.errors import EngineError, reject_unknown_keys
+from engine.errors import EngineError, quote, reject_unknown_keys
 from engine.rl.agent import (
     MODELS_DIR,
     WEIGHTS_FORMAT,
@@ -48,6 +48,21 @@ from engine.rl.selector import check_vote
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
 #: Most environment steps a config may ask for: weeks of training on a small machine (a bound, not a budget).
 MAX_TIMESTEPS = 10**9
+#: Bounds of the config's counts, so that a config from a stranger cannot ask for a run without end or a machine's
+#: memory: each far above what any config here uses (2-4 environments, 1,024 steps each, 12 evaluation episodes).
+LIMITS = {
+    "total_timesteps": MAX_TIMESTEPS,
+    "n_envs": 256,
+    "n_steps": 1_000_000,
+    "batch_size": 1_000_000,
+    "n_epochs": 1_000,
+    "eval_freq": MAX_TIMESTEPS,
+    "eval_episodes": 10_000,
+    "checkpoint_freq": MAX_TIMESTEPS,
+    "torch_threads": 1_024,
+}
+#: Most rollout steps (``n_steps`` x ``n_envs``) held in memory at once.
+MAX_ROLLOUT = 1_000_000
 #: A file of this name in ``runs/<name>/`` asks a running training to stop and export what it has.
 STOP_FILE = "STOP"
 VEC_ENVS = ("dummy", "subproc")
@@ -168,24 +183,17 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c in "-_." for c in self.name):
             raise EngineError(f"train config: name {self.name!r} must use letters, digits, '-', '_' or '.'")
-        for k in (
-            "total_timesteps",
-            "n_envs",
-            "n_steps",
-            "batch_size",
-            "n_epochs",
-            "eval_freq",
-            "eval_episodes",
-            "checkpoint_freq",
-            "torch_threads",
-        ):
+        for k, most in LIMITS.items():
             v = getattr(self, k)
-            if not (isinstance(v, int) and v >= 1):
-                raise EngineError(f"train config: {k} must be an integer >= 1, got {v!r}")
-        if self.total_timesteps > MAX_TIMESTEPS:
+            if isinstance(v, bool) or not (isinstance(v, int) and 1 <= v <= most):
+                raise EngineError(f"train config: {k} must be an integer from 1 to {most:,}, got {quote(v)}")
+        if self.n_steps * self.n_envs > MAX_ROLLOUT:
             raise EngineError(
-                f"train config: total_timesteps must be at most {MAX_TIMESTEPS:,}, got {self.total_timesteps:,}"
+                f"train config: n_steps x n_envs is {self.n_steps * self.n_envs:,} steps of rollout held in memory; "
+                f"the limit is {MAX_ROLLOUT:,}"
             )
+        if isinstance(self.seed, bool) or not (isinstance(self.seed, int) and 0 <= self.seed < 2**31):
+            raise EngineError(f"train config: seed must be an integer from 0 to 2**31 - 1, got {quote(self.seed)}")
         if not isinstance(self.deploy_encoding, Mapping) or set(self.deploy_encoding) - set(DEPLOY_OPTIONS):
             raise EngineError(
                 f"train config: deploy_encoding {self.deploy_encoding!r} must be an object with "
