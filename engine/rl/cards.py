@@ -917,7 +917,25 @@ def _worse_lines(card: dict[str, Any]) -> list[str]:
             else "no such reason in the card's measurements"
         )
         lines.append(f"  - {none}, {len(unexplained)}: {_where(unexplained)}")
+    seen = _trained_presets(card["training"])
+    unseen = sorted({sc for sc, _, _ in worse if sc in PRESETS and sc not in seen})
+    if unseen:
+        lines.append(
+            f"- {len(unseen)} of the teaching presets it is worse on never appeared in its training episodes "
+            f"(`env.presets` of its training config or of a run it continued): {', '.join(unseen)}"
+        )
     return lines
+
+
+def _trained_presets(tr: dict[str, Any]) -> set[str]:
+    """The teaching presets among a run's training episodes (``env.presets``), its parents' included."""
+    seen: set[str] = set()
+    run: dict[str, Any] | None = tr
+    while run:
+        presets = ((run.get("config") or {}).get("env") or {}).get("presets")
+        seen.update(p for p in (presets if isinstance(presets, list) else ()) if isinstance(p, str))
+        run = (run.get("init_from") or {}).get("training")
+    return seen
 
 
 def _reason_text(card: dict[str, Any], kind: str, items: list[tuple[str, str, str, float]]) -> str:

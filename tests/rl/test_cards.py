@@ -566,6 +566,28 @@ def test_a_card_says_why_the_winner_beats_an_agent_that_cannot_preempt(monkeypat
     assert "  - no such reason in the card's measurements, 2: `short-fast` on b (free, costly)" in text
 
 
+def test_a_card_names_the_teaching_presets_it_loses_on_that_its_training_never_drew(monkeypatch):
+    """A preset among the lost settings counts as unseen unless the training config, or a run it continued,
+    drew it (``env.presets``); a malformed list in a card counts as none."""
+    card = _losing_card(monkeypatch, ["best-fit"])
+    scenarios = card["evaluation"]["scenarios"]
+    scenarios["heavy-user"] = scenarios.pop("b")  # the lost scenario is now a teaching preset
+    line = (
+        "- 1 of the teaching presets it is worse on never appeared in its training episodes "
+        "(`env.presets` of its training config or of a run it continued): heavy-user"
+    )
+    assert line in cards.render_markdown(card).splitlines()
+
+    def why(**training) -> list[str]:
+        return cards.why_not_better({**card, "training": {**card["training"], **training}})
+
+    assert line in why()
+    assert line not in why(config={"env": {"presets": ["heavy-user"]}})
+    parent = {"training": {"config": {"env": {"presets": ["least-loaded-collapse", "heavy-user"]}}}}
+    assert line not in why(init_from=parent)
+    assert line in why(config={"env": {"presets": "heavy-user"}})  # not a list: no preset counts as trained on
+
+
 def test_a_card_names_the_runs_that_tried_to_replace_its_agent(monkeypatch):
     tried = {
         "what": "continued for 1,000,448 more steps",
