@@ -24,6 +24,13 @@ class EngineError(Exception):
     """Base class: a problem with the user's input or with a scheduler's decisions."""
 
 
+def check_int(value: Any, where: str, low: int, high: int, error: type[Exception] = EngineError) -> int:
+    """``value`` if it is an integer (not a boolean) from ``low`` to ``high``; else ``error`` naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise error(f"{where} must be an integer from {low:,} to {high:,}, got {quote(value)}")
+    return value
+
+
 class ClusterSpecError(EngineError, ValueError):
     """A cluster specification (shorthand or JSON) is invalid; the message names the bad part."""
 

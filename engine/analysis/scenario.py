@@ -41,7 +41,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from engine.errors import EngineError, TraceError, quote, reject_unknown_keys
+from engine.errors import EngineError, TraceError, check_int, quote, reject_unknown_keys
 from engine.sim.cluster import Cluster, loads_bounded, parse_cluster, parse_cluster_text
 from engine.sim.job import MAX_TIME_S, Job
 from engine.sim.options import RunOptions
@@ -387,7 +387,7 @@ def _check_workload(w: WorkloadSpec, where: str) -> None:
     if w.source not in WORKLOAD_SOURCES:
         raise ScenarioError(f"{where}.source {quote(w.source)}: expected one of {', '.join(WORKLOAD_SOURCES)}")
     for key, (least, most) in INT_BOUNDS.items():
-        _check_int(getattr(w, key), f"{where}.{key}", least, most)
+        check_int(getattr(w, key), f"{where}.{key}", least, most, ScenarioError)
     for key, (low, high, low_in, high_in) in NUMBER_BOUNDS.items():
         value = getattr(w, key)
         ok = (
@@ -497,7 +497,7 @@ class Scenario:
             raise ScenarioError("scenario.workload must be a WorkloadSpec")
         if not isinstance(self.options, RunOptions):
             raise ScenarioError("scenario.options must be a RunOptions")
-        _check_int(self.seed, "scenario.seed", 0, MAX_SEED)
+        check_int(self.seed, "scenario.seed", 0, MAX_SEED, ScenarioError)
         _check_text(self.name, "scenario.name")
         if len(self.schedulers) > MAX_SCHEDULERS:
             raise ScenarioError(
@@ -905,11 +905,6 @@ def _flat(options: Mapping[str, Mapping[str, Any]], prefix: str) -> list[tuple[s
 
 def _flat_default(key: str) -> Any:
     return dict(_flat(RunOptions().to_dict(), "o."))[key]
-
-
-def _check_int(value: Any, where: str, low: int, high: int) -> None:
-    if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
-        raise ScenarioError(f"{where} must be an integer from {low:,} to {high:,}, got {quote(value)}")
 
 
 def _check_text(value: Any, where: str, limit: int = MAX_NAME_CHARS) -> None:

@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from engine.analysis.workload import TRAIN_SEED_MIN
-from engine.errors import EngineError, quote, reject_unknown_keys
+from engine.errors import EngineError, check_int, reject_unknown_keys
 from engine.rl.encoding import Snapshot
 from engine.rl.env import EnvConfig, GpuSchedulingEnv, make_env
 from engine.rl.lookahead import Lookahead, LookaheadConfig
@@ -84,9 +84,7 @@ class CloneConfig:
         if self.teacher not in TEACHERS and self.teacher != BEST_ALONE:
             raise EngineError(f"clone.teacher {self.teacher!r}: expected one of {[*TEACHERS, BEST_ALONE]}")
         for k, most in LIMITS.items():
-            v = getattr(self, k)
-            if isinstance(v, bool) or not (isinstance(v, int) and 1 <= v <= most):
-                raise EngineError(f"clone.{k} must be an integer from 1 to {most:,}, got {quote(v)}")
+            check_int(getattr(self, k), f"clone.{k}", 1, most)
         if not (self.learning_rate > 0 and self.value_coef >= 0):
             raise EngineError("clone.learning_rate must be > 0 and clone.value_coef >= 0")
         if self.label_seeds > 1 and self.teacher != BEST_ALONE:

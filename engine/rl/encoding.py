@@ -51,7 +51,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from engine.errors import EngineError, reject_unknown_keys
+from engine.errors import EngineError, check_int, reject_unknown_keys
 from engine.rl.eviction import EVICT_PLACEMENT, EVICT_SCOPES, eviction_cost_gpu_s, find_victims
 from engine.schedulers import PLACEMENTS, Placement  # the package: importing it registers fgd and topo-pack
 from engine.sim.job import Job
@@ -123,10 +123,8 @@ class EncodingConfig:
     deadlines: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.window, bool) or not (isinstance(self.window, int) and 1 <= self.window <= 256):
-            raise EngineError(f"encoding.window must be an integer from 1 to 256, got {self.window!r}")
-        if isinstance(self.max_types, bool) or not (isinstance(self.max_types, int) and 1 <= self.max_types <= 32):
-            raise EngineError(f"encoding.max_types must be an integer from 1 to 32, got {self.max_types!r}")
+        check_int(self.window, "encoding.window", 1, 256)
+        check_int(self.max_types, "encoding.max_types", 1, 32)
         object.__setattr__(self, "rules", tuple(self.rules))
         if not self.rules or any(r not in RULES for r in self.rules) or len(set(self.rules)) != len(self.rules):
             raise EngineError(f"encoding.rules {list(self.rules)!r}: expected distinct names from {list(RULES)}")

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from engine.errors import EngineError, reject_unknown_keys
+from engine.errors import EngineError, check_int, reject_unknown_keys
 from engine.rl.encoding import GLOBAL_FEATURES, EncodingConfig
 
 POLICY_KINDS = ("mlp", "attention")
@@ -28,12 +28,6 @@ POLICY_KINDS = ("mlp", "attention")
 MAX_LAYERS, MAX_WIDTH, MAX_D_MODEL, MAX_HEADS, MAX_ENCODER_LAYERS = 8, 4096, 512, 16, 8
 #: Most parameters a model may have (float32: 64 MiB), checked from the shapes before any weight is read.
 MAX_PARAMS = 16 * 2**20
-
-
-def _int_in(name: str, v: Any, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise EngineError(f"policy.{name} must be an integer from {lo} to {hi}, got {v!r}")
-    return v
 
 
 @dataclass(frozen=True)
@@ -63,10 +57,10 @@ class PolicySpec:
         arch = tuple(self.net_arch)
         if not 1 <= len(arch) <= MAX_LAYERS:
             raise EngineError(f"policy.net_arch: 1 to {MAX_LAYERS} layers, got {len(arch)}")
-        object.__setattr__(self, "net_arch", tuple(_int_in("net_arch[]", x, 1, MAX_WIDTH) for x in arch))
-        _int_in("d_model", self.d_model, 1, MAX_D_MODEL)
-        _int_in("n_heads", self.n_heads, 1, MAX_HEADS)
-        _int_in("n_layers", self.n_layers, 1, MAX_ENCODER_LAYERS)
+        object.__setattr__(self, "net_arch", tuple(check_int(x, "policy.net_arch[]", 1, MAX_WIDTH) for x in arch))
+        check_int(self.d_model, "policy.d_model", 1, MAX_D_MODEL)
+        check_int(self.n_heads, "policy.n_heads", 1, MAX_HEADS)
+        check_int(self.n_layers, "policy.n_layers", 1, MAX_ENCODER_LAYERS)
         if self.d_model % self.n_heads:
             raise EngineError(f"policy.d_model ({self.d_model}) must be a multiple of n_heads ({self.n_heads})")
 

@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from engine.errors import EngineError, quote, reject_unknown_keys
+from engine.errors import EngineError, check_int, reject_unknown_keys
 from engine.rl.agent import (
     MODELS_DIR,
     WEIGHTS_FORMAT,
@@ -184,16 +184,13 @@ class TrainConfig:
         if not self.name or not all(c.isalnum() or c in "-_." for c in self.name):
             raise EngineError(f"train config: name {self.name!r} must use letters, digits, '-', '_' or '.'")
         for k, most in LIMITS.items():
-            v = getattr(self, k)
-            if isinstance(v, bool) or not (isinstance(v, int) and 1 <= v <= most):
-                raise EngineError(f"train config: {k} must be an integer from 1 to {most:,}, got {quote(v)}")
+            check_int(getattr(self, k), f"train config: {k}", 1, most)
         if self.n_steps * self.n_envs > MAX_ROLLOUT:
             raise EngineError(
                 f"train config: n_steps x n_envs is {self.n_steps * self.n_envs:,} steps of rollout held in memory; "
                 f"the limit is {MAX_ROLLOUT:,}"
             )
-        if isinstance(self.seed, bool) or not (isinstance(self.seed, int) and 0 <= self.seed < 2**31):
-            raise EngineError(f"train config: seed must be an integer from 0 to 2**31 - 1, got {quote(self.seed)}")
+        check_int(self.seed, "train config: seed", 0, 2**31 - 1)
         if not isinstance(self.deploy_encoding, Mapping) or set(self.deploy_encoding) - set(DEPLOY_OPTIONS):
             raise EngineError(
                 f"train config: deploy_encoding {self.deploy_encoding!r} must be an object with "

@@ -221,7 +221,7 @@ def test_cards_with_wrong_types_are_a_model_error(tiny_models, tmp_path, key, va
 @pytest.mark.parametrize(
     "policy,encoding,match",
     [
-        ({"kind": "mlp", "net_arch": [200000, 200000]}, None, "integer from 1 to 4096"),
+        ({"kind": "mlp", "net_arch": [200000, 200000]}, None, "integer from 1 to 4,096"),
         ({"kind": "mlp", "net_arch": [64] * 100}, None, "1 to 8 layers"),
         ({"kind": "attention", "net_arch": [64], "d_model": 10**6, "n_heads": 1}, None, "d_model"),
         # Every size within its own bound, but together too many parameters.
