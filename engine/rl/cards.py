@@ -27,7 +27,7 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from engine.analysis.evaluate import Evaluation, describe, evaluate, mean_ci, parse_scenario, scenario_from_dict
 from engine.analysis.presets import PRESETS
@@ -808,11 +808,8 @@ def _compute_line(tr: dict[str, Any]) -> str:
     """Steps trained against :data:`TARGET_STEPS`, wall time, machine and the PPO steps per second (the wall time
     less the behaviour cloning of this run and of the runs it continued)."""
     steps, wall_s = tr["timesteps"], tr["wall_time_s"]
-    clone_s = 0.0
-    run: dict[str, Any] | None = tr  # a continued run's wall time counts its parents', their cloning included
-    while run:
-        clone_s += (run.get("clone") or {}).get("wall_time_s", 0.0)
-        run = (run.get("init_from") or {}).get("training")
+    # a continued run's wall time counts its parents', their cloning included
+    clone_s = sum((run.get("clone") or {}).get("wall_time_s", 0.0) for run in _lineage(tr))
     cfg = tr.get("config") or {}
     cores = f"{tr['cores']} cores" if tr.get("cores") else "cores not recorded"
     envs = f", {cfg['n_envs']} environments" if cfg.get("n_envs") else ""
@@ -927,14 +924,20 @@ def _worse_lines(card: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _lineage(tr: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A card's ``training`` section, then those of the runs it continued (``init_from``), parent after child."""
+    run: dict[str, Any] | None = tr
+    while run:
+        yield run
+        run = (run.get("init_from") or {}).get("training")
+
+
 def _trained_presets(tr: dict[str, Any]) -> set[str]:
     """The teaching presets among a run's training episodes (``env.presets``), its parents' included."""
     seen: set[str] = set()
-    run: dict[str, Any] | None = tr
-    while run:
+    for run in _lineage(tr):
         presets = ((run.get("config") or {}).get("env") or {}).get("presets")
         seen.update(p for p in (presets if isinstance(presets, list) else ()) if isinstance(p, str))
-        run = (run.get("init_from") or {}).get("training")
     return seen
 
 
