@@ -269,23 +269,25 @@ def verdict_of(diff: float, half: float) -> str:
     return "better" if diff + half < 0 else "worse" if diff - half > 0 else "no clear difference"
 
 
+def paired_difference(mine: Sequence[float], theirs: Sequence[float]) -> dict[str, Any]:
+    """Mine minus theirs on the same seeds: mean, 95 % CI half-width, the mean relative to theirs (``None`` where
+    theirs is 0) and :func:`verdict_of`."""
+    diff, half = mean_ci([a - b for a, b in zip(mine, theirs)])
+    base = sum(theirs) / len(theirs)
+    return {
+        "diff": _clean(diff),
+        "ci95": _clean(half),
+        "relative": _clean(diff / base if base else math.nan),
+        "verdict": verdict_of(diff, half),
+    }
+
+
 def compare_runs(me: str, objectives: dict[str, list[float]]) -> dict[str, Any]:
     """The agent's paired differences in objective (agent minus policy, per seed) to every hand-written policy
     and the best fair one (lowest mean objective, oracles excluded)."""
     mine = objectives[me]
     fair = set(fair_baselines())
-    vs: dict[str, Any] = {}
-    for s, vals in objectives.items():
-        if s == me:
-            continue
-        diff, half = mean_ci([a - b for a, b in zip(mine, vals)])
-        base = sum(vals) / len(vals)
-        vs[s] = {
-            "diff": _clean(diff),
-            "ci95": _clean(half),
-            "relative": _clean(diff / base if base else math.nan),
-            "verdict": verdict_of(diff, half),
-        }
+    vs = {s: paired_difference(mine, vals) for s, vals in objectives.items() if s != me}
     candidates = [s for s in objectives if s != me and s in fair]
     best = min(candidates, key=lambda s: sum(objectives[s]) / len(objectives[s]))
     return {"vs": vs, "best_baseline": best, "vs_best": vs[best]}
@@ -800,6 +802,7 @@ def why_not_better(card: dict[str, Any]) -> list[str]:
         _curve_line(tr),
         *_tried_lines(card),
         *_worse_lines(card),
+        *_hindsight_lines(card),
         "",
     ]
 
@@ -922,6 +925,52 @@ def _worse_lines(card: dict[str, Any]) -> list[str]:
             f"(`env.presets` of its training config or of a run it continued): {', '.join(unseen)}"
         )
     return lines
+
+
+def hindsight_vs_best(pool: Sequence[str], t: dict[str, Any]) -> dict[str, Any] | None:
+    """For a selector over ``pool``: the best of its policies on each run of table ``t``, picked in hindsight
+    (the lowest objective of their runs on that seed), paired against the table's best hand-written policy
+    (:func:`paired_difference`); ``None`` if a policy of the pool or the best was not run there."""
+    runs, best = t.get("objective_runs") or {}, t["best_baseline"]
+    if best not in runs or any(p not in runs for p in pool):
+        return None
+    return paired_difference([min(per_seed) for per_seed in zip(*(runs[p] for p in pool))], runs[best])
+
+
+def _hindsight_lines(card: dict[str, Any]) -> list[str]:
+    """For a selector: how much keeping one of its policies for a whole run could gain at most, measured on the
+    card's own runs (:func:`hindsight_vs_best`): on how many settings the hindsight pick is significantly better
+    than the best policy, and its difference beside the agent's on the held-out workloads."""
+    pool = card.get("selector")
+    if not pool:
+        return []
+    settings = {key: hindsight_vs_best(pool, t) for key, t in _settings(card).items() if "error" not in t}
+    found = {key: vs for key, vs in settings.items() if vs is not None}
+    if not found:
+        return []
+    better = sum(vs["verdict"] == "better" for vs in found.values())
+    tables = _settings(card)
+    held = [
+        f"{percent_change(vs, tenths=True)} +- {_ci_percent(vs, tables[(sc, st)])} with {st} preemption (agent "
+        f"{percent_change(tables[(sc, st)]['vs_best'], tenths=True)})"
+        for (sc, st), vs in found.items()
+        if sc == HELD_OUT
+    ]
+    return [
+        f"- what keeping one of its {len(pool)} policies for a whole run could gain at most: the best of them on each "
+        "run, picked in hindsight (knowing how all their runs turned out, which no scheduler can), against the best "
+        "single hand-written policy: significantly "
+        f"better on {better} of {len(found)} settings"
+        + (f"; on the held-out {HELD_OUT} {'; '.join(held)}" if held else "")
+    ]
+
+
+def _ci_percent(vs: Mapping[str, Any], t: dict[str, Any]) -> str:
+    """A paired difference's 95 % CI half-width in percent of table ``t``'s best policy's mean objective
+    (absolute where that mean is 0, as :func:`percent_change` states the difference)."""
+    runs = t["objective_runs"][t["best_baseline"]]
+    base = sum(runs) / len(runs)
+    return f"{100 * vs['ci95'] / base:.1f} %" if base else f"{vs['ci95']:.2g} absolute"
 
 
 def _lineage(tr: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -637,6 +637,33 @@ def test_a_selector_card_names_the_winners_outside_its_policies(monkeypatch):
     assert "The agent preempts only when it picks a preemptive policy (`tiresias`)" in text
 
 
+def test_a_selector_card_says_what_the_hindsight_pick_of_its_policies_gains():
+    """Per seed, the lowest objective among the selector's policies, paired against the best single policy."""
+    runs = {"a": [1.0, 4.0, 2.0, 3.0], "b": [2.0, 1.0, 3.0, 3.5], "c": [1.5, 3.0, 2.5, 2.5], "rl:s": [2.0] * 4}
+    table = {"best_baseline": "c", "objective_runs": runs, "vs_best": {"diff": -0.375, "relative": -0.2}}
+    picked = cards.hindsight_vs_best(["a", "b"], table)  # per seed: 1, 1, 2, 3 against c's 1.5, 3, 2.5, 2.5
+    assert picked == cards.paired_difference([1.0, 1.0, 2.0, 3.0], runs["c"])
+    assert picked["diff"] == pytest.approx(-0.625) and picked["relative"] == pytest.approx(-0.625 / 2.375)
+    assert cards.hindsight_vs_best(["a", "z"], table) is None  # z was not run there
+    card = {
+        "selector": ["a", "b"],
+        "evaluation": {
+            "scenarios": {
+                cards.HELD_OUT: {"costly": table},
+                "other": {"free": {**table, "objective_runs": {**runs, "a": [0.1] * 4}}, "costly": {"error": "x"}},
+            }
+        },
+    }
+    (line,) = cards._hindsight_lines(card)
+    assert line.startswith("- what keeping one of its 2 policies for a whole run could gain at most: the best")
+    assert "significantly better on 1 of 2 settings" in line  # "other": a alone beats c on every seed
+    half = 100 * picked["ci95"] / 2.375
+    assert line.endswith(
+        f"on the held-out {cards.HELD_OUT} -26.3 % +- {half:.1f} % with costly preemption (agent -20.0 %)"
+    )
+    assert cards._hindsight_lines({**card, "selector": None}) == []  # not a selector
+
+
 def test_a_winner_placing_or_resizing_outside_the_agents_action_space_is_named():
     elastic = dataclasses.replace(
         SCENARIOS["v100-32"], workload=dataclasses.replace(SCENARIOS["v100-32"].workload, elastic=0.5)
