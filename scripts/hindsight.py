@@ -25,7 +25,7 @@ from engine.analysis.evaluate import parse_scenario, run_scheduler  # noqa: E402
 from engine.analysis.workload import TRAIN_SEED_MIN  # noqa: E402
 from engine.errors import EngineError  # noqa: E402
 from engine.rl.agent import read_card  # noqa: E402
-from engine.rl.cards import PREEMPTION, paired_difference  # noqa: E402
+from engine.rl.cards import PREEMPTION, hindsight_vs_best, paired_difference  # noqa: E402
 from engine.rl.reward import RewardWeights, objective  # noqa: E402
 from engine.sim.options import RunOptions  # noqa: E402
 
@@ -72,9 +72,11 @@ def main(argv: list[str] | None = None) -> None:
     best = min(pool, key=lambda n: sum(objectives[n]))
     for n, values in objectives.items():
         print(f"{n:28s} objective {sum(values) / len(values):.4f}")
-    picked = [min(per_seed) for per_seed in zip(*(objectives[n] for n in pool))]
-    for label, values in (("hindsight pick", picked), (agent, objectives[agent])):
-        d = paired_difference(values, objectives[best])
+    table = {"best_baseline": best, "objective_runs": objectives}
+    for label, d in (
+        ("hindsight pick", hindsight_vs_best(pool, table)),
+        (agent, paired_difference(objectives[agent], objectives[best])),
+    ):
         pct = "" if d["relative"] is None else f" ({100 * d['relative']:+.1f} %)"
         print(f"{label} minus {best}: {d['diff']:+.4f} +- {d['ci95']:.4f}{pct}: {d['verdict']}")
 
