@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> None:
         ("hindsight pick", hindsight_vs_best(pool, table)),
         (agent, paired_difference(objectives[agent], objectives[best])),
     ):
-        pct = "" if d["relative"] is None else f" ({100 * d['relative']:+.1f} %)"
+        base = sum(objectives[best]) / len(objectives[best])
+        pct = f" ({100 * d['diff'] / base:+.1f} % +- {100 * d['ci95'] / base:.1f} %)" if base else ""
         print(f"{label} minus {best}: {d['diff']:+.4f} +- {d['ci95']:.4f}{pct}: {d['verdict']}")
 
 

@@ -30,7 +30,7 @@ def test_the_hindsight_pick_is_each_seeds_best_policy_paired_against_the_best_si
     best = min(pool, key=lambda n: sum(objectives[n]))
     picked = [min(seed) for seed in zip(*(objectives[n] for n in pool))]
     diff = sum(picked) / 3 - sum(objectives[best]) / 3
-    m = re.fullmatch(rf"hindsight pick minus {best}: (\S+) \+- \S+ \(\S+ %\): .+", lines[12])
+    m = re.fullmatch(rf"hindsight pick minus {best}: (\S+) \+- \S+ \(\S+ % \+- \S+ %\): .+", lines[12])
     assert m and abs(float(m[1]) - diff) < 1e-4 and diff <= 0  # never worse than any one policy of the pool
     assert lines[13].startswith(f"rl:select-wait minus {best}: ")
 
