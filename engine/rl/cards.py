@@ -944,12 +944,12 @@ def _hindsight_lines(card: dict[str, Any]) -> list[str]:
     pool = card.get("selector")
     if not pool:
         return []
-    settings = {key: hindsight_vs_best(pool, t) for key, t in _settings(card).items() if "error" not in t}
+    tables = _settings(card)
+    settings = {key: hindsight_vs_best(pool, t) for key, t in tables.items() if "error" not in t}
     found = {key: vs for key, vs in settings.items() if vs is not None}
     if not found:
         return []
     better = sum(vs["verdict"] == "better" for vs in found.values())
-    tables = _settings(card)
     held = [
         f"{percent_change(vs, tenths=True)} +- {_ci_percent(vs, tables[(sc, st)])} with {st} preemption (agent "
         f"{percent_change(tables[(sc, st)]['vs_best'], tenths=True)})"
@@ -959,8 +959,7 @@ def _hindsight_lines(card: dict[str, Any]) -> list[str]:
     return [
         f"- what keeping one of its {len(pool)} policies for a whole run could gain at most: the best of them on each "
         "run, picked in hindsight (knowing how all their runs turned out, which no scheduler can), against the best "
-        "single hand-written policy: significantly "
-        f"better on {better} of {len(found)} settings"
+        f"single hand-written policy: significantly better on {better} of {len(found)} settings"
         + (f"; on the held-out {HELD_OUT} {'; '.join(held)}" if held else "")
     ]
 
