@@ -25,7 +25,7 @@ from engine.analysis.evaluate import parse_scenario, run_scheduler  # noqa: E402
 from engine.analysis.workload import TRAIN_SEED_MIN  # noqa: E402
 from engine.errors import EngineError  # noqa: E402
 from engine.rl.agent import read_card  # noqa: E402
-from engine.rl.cards import PREEMPTION, hindsight_vs_best, paired_difference  # noqa: E402
+from engine.rl.cards import PREEMPTION, ci_percent, hindsight_vs_best, paired_difference, percent_change  # noqa: E402
 from engine.rl.reward import RewardWeights, objective  # noqa: E402
 from engine.sim.options import RunOptions  # noqa: E402
 
@@ -45,8 +45,9 @@ def runs(model: str, scenario: str, seeds: int, preemption: str) -> dict[str, li
     options = RunOptions(preemption=PREEMPTION[preemption])
     names = [*pool, f"rl:{model}"]
     out: dict[str, list[float]] = {n: [] for n in names}
+    base = parse_scenario(scenario)
     for k in range(seeds):
-        sc = parse_scenario(scenario).with_seed(TRAIN_SEED_MIN + SEED_OFFSET + k)
+        sc = base.with_seed(TRAIN_SEED_MIN + SEED_OFFSET + k)
         cluster = sc.build_cluster()
         jobs = sc.build_jobs(cluster)
         for n in names:
@@ -77,9 +78,8 @@ def main(argv: list[str] | None = None) -> None:
         ("hindsight pick", hindsight_vs_best(pool, table)),
         (agent, paired_difference(objectives[agent], objectives[best])),
     ):
-        base = sum(objectives[best]) / len(objectives[best])
-        pct = f" ({100 * d['diff'] / base:+.1f} % +- {100 * d['ci95'] / base:.1f} %)" if base else ""
-        print(f"{label} minus {best}: {d['diff']:+.4f} +- {d['ci95']:.4f}{pct}: {d['verdict']}")
+        pct = f"{percent_change(d, tenths=True)} +- {ci_percent(d, table)}"
+        print(f"{label} minus {best}: {d['diff']:+.4f} +- {d['ci95']:.4f} ({pct}): {d['verdict']}")
 
 
 if __name__ == "__main__":

@@ -951,7 +951,7 @@ def _hindsight_lines(card: dict[str, Any]) -> list[str]:
         return []
     better = sum(vs["verdict"] == "better" for vs in found.values())
     held = [
-        f"{percent_change(vs, tenths=True)} +- {_ci_percent(vs, tables[(sc, st)])} with {st} preemption (agent "
+        f"{percent_change(vs, tenths=True)} +- {ci_percent(vs, tables[(sc, st)])} with {st} preemption (agent "
         f"{percent_change(tables[(sc, st)]['vs_best'], tenths=True)})"
         for (sc, st), vs in found.items()
         if sc == HELD_OUT
@@ -964,7 +964,7 @@ def _hindsight_lines(card: dict[str, Any]) -> list[str]:
     ]
 
 
-def _ci_percent(vs: Mapping[str, Any], t: dict[str, Any]) -> str:
+def ci_percent(vs: Mapping[str, Any], t: dict[str, Any]) -> str:
     """A paired difference's 95 % CI half-width in percent of table ``t``'s best policy's mean objective
     (absolute where that mean is 0, as :func:`percent_change` states the difference)."""
     runs = t["objective_runs"][t["best_baseline"]]
