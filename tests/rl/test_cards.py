@@ -664,6 +664,32 @@ def test_a_selector_card_says_what_the_hindsight_pick_of_its_policies_gains():
     assert cards._hindsight_lines({**card, "selector": None}) == []  # not a selector
 
 
+def test_a_card_says_how_much_of_the_held_out_mean_its_largest_run_carries():
+    """The best policy's largest held-out run, its share of the summed objective, and the agent without it."""
+    best, mine = [1.0, 2.0, 7.0, 2.0], [1.5, 2.5, 1.0, 2.0]  # seed 12 carries 7 of 12
+    table = {"best_baseline": "c", "seeds": [10, 11, 12, 13], "objective_runs": {"c": best, "rl:s": mine}}
+    card = {
+        "name": "s",
+        "evaluation": {
+            "scenarios": {
+                cards.HELD_OUT: {"costly": table, "free": {"error": "x"}},
+                "other": {"free": table},  # not the held-out workloads: no line
+            }
+        },
+    }
+    (line,) = cards._largest_run_lines(card)
+    vs = cards.paired_difference([1.5, 2.5, 2.0], [1.0, 2.0, 2.0])  # +1/3 over a mean of 5/3: +20 %
+    assert vs["relative"] == pytest.approx(0.2)
+    assert line == (
+        f"- on the held-out {cards.HELD_OUT} with costly preemption, one of its 4 runs (seed 12) carries 58 % of "
+        f"`c`'s summed objective; without that run the agent is +20.0 % +- {100 * vs['ci95'] / (5 / 3):.1f} % "
+        f"({vs['verdict']}) against it"
+    )
+    # With the largest run the agent looks better (7 against 12 summed); without it, it is not: the line says so.
+    assert vs["verdict"] == "no clear difference"
+    assert cards._largest_run_lines({**card, "name": "other"}) == []  # the agent was not run there
+
+
 def test_a_winner_placing_or_resizing_outside_the_agents_action_space_is_named():
     elastic = dataclasses.replace(
         SCENARIOS["v100-32"], workload=dataclasses.replace(SCENARIOS["v100-32"].workload, elastic=0.5)
