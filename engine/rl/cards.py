@@ -974,8 +974,8 @@ def _largest_run_lines(card: dict[str, Any]) -> list[str]:
     lines = []
     for (sc, st), t in _settings(card).items():
         runs = t.get("objective_runs") or {}
-        best, mine = runs.get(t.get("best_baseline")), runs.get(agent)
-        if sc != HELD_OUT or "error" in t or not best or not mine or len(best) < 3 or sum(best) <= 0:
+        best, mine, seeds = runs.get(t.get("best_baseline")) or [], runs.get(agent) or [], t.get("seeds") or []
+        if sc != HELD_OUT or len(best) < 3 or sum(best) <= 0 or not len(best) == len(mine) == len(seeds):
             continue
         i = max(range(len(best)), key=best.__getitem__)
         rest = [k for k in range(len(best)) if k != i]
@@ -987,7 +987,7 @@ def _largest_run_lines(card: dict[str, Any]) -> list[str]:
             else f"{vs['diff']:+.2g} +- {vs['ci95']:.2g} absolute ({vs['verdict']})"
         )
         lines.append(
-            f"- on the held-out {sc} with {st} preemption, one of its {len(best)} runs (seed {t['seeds'][i]}) carries "
+            f"- on the held-out {sc} with {st} preemption, one of its {len(best)} runs (seed {seeds[i]}) carries "
             f"{100 * best[i] / sum(best):.0f} % of `{t['best_baseline']}`'s summed objective; without that run the "
             f"agent is {without} against it"
         )

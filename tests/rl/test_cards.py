@@ -688,6 +688,8 @@ def test_a_card_says_how_much_of_the_held_out_mean_its_largest_run_carries():
     # With the largest run the agent looks better (7 against 12 summed); without it, it is not: the line says so.
     assert vs["verdict"] == "no clear difference"
     assert cards._largest_run_lines({**card, "name": "other"}) == []  # the agent was not run there
+    short = {"scenarios": {cards.HELD_OUT: {"costly": {**table, "seeds": [10]}}}}  # a malformed card: no line
+    assert cards._largest_run_lines({**card, "evaluation": short}) == []
 
 
 def test_a_winner_placing_or_resizing_outside_the_agents_action_space_is_named():
