@@ -978,18 +978,13 @@ def _largest_run_lines(card: dict[str, Any]) -> list[str]:
         if sc != HELD_OUT or len(best) < 3 or sum(best) <= 0 or not len(best) == len(mine) == len(seeds):
             continue
         i = max(range(len(best)), key=best.__getitem__)
-        rest = [k for k in range(len(best)) if k != i]
-        vs = paired_difference([mine[k] for k in rest], [best[k] for k in rest])
-        base = sum(best[k] for k in rest) / len(rest)
-        without = (
-            f"{100 * vs['relative']:+.1f} % +- {100 * vs['ci95'] / base:.1f} % ({vs['verdict']})"
-            if base
-            else f"{vs['diff']:+.2g} +- {vs['ci95']:.2g} absolute ({vs['verdict']})"
-        )
+        others = best[:i] + best[i + 1 :]
+        rest = {"best_baseline": "best", "objective_runs": {"best": others}}  # the table less run i, for ci_percent
+        vs = paired_difference(mine[:i] + mine[i + 1 :], others)
         lines.append(
             f"- on the held-out {sc} with {st} preemption, one of its {len(best)} runs (seed {seeds[i]}) carries "
             f"{100 * best[i] / sum(best):.0f} % of `{t['best_baseline']}`'s summed objective; without that run the "
-            f"agent is {without} against it"
+            f"agent is {percent_change(vs, tenths=True)} +- {ci_percent(vs, rest)} ({vs['verdict']}) against it"
         )
     return lines
 
