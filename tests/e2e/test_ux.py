@@ -207,10 +207,9 @@ def test_learn_explains_and_runs_the_trained_agents_in_human_units(page: Page, a
     expect(cell).to_be_visible()
     assert cell.inner_text() == longest
     assert cell.evaluate("e => e.scrollWidth <= e.clientWidth + 1 && e.scrollHeight <= e.clientHeight + 1")
-    agents = [
-        row.split("\t")[0].strip()
-        for row in page.locator('[data-testid="stTable"]').nth(1).locator("tbody tr").all_inner_texts()
-    ]
+    agent_rows = page.locator('[data-testid="stTable"]').nth(1).locator("tbody tr")
+    expect(agent_rows.first).to_be_visible()  # the page streams: the agents' table may come after the first one
+    agents = [row.split("\t")[0].strip() for row in agent_rows.all_inner_texts()]
     assert agents and all(a.startswith("rl:") for a in agents), agents
     expect(
         page.get_by_text("Does not beat the best hand-written policy").first.or_(
