@@ -36,7 +36,8 @@ Observation (a dict of float32 arrays, all features roughly in [0, 1]; :func:`en
     :func:`deadline_features`.
     ``groups`` (max_types x :attr:`EncodingConfig.group_features`): :func:`group_features` per GPU type slot, then
     with ``node_health`` :func:`node_health_features` (zeros for absent types).
-    ``global`` (8): :func:`global_features`.
+    ``global`` (:attr:`EncodingConfig.global_features`): :func:`global_features`, then with ``preemption_history``
+    :func:`preemption_history_features`.
     ``action_mask`` (n actions, int8): the mask above, for libraries that read masks from observations.
 """
 
@@ -66,6 +67,10 @@ NODE_HEALTH_FEATURES = 3
 #: More per job slot with ``deadlines``: has a deadline, slack, lateness, can shrink, can grow.
 DEADLINE_FEATURES = 5
 GLOBAL_FEATURES = 8
+#: More global features with ``preemption_history``: how often the waiting and running jobs have been preempted.
+PREEMPTION_HISTORY_FEATURES = 4
+#: Waiting jobs at the head of the queue that :func:`preemption_history_features` reads (a long queue costs the same).
+HISTORY_HEAD = 32
 WINDOW_ORDERS = ("arrival", "mixed")
 #: Per (job, GPU type) slot, when the encoding offers ``"evict"``: can evict-start there, victims' remaining work.
 EVICT_FEATURES = 2
@@ -109,6 +114,11 @@ class EncodingConfig:
             deadline, its slack, how late it is sure to be, how far it can shrink and grow), for workloads with
             deadlines or elastic jobs. Off by default, so encodings written before it (and the shipped agents)
             keep their layout.
+        preemption_history: :data:`PREEMPTION_HISTORY_FEATURES` more global features
+            (:func:`preemption_history_features`: how many of the waiting and running jobs were preempted, and how
+            often), so an agent can see a run in which evictions feed on each other (a preemption cascade: each
+            eviction under costly preemption loses work, which lengthens the queue, which brings more evictions).
+            Off by default, so encodings written before it (and the shipped agents) keep their layout.
     """
 
     window: int = 8
@@ -121,6 +131,7 @@ class EncodingConfig:
     whole_node: bool = False
     node_health: bool = False
     deadlines: bool = False
+    preemption_history: bool = False
 
     def __post_init__(self) -> None:
         check_int(self.window, "encoding.window", 1, 256)
@@ -143,7 +154,7 @@ class EncodingConfig:
             raise EngineError(f"encoding.evict_scope {self.evict_scope!r}: expected one of {list(EVICT_SCOPES)}")
         if self.evict_scope != "type" and not self.evicts:
             raise EngineError('encoding.evict_scope needs the "evict" rule in encoding.rules')
-        for name in ("whole_node", "node_health", "deadlines"):
+        for name in ("whole_node", "node_health", "deadlines", "preemption_history"):
             if not isinstance(getattr(self, name), bool):
                 raise EngineError(f"encoding.{name} must be true or false, got {getattr(self, name)!r}")
 
@@ -170,6 +181,12 @@ class EncodingConfig:
         """Features per GPU type slot: :data:`GROUP_FEATURES`, plus :data:`NODE_HEALTH_FEATURES` with
         ``node_health``."""
         return GROUP_FEATURES + (NODE_HEALTH_FEATURES if self.node_health else 0)
+
+    @property
+    def global_features(self) -> int:
+        """Global features: :data:`GLOBAL_FEATURES`, plus :data:`PREEMPTION_HISTORY_FEATURES` with
+        ``preemption_history``."""
+        return GLOBAL_FEATURES + (PREEMPTION_HISTORY_FEATURES if self.preemption_history else 0)
 
     @property
     def n_actions(self) -> int:
@@ -207,6 +224,8 @@ class EncodingConfig:
             out["node_health"] = True
         if self.deadlines:
             out["deadlines"] = True
+        if self.preemption_history:
+            out["preemption_history"] = True
         return out
 
     @classmethod
@@ -222,6 +241,7 @@ class EncodingConfig:
             "whole_node",
             "node_health",
             "deadlines",
+            "preemption_history",
         }
         reject_unknown_keys(data, known, "encoding")
         rules = data.get("rules", cls.rules)
@@ -491,7 +511,10 @@ def encode(
     gf[: tab.n_types, :GROUP_FEATURES] = group_features(state, tab, block_t)
     if cfg.node_health:
         gf[: tab.n_types, GROUP_FEATURES:] = node_health_features(state, tab)
-    return {"jobs": jf, "groups": gf, "global": global_features(state, snap), "action_mask": snap.mask.astype(np.int8)}
+    glob = global_features(state, snap)
+    if cfg.preemption_history:
+        glob = np.concatenate([glob, preemption_history_features(state)])
+    return {"jobs": jf, "groups": gf, "global": glob, "action_mask": snap.mask.astype(np.int8)}
 
 
 def _idle_blocks(state: ClusterState, tab: _TypeTables) -> np.ndarray:
@@ -678,6 +701,26 @@ def global_features(state: ClusterState, snap: Snapshot) -> np.ndarray:
     glob[6] = log1p(max(n_queue - len(snap.window), 0)) / 6.0
     glob[7] = min(waiting_demand / n_gpus / 4.0, 1.0)
     return glob
+
+
+def preemption_history_features(state: ClusterState) -> np.ndarray:
+    """The :data:`PREEMPTION_HISTORY_FEATURES` features of how often the run's jobs have been preempted (float32,
+    each in [0, 1]), with ``preemption_history``, in order:
+
+    over the first :data:`HISTORY_HEAD` waiting jobs: the share preempted at least once, log1p(their mean
+    preemptions)/3 and log1p(their most preemptions)/5 (clipped at 1); the share of the running jobs preempted at
+    least once (all 0 when there are none). A cascade shows as waiting jobs preempted again and again.
+    """
+    times = state.preemptions
+    head = [times(j) for j in islice(state.queue, HISTORY_HEAD)]
+    out = np.zeros(PREEMPTION_HISTORY_FEATURES, dtype=np.float32)
+    if head:
+        out[0] = sum(k > 0 for k in head) / len(head)
+        out[1] = min(math.log1p(sum(head) / len(head)) / 3.0, 1.0)
+        out[2] = min(math.log1p(max(head)) / 5.0, 1.0)
+    if state.running:
+        out[3] = sum(times(j) > 0 for j in state.running) / len(state.running)
+    return out
 
 
 def action_mask(

@@ -13,12 +13,13 @@ Action space
     :mod:`engine.rl.encoding`.
 Observation space
     ``Dict(jobs=Box(0, 4, (window, 12 + k * max_types + d)), groups=Box(0, 4, (max_types, 10 + h)),
-    global=Box(0, 4, (8,)), action_mask=MultiBinary(n_actions))``: 12 features per job plus k = 4 per (job, GPU
+    global=Box(0, 4, (8 + p,)), action_mask=MultiBinary(n_actions))``: 12 features per job plus k = 4 per (job, GPU
     type slot) (its speed, expected run time, can start now, can start now on one node of that type), k = 6 with
     ``"evict"`` (can start by evicting, the victims' remaining work), k = 7 with ``evict_cost`` too (the work
     evicting would cost the victims under the episode's preemption model); h = 0, or 3 with ``node_health``
     (per GPU type: nodes down, time since repair, failures so far); d = 0, or 5 with ``deadlines`` (per job:
-    has a deadline, slack, lateness at best speed, how far it can shrink and grow); every feature is documented
+    has a deadline, slack, lateness at best speed, how far it can shrink and grow); p = 0, or 4 with
+    ``preemption_history`` (how many waiting and running jobs were preempted, and how often); every feature is documented
     in :mod:`engine.rl.encoding`.
 Transitions
     A step applies one action: a start (after its preemptions, for ``"evict"``) or *wait*. If another start is still feasible at the same simulated time, the next
@@ -66,7 +67,7 @@ from engine.analysis.presets import PRESETS
 from engine.analysis.scenario import ScenarioError, WorkloadSpec
 from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError, reject_unknown_keys
-from engine.rl.encoding import GLOBAL_FEATURES, EncodingConfig, RulePlacements, Snapshot, decode, encode, snapshot
+from engine.rl.encoding import EncodingConfig, RulePlacements, Snapshot, decode, encode, snapshot
 from engine.rl.reward import RewardWeights, terminal_cost
 from engine.rl.selector import (
     SELECT_BASE_FEATURES,
@@ -288,7 +289,7 @@ def observation_space(enc: EncodingConfig) -> tuple[spaces.Dict, spaces.Discrete
         {
             "jobs": box(enc.window, enc.job_features),
             "groups": box(enc.max_types, enc.group_features),
-            "global": box(GLOBAL_FEATURES),
+            "global": box(enc.global_features),
             "action_mask": spaces.MultiBinary(enc.n_actions),
         }
     )

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from engine.errors import EngineError, check_int, reject_unknown_keys
-from engine.rl.encoding import GLOBAL_FEATURES, EncodingConfig
+from engine.rl.encoding import EncodingConfig
 
 POLICY_KINDS = ("mlp", "attention")
 #: Bounds on what a card may ask for (each far above the shipped models), checked before anything is built.
@@ -94,7 +94,7 @@ def _extractor_shapes(prefix: str, spec: PolicySpec, enc: EncodingConfig) -> dic
         f"{prefix}.job_in.bias": (d,),
         f"{prefix}.group_in.weight": (d, enc.group_features),
         f"{prefix}.group_in.bias": (d,),
-        f"{prefix}.glob_in.weight": (d, GLOBAL_FEATURES),
+        f"{prefix}.glob_in.weight": (d, enc.global_features),
         f"{prefix}.glob_in.bias": (d,),
     }
     for i in range(spec.n_layers):
@@ -120,7 +120,7 @@ def features_dim(spec: PolicySpec, enc: EncodingConfig) -> int:
     """Width of the features the MLP heads read."""
     if spec.kind == "attention":
         return (1 + enc.window + enc.max_types) * spec.d_model
-    return enc.window * enc.job_features + enc.max_types * enc.group_features + GLOBAL_FEATURES + enc.n_actions
+    return enc.window * enc.job_features + enc.max_types * enc.group_features + enc.global_features + enc.n_actions
 
 
 def param_shapes(

@@ -30,7 +30,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from engine.errors import EngineError
-from engine.rl.encoding import GLOBAL_FEATURES, EncodingConfig, encode, snapshot
+from engine.rl.encoding import EncodingConfig, encode, snapshot
 from engine.schedulers.registry import SCHEDULERS, make_scheduler
 from engine.sim.state import ClusterState, Decision, Preempt, Start
 
@@ -142,7 +142,7 @@ def selector_input_dim(enc: EncodingConfig, n_policies: int) -> int:
     return (
         enc.window * enc.job_features
         + enc.max_types * enc.group_features
-        + GLOBAL_FEATURES
+        + enc.global_features
         + SELECT_BASE_FEATURES
         + n_policies
     )

@@ -365,22 +365,24 @@ def test_numpy_policy_takes_the_torch_policys_action_at_every_decision(tiny_mode
     assert with_numpy.gpu_ids == torch_run.gpu_ids
 
 
-def test_param_shapes_are_the_torch_policys_state_dict():
+@pytest.mark.parametrize("history", [False, True])
+def test_param_shapes_are_the_torch_policys_state_dict(history):
     from engine.rl.env import observation_space
     from engine.rl.policies import build_policy
 
-    enc = EncodingConfig(window=5, max_types=3, rules=("best-fit", "evict"))
+    enc = EncodingConfig(window=5, max_types=3, rules=("best-fit", "evict"), preemption_history=history)
     for spec in (PolicySpec("mlp", (7, 5)), PolicySpec("attention", (6,), d_model=8, n_heads=2, n_layers=2)):
         state = build_policy(spec, *observation_space(enc)).state_dict()
         assert {k: tuple(v.shape) for k, v in state.items()} == param_shapes(spec, enc)
 
 
-def test_selector_param_shapes_are_the_torch_policys_state_dict():
+@pytest.mark.parametrize("history", [False, True])
+def test_selector_param_shapes_are_the_torch_policys_state_dict(history):
     from engine.rl.env import selector_spaces
     from engine.rl.policies import build_policy
     from engine.rl.selector import selector_input_dim
 
-    enc, spec = EncodingConfig(window=5, max_types=3), PolicySpec("mlp", (7, 5))
+    enc, spec = EncodingConfig(window=5, max_types=3, preemption_history=history), PolicySpec("mlp", (7, 5))
     state = build_policy(spec, *selector_spaces(enc, 6)).state_dict()
     assert {k: tuple(v.shape) for k, v in state.items()} == param_shapes(spec, enc, selector_input_dim(enc, 6), 6)
 

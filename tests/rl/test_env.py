@@ -656,6 +656,35 @@ def test_node_health_inputs_are_off_by_default_and_say_which_nodes_are_down():
     assert seen_down and seen_repaired
 
 
+def test_preemption_history_inputs_are_off_by_default_and_count_each_jobs_preemptions():
+    assert EncodingConfig().global_features == 8 and "preemption_history" not in EncodingConfig().to_dict()
+    enc = EncodingConfig(rules=("best-fit", EVICT), preemption_history=True)
+    assert EncodingConfig.from_dict(enc.to_dict()) == enc and enc.global_features == 12
+    env = _env(encoding=enc, loads=(1.8,), n_jobs=80, options=(RunOptions(preemption=CHECKPOINTS),))
+    assert env.observation_space["global"].shape == (12,)
+    obs, _ = env.reset(seed=3)
+    rng = np.random.default_rng(3)
+    seen = np.zeros(4, dtype=bool)
+    done = False
+    while not done:
+        state = env.simulation.state
+        head = [state.preemptions(j) for j in list(state.queue)[:32]]
+        running = [state.preemptions(j) for j in state.running]
+        expected = (
+            np.mean([k > 0 for k in head]) if head else 0.0,
+            min(np.log1p(np.mean(head)) / 3.0, 1.0) if head else 0.0,
+            min(np.log1p(max(head)) / 5.0, 1.0) if head else 0.0,
+            np.mean([k > 0 for k in running]) if running else 0.0,
+        )
+        np.testing.assert_allclose(obs["global"][8:], expected, rtol=1e-6, atol=1e-7)
+        seen |= obs["global"][8:] > 0
+        assert env.observation_space.contains(obs)
+        allowed = np.flatnonzero(env.action_masks())
+        evicts = [a for a in allowed if a != enc.wait_action and enc.unpack(a)[2] == 1]
+        obs, _, done, _, _ = env.step(int(rng.choice(evicts or allowed)))
+    assert seen.all()  # every feature moved: jobs were preempted, waited and ran again
+
+
 #: An env config as written before ``options``: three preemption models and failures.
 OLDER_CONFIG = {
     "clusters": [MIXED, "4x8:V100-32"],
