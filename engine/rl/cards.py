@@ -966,25 +966,32 @@ def _hindsight_lines(card: dict[str, Any]) -> list[str]:
 
 
 def _largest_run_lines(card: dict[str, Any]) -> list[str]:
-    """On the held-out workloads: the share of the best policy's summed objective that its largest run carries,
-    and the agent's paired difference to that policy without that run. Where one run carries much of the mean
-    (on hetero-1500 with costly preemption, a cascade of preemptions: models/HISTORY.md), the verdict there
-    hinges on that run, and a narrower CI needs the agent to win it as well as the others."""
+    """On the held-out workloads: the run that carries the largest share of the agent's or the best policy's
+    summed objective, both shares, and the agent's paired difference to that policy without that run. Where one
+    run carries much of a mean (on hetero-1500 with costly preemption, a cascade of preemptions:
+    models/HISTORY.md), the verdict there hinges on that run, and a narrower CI needs the agent to win it as well
+    as the others."""
     agent = f"rl:{card['name']}"
     lines = []
     for (sc, st), t in _settings(card).items():
         runs = t.get("objective_runs") or {}
         best, mine, seeds = runs.get(t.get("best_baseline")) or [], runs.get(agent) or [], t.get("seeds") or []
-        if sc != HELD_OUT or len(best) < 3 or sum(best) <= 0 or not len(best) == len(mine) == len(seeds):
+        if (
+            sc != HELD_OUT
+            or len(best) < 3
+            or min(sum(best), sum(mine)) <= 0
+            or not len(best) == len(mine) == len(seeds)
+        ):
             continue
-        i = max(range(len(best)), key=best.__getitem__)
+        i = max(range(len(best)), key=lambda k: max(best[k] / sum(best), mine[k] / sum(mine)))
         others = best[:i] + best[i + 1 :]
         rest = {"best_baseline": "best", "objective_runs": {"best": others}}  # the table less run i, for ci_percent
         vs = paired_difference(mine[:i] + mine[i + 1 :], others)
         lines.append(
             f"- on the held-out {sc} with {st} preemption, one of its {len(best)} runs (seed {seeds[i]}) carries "
-            f"{100 * best[i] / sum(best):.0f} % of `{t['best_baseline']}`'s summed objective; without that run the "
-            f"agent is {percent_change(vs, tenths=True)} +- {ci_percent(vs, rest)} ({vs['verdict']}) against it"
+            f"{100 * mine[i] / sum(mine):.0f} % of the agent's summed objective and {100 * best[i] / sum(best):.0f} % "
+            f"of `{t['best_baseline']}`'s; without that run the agent is {percent_change(vs, tenths=True)} +- "
+            f"{ci_percent(vs, rest)} ({vs['verdict']}) against it"
         )
     return lines
 

@@ -32,6 +32,11 @@ Teachers (:data:`TEACHERS`), each scoring every feasible (job, GPU type) pair an
 * ``short-fast-evict-est``, ``short-spare-evict-est``: like ``short-fast`` and ``short-spare``, but a window
   job that fits no GPU type now may make room with ``"evict"``: such starts compete with the others by the
   job's estimate (shortest first; at equal estimates a start on idle GPUs wins).
+* ``short-spare-evict-est-cap``: ``short-spare-evict-est``, but, registered, a job that has been preempted
+  :data:`REGISTERED_MAX_EVICTIONS` times is never a victim again (``EncodingConfig.max_evictions``). Under
+  costly preemption each eviction loses the victim's work since its last checkpoint, and a long job that short
+  ones keep evicting can lose it hundreds of times and wait for days (a preemption cascade: models/HISTORY.md);
+  the cap lets it finish. In a model's own encoding (``teacher:NAME``) the encoding's ``max_evictions`` applies.
 
 The teachers without ``-evict`` decline every eviction.
 
@@ -160,6 +165,7 @@ TEACHERS = {name: _plain(score) for name, score in TEACHERS.items()} | {
     "short-whole-evict": _evicting_first(_short_whole),
     "short-fast-evict-est": _evicting_by_estimate(_short),
     "short-spare-evict-est": _evicting_by_estimate(_short_spare),
+    "short-spare-evict-est-cap": _evicting_by_estimate(_short_spare),
 }
 
 
@@ -245,12 +251,20 @@ SUMMARIES: dict[str, str] = {
     "outlast it, competing with the other starts by its estimate (shortest first).",
     "short-spare-evict-est": "short-spare, plus: a job that fits nowhere may preempt running jobs that would "
     "outlast it, competing with the other starts by its estimate (shortest first).",
+    "short-spare-evict-est-cap": "short-spare-evict-est, but a job preempted 40 times is never a victim again, "
+    "so a long job that short ones keep evicting still finishes (no preemption cascade).",
 }
 #: Teachers that may take the ``"evict"`` rule (preempt); the others decline it.
 EVICTING = frozenset(n for n in TEACHERS if "-evict" in n)
 #: Where each registered evicting teacher makes room (``EncodingConfig.evict_scope``): short-whole-evict, whose
 #: point is never to spread a job that one node could hold, on one node; the others anywhere on the type.
 REGISTERED_EVICT_SCOPE = {n: "node" if n == "short-whole-evict" else "type" for n in EVICTING}
+#: How often one job may be a victim of each registered evicting teacher (``EncodingConfig.max_evictions``; the
+#: others: no limit). 40 is an estimate of ours, no published number: on 40 training-range workloads of
+#: hetero-1500 with costly preemption it changed 3 runs, the one cascade among them (mean wait 1,083 s -> 121 s, preemptions 7,326 -> 140)
+#: and two ordinary ones (+17.7 s and +0.6 s), where caps of 1 to 5 made new long waits (a wide job that may
+#: evict no one waits) and a cap of 20 changed 9 runs.
+REGISTERED_MAX_EVICTIONS = {"short-spare-evict-est-cap": 40}
 
 
 class TeacherScheduler:
@@ -286,6 +300,7 @@ class TeacherScheduler:
                 rules=rules,
                 window_order=REGISTERED_ORDER,
                 evict_scope=REGISTERED_EVICT_SCOPE.get(self._teacher, "type"),
+                max_evictions=REGISTERED_MAX_EVICTIONS.get(self._teacher),
             )
             self.rule = 0
 

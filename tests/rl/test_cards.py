@@ -665,7 +665,8 @@ def test_a_selector_card_says_what_the_hindsight_pick_of_its_policies_gains():
 
 
 def test_a_card_says_how_much_of_the_held_out_mean_its_largest_run_carries():
-    """The best policy's largest held-out run, its share of the summed objective, and the agent without it."""
+    """The held-out run carrying the largest share of the agent's or the best policy's summed objective, both
+    shares, and the agent without it."""
     best, mine = [1.0, 2.0, 7.0, 2.0], [1.5, 2.5, 1.0, 2.0]  # seed 12 carries 7 of 12
     table = {"best_baseline": "c", "seeds": [10, 11, 12, 13], "objective_runs": {"c": best, "rl:s": mine}}
     card = {
@@ -681,12 +682,16 @@ def test_a_card_says_how_much_of_the_held_out_mean_its_largest_run_carries():
     vs = cards.paired_difference([1.5, 2.5, 2.0], [1.0, 2.0, 2.0])  # +1/3 over a mean of 5/3: +20 %
     assert vs["relative"] == pytest.approx(0.2)
     assert line == (
-        f"- on the held-out {cards.HELD_OUT} with costly preemption, one of its 4 runs (seed 12) carries 58 % of "
-        f"`c`'s summed objective; without that run the agent is +20.0 % +- {100 * vs['ci95'] / (5 / 3):.1f} % "
-        f"({vs['verdict']}) against it"
+        f"- on the held-out {cards.HELD_OUT} with costly preemption, one of its 4 runs (seed 12) carries 14 % of "
+        f"the agent's summed objective and 58 % of `c`'s; without that run the agent is +20.0 % +- "
+        f"{100 * vs['ci95'] / (5 / 3):.1f} % ({vs['verdict']}) against it"
     )
     # With the largest run the agent looks better (7 against 12 summed); without it, it is not: the line says so.
     assert vs["verdict"] == "no clear difference"
+    # Where the agent's own run carries the larger share (seed 13: 9 of its 13), that run is the one left out.
+    table["objective_runs"]["rl:s"] = [1.0, 2.0, 1.0, 9.0]
+    (line,) = cards._largest_run_lines(card)
+    assert "(seed 13) carries 69 % of the agent's summed objective and 17 % of `c`'s" in line
     assert cards._largest_run_lines({**card, "name": "other"}) == []  # the agent was not run there
     short = {"scenarios": {cards.HELD_OUT: {"costly": {**table, "seeds": [10]}}}}  # a malformed card: no line
     assert cards._largest_run_lines({**card, "evaluation": short}) == []

@@ -148,6 +148,29 @@ def _queued_at_once(cluster, n_jobs: int) -> tuple[Job, ...]:
     )
 
 
+def test_the_capped_evicting_teacher_stops_a_preemption_cascade():
+    # A training-range workload of hetero-1500 on which short-spare-evict-est, under costly preemption, evicts
+    # one long job 1,943 times (7,326 preemptions in all, mean wait 1,083 s): with the cap no job is a victim more
+    # than REGISTERED_MAX_EVICTIONS times, and the cascade is gone.
+    from engine.analysis.evaluate import SCENARIOS
+    from engine.analysis.metrics import summarize
+    from engine.analysis.workload import TRAIN_SEED_MIN
+    from engine.rl.teacher import REGISTERED_MAX_EVICTIONS
+    from engine.sim.options import PreemptionModel, RunOptions
+
+    scenario = SCENARIOS["hetero-1500"].with_seed(TRAIN_SEED_MIN + 500_000)
+    cluster = scenario.build_cluster()
+    jobs = scenario.build_jobs(cluster)
+    costly = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0))
+    uncapped, capped = (
+        simulate(cluster, jobs, make_scheduler(n), options=costly)
+        for n in ("short-spare-evict-est", "short-spare-evict-est-cap")
+    )
+    cap = REGISTERED_MAX_EVICTIONS["short-spare-evict-est-cap"]
+    assert uncapped.preemptions.max() > 10 * cap and capped.preemptions.max() == cap
+    assert summarize(capped).mean_wait_s < summarize(uncapped).mean_wait_s / 5
+
+
 def test_a_teacher_reads_each_queued_job_a_bounded_number_of_times(monkeypatch):
     # Issue 32: the mixed window ranked the whole queue at every start, so a run over a queue of n jobs read
     # n^2 / 2 of them (4,000 queued jobs: 35 s, where fifo takes 0.02 s). Counting the rankings (what a job's

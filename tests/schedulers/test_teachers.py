@@ -16,7 +16,7 @@ TWO_TYPES = {
     ],
     "gpu_types": [{"name": "SMALL", "vram_gib": 16, "speed": 1}, {"name": "BIG", "vram_gib": 80, "speed": 2}],
 }
-SPARE = {"short-spare", "short-spare-evict", "short-spare-evict-est"}
+SPARE = {"short-spare", "short-spare-evict", "short-spare-evict-est", "short-spare-evict-est-cap"}
 
 
 def test_every_teacher_is_registered_and_only_evicting_ones_preempt():
