@@ -19,8 +19,8 @@ Observation space
     evicting would cost the victims under the episode's preemption model); h = 0, or 3 with ``node_health``
     (per GPU type: nodes down, time since repair, failures so far); d = 0, or 5 with ``deadlines`` (per job:
     has a deadline, slack, lateness at best speed, how far it can shrink and grow); p = 0, or 4 with
-    ``preemption_history`` (how many waiting and running jobs were preempted, and how often); every feature is documented
-    in :mod:`engine.rl.encoding`.
+    ``preemption_history`` (how many waiting and running jobs were preempted, and how often); every feature is
+    documented in :mod:`engine.rl.encoding`.
 Transitions
     A step applies one action: a start (after its preemptions, for ``"evict"``) or *wait*. If another start is still feasible at the same simulated time, the next
     observation is at that same time; otherwise (and after *wait*) the simulation runs to the next decision

@@ -261,9 +261,9 @@ EVICTING = frozenset(n for n in TEACHERS if "-evict" in n)
 REGISTERED_EVICT_SCOPE = {n: "node" if n == "short-whole-evict" else "type" for n in EVICTING}
 #: How often one job may be a victim of each registered evicting teacher (``EncodingConfig.max_evictions``; the
 #: others: no limit). 40 is an estimate of ours, no published number: on 40 training-range workloads of
-#: hetero-1500 with costly preemption it changed 3 runs, the one cascade among them (mean wait 1,083 s -> 121 s, preemptions 7,326 -> 140)
-#: and two ordinary ones (+17.7 s and +0.6 s), where caps of 1 to 5 made new long waits (a wide job that may
-#: evict no one waits) and a cap of 20 changed 9 runs.
+#: hetero-1500 with costly preemption it changed 3 runs, the one cascade among them (mean wait 1,083 s -> 121 s,
+#: preemptions 7,326 -> 140) and two ordinary ones (+17.7 s and +0.6 s), where caps of 1 to 5 made new long
+#: waits (a wide job that may evict no one waits) and a cap of 20 changed 9 runs (models/HISTORY.md).
 REGISTERED_MAX_EVICTIONS = {"short-spare-evict-est-cap": 40}
 
 

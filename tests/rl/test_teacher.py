@@ -6,12 +6,15 @@ import numpy as np
 import pytest
 
 from engine import make_scheduler, parse_cluster, simulate
-from engine.analysis.workload import make_jobs
+from engine.analysis.evaluate import SCENARIOS
+from engine.analysis.metrics import summarize
+from engine.analysis.workload import TRAIN_SEED_MIN, make_jobs
 from engine.errors import EngineError
 from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
-from engine.rl.teacher import TEACHERS, TeacherScheduler, teacher_action
+from engine.rl.teacher import REGISTERED_MAX_EVICTIONS, TEACHERS, TeacherScheduler, teacher_action
 from engine.sim.job import Job
+from engine.sim.options import PreemptionModel, RunOptions
 
 MIXED = "1x8:A100-80,2x4:V100-32"
 ENC = EncodingConfig(window=4, max_types=2, window_order="mixed")
@@ -152,12 +155,6 @@ def test_the_capped_evicting_teacher_stops_a_preemption_cascade():
     # A training-range workload of hetero-1500 on which short-spare-evict-est, under costly preemption, evicts
     # one long job 1,943 times (7,326 preemptions in all, mean wait 1,083 s): with the cap no job is a victim more
     # than REGISTERED_MAX_EVICTIONS times, and the cascade is gone.
-    from engine.analysis.evaluate import SCENARIOS
-    from engine.analysis.metrics import summarize
-    from engine.analysis.workload import TRAIN_SEED_MIN
-    from engine.rl.teacher import REGISTERED_MAX_EVICTIONS
-    from engine.sim.options import PreemptionModel, RunOptions
-
     scenario = SCENARIOS["hetero-1500"].with_seed(TRAIN_SEED_MIN + 500_000)
     cluster = scenario.build_cluster()
     jobs = scenario.build_jobs(cluster)
