@@ -983,13 +983,14 @@ def _largest_run_lines(card: dict[str, Any]) -> list[str]:
             or not len(best) == len(mine) == len(seeds)
         ):
             continue
-        i = max(range(len(best)), key=lambda k: max(best[k] / sum(best), mine[k] / sum(mine)))
+        best_sum, mine_sum = sum(best), sum(mine)
+        i = max(range(len(best)), key=lambda k: max(best[k] / best_sum, mine[k] / mine_sum))
         others = best[:i] + best[i + 1 :]
         rest = {"best_baseline": "best", "objective_runs": {"best": others}}  # the table less run i, for ci_percent
         vs = paired_difference(mine[:i] + mine[i + 1 :], others)
         lines.append(
             f"- on the held-out {sc} with {st} preemption, one of its {len(best)} runs (seed {seeds[i]}) carries "
-            f"{100 * mine[i] / sum(mine):.0f} % of the agent's summed objective and {100 * best[i] / sum(best):.0f} % "
+            f"{100 * mine[i] / mine_sum:.0f} % of the agent's summed objective and {100 * best[i] / best_sum:.0f} % "
             f"of `{t['best_baseline']}`'s; without that run the agent is {percent_change(vs, tenths=True)} +- "
             f"{ci_percent(vs, rest)} ({vs['verdict']}) against it"
         )

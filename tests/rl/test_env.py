@@ -10,7 +10,7 @@ from engine import Start, make_scheduler, parse_cluster, simulate
 from engine.analysis.presets import PRESETS
 from engine.analysis.workload import TRAIN_SEED_MIN, make_jobs
 from engine.errors import EngineError
-from engine.rl.encoding import EVICT, RULES, EncodingConfig, RulePlacements, decode, encode, snapshot
+from engine.rl.encoding import EVICT, HISTORY_HEAD, RULES, EncodingConfig, RulePlacements, decode, encode, snapshot
 from engine.rl.env import ENV_ID, EnvConfig, GpuSchedulingEnv
 from engine.rl.reward import RewardWeights, objective, objective_terms
 from engine.schedulers.fgd import FgdPlacement
@@ -668,7 +668,7 @@ def test_preemption_history_inputs_are_off_by_default_and_count_each_jobs_preemp
     done = False
     while not done:
         state = env.simulation.state
-        head = [state.preemptions(j) for j in list(state.queue)[:32]]
+        head = [state.preemptions(j) for j in list(state.queue)[:HISTORY_HEAD]]
         running = [state.preemptions(j) for j in state.running]
         expected = (
             np.mean([k > 0 for k in head]) if head else 0.0,
