@@ -30,6 +30,8 @@ def test_quick_edits_in_the_node_table_all_reach_the_scenario(page: Page, app_ur
     page.wait_for_timeout(KEY_GAP_MS)
     for digit in "35":
         page.keyboard.type(digit)  # opens the cell's editor with the digit in it
+        # Under load the editor can open after the key: wait until it holds the digit before saving it.
+        expect(page.locator("#portal input, #portal textarea").first).to_have_value(digit)
         page.wait_for_timeout(KEY_GAP_MS)
         page.keyboard.press("Enter")  # saves it and moves to the next row's node count
         page.wait_for_timeout(KEY_GAP_MS)
