@@ -20,13 +20,15 @@ e.g. ``python -m engine evaluate --schedulers expert:wait-mlp,rl:wait-mlp,short-
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 from engine.errors import EngineError, reject_unknown_keys
 from engine.rl.encoding import EVICT, EncodingConfig, Snapshot, decode, snapshot
 from engine.rl.eviction import EVICT_PLACEMENT
 from engine.rl.reward import RewardWeights, objective
+from engine.rl.selector import PolicySwitch
 from engine.rl.teacher import TEACHERS, teacher_action
 from engine.schedulers.placement import PLACEMENTS
 from engine.schedulers.registry import make_scheduler
@@ -37,6 +39,8 @@ from engine.sim.state import ClusterState, Decision, Start
 
 #: Seconds a running job is still believed to need when its estimate has already run out.
 OVERDUE_S = 60.0
+#: Objectives closer than this are a tie for :class:`LookaheadSelector` (rounding, not a better schedule).
+TIE = 1e-12
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,7 @@ class Lookahead:
 
     def _cost(self, state: ClusterState, snap: Snapshot, action: int, finisher: str) -> float:
         """The objective of the believed run that starts with ``action`` and goes on with ``finisher``."""
-        enc, now = self.enc, state.now_s
+        enc = self.enc
         start: tuple[int, int, str] | None = None  # (job, type slot, placement rule)
         victims: tuple[int, ...] = ()
         if action != enc.wait_action:
@@ -124,42 +128,60 @@ class Lookahead:
                 victims = snap.victims.get((slot, t), ())
                 rule = EVICT_PLACEMENT
             start = (snap.window[slot], t, rule)
-        jobs: list[Job] = []
-        placed: list[tuple[int, tuple[int, ...]]] = []
-
-        def add(job: Job, work_s: float) -> int:
-            jobs.append(replace(job, job_id=len(jobs), submit_s=0.0, duration_s=work_s, estimate_s=work_s))
-            return len(jobs) - 1
-
-        for j, r in state.running.items():
-            if j in victims:
-                continue
-            placed.append((add(r.job, max(r.est_end_s - now, OVERDUE_S) * r.rate), r.gpu_ids))
-        first = None
-        if start is not None:
-            first = (add(state.jobs[start[0]], state.jobs[start[0]].estimate_s), start[1], start[2])
-        queued = [j for j in state.queue if start is None or j != start[0]][: self.cfg.max_jobs]
-        for j in queued:
-            add(state.jobs[j], state.jobs[j].estimate_s)
-        for v in victims:
-            r = state.running[v]
-            add(r.job, max(r.est_end_s - now, OVERDUE_S) * r.rate + state.preemption_cost_s(v))
+        job = None if start is None else start[0]
+        jobs, placed, first_id = believed_present(state, self.cfg.max_jobs, job, victims)
+        first = None if start is None else (first_id, start[1], start[2])
         self.rollouts += 1
         sched = _Forced(placed, first, make_scheduler(finisher))
         result = simulate(state.cluster, jobs, sched, options=RunOptions(preemption=state.preemption))
         return objective(result, self.reward)
 
 
+def believed_present(
+    state: ClusterState, max_jobs: int, start: int | None = None, victims: tuple[int, ...] = ()
+) -> tuple[list[Job], list[tuple[int, tuple[int, ...]]], int]:
+    """The present as a workload submitted at time 0, believed to run as its estimates say (module docstring).
+
+    Returns the jobs (renumbered from 0: the running ones but ``victims``, then ``start``, then at most
+    ``max_jobs`` other queued jobs, oldest first, then the victims with what their preemption costs them), the
+    running ones' (believed id, GPUs), and ``start``'s believed id (``-1`` without one)."""
+    now = state.now_s
+    jobs: list[Job] = []
+
+    def add(job: Job, work_s: float) -> int:
+        jobs.append(replace(job, job_id=len(jobs), submit_s=0.0, duration_s=work_s, estimate_s=work_s))
+        return len(jobs) - 1
+
+    placed = [
+        (add(r.job, max(r.est_end_s - now, OVERDUE_S) * r.rate), r.gpu_ids)
+        for j, r in state.running.items()
+        if j not in victims
+    ]
+    first = -1 if start is None else add(state.jobs[start], state.jobs[start].estimate_s)
+    for j in [j for j in state.queue if j != start][:max_jobs]:
+        add(state.jobs[j], state.jobs[j].estimate_s)
+    for v in victims:
+        r = state.running[v]
+        add(r.job, max(r.est_end_s - now, OVERDUE_S) * r.rate + state.preemption_cost_s(v))
+    return jobs, placed, first
+
+
 class _Forced:
     """Rebuilds the present in a believed run (the running jobs on their GPUs, then the proposal's start),
-    then hands over to the rollout scheduler; with no start (*wait*) nothing else starts at time 0."""
+    then hands over to the rollout scheduler; with no start (*wait*) nothing else starts at time 0, unless
+    ``hand_over`` (a policy finishing the present on its own) lets the rollout scheduler decide at once."""
 
     name = "lookahead-rollout"
 
     def __init__(
-        self, placed: list[tuple[int, tuple[int, ...]]], first: tuple[int, int, str] | None, then: Any
+        self,
+        placed: list[tuple[int, tuple[int, ...]]],
+        first: tuple[int, int, str] | None,
+        then: Any,
+        hand_over: bool = False,
     ) -> None:
         self._placed, self._first, self._then, self._fresh = placed, first, then, True
+        self._hand_over = hand_over
 
     def reset(self, state: ClusterState) -> None:
         self._then.reset(state)
@@ -173,6 +195,8 @@ class _Forced:
         for j, gpus in self._placed:
             yield Start(j, gpus)
         if self._first is None:
+            if self._hand_over:
+                yield from self._then.decide(state)
             return
         j, t, rule = self._first
         gpus = PLACEMENTS[rule]()(state.of_type(t), state.jobs[j])
@@ -204,3 +228,56 @@ class LookaheadScheduler:
             if action == enc.wait_action:
                 return
             yield from decode(state, action, enc, snap)
+
+
+class LookaheadSelector:
+    """A selector's lookahead expert: which of its hand-written policies decides, chosen by rollouts on what is known.
+
+    At the first decision point with a waiting job, and then at the first one at least ``period_s`` of simulated
+    time after the last choice, each policy of ``names`` finishes a believed copy of the present on its own (as
+    :class:`Lookahead`'s: the running jobs for the rest of their estimates, at most ``max_jobs`` queued jobs at
+    their estimates, no future arrival, no true duration), and the one whose believed run has the smallest
+    objective decides until the next choice. The deciding policy (``names[0]`` before the first choice) keeps
+    deciding unless another one is better by more than :data:`TIE`, so ``names[0]`` should be the policy to trust
+    where the rollouts cannot tell them apart. Policies take turns as in a trained selector
+    (:class:`~engine.rl.selector.PolicySwitch`). It reads estimates only, so it is no oracle, but it is slow next to
+    an agent: a choice costs ``len(names)`` believed runs (``rollouts`` counts them). What it gains:
+    models/HISTORY.md."""
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        reward: RewardWeights,
+        period_s: float = 600.0,
+        max_jobs: int = 64,
+        name: str = "lookahead-select",
+    ) -> None:
+        if not (isinstance(period_s, (int, float)) and math.isfinite(period_s) and period_s >= 0):
+            raise EngineError(f"lookahead selector: period_s must be a finite number >= 0, got {period_s!r}")
+        if not (isinstance(max_jobs, int) and max_jobs >= 1):
+            raise EngineError(f"lookahead selector: max_jobs must be an integer >= 1, got {max_jobs!r}")
+        self.name, self.reward, self.period_s, self.max_jobs = name, reward, float(period_s), max_jobs
+        self.switch = PolicySwitch(names)
+        self.rollouts = 0
+        self._current, self._next_s = 0, -math.inf
+
+    def reset(self, state: ClusterState) -> None:
+        self.switch.reset()
+        self._current, self._next_s = 0, -math.inf
+
+    def cost(self, state: ClusterState, k: int) -> float:
+        """The objective of the believed run that policy ``k`` finishes from the present."""
+        jobs, placed, _ = believed_present(state, self.max_jobs)
+        self.rollouts += 1
+        sched = _Forced(placed, None, make_scheduler(self.switch.names[k]), hand_over=True)
+        return objective(
+            simulate(state.cluster, jobs, sched, options=RunOptions(preemption=state.preemption)), self.reward
+        )
+
+    def decide(self, state: ClusterState) -> Iterator[Decision]:
+        if state.queue and state.now_s >= self._next_s:
+            self._next_s = state.now_s + self.period_s
+            costs = [self.cost(state, k) for k in range(len(self.switch.names))]
+            if min(costs) < costs[self._current] - TIE:
+                self._current = costs.index(min(costs))
+        yield from self.switch.decide(state, self._current)

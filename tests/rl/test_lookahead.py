@@ -14,7 +14,7 @@ from engine.errors import EngineError
 from engine.rl.clone import CloneConfig, collect
 from engine.rl.encoding import EncodingConfig, snapshot
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
-from engine.rl.lookahead import Lookahead, LookaheadConfig, LookaheadScheduler
+from engine.rl.lookahead import Lookahead, LookaheadConfig, LookaheadScheduler, LookaheadSelector
 from engine.rl.reward import RewardWeights, objective
 from engine.rl.teacher import TeacherScheduler
 from engine.sim.job import Job
@@ -176,3 +176,76 @@ def test_a_model_cloned_from_the_expert_says_so_and_its_expert_runs_as_a_schedul
     monkeypatch.setenv(USER_MODELS_ENV, str(tiny_models))
     with pytest.raises(ModelError, match="not cloned from a lookahead expert"):
         make_scheduler("expert:tiny-mlp")
+
+
+POOL = ("short-spare-evict-est", "short-spare", "short-fast", "fifo-fast")
+
+
+def test_a_lookahead_selector_with_one_policy_is_that_policy():
+    cluster = parse_cluster("4x8:V100-32")
+    jobs = make_jobs(cluster, 80, 1.5, 0)
+    options = RunOptions(preemption=COSTLY)
+    alone = simulate(cluster, jobs, TeacherScheduler("short-spare-evict-est"), options=options)
+    picker = LookaheadSelector(("short-spare-evict-est",), RewardWeights(), period_s=600.0)
+    chosen = simulate(cluster, jobs, picker, options=options)
+    assert picker.rollouts > 0
+    np.testing.assert_array_equal(chosen.end_s, alone.end_s)
+    assert chosen.gpu_ids == alone.gpu_ids
+
+
+def test_the_lookahead_selector_reads_estimates_never_true_durations():
+    # The same present twice, with different true durations and the same estimates: every believed run costs the same.
+    rng = np.random.default_rng(5)
+    gpus = [8, 4, 1, 2, 4, 8, 1, 1, 2, 4, 8, 1, 2, 1]
+    jobs_a = [Job(i, 0.0, e, gpus=g, estimate_s=e) for i, (e, g) in enumerate(zip(rng.uniform(600, 20_000, 14), gpus))]
+    jobs_b = [replace(j, duration_s=j.estimate_s * f) for j, f in zip(jobs_a, rng.uniform(0.2, 3.0, 14))]
+    costs = []
+    for jobs in (jobs_a, jobs_b):
+        state = _state_at_zero(jobs, {0: tuple(range(8)), 1: (8, 9, 10, 11)})
+        picker = LookaheadSelector(POOL, RewardWeights())
+        costs.append([picker.cost(state, k) for k in range(len(POOL))])
+    assert costs[0] == costs[1]
+    assert len(set(costs[0])) > 1  # the policies finish this present differently
+
+
+def test_the_lookahead_selector_chooses_at_most_once_a_period():
+    cluster = parse_cluster("4x8:V100-32")
+    jobs = make_jobs(cluster, 150, 1.5, 1)
+    times = []
+
+    class Counted(LookaheadSelector):
+        def cost(self, state, k):
+            if k == 0:
+                times.append(state.now_s)
+            return super().cost(state, k)
+
+    picker = Counted(POOL, RewardWeights(), period_s=3600.0)
+    result = simulate(cluster, jobs, picker, options=RunOptions(preemption=COSTLY))
+    assert len(times) >= 3 and picker.rollouts == len(POOL) * len(times)
+    assert all(b - a >= 3600.0 for a, b in zip(times, times[1:]))
+    assert np.nanmax(result.end_s) > times[-1]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_where_its_belief_is_true_the_lookahead_selector_is_no_worse_than_its_policies(seed):
+    # Exact estimates, every job known at time 0, free preemption: each believed run is what that policy would do
+    # from here, so switching only to a strictly better continuation can only improve on the best policy alone.
+    cluster = parse_cluster(CLUSTER)
+    jobs = [replace(j, submit_s=0.0, estimate_s=j.duration_s) for j in make_jobs(cluster, 30, 1.5, seed)]
+    rw = RewardWeights()
+    best = min(objective(simulate(cluster, jobs, TeacherScheduler(n)), rw) for n in POOL)
+    picker = LookaheadSelector(POOL, rw, period_s=0.0)
+    assert objective(simulate(cluster, jobs, picker), rw) <= best + 1e-9
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"period_s": -1.0}, "period_s must be"),
+        ({"period_s": float("nan")}, "period_s must be"),
+        ({"max_jobs": 0}, "max_jobs"),
+    ],
+)
+def test_bad_lookahead_selector_settings_are_one_line_errors(kw, match):
+    with pytest.raises(EngineError, match=match):
+        LookaheadSelector(POOL, RewardWeights(), **kw)
