@@ -252,9 +252,11 @@ class LookaheadSelector:
         max_jobs: int = 64,
         name: str = "lookahead-select",
     ) -> None:
-        if not (isinstance(period_s, (int, float)) and math.isfinite(period_s) and period_s >= 0):
+        if isinstance(period_s, bool) or not (
+            isinstance(period_s, (int, float)) and math.isfinite(period_s) and period_s >= 0
+        ):
             raise EngineError(f"lookahead selector: period_s must be a finite number >= 0, got {period_s!r}")
-        if not (isinstance(max_jobs, int) and max_jobs >= 1):
+        if isinstance(max_jobs, bool) or not (isinstance(max_jobs, int) and max_jobs >= 1):
             raise EngineError(f"lookahead selector: max_jobs must be an integer >= 1, got {max_jobs!r}")
         self.name, self.reward, self.period_s, self.max_jobs = name, reward, float(period_s), max_jobs
         self.switch = PolicySwitch(names)

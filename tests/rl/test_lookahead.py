@@ -243,7 +243,9 @@ def test_where_its_belief_is_true_the_lookahead_selector_is_no_worse_than_its_po
     [
         ({"period_s": -1.0}, "period_s must be"),
         ({"period_s": float("nan")}, "period_s must be"),
+        ({"period_s": True}, "period_s must be"),
         ({"max_jobs": 0}, "max_jobs"),
+        ({"max_jobs": True}, "max_jobs"),
     ],
 )
 def test_bad_lookahead_selector_settings_are_one_line_errors(kw, match):
