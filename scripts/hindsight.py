@@ -37,6 +37,7 @@ from engine.rl.cards import PREEMPTION, ci_percent, hindsight_vs_best, paired_di
 from engine.rl.lookahead import LookaheadSelector  # noqa: E402
 from engine.rl.reward import RewardWeights, objective  # noqa: E402
 from engine.rl.selector import check_policies  # noqa: E402
+from engine.schedulers.registry import SCHEDULERS  # noqa: E402
 from engine.sim.options import RunOptions  # noqa: E402
 from engine.sim.simulator import simulate  # noqa: E402
 
@@ -106,9 +107,8 @@ def main(argv: list[str] | None = None) -> None:
         )
     except EngineError as exc:
         sys.exit(f"hindsight: {exc}")
-    agent = f"rl:{args.model}"
-    deciders = [agent, *(n for n in objectives if n == "lookahead-select")]
-    pool = [n for n in objectives if n not in deciders]
+    pool = [n for n in objectives if n in SCHEDULERS]
+    deciders = [n for n in objectives if n not in pool]  # the agent and the lookahead selector
     best = min(pool, key=lambda n: sum(objectives[n]))
     for n, values in objectives.items():
         print(f"{n:28s} objective {sum(values) / len(values):.4f}")

@@ -269,7 +269,14 @@ class LookaheadSelector:
 
     def cost(self, state: ClusterState, k: int) -> float:
         """The objective of the believed run that policy ``k`` finishes from the present."""
-        jobs, placed, _ = believed_present(state, self.max_jobs)
+        return self._finish(state, believed_present(state, self.max_jobs), k)
+
+    def _finish(
+        self, state: ClusterState, present: tuple[list[Job], list[tuple[int, tuple[int, ...]]], int], k: int
+    ) -> float:
+        """The objective of policy ``k`` finishing ``present`` (:func:`believed_present` of ``state``; built once a
+        choice, since every policy finishes the same one)."""
+        jobs, placed, _ = present
         self.rollouts += 1
         sched = _Forced(placed, None, make_scheduler(self.switch.names[k]), hand_over=True)
         return objective(
@@ -279,7 +286,8 @@ class LookaheadSelector:
     def decide(self, state: ClusterState) -> Iterator[Decision]:
         if state.queue and state.now_s >= self._next_s:
             self._next_s = state.now_s + self.period_s
-            costs = [self.cost(state, k) for k in range(len(self.switch.names))]
+            present = believed_present(state, self.max_jobs)
+            costs = [self._finish(state, present, k) for k in range(len(self.switch.names))]
             if min(costs) < costs[self._current] - TIE:
                 self._current = costs.index(min(costs))
         yield from self.switch.decide(state, self._current)

@@ -214,10 +214,10 @@ def test_the_lookahead_selector_chooses_at_most_once_a_period():
     times = []
 
     class Counted(LookaheadSelector):
-        def cost(self, state, k):
+        def _finish(self, state, present, k):
             if k == 0:
                 times.append(state.now_s)
-            return super().cost(state, k)
+            return super()._finish(state, present, k)
 
     picker = Counted(POOL, RewardWeights(), period_s=3600.0)
     result = simulate(cluster, jobs, picker, options=RunOptions(preemption=COSTLY))
