@@ -34,7 +34,7 @@ from engine.analysis.presets import PRESETS
 from engine.errors import EngineError
 from engine.io import atomic_write_json, atomic_write_text
 from engine.rl.agent import MODELS_DIR, ModelError, model_names, read_card
-from engine.rl.clone import BEST_ALONE
+from engine.rl.clone import BEST_ALONE, LOOKAHEAD
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import env_options_from_dict
 from engine.rl.reward import TERMS, RewardWeights, objective_terms, weighted
@@ -525,6 +525,12 @@ def _provenance(card: dict[str, Any]) -> list[str]:
             more = c["config"].get("label_seeds", 1) - 1
             kind = f" and {more} more workloads of its kind (mean objective)" if more else ""
             who = f"the best of its policies alone on each episode{kind} (`best_alone`, `engine/rl/clone.py`)"
+        elif c["config"]["teacher"] == LOOKAHEAD:
+            who = (
+                "its lookahead expert (`LookaheadSelector`, `engine/rl/lookahead.py`: every "
+                f"{c['config']['label_period_s']:g} s of simulated time, the policy whose believed run from the present "
+                "is best)"
+            )
         elif not expert:
             who = f"the teacher `{c['config']['teacher']}`{placing}"
         else:

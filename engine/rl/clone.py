@@ -13,10 +13,13 @@ already knows (shortest jobs first, fast GPUs for the jobs that gain). Cloning s
 3. fit the policy by cross-entropy of its masked action distribution against the teacher's actions, and its
    value head to the returns (so PPO's first advantages are not noise), with Adam.
 
-A selector (``env.selector``, :mod:`engine.rl.selector`) clones :data:`BEST_ALONE` instead of a teacher: every
-state of an episode is labelled with the policy that, deciding alone, has the lowest objective on that episode
-(its own run, the same as the selector's when it always picks it), so the selector first learns which policy suits
-which cluster and workload, and PPO then learns where switching pays.
+A selector (``env.selector``, :mod:`engine.rl.selector`) clones one of :data:`SELECTOR_TEACHERS` instead of a
+teacher. With :data:`BEST_ALONE` every state of an episode is labelled with the policy that, deciding alone, has
+the lowest objective on that episode (its own run, the same as the selector's when it always picks it), so the
+selector first learns which policy suits which cluster and workload, and PPO then learns where switching pays.
+With :data:`LOOKAHEAD` each state is labelled with the choice of the selector's lookahead expert
+(:class:`~engine.rl.lookahead.LookaheadSelector`: every ``label_period_s`` of simulated time, the policy whose
+believed run from the present is best), a label that switches within a run, as a whole episode's cannot.
 
 The config (:class:`CloneConfig`) is part of the training config, so it travels with the model card.
 """
@@ -31,18 +34,24 @@ import numpy as np
 
 from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError, check_int, reject_unknown_keys
-from engine.rl.encoding import Snapshot
 from engine.rl.env import EnvConfig, GpuSchedulingEnv, make_env
-from engine.rl.lookahead import Lookahead, LookaheadConfig
+from engine.rl.lookahead import Lookahead, LookaheadConfig, LookaheadSelector, check_period_s
 from engine.rl.reward import objective
 from engine.rl.teacher import TEACHERS, teacher_action
 from engine.schedulers.registry import make_scheduler
 from engine.sim.simulator import simulate
-from engine.sim.state import ClusterState
 
 #: ``clone.teacher`` of a selector: each episode's states are labelled with the selector's policy that alone has
 #: the lowest objective on that episode (:func:`best_alone`).
 BEST_ALONE = "best-alone"
+#: ``clone.teacher`` of a selector: each state is labelled with the choice of the selector's lookahead expert
+#: (:class:`~engine.rl.lookahead.LookaheadSelector`, choosing again every ``clone.label_period_s``).
+LOOKAHEAD = "lookahead"
+#: What a selector clones (and only a selector).
+SELECTOR_TEACHERS = (BEST_ALONE, LOOKAHEAD)
+#: Default ``clone.label_period_s``: the lookahead selector's period chosen on training seeds 0-39 of hetero-1500
+#: (300-3,600 s tried; models/HISTORY.md, "Switching within a run by rollouts").
+LABEL_PERIOD_S = 600.0
 #: Bounds of the config's counts, so that a config from a stranger cannot ask for a run without end: episodes and
 #: rounds far above any training here (900 cloning episodes, 6 rounds), at most 16 workloads per selector label
 #: (each a run of every policy of the selector).
@@ -54,7 +63,7 @@ class CloneConfig:
     """How to clone a teacher before PPO.
 
     Attributes:
-        teacher: a name from :data:`engine.rl.teacher.TEACHERS`; for a selector :data:`BEST_ALONE`.
+        teacher: a name from :data:`engine.rl.teacher.TEACHERS`; for a selector one of :data:`SELECTOR_TEACHERS`.
         rule: the packing rule the teacher places with (one of the encoding's rules; a selector ignores it).
         episodes: episodes per round.
         rounds: rounds of data collection: the first rolls out the teacher, later ones the student (DAgger).
@@ -67,6 +76,8 @@ class CloneConfig:
         label_seeds: for :data:`BEST_ALONE`, how many workloads of the episode's kind pick its label: the
             episode's own and ``label_seeds - 1`` more generated with other training seeds
             (:func:`best_alone`); 1: the episode alone.
+        label_period_s: for :data:`LOOKAHEAD`, simulated seconds between the expert's choices (600 s: the period
+            chosen on training seeds, models/HISTORY.md).
     """
 
     teacher: str = "sjf-fast"
@@ -79,18 +90,22 @@ class CloneConfig:
     value_coef: float = 0.5
     expert: LookaheadConfig | None = None
     label_seeds: int = 1
+    label_period_s: float = LABEL_PERIOD_S
 
     def __post_init__(self) -> None:
-        if self.teacher not in TEACHERS and self.teacher != BEST_ALONE:
-            raise EngineError(f"clone.teacher {self.teacher!r}: expected one of {[*TEACHERS, BEST_ALONE]}")
+        if self.teacher not in TEACHERS and self.teacher not in SELECTOR_TEACHERS:
+            raise EngineError(f"clone.teacher {self.teacher!r}: expected one of {[*TEACHERS, *SELECTOR_TEACHERS]}")
         for k, most in LIMITS.items():
             check_int(getattr(self, k), f"clone.{k}", 1, most)
         if not (self.learning_rate > 0 and self.value_coef >= 0):
             raise EngineError("clone.learning_rate must be > 0 and clone.value_coef >= 0")
         if self.label_seeds > 1 and self.teacher != BEST_ALONE:
             raise EngineError(f"clone.label_seeds > 1 needs clone.teacher {BEST_ALONE!r}: a teacher labels states")
-        if self.expert is not None and self.teacher == BEST_ALONE:
-            raise EngineError(f"clone.expert cannot label for {BEST_ALONE!r}, a selector's teacher")
+        check_period_s(self.label_period_s, "clone.label_period_s")
+        if self.label_period_s != LABEL_PERIOD_S and self.teacher != LOOKAHEAD:
+            raise EngineError(f"clone.label_period_s applies to clone.teacher {LOOKAHEAD!r} only")
+        if self.expert is not None and self.teacher in SELECTOR_TEACHERS:
+            raise EngineError(f"clone.expert cannot label for {self.teacher!r}, a selector's teacher")
         if self.expert is not None and self.expert.candidates[0] != self.teacher:
             raise EngineError(f"clone.expert.candidates must start with clone.teacher {self.teacher!r}")
 
@@ -108,18 +123,27 @@ class CloneConfig:
             kw["expert"] = LookaheadConfig.from_dict(kw["expert"])
         return cls(**kw)
 
-    def labeller(self, env_cfg: EnvConfig) -> Callable[[ClusterState, Snapshot], int]:
-        """What labels a state of ``env_cfg``'s episodes: the teacher, or the lookahead expert (not for
-        :data:`BEST_ALONE`, whose label is the episode's: :func:`best_alone`)."""
+    def labeller(self, env: GpuSchedulingEnv) -> Callable[[], int]:
+        """What labels the states of the episode ``env`` has just been reset to: called at each of its steps, it
+        returns the label of the state ``env`` is in (the teacher's action, the lookahead expert's, or for a
+        selector the episode's :func:`best_alone` policy or its lookahead expert's choice)."""
+        cfg = env.config
         if self.teacher == BEST_ALONE:
-            raise EngineError(f"clone.teacher {BEST_ALONE!r} labels whole episodes of a selector, not states")
-        enc = env_cfg.encoding
+            best = best_alone(env, self.label_seeds)
+            return lambda: best
+        if self.teacher == LOOKAHEAD:
+            if not cfg.selector:
+                raise EngineError(f"clone.teacher {LOOKAHEAD!r} labels the states of a selector environment")
+            expert = LookaheadSelector(cfg.selector, cfg.reward, self.label_period_s)
+            return lambda: expert.choose(env.simulation.state)
+        enc = cfg.encoding
         if self.rule not in enc.rules:
             raise EngineError(f"clone.rule {self.rule!r} is not one of the encoding's rules {list(enc.rules)}")
         rule = enc.rules.index(self.rule)
         if self.expert is not None:
-            return Lookahead(self.expert, enc, env_cfg.reward, rule).action
-        return lambda state, snap: teacher_action(self.teacher, state, enc, snap, rule)
+            action = Lookahead(self.expert, enc, cfg.reward, rule).action
+            return lambda: action(env.simulation.state, env.snapshot)
+        return lambda: teacher_action(self.teacher, env.simulation.state, enc, env.snapshot, rule)
 
 
 def collect(
@@ -127,21 +151,19 @@ def collect(
 ) -> dict[str, np.ndarray]:
     """Samples from one episode per seed: observations, masks, teacher actions and discounted returns.
 
-    ``student`` (a callable ``(obs, mask) -> action``) drives the episodes when given; the labeller (teacher
-    or expert, :meth:`CloneConfig.labeller`; for a selector the episode's :func:`best_alone` policy) drives them
-    otherwise. It labels every state either way.
+    ``student`` (a callable ``(obs, mask) -> action``) drives the episodes when given; the labeller
+    (:meth:`CloneConfig.labeller`) drives them otherwise. It labels every state either way.
     """
-    label_of = None if cfg.teacher == BEST_ALONE else cfg.labeller(env.config)
     obs_parts: dict[str, list[np.ndarray]] = {}
     masks, actions, returns = [], [], []
     for seed in seeds:
         obs, _ = env.reset(seed=seed)
-        episode_best = best_alone(env, cfg.label_seeds) if label_of is None else -1
+        label_of = cfg.labeller(env)
         rewards: list[float] = []
         done = False
         while not done:
             mask = env.action_masks()
-            label = episode_best if label_of is None else label_of(env.simulation.state, env.snapshot)
+            label = label_of()
             for k, v in obs.items():
                 obs_parts.setdefault(k, []).append(v)
             masks.append(mask)

@@ -230,6 +230,13 @@ class LookaheadScheduler:
             yield from decode(state, action, enc, snap)
 
 
+def check_period_s(value: Any, where: str) -> float:
+    """``value`` as a float if it is a finite number >= 0 (not a bool); ``EngineError`` naming ``where`` otherwise."""
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+        raise EngineError(f"{where} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
 class LookaheadSelector:
     """A selector's lookahead expert: which of its hand-written policies decides, chosen by rollouts on what is known.
 
@@ -252,13 +259,10 @@ class LookaheadSelector:
         max_jobs: int = 64,
         name: str = "lookahead-select",
     ) -> None:
-        if isinstance(period_s, bool) or not (
-            isinstance(period_s, (int, float)) and math.isfinite(period_s) and period_s >= 0
-        ):
-            raise EngineError(f"lookahead selector: period_s must be a finite number >= 0, got {period_s!r}")
         if isinstance(max_jobs, bool) or not (isinstance(max_jobs, int) and max_jobs >= 1):
             raise EngineError(f"lookahead selector: max_jobs must be an integer >= 1, got {max_jobs!r}")
-        self.name, self.reward, self.period_s, self.max_jobs = name, reward, float(period_s), max_jobs
+        self.name, self.reward, self.max_jobs = name, reward, max_jobs
+        self.period_s = check_period_s(period_s, "lookahead selector: period_s")
         self.switch = PolicySwitch(names)
         self.rollouts = 0
         self._current, self._next_s = 0, -math.inf
@@ -283,11 +287,17 @@ class LookaheadSelector:
             simulate(state.cluster, jobs, sched, options=RunOptions(preemption=state.preemption)), self.reward
         )
 
-    def decide(self, state: ClusterState) -> Iterator[Decision]:
+    def choose(self, state: ClusterState) -> int:
+        """The index of the policy that decides at this decision point: chosen again by rollouts when a job waits
+        and ``period_s`` has passed since the last choice, else the current one. It is also a selector's cloning
+        label (``clone.teacher`` ``"lookahead"``, :mod:`engine.rl.clone`)."""
         if state.queue and state.now_s >= self._next_s:
             self._next_s = state.now_s + self.period_s
             present = believed_present(state, self.max_jobs)
             costs = [self._finish(state, present, k) for k in range(len(self.switch.names))]
             if min(costs) < costs[self._current] - TIE:
                 self._current = costs.index(min(costs))
-        yield from self.switch.decide(state, self._current)
+        return self._current
+
+    def decide(self, state: ClusterState) -> Iterator[Decision]:
+        yield from self.switch.decide(state, self.choose(state))

@@ -38,7 +38,7 @@ from engine.rl.agent import (
     read_card,
     write_weights,
 )
-from engine.rl.clone import BEST_ALONE, CloneConfig, clone
+from engine.rl.clone import SELECTOR_TEACHERS, CloneConfig, clone
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import EnvConfig, SelectorEnv, make_env
 from engine.rl.policies import PolicySpec, policy_kwargs, state_arrays
@@ -211,9 +211,10 @@ class TrainConfig:
             raise EngineError("train config: selector_vote applies to a selector (env.selector) only")
         if self.env.selector and self.policy.kind != "mlp":
             raise EngineError("train config: a selector (env.selector) trains an mlp policy")
-        if self.clone is not None and (self.clone.teacher == BEST_ALONE) != bool(self.env.selector):
+        if self.clone is not None and (self.clone.teacher in SELECTOR_TEACHERS) != bool(self.env.selector):
             raise EngineError(
-                f"train config: a selector (env.selector) clones clone.teacher {BEST_ALONE!r}, and only a selector does"
+                f"train config: a selector (env.selector) clones a clone.teacher of {list(SELECTOR_TEACHERS)}, "
+                "and only a selector does"
             )
         if self.resume_from and not RESUME_NAME.match(self.resume_from):
             raise EngineError(

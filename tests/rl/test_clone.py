@@ -11,9 +11,10 @@ import pytest
 from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError
 from engine.rl import cards
-from engine.rl.clone import BEST_ALONE, CloneConfig, best_alone, clone, collect
+from engine.rl.clone import BEST_ALONE, LOOKAHEAD, CloneConfig, best_alone, clone, collect
 from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv, SelectorEnv, observation_space, selector_spaces
+from engine.rl.lookahead import LookaheadSelector
 from engine.rl.policies import PolicySpec, build_policy
 from engine.rl.reward import objective
 from engine.rl.train import TrainConfig, train
@@ -152,6 +153,41 @@ def test_a_selector_clones_the_best_policy_of_each_episode(tmp_path):
     assert after > before + 0.2 and record["rounds"][-1]["accuracy"] >= 0.7
 
 
+@pytest.mark.parametrize("period_s", [0.0, 600.0])
+def test_the_lookahead_labels_are_the_lookahead_selectors_choices(period_s):
+    """Driven by its labels, a selector episode is the lookahead selector's own run, bit for bit: the labels are
+    that expert's choices in the states the episode reaches, and they switch within a run."""
+    env = SelectorEnv(SELECTOR)
+    cfg = CloneConfig(teacher=LOOKAHEAD, label_period_s=period_s)
+    switched = 0
+    for seed in range(100, 106):
+        labels = collect(env, cfg, 0.99, range(seed, seed + 1))["action"]
+        sim = env.simulation
+        ours = sim.result()
+        expert = LookaheadSelector(SELECTOR.selector, SELECTOR.reward, period_s)
+        theirs = simulate(sim.cluster, sim.jobs, expert, seed=seed, options=sim.options)
+        np.testing.assert_array_equal(ours.seg_start_s, theirs.seg_start_s)
+        np.testing.assert_array_equal(ours.seg_gpu_ids, theirs.seg_gpu_ids)
+        np.testing.assert_array_equal(ours.end_s, theirs.end_s)
+        switched += len(set(labels.tolist())) > 1
+    assert switched > 0
+
+
+def test_the_lookahead_label_period_is_checked_and_for_a_selector_only():
+    for bad in (-1.0, float("nan"), float("inf"), True):
+        with pytest.raises(EngineError, match="clone.label_period_s must be a finite number >= 0"):
+            CloneConfig(teacher=LOOKAHEAD, label_period_s=bad)
+    with pytest.raises(EngineError, match="clone.label_period_s applies to clone.teacher 'lookahead' only"):
+        CloneConfig(teacher=BEST_ALONE, label_period_s=60.0)
+    with pytest.raises(EngineError, match="only a selector"):
+        TrainConfig(name="x", env=EnvConfig(clusters=(SMALL,), n_jobs=5), clone=CloneConfig(teacher=LOOKAHEAD))
+    with pytest.raises(EngineError, match="labels the states of a selector environment"):
+        collect(
+            GpuSchedulingEnv(EnvConfig(clusters=(SMALL,), n_jobs=5)), CloneConfig(teacher=LOOKAHEAD), 0.99, range(1)
+        )
+    assert CloneConfig.from_dict({"teacher": LOOKAHEAD, "label_period_s": 300}).label_period_s == 300
+
+
 def test_a_selector_trained_with_cloning_says_so_in_its_card(tmp_path):
     cfg = replace(
         tiny_config(tmp_path, "tiny-select-clone", "mlp"),
@@ -168,6 +204,19 @@ def test_a_selector_trained_with_cloning_says_so_in_its_card(tmp_path):
     assert "placing with" not in text  # a selector's policies place as they do themselves
     best = card["training"]["selector_prior"]["best"]
     assert f"the best alone: `{best}` (no action bias raised)" in text and "was raised by" not in text
+
+
+def test_a_selector_cloned_from_its_lookahead_expert_says_so_in_its_card(tmp_path):
+    cfg = replace(
+        tiny_config(tmp_path, "tiny-select-ahead", "mlp"),
+        env=SELECTOR,
+        total_timesteps=128,
+        clone=CloneConfig(teacher=LOOKAHEAD, episodes=2, rounds=1, epochs=2, batch_size=64, label_period_s=900),
+    )
+    card = train(cfg, models_dir=tmp_path / "models")
+    assert card["training"]["clone"]["config"]["label_period_s"] == 900
+    text = cards.render_markdown(json.loads((tmp_path / "models" / "tiny-select-ahead.json").read_text()))
+    assert "behaviour cloning of its lookahead expert (`LookaheadSelector`" in text and "every 900 s" in text
 
 
 def test_only_a_selector_clones_best_alone():
