@@ -101,7 +101,7 @@ class CloneConfig:
             raise EngineError("clone.learning_rate must be > 0 and clone.value_coef >= 0")
         if self.label_seeds > 1 and self.teacher != BEST_ALONE:
             raise EngineError(f"clone.label_seeds > 1 needs clone.teacher {BEST_ALONE!r}: a teacher labels states")
-        check_period_s(self.label_period_s, "clone.label_period_s")
+        object.__setattr__(self, "label_period_s", check_period_s(self.label_period_s, "clone.label_period_s"))
         if self.label_period_s != LABEL_PERIOD_S and self.teacher != LOOKAHEAD:
             raise EngineError(f"clone.label_period_s applies to clone.teacher {LOOKAHEAD!r} only")
         if self.expert is not None and self.teacher in SELECTOR_TEACHERS:

@@ -185,7 +185,8 @@ def test_the_lookahead_label_period_is_checked_and_for_a_selector_only():
         collect(
             GpuSchedulingEnv(EnvConfig(clusters=(SMALL,), n_jobs=5)), CloneConfig(teacher=LOOKAHEAD), 0.99, range(1)
         )
-    assert CloneConfig.from_dict({"teacher": LOOKAHEAD, "label_period_s": 300}).label_period_s == 300
+    period_s = CloneConfig.from_dict({"teacher": LOOKAHEAD, "label_period_s": 300}).label_period_s
+    assert period_s == 300.0 and isinstance(period_s, float)
 
 
 def test_a_selector_trained_with_cloning_says_so_in_its_card(tmp_path):
