@@ -189,35 +189,36 @@ def test_the_lookahead_label_period_is_checked_and_for_a_selector_only():
     assert period_s == 300.0 and isinstance(period_s, float)
 
 
-def test_a_selector_trained_with_cloning_says_so_in_its_card(tmp_path):
+@pytest.mark.parametrize(
+    "teacher,more,says",
+    [
+        (
+            BEST_ALONE,
+            {"label_seeds": 2},
+            "behaviour cloning of the best of its policies alone on each episode and 1 more workloads of its kind",
+        ),
+        (
+            LOOKAHEAD,
+            {"label_period_s": 900.0},
+            "behaviour cloning of its lookahead expert (`LookaheadSelector`, `engine/rl/lookahead.py`: every 900 s",
+        ),
+    ],
+)
+def test_a_selector_trained_with_cloning_says_so_in_its_card(tmp_path, teacher, more, says):
     cfg = replace(
         tiny_config(tmp_path, "tiny-select-clone", "mlp"),
         env=SELECTOR,
         total_timesteps=128,
-        clone=CloneConfig(teacher=BEST_ALONE, episodes=2, rounds=1, epochs=2, batch_size=64, label_seeds=2),
+        clone=CloneConfig(teacher=teacher, episodes=2, rounds=1, epochs=2, batch_size=64, **more),
     )
     card = train(cfg, models_dir=tmp_path / "models")
-    assert card["training"]["clone"]["config"]["teacher"] == BEST_ALONE
+    recorded = card["training"]["clone"]["config"]
+    assert recorded["teacher"] == teacher and all(recorded[k] == v for k, v in more.items())
     text = cards.render_markdown(json.loads((tmp_path / "models" / "tiny-select-clone.json").read_text()))
-    assert (
-        "behaviour cloning of the best of its policies alone on each episode and 1 more workloads of its kind" in text
-    )
+    assert says in text
     assert "placing with" not in text  # a selector's policies place as they do themselves
     best = card["training"]["selector_prior"]["best"]
     assert f"the best alone: `{best}` (no action bias raised)" in text and "was raised by" not in text
-
-
-def test_a_selector_cloned_from_its_lookahead_expert_says_so_in_its_card(tmp_path):
-    cfg = replace(
-        tiny_config(tmp_path, "tiny-select-ahead", "mlp"),
-        env=SELECTOR,
-        total_timesteps=128,
-        clone=CloneConfig(teacher=LOOKAHEAD, episodes=2, rounds=1, epochs=2, batch_size=64, label_period_s=900),
-    )
-    card = train(cfg, models_dir=tmp_path / "models")
-    assert card["training"]["clone"]["config"]["label_period_s"] == 900
-    text = cards.render_markdown(json.loads((tmp_path / "models" / "tiny-select-ahead.json").read_text()))
-    assert "behaviour cloning of its lookahead expert (`LookaheadSelector`" in text and "every 900 s" in text
 
 
 def test_only_a_selector_clones_best_alone():
