@@ -35,7 +35,7 @@ import numpy as np
 from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError, check_int, reject_unknown_keys
 from engine.rl.env import EnvConfig, GpuSchedulingEnv, make_env
-from engine.rl.lookahead import Lookahead, LookaheadConfig, LookaheadSelector, check_period_s
+from engine.rl.lookahead import PERIOD_S, Lookahead, LookaheadConfig, LookaheadSelector, check_period_s
 from engine.rl.reward import objective
 from engine.rl.teacher import TEACHERS, teacher_action
 from engine.schedulers.registry import make_scheduler
@@ -49,9 +49,6 @@ BEST_ALONE = "best-alone"
 LOOKAHEAD = "lookahead"
 #: What a selector clones (and only a selector).
 SELECTOR_TEACHERS = (BEST_ALONE, LOOKAHEAD)
-#: Default ``clone.label_period_s``: the lookahead selector's period chosen on training seeds 0-39 of hetero-1500
-#: (300-3,600 s tried; models/HISTORY.md, "Switching within a run by rollouts").
-LABEL_PERIOD_S = 600.0
 #: Bounds of the config's counts, so that a config from a stranger cannot ask for a run without end: episodes and
 #: rounds far above any training here (900 cloning episodes, 6 rounds), at most 16 workloads per selector label
 #: (each a run of every policy of the selector).
@@ -76,8 +73,8 @@ class CloneConfig:
         label_seeds: for :data:`BEST_ALONE`, how many workloads of the episode's kind pick its label: the
             episode's own and ``label_seeds - 1`` more generated with other training seeds
             (:func:`best_alone`); 1: the episode alone.
-        label_period_s: for :data:`LOOKAHEAD`, simulated seconds between the expert's choices (600 s: the period
-            chosen on training seeds, models/HISTORY.md).
+        label_period_s: for :data:`LOOKAHEAD`, simulated seconds between the expert's choices (by default
+            :data:`~engine.rl.lookahead.PERIOD_S`, the period chosen on training seeds).
     """
 
     teacher: str = "sjf-fast"
@@ -90,7 +87,7 @@ class CloneConfig:
     value_coef: float = 0.5
     expert: LookaheadConfig | None = None
     label_seeds: int = 1
-    label_period_s: float = LABEL_PERIOD_S
+    label_period_s: float = PERIOD_S
 
     def __post_init__(self) -> None:
         if self.teacher not in TEACHERS and self.teacher not in SELECTOR_TEACHERS:
@@ -102,7 +99,7 @@ class CloneConfig:
         if self.label_seeds > 1 and self.teacher != BEST_ALONE:
             raise EngineError(f"clone.label_seeds > 1 needs clone.teacher {BEST_ALONE!r}: a teacher labels states")
         object.__setattr__(self, "label_period_s", check_period_s(self.label_period_s, "clone.label_period_s"))
-        if self.label_period_s != LABEL_PERIOD_S and self.teacher != LOOKAHEAD:
+        if self.label_period_s != PERIOD_S and self.teacher != LOOKAHEAD:
             raise EngineError(f"clone.label_period_s applies to clone.teacher {LOOKAHEAD!r} only")
         if self.expert is not None and self.teacher in SELECTOR_TEACHERS:
             raise EngineError(f"clone.expert cannot label for {self.teacher!r}, a selector's teacher")

@@ -39,6 +39,11 @@ from engine.sim.state import ClusterState, Decision, Start
 
 #: Seconds a running job is still believed to need when its estimate has already run out.
 OVERDUE_S = 60.0
+#: Queued jobs a believed run holds at most, by default (:attr:`LookaheadConfig.max_jobs`, :class:`LookaheadSelector`).
+MAX_JOBS = 64
+#: :class:`LookaheadSelector`'s default period: chosen on training seeds 0-39 of hetero-1500 (300-3,600 s tried;
+#: models/HISTORY.md, "Switching within a run by rollouts").
+PERIOD_S = 600.0
 #: Objectives closer than this are a tie for :class:`LookaheadSelector` (rounding, not a better schedule).
 TIE = 1e-12
 
@@ -67,7 +72,7 @@ class LookaheadConfig:
     )
     rollout: str | None = None
     consider_wait: bool = True
-    max_jobs: int = 64
+    max_jobs: int = MAX_JOBS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "candidates", tuple(self.candidates))
@@ -255,8 +260,8 @@ class LookaheadSelector:
         self,
         names: Sequence[str],
         reward: RewardWeights,
-        period_s: float = 600.0,
-        max_jobs: int = 64,
+        period_s: float = PERIOD_S,
+        max_jobs: int = MAX_JOBS,
         name: str = "lookahead-select",
     ) -> None:
         if isinstance(max_jobs, bool) or not (isinstance(max_jobs, int) and max_jobs >= 1):
