@@ -35,6 +35,7 @@ from engine.schedulers import make_scheduler
 from engine.sim.cluster import parse_cluster
 from engine.sim.options import EnergyModel, RunOptions
 from engine.sim.simulator import Result, simulate
+from engine.sim.state import Scheduler
 
 #: The keys of the flat evaluation-scenario dicts that model cards written before the scenario record hold.
 LEGACY_KEYS = frozenset({"name", "cluster", "n_jobs", "load", "workload", "trace", "preset", "skip_jobs"})
@@ -47,11 +48,13 @@ def run_scheduler(
     seed: int,
     options: RunOptions | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    factory: Callable[[], Scheduler] | None = None,
 ) -> Result:
-    """Build scheduler ``name`` and simulate ``jobs`` on ``cluster``. Whatever the scheduler's own code raises
-    (a plug-in's ``decide()`` that fails, returns ``None`` or raises a ``BaseException`` other than
-    ``KeyboardInterrupt``) becomes one ``EngineError`` naming the scheduler (chained: a traceback shows where)."""
-    scheduler = make_scheduler(name)
+    """Build scheduler ``name`` (by ``factory`` if given, else from the registry) and simulate ``jobs`` on
+    ``cluster``. Whatever the scheduler's own code raises (a plug-in's ``decide()`` that fails, returns ``None``
+    or raises a ``BaseException`` other than ``KeyboardInterrupt``) becomes one ``EngineError`` naming the
+    scheduler (chained: a traceback shows where)."""
+    scheduler = factory() if factory is not None else make_scheduler(name)
     try:
         return simulate(cluster, jobs, scheduler, seed=seed, options=options, on_progress=on_progress)
     except (EngineError, KeyboardInterrupt, MemoryError):  # the engine's own one-line errors, and a stop
@@ -309,13 +312,17 @@ def evaluate(
     on_run: Callable[[str, int], None] | None = None,
     options: RunOptions | None = None,
     energy: EnergyModel | None = None,
+    built: Mapping[str, Callable[[], Scheduler]] | None = None,
 ) -> Evaluation:
     """Run every scheduler on the scenario's workload for each seed (``seeds=n`` means ``0..n-1``).
 
     ``extra`` adds metrics computed from each run's :class:`~engine.sim.simulator.Result` (e.g. a model's objective);
     ``options`` replace the scenario's run options (by default its own: for a named scenario, preemption that
-    loses nothing); ``energy`` adds energy, cost and carbon to every run's metrics (as ``summarize`` does).
+    loses nothing); ``energy`` adds energy, cost and carbon to every run's metrics (as ``summarize`` does);
+    ``built`` (name -> factory) builds the schedulers it names, which need not be registered (a teacher within a
+    model's own encoding), instead of the registry.
     """
+    built = built or {}
     sc = scenario if isinstance(scenario, Scenario) else parse_scenario(scenario)
     if options is not None:
         sc = replace(sc, options=options)
@@ -328,7 +335,8 @@ def evaluate(
     if baseline not in names:
         raise EngineError(f"baseline {baseline!r} is not among the evaluated schedulers {names}")
     for n in names:  # unknown names fail before any simulation runs
-        make_scheduler(n)
+        if n not in built:
+            make_scheduler(n)
     seed_list = tuple(range(seeds)) if isinstance(seeds, int) else tuple(int(s) for s in seeds)
     if not seed_list:
         raise EngineError("need at least one seed")
@@ -338,7 +346,7 @@ def evaluate(
         run = sc.with_seed(seed)
         jobs = run.workload.build_jobs(cluster)
         for n in names:
-            result = run_scheduler(n, cluster, jobs, run.seed, run.options)
+            result = run_scheduler(n, cluster, jobs, run.seed, run.options, factory=built.get(n))
             row = summarize(result, energy=energy).to_dict()
             row.update({k: float(f(result)) for k, f in (extra or {}).items()})
             runs[n].append(row)

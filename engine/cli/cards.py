@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--add-baselines",
         action="store_true",
-        help="run only the registered schedulers missing from each stored table and add them (stored numbers kept)",
+        help="run only the registered schedulers missing from each stored table and add them, and the winners within the agents' own actions where a card needs them (stored numbers kept)",
     )
     parser.add_argument(
         "--only", metavar="A,B", help="comma-separated scenarios to (re)run; the card's other tables are kept"

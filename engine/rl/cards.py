@@ -26,8 +26,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from functools import partial
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from engine.analysis.evaluate import Evaluation, describe, evaluate, mean_ci, parse_scenario, scenario_from_dict
 from engine.analysis.presets import PRESETS
@@ -38,7 +39,7 @@ from engine.rl.clone import BEST_ALONE, LOOKAHEAD
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import env_options_from_dict
 from engine.rl.reward import TERMS, RewardWeights, objective_terms, weighted
-from engine.rl.teacher import REGISTERED_RULE, TeacherScheduler
+from engine.rl.teacher import REGISTERED_RULE, TEACHERS, TeacherScheduler, within
 from engine.schedulers import SCHEDULERS
 from engine.schedulers.elastic import ElasticGreedy
 from engine.schedulers.placement import PLACEMENTS
@@ -363,6 +364,16 @@ def _run_and_keep(args: tuple[tuple[str, int, str, tuple[str, ...]], str | None,
     return out
 
 
+def _map(fn: Callable[[Any], Any], tasks: Sequence[Any], workers: int) -> list[Any]:
+    """``fn`` over ``tasks`` in order, by ``workers`` spawned processes where there are several of each."""
+    if workers > 1 and len(tasks) > 1:
+        from multiprocessing import get_context
+
+        with get_context("spawn").Pool(workers) as pool:
+            return pool.map(fn, tasks, chunksize=1)
+    return [fn(t) for t in tasks]
+
+
 def _cached(path: Path, names: tuple[str, ...]) -> dict[str, Any] | None:
     """The tables kept at ``path`` for models ``names``, or ``None`` when there are none or the entry is not
     whole (cut short by a kill before entries were written atomically, or edited): it is then run again."""
@@ -408,14 +419,7 @@ def evaluate_cards(
         else:
             todo.append(t)
     args = [(t, None if cache_dir is None else str(cache_dir), baselines_from) for t in todo]
-    if workers > 1 and len(todo) > 1:
-        from multiprocessing import get_context
-
-        with get_context("spawn").Pool(workers) as pool:
-            results = pool.map(_run_and_keep, args, chunksize=1)
-    else:
-        results = [_run_and_keep(a) for a in args]
-    done |= {t[:3]: r for t, r in zip(todo, results)}
+    done |= {t[:3]: r for t, r in zip(todo, _map(_run_and_keep, args, workers))}
     out = {}
     for name, plan in plans.items():
         tables: dict[str, Any] = {}
@@ -785,7 +789,7 @@ def _preempts_text(card: dict[str, Any]) -> str:
 
 
 #: What a winning policy may do that an agent cannot (:func:`_reasons`), in the order a card lists them.
-REASONS = ("pool", "preempts", "resizes", "placement")
+REASONS = ("pool", "preempts", "resizes", "placement", "outside", "within")
 
 #: Environment steps a shipped agent should train (issue 38, "Real scale": at least 1M steps per shipped agent).
 TARGET_STEPS = 1_000_000
@@ -1040,6 +1044,19 @@ def _reason_text(card: dict[str, Any], kind: str, items: list[tuple[str, str, st
     if kind == "placement":
         rules = EncodingConfig.from_dict(card["encoding"]).rules
         return f"the winner places with a rule not among this agent's rules ({', '.join(rules)})"
+    if kind == "outside":
+        span = f"{100 * lo:+.1f} %" if lo == hi else f"{100 * lo:+.1f} % to {100 * hi:+.1f} %"
+        return (
+            "the winner, a teacher, run within this agent's own actions (`teacher:NAME`: its encoding's window, "
+            f"GPU-type slots and eviction scope) is significantly worse than registered ({span}): some of the "
+            "winner's choices are not this agent's to make"
+        )
+    if kind == "within":
+        return (
+            "the winner, a teacher, run within this agent's own actions (`teacher:NAME`: its encoding's window, "
+            "GPU-type slots and eviction scope) does as well as registered (no significant paired difference): "
+            "the agent could have made the winner's choices, so what it lacks there is learned, not its actions"
+        )
     return "the winner is not among the policies this selector picks from"
 
 
@@ -1058,7 +1075,10 @@ def _reasons(card: dict[str, Any], t: dict[str, Any]) -> list[tuple[str, str, fl
     ``(kind, winner, value)``: for a selector, ``pool`` (the winner is not one of its policies); otherwise
     ``preempts`` (the winner preempted, its mean preemptions per run, and the agent has no ``evict`` rule),
     ``resizes`` (the winner is an elastic scheduler and the workload's share of elastic jobs is above 0: no agent
-    resizes) and ``placement`` (the winner's placement rule, :func:`placement_rule`, is not among the agent's)."""
+    resizes), ``placement`` (the winner's placement rule, :func:`placement_rule`, is not among the agent's) and,
+    where the table holds the winner's runs within the agent's own encoding (:func:`add_within_runs`),
+    ``outside`` (those runs are significantly worse than the registered winner's: their relative difference) or
+    ``within`` (they are not: the agent's actions could make the winner's schedule)."""
     winner = t["best_baseline"]
     pool = card.get("selector")
     if pool:
@@ -1077,6 +1097,13 @@ def _reasons(card: dict[str, Any], t: dict[str, Any]) -> list[tuple[str, str, fl
     rule = placement_rule(winner, scheduler)
     if rule is not None and rule not in rules:
         out.append(("placement", f"`{winner}`" + ("" if rule == winner else f" ({rule})"), 0.0))
+    measured = t.get("within_actions") or {}
+    if measured.get("winner") == winner:  # add_within_runs
+        vs = paired_difference(measured["objective_runs"], t["objective_runs"][winner])
+        if vs["verdict"] == "worse":
+            out.append(("outside", f"`{winner}`", vs["relative"] if vs["relative"] is not None else math.inf))
+        else:
+            out.append(("within", f"`{winner}`", 0.0))
     return out
 
 
@@ -1177,13 +1204,13 @@ def write_cards(
         raise EngineError(f"only: not in the models' plans: {', '.join(unplanned)}")
     kept = None if only is None else {n: kept_tables(n, only, seeds, general_seeds) for n in plans}
     sections = evaluate_cards(plans, seeds, general_seeds, workers, cache_dir, cached_only, kept, baselines_from)
-    out = {}
+    cards = {}
     for name, section in sections.items():
-        card = read_card(name, MODELS_DIR)
-        section["sha256"] = card["sha256"]
-        card["evaluation"] = section
-        out[name] = _save(name, card)
-    return out
+        cards[name] = read_card(name, MODELS_DIR)
+        section["sha256"] = cards[name]["sha256"]
+        cards[name]["evaluation"] = section
+    add_within_runs(cards, workers)
+    return {name: _save(name, card) for name, card in cards.items()}
 
 
 def _save(name: str, card: dict[str, Any]) -> dict[str, Any]:
@@ -1208,9 +1235,12 @@ def missing_baselines(table: dict[str, Any]) -> list[str]:
     return [s for s in baselines() if s not in table["mean_ci95"]]
 
 
-def _baseline_task_rows(task: tuple[str, tuple[int, ...], str, tuple[str, ...]]) -> dict[str, list[dict[str, Any]]]:
-    """Schedulers ``names`` on a stored table's scenario (JSON text), seeds and preemption setting, each run's
-    metrics with the objective's terms, exactly as :func:`evaluate_model` runs its baselines."""
+def _baseline_task_rows(
+    task: tuple[str, tuple[int, ...], str, tuple[str, ...]], built: Mapping[str, Callable[[], Any]] | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Schedulers ``names`` (registered, or built by ``built``) on a stored table's scenario (JSON text), seeds
+    and preemption setting, each run's metrics with the objective's terms, exactly as :func:`evaluate_model`
+    runs its baselines."""
     scenario, seeds, setting, names = task
     ev = evaluate(
         list(names),
@@ -1218,8 +1248,52 @@ def _baseline_task_rows(task: tuple[str, tuple[int, ...], str, tuple[str, ...]])
         seeds,
         extra=_term_metrics(),
         options=RunOptions(preemption=PREEMPTION[setting]),
+        built=built,
     )
     return ev.runs
+
+
+def _within_task(card: dict[str, Any], t: dict[str, Any], setting: str) -> tuple[str, tuple, str, str, str] | None:
+    """The run that says whether the winner of table ``t`` chose within the card's agent's actions (``t``'s
+    ``within_actions``): needed where the agent, not a selector, is significantly worse than a winner that is a
+    teacher and its encoding has the registered teacher's rule, and not yet stored for that winner. As
+    (scenario JSON, seeds, setting, winner, the agent's encoding JSON); ``None`` where none is needed."""
+    if card.get("selector") or "error" in t or t["vs_best"]["verdict"] != "worse":
+        return None
+    winner, encoding = t["best_baseline"], card.get("encoding") or {}
+    if winner not in TEACHERS or REGISTERED_RULE not in encoding.get("rules", ()):
+        return None
+    if (t.get("within_actions") or {}).get("winner") == winner:
+        return None
+    scenario = json.dumps(t["scenario"], sort_keys=True)
+    return scenario, tuple(t["seeds"]), setting, winner, json.dumps(encoding, sort_keys=True)
+
+
+def _within_rows(task: tuple[str, tuple, str, str, str]) -> list[dict[str, Any]]:
+    """The metrics of each run of a :func:`_within_task`: the winner as ``teacher:NAME`` within the encoding
+    (:func:`~engine.rl.teacher.within`)."""
+    scenario, seeds, setting, winner, encoding = task
+    name, cfg = f"teacher:{winner}", EncodingConfig.from_dict(json.loads(encoding))
+    return _baseline_task_rows((scenario, seeds, setting, (name,)), {name: partial(within, winner, cfg)})[name]
+
+
+def add_within_runs(cards: Mapping[str, dict[str, Any]], workers: int = 1) -> None:
+    """Store in each table of ``cards`` (model -> card, changed in place) that needs it (:func:`_within_task`)
+    the winner's per-seed objectives within the agent's own encoding, as ``within_actions`` = ``{"winner": NAME,
+    "objective_runs": [...]}`` (the same seeds as the table, so they pair). Each (workload, winner, encoding)
+    runs once for all the cards, by ``workers`` processes."""
+    wanted = {}
+    for name, card in cards.items():
+        for (sc, st), t in _settings(card).items():
+            task = _within_task(card, t, st)
+            if task is not None:
+                wanted[name, sc, st] = task
+    tasks = list(dict.fromkeys(wanted.values()))
+    done = dict(zip(tasks, _map(_within_rows, tasks, workers)))
+    for (name, sc, st), task in wanted.items():
+        weights = RewardWeights.from_dict(cards[name]["reward"])
+        runs = [_objective(row, weights) for row in done[task]]
+        cards[name]["evaluation"]["scenarios"][sc][st]["within_actions"] = {"winner": task[3], "objective_runs": runs}
 
 
 def add_runs(me: str, table: dict[str, Any], rows: dict[str, list[dict[str, Any]]], weights: RewardWeights) -> None:
@@ -1248,7 +1322,8 @@ def _missing_task(table: dict[str, Any], setting: str) -> tuple[str, tuple[int, 
 def add_baselines(names: Sequence[str], workers: int = 1) -> dict[str, dict[str, Any]]:
     """For every stored table of the named models' cards, run only the registered schedulers missing from it
     (each (scenario, seeds, setting) once for all the models, by ``workers`` processes), add their runs
-    (:func:`add_runs`), recompute the summary and verdict and rewrite the cards. Stored numbers are kept."""
+    (:func:`add_runs`), recompute the summary and verdict, run the winners within the agents' own actions where
+    the why-section needs them (:func:`add_within_runs`) and rewrite the cards. Stored numbers are kept."""
     cards: dict[str, dict[str, Any]] = {}
     for name in names:
         if name not in model_names(MODELS_DIR):
@@ -1259,15 +1334,7 @@ def add_baselines(names: Sequence[str], workers: int = 1) -> dict[str, dict[str,
             raise EngineError(f"{name}: the card's stored tables are not of its weights; evaluate every scenario")
     needed = (_missing_task(t, st) for card in cards.values() for (_, st), t in _settings(card).items())
     tasks = list(dict.fromkeys(t for t in needed if t is not None))
-    if workers > 1 and len(tasks) > 1:
-        from multiprocessing import get_context
-
-        with get_context("spawn").Pool(workers) as pool:
-            results = pool.map(_baseline_task_rows, tasks, chunksize=1)
-    else:
-        results = [_baseline_task_rows(t) for t in tasks]
-    done = dict(zip(tasks, results))
-    out = {}
+    done = dict(zip(tasks, _map(_baseline_task_rows, tasks, workers)))
     for name, card in cards.items():
         weights = RewardWeights.from_dict(card["reward"])
         for (_, setting), t in _settings(card).items():
@@ -1275,5 +1342,5 @@ def add_baselines(names: Sequence[str], workers: int = 1) -> dict[str, dict[str,
             if task is not None:
                 add_runs(f"rl:{name}", t, done[task], weights)
         card["evaluation"]["summary"] = summary(f"rl:{name}", card["evaluation"]["scenarios"])
-        out[name] = _save(name, card)
-    return out
+    add_within_runs(cards, workers)
+    return {name: _save(name, card) for name, card in cards.items()}

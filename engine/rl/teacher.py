@@ -48,6 +48,7 @@ CLI, ``evaluate``, the app and the model cards compare agents with.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from typing import Callable, Iterator, NamedTuple
 
@@ -313,6 +314,17 @@ class TeacherScheduler:
             if action == cfg.wait_action:
                 return
             yield from decode(state, action, cfg, snap)
+
+
+def within(name: str, cfg: EncodingConfig) -> TeacherScheduler:
+    """Teacher ``name`` choosing within a model's encoding ``cfg`` (``teacher:NAME``), placing with the registered
+    rule, with the registered eviction cap where ``name`` has one (a cap only forbids evictions, so the choices
+    stay the model's actions). Where it matches the registered teacher's runs, the model could have made every
+    choice the registered one made. ``EngineError`` if ``cfg`` has no registered rule (no such choices)."""
+    if REGISTERED_RULE not in cfg.rules:
+        raise EngineError(f"teacher {name} places with {REGISTERED_RULE}, not among the encoding's rules {cfg.rules}")
+    cap = REGISTERED_MAX_EVICTIONS.get(name, cfg.max_evictions)
+    return TeacherScheduler(name, replace(cfg, max_evictions=cap), cfg.rules.index(REGISTERED_RULE))
 
 
 def register_teachers() -> None:

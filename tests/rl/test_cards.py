@@ -12,7 +12,7 @@ from engine.analysis.evaluate import SCENARIOS, Evaluation, scenario_from_dict
 from engine.analysis.metrics import METRICS
 from engine.errors import EngineError
 from engine.rl import cards
-from engine.rl.agent import MODELS_DIR, ModelError, model_names
+from engine.rl.agent import MODELS_DIR, ModelError, model_names, read_card
 from engine.rl.train import CONFIGS_DIR, load_config
 from engine.sim.cluster import parse_cluster
 
@@ -783,3 +783,50 @@ def test_a_change_is_absolute_where_the_best_policy_scores_zero():
     assert cards.percent_change({"relative": 0.25, "diff": 0.2}) == "+25 %"
     assert cards.percent_change({"relative": 0.003, "diff": 0.1}) == "+0.3 %"
     assert cards.percent_change({"relative": -0.1667, "diff": -0.2}, tenths=True) == "-16.7 %"
+
+
+ENCODING = {"window": 16, "max_types": 4, "rules": ["best-fit", "evict"], "window_order": "mixed"}
+
+
+def test_a_teacher_winner_is_run_within_the_agents_own_actions_and_the_card_says_what_that_shows(monkeypatch):
+    # On b the winner, short-fast, is a teacher: add_within_runs runs it within the agent's encoding on b's own
+    # workloads (v100-32, seeds 0..3, each preemption setting) and stores its per-seed objectives. This encoding
+    # holds every choice the registered teacher makes on that cluster, so they are its real registered runs.
+    card = _losing_card(monkeypatch, ENCODING["rules"], encoding=ENCODING)
+    real, ran = cards._within_rows, []
+    monkeypatch.setattr(cards, "_within_rows", lambda task: ran.append(task[2:4]) or real(task))
+    cards.add_within_runs({"m": card})
+    assert sorted(ran) == [("costly", "short-fast"), ("free", "short-fast")]  # b only: the agent wins a
+    for setting in ("free", "costly"):
+        stored = card["evaluation"]["scenarios"]["b"][setting]["within_actions"]
+        registered = cards._baseline_task_rows(
+            (json.dumps(SCENARIOS["v100-32"].to_dict()), (0, 1, 2, 3), setting, ("short-fast",))
+        )["short-fast"]
+        weights = cards.RewardWeights.from_dict(card["reward"])
+        assert stored == {"winner": "short-fast", "objective_runs": [cards._objective(r, weights) for r in registered]}
+    cards.add_within_runs({"m": card})
+    assert len(ran) == 2  # stored for that winner: nothing runs again
+    # The card reads them against the winner's runs in the table (here the fake ones, 0.7-0.9).
+    for setting, runs in (("free", [0.8, 0.9, 0.7, 0.8]), ("costly", [1.6, 1.8, 1.4, 1.6])):
+        card["evaluation"]["scenarios"]["b"][setting]["within_actions"]["objective_runs"] = runs
+    text = cards.render_markdown(card)
+    assert "run within this agent's own actions" in text and "no such reason" not in text
+    assert "does as well as registered (no significant paired difference): the agent could have made the " in text
+    assert "is significantly worse than registered (+100.0 %): some of the winner's choices are not this " in text
+
+
+def test_only_a_rule_agent_losing_to_a_teacher_it_can_place_like_needs_the_winner_within_its_actions(monkeypatch):
+    card = _losing_card(monkeypatch, ENCODING["rules"], encoding=ENCODING)
+    lost = card["evaluation"]["scenarios"]["b"]["free"]
+    assert cards._within_task(card, lost, "free")[3:] == ("short-fast", json.dumps(ENCODING, sort_keys=True))
+    assert cards._within_task(card, card["evaluation"]["scenarios"]["a"]["free"], "free") is None  # the agent wins
+    assert cards._within_task({**card, "selector": ["short-fast"]}, lost, "free") is None  # a selector picks it
+    other = {**card, "encoding": {**ENCODING, "rules": ["first-fit", "evict"]}}
+    assert cards._within_task(other, lost, "free") is None  # the teacher's rule is not the agent's
+    assert cards._within_task(card, {**lost, "best_baseline": "fgd"}, "free") is None  # not a teacher
+
+
+@pytest.mark.parametrize("name", sorted(model_names(MODELS_DIR)))
+def test_every_shipped_card_measured_its_teacher_winners_within_its_actions(name):
+    card = read_card(name, MODELS_DIR)
+    assert [key for key, t in cards._settings(card).items() if cards._within_task(card, t, key[1])] == []

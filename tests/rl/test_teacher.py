@@ -12,7 +12,7 @@ from engine.analysis.workload import TRAIN_SEED_MIN, make_jobs
 from engine.errors import EngineError
 from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv
-from engine.rl.teacher import REGISTERED_MAX_EVICTIONS, TEACHERS, TeacherScheduler, teacher_action
+from engine.rl.teacher import REGISTERED_MAX_EVICTIONS, TEACHERS, TeacherScheduler, teacher_action, within
 from engine.sim.job import Job
 from engine.sim.options import PreemptionModel, RunOptions
 
@@ -207,3 +207,22 @@ def test_the_indexed_window_is_the_scanned_window_at_every_snapshot(monkeypatch,
     result = simulate(cluster, jobs, make_scheduler(name), options=options)
     assert (result.status == 0).all() and max(compared) > 100
     assert result.preemptions.sum() > 0 or name == "srpt-type"
+
+
+@pytest.mark.parametrize("name", ["short-fast", "short-spare-evict-est-cap"])
+def test_a_teacher_within_the_registered_encoding_makes_the_registered_schedule(name):
+    # within() runs a teacher in a model's own encoding; given the encoding the registered teacher builds for a
+    # two-type cluster (window 16, mixed, best-fit then evict), it is the registered teacher run for run, the
+    # registered eviction cap included, so a card can tell whether an agent's actions could make that schedule.
+    cluster = parse_cluster("2x8:V100-32,2x4:A100-80")
+    jobs = make_jobs(cluster, 120, 1.6, 3)
+    costly = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=1800.0, restart_overhead_s=60.0))
+    enc = EncodingConfig(window=16, max_types=2, rules=("best-fit", "evict"), window_order="mixed")
+    mine, registered = (simulate(cluster, jobs, s, options=costly) for s in (within(name, enc), make_scheduler(name)))
+    assert within(name, enc).name == f"teacher:{name}"
+    for field in ("seg_job", "seg_start_s", "seg_end_s", "seg_gpu_ids", "preemptions"):
+        assert np.array_equal(getattr(mine, field), getattr(registered, field)), field
+    assert (registered.preemptions.sum() > 0) == ("-evict" in name)  # the evict rule was taken where it may be
+    assert within(name, enc).cfg.max_evictions == REGISTERED_MAX_EVICTIONS.get(name)
+    with pytest.raises(EngineError, match="places with best-fit, not among the encoding's rules"):
+        within(name, EncodingConfig(rules=("first-fit",)))
