@@ -35,7 +35,7 @@ from engine.analysis.presets import PRESETS
 from engine.errors import EngineError
 from engine.io import atomic_write_json, atomic_write_text
 from engine.rl.agent import MODELS_DIR, ModelError, model_names, read_card
-from engine.rl.clone import BEST_ALONE, LOOKAHEAD
+from engine.rl.clone import BEST_ALONE, BEST_TEACHER, LOOKAHEAD
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import env_options_from_dict
 from engine.rl.reward import TERMS, RewardWeights, objective_terms, weighted
@@ -525,10 +525,15 @@ def _provenance(card: dict[str, Any]) -> list[str]:
         c, last = tr["clone"], tr["clone"]["rounds"][-1]
         expert = c["config"].get("expert")
         placing = f" (placing with `{c['config']['rule']}`, `engine/rl/teacher.py`)"
+        more = c["config"].get("label_seeds", 1) - 1
+        kind = f" and {more} more workloads of its kind (mean objective)" if more else ""
         if c["config"]["teacher"] == BEST_ALONE:
-            more = c["config"].get("label_seeds", 1) - 1
-            kind = f" and {more} more workloads of its kind (mean objective)" if more else ""
             who = f"the best of its policies alone on each episode{kind} (`best_alone`, `engine/rl/clone.py`)"
+        elif c["config"]["teacher"] == BEST_TEACHER:
+            who = (
+                f"the best of the teachers {', '.join(f'`{n}`' for n in c['config']['teachers'])} alone within its "
+                f"encoding on each episode{kind} (`best_alone`, `engine/rl/clone.py`)"
+            )
         elif c["config"]["teacher"] == LOOKAHEAD:
             who = (
                 "its lookahead expert (`LookaheadSelector`, `engine/rl/lookahead.py`: every "

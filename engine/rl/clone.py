@@ -13,6 +13,11 @@ already knows (shortest jobs first, fast GPUs for the jobs that gain). Cloning s
 3. fit the policy by cross-entropy of its masked action distribution against the teacher's actions, and its
    value head to the returns (so PPO's first advantages are not noise), with Adam.
 
+An agent that is not a selector may clone :data:`BEST_TEACHER`: every state of an episode is labelled with the
+action of the teacher of ``clone.teachers`` that, choosing alone within the agent's own encoding
+(:func:`~engine.rl.teacher.within`), has the lowest objective on that episode, so one agent learns which teacher
+suits which cluster and workload, and makes that teacher's choices itself.
+
 A selector (``env.selector``, :mod:`engine.rl.selector`) clones one of :data:`SELECTOR_TEACHERS` instead of a
 teacher. With :data:`BEST_ALONE` every state of an episode is labelled with the policy that, deciding alone, has
 the lowest objective on that episode (its own run, the same as the selector's when it always picks it), so the
@@ -28,18 +33,21 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Mapping
+from functools import partial
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError, check_int, reject_unknown_keys
+from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv, make_env
 from engine.rl.lookahead import PERIOD_S, Lookahead, LookaheadConfig, LookaheadSelector, check_period_s
 from engine.rl.reward import objective
-from engine.rl.teacher import TEACHERS, teacher_action
+from engine.rl.teacher import REGISTERED_RULE, TEACHERS, teacher_action, within
 from engine.schedulers.registry import make_scheduler
 from engine.sim.simulator import simulate
+from engine.sim.state import Scheduler
 
 #: ``clone.teacher`` of a selector: each episode's states are labelled with the selector's policy that alone has
 #: the lowest objective on that episode (:func:`best_alone`).
@@ -49,6 +57,9 @@ BEST_ALONE = "best-alone"
 LOOKAHEAD = "lookahead"
 #: What a selector clones (and only a selector).
 SELECTOR_TEACHERS = (BEST_ALONE, LOOKAHEAD)
+#: ``clone.teacher`` of an agent that is not a selector: each episode's states are labelled with the actions of
+#: the teacher of ``clone.teachers`` that alone, within the agent's encoding, has the lowest objective on it.
+BEST_TEACHER = "best-teacher"
 #: Bounds of the config's counts, so that a config from a stranger cannot ask for a run without end: episodes and
 #: rounds far above any training here (900 cloning episodes, 6 rounds), at most 16 workloads per selector label
 #: (each a run of every policy of the selector).
@@ -70,9 +81,11 @@ class CloneConfig:
         value_coef: weight of the value loss (mean squared error to the discounted return-to-go).
         expert: label with the lookahead expert (:class:`~engine.rl.lookahead.LookaheadConfig`) instead of
             ``teacher``; ``None``: the teacher labels.
-        label_seeds: for :data:`BEST_ALONE`, how many workloads of the episode's kind pick its label: the
-            episode's own and ``label_seeds - 1`` more generated with other training seeds
+        label_seeds: for :data:`BEST_ALONE` and :data:`BEST_TEACHER`, how many workloads of the episode's kind
+            pick its label: the episode's own and ``label_seeds - 1`` more generated with other training seeds
             (:func:`best_alone`); 1: the episode alone.
+        teachers: for :data:`BEST_TEACHER` (and only for it), the teachers of
+            :data:`~engine.rl.teacher.TEACHERS` one of which labels each episode (2 or more, distinct).
         label_period_s: for :data:`LOOKAHEAD`, simulated seconds between the expert's choices (by default
             :data:`~engine.rl.lookahead.PERIOD_S`, the period chosen on training seeds).
     """
@@ -88,16 +101,30 @@ class CloneConfig:
     expert: LookaheadConfig | None = None
     label_seeds: int = 1
     label_period_s: float = PERIOD_S
+    teachers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.teacher not in TEACHERS and self.teacher not in SELECTOR_TEACHERS:
-            raise EngineError(f"clone.teacher {self.teacher!r}: expected one of {[*TEACHERS, *SELECTOR_TEACHERS]}")
+        valid = [*TEACHERS, *SELECTOR_TEACHERS, BEST_TEACHER]
+        if self.teacher not in valid:
+            raise EngineError(f"clone.teacher {self.teacher!r}: expected one of {valid}")
+        if not isinstance(self.teachers, (list, tuple)) or not all(isinstance(n, str) for n in self.teachers):
+            raise EngineError("clone.teachers must be a list of teacher names")
+        object.__setattr__(self, "teachers", tuple(self.teachers))
+        if (self.teacher == BEST_TEACHER) != bool(self.teachers):
+            raise EngineError(f"clone.teachers lists the teachers of clone.teacher {BEST_TEACHER!r}, and only of it")
+        unknown = [n for n in self.teachers if n not in TEACHERS][:3]
+        if unknown or len(set(self.teachers)) != len(self.teachers) or len(self.teachers) == 1:
+            raise EngineError(
+                f"clone.teachers: 2 or more distinct names of {list(TEACHERS)}; got {unknown or 'repeats'}"
+            )
         for k, most in LIMITS.items():
             check_int(getattr(self, k), f"clone.{k}", 1, most)
         if not (self.learning_rate > 0 and self.value_coef >= 0):
             raise EngineError("clone.learning_rate must be > 0 and clone.value_coef >= 0")
-        if self.label_seeds > 1 and self.teacher != BEST_ALONE:
-            raise EngineError(f"clone.label_seeds > 1 needs clone.teacher {BEST_ALONE!r}: a teacher labels states")
+        if self.label_seeds > 1 and self.teacher not in (BEST_ALONE, BEST_TEACHER):
+            raise EngineError(
+                f"clone.label_seeds > 1 needs clone.teacher {BEST_ALONE!r} or {BEST_TEACHER!r}: a teacher labels states"
+            )
         object.__setattr__(self, "label_period_s", check_period_s(self.label_period_s, "clone.label_period_s"))
         if self.label_period_s != PERIOD_S and self.teacher != LOOKAHEAD:
             raise EngineError(f"clone.label_period_s applies to clone.teacher {LOOKAHEAD!r} only")
@@ -107,7 +134,8 @@ class CloneConfig:
             raise EngineError(f"clone.expert.candidates must start with clone.teacher {self.teacher!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "expert": None if self.expert is None else self.expert.to_dict()}
+        expert = None if self.expert is None else self.expert.to_dict()
+        return {**asdict(self), "expert": expert, "teachers": list(self.teachers)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CloneConfig:
@@ -128,6 +156,11 @@ class CloneConfig:
         if self.teacher == BEST_ALONE:
             best = best_alone(env, self.label_seeds)
             return lambda: best
+        if self.teacher == BEST_TEACHER:
+            enc = self.within_encoding(cfg)
+            rule = enc.rules.index(REGISTERED_RULE)
+            name = self.teachers[best_alone(env, self.label_seeds, [partial(within, n, enc) for n in self.teachers])]
+            return lambda: teacher_action(name, env.simulation.state, enc, env.snapshot, rule)
         if self.teacher == LOOKAHEAD:
             if not cfg.selector:
                 raise EngineError(f"clone.teacher {LOOKAHEAD!r} labels the states of a selector environment")
@@ -141,6 +174,19 @@ class CloneConfig:
             action = Lookahead(self.expert, enc, cfg.reward, rule).action
             return lambda: action(env.simulation.state, env.snapshot)
         return lambda: teacher_action(self.teacher, env.simulation.state, enc, env.snapshot, rule)
+
+    def within_encoding(self, env: EnvConfig) -> EncodingConfig:
+        """For :data:`BEST_TEACHER`: the encoding of ``env``, in which each of ``teachers`` makes exactly the choices
+        it makes within it (:func:`~engine.rl.teacher.within`), so that its actions label the env's states;
+        ``EngineError`` for a selector's env, or where a teacher needs another encoding (a registered eviction
+        cap that the encoding lacks, or no ``best-fit`` rule)."""
+        if env.selector:
+            raise EngineError(f"clone.teacher {BEST_TEACHER!r} labels an agent that is not a selector")
+        enc = env.encoding
+        for n in self.teachers:
+            if within(n, enc).cfg != enc:
+                raise EngineError(f"clone.teachers: {n} chooses with another encoding (its eviction cap) than env's")
+        return enc
 
 
 def collect(
@@ -181,26 +227,31 @@ def collect(
     }
 
 
-def best_alone(env: GpuSchedulingEnv, label_seeds: int = 1) -> int:
-    """Index of the selector policy (``env.config.selector``) that, run alone on the episode ``env`` was just reset
-    to, has the lowest objective (the first of equals); with ``label_seeds`` > 1, the lowest mean objective over
-    that episode and ``label_seeds - 1`` more workloads of its kind (:meth:`GpuSchedulingEnv.same_kind_jobs`,
-    training seeds drawn from the episode's seed), so that one lucky arrival order does not pick the label."""
+def best_alone(
+    env: GpuSchedulingEnv, label_seeds: int = 1, policies: Sequence[Callable[[], Scheduler]] | None = None
+) -> int:
+    """Index of the policy that, run alone on the episode ``env`` was just reset to, has the lowest objective (the
+    first of equals): of ``policies`` (factories), by default the selector's (``env.config.selector``); with
+    ``label_seeds`` > 1, the lowest mean objective over that episode and ``label_seeds - 1`` more workloads of its
+    kind (:meth:`GpuSchedulingEnv.same_kind_jobs`, training seeds drawn from the episode's seed), so that one lucky
+    arrival order does not pick the label."""
     sim, cfg = env.simulation, env.config
-    if sim is None or not cfg.selector:
-        raise EngineError(f"{BEST_ALONE!r} labels an episode of a selector environment that has been reset")
+    if policies is None:
+        if not cfg.selector:
+            raise EngineError(f"{BEST_ALONE!r} labels an episode of a selector environment")
+        policies = [partial(make_scheduler, n) for n in cfg.selector]
+    if sim is None:
+        raise EngineError("best_alone labels an episode: reset the environment first")
     more = np.random.default_rng(sim.seed).integers(TRAIN_SEED_MIN, 2**31 - 1, size=label_seeds - 1)
     workloads = [sim.jobs, *(env.same_kind_jobs(int(s)) for s in more)]
     costs = [
         np.mean(
             [
-                objective(
-                    simulate(sim.cluster, jobs, make_scheduler(n), seed=sim.seed, options=sim.options), cfg.reward
-                )
+                objective(simulate(sim.cluster, jobs, make(), seed=sim.seed, options=sim.options), cfg.reward)
                 for jobs in workloads
             ]
         )
-        for n in cfg.selector
+        for make in policies
     ]
     return int(np.argmin(costs))
 

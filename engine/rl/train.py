@@ -38,7 +38,7 @@ from engine.rl.agent import (
     read_card,
     write_weights,
 )
-from engine.rl.clone import SELECTOR_TEACHERS, CloneConfig, clone
+from engine.rl.clone import BEST_TEACHER, SELECTOR_TEACHERS, CloneConfig, clone
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import EnvConfig, SelectorEnv, make_env
 from engine.rl.policies import PolicySpec, policy_kwargs, state_arrays
@@ -216,6 +216,8 @@ class TrainConfig:
                 f"train config: a selector (env.selector) clones a clone.teacher of {list(SELECTOR_TEACHERS)}, "
                 "and only a selector does"
             )
+        if self.clone is not None and self.clone.teacher == BEST_TEACHER:
+            self.clone.within_encoding(self.env)
         if self.resume_from and not RESUME_NAME.match(self.resume_from):
             raise EngineError(
                 f"train config: resume_from {self.resume_from[:100]!r} must be a checkpoint_<step>.npz of runs/<name>/"

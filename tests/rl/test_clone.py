@@ -11,12 +11,13 @@ import pytest
 from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError
 from engine.rl import cards
-from engine.rl.clone import BEST_ALONE, LOOKAHEAD, CloneConfig, best_alone, clone, collect
+from engine.rl.clone import BEST_ALONE, BEST_TEACHER, LOOKAHEAD, CloneConfig, best_alone, clone, collect
 from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv, SelectorEnv, observation_space, selector_spaces
 from engine.rl.lookahead import LookaheadSelector
 from engine.rl.policies import PolicySpec, build_policy
 from engine.rl.reward import objective
+from engine.rl.teacher import within
 from engine.rl.train import TrainConfig, train
 from engine.schedulers.registry import make_scheduler
 from engine.sim.simulator import simulate
@@ -254,3 +255,78 @@ def test_teacher_rule_must_be_one_of_the_encodings():
     env = GpuSchedulingEnv(EnvConfig(clusters=(SMALL,), n_jobs=5))
     with pytest.raises(EngineError, match="not one of the encoding's rules"):
         collect(env, CloneConfig(rule="least-loaded"), 0.99, range(1))
+
+
+#: A plain agent's episodes where different teachers win (SELECTOR's clusters and workloads), in an encoding that
+#: holds each teacher's choices (its window and rule, GPU-type slots for every type, evict by type).
+PLAIN = replace(
+    SELECTOR,
+    selector=(),
+    encoding=EncodingConfig(window=16, max_types=2, rules=("best-fit", "evict"), window_order="mixed"),
+)
+BEST = CloneConfig(teacher=BEST_TEACHER, teachers=("short-whole", "short-spare-evict", "fifo-fast", "sjf-fast"))
+
+
+def test_best_teacher_labels_an_episode_with_the_actions_of_its_best_teacher_alone():
+    # Driven by its labels, each episode is the run of the teacher that alone, within the agent's encoding, has
+    # the lowest objective on it (its objective to the last digit), and the winners differ between episodes.
+    env, winners = GpuSchedulingEnv(PLAIN), set()
+    for seed in range(4):
+        env.reset(seed=seed)
+        sim = env.simulation
+        alone = [
+            objective(
+                simulate(sim.cluster, sim.jobs, within(n, PLAIN.encoding), seed=sim.seed, options=sim.options),
+                PLAIN.reward,
+            )
+            for n in BEST.teachers
+        ]
+        winners.add(int(np.argmin(alone)))
+        label_of, done = BEST.labeller(env), False
+        while not done:
+            _, _, done, _, _ = env.step(label_of())
+        assert objective(env.simulation.result(), PLAIN.reward) == min(alone)
+    assert len(winners) > 1
+
+
+@pytest.mark.parametrize(
+    "clone,env,match",
+    [
+        ({"teacher": BEST_TEACHER}, PLAIN, "clone.teachers lists the teachers of clone.teacher 'best-teacher'"),
+        ({"teacher": "sjf-fast", "teachers": ["short-fast", "sjf-fast"]}, PLAIN, "and only of it"),
+        ({"teacher": BEST_TEACHER, "teachers": ["short-fast", "oracle"]}, PLAIN, "got \\['oracle'\\]"),
+        ({"teacher": BEST_TEACHER, "teachers": ["short-fast", "short-fast"]}, PLAIN, "2 or more distinct"),
+        ({"teacher": BEST_TEACHER, "teachers": ["short-fast"]}, PLAIN, "2 or more distinct"),
+        ({"teacher": BEST_TEACHER, "teachers": "short-fast"}, PLAIN, "must be a list of teacher names"),
+        ({"teacher": BEST_TEACHER, "teachers": ["short-fast", "sjf-fast"]}, SELECTOR, "only a selector"),
+        (
+            {"teacher": BEST_TEACHER, "teachers": ["short-fast", "short-spare-evict-est-cap"]},
+            PLAIN,
+            "short-spare-evict-est-cap chooses with another encoding",
+        ),
+        (
+            {"teacher": BEST_TEACHER, "teachers": ["short-fast", "sjf-fast"]},
+            replace(PLAIN, encoding=EncodingConfig(rules=("first-fit",))),
+            "not among the encoding's rules",
+        ),
+    ],
+)
+def test_bad_best_teacher_configs_are_one_line_errors(clone, env, match):
+    with pytest.raises(EngineError, match=match):
+        TrainConfig(name="x", env=env, clone=CloneConfig.from_dict(clone))
+
+
+def test_an_agent_cloned_from_its_best_teachers_says_so_in_its_card(tmp_path):
+    cfg = replace(
+        tiny_config(tmp_path, "tiny-best-teacher", "mlp"),
+        env=PLAIN,
+        total_timesteps=128,
+        clone=replace(BEST, episodes=2, rounds=1, epochs=2, batch_size=64, label_seeds=2),
+    )
+    card = train(cfg, models_dir=tmp_path / "models")
+    assert card["training"]["clone"]["config"]["teachers"] == list(BEST.teachers)
+    text = cards.render_markdown(json.loads((tmp_path / "models" / "tiny-best-teacher.json").read_text()))
+    assert (
+        "behaviour cloning of the best of the teachers `short-whole`, `short-spare-evict`, `fifo-fast`, `sjf-fast` "
+        "alone within its encoding on each episode and 1 more workloads of its kind" in text
+    )
