@@ -530,9 +530,11 @@ def _provenance(card: dict[str, Any]) -> list[str]:
         if c["config"]["teacher"] == BEST_ALONE:
             who = f"the best of its policies alone on each episode{kind} (`best_alone`, `engine/rl/clone.py`)"
         elif c["config"]["teacher"] == BEST_TEACHER:
+            rules = c["config"].get("placements") or [c["config"]["rule"]]
             who = (
-                f"the best of the teachers {', '.join(f'`{n}`' for n in c['config']['teachers'])} alone within its "
-                f"encoding on each episode{kind} (`best_alone`, `engine/rl/clone.py`)"
+                f"the best of the teachers {', '.join(f'`{n}`' for n in c['config']['teachers'])}, each placing with "
+                f"{' or '.join(f'`{r}`' for r in rules)}, alone within its encoding on each episode{kind} "
+                "(`best_alone`, `engine/rl/clone.py`)"
             )
         elif c["config"]["teacher"] == LOOKAHEAD:
             who = (

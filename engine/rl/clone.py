@@ -44,7 +44,7 @@ from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv, make_env
 from engine.rl.lookahead import PERIOD_S, Lookahead, LookaheadConfig, LookaheadSelector, check_period_s
 from engine.rl.reward import objective
-from engine.rl.teacher import REGISTERED_RULE, TEACHERS, teacher_action, within
+from engine.rl.teacher import TEACHERS, teacher_action, within
 from engine.schedulers.registry import make_scheduler
 from engine.sim.simulator import simulate
 from engine.sim.state import Scheduler
@@ -86,6 +86,8 @@ class CloneConfig:
             (:func:`best_alone`); 1: the episode alone.
         teachers: for :data:`BEST_TEACHER` (and only for it), the teachers of
             :data:`~engine.rl.teacher.TEACHERS` one of which labels each episode (2 or more, distinct).
+        placements: for :data:`BEST_TEACHER`, the encoding's rules each of ``teachers`` is run with (each pair a
+            candidate label); empty: ``rule`` alone.
         label_period_s: for :data:`LOOKAHEAD`, simulated seconds between the expert's choices (by default
             :data:`~engine.rl.lookahead.PERIOD_S`, the period chosen on training seeds).
     """
@@ -102,14 +104,19 @@ class CloneConfig:
     label_seeds: int = 1
     label_period_s: float = PERIOD_S
     teachers: tuple[str, ...] = ()
+    placements: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         valid = [*TEACHERS, *SELECTOR_TEACHERS, BEST_TEACHER]
         if self.teacher not in valid:
             raise EngineError(f"clone.teacher {self.teacher!r}: expected one of {valid}")
-        if not isinstance(self.teachers, (list, tuple)) or not all(isinstance(n, str) for n in self.teachers):
-            raise EngineError("clone.teachers must be a list of teacher names")
-        object.__setattr__(self, "teachers", tuple(self.teachers))
+        for k in ("teachers", "placements"):
+            names = getattr(self, k)
+            if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+                raise EngineError(f"clone.{k} must be a list of names")
+            object.__setattr__(self, k, tuple(names))
+        if self.placements and (self.teacher != BEST_TEACHER or len(set(self.placements)) != len(self.placements)):
+            raise EngineError(f"clone.placements: distinct rules, for clone.teacher {BEST_TEACHER!r} only")
         if (self.teacher == BEST_TEACHER) != bool(self.teachers):
             raise EngineError(f"clone.teachers lists the teachers of clone.teacher {BEST_TEACHER!r}, and only of it")
         unknown = [n for n in self.teachers if n not in TEACHERS][:3]
@@ -135,7 +142,7 @@ class CloneConfig:
 
     def to_dict(self) -> dict[str, Any]:
         expert = None if self.expert is None else self.expert.to_dict()
-        return {**asdict(self), "expert": expert, "teachers": list(self.teachers)}
+        return {**asdict(self), "expert": expert, "teachers": list(self.teachers), "placements": list(self.placements)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CloneConfig:
@@ -157,10 +164,10 @@ class CloneConfig:
             best = best_alone(env, self.label_seeds)
             return lambda: best
         if self.teacher == BEST_TEACHER:
-            enc = self.within_encoding(cfg)
-            rule = enc.rules.index(REGISTERED_RULE)
-            name = self.teachers[best_alone(env, self.label_seeds, [partial(within, n, enc) for n in self.teachers])]
-            return lambda: teacher_action(name, env.simulation.state, enc, env.snapshot, rule)
+            enc, pairs = self.within_encoding(cfg), self.candidates()
+            name, placing = pairs[best_alone(env, self.label_seeds, [partial(within, n, enc, r) for n, r in pairs])]
+            index = enc.rules.index(placing)
+            return lambda: teacher_action(name, env.simulation.state, enc, env.snapshot, index)
         if self.teacher == LOOKAHEAD:
             if not cfg.selector:
                 raise EngineError(f"clone.teacher {LOOKAHEAD!r} labels the states of a selector environment")
@@ -175,16 +182,20 @@ class CloneConfig:
             return lambda: action(env.simulation.state, env.snapshot)
         return lambda: teacher_action(self.teacher, env.simulation.state, enc, env.snapshot, rule)
 
+    def candidates(self) -> list[tuple[str, str]]:
+        """For :data:`BEST_TEACHER`: the (teacher, rule) pairs one of which labels each episode."""
+        return [(n, r) for n in self.teachers for r in self.placements or (self.rule,)]
+
     def within_encoding(self, env: EnvConfig) -> EncodingConfig:
-        """For :data:`BEST_TEACHER`: the encoding of ``env``, in which each of ``teachers`` makes exactly the choices
-        it makes within it (:func:`~engine.rl.teacher.within`), so that its actions label the env's states;
-        ``EngineError`` for a selector's env, or where a teacher needs another encoding (a registered eviction
-        cap that the encoding lacks, or no ``best-fit`` rule)."""
+        """For :data:`BEST_TEACHER`: the encoding of ``env``, in which each of the :meth:`candidates` makes exactly
+        the choices it makes within it (:func:`~engine.rl.teacher.within`), so that its actions label the env's
+        states; ``EngineError`` for a selector's env, or where a teacher needs another encoding (a registered
+        eviction cap that the encoding lacks, or a rule the encoding does not have)."""
         if env.selector:
             raise EngineError(f"clone.teacher {BEST_TEACHER!r} labels an agent that is not a selector")
         enc = env.encoding
-        for n in self.teachers:
-            if within(n, enc).cfg != enc:
+        for n, r in self.candidates():
+            if within(n, enc, r).cfg != enc:
                 raise EngineError(f"clone.teachers: {n} chooses with another encoding (its eviction cap) than env's")
         return enc
 

@@ -316,15 +316,15 @@ class TeacherScheduler:
             yield from decode(state, action, cfg, snap)
 
 
-def within(name: str, cfg: EncodingConfig) -> TeacherScheduler:
-    """Teacher ``name`` choosing within a model's encoding ``cfg`` (``teacher:NAME``), placing with the registered
-    rule, with the registered eviction cap where ``name`` has one (a cap only forbids evictions, so the choices
-    stay the model's actions). Where it matches the registered teacher's runs, the model could have made every
-    choice the registered one made. ``EngineError`` if ``cfg`` has no registered rule (no such choices)."""
-    if REGISTERED_RULE not in cfg.rules:
-        raise EngineError(f"teacher {name} places with {REGISTERED_RULE}, not among the encoding's rules {cfg.rules}")
+def within(name: str, cfg: EncodingConfig, rule: str = REGISTERED_RULE) -> TeacherScheduler:
+    """Teacher ``name`` choosing within a model's encoding ``cfg`` (``teacher:NAME``), placing with ``rule`` (by
+    default the registered one), with the registered eviction cap where ``name`` has one (a cap only forbids
+    evictions, so the choices stay the model's actions). Where it matches the registered teacher's runs, the model
+    could have made every choice the registered one made. ``EngineError`` if ``rule`` is not one of ``cfg``'s."""
+    if rule not in cfg.rules:
+        raise EngineError(f"teacher {name} places with {rule}, not among the encoding's rules {cfg.rules}")
     cap = REGISTERED_MAX_EVICTIONS.get(name, cfg.max_evictions)
-    return TeacherScheduler(name, replace(cfg, max_evictions=cap), cfg.rules.index(REGISTERED_RULE))
+    return TeacherScheduler(name, replace(cfg, max_evictions=cap), cfg.rules.index(rule))
 
 
 def register_teachers() -> None:

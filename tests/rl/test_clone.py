@@ -267,25 +267,29 @@ PLAIN = replace(
 BEST = CloneConfig(teacher=BEST_TEACHER, teachers=("short-whole", "short-spare-evict", "fifo-fast", "sjf-fast"))
 
 
-def test_best_teacher_labels_an_episode_with_the_actions_of_its_best_teacher_alone():
-    # Driven by its labels, each episode is the run of the teacher that alone, within the agent's encoding, has
-    # the lowest objective on it (its objective to the last digit), and the winners differ between episodes.
-    env, winners = GpuSchedulingEnv(PLAIN), set()
+@pytest.mark.parametrize("placements", [(), ("best-fit", "fgd")])
+def test_best_teacher_labels_an_episode_with_the_actions_of_its_best_teacher_alone(placements):
+    # Driven by its labels, each episode is the run of the (teacher, rule) pair that alone, within the agent's
+    # encoding, has the lowest objective on it (its objective to the last digit), and the winners differ between
+    # episodes.
+    env_cfg = replace(PLAIN, encoding=replace(PLAIN.encoding, rules=("best-fit", "fgd", "evict")))
+    cfg, env, winners = replace(BEST, placements=placements), GpuSchedulingEnv(env_cfg), set()
+    assert cfg.candidates() == [(n, r) for n in BEST.teachers for r in placements or ("best-fit",)]
     for seed in range(4):
         env.reset(seed=seed)
         sim = env.simulation
         alone = [
             objective(
-                simulate(sim.cluster, sim.jobs, within(n, PLAIN.encoding), seed=sim.seed, options=sim.options),
-                PLAIN.reward,
+                simulate(sim.cluster, sim.jobs, within(n, env_cfg.encoding, r), seed=sim.seed, options=sim.options),
+                env_cfg.reward,
             )
-            for n in BEST.teachers
+            for n, r in cfg.candidates()
         ]
         winners.add(int(np.argmin(alone)))
-        label_of, done = BEST.labeller(env), False
+        label_of, done = cfg.labeller(env), False
         while not done:
             _, _, done, _, _ = env.step(label_of())
-        assert objective(env.simulation.result(), PLAIN.reward) == min(alone)
+        assert objective(env.simulation.result(), env_cfg.reward) == min(alone)
     assert len(winners) > 1
 
 
@@ -297,7 +301,7 @@ def test_best_teacher_labels_an_episode_with_the_actions_of_its_best_teacher_alo
         ({"teacher": BEST_TEACHER, "teachers": ["short-fast", "oracle"]}, PLAIN, "got \\['oracle'\\]"),
         ({"teacher": BEST_TEACHER, "teachers": ["short-fast", "short-fast"]}, PLAIN, "2 or more distinct"),
         ({"teacher": BEST_TEACHER, "teachers": ["short-fast"]}, PLAIN, "2 or more distinct"),
-        ({"teacher": BEST_TEACHER, "teachers": "short-fast"}, PLAIN, "must be a list of teacher names"),
+        ({"teacher": BEST_TEACHER, "teachers": "short-fast"}, PLAIN, "clone.teachers must be a list of names"),
         ({"teacher": BEST_TEACHER, "teachers": ["short-fast", "sjf-fast"]}, SELECTOR, "only a selector"),
         (
             {"teacher": BEST_TEACHER, "teachers": ["short-fast", "short-spare-evict-est-cap"]},
@@ -308,6 +312,17 @@ def test_best_teacher_labels_an_episode_with_the_actions_of_its_best_teacher_alo
             {"teacher": BEST_TEACHER, "teachers": ["short-fast", "sjf-fast"]},
             replace(PLAIN, encoding=EncodingConfig(rules=("first-fit",))),
             "not among the encoding's rules",
+        ),
+        (
+            {"teacher": BEST_TEACHER, "teachers": ["short-fast", "sjf-fast"], "placements": ["best-fit", "fgd"]},
+            PLAIN,
+            "places with fgd, not among the encoding's rules",
+        ),
+        ({"teacher": "sjf-fast", "placements": ["best-fit"]}, PLAIN, "for clone.teacher 'best-teacher' only"),
+        (
+            {"teacher": BEST_TEACHER, "teachers": ["short-fast", "sjf-fast"], "placements": ["fgd", "fgd"]},
+            PLAIN,
+            "clone.placements: distinct rules",
         ),
     ],
 )
@@ -327,6 +342,7 @@ def test_an_agent_cloned_from_its_best_teachers_says_so_in_its_card(tmp_path):
     assert card["training"]["clone"]["config"]["teachers"] == list(BEST.teachers)
     text = cards.render_markdown(json.loads((tmp_path / "models" / "tiny-best-teacher.json").read_text()))
     assert (
-        "behaviour cloning of the best of the teachers `short-whole`, `short-spare-evict`, `fifo-fast`, `sjf-fast` "
-        "alone within its encoding on each episode and 1 more workloads of its kind" in text
+        "behaviour cloning of the best of the teachers `short-whole`, `short-spare-evict`, `fifo-fast`, `sjf-fast`, "
+        "each placing with `best-fit`, alone within its encoding on each episode and 1 more workloads of its kind"
+        in text
     )
