@@ -40,7 +40,7 @@ import numpy as np
 
 from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError, check_int, reject_unknown_keys
-from engine.rl.encoding import EncodingConfig
+from engine.rl.encoding import EVICT, RULES, EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv, make_env
 from engine.rl.lookahead import PERIOD_S, Lookahead, LookaheadConfig, LookaheadSelector, check_period_s
 from engine.rl.reward import objective
@@ -115,8 +115,13 @@ class CloneConfig:
             if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
                 raise EngineError(f"clone.{k} must be a list of names")
             object.__setattr__(self, k, tuple(names))
-        if self.placements and (self.teacher != BEST_TEACHER or len(set(self.placements)) != len(self.placements)):
-            raise EngineError(f"clone.placements: distinct rules, for clone.teacher {BEST_TEACHER!r} only")
+        placing = [r for r in RULES if r != EVICT]  # evict only makes room; a teacher places with one of these
+        if self.placements and (
+            self.teacher != BEST_TEACHER
+            or len(set(self.placements)) != len(self.placements)
+            or not set(self.placements) <= set(placing)
+        ):
+            raise EngineError(f"clone.placements: distinct rules of {placing}, for clone.teacher {BEST_TEACHER!r} only")
         if (self.teacher == BEST_TEACHER) != bool(self.teachers):
             raise EngineError(f"clone.teachers lists the teachers of clone.teacher {BEST_TEACHER!r}, and only of it")
         unknown = [n for n in self.teachers if n not in TEACHERS][:3]

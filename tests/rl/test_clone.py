@@ -319,6 +319,12 @@ def test_best_teacher_labels_an_episode_with_the_actions_of_its_best_teacher_alo
             "places with fgd, not among the encoding's rules",
         ),
         ({"teacher": "sjf-fast", "placements": ["best-fit"]}, PLAIN, "for clone.teacher 'best-teacher' only"),
+        ({"teacher": BEST_TEACHER, "teachers": ["short-fast", "sjf-fast"], "placements": ["evict"]}, PLAIN, "rules of"),
+        (
+            {"teacher": BEST_TEACHER, "teachers": ["short-fast", "sjf-fast"], "placements": ["x"] * 10**5},
+            PLAIN,
+            "rules of",
+        ),
         (
             {"teacher": BEST_TEACHER, "teachers": ["short-fast", "sjf-fast"], "placements": ["fgd", "fgd"]},
             PLAIN,
