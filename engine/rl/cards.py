@@ -1060,9 +1060,10 @@ def _reason_text(card: dict[str, Any], kind: str, items: list[tuple[str, str, st
         )
     if kind == "within":
         return (
-            "the winner, a teacher, run within this agent's own actions (`teacher:NAME`: its encoding's window, "
-            "GPU-type slots and eviction scope) does as well as registered (no significant paired difference): "
-            "the agent could have made the winner's choices, so what it lacks there is learned, not its actions"
+            "the winner, or a teacher that ties it (in brackets), run within this agent's own actions "
+            "(`teacher:NAME`: its encoding's window, GPU-type slots and eviction scope) does as well as the "
+            "registered winner (no significant paired difference): the agent could have made choices as good as "
+            "the winner's, so what it lacks there is learned, not its actions"
         )
     return "the winner is not among the policies this selector picks from"
 
@@ -1083,9 +1084,10 @@ def _reasons(card: dict[str, Any], t: dict[str, Any]) -> list[tuple[str, str, fl
     ``preempts`` (the winner preempted, its mean preemptions per run, and the agent has no ``evict`` rule),
     ``resizes`` (the winner is an elastic scheduler and the workload's share of elastic jobs is above 0: no agent
     resizes), ``placement`` (the winner's placement rule, :func:`placement_rule`, is not among the agent's) and,
-    where the table holds the winner's runs within the agent's own encoding (:func:`add_within_runs`),
-    ``outside`` (those runs are significantly worse than the registered winner's: their relative difference) or
-    ``within`` (they are not: the agent's actions could make the winner's schedule)."""
+    where the table holds the runs of the teacher standing in for the winner within the agent's own encoding
+    (:func:`add_within_runs`), ``within`` (they are not significantly worse than the registered winner's: the
+    agent's actions could score as the winner does) or, where that teacher is the winner, ``outside`` (they are
+    significantly worse: their relative difference)."""
     winner = t["best_baseline"]
     pool = card.get("selector")
     if pool:
@@ -1106,11 +1108,12 @@ def _reasons(card: dict[str, Any], t: dict[str, Any]) -> list[tuple[str, str, fl
         out.append(("placement", f"`{winner}`" + ("" if rule == winner else f" ({rule})"), 0.0))
     measured = t.get("within_actions") or {}
     if measured.get("winner") == winner:  # add_within_runs
+        teacher = measured["teacher"]
         vs = paired_difference(measured["objective_runs"], t["objective_runs"][winner])
-        if vs["verdict"] == "worse":
+        if vs["verdict"] != "worse":
+            out.append(("within", f"`{winner}`" + ("" if teacher == winner else f" (as `{teacher}`, a tie)"), 0.0))
+        elif teacher == winner:  # a worse stand-in says nothing of the winner's own choices
             out.append(("outside", f"`{winner}`", vs["relative"] if vs["relative"] is not None else math.inf))
-        else:
-            out.append(("within", f"`{winner}`", 0.0))
     return out
 
 
@@ -1260,35 +1263,53 @@ def _baseline_task_rows(
     return ev.runs
 
 
+def _stand_in(t: dict[str, Any]) -> str | None:
+    """The teacher whose choices stand for table ``t``'s winner: the winner itself where it is a teacher, else the
+    teacher with the lowest mean objective among those not significantly worse than it on the table's seeds (a
+    tie, so matching it matches the winner); ``None`` where no teacher ties the winner."""
+    winner, runs = t["best_baseline"], t["objective_runs"]
+    if winner in TEACHERS:
+        return winner
+    ties = [
+        (sum(runs[s]) / len(runs[s]), s)
+        for s in sorted(set(runs) & set(TEACHERS))
+        if paired_difference(runs[s], runs[winner])["verdict"] != "worse"
+    ]
+    return min(ties)[1] if ties else None
+
+
 def _within_task(card: dict[str, Any], t: dict[str, Any], setting: str) -> tuple[str, tuple, str, str, str] | None:
     """The run that says whether the winner of table ``t`` chose within the card's agent's actions (``t``'s
-    ``within_actions``): needed where the agent, not a selector, is significantly worse than a winner that is a
-    teacher and its encoding has the registered teacher's rule, and not yet stored for that winner. As
-    (scenario JSON, seeds, setting, winner, the agent's encoding JSON); ``None`` where none is needed."""
+    ``within_actions``): needed where the agent, not a selector, is significantly worse than the winner, a teacher
+    stands in for it (:func:`_stand_in`) and the agent's encoding has the registered teacher's rule, and not yet
+    stored for that winner and teacher. As (scenario JSON, seeds, setting, teacher, the agent's encoding JSON);
+    ``None`` where none is needed."""
     if card.get("selector") or "error" in t or t["vs_best"]["verdict"] != "worse":
         return None
-    winner, encoding = t["best_baseline"], card.get("encoding") or {}
-    if winner not in TEACHERS or REGISTERED_RULE not in encoding.get("rules", ()):
+    teacher, encoding = _stand_in(t), card.get("encoding") or {}
+    if teacher is None or REGISTERED_RULE not in encoding.get("rules", ()):
         return None
-    if (t.get("within_actions") or {}).get("winner") == winner:
+    stored = t.get("within_actions") or {}
+    if (stored.get("winner"), stored.get("teacher")) == (t["best_baseline"], teacher):
         return None
     scenario = json.dumps(t["scenario"], sort_keys=True)
-    return scenario, tuple(t["seeds"]), setting, winner, json.dumps(encoding, sort_keys=True)
+    return scenario, tuple(t["seeds"]), setting, teacher, json.dumps(encoding, sort_keys=True)
 
 
 def _within_rows(task: tuple[str, tuple, str, str, str]) -> list[dict[str, Any]]:
-    """The metrics of each run of a :func:`_within_task`: the winner as ``teacher:NAME`` within the encoding
+    """The metrics of each run of a :func:`_within_task`: its teacher as ``teacher:NAME`` within the encoding
     (:func:`~engine.rl.teacher.within`)."""
-    scenario, seeds, setting, winner, encoding = task
-    name, cfg = f"teacher:{winner}", EncodingConfig.from_dict(json.loads(encoding))
-    return _baseline_task_rows((scenario, seeds, setting, (name,)), {name: partial(within, winner, cfg)})[name]
+    scenario, seeds, setting, teacher, encoding = task
+    name, cfg = f"teacher:{teacher}", EncodingConfig.from_dict(json.loads(encoding))
+    return _baseline_task_rows((scenario, seeds, setting, (name,)), {name: partial(within, teacher, cfg)})[name]
 
 
 def add_within_runs(cards: Mapping[str, dict[str, Any]], workers: int = 1) -> None:
     """Store in each table of ``cards`` (model -> card, changed in place) that needs it (:func:`_within_task`)
-    the winner's per-seed objectives within the agent's own encoding, as ``within_actions`` = ``{"winner": NAME,
-    "objective_runs": [...]}`` (the same seeds as the table, so they pair). Each (workload, winner, encoding)
-    runs once for all the cards, by ``workers`` processes."""
+    the per-seed objectives of the teacher that stands in for the winner (:func:`_stand_in`) within the agent's
+    own encoding, as ``within_actions`` = ``{"winner": NAME, "teacher": NAME, "objective_runs": [...]}`` (the same
+    seeds as the table, so they pair). Each (workload, teacher, encoding) runs once for all the cards, by
+    ``workers`` processes."""
     wanted = {}
     for name, card in cards.items():
         for (sc, st), t in _settings(card).items():
@@ -1300,7 +1321,8 @@ def add_within_runs(cards: Mapping[str, dict[str, Any]], workers: int = 1) -> No
     for (name, sc, st), task in wanted.items():
         weights = RewardWeights.from_dict(cards[name]["reward"])
         runs = [_objective(row, weights) for row in done[task]]
-        cards[name]["evaluation"]["scenarios"][sc][st]["within_actions"] = {"winner": task[3], "objective_runs": runs}
+        t = cards[name]["evaluation"]["scenarios"][sc][st]
+        t["within_actions"] = {"winner": t["best_baseline"], "teacher": task[3], "objective_runs": runs}
 
 
 def add_runs(me: str, table: dict[str, Any], rows: dict[str, list[dict[str, Any]]], weights: RewardWeights) -> None:

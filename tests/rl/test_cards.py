@@ -803,7 +803,8 @@ def test_a_teacher_winner_is_run_within_the_agents_own_actions_and_the_card_says
             (json.dumps(SCENARIOS["v100-32"].to_dict()), (0, 1, 2, 3), setting, ("short-fast",))
         )["short-fast"]
         weights = cards.RewardWeights.from_dict(card["reward"])
-        assert stored == {"winner": "short-fast", "objective_runs": [cards._objective(r, weights) for r in registered]}
+        objectives = [cards._objective(r, weights) for r in registered]
+        assert stored == {"winner": "short-fast", "teacher": "short-fast", "objective_runs": objectives}
     cards.add_within_runs({"m": card})
     assert len(ran) == 2  # stored for that winner: nothing runs again
     # The card reads them against the winner's runs in the table (here the fake ones, 0.7-0.9).
@@ -811,7 +812,7 @@ def test_a_teacher_winner_is_run_within_the_agents_own_actions_and_the_card_says
         card["evaluation"]["scenarios"]["b"][setting]["within_actions"]["objective_runs"] = runs
     text = cards.render_markdown(card)
     assert "run within this agent's own actions" in text and "no such reason" not in text
-    assert "does as well as registered (no significant paired difference): the agent could have made the " in text
+    assert "does as well as the registered winner (no significant paired difference): the agent could have " in text
     assert "is significantly worse than registered (+100.0 %): some of the winner's choices are not this " in text
 
 
@@ -823,10 +824,44 @@ def test_only_a_rule_agent_losing_to_a_teacher_it_can_place_like_needs_the_winne
     assert cards._within_task({**card, "selector": ["short-fast"]}, lost, "free") is None  # a selector picks it
     other = {**card, "encoding": {**ENCODING, "rules": ["first-fit", "evict"]}}
     assert cards._within_task(other, lost, "free") is None  # the teacher's rule is not the agent's
-    assert cards._within_task(card, {**lost, "best_baseline": "fgd"}, "free") is None  # not a teacher
+    far = {**lost["objective_runs"], "fgd": [0.3, 0.3, 0.3, 0.3]}
+    assert cards._within_task(card, {**lost, "best_baseline": "fgd", "objective_runs": far}, "free") is None  # no tie
+    stored = {**lost, "within_actions": {"winner": "short-fast", "teacher": "short-fast", "objective_runs": []}}
+    assert cards._within_task(card, stored, "free") is None  # measured already
+
+
+def _fgd_wins(t: dict, within_runs: list[float]) -> dict:
+    """Table ``t`` (short-fast's win on b) with fgd, not a teacher, a hair better than short-fast (a tie) and
+    short-fast's runs within the agent's actions ``within_runs`` stored for it."""
+    fgd = [0.79, 0.9, 0.7, 0.8]
+    return {
+        **t,
+        "best_baseline": "fgd",
+        "objective_runs": {**t["objective_runs"], "fgd": fgd},
+        "mean_ci95": {**t["mean_ci95"], "fgd": t["mean_ci95"]["short-fast"]},
+        "within_actions": {"winner": "fgd", "teacher": "short-fast", "objective_runs": within_runs},
+    }
+
+
+def test_a_teacher_that_ties_a_winner_stands_in_for_it_and_only_its_match_says_something(monkeypatch):
+    runs = {"fgd": [0.79, 0.9, 0.7, 0.8], "short-fast": [0.8, 0.9, 0.7, 0.8], "short-whole": [0.9, 1.0, 0.8, 0.9]}
+    assert cards._stand_in({"best_baseline": "fgd", "objective_runs": runs}) == "short-fast"  # the best tie
+    assert cards._stand_in({"best_baseline": "short-whole", "objective_runs": runs}) == "short-whole"  # itself
+    worse = {**runs, "short-fast": [1.8, 1.9, 1.7, 1.8]}  # short-whole is worse by 0.1 on every seed too
+    assert cards._stand_in({"best_baseline": "fgd", "objective_runs": worse}) is None
+    card = _losing_card(monkeypatch, ENCODING["rules"], encoding=ENCODING)
+    lost = card["evaluation"]["scenarios"]["b"]["free"]
+    assert cards._within_task(card, {**_fgd_wins(lost, []), "within_actions": {}}, "free")[3] == "short-fast"
+    # Matched within the agent's actions, the stand-in shows the winner's score was the agent's to reach ...
+    assert ("within", "`fgd` (as `short-fast`, a tie)", 0.0) in cards._reasons(
+        card, _fgd_wins(lost, runs["short-fast"])
+    )
+    # ... but a stand-in that falls short says nothing of fgd's own choices: no "outside" reason.
+    kinds = [kind for kind, _, _ in cards._reasons(card, _fgd_wins(lost, [1.6, 1.8, 1.4, 1.6]))]
+    assert kinds == ["placement"]  # fgd's own rule, not in this encoding
 
 
 @pytest.mark.parametrize("name", sorted(model_names(MODELS_DIR)))
-def test_every_shipped_card_measured_its_teacher_winners_within_its_actions(name):
+def test_every_shipped_card_measured_its_winners_stand_ins_within_its_actions(name):
     card = read_card(name, MODELS_DIR)
     assert [key for key, t in cards._settings(card).items() if cards._within_task(card, t, key[1])] == []
