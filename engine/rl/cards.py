@@ -40,7 +40,7 @@ from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import env_options_from_dict
 from engine.rl.reward import TERMS, RewardWeights, objective_terms, weighted
 from engine.rl.teacher import REGISTERED_RULE, TEACHERS, TeacherScheduler, within
-from engine.schedulers import SCHEDULERS
+from engine.schedulers import SCHEDULERS, ListScheduler, StaticKeyOrder
 from engine.schedulers.elastic import ElasticGreedy
 from engine.schedulers.placement import PLACEMENTS
 from engine.sim.options import PreemptionModel, RunOptions
@@ -1060,7 +1060,8 @@ def _reason_text(card: dict[str, Any], kind: str, items: list[tuple[str, str, st
         )
     if kind == "within":
         return (
-            "the winner, or a teacher that ties it (in brackets), run within this agent's own actions "
+            "the winner, or a teacher standing in for it (in brackets: one that ties it, or one that orders as it "
+            "does, placing by its rule), run within this agent's own actions "
             "(`teacher:NAME`: its encoding's window, GPU-type slots and eviction scope) does as well as the "
             "registered winner (no significant paired difference): the agent could have made choices as good as "
             "the winner's, so what it lacks there is learned, not its actions"
@@ -1108,10 +1109,15 @@ def _reasons(card: dict[str, Any], t: dict[str, Any]) -> list[tuple[str, str, fl
         out.append(("placement", f"`{winner}`" + ("" if rule == winner else f" ({rule})"), 0.0))
     measured = t.get("within_actions") or {}
     if measured.get("winner") == winner:  # add_within_runs
-        teacher = measured["teacher"]
+        teacher, how = measured["teacher"], measured["rule"]
         vs = paired_difference(measured["objective_runs"], t["objective_runs"][winner])
         if vs["verdict"] != "worse":
-            out.append(("within", f"`{winner}`" + ("" if teacher == winner else f" (as `{teacher}`, a tie)"), 0.0))
+            as_ = (
+                ""
+                if teacher == winner
+                else f" (as `{teacher}`, " + ("a tie)" if how == REGISTERED_RULE else f"by {how})")
+            )
+            out.append(("within", f"`{winner}`{as_}", 0.0))
         elif teacher == winner:  # a worse stand-in says nothing of the winner's own choices
             out.append(("outside", f"`{winner}`", vs["relative"] if vs["relative"] is not None else math.inf))
     return out
@@ -1263,53 +1269,67 @@ def _baseline_task_rows(
     return ev.runs
 
 
-def _stand_in(t: dict[str, Any]) -> str | None:
-    """The teacher whose choices stand for table ``t``'s winner: the winner itself where it is a teacher, else the
-    teacher with the lowest mean objective among those not significantly worse than it on the table's seeds (a
-    tie, so matching it matches the winner); ``None`` where no teacher ties the winner."""
+#: The teacher that orders as a non-blocking FIFO list scheduler does: the oldest waiting job that fits.
+FIFO_TEACHER = "fifo-fast"
+
+
+def _stand_in(t: dict[str, Any]) -> tuple[str, str] | None:
+    """The teacher and placement rule whose choices stand for table ``t``'s winner: the winner itself where it is a
+    teacher; else the teacher with the lowest mean objective among those not significantly worse than the winner
+    on the table's seeds (a tie, so matching it matches the winner); else, for a winner that walks the queue in
+    arrival order skipping what does not fit (fgd, topo-pack), :data:`FIFO_TEACHER` placing with the winner's rule
+    (:func:`placement_rule`). ``None`` where none of these applies."""
     winner, runs = t["best_baseline"], t["objective_runs"]
     if winner in TEACHERS:
-        return winner
+        return winner, REGISTERED_RULE
     ties = [
         (sum(runs[s]) / len(runs[s]), s)
         for s in sorted(set(runs) & set(TEACHERS))
         if paired_difference(runs[s], runs[winner])["verdict"] != "worse"
     ]
-    return min(ties)[1] if ties else None
+    if ties:
+        return min(ties)[1], REGISTERED_RULE
+    scheduler = SCHEDULERS[winner].factory() if winner in SCHEDULERS else None
+    if isinstance(scheduler, ListScheduler) and not scheduler.blocking and isinstance(scheduler.order, StaticKeyOrder):
+        rule = placement_rule(winner, scheduler)
+        if scheduler.order.key is None and rule is not None:
+            return FIFO_TEACHER, rule
+    return None
 
 
-def _within_task(card: dict[str, Any], t: dict[str, Any], setting: str) -> tuple[str, tuple, str, str, str] | None:
+def _within_task(card: dict[str, Any], t: dict[str, Any], setting: str) -> tuple | None:
     """The run that says whether the winner of table ``t`` chose within the card's agent's actions (``t``'s
     ``within_actions``): needed where the agent, not a selector, is significantly worse than the winner, a teacher
-    stands in for it (:func:`_stand_in`) and the agent's encoding has the registered teacher's rule, and not yet
-    stored for that winner and teacher. As (scenario JSON, seeds, setting, teacher, the agent's encoding JSON);
-    ``None`` where none is needed."""
+    stands in for it (:func:`_stand_in`) with a rule of the agent's encoding, and not yet stored for that winner,
+    teacher and rule. As (scenario JSON, seeds, setting, teacher, rule, the agent's encoding JSON); ``None`` where
+    none is needed."""
     if card.get("selector") or "error" in t or t["vs_best"]["verdict"] != "worse":
         return None
-    teacher, encoding = _stand_in(t), card.get("encoding") or {}
-    if teacher is None or REGISTERED_RULE not in encoding.get("rules", ()):
+    stand_in, encoding = _stand_in(t), card.get("encoding") or {}
+    if stand_in is None or stand_in[1] not in encoding.get("rules", ()):
         return None
     stored = t.get("within_actions") or {}
-    if (stored.get("winner"), stored.get("teacher")) == (t["best_baseline"], teacher):
+    if (stored.get("winner"), stored.get("teacher"), stored.get("rule")) == (t["best_baseline"], *stand_in):
         return None
     scenario = json.dumps(t["scenario"], sort_keys=True)
-    return scenario, tuple(t["seeds"]), setting, teacher, json.dumps(encoding, sort_keys=True)
+    return scenario, tuple(t["seeds"]), setting, *stand_in, json.dumps(encoding, sort_keys=True)
 
 
-def _within_rows(task: tuple[str, tuple, str, str, str]) -> list[dict[str, Any]]:
-    """The metrics of each run of a :func:`_within_task`: its teacher as ``teacher:NAME`` within the encoding
-    (:func:`~engine.rl.teacher.within`)."""
-    scenario, seeds, setting, teacher, encoding = task
+def _within_rows(task: tuple) -> list[dict[str, Any]]:
+    """The metrics of each run of a :func:`_within_task`: its teacher as ``teacher:NAME`` within the encoding,
+    placing with its rule (:func:`~engine.rl.teacher.within`)."""
+    scenario, seeds, setting, teacher, rule, encoding = task
     name, cfg = f"teacher:{teacher}", EncodingConfig.from_dict(json.loads(encoding))
-    return _baseline_task_rows((scenario, seeds, setting, (name,)), {name: partial(within, teacher, cfg)})[name]
+    built = {name: partial(within, teacher, cfg, rule)}
+    return _baseline_task_rows((scenario, seeds, setting, (name,)), built)[name]
 
 
 def add_within_runs(cards: Mapping[str, dict[str, Any]], workers: int = 1) -> None:
     """Store in each table of ``cards`` (model -> card, changed in place) that needs it (:func:`_within_task`)
-    the per-seed objectives of the teacher that stands in for the winner (:func:`_stand_in`) within the agent's
-    own encoding, as ``within_actions`` = ``{"winner": NAME, "teacher": NAME, "objective_runs": [...]}`` (the same
-    seeds as the table, so they pair). Each (workload, teacher, encoding) runs once for all the cards, by
-    ``workers`` processes."""
+    the per-seed objectives of the teacher and rule that stand in for the winner (:func:`_stand_in`) within the
+    agent's own encoding, as ``within_actions`` = ``{"winner": NAME, "teacher": NAME, "rule": RULE,
+    "objective_runs": [...]}`` (the same seeds as the table, so they pair). Each (workload, teacher, rule,
+    encoding) runs once for all the cards, by ``workers`` processes."""
     wanted = {}
     for name, card in cards.items():
         for (sc, st), t in _settings(card).items():
@@ -1322,7 +1342,12 @@ def add_within_runs(cards: Mapping[str, dict[str, Any]], workers: int = 1) -> No
         weights = RewardWeights.from_dict(cards[name]["reward"])
         runs = [_objective(row, weights) for row in done[task]]
         t = cards[name]["evaluation"]["scenarios"][sc][st]
-        t["within_actions"] = {"winner": t["best_baseline"], "teacher": task[3], "objective_runs": runs}
+        t["within_actions"] = {
+            "winner": t["best_baseline"],
+            "teacher": task[3],
+            "rule": task[4],
+            "objective_runs": runs,
+        }
 
 
 def add_runs(me: str, table: dict[str, Any], rows: dict[str, list[dict[str, Any]]], weights: RewardWeights) -> None:

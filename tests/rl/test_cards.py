@@ -804,7 +804,12 @@ def test_a_teacher_winner_is_run_within_the_agents_own_actions_and_the_card_says
         )["short-fast"]
         weights = cards.RewardWeights.from_dict(card["reward"])
         objectives = [cards._objective(r, weights) for r in registered]
-        assert stored == {"winner": "short-fast", "teacher": "short-fast", "objective_runs": objectives}
+        assert stored == {
+            "winner": "short-fast",
+            "teacher": "short-fast",
+            "rule": "best-fit",
+            "objective_runs": objectives,
+        }
     cards.add_within_runs({"m": card})
     assert len(ran) == 2  # stored for that winner: nothing runs again
     # The card reads them against the winner's runs in the table (here the fake ones, 0.7-0.9).
@@ -819,14 +824,21 @@ def test_a_teacher_winner_is_run_within_the_agents_own_actions_and_the_card_says
 def test_only_a_rule_agent_losing_to_a_teacher_it_can_place_like_needs_the_winner_within_its_actions(monkeypatch):
     card = _losing_card(monkeypatch, ENCODING["rules"], encoding=ENCODING)
     lost = card["evaluation"]["scenarios"]["b"]["free"]
-    assert cards._within_task(card, lost, "free")[3:] == ("short-fast", json.dumps(ENCODING, sort_keys=True))
+    assert cards._within_task(card, lost, "free")[3:] == (
+        "short-fast",
+        "best-fit",
+        json.dumps(ENCODING, sort_keys=True),
+    )
     assert cards._within_task(card, card["evaluation"]["scenarios"]["a"]["free"], "free") is None  # the agent wins
     assert cards._within_task({**card, "selector": ["short-fast"]}, lost, "free") is None  # a selector picks it
     other = {**card, "encoding": {**ENCODING, "rules": ["first-fit", "evict"]}}
     assert cards._within_task(other, lost, "free") is None  # the teacher's rule is not the agent's
-    far = {**lost["objective_runs"], "fgd": [0.3, 0.3, 0.3, 0.3]}
-    assert cards._within_task(card, {**lost, "best_baseline": "fgd", "objective_runs": far}, "free") is None  # no tie
-    stored = {**lost, "within_actions": {"winner": "short-fast", "teacher": "short-fast", "objective_runs": []}}
+    far = {**lost, "best_baseline": "fgd", "objective_runs": {**lost["objective_runs"], "fgd": [0.3, 0.3, 0.3, 0.3]}}
+    assert cards._within_task(card, far, "free") is None  # no tie, and fgd's own rule is not this agent's
+    with_fgd = {**card, "encoding": {**ENCODING, "rules": ["best-fit", "fgd"]}}
+    assert cards._within_task(with_fgd, far, "free")[3:5] == ("fifo-fast", "fgd")  # fgd orders as fifo-fast does
+    done = {"winner": "short-fast", "teacher": "short-fast", "rule": "best-fit", "objective_runs": []}
+    stored = {**lost, "within_actions": done}
     assert cards._within_task(card, stored, "free") is None  # measured already
 
 
@@ -839,16 +851,23 @@ def _fgd_wins(t: dict, within_runs: list[float]) -> dict:
         "best_baseline": "fgd",
         "objective_runs": {**t["objective_runs"], "fgd": fgd},
         "mean_ci95": {**t["mean_ci95"], "fgd": t["mean_ci95"]["short-fast"]},
-        "within_actions": {"winner": "fgd", "teacher": "short-fast", "objective_runs": within_runs},
+        "within_actions": {"winner": "fgd", "teacher": "short-fast", "rule": "best-fit", "objective_runs": within_runs},
     }
 
 
 def test_a_teacher_that_ties_a_winner_stands_in_for_it_and_only_its_match_says_something(monkeypatch):
     runs = {"fgd": [0.79, 0.9, 0.7, 0.8], "short-fast": [0.8, 0.9, 0.7, 0.8], "short-whole": [0.9, 1.0, 0.8, 0.9]}
-    assert cards._stand_in({"best_baseline": "fgd", "objective_runs": runs}) == "short-fast"  # the best tie
-    assert cards._stand_in({"best_baseline": "short-whole", "objective_runs": runs}) == "short-whole"  # itself
+    assert cards._stand_in({"best_baseline": "fgd", "objective_runs": runs}) == ("short-fast", "best-fit")  # best tie
+    assert cards._stand_in({"best_baseline": "short-whole", "objective_runs": runs}) == ("short-whole", "best-fit")
     worse = {**runs, "short-fast": [1.8, 1.9, 1.7, 1.8]}  # short-whole is worse by 0.1 on every seed too
-    assert cards._stand_in({"best_baseline": "fgd", "objective_runs": worse}) is None
+    # No teacher ties: a winner walking the queue in arrival order is stood in for by fifo-fast placing by its rule.
+    assert cards._stand_in({"best_baseline": "fgd", "objective_runs": worse}) == ("fifo-fast", "fgd")
+    assert cards._stand_in({"best_baseline": "topo-pack", "objective_runs": {**worse, "topo-pack": runs["fgd"]}}) == (
+        "fifo-fast",
+        "topo-pack",
+    )
+    for winner in ("fifo", "easy-backfill"):  # a blocking walk, a backfill: no teacher orders as they do
+        assert cards._stand_in({"best_baseline": winner, "objective_runs": {**worse, winner: runs["fgd"]}}) is None
     card = _losing_card(monkeypatch, ENCODING["rules"], encoding=ENCODING)
     lost = card["evaluation"]["scenarios"]["b"]["free"]
     assert cards._within_task(card, {**_fgd_wins(lost, []), "within_actions": {}}, "free")[3] == "short-fast"
@@ -859,6 +878,9 @@ def test_a_teacher_that_ties_a_winner_stands_in_for_it_and_only_its_match_says_s
     # ... but a stand-in that falls short says nothing of fgd's own choices: no "outside" reason.
     kinds = [kind for kind, _, _ in cards._reasons(card, _fgd_wins(lost, [1.6, 1.8, 1.4, 1.6]))]
     assert kinds == ["placement"]  # fgd's own rule, not in this encoding
+    by_rule = _fgd_wins(lost, runs["fgd"])
+    by_rule["within_actions"] = {**by_rule["within_actions"], "teacher": "fifo-fast", "rule": "fgd"}
+    assert ("within", "`fgd` (as `fifo-fast`, by fgd)", 0.0) in cards._reasons(card, by_rule)
 
 
 @pytest.mark.parametrize("name", sorted(model_names(MODELS_DIR)))
