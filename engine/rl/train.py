@@ -89,7 +89,7 @@ class Stage:
 
 #: Encoding options a card may run with that its training did not (``TrainConfig.deploy_encoding``): each changes
 #: only which actions are feasible, never the observation and action layout.
-DEPLOY_OPTIONS = ("whole_node",)
+DEPLOY_OPTIONS = ("whole_node", "max_evictions")
 
 
 @dataclass(frozen=True)
@@ -145,8 +145,9 @@ class TrainConfig:
             which actions the trained policy may take (a shield), applied at inference only; training, cloning
             and the kept-policy evaluation use ``env.encoding``. Only options in :data:`DEPLOY_OPTIONS`, which
             leave the observation and action layout as they are (e.g. ``{"whole_node": true}``: a job that
-            one node could hold never starts spread, the policy's next choice is taken instead); empty: the
-            card runs with ``env.encoding``.
+            one node could hold never starts spread, the policy's next choice is taken instead;
+            ``{"max_evictions": 40}``: a job preempted 40 times is never a victim again); empty: the card runs
+            with ``env.encoding``.
     """
 
     name: str
@@ -607,7 +608,7 @@ def _widens(parent: EncodingConfig, enc: EncodingConfig) -> bool:
 
 #: How much less likely (in logits) an added rule starts than the parent's first packing rule it copies: a lower
 #: logit never wins the argmax, so the widened policy decides as its parent did, while sampling still tries it
-#: almost as often. Measured (issue 38): with a gap of 1.0, wait-mlp and fair-comm continued for 1M PPO steps still
+#: almost as often. Measured (issue 38): with a gap of 1.0, the previous wait-mlp and fair-comm continued for 1M PPO steps still
 #: never chose fgd (wait-mlp: 2 of 4,710 starts on hetero-1500 seeds 0-2); with 0.1 wait-mlp learned to place by
 #: fgd and topo-pack (4,190 of 4,702 starts there).
 NEW_RULE_LOGIT_GAP = 0.1

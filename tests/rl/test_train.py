@@ -195,6 +195,22 @@ def test_init_from_refuses_a_mismatched_or_missing_parent(parent, kind, match, t
         train_mod.train(cfg, models_dir=tmp_path / "out")
 
 
+def test_an_eviction_cap_can_be_deployed_over_a_training_encoding_without_one(tmp_path):
+    from dataclasses import replace
+
+    from .conftest import tiny_config
+
+    cfg = tiny_config(tmp_path, "tiny-cap", "mlp")
+    capped = replace(cfg, deploy_encoding={"max_evictions": 40})
+    assert capped.env.encoding == cfg.env.encoding and cfg.env.encoding.max_evictions is None
+    assert capped.deployed_encoding() == replace(cfg.env.encoding, max_evictions=40)
+    assert TrainConfig.from_dict(capped.to_dict()) == capped
+    with pytest.raises(EngineError, match="max_evictions must be an integer >= 1"):
+        replace(cfg, deploy_encoding={"max_evictions": 0})
+    with pytest.raises(EngineError, match="keys from"):
+        replace(cfg, deploy_encoding={"window": 4})  # a layout change is never deployed
+
+
 def test_deploy_encoding_shields_the_exported_agent_only(tmp_path):
     # Trained with the plain encoding, shipped with whole_node: the card runs with it, its config still says how
     # it was trained, and the agent never starts a job that one node could hold spread over nodes.
