@@ -1109,14 +1109,10 @@ def _reasons(card: dict[str, Any], t: dict[str, Any]) -> list[tuple[str, str, fl
         out.append(("placement", f"`{winner}`" + ("" if rule == winner else f" ({rule})"), 0.0))
     measured = t.get("within_actions") or {}
     if measured.get("winner") == winner:  # add_within_runs
-        teacher, how = measured["teacher"], measured["rule"]
+        teacher = measured["teacher"]
         vs = paired_difference(measured["objective_runs"], t["objective_runs"][winner])
         if vs["verdict"] != "worse":
-            as_ = (
-                ""
-                if teacher == winner
-                else f" (as `{teacher}`, " + ("a tie)" if how == REGISTERED_RULE else f"by {how})")
-            )
+            as_ = "" if teacher == winner else f" (as `{teacher}` by {measured['rule']})"
             out.append(("within", f"`{winner}`{as_}", 0.0))
         elif teacher == winner:  # a worse stand-in says nothing of the winner's own choices
             out.append(("outside", f"`{winner}`", vs["relative"] if vs["relative"] is not None else math.inf))

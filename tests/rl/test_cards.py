@@ -872,7 +872,7 @@ def test_a_teacher_that_ties_a_winner_stands_in_for_it_and_only_its_match_says_s
     lost = card["evaluation"]["scenarios"]["b"]["free"]
     assert cards._within_task(card, {**_fgd_wins(lost, []), "within_actions": {}}, "free")[3] == "short-fast"
     # Matched within the agent's actions, the stand-in shows the winner's score was the agent's to reach ...
-    assert ("within", "`fgd` (as `short-fast`, a tie)", 0.0) in cards._reasons(
+    assert ("within", "`fgd` (as `short-fast` by best-fit)", 0.0) in cards._reasons(
         card, _fgd_wins(lost, runs["short-fast"])
     )
     # ... but a stand-in that falls short says nothing of fgd's own choices: no "outside" reason.
@@ -880,7 +880,7 @@ def test_a_teacher_that_ties_a_winner_stands_in_for_it_and_only_its_match_says_s
     assert kinds == ["placement"]  # fgd's own rule, not in this encoding
     by_rule = _fgd_wins(lost, runs["fgd"])
     by_rule["within_actions"] = {**by_rule["within_actions"], "teacher": "fifo-fast", "rule": "fgd"}
-    assert ("within", "`fgd` (as `fifo-fast`, by fgd)", 0.0) in cards._reasons(card, by_rule)
+    assert ("within", "`fgd` (as `fifo-fast` by fgd)", 0.0) in cards._reasons(card, by_rule)
 
 
 @pytest.mark.parametrize("name", sorted(model_names(MODELS_DIR)))
