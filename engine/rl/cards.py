@@ -1286,11 +1286,14 @@ def _stand_in(t: dict[str, Any]) -> tuple[str, str] | None:
     if ties:
         return min(ties)[1], REGISTERED_RULE
     scheduler = SCHEDULERS[winner].factory() if winner in SCHEDULERS else None
-    if isinstance(scheduler, ListScheduler) and not scheduler.blocking and isinstance(scheduler.order, StaticKeyOrder):
-        rule = placement_rule(winner, scheduler)
-        if scheduler.order.key is None and rule is not None:
-            return FIFO_TEACHER, rule
-    return None
+    fifo = isinstance(scheduler, ListScheduler) and not scheduler.blocking and _arrival_order(scheduler.order)
+    rule = placement_rule(winner, scheduler) if fifo else None
+    return None if rule is None else (FIFO_TEACHER, rule)
+
+
+def _arrival_order(order: Any) -> bool:
+    """Whether ``order`` is arrival order itself (a :class:`StaticKeyOrder` without a key)."""
+    return isinstance(order, StaticKeyOrder) and order.key is None
 
 
 def _within_task(card: dict[str, Any], t: dict[str, Any], setting: str) -> tuple | None:

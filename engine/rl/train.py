@@ -608,9 +608,9 @@ def _widens(parent: EncodingConfig, enc: EncodingConfig) -> bool:
 
 #: How much less likely (in logits) an added rule starts than the parent's first packing rule it copies: a lower
 #: logit never wins the argmax, so the widened policy decides as its parent did, while sampling still tries it
-#: almost as often. Measured (issue 38): with a gap of 1.0, the previous wait-mlp and fair-comm continued for 1M PPO steps still
-#: never chose fgd (wait-mlp: 2 of 4,710 starts on hetero-1500 seeds 0-2); with 0.1 wait-mlp learned to place by
-#: fgd and topo-pack (4,190 of 4,702 starts there).
+#: almost as often. Measured (issue 38): with a gap of 1.0, the previous wait-mlp and fair-comm continued for 1M PPO
+#: steps still never chose fgd (wait-mlp: 2 of 4,710 starts on hetero-1500 seeds 0-2); with 0.1 wait-mlp learned to
+#: place by fgd and topo-pack (4,190 of 4,702 starts there).
 NEW_RULE_LOGIT_GAP = 0.1
 
 
