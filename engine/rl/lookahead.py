@@ -13,9 +13,9 @@ world, the winner is at least as good as each candidate teacher followed by the 
 
 The expert is a labeller for :mod:`engine.rl.clone` (``clone.expert``); a decision costs one simulation per
 distinct proposal, so it is slow next to the agent it teaches. ``expert:<model>``
-(:func:`engine.rl.expert_scheduler`) runs a model's expert as a scheduler, to measure what the agent learned from:
-e.g. ``python -m engine evaluate --schedulers expert:wait-attn,rl:wait-attn,short-spare-evict-est --scenario v100-32
---seeds 30``.
+(:func:`engine.rl.expert_scheduler`) runs the expert of a model cloned from one as a scheduler, to measure what the
+agent learned from: e.g. ``python -m engine evaluate --schedulers expert:NAME,rl:NAME,short-spare-evict-est --scenario
+v100-32 --seeds 30``.
 """
 
 from __future__ import annotations

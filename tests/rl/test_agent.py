@@ -414,12 +414,13 @@ def test_importing_engine_and_heuristics_does_not_import_torch():
 #: Each shipped agent's mean wait and SHA-256 (first 16 hex digits) of its jobs' end times on one workload, without
 #: and with failures, as main scheduled them before the env had node-health inputs (issue 34): the option is off by
 #: default, so the agents' observations, and their decisions, are what they were. A retrained agent's entry is that of
-#: its new weights (wait-mlp and hpc-backfill: retrained from the best of their teachers, deployed with an eviction cap
-#: of 40; fair-comm: retrained as a learned selector, then deciding by its run's vote, selector_vote "run"; issue 38).
+#: its new weights (wait-mlp, wait-attn and hpc-backfill: retrained from the best of their teachers, deployed with an
+#: eviction cap of 40; fair-comm: retrained as a learned selector, then deciding by its run's vote, selector_vote "run";
+#: issue 38).
 SHIPPED_SCORES = {
     "fair-comm": ((97.7205468742157, "f1f1b4ff45e85a6d"), (835.3905461038834, "74d2c53f50fa7b9f")),
     "hpc-backfill": ((31.905524577643185, "9543c0000b0d8dd5"), (31.905524577643185, "fb3af15702905d72")),
-    "wait-attn": ((0.0, "fe64b7d505524728"), (16.996527777777708, "b75f7b9a0e8bd8ea")),
+    "wait-attn": ((9.39583333333309, "aee441744ab3949d"), (26.39236111111104, "c700c9f864f97f96")),
     "wait-mlp": ((134.67240094829899, "a5292a3aad1bd9db"), (98.82147056408901, "b7aaec2bd6d33f35")),
 }
 
