@@ -158,8 +158,8 @@ class EnvConfig:
             for kind in range(self.generated_kinds):
                 for n in self.job_counts:
                     self.workload_spec(load, 0, n, kind)
-        if self.selector:
-            object.__setattr__(self, "selector", check_policies(self.selector, "env.selector"))
+        # an empty list reads as no selector, equal to the default
+        object.__setattr__(self, "selector", check_policies(self.selector, "env.selector") if self.selector else ())
         object.__setattr__(self, "presets", tuple(self.presets))
         for name in self.presets:
             if not isinstance(name, str) or name not in PRESETS:

@@ -46,6 +46,10 @@ from engine.rl.selector import check_vote
 
 #: The shipped training configs, one ``<name>.json`` each (``--config NAME``).
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
+#: Key of a config file's ``env``: the name of a shipped config whose ``env`` this one takes, its own ``env`` keys
+#: replacing that env's (several agents train on one episode distribution, written once); expanded on load, so a
+#: card's ``training.config`` holds the whole env.
+ENV_FROM = "from"
 #: Most environment steps a config may ask for: weeks of training on a small machine (a bound, not a budget).
 MAX_TIMESTEPS = 10**9
 #: Bounds of the config's counts, so that a config from a stranger cannot ask for a run without end or a machine's
@@ -269,7 +273,8 @@ def config_names() -> list[str]:
 
 
 def load_config(name_or_path: str) -> TrainConfig:
-    """A training config from a JSON file, or from a shipped config's name (``engine/rl/configs/<name>.json``)."""
+    """A training config from a JSON file, or from a shipped config's name (``engine/rl/configs/<name>.json``);
+    an ``env`` with :data:`ENV_FROM` is expanded (:func:`_expand_env`), so the config holds the whole env."""
     path = Path(name_or_path)
     if not path.is_file():
         shipped = CONFIGS_DIR / f"{name_or_path}.json"
@@ -279,13 +284,36 @@ def load_config(name_or_path: str) -> TrainConfig:
                 f"configs: {', '.join(config_names())}"
             )
         path = shipped
+    where = f"train config {path}"
+    return TrainConfig.from_dict(_expand_env(_read_json(path), where, ()), where=where)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise EngineError(f"train config {path}: not readable JSON ({exc})") from None
     if not isinstance(data, dict):
         raise EngineError(f"train config {path}: expected a JSON object")
-    return TrainConfig.from_dict(data, where=f"train config {path}")
+    return data
+
+
+def _expand_env(data: dict[str, Any], where: str, seen: tuple[str, ...]) -> dict[str, Any]:
+    """``data`` with its ``env`` expanded: where ``env`` names a shipped config in :data:`ENV_FROM`, that config's
+    (expanded) ``env`` with the keys ``env`` gives replacing its own; ``seen``: the configs already on the way here,
+    so that a cycle raises instead of recursing."""
+    env = data.get("env")
+    if not isinstance(env, Mapping) or ENV_FROM not in env:
+        return data
+    base = env[ENV_FROM]
+    if base not in config_names():
+        raise EngineError(f"{where}: env.{ENV_FROM} {str(base)[:100]!r} is not a shipped config's name")
+    if base in seen:
+        raise EngineError(f"{where}: env.{ENV_FROM} goes round in a circle through {base!r}")
+    parent = _expand_env(_read_json(CONFIGS_DIR / f"{base}.json"), where, (*seen, base))
+    if not isinstance(parent.get("env"), Mapping):
+        raise EngineError(f"{where}: env.{ENV_FROM} {base!r} has no env")
+    return {**data, "env": {**parent["env"], **{k: v for k, v in env.items() if k != ENV_FROM}}}
 
 
 def library_versions() -> dict[str, str]:

@@ -50,6 +50,9 @@ def test_shipped_configs_load(name):
         ({"name": "../x"}, "name"),
         ({"name": "x", "policy": {"kind": "rnn"}}, "policy.kind"),
         ({"name": "x", "env": {"encoding": {"rules": ["nope"]}}}, "encoding.rules"),
+        ({"name": "x", "env": {"from": "../../etc/passwd"}}, "env.from '../../etc/passwd' is not a shipped config"),
+        ({"name": "x", "env": {"from": ["select-wait"]}}, "env.from .* is not a shipped config"),
+        ({"name": "x", "env": {"from": "select-wait", "bogus": 1}}, "unknown keys"),
     ],
 )
 def test_bad_configs_are_one_line_errors(data, match, tmp_path):
@@ -57,6 +60,30 @@ def test_bad_configs_are_one_line_errors(data, match, tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(EngineError, match=match):
         load_config(str(path))
+
+
+def test_env_from_takes_a_shipped_configs_env_with_its_own_keys_replacing(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"name": "x", "env": {"from": "select-wait", "selector": [], "loads": [0.7]}}))
+    env, base = load_config(str(path)).env, load_config("select-wait").env
+    assert env.loads == (0.7,) and not env.selector
+    assert (env.clusters, env.workloads, env.presets, env.options) == (
+        base.clusters,
+        base.workloads,
+        base.presets,
+        base.options,
+    )
+    assert "from" not in load_config(str(path)).to_dict()["env"]  # a card holds the whole env
+
+
+def test_env_from_in_a_circle_is_a_one_line_error(tmp_path, monkeypatch):
+    import engine.rl.train as train
+
+    for name, other in (("a", "b"), ("b", "a")):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"name": name, "env": {"from": other}}))
+    monkeypatch.setattr(train, "CONFIGS_DIR", tmp_path)
+    with pytest.raises(EngineError, match="env.from goes round in a circle through '[ab]'"):
+        load_config("a")
 
 
 def test_unknown_config_name_lists_the_shipped_configs():
