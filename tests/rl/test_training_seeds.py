@@ -11,6 +11,7 @@ from engine.analysis.evaluate import parse_scenario
 from engine.analysis.presets import PRESETS
 from engine.analysis.scenario import WorkloadSpec
 from engine.analysis.workload import TRAIN_SEED_MIN
+from engine.rl.agent import model_names
 from engine.rl.cards import HELD_OUT
 from engine.rl.env import EnvConfig, make_env
 from engine.rl.train import VALIDATION_SEED_BASE, config_names, load_config
@@ -62,11 +63,11 @@ def test_training_episodes_draw_workload_seeds_above_every_test_and_validation_s
     assert presets <= seen  # and the presets' clusters
 
 
-@pytest.mark.parametrize("name", ["select-wait", "fair-comm"])
-def test_selectors_train_on_the_issue_s_distribution(name):
-    """Heterogeneous clusters of 2-16 nodes with T4, A10, V100, A100 and H100, loads 0.6-1.8, the presets' kinds
-    of workload (elastic jobs with deadlines among them), the teaching presets themselves (on training seeds) and
-    both free and costly preemption."""
+@pytest.mark.parametrize("name", model_names())
+def test_shipped_agents_train_on_the_issue_s_distribution(name):
+    """Each shipped agent's config draws heterogeneous clusters of 2-16 nodes with T4, A10, V100, A100 and H100,
+    loads 0.6-1.8, the presets' kinds of workload (elastic jobs with deadlines among them), the teaching presets
+    themselves (on training seeds) and both free and costly preemption."""
     env = load_config(name).env
     clusters = [parse_cluster(c) for c in env.clusters]
     nodes = [len(c.layout.node_gpus) for c in clusters]
