@@ -277,7 +277,7 @@ def load_config(name_or_path: str) -> TrainConfig:
     an ``env`` with :data:`ENV_FROM` is expanded (:func:`_expand_env`), so the config holds the whole env."""
     path = Path(name_or_path)
     if not path.is_file():
-        shipped = CONFIGS_DIR / f"{name_or_path}.json"
+        shipped = _shipped(name_or_path)
         if not shipped.is_file():
             raise EngineError(
                 f"train config {name_or_path!r}: no such file and no such shipped config; "
@@ -286,6 +286,11 @@ def load_config(name_or_path: str) -> TrainConfig:
         path = shipped
     where = f"train config {path}"
     return TrainConfig.from_dict(_expand_env(_read_json(path), where, ()), where=where)
+
+
+def _shipped(name: str) -> Path:
+    """Where the shipped config ``name`` is (``engine/rl/configs/<name>.json``)."""
+    return CONFIGS_DIR / f"{name}.json"
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -310,7 +315,7 @@ def _expand_env(data: dict[str, Any], where: str, seen: tuple[str, ...]) -> dict
         raise EngineError(f"{where}: env.{ENV_FROM} {str(base)[:100]!r} is not a shipped config's name")
     if base in seen:
         raise EngineError(f"{where}: env.{ENV_FROM} goes round in a circle through {base!r}")
-    parent = _expand_env(_read_json(CONFIGS_DIR / f"{base}.json"), where, (*seen, base))
+    parent = _expand_env(_read_json(_shipped(base)), where, (*seen, base))
     if not isinstance(parent.get("env"), Mapping):
         raise EngineError(f"{where}: env.{ENV_FROM} {base!r} has no env")
     return {**data, "env": {**parent["env"], **{k: v for k, v in env.items() if k != ENV_FROM}}}

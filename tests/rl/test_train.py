@@ -65,7 +65,8 @@ def test_bad_configs_are_one_line_errors(data, match, tmp_path):
 def test_env_from_takes_a_shipped_configs_env_with_its_own_keys_replacing(tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"name": "x", "env": {"from": "select-wait", "selector": [], "loads": [0.7]}}))
-    env, base = load_config(str(path)).env, load_config("select-wait").env
+    cfg, base = load_config(str(path)), load_config("select-wait").env
+    env = cfg.env
     assert env.loads == (0.7,) and not env.selector
     assert (env.clusters, env.workloads, env.presets, env.options) == (
         base.clusters,
@@ -73,7 +74,7 @@ def test_env_from_takes_a_shipped_configs_env_with_its_own_keys_replacing(tmp_pa
         base.presets,
         base.options,
     )
-    assert "from" not in load_config(str(path)).to_dict()["env"]  # a card holds the whole env
+    assert "from" not in cfg.to_dict()["env"]  # a card holds the whole env
 
 
 def test_env_from_in_a_circle_is_a_one_line_error(tmp_path, monkeypatch):
