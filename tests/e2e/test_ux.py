@@ -204,7 +204,7 @@ def test_learn_explains_and_runs_the_trained_agents_in_human_units(page: Page, a
     longest = max((s.summary for s in SCHEDULERS.values()), key=len)
     # (matched by its text, not its accessible name, which the browser may clip for a long description)
     cell = page.get_by_role("cell").filter(has_text=longest[:40]).first
-    expect(cell).to_be_visible()
+    expect(cell).to_be_visible(timeout=SLOW_MS)  # the table follows the heading; on a busy machine, seconds later
     assert cell.inner_text() == longest
     assert cell.evaluate("e => e.scrollWidth <= e.clientWidth + 1 && e.scrollHeight <= e.clientHeight + 1")
     agent_rows = page.locator('[data-testid="stTable"]').nth(1).locator("tbody tr")
