@@ -65,8 +65,8 @@ def test_bad_configs_are_one_line_errors(data, match, tmp_path):
 def test_env_from_takes_a_shipped_configs_env_with_its_own_keys_replacing(tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"name": "x", "env": {"from": "select-wait", "selector": [], "loads": [0.7]}}))
-    cfg, base = load_config(str(path)), load_config("select-wait").env
-    env = cfg.env
+    cfg = load_config(str(path))
+    env, base = cfg.env, load_config("select-wait").env
     assert env.loads == (0.7,) and not env.selector
     assert (env.clusters, env.workloads, env.presets, env.options) == (
         base.clusters,
