@@ -39,10 +39,10 @@ import numpy as np
 
 from engine.errors import EngineError
 from engine.io import atomic_write_bytes, atomic_write_json
-from engine.rl.encoding import EncodingConfig, RulePlacements, decode, encode, snapshot
+from engine.rl.encoding import EncodingConfig, RulePlacements, decode, elastic_sizer, encode, snapshot
 from engine.rl.inference import NumpyPolicy, PolicySpec, param_shapes
 from engine.rl.selector import SelectorScheduler, check_policies, check_vote, selector_input_dim
-from engine.sim.state import ClusterState, Decision
+from engine.sim.state import ClusterState, Decision, Start
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 #: Environment variable naming the folder of models trained from the app (default ``runs/models/``, git-ignored).
@@ -248,25 +248,38 @@ class RLScheduler:
         self.policy = policy
         self.encoding = encoding
         self._placements = RulePlacements()
+        self._sizer = elastic_sizer(encoding)
 
     def reset(self, state: ClusterState) -> None:
-        """The policy is a function of the current state; only the placement rules start anew."""
+        """The policy is a function of the current state; only the placement rules (and, with ``elastic_start``,
+        the elastic sizing) start anew."""
         self._placements = RulePlacements()
+        self._sizer = elastic_sizer(self.encoding)
+        if self._sizer is not None:
+            self._sizer.reset(state)
 
     def act(self, obs: Mapping[str, np.ndarray], mask: np.ndarray) -> int:
         """The most likely allowed action for one observation."""
         return self.policy.act(obs, mask)
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
-        enc = self.encoding
+        enc, sizer = self.encoding, self._sizer
+        if sizer is not None:
+            yield from sizer.make_room(state)
+        started: list[int] = []
         while True:
             snap = snapshot(state, enc)
             if not snap.mask[:-1].any():
-                return
+                break
             action = self.act(encode(state, enc, snap), snap.mask)
             if action == enc.wait_action:
-                return
-            yield from decode(state, action, enc, snap, self._placements)
+                break
+            for d in decode(state, action, enc, snap, self._placements):
+                if type(d) is Start:
+                    started.append(d.job_id)
+                yield d
+        if sizer is not None:
+            yield from sizer.hand_out(state, started)
 
 
 def model_spec(name: str, card: Mapping[str, Any]) -> tuple[PolicySpec, EncodingConfig, dict[str, tuple[int, ...]]]:

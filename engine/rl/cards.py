@@ -655,11 +655,22 @@ def _deployed(config: dict) -> list[str]:
     opts = config.get("deploy_encoding") or {}
     if not opts:
         return []
+    what = [_DEPLOYED[k] for k in _DEPLOYED if k in opts]
     return [
         f"- trained with the encoding {json.dumps(config['env']['encoding'])}; {json.dumps(opts)} applies at "
-        "inference only, as a constraint on the trained policy's actions (its next-best feasible choice is "
-        "taken; the observation layout is the same)"
+        f"inference only (the observation layout is the same): {'; '.join(what)}"
     ]
+
+
+#: What each ``deploy_encoding`` option does to a trained policy (:data:`engine.rl.train.DEPLOY_OPTIONS`).
+_DEPLOYED = {
+    "whole_node": "a job one node could hold never starts spread over nodes (the policy's next-best feasible "
+    "choice is taken)",
+    "max_evictions": "a job preempted that many times is never a victim again (the policy's next-best feasible "
+    "choice is taken)",
+    "elastic_start": "an elastic job it starts runs on its fewest GPUs, and spare GPUs go to elastic jobs as optimus "
+    "hands them out (`elastic_start`, `engine/rl/encoding.py`)",
+}
 
 
 def _training_preemption(env: dict[str, Any]) -> str:

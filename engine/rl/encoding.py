@@ -39,6 +39,12 @@ Observation (a dict of float32 arrays, all features roughly in [0, 1]; :func:`en
     ``global`` (:attr:`EncodingConfig.global_features`): :func:`global_features`, then with ``preemption_history``
     :func:`preemption_history_features`.
     ``action_mask`` (n actions, int8): the mask above, for libraries that read masks from observations.
+
+Elastic starts (``elastic_start``)
+    An elastic job fits a type, and its rule places it, on its ``min_gpus`` GPUs instead of the ones it asks for;
+    around the agent's starts at each decision point, optimus's sizing runs (:func:`elastic_sizer`): grown jobs
+    shrink for the first waiting job that would not fit before them, spare GPUs go out by marginal gain after them
+    (:class:`engine.schedulers.elastic.ElasticGreedy`). Rigid jobs are untouched, so is a run without elastic jobs.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -55,6 +61,7 @@ import numpy as np
 from engine.errors import EngineError, check_int, reject_unknown_keys
 from engine.rl.eviction import EVICT_PLACEMENT, EVICT_SCOPES, eviction_cost_gpu_s, find_victims
 from engine.schedulers import PLACEMENTS, Placement  # the package: importing it registers fgd and topo-pack
+from engine.schedulers.elastic import ElasticGreedy
 from engine.sim.job import Job
 from engine.sim.state import ClusterState, Decision, Preempt, Start
 
@@ -119,6 +126,9 @@ class EncodingConfig:
             often), so an agent can see a run in which evictions feed on each other (a preemption cascade: each
             eviction under costly preemption loses work, which lengthens the queue, which brings more evictions).
             Off by default, so encodings written before it (and the shipped agents) keep their layout.
+        elastic_start: an elastic job starts on its ``min_gpus``, then optimus's sizing grows and shrinks it
+            (module docstring, "Elastic starts"). The layout is the same; off by default, so encodings written
+            before it act as they did.
     """
 
     window: int = 8
@@ -132,6 +142,7 @@ class EncodingConfig:
     node_health: bool = False
     deadlines: bool = False
     preemption_history: bool = False
+    elastic_start: bool = False
 
     def __post_init__(self) -> None:
         check_int(self.window, "encoding.window", 1, 256)
@@ -154,7 +165,7 @@ class EncodingConfig:
             raise EngineError(f"encoding.evict_scope {self.evict_scope!r}: expected one of {list(EVICT_SCOPES)}")
         if self.evict_scope != "type" and not self.evicts:
             raise EngineError('encoding.evict_scope needs the "evict" rule in encoding.rules')
-        for name in ("whole_node", "node_health", "deadlines", "preemption_history"):
+        for name in ("whole_node", "node_health", "deadlines", "preemption_history", "elastic_start"):
             if not isinstance(getattr(self, name), bool):
                 raise EngineError(f"encoding.{name} must be true or false, got {getattr(self, name)!r}")
 
@@ -226,6 +237,8 @@ class EncodingConfig:
             out["deadlines"] = True
         if self.preemption_history:
             out["preemption_history"] = True
+        if self.elastic_start:
+            out["elastic_start"] = True
         return out
 
     @classmethod
@@ -242,6 +255,7 @@ class EncodingConfig:
             "node_health",
             "deadlines",
             "preemption_history",
+            "elastic_start",
         }
         reject_unknown_keys(data, known, "encoding")
         rules = data.get("rules", cls.rules)
@@ -318,15 +332,20 @@ def snapshot(state: ClusterState, cfg: EncodingConfig, index: QueueIndex | None 
     cache: dict[int, np.ndarray] = {}
     startable: dict[int, bool] = {}
 
+    elastic = cfg.elastic_start
+
+    def shape_of(j: int) -> int:
+        return ~j if elastic and jobs[j].elastic else shapes[j]  # an elastic start is its own shape (min_gpus)
+
     def fits_of_shape(sid: int, j: int) -> np.ndarray:
         f = cache.get(sid)
         if f is None:
-            f = cache[sid] = _type_fits(state, jobs[j], n_types, cfg.whole_node)
+            f = cache[sid] = _type_fits(state, start_size(jobs[j], cfg), n_types, cfg.whole_node)
             startable[sid] = bool(f.any())
         return f
 
     def can_start(j: int) -> bool:
-        sid = shapes[j]
+        sid = shape_of(j)
         s = startable.get(sid)
         if s is None:
             fits_of_shape(sid, j)
@@ -348,7 +367,7 @@ def snapshot(state: ClusterState, cfg: EncodingConfig, index: QueueIndex | None 
                 window += heapq.nsmallest(rest, cand, key=lambda j: (_gpu_time(jobs[j]), j))
             else:
                 window += index.shortest(state, rest, taken, can_start)
-    fits = [fits_of_shape(shapes[j], j) for j in window]
+    fits = [fits_of_shape(shape_of(j), j) for j in window]
     n_rules = len(cfg.rules)
     mask = np.zeros(cfg.n_actions, dtype=bool)
     block = cfg.max_types * n_rules
@@ -371,6 +390,17 @@ def snapshot(state: ClusterState, cfg: EncodingConfig, index: QueueIndex | None 
     mask[-1] = bool(state.running)
     cost = eviction_cost_gpu_s(state, victims) if cfg.evict_cost else {}
     return Snapshot(window, fits, mask, cache, victims, victim_work, cost)
+
+
+def start_size(job: Job, cfg: EncodingConfig) -> Job:
+    """``job`` as the encoding starts it: with ``elastic_start`` an elastic job asks for its ``min_gpus``."""
+    return replace(job, gpus=job.min_gpus) if cfg.elastic_start and job.elastic else job
+
+
+def elastic_sizer(cfg: EncodingConfig) -> ElasticGreedy | None:
+    """A run's optimus sizing around the agent's starts with ``elastic_start`` (module docstring), else ``None``:
+    call its ``make_room`` at each decision point before the agent acts, ``hand_out`` after."""
+    return ElasticGreedy("optimus", deadlines=False) if cfg.elastic_start else None
 
 
 def _gpu_time(job: Job) -> float:
@@ -770,7 +800,7 @@ def decode(
         return iter(())
     slot, t, rule = cfg.unpack(action)
     victims = snap.victims.get((slot, t), ()) if cfg.rules[rule] == EVICT else ()
-    job = state.jobs[snap.window[slot]]
+    job = start_size(state.jobs[snap.window[slot]], cfg)
     return _decisions(state, job, t, cfg.rules[rule], victims, placements or RulePlacements())
 
 

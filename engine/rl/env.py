@@ -67,7 +67,7 @@ from engine.analysis.presets import PRESETS
 from engine.analysis.scenario import ScenarioError, WorkloadSpec
 from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError, reject_unknown_keys
-from engine.rl.encoding import EncodingConfig, RulePlacements, Snapshot, decode, encode, snapshot
+from engine.rl.encoding import EncodingConfig, RulePlacements, Snapshot, decode, elastic_sizer, encode, snapshot
 from engine.rl.reward import RewardWeights, terminal_cost
 from engine.rl.selector import (
     SELECT_BASE_FEATURES,
@@ -160,6 +160,8 @@ class EnvConfig:
                     self.workload_spec(load, 0, n, kind)
         # an empty list reads as no selector, equal to the default
         object.__setattr__(self, "selector", check_policies(self.selector, "env.selector") if self.selector else ())
+        if self.selector and self.encoding.elastic_start:
+            raise EngineError("env.encoding.elastic_start sizes the jobs an agent starts; a selector starts none")
         object.__setattr__(self, "presets", tuple(self.presets))
         for name in self.presets:
             if not isinstance(name, str) or name not in PRESETS:
@@ -387,6 +389,11 @@ class GpuSchedulingEnv(gym.Env):
         self._result = None
         self._placements = RulePlacements()
         state = sim.reset()
+        self._sizer = elastic_sizer(self.config.encoding)  # optimus's sizing around the agent's starts, or None
+        self._point_starts: list[int] = []  # jobs the agent started at this decision point (for the sizer)
+        if self._sizer is not None:
+            self._sizer.reset(state)
+            self._apply(self._sizer.make_room(state), keep=_nothing)
         self._started_wait_s = 0.0  # waits of queue stays that have ended
         self._queued_since: dict[int, float] = {}  # preempted jobs: job -> when they re-entered the queue
         self._run_start: dict[int, float] = {}  # running, not yet seen finished: job -> segment start
@@ -420,9 +427,10 @@ class GpuSchedulingEnv(gym.Env):
         before = self._potential
         started = self._account(self._apply(decode(sim.state, action, cfg.encoding, snap, self._placements)))
         if started is None:
-            if sim.advance():
+            if self._next_point():
                 self._run_to_choice()
         else:
+            self._point_starts.append(started)
             self._run_to_choice()
         reward, terminated = self._settle(before)
         info = self._info(invalid)
@@ -531,9 +539,23 @@ class GpuSchedulingEnv(gym.Env):
             if snap.mask[:-1].any():
                 self._snap = snap
                 return
-            sim.apply([])  # a decision point where nothing can start: the agent has nothing to choose
-            sim.advance()
+            if self._sizer is None:
+                sim.apply([])  # a decision point where nothing can start: the agent has nothing to choose
+            self._next_point()
         self._snap = Snapshot([], [], np.zeros(enc.n_actions, dtype=bool))
+
+    def _next_point(self) -> bool:
+        """End the decision point (with ``elastic_start``, the sizer's hand-out after the agent's starts) and run to
+        the next one (then the sizer makes room before the agent acts); False when the run ended."""
+        sizer, sim = self._sizer, self._sim
+        if sizer is None:
+            return sim.advance()
+        self._apply(sizer.hand_out(sim.state, self._point_starts), keep=_nothing)
+        self._point_starts = []
+        if not sim.advance():
+            return False
+        self._apply(sizer.make_room(sim.state), keep=_nothing)
+        return True
 
     def _account(self, applied: Sequence[Decision]) -> int | None:
         """Book the queue stays and run segments that ``applied`` ended; returns the started job, if any."""
@@ -678,6 +700,11 @@ class SelectorEnv(GpuSchedulingEnv):
             return {k: np.zeros(s.shape, dtype=s.dtype) for k, s in self.observation_space.spaces.items()}
         sw = self._switch
         return selector_obs(self._sim.state, self.config.encoding, len(sw.names), sw.current)
+
+
+def _nothing(decision: Decision) -> bool:
+    """No decision of the elastic sizer is booked by :meth:`GpuSchedulingEnv._account` (resizes start nothing)."""
+    return False
 
 
 def _draw(rng: np.random.Generator, n: int) -> int:

@@ -92,8 +92,9 @@ class Stage:
 
 
 #: Encoding options a card may run with that its training did not (``TrainConfig.deploy_encoding``): each changes
-#: only which actions are feasible, never the observation and action layout.
-DEPLOY_OPTIONS = ("whole_node", "max_evictions")
+#: which actions are feasible (``whole_node``, ``max_evictions``) or how an elastic job is sized (``elastic_start``),
+#: never the observation and action layout.
+DEPLOY_OPTIONS = ("whole_node", "max_evictions", "elastic_start")
 
 
 @dataclass(frozen=True)
@@ -150,8 +151,9 @@ class TrainConfig:
             and the kept-policy evaluation use ``env.encoding``. Only options in :data:`DEPLOY_OPTIONS`, which
             leave the observation and action layout as they are (e.g. ``{"whole_node": true}``: a job that
             one node could hold never starts spread, the policy's next choice is taken instead;
-            ``{"max_evictions": 40}``: a job preempted 40 times is never a victim again); empty: the card runs
-            with ``env.encoding``.
+            ``{"max_evictions": 40}``: a job preempted 40 times is never a victim again; ``{"elastic_start":
+            true}``: elastic jobs start on their fewest GPUs and are sized as optimus sizes them); empty: the card
+            runs with ``env.encoding``.
     """
 
     name: str

@@ -25,6 +25,10 @@ order, base size ``min_gpus``. ``elasticflow`` (ElasticFlow, ASPLOS'23, ``schedu
 among jobs that can still meet theirs, base size the fewest GPUs that meet the deadline at the fastest allowed GPU
 type, started now; then jobs without a deadline or that cannot meet it, in queue order at ``min_gpus``. It declines
 nothing itself: pair it with ``--admission feasible`` for ElasticFlow's admission control.
+
+A scheduler that starts jobs itself (a learned one that picks order and GPU type: ``elastic_start`` in
+:mod:`engine.rl.encoding`) borrows optimus's sizing around its own starts: :meth:`ElasticGreedy.make_room` (step 1's
+shrink) before them, :meth:`ElasticGreedy.hand_out` (steps 2 and 3) after them.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from typing import Iterator, KeysView
+from typing import AbstractSet, Iterator, KeysView, Sequence
 
 from engine.schedulers.placement import best_fit
 from engine.schedulers.registry import SchedulerSpec, register
@@ -70,10 +74,11 @@ class ElasticGreedy:
         # (stale once the job stops or is resized again), and the fractional jobs started here (some may have ended).
         self._ends: list[tuple[float, int]] = []
         self._shared: set[int] = set()
+        self._shrunk: set[int] = set()  # jobs make_room shrank at this decision point (hand_out does not grow them)
 
     def reset(self, state: ClusterState) -> None:
         self._base, self._speed, self._seen_stops, self._grown_s = {}, BestSpeeds(state.cluster), -1, -math.inf
-        self._surplus, self._growable, self._ends, self._shared = {}, set(), [], set()
+        self._surplus, self._growable, self._ends, self._shared, self._shrunk = {}, set(), [], set(), set()
 
     # ------------------------------------------------------------------ the decision point
     def decide(self, state: ClusterState) -> Iterator[Decision]:
@@ -116,6 +121,52 @@ class ElasticGreedy:
         if not self._deferred:  # (every decision above is applied by now)
             self._seen_stops = state.stops
         wake = self._wake_s(state, planned)
+        if wake is not None:
+            yield Wake(wake)
+
+    # ------------------------------------------------------------------ around another policy's starts
+    def make_room(self, state: ClusterState) -> Iterator[Decision]:
+        """Step 1's shrink, for the first waiting whole-GPU job in queue order that would not fit at its base size
+        once those before it took theirs (the caller starts jobs itself, in any order): running elastic jobs grown
+        past their base give up GPUs of a type it may use."""
+        self._shrunk = set()
+        if not self._surplus:  # nothing grown: nothing to take back (a run without elastic jobs stops here)
+            return
+        jobs, pool = state.jobs, list(state.occupancy.type_idle)
+        for j in state.queue:
+            job = jobs[j]
+            if job.fractional:
+                continue
+            base = self._base_size(state, job)
+            t = self._fit(state, job, base, pool)
+            if t is None:
+                yield from self._shrink(state, job, base, pool, self._shrunk)
+                return
+            pool[t] -= base
+
+    def hand_out(self, state: ClusterState, started: Sequence[int]) -> Iterator[Decision]:
+        """Steps 2 and 3 after another policy's starts: the elastic jobs among ``started`` (started at this
+        decision point) take their size as their base and are offered spare GPUs at once, the other running ones
+        as :meth:`decide` offers them; then the wake-up."""
+        fresh = set()
+        for j in started:
+            if j not in state.running:
+                continue
+            if state.jobs[j].elastic:
+                fresh.add(j)
+                self._base[j] = len(state.running[j].gpu_ids)
+                self._sized(state, j, self._base[j])
+            else:
+                self._track(state, j)  # its end may free GPUs to hand out (_wake_s)
+        pool = list(state.occupancy.type_idle)
+        for j, k in self._grow(state, {}, self._shrunk, pool, fresh).items():
+            gpus = _take(state, k, state.running[j].gpu_type, state.running[j].gpu_ids)
+            if gpus is not None:
+                yield Resize(j, gpus)
+                self._sized(state, j, k)
+        if not self._deferred:
+            self._seen_stops = state.stops
+        wake = self._wake_s(state, {})
         if wake is not None:
             yield Wake(wake)
 
@@ -232,13 +283,16 @@ class ElasticGreedy:
         sizes: dict[int, int],
         kinds: dict[int, int],
         work: dict[int, float],
+        among: AbstractSet[int] | None = None,
     ) -> None:
-        """Add the running elastic jobs that could take an idle GPU of their type to the hand-out (their size, GPU
-        type and work left); note whether any could gain from more GPUs and forget the jobs that ended."""
+        """Add the running elastic jobs (``among`` them, if given) that could take an idle GPU of their type to the
+        hand-out (their size, GPU type and work left); note whether any could gain from more GPUs and forget the
+        jobs that ended."""
         idle = any(pool)
-        self._below_max = False  # some running elastic job could gain from more GPUs (then _wake_s asks for a wake-up)
+        if among is None:  # some running elastic job could gain from more GPUs (then _wake_s asks for a wake-up)
+            self._below_max = False
         running, ended = state.running, []
-        for j in self._growable:
+        for j in self._growable if among is None else self._growable & among:
             r = running.get(j)
             if r is None:
                 ended.append(j)
@@ -251,17 +305,23 @@ class ElasticGreedy:
         self._growable.difference_update(ended)
 
     def _grow(
-        self, state: ClusterState, planned: dict[int, list[int]], shrunk: set[int], pool: list[int]
+        self,
+        state: ClusterState,
+        planned: dict[int, list[int]],
+        shrunk: set[int],
+        pool: list[int],
+        fresh: AbstractSet[int] = frozenset(),
     ) -> dict[int, int]:
-        """Hand idle GPUs out by marginal gain (module docstring); ``planned`` sizes grow in place; returns the new
-        size of each running job worth a resize."""
+        """Hand idle GPUs out by marginal gain (module docstring); ``planned`` sizes grow in place, and running
+        jobs of ``fresh`` (started now by another policy) are offered GPUs as jobs starting now are; returns the
+        new size of each running job worth a resize."""
         # Running jobs are offered GPUs when some were freed since the last offer (else nothing is new), at most
         # every REALLOCATE_S (an offer due sooner is deferred, if some job could take it: _wake_s asks for it); jobs
         # starting now always are.
         freed = state.stops != self._seen_stops
         offer = freed and state.now_s >= self._grown_s + REALLOCATE_S
         self._deferred = freed and not offer and bool(self._growable)
-        if not (planned or offer):
+        if not (planned or offer or fresh):
             return {}
         sizes: dict[int, int] = {j: k for j, (_, k) in planned.items()}
         kinds: dict[int, int] = {j: t for j, (t, _) in planned.items()}
@@ -269,6 +329,8 @@ class ElasticGreedy:
         if offer:
             self._grown_s = state.now_s
             self._offer_running(state, pool, shrunk, sizes, kinds, work)
+        elif fresh:
+            self._offer_running(state, pool, shrunk, sizes, kinds, work, fresh)
         heap = [(-_gain(state.jobs[j], k, work[j]), j) for j, k in sizes.items() if k < state.jobs[j].max_gpus]
         heapq.heapify(heap)
         left = sum(pool)

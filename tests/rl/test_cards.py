@@ -13,7 +13,7 @@ from engine.analysis.metrics import METRICS
 from engine.errors import EngineError
 from engine.rl import cards
 from engine.rl.agent import MODELS_DIR, ModelError, model_names, read_card
-from engine.rl.train import CONFIGS_DIR, load_config
+from engine.rl.train import CONFIGS_DIR, DEPLOY_OPTIONS, load_config
 from engine.sim.cluster import parse_cluster
 
 SHOWN = cards.SHOWN
@@ -887,3 +887,9 @@ def test_a_teacher_that_ties_a_winner_stands_in_for_it_and_only_its_match_says_s
 def test_every_shipped_card_measured_its_winners_stand_ins_within_its_actions(name):
     card = read_card(name, MODELS_DIR)
     assert [key for key, t in cards._settings(card).items() if cards._within_task(card, t, key[1])] == []
+
+
+def test_the_card_says_what_each_inference_only_option_does():
+    assert set(cards._DEPLOYED) == set(DEPLOY_OPTIONS)
+    line = cards._deployed({"env": {"encoding": {"window": 8}}, "deploy_encoding": {"elastic_start": True}})
+    assert line and "fewest GPUs" in line[0] and "next-best" not in line[0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ from engine import Start, make_scheduler, parse_cluster, simulate
 from engine.analysis.presets import PRESETS
 from engine.analysis.workload import TRAIN_SEED_MIN, make_jobs
 from engine.errors import EngineError
+from engine.rl.agent import RLScheduler
 from engine.rl.encoding import EVICT, HISTORY_HEAD, RULES, EncodingConfig, RulePlacements, decode, encode, snapshot
 from engine.rl.env import ENV_ID, EnvConfig, GpuSchedulingEnv
 from engine.rl.reward import RewardWeights, objective, objective_terms
@@ -18,6 +21,8 @@ from engine.schedulers.placement import first_fit
 from engine.sim.job import Job
 from engine.sim.options import FailureModel, PreemptionModel, RunOptions
 from engine.sim.simulator import COMPLETED, FAILED
+
+from .conftest import SMALL
 
 MIXED = "2x4:A100-80,3x4:V100-32,2x2:T4"
 #: Shared inference GPUs beside whole-GPU training jobs of 1-4 GPUs (the kind of workload fgd is for).
@@ -897,3 +902,65 @@ def test_a_reference_must_be_a_registered_scheduler_and_travels_in_the_config():
     cfg = EnvConfig(reference="short-whole")
     assert cfg.to_dict()["reference"] == "short-whole" and EnvConfig.from_dict(cfg.to_dict()) == cfg
     assert "reference" not in EnvConfig().to_dict()
+
+
+class _FirstFeasible:
+    """Starts the job of the first feasible action (queue order), waits only when nothing can start."""
+
+    def act(self, obs, mask):
+        return int(np.flatnonzero(mask[:-1])[0]) if mask[:-1].any() else len(mask) - 1
+
+
+def _linear_elastic(j: int, submit_s: float, duration_s: float) -> Job:
+    return Job(j, submit_s, duration_s, gpus=4, min_gpus=1, max_gpus=4, scaling="linear")
+
+
+def test_elastic_start_starts_on_min_gpus_then_hands_spare_gpus_out_as_optimus():
+    node = parse_cluster("1x4:generic")
+    jobs = [_linear_elastic(0, 0.0, 100.0), _linear_elastic(1, 0.0, 100.0)]
+    enc = EncodingConfig(window=2, max_types=1, rules=("best-fit",))
+    plain = simulate(node, jobs, RLScheduler("first", {}, _FirstFeasible(), enc))
+    # As asked (4 GPUs): job 1 waits for job 0.
+    assert plain.end_s.tolist() == [100.0, 200.0] and plain.first_start_s.tolist() == [0.0, 100.0]
+    sized = simulate(node, jobs, RLScheduler("first", {}, _FirstFeasible(), replace(enc, elastic_start=True)))
+    # Both start at once on 1 GPU (rate 1/4 of their 4-GPU speed); the 2 spare GPUs go one each (equal gains), a
+    # resize that stalls each 30 s: 100 + 30 x 1/2 = 115 s of reference work at rate 1/2 = 230 s.
+    assert sized.first_start_s.tolist() == [0.0, 0.0] and sized.rescales.tolist() == [1, 1]
+    assert sized.end_s.tolist() == [pytest.approx(230.0)] * 2
+    assert sorted(len(sized.segment_gpus(i)) for i in range(len(sized.seg_job))) == [1, 1, 2, 2]
+
+
+def test_elastic_start_shrinks_a_grown_job_for_a_waiting_one_and_env_and_agent_agree():
+    node = parse_cluster("1x4:generic")
+    jobs = [_linear_elastic(0, 0.0, 1000.0), Job(1, 100.0, 100.0, gpus=2)]
+    enc = EncodingConfig(window=2, max_types=1, rules=("best-fit",), elastic_start=True)
+    agent = RLScheduler("first", {}, _FirstFeasible(), enc)
+    res = simulate(node, jobs, agent)
+    # Job 0 starts on 1 GPU and grows to 4 at once (1000 + 30 s of stall x rate 1 of work left). At 100 s it gives
+    # back the 2 GPUs rigid job 1 needs (930 + 30 x 1/2 left, at rate 1/2); when job 1 ends at 200 s it grows to 4
+    # again (895 + 30 x 1 left, at rate 1): it ends at 1125 s.
+    assert res.first_start_s.tolist() == [0.0, 100.0] and res.rescales.tolist() == [3, 0]
+    assert res.end_s.tolist() == [pytest.approx(1125.0), 200.0]
+    env = GpuSchedulingEnv(EnvConfig(clusters=("1x4:generic",), encoding=enc))
+    obs, _ = env.reset(seed=0, options={"cluster": node, "jobs": jobs})
+    done = False
+    while not done:
+        obs, _, done, _, _ = env.step(agent.act(obs, env.action_masks()))
+    np.testing.assert_array_equal(env.result.end_s, res.end_s)
+    np.testing.assert_array_equal(env.result.rescales, res.rescales)
+
+
+def test_elastic_start_changes_nothing_without_elastic_jobs_and_no_selector_takes_it():
+    cluster = parse_cluster(SMALL)
+    jobs = make_jobs(cluster, 40, 1.3, 2)
+    enc = EncodingConfig(window=4, max_types=2, rules=("best-fit", "fgd"))
+    runs = [
+        simulate(cluster, jobs, RLScheduler("first", {}, _FirstFeasible(), replace(enc, elastic_start=on)))
+        for on in (False, True)
+    ]
+    np.testing.assert_array_equal(runs[0].end_s, runs[1].end_s)
+    assert runs[0].gpu_ids == runs[1].gpu_ids
+    assert EncodingConfig.from_dict(replace(enc, elastic_start=True).to_dict()).elastic_start
+    assert "elastic_start" not in enc.to_dict()
+    with pytest.raises(EngineError, match="a selector starts none"):
+        EnvConfig(selector=("fifo", "sjf"), encoding=replace(enc, elastic_start=True))
