@@ -866,8 +866,9 @@ MAX_TRIED_TEXT = 400
 def _tried_lines(card: dict[str, Any]) -> list[str]:
     """One line per run that tried to replace this agent and was not shipped (``card["tried"]``, kept from the
     runs' own measurements): what it changed, its paired validation difference against this agent and its card's
-    counts of settings better and worse than the best policy beside this card's. A malformed entry is a
-    ``ModelError`` naming it (a card is data from a stranger)."""
+    counts of settings better and worse than the best policy beside this card's, or beside the agent's card when
+    the run was measured (``card.agent_better`` and ``card.agent_worse``, kept where the agent's card has changed
+    since). A malformed entry is a ``ModelError`` naming it (a card is data from a stranger)."""
     s = card["evaluation"]["summary"]
     lines = []
     for i, t in enumerate(card.get("tried") or ()):
@@ -876,7 +877,16 @@ def _tried_lines(card: dict[str, Any]) -> list[str]:
             texts_ok = all(
                 isinstance(x, str) and 0 < len(x) <= MAX_TRIED_TEXT and "\n" not in x for x in (what, command)
             )
-            numbers = [v["candidate"], v["agent"], v["half_width"], v["episodes"], c["better"], c["worse"]]
+            then = (c["agent_better"], c["agent_worse"]) if "agent_better" in c else None
+            numbers = [
+                v["candidate"],
+                v["agent"],
+                v["half_width"],
+                v["episodes"],
+                c["better"],
+                c["worse"],
+                *(then or ()),
+            ]
             if not texts_ok or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in numbers):
                 raise TypeError
         except (TypeError, KeyError) as exc:
@@ -884,11 +894,16 @@ def _tried_lines(card: dict[str, Any]) -> list[str]:
                 f"model card: tried[{i}] needs what and command (one line, 1-{MAX_TRIED_TEXT} characters), "
                 "validation {candidate, agent, half_width, episodes} and card {better, worse}, as numbers"
             ) from exc
+        mine = (
+            f"this card: {s['better']} and {s['worse']}"
+            if then is None
+            else f"this agent's card then: {then[0]} and {then[1]}"
+        )
         lines.append(
             f"- tried and not shipped: {what}. On {v['episodes']} of this agent's validation episodes past those its "
             f"training chose on: objective {v['candidate']:.3f} vs this agent's {v['agent']:.3f} (paired "
             f"{v['candidate'] - v['agent']:+.3f} +- {v['half_width']:.3f}); its card: better than the best policy on "
-            f"{c['better']} and worse on {c['worse']} settings (this card: {s['better']} and {s['worse']}); `{command}`"
+            f"{c['better']} and worse on {c['worse']} settings ({mine}); `{command}`"
         )
     return lines
 

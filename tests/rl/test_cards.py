@@ -603,7 +603,17 @@ def test_a_card_names_the_runs_that_tried_to_replace_its_agent(monkeypatch):
         "than the best policy on 0 and worse on 3 settings (this card: 2 and 2); `python -m engine train --config m`\n"
         in why
     )
-    for bad in ({**tried, "what": "two\nlines"}, {**tried, "card": {"better": "many", "worse": 3}}, {"what": "x"}, "x"):
+    # Measured against the agent's card of then (since changed): its counts, kept in the entry, are shown instead.
+    then = {**tried, "card": {"better": 0, "worse": 3, "agent_better": 1, "agent_worse": 5}}
+    text = cards.render_markdown(_losing_card(monkeypatch, ["best-fit"], tried=[then]))
+    assert "worse on 3 settings (this agent's card then: 1 and 5); `python" in text
+    for bad in (
+        {**tried, "what": "two\nlines"},
+        {**tried, "card": {"better": "many", "worse": 3}},
+        {**tried, "card": {"better": 0, "worse": 3, "agent_better": None}},
+        {"what": "x"},
+        "x",
+    ):
         with pytest.raises(ModelError, match=r"tried\[0\] needs what and command"):
             cards.render_markdown(_losing_card(monkeypatch, ["best-fit"], tried=[bad]))
 
