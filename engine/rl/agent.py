@@ -42,6 +42,7 @@ from engine.io import atomic_write_bytes, atomic_write_json
 from engine.rl.encoding import EncodingConfig, RulePlacements, decode, elastic_sizer, encode, snapshot
 from engine.rl.inference import NumpyPolicy, PolicySpec, param_shapes
 from engine.rl.selector import SelectorScheduler, check_policies, check_vote, selector_input_dim
+from engine.schedulers.elastic import ElasticGreedy
 from engine.sim.state import ClusterState, Decision, Start
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
@@ -248,15 +249,13 @@ class RLScheduler:
         self.policy = policy
         self.encoding = encoding
         self._placements = RulePlacements()
-        self._sizer = elastic_sizer(encoding)
+        self._sizer: ElasticGreedy | None = None  # set by reset for a run with elastic jobs (elastic_start)
 
     def reset(self, state: ClusterState) -> None:
         """The policy is a function of the current state; only the placement rules (and, with ``elastic_start``,
         the elastic sizing) start anew."""
         self._placements = RulePlacements()
-        self._sizer = elastic_sizer(self.encoding)
-        if self._sizer is not None:
-            self._sizer.reset(state)
+        self._sizer = elastic_sizer(self.encoding, state)
 
     def act(self, obs: Mapping[str, np.ndarray], mask: np.ndarray) -> int:
         """The most likely allowed action for one observation."""
@@ -274,7 +273,11 @@ class RLScheduler:
             action = self.act(encode(state, enc, snap), snap.mask)
             if action == enc.wait_action:
                 break
-            for d in decode(state, action, enc, snap, self._placements):
+            decisions = decode(state, action, enc, snap, self._placements)
+            if sizer is None:
+                yield from decisions
+                continue
+            for d in decisions:
                 if type(d) is Start:
                     started.append(d.job_id)
                 yield d

@@ -332,10 +332,10 @@ def snapshot(state: ClusterState, cfg: EncodingConfig, index: QueueIndex | None 
     cache: dict[int, np.ndarray] = {}
     startable: dict[int, bool] = {}
 
-    elastic = cfg.elastic_start
+    def elastic_shape(j: int) -> int:
+        return ~j if jobs[j].elastic else shapes[j]  # an elastic start is its own shape (min_gpus)
 
-    def shape_of(j: int) -> int:
-        return ~j if elastic and jobs[j].elastic else shapes[j]  # an elastic start is its own shape (min_gpus)
+    shape_of: Callable[[int], int] = elastic_shape if cfg.elastic_start else shapes.__getitem__
 
     def fits_of_shape(sid: int, j: int) -> np.ndarray:
         f = cache.get(sid)
@@ -397,10 +397,15 @@ def start_size(job: Job, cfg: EncodingConfig) -> Job:
     return replace(job, gpus=job.min_gpus) if cfg.elastic_start and job.elastic else job
 
 
-def elastic_sizer(cfg: EncodingConfig) -> ElasticGreedy | None:
-    """A run's optimus sizing around the agent's starts with ``elastic_start`` (module docstring), else ``None``:
-    call its ``make_room`` at each decision point before the agent acts, ``hand_out`` after."""
-    return ElasticGreedy("optimus", deadlines=False) if cfg.elastic_start else None
+def elastic_sizer(cfg: EncodingConfig, state: ClusterState) -> ElasticGreedy | None:
+    """The optimus sizing around the agent's starts for the run of ``state`` (module docstring, reset for it), or
+    ``None`` without ``elastic_start`` or an elastic job in the run: call its ``make_room`` at each decision point
+    before the agent acts, ``hand_out`` after."""
+    if not (cfg.elastic_start and any(job.elastic for job in state.jobs)):
+        return None
+    sizer = ElasticGreedy("optimus", deadlines=False)
+    sizer.reset(state)
+    return sizer
 
 
 def _gpu_time(job: Job) -> float:

@@ -389,10 +389,9 @@ class GpuSchedulingEnv(gym.Env):
         self._result = None
         self._placements = RulePlacements()
         state = sim.reset()
-        self._sizer = elastic_sizer(self.config.encoding)  # optimus's sizing around the agent's starts, or None
+        self._sizer = elastic_sizer(self.config.encoding, state)  # optimus's sizing around the agent's starts
         self._point_starts: list[int] = []  # jobs the agent started at this decision point (for the sizer)
         if self._sizer is not None:
-            self._sizer.reset(state)
             self._apply(self._sizer.make_room(state), keep=_nothing)
         self._started_wait_s = 0.0  # waits of queue stays that have ended
         self._queued_since: dict[int, float] = {}  # preempted jobs: job -> when they re-entered the queue
