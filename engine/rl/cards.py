@@ -346,21 +346,31 @@ def _tasks(
     return [(sc, n, st, tuple(names)) for (sc, n, st), names in wanted.items()]
 
 
+#: The card fields a model's runs depend on: a kept table is reused only while they are what they were.
+RUN_FIELDS = ("format", "sha256", "policy", "encoding", "reward", "selector", "selector_vote")
+
+
 def _cache_file(cache_dir: Path, task: tuple[str, int, str, tuple[str, ...]]) -> Path:
+    """Where the tables of ``task`` are kept: named by its scenario, seeds, setting and models, and by what the
+    models' cards say that their runs depend on (:data:`RUN_FIELDS`), so that a model re-carded under the same name
+    with other weights or another encoding is run again, never read back stale."""
     sc, n, setting, names = task
-    return cache_dir / f"{sc}-{n}-{setting}-{'+'.join(names)}.json"
+    runs_on = json.dumps([[read_card(m).get(k) for k in RUN_FIELDS] for m in names], sort_keys=True)
+    return cache_dir / f"{sc}-{n}-{setting}-{'+'.join(names)}-{hashlib.sha256(runs_on.encode()).hexdigest()[:16]}.json"
 
 
-def _run_and_keep(args: tuple[tuple[str, int, str, tuple[str, ...]], str | None, str | None]) -> dict[str, Any]:
-    task, cache_dir, donor = args
+def _run_and_keep(
+    args: tuple[tuple[str, int, str, tuple[str, ...]], str | None, str | None, str | None],
+) -> dict[str, Any]:
+    task, keep, cache_dir, donor = args
     _BASELINE_CACHE.clear()
     if cache_dir is not None:
         _BASELINE_CACHE["dir"] = Path(cache_dir)
     if donor is not None:
         _BASELINE_CACHE["from"] = donor
     out = _scenario_tables(task)
-    if cache_dir is not None:  # kept as soon as done: an interrupted evaluation resumes where it stopped
-        atomic_write_json(_cache_file(Path(cache_dir), task), out, indent=None, allow_nan=True)
+    if keep is not None:  # kept as soon as done: an interrupted evaluation resumes where it stopped
+        atomic_write_json(Path(keep), out, indent=None, allow_nan=True)
     return out
 
 
@@ -410,15 +420,19 @@ def evaluate_cards(
     tasks = sorted(_tasks(plans, seeds, general_seeds, only), key=lambda t: t[1] != seeds)
     done: dict[tuple[str, int, str], dict[str, Any]] = {}
     todo = []
+    keep = {t: None if cache_dir is None else _cache_file(cache_dir, t) for t in tasks}
     for t in tasks:
-        stored = _cached(_cache_file(cache_dir, t), t[3]) if cache_dir is not None else None
+        stored = _cached(keep[t], t[3]) if keep[t] is not None else None
         if stored is not None:
             done[t[:3]] = stored
         elif cached_only:
             done[t[:3]] = {n: {"error": "not run: the evaluation stopped before this scenario"} for n in t[3]}
         else:
             todo.append(t)
-    args = [(t, None if cache_dir is None else str(cache_dir), baselines_from) for t in todo]
+    args = [
+        (t, None if cache_dir is None else str(keep[t]), None if cache_dir is None else str(cache_dir), baselines_from)
+        for t in todo
+    ]
     done |= {t[:3]: r for t, r in zip(todo, _map(_run_and_keep, args, workers))}
     out = {}
     for name, plan in plans.items():

@@ -389,6 +389,7 @@ def test_a_truncated_cache_entry_is_run_again_not_a_crash(monkeypatch, tmp_path)
     # Issue 32: an evaluation killed while writing a cache entry left it cut short, and every later resume
     # crashed on it (json.loads). A kept entry that is not whole is run again and rewritten.
     monkeypatch.setattr(cards, "evaluate_model", _fake)
+    monkeypatch.setattr(cards, "read_card", lambda name: {"sha256": "0" * 64})
     plan = {"train": ["a"], "larger": "b", "philly": "philly"}
     first = cards.evaluate_cards({"m": plan}, 4, 4, cache_dir=tmp_path)["m"]
     entries = sorted(tmp_path.glob("*.json"))
@@ -405,6 +406,29 @@ def test_a_truncated_cache_entry_is_run_again_not_a_crash(monkeypatch, tmp_path)
     again = cards.evaluate_cards({"m": plan}, 4, 4, cache_dir=tmp_path)["m"]
     assert len(ran) == 2 and again == first
     assert all(isinstance(json.loads(e.read_text())["m"], dict) for e in entries)  # rewritten whole
+
+
+def test_a_kept_table_is_not_reused_once_the_model_s_card_runs_otherwise(monkeypatch, tmp_path):
+    # A model re-carded under the same name with another encoding (a deploy option) or other weights was read back
+    # from the cache: its old runs, shown as the new card's. Only fields its runs do not depend on may change.
+    ran = []
+
+    def counted(name, scenario, seeds, setting="free"):
+        ran.append((scenario, setting))
+        return _fake(name, scenario, seeds, setting)
+
+    card = {"sha256": "0" * 64, "encoding": {"window": 8}, "description": "first"}
+    monkeypatch.setattr(cards, "evaluate_model", counted)
+    monkeypatch.setattr(cards, "read_card", lambda name: card)
+    plan = {"train": ["a"], "larger": "b", "philly": "philly"}
+    cards.evaluate_cards({"m": plan}, 4, 4, cache_dir=tmp_path)
+    card["description"] = "reworded"  # not what it runs on: the kept tables stand
+    cards.evaluate_cards({"m": plan}, 4, 4, cache_dir=tmp_path)
+    assert len(ran) == 6
+    for change in ({"encoding": {"window": 8, "elastic_start": True}}, {"sha256": "1" * 64}):
+        card.update(change)
+        cards.evaluate_cards({"m": plan}, 4, 4, cache_dir=tmp_path)
+    assert len(ran) == 18
 
 
 def test_add_baselines_runs_only_the_missing_schedulers_and_keeps_every_stored_number(monkeypatch, tmp_path):
@@ -528,15 +552,15 @@ def test_baselines_from_another_card_run_only_the_agent_and_stay_paired(monkeypa
     monkeypatch.setattr(cards, "read_card", lambda name: cards_by_name[name])
     monkeypatch.setattr(cards, "evaluate", fake_evaluate)
     monkeypatch.setattr(cards, "_BASELINE_RUNS", {})
-    out = cards._run_and_keep((("v100-32", 3, "costly", ("m",)), None, "d"))["m"]
+    out = cards._run_and_keep((("v100-32", 3, "costly", ("m",)), None, None, "d"))["m"]
     assert "error" not in out, out
     assert calls == [["rl:m"]] and out["baselines_from"] == "d"
     assert "rl:d" not in out["objective_runs"] and out["objective_runs"]["first-fit"] == [0.2, 0.3, 0.4]
     assert out["vs"]["first-fit"]["diff"] == pytest.approx(0.5 / 3600 - 0.3)  # wait 0.5 s: objective 0.5 / 3600
-    out = cards._run_and_keep((("v100-32", 4, "costly", ("m",)), None, "d"))["m"]  # other seeds: run them all
+    out = cards._run_and_keep((("v100-32", 4, "costly", ("m",)), None, None, "d"))["m"]  # other seeds: run them all
     assert calls[-2:] == [cards.baselines(), ["rl:m"]] and "baselines_from" not in out
     cards_by_name["m"] = {"reward": {"wait": 0.5, "wait_scale_s": 3600.0}}
-    out = cards._run_and_keep((("v100-32", 3, "costly", ("m",)), None, "d"))["m"]
+    out = cards._run_and_keep((("v100-32", 3, "costly", ("m",)), None, None, "d"))["m"]
     assert "reward weights differ" in out["error"]
 
 
