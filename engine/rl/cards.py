@@ -682,6 +682,8 @@ _DEPLOYED = {
     "choice is taken)",
     "max_evictions": "a job preempted that many times is never a victim again (the policy's next-best feasible "
     "choice is taken)",
+    "evict_scope": "a job one node could hold makes room on one node, not anywhere on its GPU type (`evict_scope`, "
+    "`engine/rl/eviction.py`)",
     "elastic_start": "an elastic job it starts runs on its fewest GPUs, and spare GPUs go to elastic jobs as optimus "
     "hands them out (`elastic_start`, `engine/rl/encoding.py`)",
 }

@@ -92,9 +92,9 @@ class Stage:
 
 
 #: Encoding options a card may run with that its training did not (``TrainConfig.deploy_encoding``): each changes
-#: which actions are feasible (``whole_node``, ``max_evictions``) or how an elastic job is sized (``elastic_start``),
-#: never the observation and action layout.
-DEPLOY_OPTIONS = ("whole_node", "max_evictions", "elastic_start")
+#: which actions are feasible (``whole_node``, ``max_evictions``), where an eviction makes room (``evict_scope``) or
+#: how an elastic job is sized (``elastic_start``), never the observation and action layout.
+DEPLOY_OPTIONS = ("whole_node", "max_evictions", "elastic_start", "evict_scope")
 
 
 @dataclass(frozen=True)
@@ -151,9 +151,10 @@ class TrainConfig:
             and the kept-policy evaluation use ``env.encoding``. Only options in :data:`DEPLOY_OPTIONS`, which
             leave the observation and action layout as they are (e.g. ``{"whole_node": true}``: a job that
             one node could hold never starts spread, the policy's next choice is taken instead;
-            ``{"max_evictions": 40}``: a job preempted 40 times is never a victim again; ``{"elastic_start":
-            true}``: elastic jobs start on their fewest GPUs and are sized as optimus sizes them); empty: the card
-            runs with ``env.encoding``.
+            ``{"max_evictions": 40}``: a job preempted 40 times is never a victim again; ``{"evict_scope":
+            "node"}``: a job one node could hold makes room on one node; ``{"elastic_start": true}``: elastic jobs
+            start on their fewest GPUs and are sized as optimus sizes them); empty: the card runs with
+            ``env.encoding``.
     """
 
     name: str
