@@ -415,11 +415,12 @@ def test_importing_engine_and_heuristics_does_not_import_torch():
 #: and with failures, as main scheduled them before the env had node-health inputs (issue 34): the option is off by
 #: default, so the agents' observations, and their decisions, are what they were. A retrained agent's entry is that of
 #: its new weights (wait-mlp, wait-attn and hpc-backfill: retrained from the best of their teachers, deployed with an
-#: eviction cap of 40, wait-attn and wait-mlp then with evictions on one node, evict_scope "node"; fair-comm: retrained
-#: as a learned selector, then deciding by its run's vote, selector_vote "run"; issue 38).
+#: eviction cap of 40, wait-attn and wait-mlp then with evictions on one node, evict_scope "node", hpc-backfill
+#: without its whole_node shield; fair-comm: retrained as a learned selector, then deciding by its run's vote,
+#: selector_vote "run"; issue 38).
 SHIPPED_SCORES = {
     "fair-comm": ((97.7205468742157, "f1f1b4ff45e85a6d"), (835.3905461038834, "74d2c53f50fa7b9f")),
-    "hpc-backfill": ((9.395833333333334, "0fc7297293884f51"), (28.706764527832124, "254c45f02069ed1e")),
+    "hpc-backfill": ((9.395833333333334, "0fc7297293884f51"), (28.334901194074593, "821504c97ebc5d92")),
     "wait-attn": ((9.395833333333334, "023f86c27bbcbbba"), (26.39236111111104, "64dc45a6d8690897")),
     "wait-mlp": ((29.221732207067454, "6f1147e81a8148de"), (69.47882645954682, "32330fe63ee15cd2")),
 }
