@@ -39,11 +39,11 @@ import numpy as np
 
 from engine.errors import EngineError
 from engine.io import atomic_write_bytes, atomic_write_json
-from engine.rl.encoding import EncodingConfig, RulePlacements, decode, elastic_sizer, encode, snapshot
+from engine.rl.encoding import EncodingConfig, RulePlacements, Snapshot, decision_point, elastic_sizer, encode
 from engine.rl.inference import NumpyPolicy, PolicySpec, param_shapes
 from engine.rl.selector import SelectorScheduler, check_policies, check_vote, selector_input_dim
 from engine.schedulers.elastic import ElasticGreedy
-from engine.sim.state import ClusterState, Decision, Start
+from engine.sim.state import ClusterState, Decision
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 #: Environment variable naming the folder of models trained from the app (default ``runs/models/``, git-ignored).
@@ -262,27 +262,12 @@ class RLScheduler:
         return self.policy.act(obs, mask)
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
-        enc, sizer = self.encoding, self._sizer
-        if sizer is not None:
-            yield from sizer.make_room(state)
-        started: list[int] = []
-        while True:
-            snap = snapshot(state, enc)
-            if not snap.mask[:-1].any():
-                break
-            action = self.act(encode(state, enc, snap), snap.mask)
-            if action == enc.wait_action:
-                break
-            decisions = decode(state, action, enc, snap, self._placements)
-            if sizer is None:
-                yield from decisions
-                continue
-            for d in decisions:
-                if type(d) is Start:
-                    started.append(d.job_id)
-                yield d
-        if sizer is not None:
-            yield from sizer.hand_out(state, started)
+        enc = self.encoding
+
+        def choose(snap: Snapshot) -> int:
+            return self.act(encode(state, enc, snap), snap.mask) if snap.mask[:-1].any() else enc.wait_action
+
+        return decision_point(state, enc, choose, self._sizer, self._placements)
 
 
 def model_spec(name: str, card: Mapping[str, Any]) -> tuple[PolicySpec, EncodingConfig, dict[str, tuple[int, ...]]]:

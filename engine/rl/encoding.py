@@ -352,6 +352,8 @@ def snapshot(state: ClusterState, cfg: EncodingConfig, index: QueueIndex | None 
             s = startable[sid]
         return s
 
+    if cfg.elastic_start:  # the index groups jobs by their requested shape, not by the start's (elastic_shape)
+        index = None
     if index is not None:
         index.update(state)
     if cfg.window_order == "arrival":
@@ -406,6 +408,38 @@ def elastic_sizer(cfg: EncodingConfig, state: ClusterState) -> ElasticGreedy | N
     sizer = ElasticGreedy("optimus", deadlines=False)
     sizer.reset(state)
     return sizer
+
+
+def decision_point(
+    state: ClusterState,
+    cfg: EncodingConfig,
+    choose: Callable[[Snapshot], int],
+    sizer: ElasticGreedy | None = None,
+    placements: RulePlacements | None = None,
+    index: QueueIndex | None = None,
+) -> Iterator[Decision]:
+    """The decisions of one decision point of a scheduler that acts in ``cfg`` (an agent, a teacher within its
+    encoding): ``choose(snapshot)`` picks an action at a time, each applied before the next snapshot, until it
+    picks *wait*; with a ``sizer`` (:func:`elastic_sizer`), its ``make_room`` before them and its ``hand_out``
+    after (the environment does the same around the agent's steps)."""
+    if sizer is not None:
+        yield from sizer.make_room(state)
+    started: list[int] = []
+    while True:
+        snap = snapshot(state, cfg, index)
+        action = choose(snap)
+        if action == cfg.wait_action:
+            break
+        decisions = decode(state, action, cfg, snap, placements)
+        if sizer is None:
+            yield from decisions
+            continue
+        for d in decisions:
+            if type(d) is Start:
+                started.append(d.job_id)
+            yield d
+    if sizer is not None:
+        yield from sizer.hand_out(state, started)
 
 
 def _gpu_time(job: Job) -> float:

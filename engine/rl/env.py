@@ -24,7 +24,9 @@ Observation space
 Transitions
     A step applies one action: a start (after its preemptions, for ``"evict"``) or *wait*. If another start is still feasible at the same simulated time, the next
     observation is at that same time; otherwise (and after *wait*) the simulation runs to the next decision
-    point where some start is feasible (no empty ticks). *Wait* is feasible whenever a job runs.
+    point where some start is feasible (no empty ticks). *Wait* is feasible whenever a job runs. With the
+    encoding's ``elastic_start``, optimus's sizing runs around the agent's starts as in ``rl:<name>``: grown
+    elastic jobs shrink for a waiting one when a decision point begins, spare GPUs go out when it ends.
 Masks
     ``action_masks()`` (for sb3-contrib's MaskablePPO) and ``obs["action_mask"]`` are exact: every allowed
     action is feasible. A masked-out action passed to ``step`` is replaced by *wait* (or, when nothing runs,

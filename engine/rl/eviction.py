@@ -25,6 +25,7 @@ selector hands the next decision to an evicting policy.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -137,10 +138,14 @@ def _take(
 def _victims_by_node(lay: Layout, by_type: dict[int, list[RunningJob]]) -> dict[int, list[tuple[RunningJob, int]]]:
     """The evictable running jobs of each node, latest estimated end first, with their GPU count there."""
     out: dict[int, list[tuple[RunningJob, int]]] = {}
+    node = lay.gpu_node.tolist()
     for rs in by_type.values():
         for r in rs:  # already latest estimated end first
-            for n, k in zip(*np.unique(lay.gpu_node[list(r.gpu_ids)], return_counts=True)):
-                out.setdefault(int(n), []).append((r, int(k)))
+            if r.n_nodes == 1:  # most jobs: all its GPUs on one node
+                out.setdefault(node[r.gpu_ids[0]], []).append((r, len(r.gpu_ids)))
+                continue
+            for n, k in Counter(node[g] for g in r.gpu_ids).items():
+                out.setdefault(n, []).append((r, k))
     return out
 
 

@@ -55,7 +55,8 @@ from typing import Callable, Iterator, NamedTuple
 import numpy as np
 
 from engine.errors import EngineError
-from engine.rl.encoding import EVICT, EncodingConfig, QueueIndex, Snapshot, decode, snapshot, type_speeds
+from engine.rl.encoding import EVICT, EncodingConfig, QueueIndex, Snapshot, decision_point, elastic_sizer, type_speeds
+from engine.schedulers.elastic import ElasticGreedy
 from engine.sim.job import Job
 from engine.sim.state import ClusterState, Decision
 
@@ -285,6 +286,7 @@ class TeacherScheduler:
         self.cfg, self.rule, self._fixed = cfg, rule, cfg is not None
         self._teacher = name
         self._index = QueueIndex()
+        self._sizer: ElasticGreedy | None = None  # with an elastic_start encoding, the run's sizing (reset)
 
     def reset(self, state: ClusterState) -> None:
         """A registered teacher sizes its type slots to the cluster; every choice is a function of the state
@@ -304,16 +306,16 @@ class TeacherScheduler:
                 max_evictions=REGISTERED_MAX_EVICTIONS.get(self._teacher),
             )
             self.rule = 0
+        assert self.cfg is not None
+        self._sizer = elastic_sizer(self.cfg, state)
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
         cfg = self.cfg
         assert cfg is not None, "reset() sizes the encoding before the first decision"
-        while True:
-            snap = snapshot(state, cfg, self._index)
-            action = teacher_action(self._teacher, state, cfg, snap, self.rule)
-            if action == cfg.wait_action:
-                return
-            yield from decode(state, action, cfg, snap)
+        teacher, rule = self._teacher, self.rule
+        return decision_point(
+            state, cfg, lambda snap: teacher_action(teacher, state, cfg, snap, rule), self._sizer, index=self._index
+        )
 
 
 def within(name: str, cfg: EncodingConfig, rule: str = REGISTERED_RULE) -> TeacherScheduler:

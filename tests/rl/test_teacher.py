@@ -188,10 +188,10 @@ def test_a_teacher_reads_each_queued_job_a_bounded_number_of_times(monkeypatch):
 def test_the_indexed_window_is_the_scanned_window_at_every_snapshot(monkeypatch, name):
     # The teachers' QueueIndex (kept across decide calls, fed by state.entered) finds the same window jobs in
     # the same order as a scan of the queue, with preempted jobs coming back and jobs pinned to one type.
-    from engine.rl import teacher
+    from engine.rl import encoding
     from engine.sim.options import PreemptionModel, RunOptions
 
-    real, compared = teacher.snapshot, []
+    real, compared = encoding.snapshot, []
 
     def both(state, cfg, index=None):
         snap = real(state, cfg, index)
@@ -200,7 +200,7 @@ def test_the_indexed_window_is_the_scanned_window_at_every_snapshot(monkeypatch,
         compared.append(len(state.queue))
         return snap
 
-    monkeypatch.setattr(teacher, "snapshot", both)
+    monkeypatch.setattr(encoding, "snapshot", both)  # where the teachers' decision points take it
     cluster = parse_cluster("1x8:A100-80,2x4:V100-32,2x2:T4")
     jobs = _queued_at_once(cluster, 200)
     options = RunOptions(preemption=PreemptionModel(checkpoint_interval_s=600.0, restart_overhead_s=30.0))
@@ -226,3 +226,16 @@ def test_a_teacher_within_the_registered_encoding_makes_the_registered_schedule(
     assert within(name, enc).cfg.max_evictions == REGISTERED_MAX_EVICTIONS.get(name)
     with pytest.raises(EngineError, match="places with best-fit, not among the encoding's rules"):
         within(name, EncodingConfig(rules=("first-fit",)))
+
+
+def test_a_teacher_within_an_elastic_start_encoding_sizes_elastic_jobs_as_the_agent_would():
+    # Within a model's encoding a teacher makes the model's choices, elastic sizing included: both elastic jobs start
+    # at once on 1 GPU, then get one spare GPU each (a 30 s stall at rate 1/2: 115 s of work at rate 1/2 = 230 s).
+    node = parse_cluster("1x4:generic")
+    jobs = [Job(j, 0.0, 100.0, gpus=4, min_gpus=1, max_gpus=4, scaling="linear") for j in range(2)]
+    enc = EncodingConfig(window=2, max_types=1, rules=("best-fit",), elastic_start=True)
+    sized = simulate(node, jobs, within("short-fast", enc, "best-fit"))
+    assert sized.first_start_s.tolist() == [0.0, 0.0] and sized.rescales.tolist() == [1, 1]
+    assert sized.end_s.tolist() == [pytest.approx(230.0)] * 2
+    plain = simulate(node, jobs, within("short-fast", EncodingConfig(window=2, max_types=1, rules=("best-fit",))))
+    assert plain.first_start_s.tolist() == [0.0, 100.0]
