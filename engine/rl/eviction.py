@@ -65,6 +65,7 @@ def find_victims(
     idle_t = None  # computed at the first (job, type) pair that needs it: most decisions evict nowhere
     by_type: dict[int, list[RunningJob]] = {}
     by_node: dict[int, list[tuple[RunningJob, int]]] | None = None
+    node_sets: dict[tuple[int, int], tuple[list[int], int]] = {}  # (shape, type) -> its eligible nodes, most GPUs
     for slot, j in enumerate(window):
         job = jobs[j]
         if job.fractional:
@@ -79,8 +80,12 @@ def find_victims(
                 by_type = evictable(state, max_evictions)
             own_s = job.estimate_s / speeds[t]  # how long the job would run there, by its estimate
             if scope == "node":
-                nodes = np.flatnonzero(state.eligible_nodes(job) & (lay.node_type == t))
-                if job.gpus <= int(lay.node_gpus[nodes].max(initial=0)):
+                key = (state.job_shape[j], t)
+                if key not in node_sets:
+                    of_t = np.flatnonzero(state.eligible_nodes(job) & (lay.node_type == t))
+                    node_sets[key] = (of_t.tolist(), int(lay.node_gpus[of_t].max(initial=0)))
+                nodes, most = node_sets[key]
+                if job.gpus <= most:
                     if by_node is None:
                         by_node = _victims_by_node(lay, by_type)
                     found = _node_victims(state, job.gpus, own_s, nodes, by_node)
@@ -150,12 +155,13 @@ def _victims_by_node(lay: Layout, by_type: dict[int, list[RunningJob]]) -> dict[
 
 
 def _node_victims(
-    state: ClusterState, gpus: int, own_s: float, nodes: np.ndarray, by_node: dict[int, list[tuple[RunningJob, int]]]
+    state: ClusterState, gpus: int, own_s: float, nodes: list[int], by_node: dict[int, list[tuple[RunningJob, int]]]
 ) -> tuple[float, tuple[int, ...]] | None:
     """The node-scoped eviction (module docstring): (victims' estimated GPU-seconds left, victims), or ``None``."""
     best: tuple[float, tuple[int, ...]] | None = None
-    for n in nodes.tolist():
-        need = gpus - int(state.node_free[n])
+    node_free = state.node_free
+    for n in nodes:
+        need = gpus - int(node_free[n])
         taken, freed, left_gpu_s = _take(by_node.get(n, ()), need, own_s, state.now_s)
         if freed >= need and (best is None or left_gpu_s < best[0]):
             best = (left_gpu_s, taken)
