@@ -206,6 +206,10 @@ class TrainConfig:
             )
         object.__setattr__(self, "deploy_encoding", dict(self.deploy_encoding))
         self.deployed_encoding()  # validates the options against env.encoding
+        if self.env.selector and self.deploy_encoding.get("elastic_start"):
+            raise EngineError(
+                "train config: deploy_encoding.elastic_start sizes the jobs an agent starts; a selector starts none"
+            )
         if self.vec_env not in VEC_ENVS:
             raise EngineError(f"train config: vec_env {self.vec_env!r}: expected one of {list(VEC_ENVS)}")
         if isinstance(self.selector_prior, bool) or not (

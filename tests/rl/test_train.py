@@ -274,10 +274,22 @@ def test_deploy_encoding_shields_the_exported_agent_only(tmp_path):
     assert child["training"]["init_from"]["sha256"] == card["sha256"] and child["encoding"]["whole_node"] is True
 
 
-@pytest.mark.parametrize("deploy,match", [({"window": 8}, "deploy_encoding"), ({"whole_node": 1}, "whole_node")])
+@pytest.mark.parametrize(
+    "deploy,match",
+    [
+        ({"window": 8}, "deploy_encoding"),
+        ({"whole_node": 1}, "whole_node"),
+        ({"evict_scope": "node"}, 'evict_scope needs the "evict" rule'),
+        ({"elastic_start": "yes"}, "elastic_start must be true or false"),
+    ],
+)
 def test_deploy_encoding_takes_only_layout_preserving_options(deploy, match):
     with pytest.raises(EngineError, match=match):
         TrainConfig.from_dict({"name": "x", "deploy_encoding": deploy})
+    with pytest.raises(EngineError, match="a selector starts none"):  # nothing for elastic sizing to size
+        TrainConfig.from_dict(
+            {"name": "x", "env": {"selector": ["fifo", "sjf"]}, "deploy_encoding": {"elastic_start": True}}
+        )
 
 
 @pytest.mark.parametrize("name", config_names())
