@@ -286,7 +286,11 @@ def test_deploy_encoding_shields_the_exported_agent_only(tmp_path):
 def test_deploy_encoding_takes_only_layout_preserving_options(deploy, match):
     with pytest.raises(EngineError, match=match):
         TrainConfig.from_dict({"name": "x", "deploy_encoding": deploy})
-    with pytest.raises(EngineError, match="a selector starts none"):  # nothing for elastic sizing to size
+
+
+def test_a_selector_deploys_no_elastic_sizing():
+    # A selector starts no job itself: elastic sizing around its starts would do nothing, so it is refused.
+    with pytest.raises(EngineError, match="a selector starts none"):
         TrainConfig.from_dict(
             {"name": "x", "env": {"selector": ["fifo", "sjf"]}, "deploy_encoding": {"elastic_start": True}}
         )
