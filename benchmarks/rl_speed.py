@@ -130,18 +130,19 @@ def decision_latency(jobs_n: int) -> list[dict]:
     return out
 
 
-def whole_runs(names: list[str], repeat: int = 3) -> list[dict]:
+def whole_runs(names: list[str], repeat: int = 5) -> list[dict]:
     """CPU seconds of ``simulate`` for every registered scheduler and every agent on each workload: the least of
-    ``repeat`` runs (on a shared machine a single run's CPU time still varies by a third with the neighbours'
-    load; the least is the cost without them)."""
+    ``repeat`` runs, in ``repeat`` rounds that each run every scheduler once (on a shared machine a single run's
+    CPU time still varies by a third with the neighbours' load, in bursts: the least is the cost without them,
+    and the rounds spread a burst over all schedulers instead of one)."""
     out = []
     for run in names:
         spec, n_jobs, load = RUNS[run]
         cluster = parse_cluster(spec)
         jobs = make_jobs(cluster, n_jobs, load, 0)
         cpu_s: dict[str, float] = {}
-        for name in [*SCHEDULERS, *(f"rl:{m}" for m in model_names())]:
-            for _ in range(repeat):
+        for _ in range(repeat):
+            for name in [*SCHEDULERS, *(f"rl:{m}" for m in model_names())]:
                 sched = make_scheduler(name)  # loading (a cached policy for rl:) is not the run
                 t0 = time.process_time()
                 simulate(cluster, jobs, sched, seed=0)

@@ -39,7 +39,15 @@ import numpy as np
 
 from engine.errors import EngineError
 from engine.io import atomic_write_bytes, atomic_write_json
-from engine.rl.encoding import EncodingConfig, RulePlacements, Snapshot, decision_point, elastic_sizer, encode
+from engine.rl.encoding import (
+    OBSERVATION_PARTS,
+    EncodingConfig,
+    RulePlacements,
+    Snapshot,
+    decision_point,
+    elastic_sizer,
+    encode,
+)
 from engine.rl.inference import NumpyPolicy, PolicySpec, param_shapes
 from engine.rl.selector import SelectorScheduler, check_policies, check_vote, selector_input_dim
 from engine.schedulers.elastic import ElasticGreedy
@@ -263,9 +271,10 @@ class RLScheduler:
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
         enc = self.encoding
+        reads = getattr(self.policy, "reads", OBSERVATION_PARTS)  # a policy may read fewer parts
 
         def choose(snap: Snapshot) -> int:
-            return self.act(encode(state, enc, snap), snap.mask) if snap.mask[:-1].any() else enc.wait_action
+            return self.act(encode(state, enc, snap, reads), snap.mask) if snap.mask[:-1].any() else enc.wait_action
 
         return decision_point(state, enc, choose, self._sizer, self._placements)
 

@@ -531,6 +531,18 @@ class _TypeTables:
         self.max_node_gpus = np.maximum.reduceat(lay.node_gpus[self.node_order], self.starts).astype(float)
         self.speed = np.minimum(lay.type_speed / 4.0, 1.0)
         self.vram = np.minimum(lay.type_vram_gib / 80.0, 1.0)
+        # group_features' columns that never change, filled once; the others are filled per state
+        self.groups = np.zeros((n_types, GROUP_FEATURES))
+        self.groups[:, [0, 1, 4, 5, 9]] = np.stack(
+            [
+                np.ones(n_types),
+                self.total / lay.n_gpus,
+                self.speed,
+                self.vram,
+                np.minimum(self.max_node_gpus / 8.0, 1.0),
+            ],
+            axis=1,
+        )
 
     def job_speeds(self, job_type: str) -> np.ndarray:
         """Speed of a job of ``job_type`` on each GPU type (``Cluster.speed``; cached per job type)."""
@@ -561,29 +573,87 @@ def type_speeds(cluster, job_type: str) -> np.ndarray:
     return _tables(cluster).job_speeds(job_type)
 
 
+class _JobTables:
+    """Per job of one run, the features that never change, computed once per run (see :func:`_job_tables`) so
+    that encoding a state reads them by the window's job ids instead of recomputing them at every decision."""
+
+    def __init__(self, state: ClusterState, tab: _TypeTables) -> None:
+        jobs, comm, log1p = state.jobs, state.cluster.communication, math.log1p
+        self.cluster, self.jobs = state.cluster, jobs
+        self.gpu_time = [_gpu_time(job) for job in jobs]
+        # job_features' own values of each job (the rest depend on the state)
+        self.own = [
+            (
+                math.log2(job.gpus) / 6.0,
+                job.gpu_fraction,
+                min(job.vram_gib / 80.0, 1.0),
+                log1p(job.estimate_s / 60.0) / 10.0,
+                log1p(gpu_time / 60.0) / 12.0,
+                min(comm.get(job.job_type, comm.get("batch", 0.3)), 1.0),
+                job.gpus * job.gpu_fraction,
+                job.submit_s,
+                job.user,
+            )
+            for job, gpu_time in zip(jobs, self.gpu_time)
+        ]
+        # job_type_features' columns 0 and 1 (its speed and run time per type), and what column 3 reads
+        speeds = np.array([tab.job_speeds(job.job_type) for job in jobs]).reshape(len(jobs), tab.n_types)
+        est = np.array([job.estimate_s for job in jobs])[:, None]
+        self.per_type = np.stack([np.minimum(speeds / 4.0, 1.0), np.log1p(est / speeds / 60.0) / 10.0], axis=2)
+        self.gpus = np.array([job.gpus for job in jobs])[:, None]
+        self.whole = np.array([not job.fractional for job in jobs])[:, None]
+        self.elig = np.array([state.eligible_types(job) for job in jobs], dtype=bool).reshape(len(jobs), -1)
+
+
+_JOB_TABLES: dict[int, _JobTables] = {}
+
+
+def _job_tables(state: ClusterState, tab: _TypeTables) -> _JobTables:
+    """The :class:`_JobTables` of ``state``'s run (its job list on its cluster), made at the first call."""
+    hit = _JOB_TABLES.get(id(state.jobs))
+    if hit is not None and hit.jobs is state.jobs and hit.cluster is state.cluster:
+        return hit
+    if len(_JOB_TABLES) > 8:
+        _JOB_TABLES.clear()
+    t = _JOB_TABLES[id(state.jobs)] = _JobTables(state, tab)
+    return t
+
+
+#: The parts of an observation (the keys of :func:`encode`'s dict).
+OBSERVATION_PARTS = ("jobs", "groups", "global", "action_mask")
+
+
 def encode(
-    state: ClusterState, cfg: EncodingConfig = EncodingConfig(), snap: Snapshot | None = None
+    state: ClusterState,
+    cfg: EncodingConfig = EncodingConfig(),
+    snap: Snapshot | None = None,
+    parts: tuple[str, ...] = OBSERVATION_PARTS,
 ) -> dict[str, np.ndarray]:
-    """The observation dict for ``state``: the feature functions below, laid out as the module docstring says."""
+    """The observation dict for ``state``: the feature functions below, laid out as the module docstring says;
+    only the ``parts`` asked for (a policy that reads fewer saves computing the others at every decision)."""
     snap = snap or snapshot(state, cfg)
     tab = _tables(state.cluster)
     block_t = _idle_blocks(state, tab)
     jf = np.zeros((cfg.window, cfg.job_features), dtype=np.float32)
     n = len(snap.window)
     if n:
-        jf[:n, :JOB_BASE_FEATURES] = job_features(state, snap)
+        run = _job_tables(state, tab)
+        jf[:n, :JOB_BASE_FEATURES] = job_features(state, snap, run)
         end = JOB_BASE_FEATURES + cfg.type_features * cfg.max_types
-        jf[:n, JOB_BASE_FEATURES:end] = job_type_features(state, snap, cfg, tab, block_t).reshape(n, -1)
+        jf[:n, JOB_BASE_FEATURES:end] = job_type_features(state, snap, cfg, tab, block_t, run).reshape(n, -1)
         if cfg.deadlines:
             jf[:n, end:] = deadline_features(state, snap, tab)
     gf = np.zeros((cfg.max_types, cfg.group_features), dtype=np.float32)
     gf[: tab.n_types, :GROUP_FEATURES] = group_features(state, tab, block_t)
     if cfg.node_health:
         gf[: tab.n_types, GROUP_FEATURES:] = node_health_features(state, tab)
-    glob = global_features(state, snap)
-    if cfg.preemption_history:
-        glob = np.concatenate([glob, preemption_history_features(state)])
-    return {"jobs": jf, "groups": gf, "global": glob, "action_mask": snap.mask.astype(np.int8)}
+    obs = {"jobs": jf, "groups": gf}
+    if "global" in parts:
+        glob = global_features(state, snap)
+        obs["global"] = np.concatenate([glob, preemption_history_features(state)]) if cfg.preemption_history else glob
+    if "action_mask" in parts:
+        obs["action_mask"] = snap.mask.astype(np.int8)
+    return obs
 
 
 def _idle_blocks(state: ClusterState, tab: _TypeTables) -> np.ndarray:
@@ -591,7 +661,7 @@ def _idle_blocks(state: ClusterState, tab: _TypeTables) -> np.ndarray:
     return np.maximum.reduceat(state.node_free[tab.node_order], tab.starts)
 
 
-def job_features(state: ClusterState, snap: Snapshot) -> list[tuple[float, ...]]:
+def job_features(state: ClusterState, snap: Snapshot, run: _JobTables) -> list[tuple[float, ...]]:
     """The :data:`JOB_BASE_FEATURES` features of each window job that do not depend on the GPU types, in order:
 
     present (1), log2(gpus)/6, demand / free capacity (clipped at 2, halved; 1 when nothing is free),
@@ -600,38 +670,37 @@ def job_features(state: ClusterState, snap: Snapshot) -> list[tuple[float, ...]]
     current GPU share of the cluster, can start now (on some type), the job type's communication sensitivity
     (clipped at 1).
     """
-    jobs, now, n_gpus = state.jobs, state.now_s, state.layout.n_gpus
+    window, now, n_gpus, log1p = snap.window, state.now_s, state.layout.n_gpus, math.log1p
     free_cap = max(state.free_capacity, 0.0)
-    comm, user_gpus = state.cluster.communication, state.user_gpus
-    log1p = math.log1p
-    gpu_times = [_gpu_time(jobs[j]) for j in snap.window]
+    own, user_gpus = run.own, state.user_gpus
+    gpu_times = [run.gpu_time[j] for j in window]
     ranks = np.argsort(np.argsort(gpu_times, kind="stable"), kind="stable").tolist() if gpu_times else []
-    denom = max(len(snap.window) - 1, 1)
+    denom = max(len(window) - 1, 1)
+    fit_any: Any = np.array(snap.fits, dtype=bool).any(axis=1).tolist() if window else []  # list[bool]
     rows: list[tuple[float, ...]] = []
-    for slot, j in enumerate(snap.window):
-        job = jobs[j]
-        demand = job.gpus * job.gpu_fraction
+    for slot, j in enumerate(window):
+        gpus_6, fraction, vram, est, gpu_time, comm, demand, submit_s, user = own[j]
         rows.append(
             (
                 1.0,
-                math.log2(job.gpus) / 6.0,
+                gpus_6,
                 min(demand / free_cap, 2.0) / 2.0 if free_cap > 0 else 1.0,
-                job.gpu_fraction,
-                min(job.vram_gib / 80.0, 1.0),
-                log1p(max(now - job.submit_s, 0.0) / 60.0) / 10.0,
-                log1p(job.estimate_s / 60.0) / 10.0,
-                log1p(gpu_times[slot] / 60.0) / 12.0,
+                fraction,
+                vram,
+                log1p(max(now - submit_s, 0.0) / 60.0) / 10.0,
+                est,
+                gpu_time,
                 ranks[slot] / denom,
-                min(user_gpus.get(job.user, 0.0) / n_gpus, 1.0),
-                float(snap.fits[slot].any()),
-                min(comm.get(job.job_type, comm.get("batch", 0.3)), 1.0),
+                min(user_gpus.get(user, 0.0) / n_gpus, 1.0),
+                float(fit_any[slot]),
+                comm,
             )
         )
     return rows
 
 
 def job_type_features(
-    state: ClusterState, snap: Snapshot, cfg: EncodingConfig, tab: _TypeTables, block_t: np.ndarray
+    state: ClusterState, snap: Snapshot, cfg: EncodingConfig, tab: _TypeTables, block_t: np.ndarray, run: _JobTables
 ) -> np.ndarray:
     """Features of each window job on each GPU type slot (window jobs x ``max_types`` x
     :attr:`EncodingConfig.type_features`; zeros for absent types), in order:
@@ -644,21 +713,14 @@ def job_type_features(
     :data:`EVICT_COST_FEATURES` more: log1p(GPU-seconds of work evicting them would cost / 60 s)/12, their work
     since the last checkpoint plus the restart overhead (0 under free preemption).
     """
-    n_types = tab.n_types
+    n_types, window = tab.n_types, np.array(snap.window)
     # All window jobs at once. Eligibility is per type (memory, allowed types), so a whole job fits on one node
     # of an eligible type exactly when the type's largest idle block holds it.
-    wjobs = [state.jobs[j] for j in snap.window]
-    speeds = np.array([tab.job_speeds(job.job_type) for job in wjobs])
-    est = np.array([job.estimate_s for job in wjobs])[:, None]
     fits = np.array(snap.fits, dtype=bool)
-    gpus = np.array([job.gpus for job in wjobs])[:, None]
-    whole = np.array([not job.fractional for job in wjobs])[:, None]
-    elig = np.array([state.eligible_types(job) for job in wjobs], dtype=bool)
-    per_type = np.zeros((len(wjobs), cfg.max_types, cfg.type_features))
-    per_type[:, :n_types, 0] = np.minimum(speeds / 4.0, 1.0)
-    per_type[:, :n_types, 1] = np.log1p(est / speeds / 60.0) / 10.0
+    per_type = np.zeros((len(window), cfg.max_types, cfg.type_features))
+    per_type[:, :n_types, :2] = run.per_type[window]
     per_type[:, :n_types, 2] = fits
-    per_type[:, :n_types, 3] = np.where(whole, elig & (block_t[None, :] >= gpus), fits)
+    per_type[:, :n_types, 3] = np.where(run.whole[window], run.elig[window] & (block_t >= run.gpus[window]), fits)
     for (slot, t), left_gpu_s in snap.victim_work_gpu_s.items():
         per_type[slot, t, JOB_TYPE_FEATURES : JOB_TYPE_FEATURES + EVICT_FEATURES] = (
             1.0,
@@ -702,24 +764,13 @@ def group_features(state: ClusterState, tab: _TypeTables, block_t: np.ndarray) -
     / 8 and GPUs per node / 8 (both clipped at 1).
     """
     lay, n_types, node_free = state.layout, tab.n_types, state.node_free
-    idle_t = np.bincount(lay.node_type, weights=node_free, minlength=n_types)
-    freecap_t = np.bincount(lay.gpu_type, weights=state.gpu_free, minlength=n_types)
-    idle_nodes_t = np.bincount(lay.node_type, weights=(node_free == lay.node_gpus), minlength=n_types)
-    return np.stack(
-        [
-            np.ones(n_types),
-            tab.total / lay.n_gpus,
-            idle_t / tab.total,
-            block_t / tab.max_node_gpus,
-            tab.speed,
-            tab.vram,
-            freecap_t / tab.total,
-            idle_nodes_t / tab.nodes,
-            np.minimum(block_t / 8.0, 1.0),
-            np.minimum(tab.max_node_gpus / 8.0, 1.0),
-        ],
-        axis=1,
-    )
+    out = tab.groups.copy()
+    out[:, 2] = np.bincount(lay.node_type, weights=node_free, minlength=n_types) / tab.total  # idle GPUs
+    out[:, 3] = block_t / tab.max_node_gpus
+    out[:, 6] = np.bincount(lay.gpu_type, weights=state.gpu_free, minlength=n_types) / tab.total
+    out[:, 7] = np.bincount(lay.node_type, weights=(node_free == lay.node_gpus), minlength=n_types) / tab.nodes
+    out[:, 8] = np.minimum(block_t / 8.0, 1.0)
+    return out
 
 
 def node_health_features(state: ClusterState, tab: _TypeTables) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from engine.errors import EngineError, check_int, reject_unknown_keys
-from engine.rl.encoding import EncodingConfig
+from engine.rl.encoding import OBSERVATION_PARTS, EncodingConfig
 
 POLICY_KINDS = ("mlp", "attention")
 #: Bounds on what a card may ask for (each far above the shipped models), checked before anything is built.
@@ -152,11 +152,16 @@ def param_shapes(
     return out
 
 
+# ``_sum(x, axis=-1, keepdims=True)`` is ``x.sum(axis=-1, keepdims=True)`` without the method's Python wrapper:
+# the same reduction, a microsecond less per call (an agent calls the policy at every start).
+_sum, _max = np.add.reduce, np.maximum.reduce
+
+
 def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``torch.nn.LayerNorm`` over the last axis (eps 1e-5, biased variance), rows of ``x`` independent."""
     inv_d = 1.0 / x.shape[-1]
-    centred = x - x.sum(axis=-1, keepdims=True) * inv_d
-    return centred / np.sqrt((centred * centred).sum(axis=-1, keepdims=True) * inv_d + 1e-5) * w + b
+    centred = x - _sum(x, axis=-1, keepdims=True) * inv_d
+    return centred / np.sqrt(_sum(centred * centred, axis=-1, keepdims=True) * inv_d + 1e-5) * w + b
 
 
 class NumpyPolicy:
@@ -167,6 +172,8 @@ class NumpyPolicy:
 
     def __init__(self, spec: PolicySpec, enc: EncodingConfig, weights: Mapping[str, np.ndarray]) -> None:
         self.spec, self.enc = spec, enc
+        #: The observation parts it reads (``_hidden``: the attention extractor reads no global features).
+        self.reads = OBSERVATION_PARTS if spec.kind == "mlp" else ("jobs", "groups")
 
         def w(name: str, transpose: bool = False) -> np.ndarray:
             a = np.array(weights[name], dtype=np.float64)
@@ -223,8 +230,8 @@ class NumpyPolicy:
         for in_w, in_b, out_w, out_b, w1, b1, w2, b2, n1w, n1b, n2w, n2b in self._layers:
             qkv = (x @ in_w + in_b).reshape(n, 3, h, dh).transpose(1, 2, 0, 3)  # (q/k/v, head, token, dh)
             scores = (qkv[0] * scale) @ qkv[1].transpose(0, 2, 1)
-            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-            attn = (scores / scores.sum(axis=-1, keepdims=True)) @ qkv[2]
+            scores = np.exp(scores - _max(scores, axis=-1, keepdims=True))
+            attn = (scores / _sum(scores, axis=-1, keepdims=True)) @ qkv[2]
             x = _layer_norm(x + (attn.transpose(1, 0, 2).reshape(n, d) @ out_w + out_b), n1w, n1b)
             x = _layer_norm(x + (np.maximum(x @ w1 + b1, 0.0) @ w2 + b2), n2w, n2b)
         tokens = np.zeros((1 + self.enc.window + self.enc.max_types, d))  # token 0 is the global one

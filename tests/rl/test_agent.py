@@ -365,6 +365,32 @@ def test_numpy_policy_takes_the_torch_policys_action_at_every_decision(tiny_mode
     assert with_numpy.gpu_ids == torch_run.gpu_ids
 
 
+@pytest.mark.parametrize("name", ["tiny-mlp", "tiny-attn", "wait-attn"])
+def test_an_agent_encodes_only_what_its_policy_reads_and_decides_as_with_the_whole_observation(
+    tiny_models, name, monkeypatch
+):
+    # The attention policy reads no global features (its global token counts as empty), so the agent skips
+    # computing them; the parts it does read are those of the whole observation, and so are its logits.
+    from engine.rl import agent as agent_module
+    from engine.rl.encoding import OBSERVATION_PARTS
+
+    agent = load_agent(name, tiny_models if name.startswith("tiny") else MODELS_DIR)
+    real, checked = agent_module.encode, []
+
+    def both(state, cfg, snap, parts):
+        obs, whole = real(state, cfg, snap, parts), real(state, cfg, snap)
+        assert sorted(obs) == sorted(parts) and all(np.array_equal(obs[k], whole[k]) for k in obs)
+        np.testing.assert_array_equal(agent.policy.logits(obs), agent.policy.logits(whole))
+        checked.append(parts)
+        return obs
+
+    monkeypatch.setattr(agent_module, "encode", both)
+    cluster = parse_cluster(SMALL if name.startswith("tiny") else "2x8:A100-80,4x4:V100-32")
+    simulate(cluster, make_jobs(cluster, 60, 1.5, 3), agent)
+    assert len(checked) >= 30
+    assert set(checked) == {OBSERVATION_PARTS if name == "tiny-mlp" else ("jobs", "groups")}
+
+
 @pytest.mark.parametrize("history", [False, True])
 def test_param_shapes_are_the_torch_policys_state_dict(history):
     from engine.rl.env import observation_space
