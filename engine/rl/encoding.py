@@ -574,16 +574,31 @@ def type_speeds(cluster, job_type: str) -> np.ndarray:
 
 
 class _JobTables:
-    """Per job of one run, the features that never change, computed once per run (see :func:`_job_tables`) so
-    that encoding a state reads them by the window's job ids instead of recomputing them at every decision."""
+    """Per job of one run, the features that never change, computed when the job is first in a window (see
+    :func:`_job_tables`), so that encoding a state reads them instead of recomputing them at every decision."""
 
     def __init__(self, state: ClusterState, tab: _TypeTables) -> None:
-        jobs, comm, log1p = state.jobs, state.cluster.communication, math.log1p
-        self.cluster, self.jobs = state.cluster, jobs
-        self.gpu_time = [_gpu_time(job) for job in jobs]
-        # job_features' own values of each job (the rest depend on the state)
-        self.own = [
-            (
+        self.cluster, self.jobs, self._tab = state.cluster, state.jobs, tab
+        n = len(state.jobs)
+        #: job_features' own values of each job seen, by job id (the rest depend on the state)
+        self.own: dict[int, tuple[Any, ...]] = {}
+        # job_type_features' columns 0 and 1 (its speed and run time per type), and what column 3 reads; rows of
+        # the jobs seen are filled (zeros are not written until touched: a long trace costs what its windows saw)
+        self.per_type = np.zeros((n, tab.n_types, 2))
+        self.gpus = np.zeros((n, 1), dtype=np.int64)
+        self.whole = np.zeros((n, 1), dtype=bool)
+        self.elig = np.zeros((n, tab.n_types), dtype=bool)
+
+    def see(self, state: ClusterState, window: list[int]) -> None:
+        """Fill the rows of the jobs of ``window`` not seen before."""
+        new = [j for j in window if j not in self.own]
+        if not new:
+            return
+        comm, log1p, tab = state.cluster.communication, math.log1p, self._tab
+        for j in new:
+            job = state.jobs[j]
+            gpu_time = _gpu_time(job)
+            self.own[j] = (
                 math.log2(job.gpus) / 6.0,
                 job.gpu_fraction,
                 min(job.vram_gib / 80.0, 1.0),
@@ -593,19 +608,20 @@ class _JobTables:
                 job.gpus * job.gpu_fraction,
                 job.submit_s,
                 job.user,
+                gpu_time,
             )
-            for job, gpu_time in zip(jobs, self.gpu_time)
-        ]
-        # job_type_features' columns 0 and 1 (its speed and run time per type), and what column 3 reads
-        speeds = np.array([tab.job_speeds(job.job_type) for job in jobs]).reshape(len(jobs), tab.n_types)
+            self.gpus[j, 0], self.whole[j, 0] = job.gpus, not job.fractional
+            self.elig[j] = state.eligible_types(job)
+        jobs = [state.jobs[j] for j in new]
+        speeds = np.array([tab.job_speeds(job.job_type) for job in jobs])
         est = np.array([job.estimate_s for job in jobs])[:, None]
-        self.per_type = np.stack([np.minimum(speeds / 4.0, 1.0), np.log1p(est / speeds / 60.0) / 10.0], axis=2)
-        self.gpus = np.array([job.gpus for job in jobs])[:, None]
-        self.whole = np.array([not job.fractional for job in jobs])[:, None]
-        self.elig = np.array([state.eligible_types(job) for job in jobs], dtype=bool).reshape(len(jobs), -1)
+        self.per_type[new] = np.stack([np.minimum(speeds / 4.0, 1.0), np.log1p(est / speeds / 60.0) / 10.0], axis=2)
 
 
 _JOB_TABLES: dict[int, _JobTables] = {}
+#: Runs whose tables are kept; with more at once the oldest table goes, and is filled again only from the jobs its
+#: windows see (what encoding cost before the tables), so no number of concurrent runs makes a decision slower.
+_MAX_JOB_TABLES = 4
 
 
 def _job_tables(state: ClusterState, tab: _TypeTables) -> _JobTables:
@@ -613,8 +629,8 @@ def _job_tables(state: ClusterState, tab: _TypeTables) -> _JobTables:
     hit = _JOB_TABLES.get(id(state.jobs))
     if hit is not None and hit.jobs is state.jobs and hit.cluster is state.cluster:
         return hit
-    if len(_JOB_TABLES) > 8:
-        _JOB_TABLES.clear()
+    while len(_JOB_TABLES) >= _MAX_JOB_TABLES:  # the oldest first (dicts keep insertion order)
+        _JOB_TABLES.pop(next(iter(_JOB_TABLES)), None)
     t = _JOB_TABLES[id(state.jobs)] = _JobTables(state, tab)
     return t
 
@@ -638,6 +654,7 @@ def encode(
     n = len(snap.window)
     if n:
         run = _job_tables(state, tab)
+        run.see(state, snap.window)
         jf[:n, :JOB_BASE_FEATURES] = job_features(state, snap, run)
         end = JOB_BASE_FEATURES + cfg.type_features * cfg.max_types
         jf[:n, JOB_BASE_FEATURES:end] = job_type_features(state, snap, cfg, tab, block_t, run).reshape(n, -1)
@@ -673,13 +690,13 @@ def job_features(state: ClusterState, snap: Snapshot, run: _JobTables) -> list[t
     window, now, n_gpus, log1p = snap.window, state.now_s, state.layout.n_gpus, math.log1p
     free_cap = max(state.free_capacity, 0.0)
     own, user_gpus = run.own, state.user_gpus
-    gpu_times = [run.gpu_time[j] for j in window]
+    gpu_times = [own[j][9] for j in window]
     ranks = np.argsort(np.argsort(gpu_times, kind="stable"), kind="stable").tolist() if gpu_times else []
     denom = max(len(window) - 1, 1)
     fit_any: Any = np.array(snap.fits, dtype=bool).any(axis=1).tolist() if window else []  # list[bool]
     rows: list[tuple[float, ...]] = []
     for slot, j in enumerate(window):
-        gpus_6, fraction, vram, est, gpu_time, comm, demand, submit_s, user = own[j]
+        gpus_6, fraction, vram, est, gpu_time, comm, demand, submit_s, user, _ = own[j]
         rows.append(
             (
                 1.0,

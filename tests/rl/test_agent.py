@@ -484,3 +484,33 @@ def test_shipped_agents_keep_their_observation_shapes_with_deadline_inputs_in_th
     obs, _ = observation_space(enc)
     per_job = JOB_BASE_FEATURES + enc.type_features * enc.max_types + (DEADLINE_FEATURES if enc.deadlines else 0)
     assert obs["jobs"].shape == (enc.window, per_job)
+
+
+def test_agents_running_side_by_side_decide_as_each_alone(monkeypatch):
+    # The encoding keeps a table of each run's constant job features for a few runs at a time (more runs at once
+    # drop the oldest, which is filled again from what its windows see): runs in threads, more of them than it
+    # keeps, decide as each did alone.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from engine.rl import encoding
+
+    cluster = parse_cluster("2x8:A100-80,4x4:V100-32")
+    workloads = [make_jobs(cluster, 80, 1.4, seed) for seed in range(2 * encoding._MAX_JOB_TABLES)]
+    alone = [simulate(cluster, jobs, load_agent("wait-attn")).end_s for jobs in workloads]
+    made = []
+
+    class Counted(encoding._JobTables):
+        def __init__(self, state, tab):
+            made.append(id(state.jobs))
+            super().__init__(state, tab)
+
+    monkeypatch.setattr(encoding, "_JobTables", Counted)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # threads take turns often, so their runs interleave decision by decision
+    try:
+        with ThreadPoolExecutor(len(workloads)) as pool:
+            together = list(pool.map(lambda jobs: simulate(cluster, jobs, load_agent("wait-attn")).end_s, workloads))
+    finally:
+        sys.setswitchinterval(interval)
+    assert all(np.array_equal(a, b) for a, b in zip(alone, together))
+    assert len(made) > len(workloads)  # tables were dropped mid-run and made again
