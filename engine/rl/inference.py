@@ -219,11 +219,12 @@ class NumpyPolicy:
         # reach the policy. Kept so that decisions stay the trained policy's. Empty tokens are masked out of
         # attention and their outputs zeroed, so only the present ones are computed (rows are independent).
         jobs, groups = np.asarray(obs["jobs"], dtype=np.float64), np.asarray(obs["groups"], dtype=np.float64)
-        job_rows, group_rows = np.flatnonzero(jobs[:, 0] >= 0.5), np.flatnonzero(groups[:, 0] >= 0.5)
-        e = self._embed
-        x = np.concatenate(
-            [jobs[job_rows] @ e["job"][0] + e["job"][1], groups[group_rows] @ e["group"][0] + e["group"][1]]
-        )
+        job_rows, group_rows = (jobs[:, 0] >= 0.5).nonzero()[0], (groups[:, 0] >= 0.5).nonzero()[0]
+        nj, ng = len(job_rows), len(group_rows)
+        if (nj and job_rows[-1] != nj - 1) or (ng and group_rows[-1] != ng - 1):
+            raise EngineError("an observation's job and GPU-type slots must be filled from the first (as encode does)")
+        e = self._embed  # the present rows are a prefix: read as views
+        x = np.concatenate([jobs[:nj] @ e["job"][0] + e["job"][1], groups[:ng] @ e["group"][0] + e["group"][1]])
         d, h = self.spec.d_model, self.spec.n_heads
         dh, n = d // h, x.shape[0]
         scale = 1.0 / math.sqrt(dh)
@@ -234,8 +235,9 @@ class NumpyPolicy:
             attn = (scores / _sum(scores, axis=-1, keepdims=True)) @ qkv[2]
             x = _layer_norm(x + (attn.transpose(1, 0, 2).reshape(n, d) @ out_w + out_b), n1w, n1b)
             x = _layer_norm(x + (np.maximum(x @ w1 + b1, 0.0) @ w2 + b2), n2w, n2b)
-        tokens = np.zeros((1 + self.enc.window + self.enc.max_types, d))  # token 0 is the global one
-        tokens[np.concatenate([1 + job_rows, 1 + self.enc.window + group_rows])] = x
+        window = self.enc.window
+        tokens = np.zeros((1 + window + self.enc.max_types, d))  # token 0 is the global one
+        tokens[1 : 1 + nj], tokens[1 + window : 1 + window + ng] = x[:nj], x[nj:]
         return tokens.ravel() @ weight_t + bias
 
     def logits(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -247,6 +249,4 @@ class NumpyPolicy:
 
     def act(self, obs: Mapping[str, np.ndarray], mask: np.ndarray) -> int:
         """The most likely allowed action (ties: the lowest index, as ``torch.argmax``)."""
-        logits = self.logits(obs)
-        logits[~np.asarray(mask, dtype=bool)] = -np.inf
-        return int(np.argmax(logits))
+        return int(np.argmax(np.where(mask, self.logits(obs), -np.inf)))

@@ -486,6 +486,20 @@ def test_shipped_agents_keep_their_observation_shapes_with_deadline_inputs_in_th
     assert obs["jobs"].shape == (enc.window, per_job)
 
 
+def test_the_attention_policy_refuses_an_observation_with_empty_slots_before_full_ones(tiny_models):
+    # It reads the present job and GPU-type slots as a prefix (encode fills them from the first); an observation
+    # with a gap would be read wrongly, so it is refused.
+    agent = load_agent("tiny-attn", tiny_models)
+    env = GpuSchedulingEnv(EnvConfig(clusters=(SMALL,), loads=(1.8,), n_jobs=25, encoding=agent.encoding))
+    obs, _ = env.reset(seed=1)
+    while obs["jobs"][1, 0] < 0.5:  # until two jobs wait
+        obs, *_ = env.step(int(np.flatnonzero(env.action_masks())[-1]))
+    agent.policy.act(obs, obs["action_mask"])  # as encode made it: fine
+    obs["jobs"][0] = 0.0
+    with pytest.raises(EngineError, match="filled from the first"):
+        agent.policy.act(obs, obs["action_mask"])
+
+
 def test_agents_running_side_by_side_decide_as_each_alone(monkeypatch):
     # The encoding keeps a table of each run's constant job features for a few runs at a time (more runs at once
     # drop the oldest, which is filled again from what its windows see): runs in threads, more of them than it
