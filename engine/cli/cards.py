@@ -3,7 +3,7 @@ against every hand-written policy and write the results into their cards (:mod:`
 
     python -m engine cards wait-mlp --seeds 30 --general-seeds 30 --workers 2 --cache runs/cards
     python -m engine cards my-model --train v100-32,mixed-32 --only v100-32
-    python -m engine cards wait-mlp fair-comm --add-baselines --workers 2   # a newly registered scheduler
+    python -m engine cards wait-mlp fair-comm --add-baselines --workers 2   # a newly registered scheduler, a selector's picks
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--add-baselines",
         action="store_true",
-        help="run only the registered schedulers missing from each stored table and add them, and the winners within the agents' own actions where a card needs them (stored numbers kept)",
+        help="run only the registered schedulers missing from each stored table and add them, the winners within the agents' own actions, and a selector's picks where it loses, where a card needs them (stored numbers kept)",
     )
     parser.add_argument(
         "--only", metavar="A,B", help="comma-separated scenarios to (re)run; the card's other tables are kept"

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections import Counter
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -34,11 +35,12 @@ from engine.analysis.evaluate import Evaluation, describe, evaluate, mean_ci, pa
 from engine.analysis.presets import PRESETS
 from engine.errors import EngineError
 from engine.io import atomic_write_json, atomic_write_text
-from engine.rl.agent import MODELS_DIR, ModelError, model_names, read_card
+from engine.rl.agent import MODELS_DIR, ModelError, load_agent, model_names, read_card
 from engine.rl.clone import BEST_ALONE, BEST_TEACHER, LOOKAHEAD
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import env_options_from_dict
 from engine.rl.reward import TERMS, RewardWeights, objective_terms, weighted
+from engine.rl.selector import SelectorScheduler
 from engine.rl.teacher import REGISTERED_RULE, TEACHERS, TeacherScheduler, within
 from engine.schedulers import SCHEDULERS, ListScheduler, StaticKeyOrder
 from engine.schedulers.elastic import ElasticGreedy
@@ -977,12 +979,35 @@ def _worse_lines(card: dict[str, Any]) -> list[str]:
             else "no such reason in the card's measurements"
         )
         lines.append(f"  - {none}, {len(unexplained)}: {_where(unexplained)}")
+        lines += _pick_lines(card, [(sc, st, t) for sc, st, t in worse if not _reasons(card, t)])
     seen = _trained_presets(card["training"])
     unseen = sorted({sc for sc, _, _ in worse if sc in PRESETS and sc not in seen})
     if unseen:
         lines.append(
             f"- {len(unseen)} of the teaching presets it is worse on never appeared in its training episodes "
             f"(`env.presets` of its training config or of a run it continued): {', '.join(unseen)}"
+        )
+    return lines
+
+
+def _pick_lines(card: dict[str, Any], worse: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
+    """For a selector, per setting where it is worse and its winner is one of its policies: how often it handed
+    its decision points to the winner, and to the policies it picked most (the table's ``picks``, measured for these
+    weights by :func:`add_pick_shares`)."""
+    lines, pool = [], card.get("selector") or ()
+    for sc, st, t in worse if pool else ():
+        picks = t.get("picks") or {}
+        if picks.get("sha256") != card["sha256"]:
+            continue
+        shares, winner = picks.get("shares"), t["best_baseline"]
+        if not isinstance(shares, dict) or not all(
+            p in pool and isinstance(v, (int, float)) and 0 <= v <= 1 for p, v in shares.items()
+        ):
+            raise ModelError(f"model card: picks of {sc} ({st}) must map policies of its selector to shares in [0, 1]")
+        others = [f"`{p}` {100 * v:.0f} %" for p, v in shares.items() if p != winner and v >= 0.005][:3]
+        lines.append(
+            f"    - {sc} ({st}): it handed the winner `{winner}` {100 * shares.get(winner, 0.0):.0f} % of its decision "
+            "points" + (f", the others mostly to {', '.join(others)}" if others else "")
         )
     return lines
 
@@ -1264,6 +1289,7 @@ def write_cards(
         section["sha256"] = cards[name]["sha256"]
         cards[name]["evaluation"] = section
     add_within_runs(cards, workers)
+    add_pick_shares(cards, workers)
     return {name: _save(name, card) for name, card in cards.items()}
 
 
@@ -1391,6 +1417,55 @@ def add_within_runs(cards: Mapping[str, dict[str, Any]], workers: int = 1) -> No
         }
 
 
+def _picks_task(card: dict[str, Any], t: dict[str, Any], setting: str) -> tuple | None:
+    """The runs that say which policies a selector handed its decision points to on table ``t`` (``t``'s ``picks``):
+    needed where the card's agent is a selector significantly worse than the winner and no shares are stored for
+    its weights. As (scenario JSON, seeds, setting, model name); ``None`` where none is needed."""
+    if not card.get("selector") or "error" in t or t["vs_best"]["verdict"] != "worse":
+        return None
+    if (t.get("picks") or {}).get("sha256") == card["sha256"]:
+        return None
+    return json.dumps(t["scenario"], sort_keys=True), tuple(t["seeds"]), setting, card["name"]
+
+
+def _pick_shares(task: tuple) -> dict[str, float]:
+    """The share of the decision points of the runs of a :func:`_picks_task` that each of the selector's policies
+    decided (those with a waiting job, where its network chooses; wake-ups go to the current policy)."""
+    scenario, seeds, setting, name = task
+    agents: list[SelectorScheduler] = []
+
+    def built() -> SelectorScheduler:
+        agent = load_agent(name)
+        if not isinstance(agent, SelectorScheduler):
+            raise EngineError(f"{name} is not a selector")
+        agents.append(agent)
+        return agent
+
+    _baseline_task_rows((scenario, seeds, setting, (f"rl:{name}",)), {f"rl:{name}": built})
+    counts: Counter[str] = Counter()
+    for agent in agents:
+        counts.update({agent.switch.names[k]: n for k, n in agent.decided.items()})
+    total = sum(counts.values()) or 1
+    return {policy: n / total for policy, n in counts.most_common()}
+
+
+def add_pick_shares(cards: Mapping[str, dict[str, Any]], workers: int = 1) -> None:
+    """Store in each table of ``cards`` (model -> card, changed in place) where a selector is significantly worse
+    than the winner (:func:`_picks_task`) the share of its decision points each of its policies decided, as
+    ``picks`` = ``{"sha256": its weights', "shares": {policy: share, ...}}`` (most first), by ``workers``
+    processes: where the winner is one of its policies, this says how often it handed the decision to it."""
+    wanted = {}
+    for name, card in cards.items():
+        for (sc, st), t in _settings(card).items():
+            task = _picks_task(card, t, st)
+            if task is not None:
+                wanted[name, sc, st] = task
+    done = dict(zip(wanted.values(), _map(_pick_shares, list(wanted.values()), workers)))
+    for (name, sc, st), task in wanted.items():
+        t = cards[name]["evaluation"]["scenarios"][sc][st]
+        t["picks"] = {"sha256": cards[name]["sha256"], "shares": done[task]}
+
+
 def add_runs(me: str, table: dict[str, Any], rows: dict[str, list[dict[str, Any]]], weights: RewardWeights) -> None:
     """Add schedulers' runs (``rows``: scheduler -> one metrics row per seed of the table) to a stored table in
     place: their means and CIs, per-seed objectives and oracle marks; every stored number is kept, the paired
@@ -1418,7 +1493,8 @@ def add_baselines(names: Sequence[str], workers: int = 1) -> dict[str, dict[str,
     """For every stored table of the named models' cards, run only the registered schedulers missing from it
     (each (scenario, seeds, setting) once for all the models, by ``workers`` processes), add their runs
     (:func:`add_runs`), recompute the summary and verdict, run the winners within the agents' own actions where
-    the why-section needs them (:func:`add_within_runs`) and rewrite the cards. Stored numbers are kept."""
+    the why-section needs them (:func:`add_within_runs`), count a selector's picks where it loses
+    (:func:`add_pick_shares`) and rewrite the cards. Stored numbers are kept."""
     cards: dict[str, dict[str, Any]] = {}
     for name in names:
         if name not in model_names(MODELS_DIR):
@@ -1438,4 +1514,5 @@ def add_baselines(names: Sequence[str], workers: int = 1) -> dict[str, dict[str,
                 add_runs(f"rl:{name}", t, done[task], weights)
         card["evaluation"]["summary"] = summary(f"rl:{name}", card["evaluation"]["scenarios"])
     add_within_runs(cards, workers)
+    add_pick_shares(cards, workers)
     return {name: _save(name, card) for name, card in cards.items()}

@@ -176,10 +176,12 @@ class SelectorScheduler:
         self.vote = check_vote(card.get("selector_vote", "step"), "selector_vote")
         self._all = np.ones(len(self.switch.names), dtype=bool)
         self._picks: dict[int, int] = {}  # the network's picks this run (dicts keep the order first chosen)
+        #: This run's decision points with a waiting job that each policy decided (by index into its policies).
+        self.decided: dict[int, int] = {}
 
     def reset(self, state: ClusterState) -> None:
         self.switch.reset()
-        self._picks = {}
+        self._picks, self.decided = {}, {}
 
     def act(self, obs: Mapping[str, np.ndarray], mask: np.ndarray) -> int:
         """The most likely policy for one observation."""
@@ -191,10 +193,11 @@ class SelectorScheduler:
             return self.switch.default()
         sw = self.switch
         k = self.act(selector_obs(state, self.encoding, len(sw.names), sw.current), self._all)
-        if self.vote == "step":
-            return k
-        self._picks[k] = self._picks.get(k, 0) + 1
-        return max(self._picks, key=self._picks.__getitem__)
+        if self.vote == "run":
+            self._picks[k] = self._picks.get(k, 0) + 1
+            k = max(self._picks, key=self._picks.__getitem__)
+        self.decided[k] = self.decided.get(k, 0) + 1
+        return k
 
     def decide(self, state: ClusterState) -> Iterator[Decision]:
         yield from self.switch.decide(state, self.choose(state))

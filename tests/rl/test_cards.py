@@ -855,6 +855,36 @@ def test_a_teacher_winner_is_run_within_the_agents_own_actions_and_the_card_says
     assert "is significantly worse than registered (+100.0 %): some of the winner's choices are not this " in text
 
 
+def test_a_selector_losing_to_one_of_its_policies_says_how_often_it_handed_that_policy_the_decision(monkeypatch):
+    # On b the winner, short-fast, is in the selector's pool: add_pick_shares runs the selector (the shipped
+    # select-wait's weights stand in for m's) on b's workloads and stores the share of decision points each policy
+    # decided; the card says how much the winner got.
+    pool = read_card("select-wait")["selector"]
+    card = _losing_card(monkeypatch, ["best-fit"], selector=pool)
+    card["name"] = "select-wait"
+    lost, won = card["evaluation"]["scenarios"]["b"]["free"], card["evaluation"]["scenarios"]["a"]["free"]
+    assert cards._picks_task(card, won, "free") is None  # the selector wins a: nothing to explain
+    assert cards._picks_task({**card, "selector": None}, lost, "free") is None  # a rule agent: not its question
+    cards.add_pick_shares({"m": card})
+    for setting in ("free", "costly"):
+        picks = card["evaluation"]["scenarios"]["b"][setting]["picks"]
+        assert picks["sha256"] == card["sha256"] and set(picks["shares"]) <= set(pool)
+        assert sum(picks["shares"].values()) == pytest.approx(1.0)
+        assert list(picks["shares"].values()) == sorted(picks["shares"].values(), reverse=True)
+        assert cards._picks_task(card, card["evaluation"]["scenarios"]["b"][setting], setting) is None  # stored
+    lost["picks"]["shares"] = {"sjf": 0.7, "short-fast": 0.25, "fgd": 0.05}
+    text = cards.render_markdown(card)
+    assert (
+        "    - b (free): it handed the winner `short-fast` 25 % of its decision points, the others mostly to `sjf` "
+        "70 %, `fgd` 5 %\n" in text
+    )
+    lost["picks"]["shares"] = {"../../etc": 1.0}  # a card is data from a stranger
+    with pytest.raises(ModelError, match="picks of b \\(free\\)"):
+        cards.render_markdown(card)
+    lost["picks"]["sha256"] = "f" * 64  # measured for other weights: not shown
+    assert "b (free): it handed" not in cards.render_markdown(card)
+
+
 def test_only_a_rule_agent_losing_to_a_teacher_it_can_place_like_needs_the_winner_within_its_actions(monkeypatch):
     card = _losing_card(monkeypatch, ENCODING["rules"], encoding=ENCODING)
     lost = card["evaluation"]["scenarios"]["b"]["free"]

@@ -210,7 +210,9 @@ def test_a_run_vote_takes_the_policy_picked_most_often_so_far(tiny_selector):
     assert decided("step")[:6] == picks
     assert decided("run")[:6] == [0, 0, 1, 1, 1, 2]
     first = decided("run")
+    assert agent.decided == {k: first.count(k) for k in set(first)}  # what each policy decided, this run
     assert decided("run", runs=2) == first + first  # reset: the second run counts from nothing
+    assert agent.decided == {k: first.count(k) for k in set(first)}
 
 
 def test_a_selector_vote_that_is_not_step_or_run_is_refused(tiny_selector, tmp_path):
