@@ -49,7 +49,7 @@ from engine.rl.encoding import (
     encode,
 )
 from engine.rl.inference import NumpyPolicy, PolicySpec, param_shapes
-from engine.rl.selector import SelectorScheduler, check_policies, check_vote, selector_input_dim
+from engine.rl.selector import SelectorScheduler, check_margin, check_policies, check_vote, selector_input_dim
 from engine.schedulers.elastic import ElasticGreedy
 from engine.sim.state import ClusterState, Decision
 
@@ -288,7 +288,8 @@ def model_spec(name: str, card: Mapping[str, Any]) -> tuple[PolicySpec, Encoding
         if "selector" not in card:
             return spec, enc, param_shapes(spec, enc)
         k = len(check_policies(card["selector"], "selector"))
-        check_vote(card.get("selector_vote", "step"), "selector_vote")
+        vote = check_vote(card.get("selector_vote", "step"), "selector_vote")
+        check_margin(card.get("selector_margin", 0.0), vote, "selector_margin")
         if spec.kind != "mlp":
             raise EngineError(f"a selector's policy.kind must be 'mlp', got {spec.kind!r}")
         return spec, enc, param_shapes(spec, enc, selector_input_dim(enc, k), k)

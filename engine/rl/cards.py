@@ -40,7 +40,7 @@ from engine.rl.clone import BEST_ALONE, BEST_TEACHER, LOOKAHEAD
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import env_options_from_dict
 from engine.rl.reward import TERMS, RewardWeights, objective_terms, weighted
-from engine.rl.selector import SelectorScheduler
+from engine.rl.selector import SelectorScheduler, check_margin
 from engine.rl.teacher import REGISTERED_RULE, TEACHERS, TeacherScheduler, within
 from engine.schedulers import SCHEDULERS, ListScheduler, StaticKeyOrder
 from engine.schedulers.elastic import ElasticGreedy
@@ -349,7 +349,7 @@ def _tasks(
 
 
 #: The card fields a model's runs depend on: a kept table is reused only while they are what they were.
-RUN_FIELDS = ("format", "sha256", "policy", "encoding", "reward", "selector", "selector_vote")
+RUN_FIELDS = ("format", "sha256", "policy", "encoding", "reward", "selector", "selector_vote", "selector_margin")
 
 
 def _cache_file(cache_dir: Path, task: tuple[str, int, str, tuple[str, ...]]) -> Path:
@@ -624,6 +624,7 @@ def _selector_lines(card: dict[str, Any]) -> list[str]:
     validation curve."""
     tr, lines = card["training"], []
     if card.get("selector"):
+        margin = check_margin(card.get("selector_margin", 0.0), card.get("selector_vote", "step"), "selector_margin")
         lines.append(
             "- a selector: at each decision point the network chooses which of "
             + ", ".join(f"`{n}`" for n in card["selector"])
@@ -632,6 +633,12 @@ def _selector_lines(card: dict[str, Any]) -> list[str]:
                 "; the policy that decides is the one the network has chosen most often in the run so far "
                 '(`"selector_vote": "run"`: it stops flickering between policies)'
                 if card.get("selector_vote") == "run"
+                else ""
+            )
+            + (
+                f"; the policy that decided last keeps deciding unless the network's pick scores at least {margin:g} "
+                'above it (`"selector_margin"`: a switch needs conviction)'
+                if margin
                 else ""
             )
         )

@@ -44,6 +44,8 @@ MAX_POLICIES = 32
 #: card): ``"step"``, the network's choice at this decision point; ``"run"``, the policy the network has chosen
 #: most often at this run's decision points so far, this one included (ties: the one it chose first).
 VOTES = ("step", "run")
+#: Largest ``selector_margin`` a card may give (logits of a trained selector differ by a few units).
+MAX_MARGIN = 20.0
 
 
 def check_policies(names: Sequence[str], where: str) -> tuple[str, ...]:
@@ -155,17 +157,30 @@ def check_vote(vote: Any, where: str) -> str:
     return str(vote)
 
 
+def check_margin(margin: Any, vote: str, where: str) -> float:
+    """``margin`` as a float if it is a number from 0 to :data:`MAX_MARGIN` (above 0 only with the vote
+    ``"step"``); ``EngineError`` naming ``where`` otherwise."""
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin <= MAX_MARGIN:
+        raise EngineError(f"{where}: expected a number from 0 to {MAX_MARGIN:g}, got {str(margin)[:40]!r}")
+    if margin and vote != "step":
+        raise EngineError(f"{where} applies with the selector_vote 'step' only")
+    return float(margin)
+
+
 class SelectorScheduler:
     """A trained selector as a :class:`~engine.sim.state.Scheduler` (``rl:<name>`` for a card with a
     ``selector`` list): at each decision point with a waiting job the policy network picks the hand-written
     policy that decides (deterministic: the most likely one), or, with the card's ``selector_vote`` ``"run"``
-    (:data:`VOTES`), the one it has picked most often in this run.
+    (:data:`VOTES`), the one it has picked most often in this run. With the card's ``selector_margin`` ``m`` above
+    0, the policy that decided the last decision point keeps deciding unless the network's pick scores at least
+    ``m`` above it (its logit): a switch needs conviction.
 
     Why a vote: a selector is cloned from each episode's best policy alone (:mod:`engine.rl.clone`), a label of
     the whole run; one decision point's observation often cannot tell the kinds of workload apart, so the
     network's picks flicker between policies, and a switch costs (the policy taking over rebuilds its plan, an
     evicting one preempts what a plain one started). The count over the run's decision points settles on the
-    policy the evidence favours and keeps it while the workload looks the same."""
+    policy the evidence favours and keeps it while the workload looks the same; a margin keeps the policy in
+    charge through the flicker and still lets a clear preference take over."""
 
     def __init__(self, name: str, card: Mapping[str, Any], policy: Any, encoding: EncodingConfig, names) -> None:
         self.name = f"rl:{name}"
@@ -174,6 +189,7 @@ class SelectorScheduler:
         self.encoding = encoding
         self.switch = PolicySwitch(names)
         self.vote = check_vote(card.get("selector_vote", "step"), "selector_vote")
+        self.margin = check_margin(card.get("selector_margin", 0.0), self.vote, "selector_margin")
         self._all = np.ones(len(self.switch.names), dtype=bool)
         self._picks: dict[int, int] = {}  # the network's picks this run (dicts keep the order first chosen)
         #: This run's decision points with a waiting job that each policy decided (by index into its policies).
@@ -192,7 +208,14 @@ class SelectorScheduler:
         if not state.queue:
             return self.switch.default()
         sw = self.switch
-        k = self.act(selector_obs(state, self.encoding, len(sw.names), sw.current), self._all)
+        obs = selector_obs(state, self.encoding, len(sw.names), sw.current)
+        if self.margin and sw.current >= 0:
+            logits = self.policy.logits(obs)
+            k = int(logits.argmax())
+            if k != sw.current and logits[k] - logits[sw.current] < self.margin:
+                k = sw.current
+        else:
+            k = self.act(obs, self._all)
         if self.vote == "run":
             self._picks[k] = self._picks.get(k, 0) + 1
             k = max(self._picks, key=self._picks.__getitem__)

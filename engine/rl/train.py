@@ -42,7 +42,7 @@ from engine.rl.clone import BEST_TEACHER, SELECTOR_TEACHERS, CloneConfig, clone
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import EnvConfig, SelectorEnv, make_env
 from engine.rl.policies import PolicySpec, policy_kwargs, state_arrays
-from engine.rl.selector import check_vote
+from engine.rl.selector import check_margin, check_vote
 
 #: The shipped training configs, one ``<name>.json`` each (``--config NAME``).
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
@@ -143,6 +143,10 @@ class TrainConfig:
             policy that decides (:data:`engine.rl.selector.VOTES`): ``"step"``, its pick at each decision point;
             ``"run"``, the policy it has picked most often in the run so far. Applied at inference only (training
             and its evaluations take each step's pick); the card records it as ``selector_vote``.
+        selector_margin: with ``env.selector`` and the vote ``"step"``, how much higher (in logits) the network's
+            pick must score than the policy that decided last for the exported ``rl:<name>`` to switch to it
+            (:class:`engine.rl.selector.SelectorScheduler`); 0: it switches whenever its pick changes. Applied at
+            inference only; the card records it as ``selector_margin``.
         resume_from: a checkpoint of this run (``checkpoint_<step>.npz`` in ``runs/<name>/``, plain weights)
             whose weights start the run and whose steps count in the card's totals (the optimiser state is not
             kept); empty: start fresh.
@@ -186,6 +190,7 @@ class TrainConfig:
     vec_env: str = "dummy"
     selector_prior: float = 0.0
     selector_vote: str = "step"
+    selector_margin: float = 0.0
     resume_from: str = ""
 
     def __post_init__(self) -> None:
@@ -219,8 +224,9 @@ class TrainConfig:
                 f"train config: selector_prior must be a number from 0 to 20, got {self.selector_prior!r}"
             )
         check_vote(self.selector_vote, "train config: selector_vote")
-        if self.selector_vote != "step" and not self.env.selector:
-            raise EngineError("train config: selector_vote applies to a selector (env.selector) only")
+        check_margin(self.selector_margin, self.selector_vote, "train config: selector_margin")
+        if (self.selector_vote != "step" or self.selector_margin) and not self.env.selector:
+            raise EngineError("train config: selector_vote and selector_margin apply to a selector (env.selector) only")
         if self.env.selector and self.policy.kind != "mlp":
             raise EngineError("train config: a selector (env.selector) trains an mlp policy")
         if self.clone is not None and (self.clone.teacher in SELECTOR_TEACHERS) != bool(self.env.selector):
@@ -245,8 +251,10 @@ class TrainConfig:
         d["policy"] = self.policy.to_dict()
         d["clone"] = self.clone.to_dict() if self.clone else None
         d["deploy_encoding"] = dict(self.deploy_encoding)
-        if self.selector_vote == "step":  # the default is not written, so earlier cards' configs read the same
+        if self.selector_vote == "step":  # the defaults are not written, so earlier cards' configs read the same
             del d["selector_vote"]
+        if not self.selector_margin:
+            del d["selector_margin"]
         d["curriculum"] = [
             {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(s).items() if v is not None}
             for s in self.curriculum
@@ -559,6 +567,8 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
     if cfg.env.selector:
         card["selector"] = list(cfg.env.selector)
         card["selector_vote"] = cfg.selector_vote
+        if cfg.selector_margin:
+            card["selector_margin"] = cfg.selector_margin
     if priors is not None:
         card["training"]["selector_prior"] = priors
     if stop_path.exists():

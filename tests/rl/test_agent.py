@@ -346,14 +346,19 @@ def test_numpy_policy_takes_the_torch_policys_action_at_every_decision(tiny_mode
     cluster = parse_cluster("2x8:A100-80,4x4:V100-32" if not name.startswith("tiny") else SMALL)
     jobs = make_jobs(cluster, 80, 1.5, 11)
     seen = []
-    numpy_act = agent.policy.act
+    numpy_act, numpy_logits = agent.policy.act, agent.policy.logits
 
     def both(obs, mask):
         a = numpy_act(obs, mask)
         seen.append((a, twin.act(obs, mask)))
         return a
 
-    agent.policy = type("Both", (), {"act": staticmethod(both)})()
+    def both_logits(obs):  # what a selector with a margin reads
+        a = numpy_logits(obs)
+        seen.append((int(a.argmax()), int(twin.logits(obs).argmax())))
+        return a
+
+    agent.policy = type("Both", (), {"act": staticmethod(both), "logits": staticmethod(both_logits)})()
     with_numpy = simulate(cluster, jobs, agent)
     if "selector" in agent.card:
         twin_agent = SelectorScheduler(name, agent.card, twin, agent.encoding, agent.card["selector"])

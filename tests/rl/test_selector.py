@@ -215,6 +215,69 @@ def test_a_run_vote_takes_the_policy_picked_most_often_so_far(tiny_selector):
     assert agent.decided == {k: first.count(k) for k in set(first)}
 
 
+def test_a_margin_switches_policy_only_when_the_networks_pick_scores_that_much_above_the_deciding_one(tiny_selector):
+    # Scripted logits over the three policies: the pick moves 0 -> 1 by 0.5, then 1 -> 2 by 3.0. With margin 1 the
+    # first move is not enough (0 keeps deciding); the second, against 0's logit, is (2 decides). Without a margin
+    # every pick decides.
+    models, card, _ = tiny_selector
+    script = [[1.0, 0.0, 0.0], [0.0, 0.5, 0.0], [0.0, 0.5, 0.0], [0.0, 0.0, 3.0], [0.0, 0.0, 3.0]]
+
+    class Scripted:
+        i = 0
+
+        def logits(self, obs):
+            return np.array(script[min(self.i, len(script) - 1)])
+
+        def act(self, obs, mask):
+            return int(self.logits(obs).argmax())
+
+    c = parse_cluster(MIXED)
+    jobs = make_jobs(c, 40, 1.5, 11)
+
+    def decided(margin: float) -> list[int]:
+        agent = load_agent("tiny-select", models)
+        agent.policy, agent.margin, out = Scripted(), margin, []
+        choose = SelectorScheduler.choose
+
+        def spy(self, state):
+            k = choose(self, state)
+            if state.queue:
+                out.append(k)
+                self.policy.i += 1
+            return k
+
+        agent.choose = spy.__get__(agent)
+        simulate(c, jobs, agent, options=RunOptions(preemption=COSTLY))
+        return out[:5]
+
+    assert decided(0.0) == [0, 1, 1, 2, 2]
+    assert decided(1.0) == [0, 0, 0, 2, 2]
+    assert decided(5.0) == [0, 0, 0, 0, 0]
+
+
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        ({"selector_margin": -1}, "from 0 to 20"),
+        ({"selector_margin": "2"}, "from 0 to 20"),
+        ({"selector_margin": True}, "from 0 to 20"),
+        ({"selector_margin": 1.0, "selector_vote": "run"}, "applies with the selector_vote 'step' only"),
+    ],
+)
+def test_a_bad_selector_margin_is_refused(tiny_selector, tmp_path, extra, match):
+    import shutil
+
+    models, card, cfg = tiny_selector
+    shutil.copytree(models, tmp_path / "m")
+    (tmp_path / "m" / "tiny-select.json").write_text(json.dumps(card | extra))
+    with pytest.raises(ModelError, match=match):
+        load_agent("tiny-select", tmp_path / "m")
+    assert "selector_margin" not in cfg.to_dict()  # 0, the default, is not written
+    assert TrainConfig.from_dict(replace(cfg, selector_margin=2.0).to_dict()).selector_margin == 2.0
+    with pytest.raises(EngineError, match="selector_margin apply to a selector"):
+        replace(cfg, env=replace(cfg.env, selector=()), selector_margin=1.0)
+
+
 def test_a_selector_vote_that_is_not_step_or_run_is_refused(tiny_selector, tmp_path):
     import shutil
 
@@ -228,7 +291,7 @@ def test_a_selector_vote_that_is_not_step_or_run_is_refused(tiny_selector, tmp_p
     assert voting.to_dict()["selector_vote"] == "run" and TrainConfig.from_dict(voting.to_dict()) == voting
     with pytest.raises(EngineError, match="selector_vote"):
         replace(cfg, selector_vote="often")
-    with pytest.raises(EngineError, match="selector_vote applies to a selector"):
+    with pytest.raises(EngineError, match="selector_vote and selector_margin apply to a selector"):
         replace(cfg, env=replace(cfg.env, selector=()), selector_vote="run")
 
 
