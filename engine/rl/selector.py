@@ -200,22 +200,21 @@ class SelectorScheduler:
         self._picks, self.decided = {}, {}
 
     def act(self, obs: Mapping[str, np.ndarray], mask: np.ndarray) -> int:
-        """The most likely policy for one observation."""
-        return self.policy.act(obs, mask)
+        """The network's choice for one observation: its most likely policy, or with a margin, the policy that
+        decided last unless the most likely one scores at least the margin above it."""
+        current = self.switch.current
+        if not self.margin or current < 0:
+            return self.policy.act(obs, mask)
+        logits = np.where(mask, np.asarray(self.policy.logits(obs), dtype=np.float64), -np.inf)
+        k = int(logits.argmax())
+        return current if k != current and logits[k] - logits[current] < self.margin else k
 
     def choose(self, state: ClusterState) -> int:
         """The policy that decides at this decision point."""
         if not state.queue:
             return self.switch.default()
         sw = self.switch
-        obs = selector_obs(state, self.encoding, len(sw.names), sw.current)
-        if self.margin and sw.current >= 0:
-            logits = self.policy.logits(obs)
-            k = int(logits.argmax())
-            if k != sw.current and logits[k] - logits[sw.current] < self.margin:
-                k = sw.current
-        else:
-            k = self.act(obs, self._all)
+        k = self.act(selector_obs(state, self.encoding, len(sw.names), sw.current), self._all)
         if self.vote == "run":
             self._picks[k] = self._picks.get(k, 0) + 1
             k = max(self._picks, key=self._picks.__getitem__)
