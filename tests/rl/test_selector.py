@@ -180,6 +180,27 @@ def test_a_selector_card_naming_other_policies_is_refused(tiny_selector, tmp_pat
             load_agent("tiny-select", tmp_path / "m")
 
 
+def _decisions(agent: SelectorScheduler, runs: int = 1) -> list[int]:
+    """The policy that decided each decision point with a waiting job of ``runs`` runs of ``agent`` (a selector
+    whose scripted ``policy`` moves on to its next pick, ``policy.i``, at each such point; rewound per run)."""
+    c, out = parse_cluster(MIXED), []
+    jobs = make_jobs(c, 40, 1.5, 11)
+    choose = SelectorScheduler.choose
+
+    def spy(self, state):
+        k = choose(self, state)
+        if state.queue:
+            out.append(k)
+            self.policy.i += 1
+        return k
+
+    agent.choose = spy.__get__(agent)
+    for _ in range(runs):
+        agent.policy.i = 0
+        simulate(c, jobs, agent, options=RunOptions(preemption=COSTLY))
+    return out
+
+
 def test_a_run_vote_takes_the_policy_picked_most_often_so_far(tiny_selector):
     # The network's picks 0, 1, 1, 2, 2, 2 decide 0, 0 (a tie: the first picked), 1, 1, 1 (a tie), 2; a new run
     # counts afresh. With "step" each pick decides.
@@ -187,25 +208,10 @@ def test_a_run_vote_takes_the_policy_picked_most_often_so_far(tiny_selector):
     picks = [0, 1, 1, 2, 2, 2]
     agent = load_agent("tiny-select", models)
     agent.policy = type("Scripted", (), {"act": lambda self, obs, mask: picks[self.i % 6]})()
-    c = parse_cluster(MIXED)
-    jobs = make_jobs(c, 40, 1.5, 11)
 
     def decided(vote: str, runs: int = 1) -> list[int]:
-        agent.vote, agent.policy.i, out = vote, 0, []
-        choose = SelectorScheduler.choose
-
-        def spy(self, state):
-            k = choose(self, state)
-            if state.queue:
-                out.append(k)
-                self.policy.i += 1
-            return k
-
-        agent.choose = spy.__get__(agent)
-        for _ in range(runs):
-            simulate(c, jobs, agent, options=RunOptions(preemption=COSTLY))
-            agent.policy.i = 0
-        return out
+        agent.vote = vote
+        return _decisions(agent, runs)
 
     assert decided("step")[:6] == picks
     assert decided("run")[:6] == [0, 0, 1, 1, 1, 2]
@@ -232,24 +238,10 @@ def test_a_margin_switches_policy_only_when_the_networks_pick_scores_that_much_a
         def act(self, obs, mask):
             return int(self.logits(obs).argmax())
 
-    c = parse_cluster(MIXED)
-    jobs = make_jobs(c, 40, 1.5, 11)
-
     def decided(margin: float) -> list[int]:
         agent = load_agent("tiny-select", models)
-        agent.policy, agent.margin, out = Scripted(), margin, []
-        choose = SelectorScheduler.choose
-
-        def spy(self, state):
-            k = choose(self, state)
-            if state.queue:
-                out.append(k)
-                self.policy.i += 1
-            return k
-
-        agent.choose = spy.__get__(agent)
-        simulate(c, jobs, agent, options=RunOptions(preemption=COSTLY))
-        return out[:5]
+        agent.policy, agent.margin = Scripted(), margin
+        return _decisions(agent)[:5]
 
     assert decided(0.0) == [0, 1, 1, 2, 2]
     assert decided(1.0) == [0, 0, 0, 2, 2]
