@@ -1398,18 +1398,27 @@ def _within_rows(task: tuple) -> list[dict[str, Any]]:
     return _baseline_task_rows((scenario, seeds, setting, (name,)), built)[name]
 
 
+def _needed(
+    cards: Mapping[str, dict[str, Any]], task_of: Callable[[dict[str, Any], dict[str, Any], str], tuple | None]
+) -> dict[tuple[str, str, str], tuple]:
+    """``(model, scenario, setting) -> task`` for each table of ``cards`` where ``task_of(card, table, setting)``
+    names a run the card still needs."""
+    wanted = {}
+    for name, card in cards.items():
+        for (sc, st), t in _settings(card).items():
+            task = task_of(card, t, st)
+            if task is not None:
+                wanted[name, sc, st] = task
+    return wanted
+
+
 def add_within_runs(cards: Mapping[str, dict[str, Any]], workers: int = 1) -> None:
     """Store in each table of ``cards`` (model -> card, changed in place) that needs it (:func:`_within_task`)
     the per-seed objectives of the teacher and rule that stand in for the winner (:func:`_stand_in`) within the
     agent's own encoding, as ``within_actions`` = ``{"winner": NAME, "teacher": NAME, "rule": RULE,
     "objective_runs": [...]}`` (the same seeds as the table, so they pair). Each (workload, teacher, rule,
     encoding) runs once for all the cards, by ``workers`` processes."""
-    wanted = {}
-    for name, card in cards.items():
-        for (sc, st), t in _settings(card).items():
-            task = _within_task(card, t, st)
-            if task is not None:
-                wanted[name, sc, st] = task
+    wanted = _needed(cards, _within_task)
     tasks = list(dict.fromkeys(wanted.values()))
     done = dict(zip(tasks, _map(_within_rows, tasks, workers)))
     for (name, sc, st), task in wanted.items():
@@ -1461,13 +1470,9 @@ def add_pick_shares(cards: Mapping[str, dict[str, Any]], workers: int = 1) -> No
     than the winner (:func:`_picks_task`) the share of its decision points each of its policies decided, as
     ``picks`` = ``{"sha256": its weights', "shares": {policy: share, ...}}`` (most first), by ``workers``
     processes: where the winner is one of its policies, this says how often it handed the decision to it."""
-    wanted = {}
-    for name, card in cards.items():
-        for (sc, st), t in _settings(card).items():
-            task = _picks_task(card, t, st)
-            if task is not None:
-                wanted[name, sc, st] = task
-    done = dict(zip(wanted.values(), _map(_pick_shares, list(wanted.values()), workers)))
+    wanted = _needed(cards, _picks_task)
+    tasks = list(dict.fromkeys(wanted.values()))
+    done = dict(zip(tasks, _map(_pick_shares, tasks, workers)))
     for (name, sc, st), task in wanted.items():
         t = cards[name]["evaluation"]["scenarios"][sc][st]
         t["picks"] = {"sha256": cards[name]["sha256"], "shares": done[task]}

@@ -655,9 +655,10 @@ def encode(
     if n:
         run = _job_tables(state, tab)
         run.see(state, snap.window)
-        jf[:n, :JOB_BASE_FEATURES] = job_features(state, snap, run)
+        fits = np.array(snap.fits, dtype=bool)  # window jobs x GPU types
+        jf[:n, :JOB_BASE_FEATURES] = job_features(state, snap, run, fits)
         end = JOB_BASE_FEATURES + cfg.type_features * cfg.max_types
-        jf[:n, JOB_BASE_FEATURES:end] = job_type_features(state, snap, cfg, tab, block_t, run).reshape(n, -1)
+        jf[:n, JOB_BASE_FEATURES:end] = job_type_features(state, snap, cfg, tab, block_t, run, fits).reshape(n, -1)
         if cfg.deadlines:
             jf[:n, end:] = deadline_features(state, snap, tab)
     gf = np.zeros((cfg.max_types, cfg.group_features), dtype=np.float32)
@@ -678,14 +679,15 @@ def _idle_blocks(state: ClusterState, tab: _TypeTables) -> np.ndarray:
     return np.maximum.reduceat(state.node_free[tab.node_order], tab.starts)
 
 
-def job_features(state: ClusterState, snap: Snapshot, run: _JobTables) -> list[tuple[float, ...]]:
+def job_features(state: ClusterState, snap: Snapshot, run: _JobTables, fits: np.ndarray) -> list[tuple[float, ...]]:
     """The :data:`JOB_BASE_FEATURES` features of each window job that do not depend on the GPU types, in order:
 
     present (1), log2(gpus)/6, demand / free capacity (clipped at 2, halved; 1 when nothing is free),
     gpu_fraction, vram_gib/80 (clipped at 1), log1p(wait/60 s)/10, log1p(estimate/60 s)/10, log1p(estimated
     GPU-time/60 s)/12, rank of the estimated GPU-time within the window (0 = shortest, 1 = longest), the user's
     current GPU share of the cluster, can start now (on some type), the job type's communication sensitivity
-    (clipped at 1).
+    (clipped at 1). ``run``: the run's :class:`_JobTables`, with the window's jobs seen; ``fits``: ``snap.fits`` as
+    one array (window jobs x GPU types), shared with :func:`job_type_features`.
     """
     window, now, n_gpus, log1p = snap.window, state.now_s, state.layout.n_gpus, math.log1p
     free_cap = max(state.free_capacity, 0.0)
@@ -693,7 +695,7 @@ def job_features(state: ClusterState, snap: Snapshot, run: _JobTables) -> list[t
     gpu_times = [own[j][9] for j in window]
     ranks = np.argsort(np.argsort(gpu_times, kind="stable"), kind="stable").tolist() if gpu_times else []
     denom = max(len(window) - 1, 1)
-    fit_any: Any = np.array(snap.fits, dtype=bool).any(axis=1).tolist() if window else []  # list[bool]
+    fit_any: Any = fits.any(axis=1).tolist()  # list[bool]: can start on some type
     rows: list[tuple[float, ...]] = []
     for slot, j in enumerate(window):
         gpus_6, fraction, vram, est, gpu_time, comm, demand, submit_s, user, _ = own[j]
@@ -717,7 +719,13 @@ def job_features(state: ClusterState, snap: Snapshot, run: _JobTables) -> list[t
 
 
 def job_type_features(
-    state: ClusterState, snap: Snapshot, cfg: EncodingConfig, tab: _TypeTables, block_t: np.ndarray, run: _JobTables
+    state: ClusterState,
+    snap: Snapshot,
+    cfg: EncodingConfig,
+    tab: _TypeTables,
+    block_t: np.ndarray,
+    run: _JobTables,
+    fits: np.ndarray,
 ) -> np.ndarray:
     """Features of each window job on each GPU type slot (window jobs x ``max_types`` x
     :attr:`EncodingConfig.type_features`; zeros for absent types), in order:
@@ -733,7 +741,6 @@ def job_type_features(
     n_types, window = tab.n_types, np.array(snap.window)
     # All window jobs at once. Eligibility is per type (memory, allowed types), so a whole job fits on one node
     # of an eligible type exactly when the type's largest idle block holds it.
-    fits = np.array(snap.fits, dtype=bool)
     per_type = np.zeros((len(window), cfg.max_types, cfg.type_features))
     per_type[:, :n_types, :2] = run.per_type[window]
     per_type[:, :n_types, 2] = fits
