@@ -36,7 +36,7 @@ from engine.analysis.presets import PRESETS
 from engine.errors import EngineError
 from engine.io import atomic_write_json, atomic_write_text
 from engine.rl.agent import MODELS_DIR, ModelError, load_agent, model_names, read_card
-from engine.rl.clone import BEST_ALONE, BEST_TEACHER, LOOKAHEAD, REGRET
+from engine.rl.clone import BEST_ALONE, BEST_TEACHER, LOOKAHEAD
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import env_options_from_dict
 from engine.rl.reward import TERMS, RewardWeights, objective_terms, weighted
@@ -545,8 +545,6 @@ def _provenance(card: dict[str, Any]) -> list[str]:
         kind = f" and {more} more workloads of its kind (mean objective)" if more else ""
         if c["config"]["teacher"] == BEST_ALONE:
             who = f"the best of its policies alone on each episode{kind} (`best_alone`, `engine/rl/clone.py`)"
-            if c["config"].get("loss") == REGRET:
-                who += ", fitted to the expected regret of its choice (`relative_regret`) instead of the label"
         elif c["config"]["teacher"] == BEST_TEACHER:
             rules = c["config"].get("placements") or [c["config"]["rule"]]
             who = (

@@ -22,11 +22,6 @@ A selector (``env.selector``, :mod:`engine.rl.selector`) clones one of :data:`SE
 teacher. With :data:`BEST_ALONE` every state of an episode is labelled with the policy that, deciding alone, has
 the lowest objective on that episode (its own run, the same as the selector's when it always picks it), so the
 selector first learns which policy suits which cluster and workload, and PPO then learns where switching pays.
-With ``loss`` :data:`REGRET` it fits each state's expected regret instead of the label: the mean over its policies
-of the probability it gives each times how much worse that policy alone was than the episode's best
-(:func:`relative_regret`). Cross-entropy learns the policy most often best on episodes like this one; the regret
-learns the one with the least expected loss, which differs where a policy is often best by a little and sometimes
-worst by far, as the cards' losing settings showed.
 With :data:`LOOKAHEAD` each state is labelled with the choice of the selector's lookahead expert
 (:class:`~engine.rl.lookahead.LookaheadSelector`: every ``label_period_s`` of simulated time, the policy whose
 believed run from the present is best), a label that switches within a run, as a whole episode's cannot.
@@ -62,10 +57,6 @@ BEST_ALONE = "best-alone"
 LOOKAHEAD = "lookahead"
 #: What a selector clones (and only a selector).
 SELECTOR_TEACHERS = (BEST_ALONE, LOOKAHEAD)
-#: ``clone.loss``: ``"cross-entropy"`` against each state's label, or ``"regret"`` (:data:`BEST_ALONE` only): the
-#: expected relative regret of the policy's choice (:func:`relative_regret`).
-CROSS_ENTROPY, REGRET = "cross-entropy", "regret"
-LOSSES = (CROSS_ENTROPY, REGRET)
 #: ``clone.teacher`` of an agent that is not a selector: each episode's states are labelled with the actions of
 #: the teacher of ``clone.teachers`` that alone, within the agent's encoding, has the lowest objective on it.
 BEST_TEACHER = "best-teacher"
@@ -99,8 +90,6 @@ class CloneConfig:
             candidate label); empty: ``rule`` alone.
         label_period_s: for :data:`LOOKAHEAD`, simulated seconds between the expert's choices (by default
             :data:`~engine.rl.lookahead.PERIOD_S`, the period chosen on training seeds).
-        loss: one of :data:`LOSSES`: what the policy is fitted to (:func:`fit`); :data:`REGRET` for
-            :data:`BEST_ALONE` only.
     """
 
     teacher: str = "sjf-fast"
@@ -116,17 +105,11 @@ class CloneConfig:
     label_period_s: float = PERIOD_S
     teachers: tuple[str, ...] = ()
     placements: tuple[str, ...] = ()
-    loss: str = CROSS_ENTROPY
 
     def __post_init__(self) -> None:
         valid = [*TEACHERS, *SELECTOR_TEACHERS, BEST_TEACHER]
         if self.teacher not in valid:
             raise EngineError(f"clone.teacher {self.teacher!r}: expected one of {valid}")
-        if self.loss not in LOSSES or (self.loss == REGRET and self.teacher != BEST_ALONE):
-            raise EngineError(
-                f"clone.loss {str(self.loss)[:40]!r}: expected one of {list(LOSSES)} ({REGRET!r} with clone.teacher "
-                f"{BEST_ALONE!r} only: its label's runs give each policy's regret)"
-            )
         for k in ("teachers", "placements"):
             names = getattr(self, k)
             if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
@@ -183,7 +166,7 @@ class CloneConfig:
         selector the episode's :func:`best_alone` policy or its lookahead expert's choice)."""
         cfg = env.config
         if self.teacher == BEST_ALONE:
-            best = int(np.argmin(alone_costs(env, self.label_seeds)))
+            best = best_alone(env, self.label_seeds)
             return lambda: best
         if self.teacher == BEST_TEACHER:
             enc, pairs = self.within_encoding(cfg), self.candidates()
@@ -225,23 +208,16 @@ class CloneConfig:
 def collect(
     env: GpuSchedulingEnv, cfg: CloneConfig, gamma: float, seeds: range, student: Any = None
 ) -> dict[str, np.ndarray]:
-    """Samples from one episode per seed: observations, masks, teacher actions and discounted returns, and with
-    ``cfg.loss`` :data:`REGRET` each state's regret of every action (its episode's :func:`relative_regret`).
+    """Samples from one episode per seed: observations, masks, teacher actions and discounted returns.
 
     ``student`` (a callable ``(obs, mask) -> action``) drives the episodes when given; the labeller
     (:meth:`CloneConfig.labeller`) drives them otherwise. It labels every state either way.
     """
     obs_parts: dict[str, list[np.ndarray]] = {}
-    masks, actions, returns, regrets = [], [], [], []
+    masks, actions, returns = [], [], []
     for seed in seeds:
         obs, _ = env.reset(seed=seed)
-        label_of: Callable[[], int]
-        if cfg.loss == REGRET:
-            costs = alone_costs(env, cfg.label_seeds)
-            regret = relative_regret(costs)
-            label_of = partial(int, np.argmin(costs))  # every state of the episode has its best policy's label
-        else:
-            label_of = cfg.labeller(env)
+        label_of = cfg.labeller(env)
         rewards: list[float] = []
         done = False
         while not done:
@@ -254,8 +230,6 @@ def collect(
             act = label if student is None else student(obs, mask)
             obs, r, done, _, _ = env.step(act)
             rewards.append(r)
-        if cfg.loss == REGRET:
-            regrets.extend([regret] * len(rewards))
         g, ret = 0.0, []
         for r in reversed(rewards):
             g = r + gamma * g
@@ -266,36 +240,17 @@ def collect(
         "mask": np.stack(masks),
         "action": np.array(actions, dtype=np.int64),
         "return": np.array(returns, dtype=np.float32),
-        **({"regret": np.stack(regrets)} if regrets else {}),
     }
-
-
-def relative_regret(costs: np.ndarray) -> np.ndarray:
-    """How much worse each policy alone was than the best, relative to the episode's mean cost (float32, best 0).
-
-    Relative, so that a loaded episode (objective in the hundreds) does not drown a light one (below one) in the
-    fit, as the cards weigh each setting alike; the mean over the policies (not the best's cost) is the scale, so
-    that an episode every policy runs almost without waiting, whose best cost is near 0, does not give its small
-    differences an unbounded weight."""
-    scale = max(float(np.mean(costs)), 1e-3)  # 1e-3 of the objective: a few seconds of mean wait
-    return ((costs - np.min(costs)) / scale).astype(np.float32)
 
 
 def best_alone(
     env: GpuSchedulingEnv, label_seeds: int = 1, policies: Sequence[Callable[[], Scheduler]] | None = None
 ) -> int:
     """Index of the policy that, run alone on the episode ``env`` was just reset to, has the lowest objective (the
-    first of equals; :func:`alone_costs`)."""
-    return int(np.argmin(alone_costs(env, label_seeds, policies)))
-
-
-def alone_costs(
-    env: GpuSchedulingEnv, label_seeds: int = 1, policies: Sequence[Callable[[], Scheduler]] | None = None
-) -> np.ndarray:
-    """The objective of each policy run alone on the episode ``env`` was just reset to: of ``policies``
-    (factories), by default the selector's (``env.config.selector``); with ``label_seeds`` > 1, the mean objective
-    over that episode and ``label_seeds - 1`` more workloads of its kind (:meth:`GpuSchedulingEnv.same_kind_jobs`,
-    training seeds drawn from the episode's seed), so that one lucky arrival order does not pick the label."""
+    first of equals): of ``policies`` (factories), by default the selector's (``env.config.selector``); with
+    ``label_seeds`` > 1, the lowest mean objective over that episode and ``label_seeds - 1`` more workloads of its
+    kind (:meth:`GpuSchedulingEnv.same_kind_jobs`, training seeds drawn from the episode's seed), so that one lucky
+    arrival order does not pick the label."""
     sim, cfg = env.simulation, env.config
     if policies is None:
         if not cfg.selector:
@@ -305,17 +260,16 @@ def alone_costs(
         raise EngineError("best_alone labels an episode: reset the environment first")
     more = np.random.default_rng(sim.seed).integers(TRAIN_SEED_MIN, 2**31 - 1, size=label_seeds - 1)
     workloads = [sim.jobs, *(env.same_kind_jobs(int(s)) for s in more)]
-    return np.array(
-        [
-            np.mean(
-                [
-                    objective(simulate(sim.cluster, jobs, make(), seed=sim.seed, options=sim.options), cfg.reward)
-                    for jobs in workloads
-                ]
-            )
-            for make in policies
-        ]
-    )
+    costs = [
+        np.mean(
+            [
+                objective(simulate(sim.cluster, jobs, make(), seed=sim.seed, options=sim.options), cfg.reward)
+                for jobs in workloads
+            ]
+        )
+        for make in policies
+    ]
+    return int(np.argmin(costs))
 
 
 def _concat(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
@@ -323,13 +277,12 @@ def _concat(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
         return b
     return {
         "obs": {k: np.concatenate([a["obs"][k], b["obs"][k]]) for k in a["obs"]},
-        **{k: np.concatenate([a[k], b[k]]) for k in a if k != "obs"},
+        **{k: np.concatenate([a[k], b[k]]) for k in ("mask", "action", "return")},
     }
 
 
 def fit(policy: Any, data: dict[str, Any], cfg: CloneConfig, rng: np.random.Generator) -> dict[str, float]:
-    """``cfg.epochs`` passes of ``cfg.loss`` (+ value loss) over ``data``; returns the last epoch's means (``ce``:
-    the cross-entropy against the labels, whichever loss is fitted)."""
+    """``cfg.epochs`` passes of cross-entropy (+ value loss) over ``data``; returns the last epoch's means."""
     import torch
 
     opt = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
@@ -338,25 +291,18 @@ def fit(policy: Any, data: dict[str, Any], cfg: CloneConfig, rng: np.random.Gene
     mask_t = torch.as_tensor(data["mask"])
     act_t = torch.as_tensor(data["action"])
     ret_t = torch.as_tensor(data["return"])
-    regret_t = torch.as_tensor(data["regret"]) if cfg.loss == REGRET else None
     policy.train()
     stats: dict[str, float] = {}
     for _ in range(cfg.epochs):
         order = torch.as_tensor(rng.permutation(n))
-        tot = {"ce": 0.0, "value_mse": 0.0, "accuracy": 0.0, **({"regret": 0.0} if regret_t is not None else {})}
+        tot = {"ce": 0.0, "value_mse": 0.0, "accuracy": 0.0}
         for lo in range(0, n, cfg.batch_size):
             idx = order[lo : lo + cfg.batch_size]
             obs = {k: v[idx] for k, v in obs_t.items()}
             values, log_prob, _ = policy.evaluate_actions(obs, act_t[idx], action_masks=mask_t[idx])
             ce = -log_prob.mean()
             v_loss = torch.nn.functional.mse_loss(values.flatten(), ret_t[idx])
-            if regret_t is None:
-                loss = ce + cfg.value_coef * v_loss
-            else:  # the expected regret of the action drawn from the policy's distribution
-                probs = policy.get_distribution(obs, action_masks=mask_t[idx]).distribution.probs
-                regret = (probs * regret_t[idx]).sum(dim=1).mean()
-                loss = regret + cfg.value_coef * v_loss
-                tot["regret"] += regret.item() * len(idx)
+            loss = ce + cfg.value_coef * v_loss
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)

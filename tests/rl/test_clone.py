@@ -11,18 +11,7 @@ import pytest
 from engine.analysis.workload import TRAIN_SEED_MIN
 from engine.errors import EngineError
 from engine.rl import cards
-from engine.rl.clone import (
-    BEST_ALONE,
-    BEST_TEACHER,
-    LOOKAHEAD,
-    REGRET,
-    CloneConfig,
-    alone_costs,
-    best_alone,
-    clone,
-    collect,
-    relative_regret,
-)
+from engine.rl.clone import BEST_ALONE, BEST_TEACHER, LOOKAHEAD, CloneConfig, best_alone, clone, collect
 from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, GpuSchedulingEnv, SelectorEnv, observation_space, selector_spaces
 from engine.rl.lookahead import LookaheadSelector
@@ -165,47 +154,6 @@ def test_a_selector_clones_the_best_policy_of_each_episode(tmp_path):
     assert after > before + 0.2 and record["rounds"][-1]["accuracy"] >= 0.7
 
 
-def test_relative_regret_is_each_policys_loss_against_the_best_over_the_episodes_mean_cost():
-    assert relative_regret(np.array([2.0, 1.0, 3.0])).tolist() == [0.5, 0.0, 1.0]
-    # an episode every policy runs almost without waiting: the floor, not its near-zero costs, is the scale
-    assert relative_regret(np.array([0.0, 1e-5, 2e-5])) == pytest.approx([0.0, 0.01, 0.02])
-
-
-def _expected_regret(policy, data) -> float:
-    import torch
-
-    with torch.no_grad():
-        obs = {k: torch.as_tensor(v) for k, v in data["obs"].items()}
-        probs = policy.get_distribution(obs, action_masks=torch.as_tensor(data["mask"])).distribution.probs.numpy()
-    return float((probs * data["regret"]).sum(axis=1).mean())
-
-
-def test_a_selector_cloned_by_regret_learns_the_choices_that_lose_least():
-    """With ``loss`` regret every state carries its episode's regret of each policy alone, and the fit lowers the
-    policy's expected regret on the episodes it was fitted to far below what it was, and below the label's fit."""
-    import torch
-
-    env = SelectorEnv(SELECTOR)
-    cfg = CloneConfig(teacher=BEST_ALONE, episodes=8, rounds=1, epochs=8, batch_size=64, loss=REGRET)
-    data = collect(env, cfg, 0.99, range(0, 8))  # the seeds ``clone(seed=0)`` fits in its one round
-    for seed in (0, 5):
-        env.reset(seed=seed)
-        costs = alone_costs(env)
-        rows = data["regret"][data["action"] == np.argmin(costs)]
-        assert any(np.array_equal(r, relative_regret(costs)) for r in rows)
-    assert data["regret"].min(axis=1).tolist() == [0.0] * len(data["action"])  # the label's regret is 0
-    assert (data["regret"][np.arange(len(data["action"])), data["action"]] == 0).all()
-    regrets = []
-    for loss in (REGRET, "cross-entropy"):
-        torch.manual_seed(0)
-        policy = build_policy(PolicySpec(net_arch=(32,)), *selector_spaces(SELECTOR.encoding, len(SELECTOR.selector)))
-        before = _expected_regret(policy, data)
-        record = clone(policy, SELECTOR, replace(cfg, loss=loss), gamma=0.99, seed=0)
-        regrets.append(_expected_regret(policy, data))
-    assert regrets[0] < before / 2 and regrets[0] <= regrets[1]
-    assert record["config"]["loss"] == "cross-entropy"
-
-
 @pytest.mark.parametrize("period_s", [0.0, 600.0])
 def test_the_lookahead_labels_are_the_lookahead_selectors_choices(period_s):
     """Driven by its labels, a selector episode is the lookahead selector's own run, bit for bit: the labels are
@@ -249,11 +197,6 @@ def test_the_lookahead_label_period_is_checked_and_for_a_selector_only():
             BEST_ALONE,
             {"label_seeds": 2},
             "behaviour cloning of the best of its policies alone on each episode and 1 more workloads of its kind",
-        ),
-        (
-            BEST_ALONE,
-            {"loss": REGRET},
-            "alone on each episode (`best_alone`, `engine/rl/clone.py`), fitted to the expected regret of its choice",
         ),
         (
             LOOKAHEAD,
@@ -301,8 +244,6 @@ def test_only_a_selector_clones_best_alone():
         ({"rounds": True}, "clone.rounds must be an integer from 1 to 100, got True"),
         ({"learning_rate": 0}, "clone.learning_rate"),
         ({"bogus": 1}, "unknown keys"),
-        ({"loss": "hinge"}, "clone.loss 'hinge': expected one of \\['cross-entropy', 'regret'\\]"),
-        ({"loss": "regret"}, "'regret' with clone.teacher 'best-alone' only"),
     ],
 )
 def test_bad_clone_configs_are_one_line_errors(data, match):
