@@ -49,7 +49,14 @@ from engine.rl.encoding import (
     encode,
 )
 from engine.rl.inference import NumpyPolicy, PolicySpec, param_shapes
-from engine.rl.selector import SelectorScheduler, check_margin, check_policies, check_vote, selector_input_dim
+from engine.rl.selector import (
+    SelectorScheduler,
+    check_last,
+    check_margin,
+    check_policies,
+    check_vote,
+    selector_input_dim,
+)
 from engine.schedulers.elastic import ElasticGreedy
 from engine.sim.state import ClusterState, Decision
 
@@ -290,6 +297,7 @@ def model_spec(name: str, card: Mapping[str, Any]) -> tuple[PolicySpec, Encoding
         k = len(check_policies(card["selector"], "selector"))
         vote = check_vote(card.get("selector_vote", "step"), "selector_vote")
         check_margin(card.get("selector_margin", 0.0), vote, "selector_margin")
+        check_last(card.get("selector_last", True), "selector_last")
         if spec.kind != "mlp":
             raise EngineError(f"a selector's policy.kind must be 'mlp', got {spec.kind!r}")
         return spec, enc, param_shapes(spec, enc, selector_input_dim(enc, k), k)

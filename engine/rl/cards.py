@@ -349,7 +349,17 @@ def _tasks(
 
 
 #: The card fields a model's runs depend on: a kept table is reused only while they are what they were.
-RUN_FIELDS = ("format", "sha256", "policy", "encoding", "reward", "selector", "selector_vote", "selector_margin")
+RUN_FIELDS = (
+    "format",
+    "sha256",
+    "policy",
+    "encoding",
+    "reward",
+    "selector",
+    "selector_vote",
+    "selector_margin",
+    "selector_last",
+)
 
 
 def _cache_file(cache_dir: Path, task: tuple[str, int, str, tuple[str, ...]]) -> Path:
@@ -639,6 +649,12 @@ def _selector_lines(card: dict[str, Any]) -> list[str]:
                 f"; the policy that decided last keeps deciding unless the network's pick scores at least {margin:g} "
                 'above it (`"selector_margin"`: a switch needs conviction)'
                 if margin
+                else ""
+            )
+            + (
+                '; the network is not shown which policy decided last (`"selector_last": false`: on the runs it '
+                "was cloned from, that was the label)"
+                if card.get("selector_last") is False
                 else ""
             )
         )

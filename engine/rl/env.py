@@ -128,6 +128,11 @@ class EnvConfig:
             in Input-Driven Environments", ICLR 2019). The episode return becomes the reference's dense cost
             minus the objective; the undiscounted policy gradient is unchanged in expectation (the reference's
             run does not depend on the agent's actions). Empty (the default): none.
+        selector_last: with ``selector``, whether the observation's ``select`` part ends with a one-hot of the
+            policy that decided last (:func:`~engine.rl.selector.selector_obs`); false leaves it at zeros (the
+            observation keeps its shape). Why false: a selector cloned from the best policy alone drives its first
+            round with that policy, whose one-hot is then the label, so the network learns to keep whatever decided
+            last and its first pick of a run, on an almost empty cluster, decides the rest.
     """
 
     clusters: tuple[str, ...] = ("4x8:V100-32",)
@@ -141,6 +146,7 @@ class EnvConfig:
     selector: tuple[str, ...] = ()
     presets: tuple[str, ...] = ()
     reference: str = ""
+    selector_last: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "clusters", tuple(self.clusters))
@@ -172,6 +178,10 @@ class EnvConfig:
             raise EngineError("env.presets: each preset at most once")
         if self.reference:
             check_policies((self.reference,), "env.reference")
+        if not isinstance(self.selector_last, bool) or not (self.selector_last or self.selector):
+            raise EngineError(
+                f"env.selector_last: true or false, and false with a selector only, got {self.selector_last!r}"
+            )
         object.__setattr__(self, "options", tuple(self.options))
         if not self.options or not all(isinstance(o, RunOptions) for o in self.options):
             raise EngineError("env options must be one or more RunOptions")
@@ -216,6 +226,8 @@ class EnvConfig:
             out["presets"] = list(self.presets)
         if self.reference:  # configs and cards written before it stay as they were
             out["reference"] = self.reference
+        if not self.selector_last:
+            out["selector_last"] = False
         return out
 
     @classmethod
@@ -229,6 +241,7 @@ class EnvConfig:
             "selector",
             "presets",
             "reference",
+            "selector_last",
             "encoding",
             "reward",
             "options",
@@ -237,7 +250,17 @@ class EnvConfig:
         reject_unknown_keys(data, known, "env")
         kw: dict[str, Any] = {
             k: data[k]
-            for k in ("clusters", "loads", "n_jobs", "workload", "workloads", "selector", "presets", "reference")
+            for k in (
+                "clusters",
+                "loads",
+                "n_jobs",
+                "workload",
+                "workloads",
+                "selector",
+                "presets",
+                "reference",
+                "selector_last",
+            )
             if k in data
         }
         for k in ("workloads", "selector", "presets"):
@@ -700,7 +723,8 @@ class SelectorEnv(GpuSchedulingEnv):
         if self._sim.done:
             return {k: np.zeros(s.shape, dtype=s.dtype) for k, s in self.observation_space.spaces.items()}
         sw = self._switch
-        return selector_obs(self._sim.state, self.config.encoding, len(sw.names), sw.current)
+        current = sw.current if self.config.selector_last else -1
+        return selector_obs(self._sim.state, self.config.encoding, len(sw.names), current)
 
 
 def _nothing(decision: Decision) -> bool:

@@ -15,7 +15,8 @@ current policy without asking the agent.
 Observation (a dict of float32 arrays; :func:`selector_obs`)
     ``jobs``, ``groups``, ``global``: the encoding's features (:mod:`engine.rl.encoding`), without its action
     mask; ``select``: :data:`SELECT_BASE_FEATURES` cheap features of users, the queue's head and the
-    preemption model (:func:`select_features`), then a one-hot of the policy that decided last.
+    preemption model (:func:`select_features`), then a one-hot of the policy that decided last (zeros with
+    ``env.selector_last`` false, the card's ``selector_last``).
 Action space
     ``Discrete(len(selector))``; every action is always allowed (``action_masks`` is all true).
 Reward, episodes, reset
@@ -167,6 +168,13 @@ def check_margin(margin: Any, vote: str, where: str) -> float:
     return float(margin)
 
 
+def check_last(last: Any, where: str) -> bool:
+    """``last`` (the card's ``selector_last``) if it is a bool; ``EngineError`` naming ``where`` otherwise."""
+    if not isinstance(last, bool):
+        raise EngineError(f"{where}: expected true or false, got {str(last)[:40]!r}")
+    return last
+
+
 class SelectorScheduler:
     """A trained selector as a :class:`~engine.sim.state.Scheduler` (``rl:<name>`` for a card with a
     ``selector`` list): at each decision point with a waiting job the policy network picks the hand-written
@@ -190,6 +198,7 @@ class SelectorScheduler:
         self.switch = PolicySwitch(names)
         self.vote = check_vote(card.get("selector_vote", "step"), "selector_vote")
         self.margin = check_margin(card.get("selector_margin", 0.0), self.vote, "selector_margin")
+        self.last = check_last(card.get("selector_last", True), "selector_last")
         self._all = np.ones(len(self.switch.names), dtype=bool)
         self._picks: dict[int, int] = {}  # the network's picks this run (dicts keep the order first chosen)
         #: This run's decision points with a waiting job that each policy decided (by index into its policies).
@@ -214,7 +223,7 @@ class SelectorScheduler:
         if not state.queue:
             return self.switch.default()
         sw = self.switch
-        k = self.act(selector_obs(state, self.encoding, len(sw.names), sw.current), self._all)
+        k = self.act(selector_obs(state, self.encoding, len(sw.names), sw.current if self.last else -1), self._all)
         if self.vote == "run":
             self._picks[k] = self._picks.get(k, 0) + 1
             k = max(self._picks, key=self._picks.__getitem__)

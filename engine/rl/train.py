@@ -569,6 +569,8 @@ def train(cfg: TrainConfig, *, models_dir: Path | None = None, export: bool = Tr
         card["selector_vote"] = cfg.selector_vote
         if cfg.selector_margin:
             card["selector_margin"] = cfg.selector_margin
+        if not cfg.env.selector_last:
+            card["selector_last"] = False
     if priors is not None:
         card["training"]["selector_prior"] = priors
     if stop_path.exists():

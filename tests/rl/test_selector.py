@@ -11,11 +11,12 @@ import pytest
 from engine import make_scheduler, parse_cluster, simulate
 from engine.analysis.workload import make_jobs
 from engine.errors import EngineError
+from engine.rl import cards
 from engine.rl.agent import ModelError, load_agent
 from engine.rl.encoding import EncodingConfig
 from engine.rl.env import EnvConfig, SelectorEnv
 from engine.rl.policies import PolicySpec
-from engine.rl.selector import SelectorScheduler
+from engine.rl.selector import SELECT_BASE_FEATURES, SelectorScheduler
 from engine.rl.train import TrainConfig, train
 from engine.sim.options import PreemptionModel, RunOptions
 from engine.sim.simulator import COMPLETED, UNSCHEDULABLE
@@ -342,3 +343,56 @@ def test_the_card_says_when_no_ppo_evaluation_beat_the_prior():
     )
     assert _kept(True, None, -0.5, priors) == "best evaluation"
     assert _kept(False, None, -0.6, priors) == "final"
+
+
+def test_without_the_last_policy_the_select_part_shows_none_in_training_and_in_the_trained_agent(tmp_path):
+    """``env.selector_last`` false leaves the one-hot of the policy that decided last at zeros, in the env (nothing
+    else of the observation changes) and in the agent trained with it (its card says ``selector_last``)."""
+    seen = {}
+    for last in (True, False):
+        env = SelectorEnv(_config(selector_last=last))
+        env.reset(seed=4)
+        seen[last] = [env.step(k % 2)[0] for k in range(6)]
+    for a, b in zip(seen[True], seen[False]):
+        assert a["select"][SELECT_BASE_FEATURES:].sum() == 1 and b["select"][SELECT_BASE_FEATURES:].sum() == 0
+        np.testing.assert_array_equal(a["select"][:SELECT_BASE_FEATURES], b["select"][:SELECT_BASE_FEATURES])
+        assert all(np.array_equal(a[k], b[k]) for k in a if k != "select")
+
+    cfg = replace(
+        tiny_config(tmp_path, "tiny-nolast", "mlp"),
+        env=_config(n_jobs=25, selector_last=False),
+        policy=PolicySpec(net_arch=(16,)),
+        total_timesteps=128,
+    )
+    card = train(cfg, models_dir=tmp_path / "models")
+    assert card["selector_last"] is False and TrainConfig.from_dict(card["training"]["config"]) == cfg
+    text = cards.render_markdown(json.loads((tmp_path / "models" / "tiny-nolast.json").read_text()))
+    assert 'not shown which policy decided last (`"selector_last": false`' in text
+    agent = load_agent("tiny-nolast", tmp_path / "models")
+    act, onehots = agent.policy.act, []
+
+    def spy(obs, mask):
+        onehots.append(obs["select"][SELECT_BASE_FEATURES:].sum())
+        return act(obs, mask)
+
+    agent.policy = type("Spy", (), {"act": staticmethod(spy)})()
+    c = parse_cluster(MIXED)
+    simulate(c, make_jobs(c, 40, 1.5, 11), agent)
+    assert onehots and set(onehots) == {0.0}
+
+
+def test_a_bad_selector_last_is_refused(tiny_selector, tmp_path):
+    import shutil
+
+    models, card, cfg = tiny_selector
+    shutil.copytree(models, tmp_path / "m")
+    (tmp_path / "m" / "tiny-select.json").write_text(json.dumps(card | {"selector_last": "no"}))
+    with pytest.raises(ModelError, match="selector_last: expected true or false, got 'no'"):
+        load_agent("tiny-select", tmp_path / "m")
+    assert "selector_last" not in card and "selector_last" not in cfg.env.to_dict()  # true, the default
+    off = replace(cfg.env, selector_last=False)
+    assert off.to_dict()["selector_last"] is False and EnvConfig.from_dict(off.to_dict()) == off
+    with pytest.raises(EngineError, match="env.selector_last: true or false, and false with a selector only"):
+        replace(cfg.env, selector=(), selector_last=False)
+    with pytest.raises(EngineError, match="env.selector_last"):
+        EnvConfig.from_dict({**cfg.env.to_dict(), "selector_last": 0})
