@@ -232,7 +232,8 @@ class EnvConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EnvConfig:
-        known = {
+        # the fields read as they are (the records below are parsed)
+        plain = (
             "clusters",
             "loads",
             "n_jobs",
@@ -242,27 +243,9 @@ class EnvConfig:
             "presets",
             "reference",
             "selector_last",
-            "encoding",
-            "reward",
-            "options",
-            *_OLDER_OPTION_KEYS,
-        }
-        reject_unknown_keys(data, known, "env")
-        kw: dict[str, Any] = {
-            k: data[k]
-            for k in (
-                "clusters",
-                "loads",
-                "n_jobs",
-                "workload",
-                "workloads",
-                "selector",
-                "presets",
-                "reference",
-                "selector_last",
-            )
-            if k in data
-        }
+        )
+        reject_unknown_keys(data, {*plain, "encoding", "reward", "options", *_OLDER_OPTION_KEYS}, "env")
+        kw: dict[str, Any] = {k: data[k] for k in plain if k in data}
         for k in ("workloads", "selector", "presets"):
             if k in kw and not isinstance(kw[k], list):
                 raise EngineError(f"env.{k} must be a list")

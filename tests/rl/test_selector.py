@@ -249,6 +249,17 @@ def test_a_margin_switches_policy_only_when_the_networks_pick_scores_that_much_a
     assert decided(5.0) == [0, 0, 0, 0, 0]
 
 
+def _refuses(tiny_selector, tmp_path, extra: dict, match: str) -> None:
+    """The tiny selector's card with ``extra`` fields, copied beside its weights, is refused with ``match``."""
+    import shutil
+
+    models, card, _ = tiny_selector
+    shutil.copytree(models, tmp_path / "m", dirs_exist_ok=True)
+    (tmp_path / "m" / "tiny-select.json").write_text(json.dumps(card | extra))
+    with pytest.raises(ModelError, match=match):
+        load_agent("tiny-select", tmp_path / "m")
+
+
 @pytest.mark.parametrize(
     "extra, match",
     [
@@ -259,13 +270,8 @@ def test_a_margin_switches_policy_only_when_the_networks_pick_scores_that_much_a
     ],
 )
 def test_a_bad_selector_margin_is_refused(tiny_selector, tmp_path, extra, match):
-    import shutil
-
-    models, card, cfg = tiny_selector
-    shutil.copytree(models, tmp_path / "m")
-    (tmp_path / "m" / "tiny-select.json").write_text(json.dumps(card | extra))
-    with pytest.raises(ModelError, match=match):
-        load_agent("tiny-select", tmp_path / "m")
+    _refuses(tiny_selector, tmp_path, extra, match)
+    cfg = tiny_selector[2]
     assert "selector_margin" not in cfg.to_dict()  # 0, the default, is not written
     assert TrainConfig.from_dict(replace(cfg, selector_margin=2.0).to_dict()).selector_margin == 2.0
     with pytest.raises(EngineError, match="selector_margin apply to a selector"):
@@ -273,13 +279,10 @@ def test_a_bad_selector_margin_is_refused(tiny_selector, tmp_path, extra, match)
 
 
 def test_a_selector_vote_that_is_not_step_or_run_is_refused(tiny_selector, tmp_path):
-    import shutil
-
-    models, card, cfg = tiny_selector
-    shutil.copytree(models, tmp_path / "m")
-    (tmp_path / "m" / "tiny-select.json").write_text(json.dumps(card | {"selector_vote": "often"}))
-    with pytest.raises(ModelError, match="selector_vote: 'often' is not one of \\['step', 'run'\\]"):
-        load_agent("tiny-select", tmp_path / "m")
+    _refuses(
+        tiny_selector, tmp_path, {"selector_vote": "often"}, "selector_vote: 'often' is not one of \\['step', 'run'\\]"
+    )
+    _, card, cfg = tiny_selector
     assert card["selector_vote"] == "step" and "selector_vote" not in card["training"]["config"]
     voting = replace(cfg, selector_vote="run")
     assert voting.to_dict()["selector_vote"] == "run" and TrainConfig.from_dict(voting.to_dict()) == voting
@@ -382,13 +385,8 @@ def test_without_the_last_policy_the_select_part_shows_none_in_training_and_in_t
 
 
 def test_a_bad_selector_last_is_refused(tiny_selector, tmp_path):
-    import shutil
-
-    models, card, cfg = tiny_selector
-    shutil.copytree(models, tmp_path / "m")
-    (tmp_path / "m" / "tiny-select.json").write_text(json.dumps(card | {"selector_last": "no"}))
-    with pytest.raises(ModelError, match="selector_last: expected true or false, got 'no'"):
-        load_agent("tiny-select", tmp_path / "m")
+    _refuses(tiny_selector, tmp_path, {"selector_last": "no"}, "selector_last: expected true or false, got 'no'")
+    _, card, cfg = tiny_selector
     assert "selector_last" not in card and "selector_last" not in cfg.env.to_dict()  # true, the default
     off = replace(cfg.env, selector_last=False)
     assert off.to_dict()["selector_last"] is False and EnvConfig.from_dict(off.to_dict()) == off
