@@ -642,15 +642,21 @@ def test_a_card_names_the_runs_that_tried_to_replace_its_agent(monkeypatch):
             cards.render_markdown(_losing_card(monkeypatch, ["best-fit"], tried=[bad]))
 
 
-def test_each_tried_config_continues_a_shipped_agent_whose_card_names_it():
-    """``engine/rl/configs/tried/``: the runs the cards' "tried and not shipped" lines report, to rerun."""
+def test_each_tried_config_is_named_by_the_card_of_the_agent_it_tried_to_replace():
+    """``engine/rl/configs/tried/``: the runs the cards' "tried and not shipped" lines report, to rerun. Each
+    continues a shipped agent (``init_from``) or retrains one from scratch; that agent's card, and only it, names it."""
     tried = sorted((CONFIGS_DIR / "tried").glob("*.json"))
     assert tried
+    cards_tried = {m: json.loads((MODELS_DIR / f"{m}.json").read_text()).get("tried", []) for m in model_names()}
     for path in tried:
         cfg = load_config(str(path))
-        assert cfg.name == path.stem and cfg.init_from in model_names(), path
-        card = json.loads((MODELS_DIR / f"{cfg.init_from}.json").read_text())
-        assert any(t["what"].startswith(f"{cfg.name} (engine/rl/configs/tried/)") for t in card["tried"]), path
+        named_by = [
+            m
+            for m, ts in cards_tried.items()
+            if any(t["what"].startswith(f"{cfg.name} (engine/rl/configs/tried/)") for t in ts)
+        ]
+        assert cfg.name == path.stem and len(named_by) == 1, path
+        assert cfg.init_from in ("", named_by[0]), path
 
 
 def test_a_selector_card_names_the_winners_outside_its_policies(monkeypatch):
