@@ -131,8 +131,8 @@ class EnvConfig:
         selector_last: with ``selector``, whether the observation's ``select`` part ends with a one-hot of the
             policy that decided last (:func:`~engine.rl.selector.selector_obs`); false leaves it at zeros (the
             observation keeps its shape). Why false: a selector cloned from the best policy alone drives its first
-            round with that policy, whose one-hot is then the label, so the network learns to keep whatever decided
-            last and its first pick of a run, on an almost empty cluster, decides the rest.
+            round with that policy, whose one-hot is then the label, so the network can learn to keep whatever
+            decided last (fair-comm's first round: 99.9 % accuracy; without it 84.4 %, models/HISTORY.md).
     """
 
     clusters: tuple[str, ...] = ("4x8:V100-32",)
