@@ -49,14 +49,7 @@ from engine.rl.encoding import (
     encode,
 )
 from engine.rl.inference import NumpyPolicy, PolicySpec, param_shapes
-from engine.rl.selector import (
-    SelectorScheduler,
-    check_last,
-    check_margin,
-    check_policies,
-    check_vote,
-    selector_input_dim,
-)
+from engine.rl.selector import SelectorScheduler, card_options, check_policies, selector_input_dim
 from engine.schedulers.elastic import ElasticGreedy
 from engine.sim.state import ClusterState, Decision
 
@@ -295,9 +288,7 @@ def model_spec(name: str, card: Mapping[str, Any]) -> tuple[PolicySpec, Encoding
         if "selector" not in card:
             return spec, enc, param_shapes(spec, enc)
         k = len(check_policies(card["selector"], "selector"))
-        vote = check_vote(card.get("selector_vote", "step"), "selector_vote")
-        check_margin(card.get("selector_margin", 0.0), vote, "selector_margin")
-        check_last(card.get("selector_last", True), "selector_last")
+        card_options(card)
         if spec.kind != "mlp":
             raise EngineError(f"a selector's policy.kind must be 'mlp', got {spec.kind!r}")
         return spec, enc, param_shapes(spec, enc, selector_input_dim(enc, k), k)

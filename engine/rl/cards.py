@@ -40,7 +40,7 @@ from engine.rl.clone import BEST_ALONE, BEST_TEACHER, LOOKAHEAD
 from engine.rl.encoding import EVICT, EncodingConfig
 from engine.rl.env import env_options_from_dict
 from engine.rl.reward import TERMS, RewardWeights, objective_terms, weighted
-from engine.rl.selector import SelectorScheduler, check_margin
+from engine.rl.selector import SelectorScheduler, card_options
 from engine.rl.teacher import REGISTERED_RULE, TEACHERS, TeacherScheduler, within
 from engine.schedulers import SCHEDULERS, ListScheduler, StaticKeyOrder
 from engine.schedulers.elastic import ElasticGreedy
@@ -634,7 +634,7 @@ def _selector_lines(card: dict[str, Any]) -> list[str]:
     validation curve."""
     tr, lines = card["training"], []
     if card.get("selector"):
-        margin = check_margin(card.get("selector_margin", 0.0), card.get("selector_vote", "step"), "selector_margin")
+        vote, margin, last = card_options(card)
         lines.append(
             "- a selector: at each decision point the network chooses which of "
             + ", ".join(f"`{n}`" for n in card["selector"])
@@ -642,7 +642,7 @@ def _selector_lines(card: dict[str, Any]) -> list[str]:
             + (
                 "; the policy that decides is the one the network has chosen most often in the run so far "
                 '(`"selector_vote": "run"`: it stops flickering between policies)'
-                if card.get("selector_vote") == "run"
+                if vote == "run"
                 else ""
             )
             + (
@@ -654,7 +654,7 @@ def _selector_lines(card: dict[str, Any]) -> list[str]:
             + (
                 '; the network is not shown which policy decided last (`"selector_last": false`: on the runs it '
                 "was cloned from, that was the label)"
-                if card.get("selector_last") is False
+                if not last
                 else ""
             )
         )

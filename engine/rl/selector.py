@@ -175,6 +175,14 @@ def check_last(last: Any, where: str) -> bool:
     return last
 
 
+def card_options(card: Mapping[str, Any]) -> tuple[str, float, bool]:
+    """A selector card's ``selector_vote``, ``selector_margin`` and ``selector_last`` (defaults where absent:
+    ``"step"``, 0, true), each checked; ``EngineError`` naming the field otherwise."""
+    vote = check_vote(card.get("selector_vote", "step"), "selector_vote")
+    margin = check_margin(card.get("selector_margin", 0.0), vote, "selector_margin")
+    return vote, margin, check_last(card.get("selector_last", True), "selector_last")
+
+
 class SelectorScheduler:
     """A trained selector as a :class:`~engine.sim.state.Scheduler` (``rl:<name>`` for a card with a
     ``selector`` list): at each decision point with a waiting job the policy network picks the hand-written
@@ -196,9 +204,7 @@ class SelectorScheduler:
         self.policy = policy
         self.encoding = encoding
         self.switch = PolicySwitch(names)
-        self.vote = check_vote(card.get("selector_vote", "step"), "selector_vote")
-        self.margin = check_margin(card.get("selector_margin", 0.0), self.vote, "selector_margin")
-        self.last = check_last(card.get("selector_last", True), "selector_last")
+        self.vote, self.margin, self.last = card_options(card)
         self._all = np.ones(len(self.switch.names), dtype=bool)
         self._picks: dict[int, int] = {}  # the network's picks this run (dicts keep the order first chosen)
         #: This run's decision points with a waiting job that each policy decided (by index into its policies).
